@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment at .venv/ and install mpcdp into it.
+#
+# Usage: bash launch/install.sh [--test]
+#   --test   also install the test extras (pytest, scipy, ...)
+#
+# CrypTen 0.4.1's published metadata requires packages that no longer exist or do not import beside
+# torch 2.13 CPU, so it is installed with --no-deps; its real runtime dependencies come from
+# pyproject.toml. Re-running is cheap: a stamp records what was installed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+python_bin="${PYTHON:-python3.11}"
+command -v "$python_bin" >/dev/null 2>&1 || python_bin=python3
+if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    echo "mpcdp needs Python 3.11 (torch 2.13.0 CPU is pinned for it); found $("$python_bin" --version 2>&1)." >&2
+    echo "Set PYTHON=/path/to/python3.11 and re-run." >&2
+    exit 2
+fi
+stamp_key="$(cat pyproject.toml launch/install.sh | sha256sum | cut -c1-16)${extras}"
+stamp=".venv/.mpcdp-install-stamp"
+if [ -x .venv/bin/python ] && [ -f "$stamp" ]; then
+    # an install with the test extras also satisfies a plain one
+    if grep -qxF "$stamp_key" "$stamp" || { [ -z "$extras" ] && grep -qxF "${stamp_key}[test]" "$stamp"; }; then
+        exit 0
+    fi
+fi
+if [ ! -x .venv/bin/python ]; then
+    echo "mpcdp: creating .venv/ with $("$python_bin" --version)" >&2
+    "$python_bin" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip --disable-pip-version-check --no-input)
+echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1 without its broken metadata)" >&2
+"${pip[@]}" install --quiet --upgrade pip
+"${pip[@]}" install --quiet "torch==2.13.0"
+"${pip[@]}" install --quiet --no-deps "crypten==0.4.1"
+"${pip[@]}" install --quiet -e ".${extras}"
+echo "$stamp_key" >> "$stamp"

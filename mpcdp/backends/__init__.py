@@ -1,0 +1,1 @@
+"""Adapters to MPC engines. Only :mod:`mpcdp.backends.crypten_backend` imports CrypTen."""

@@ -1,0 +1,168 @@
+"""The one module of mpcdp that imports CrypTen.
+
+Everything CrypTen keeps in globals — the ``cfg`` singleton, the communicator behind ``comm.get()``, the
+``crypten.generators`` PRNG table, the tuple provider chosen by a config string — is touched here and
+nowhere else. The rest of mpcdp talks to this module through plain functions and sees CrypTen tensors
+only as opaque handles inside :class:`mpcdp.mpc.shared.Shared`.
+
+Compatibility (CrypTen 0.4.1 on torch 2.13, CPU), applied in-process, never by editing site-packages:
+
+* ``crypten/nn/onnx_converter.py`` imports ``torch.onnx._internal.registration``, which torch moved to
+  ``torch.onnx._internal.torchscript_exporter.registration``. :func:`install_torch_compat` registers the
+  old name as an alias in ``sys.modules`` before ``import crypten``. Because this module is the only
+  importer of crypten, every entry point — including processes started with the ``spawn`` method,
+  which re-import everything — goes through the alias.
+* CrypTen's communicator passes no timeout to ``torch.distributed``; the default is 30 minutes. The
+  per-party timeout of :class:`mpcdp.config.MpcConfig` is installed as torch's default process-group
+  timeout before the communicator starts, so a silent peer cannot stall a party for longer.
+
+Security model of the providers (see README, "Threat model"):
+
+* ``dealer`` (CrypTen's TTP): an extra process of rank m that is never a data party generates the
+  correlated randomness (Beaver triples, binary triples, wraps, B2A bits) and hands each party its share.
+  It never receives an opened value or an input share. Security rests on it not colluding with a party.
+* ``tfp`` (CrypTen's default "trusted first party"): party 0 generates all correlated randomness in
+  plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
+  Development only; :class:`mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import os
+import sys
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+_LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
+_CURRENT_ONNX_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
+
+
+def install_torch_compat() -> None:
+    """Make ``import crypten`` work on torch 2.13 (idempotent, in-process only)."""
+    if _LEGACY_ONNX_REGISTRATION in sys.modules:
+        return
+    try:
+        importlib.import_module(_LEGACY_ONNX_REGISTRATION)
+        return  # an older torch that still has the module
+    except ModuleNotFoundError:
+        pass
+    current = importlib.import_module(_CURRENT_ONNX_REGISTRATION)
+    sys.modules[_LEGACY_ONNX_REGISTRATION] = current
+    parent = importlib.import_module("torch.onnx._internal")
+    setattr(parent, "registration", current)
+
+
+install_torch_compat()
+try:
+    import crypten  # noqa: E402
+    import crypten.communicator as _comm  # noqa: E402
+    from crypten.config import cfg as _cfg  # noqa: E402
+    from crypten.mpc import MPCTensor as _MPCTensor  # noqa: E402
+except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broken install
+    if e.name == "crypten":
+        raise ImportError(
+            "CrypTen is not installed. Run `bash launch/install.sh` (it installs "
+            "`pip install --no-deps crypten==0.4.1` plus CrypTen's real dependencies)."
+        ) from e
+    raise
+
+PROVIDERS = {"dealer": "TTP", "tfp": "TFP"}
+
+
+def _configure(provider: str, precision_bits: int, timeout_s: float) -> None:
+    if provider not in PROVIDERS:
+        raise ValueError(f"`provider` must be one of {sorted(PROVIDERS)}. Found {provider!r}.")
+    _cfg.mpc.provider = PROVIDERS[provider]
+    _cfg.encoder.precision_bits = int(precision_bits)
+    _cfg.communicator.verbose = False
+    # torch.distributed looks this module global up when a process group is created.
+    dist.distributed_c10d.default_pg_timeout = datetime.timedelta(seconds=float(timeout_s))
+
+
+def _set_endpoint(rank: int, parties: int, rendezvous: str) -> None:
+    # CrypTen's DistributedCommunicator reads exactly these variables; without RENDEZVOUS every
+    # process would invent its own random file path and all of them would hang.
+    os.environ["DISTRIBUTED_BACKEND"] = "gloo"
+    os.environ["RENDEZVOUS"] = rendezvous
+    os.environ["WORLD_SIZE"] = str(parties)
+    os.environ["RANK"] = str(rank)
+
+
+def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, precision_bits: int,
+                timeout_s: float) -> None:
+    """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined)."""
+    _configure(provider, precision_bits, timeout_s)
+    _set_endpoint(rank, parties, rendezvous)
+    crypten.init()
+
+
+def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s: float) -> None:
+    """Run the dealer (CrypTen's TTP server, rank ``parties``) until party 0 says ``terminate``.
+
+    Returns normally when the parties finish; if a party dies, CrypTen's server loop sees a
+    RuntimeError from the transport and returns as well, so callers check the parties, not the dealer.
+    """
+    _configure("dealer", precision_bits, timeout_s)
+    _set_endpoint(parties, parties, rendezvous)
+    # The server's own `crypten.init()` joins the process group as rank `parties`.
+    crypten.mpc.provider.TTPServer()
+    if _comm.is_initialized():
+        _comm.uninit()
+
+
+def stop_party() -> None:
+    """Leave the run (party 0 also tells the dealer to terminate)."""
+    if _comm.is_initialized():
+        crypten.uninit()
+
+
+def rank() -> int:
+    return _comm.get().get_rank()
+
+
+def world_size() -> int:
+    return _comm.get().get_world_size()
+
+
+def main_group():
+    """The torch.distributed group of the data parties (the dealer is not in it)."""
+    return _comm.get().main_group
+
+
+def all_gather_object(obj: Any) -> list:
+    """Every data party's ``obj`` in rank order (pickled over the data parties' group)."""
+    out: list = [None] * world_size()
+    dist.all_gather_object(out, obj, group=main_group())
+    return out
+
+
+def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor]) -> None:
+    """Send ``outgoing[j]`` to party j and receive into ``incoming[j]`` from party j, all at once."""
+    group = main_group()
+    requests = [dist.isend(t, dst=j, group=group) for j, t in outgoing.items()]
+    requests += [dist.irecv(t, src=j, group=group) for j, t in incoming.items()]
+    for request in requests:
+        request.wait()
+
+
+def shared_from_shares(share: torch.Tensor, precision_bits: int):
+    """Wrap this party's additive share (int64 ring elements, fixed point) as a CrypTen MPCTensor."""
+    return _MPCTensor.from_shares(share, precision=precision_bits)
+
+
+def share_of(handle) -> torch.Tensor:
+    """This party's int64 share of a CrypTen MPCTensor (for protocols implemented in mpcdp)."""
+    return handle.share
+
+
+def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
+    """All-reduce (sum in Z_2^64) of every data party's ``share``: the one opening primitive."""
+    return _comm.get().all_reduce(share.clone())
+
+
+def provider_name() -> str:
+    return _cfg.mpc.provider

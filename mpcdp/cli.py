@@ -1,0 +1,131 @@
+"""The ``mpcdp`` command.
+
+``mpcdp aggregate``  run a real m-party secure aggregation on this host (spawned processes + dealer),
+                     check it against the plaintext sum, print one JSON line.
+``mpcdp party``      run one data party of a job on this host, finding the others by --rendezvous or the
+                     environment (RANK, WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT) — for separate
+                     hosts; prints this party's JSON result.
+``mpcdp dealer``     run the dealer (rank m) for such a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+from mpcdp.config import MpcConfig
+from mpcdp.errors import MpcdpError, PartyFailed
+
+
+def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
+    parser.add_argument("--parties", type=int, required=parties_required, default=None,
+                        help="number of data parties m (env WORLD_SIZE for party/dealer)")
+    parser.add_argument("--provider", choices=["dealer", "tfp"], default="dealer",
+                        help="correlated randomness: 'dealer' (separate process, default) or 'tfp' "
+                             "(party 0; INSECURE, needs --insecure-dev)")
+    parser.add_argument("--insecure-dev", action="store_true",
+                        help="allow insecure development settings (prints a warning)")
+    parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per-party timeout in seconds")
+
+
+def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
+    return MpcConfig(parties=parties, provider=ns.provider, insecure_dev=ns.insecure_dev,
+                     precision_bits=ns.precision_bits, timeout_s=ns.timeout)
+
+
+def _cmd_aggregate(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.aggregate import aggregate_party, check
+    from mpcdp.runtime.harness import run_parties
+
+    if ns.dim < 1:
+        raise MpcdpError(f"`--dim` must be >= 1. Found {ns.dim}.")
+    config = _config(ns, ns.parties)
+    import time
+
+    start = time.perf_counter()
+    results = run_parties(aggregate_party, config, args=(ns.dim, ns.seed),
+                          job={"name": "aggregate", "dim": ns.dim})
+    summary = check(results, config.precision_bits)
+    summary["provider"] = config.provider
+    summary["wall_s"] = round(time.perf_counter() - start, 3)
+    print(json.dumps(summary))
+    return 0 if summary["max_abs_error"] <= summary["error_bound"] and summary["all_parties_agree"] else 1
+
+
+def _cmd_party(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.aggregate import aggregate_party
+    from mpcdp.runtime.endpoint import resolve, select_interface
+    from mpcdp.runtime.party import run_party
+
+    endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous)
+    select_interface(ns.iface)
+    config = _config(ns, endpoint.parties)
+    if endpoint.rank == endpoint.parties:
+        raise MpcdpError(f"rank {endpoint.rank} is the dealer's; start it with `mpcdp dealer`.")
+    result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
+                       args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim})
+    print(json.dumps(result))
+    return 0
+
+
+def _cmd_dealer(ns: argparse.Namespace) -> int:
+    from mpcdp.runtime.endpoint import resolve, select_interface
+    from mpcdp.runtime.party import run_dealer
+
+    endpoint = resolve(rank=None if ns.parties is None else ns.parties, parties=ns.parties,
+                       rendezvous=ns.rendezvous)
+    if endpoint.rank != endpoint.parties:
+        raise MpcdpError(f"the dealer's rank must equal the number of data parties ({endpoint.parties}). "
+                         f"Found RANK={endpoint.rank}.")
+    select_interface(ns.iface)
+    run_dealer(config=_config(ns, endpoint.parties), rendezvous=endpoint.rendezvous)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
+    _add_mpc_options(agg, parties_required=False)
+    agg.add_argument("--dim", type=int, default=123, help="length of each party's vector")
+    agg.add_argument("--seed", type=int, default=None,
+                     help="seed the parties' demo vectors (default: OS randomness)")
+    agg.set_defaults(func=_cmd_aggregate, parties=3)
+
+    party = sub.add_parser("party", help="one data party of `aggregate`, for separate hosts")
+    _add_mpc_options(party, parties_required=False)
+    party.add_argument("--rank", type=int, default=None, help="this party's rank (env RANK)")
+    party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
+    party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
+    party.add_argument("--dim", type=int, default=123)
+    party.add_argument("--seed", type=int, default=None)
+    party.set_defaults(func=_cmd_party)
+
+    dealer = sub.add_parser("dealer", help="the dealer (rank m) for parties on separate hosts")
+    _add_mpc_options(dealer, parties_required=False)
+    dealer.add_argument("--rendezvous", default=None)
+    dealer.add_argument("--iface", default=None)
+    dealer.set_defaults(func=_cmd_dealer)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            return ns.func(ns)
+    except PartyFailed as exc:
+        print(f"mpcdp: the run failed: {exc}", file=sys.stderr)
+        return 3
+    except MpcdpError as exc:
+        print(f"mpcdp: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

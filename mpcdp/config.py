@@ -1,0 +1,82 @@
+"""Run configuration: frozen, validated at construction, passed explicitly, fingerprinted.
+
+Every party of a run must hold the same :class:`MpcConfig` and the same job description; parties exchange
+their fingerprints before any share moves (see :mod:`mpcdp.mpc.context`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import warnings
+from typing import Any
+
+from mpcdp.errors import ConfigError, InsecureProviderError, InsecureSettingWarning
+
+PROVIDERS = ("dealer", "tfp")
+
+
+def _require(condition: bool, field: str, rule: str, value: Any) -> None:
+    if not condition:
+        raise ConfigError(f"`{field}` must be {rule}. Found {value!r}.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MpcConfig:
+    """How the parties compute together.
+
+    Attributes:
+        parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
+        provider: where correlated randomness comes from. ``"dealer"`` (default): a separate process that
+            holds no data and sees no opened value; secure if it does not collude with a party.
+            ``"tfp"``: party 0 generates it and can recover every other party's inputs — development
+            only, refused unless ``insecure_dev`` is True.
+        insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
+        precision_bits: fractional bits of the fixed-point encoding in Z_2^64 (resolution 2^-bits).
+        timeout_s: per-party limit for the whole run and for every blocking network operation.
+    """
+
+    parties: int
+    provider: str = "dealer"
+    insecure_dev: bool = False
+    precision_bits: int = 16
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
+                 "parties", "an integer >= 2", self.parties)
+        _require(self.provider in PROVIDERS, "provider", f"one of {list(PROVIDERS)}", self.provider)
+        _require(isinstance(self.insecure_dev, bool), "insecure_dev", "a bool", self.insecure_dev)
+        _require(isinstance(self.precision_bits, int) and 8 <= self.precision_bits <= 24,
+                 "precision_bits", "an integer in [8, 24]", self.precision_bits)
+        _require(isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s)
+                 and self.timeout_s > 0, "timeout_s", "a finite number > 0", self.timeout_s)
+        if self.provider == "tfp":
+            if not self.insecure_dev:
+                raise InsecureProviderError(
+                    "`provider` 'tfp' lets party 0 recover every other party's inputs; it needs the explicit "
+                    "development flag `insecure_dev=True` (CLI: --insecure-dev). Found provider='tfp', "
+                    "insecure_dev=False.")
+            warnings.warn("INSECURE: provider 'tfp' — party 0 generates all correlated randomness and can "
+                          "recover every other party's inputs. Development only.",
+                          InsecureSettingWarning, stacklevel=3)
+
+    @property
+    def processes(self) -> int:
+        """OS processes of a run: the data parties, plus the dealer when there is one."""
+        return self.parties + (1 if self.provider == "dealer" else 0)
+
+    @property
+    def fixed_point_resolution(self) -> float:
+        return 2.0 ** -self.precision_bits
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def fingerprint(*parts: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``parts`` (what parties compare at start)."""
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,62 @@
+"""The error hierarchy of mpcdp.
+
+Every error a user can cause names the field and the value it found. Subclasses also inherit the
+builtin they specialise, so ``except ValueError`` keeps working for callers that do not know mpcdp.
+"""
+
+from __future__ import annotations
+
+
+class MpcdpError(Exception):
+    """Base class of every error mpcdp raises on purpose.
+
+    ``party`` names the data party (rank) whose input or configuration caused the error, when one can be
+    named; the party runtime uses it to report the cause of a failed run.
+    """
+
+    def __init__(self, *args, party: int | None = None):
+        super().__init__(*args)
+        self.party = party
+
+
+class ConfigError(MpcdpError, ValueError):
+    """A configuration field is invalid (the message names the field and the value)."""
+
+
+class InputError(MpcdpError, ValueError):
+    """A party's input is unusable: NaN/Inf, empty, out of the fixed-point range, wrong shape."""
+
+
+class ConfigMismatchError(MpcdpError, ValueError):
+    """Parties were started with different configurations or tensor shapes.
+
+    Raised on every party during the start-of-protocol handshake, before any share is sent.
+    """
+
+
+class SecretDisclosureError(MpcdpError, TypeError):
+    """A secret-shared value was used where plaintext is needed (``bool``, ``float``, iteration...).
+
+    The only way to plaintext is an explicit, counted ``ctx.reveal(x, reason=...)``.
+    """
+
+
+class InsecureProviderError(MpcdpError, ValueError):
+    """An insecure development setting was requested without the explicit opt-in flag."""
+
+
+class PartyFailed(MpcdpError, RuntimeError):
+    """A party of a multi-party run failed, died or timed out.
+
+    Attributes:
+        party: the rank of the party that failed first (the cause), or None if none can be singled out.
+        reports: one ``PartyReport`` per process (data parties and the dealer), in rank order.
+    """
+
+    def __init__(self, message: str, *, party: int | None, reports: list):
+        super().__init__(message, party=party)
+        self.reports = reports
+
+
+class InsecureSettingWarning(UserWarning):
+    """Emitted once per process whenever an insecure development setting is in force."""

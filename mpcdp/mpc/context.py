@@ -1,0 +1,150 @@
+"""The per-party protocol context: who we are, what we agreed on, and the one door to plaintext.
+
+An :class:`MpcContext` exists on every data party of a run. Creating it (:meth:`MpcContext.join`) runs
+the start-of-run handshake — every party sends the SHA-256 fingerprint of its configuration and job
+description, and the descriptions themselves, to every other party (1 round, public metadata only) —
+and refuses to go on if they differ, naming the field and the parties; then it establishes the pairwise
+mask seeds (:mod:`mpcdp.mpc.masks`). No share of any private value has moved at that point.
+
+:meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
+plaintext. Every call is recorded as an :class:`Opening` (label, elements, recipients, reason), counted
+as one round, and its bytes on the wire are measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import torch
+
+from mpcdp.backends import crypten_backend as backend
+from mpcdp.config import MpcConfig, fingerprint
+from mpcdp.errors import ConfigMismatchError, InputError
+from mpcdp.mpc.masks import PairwiseMasks
+from mpcdp.mpc.shared import Shared, share_of
+from mpcdp.mpc.wire import WireMeter
+
+RING_BITS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Opening:
+    """One plaintext opening: what was opened, to whom, and why."""
+
+    label: str
+    elements: int
+    recipients: tuple[int, ...]
+    reason: str
+    bytes_sent: int | None = None
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), inner, out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def describe_mismatch(descriptions: list[dict[str, Any]]) -> tuple[str, int]:
+    """Human-readable list of the fields on which parties differ, and the first party that differs."""
+    flat = [_flatten("", d, {}) for d in descriptions]
+    keys = sorted(set().union(*flat))
+    lines, first = [], None
+    for key in keys:
+        values = [f.get(key, "<missing>") for f in flat]
+        if any(v != values[0] for v in values):
+            odd = [r for r, v in enumerate(values) if v != values[0]]
+            first = odd[0] if first is None else min(first, odd[0])
+            lines.append(f"`{key}`: " + ", ".join(f"party {r} = {v!r}" for r, v in enumerate(values)))
+    return "; ".join(lines), (first if first is not None else 0)
+
+
+class MpcContext:
+    """This data party's view of a run. Build with :meth:`join`; every party calls methods in lockstep."""
+
+    def __init__(self, *, rank: int, config: MpcConfig, job: dict[str, Any], masks: PairwiseMasks | None):
+        self.rank = rank
+        self.config = config
+        self.job = job
+        self.parties = config.parties
+        self.openings: list[Opening] = []
+        self.rounds = 0
+        self.wire = WireMeter()
+        self._masks = masks
+
+    # -- start of run ----------------------------------------------------------------------------
+    @classmethod
+    def join(cls, *, config: MpcConfig, job: dict[str, Any]) -> "MpcContext":
+        """Handshake with the other parties (the CrypTen communicator must be started)."""
+        rank, world = backend.rank(), backend.world_size()
+        if world != config.parties:
+            raise ConfigMismatchError(
+                f"`parties` is {config.parties} in this party's configuration but the network has {world} "
+                f"data parties", party=rank)
+        description = {"config": config.to_dict(), "job": job}
+        mine = {"fingerprint": fingerprint(description), "description": description}
+        everyone = backend.all_gather_object(mine)
+        if any(other["fingerprint"] != mine["fingerprint"] for other in everyone):
+            detail, first = describe_mismatch([other["description"] for other in everyone])
+            raise ConfigMismatchError(
+                f"parties run different configurations (checked before any share was sent): {detail}",
+                party=first)
+        masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
+        return cls(rank=rank, config=config, job=job, masks=masks)
+
+    # -- public metadata --------------------------------------------------------------------------
+    def exchange_public(self, value: Any) -> list[Any]:
+        """Every party's ``value`` (public metadata only), in rank order. One round."""
+        self.rounds += 1
+        with self.wire:
+            return backend.all_gather_object(value)
+
+    # -- fixed point ------------------------------------------------------------------------------
+    @property
+    def scale(self) -> int:
+        return 1 << self.config.precision_bits
+
+    @property
+    def max_abs_input(self) -> float:
+        """Largest |value| a party may input so that a sum over all parties cannot wrap the ring."""
+        return float(2 ** (RING_BITS - 2 - self.config.precision_bits)) / self.parties
+
+    def encode(self, values: torch.Tensor, *, field: str) -> torch.Tensor:
+        """Fixed-point encode (round to nearest: |error| <= 2^-(bits+1) per element)."""
+        scaled = values.to(torch.float64) * self.scale
+        big = values.abs().max().item() if values.numel() else 0.0
+        if not math.isfinite(big) or big > self.max_abs_input:
+            raise InputError(f"`{field}` has |value| {big!r} beyond the fixed-point range "
+                             f"{self.max_abs_input:.3g} ({self.config.precision_bits} fractional bits, "
+                             f"{self.parties} parties)", party=self.rank)
+        return torch.round(scaled).to(torch.int64)
+
+    def decode(self, raw: torch.Tensor) -> torch.Tensor:
+        return raw.to(torch.float64) / self.scale
+
+    # -- sharing and opening ----------------------------------------------------------------------
+    def masked_input(self, encoded: torch.Tensor) -> Shared:
+        """This party's share of a sharing in which it contributes ``encoded`` (no communication).
+
+        Every party calls this together; the shared value is the sum of all parties' contributions.
+        """
+        if self._masks is None:
+            raise RuntimeError("context has no mask seeds; build it with MpcContext.join")
+        return Shared(encoded + self._masks.zero_share(encoded.shape), self.config.precision_bits)
+
+    def reveal(self, x: Shared, *, label: str, reason: str) -> torch.Tensor:
+        """Open ``x`` to every data party (float64). One round; recorded in :attr:`openings`."""
+        if not isinstance(x, Shared):
+            raise TypeError(f"`x` must be a Shared value. Found {type(x).__name__}.")
+        meter = WireMeter()
+        with meter:
+            raw = backend.open_sum_of_shares(share_of(x))
+        self.rounds += 1
+        self.wire.absorb(meter)
+        self.openings.append(Opening(label=label, elements=x.numel(), recipients=tuple(range(self.parties)),
+                                     reason=reason, bytes_sent=meter.bytes_sent))
+        return self.decode(raw)

@@ -1,0 +1,87 @@
+"""Secure aggregation: the (public-weighted) sum of every party's private tensor, kept secret-shared.
+
+Paper 002, Algorithm 2 (DDP-SRM), line "aggregate the parties' local gradients inside MPC"; Jayaraman et
+al. (NeurIPS 2018) and WD-DP (paper 000) use the same primitive with weights 1/m or n_j/n.
+
+Security model: semi-honest data parties, private authenticated links. The result is a fresh sharing of
+Σ_j w_j·x_j; before an explicit ``ctx.reveal`` nobody learns anything about it, and opening it reveals the
+aggregate only — to any coalition missing at least one party, every other party's input stays hidden
+beyond what the aggregate implies (pairwise masks, :mod:`mpcdp.mpc.masks`). No dealer is involved.
+
+Steps (every party j, in lockstep):
+  1. Check the local tensor: non-empty, finite, within the fixed-point range; encode w_j·x_j to fixed
+     point with round-to-nearest (|error| <= 2^-(bits+1) per element per party).
+  2. Handshake (1 round, public metadata): every party's shape, dtype, weight and input problem, if any.
+     A problem at any party — or differing shapes — raises the same error on every party, naming the
+     party and the field, before any share is sent.
+  3. s_j = enc(w_j·x_j) + pairwise zero-sum mask: party j's share of the aggregate. No communication.
+
+Declared cost: 1 metadata round (≈ 100 bytes per party), 0 bytes of shares, no dealer material.
+Opening the result afterwards is 1 round: an all-reduce of d ring elements (gloo's ring: 2(m−1)/m·8d
+bytes sent per party, plus about 288 bytes of framing per message).
+Error of the opened aggregate: at most m·2^-(bits+1) per element (encoding only; the ring sum is exact).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mpcdp.errors import ConfigMismatchError, InputError
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.shared import Shared
+
+
+def _local_problem(local: torch.Tensor, weight: float, field: str) -> str | None:
+    if not torch.is_tensor(local):
+        return f"`{field}` must be a torch.Tensor. Found {type(local).__name__}"
+    if not (local.is_floating_point() or local.dtype in (torch.int32, torch.int64)):
+        return f"`{field}` must have a float or integer dtype. Found {local.dtype}"
+    if local.numel() == 0:
+        return f"`{field}` is empty (shape {tuple(local.shape)}): this party has nothing to contribute"
+    if not (isinstance(weight, (int, float)) and math.isfinite(weight)):
+        return f"`weight` must be a finite number. Found {weight!r}"
+    bad = ~torch.isfinite(local.to(torch.float64))
+    if bad.any():
+        first = tuple(int(i) for i in torch.nonzero(bad)[0])
+        return (f"`{field}` contains {int(bad.sum())} NaN/Inf entries (first at index {first}: "
+                f"{local[first].item()!r})")
+    return None
+
+
+def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, field: str = "local") -> Shared:
+    """Secret-share Σ_j weight_j · local_j over all parties (see the module docstring for steps and cost).
+
+    Args:
+        ctx: this party's context.
+        local: this party's private tensor; every party must pass the same shape.
+        weight: this party's public weight (e.g. n_j / n); exchanged in the handshake.
+        field: the name used for ``local`` in error messages.
+
+    Returns:
+        This party's share of the weighted sum.
+
+    Raises:
+        InputError: some party's tensor is empty, has NaN/Inf, or is out of the fixed-point range
+            (raised on every party, naming the party).
+        ConfigMismatchError: parties passed different shapes.
+    """
+    problem = _local_problem(local, weight, field)
+    shape = tuple(local.shape) if torch.is_tensor(local) else None
+    if problem is None:
+        scaled = local.to(torch.float64) * float(weight)
+        if scaled.abs().max().item() > ctx.max_abs_input:
+            problem = (f"`{field}`·weight reaches |value| {scaled.abs().max().item():.4g}, beyond the "
+                       f"fixed-point range {ctx.max_abs_input:.4g}")
+    everyone = ctx.exchange_public({"shape": shape, "weight": float(weight) if problem is None else None,
+                                    "problem": problem})
+    for rank, info in enumerate(everyone):
+        if info["problem"] is not None:
+            raise InputError(f"party {rank}: {info['problem']}", party=rank)
+    shapes = [info["shape"] for info in everyone]
+    if any(s != shapes[0] for s in shapes):
+        odd = next(r for r, s in enumerate(shapes) if s != shapes[0])
+        listing = ", ".join(f"party {r} = {s}" for r, s in enumerate(shapes))
+        raise ConfigMismatchError(f"`{field}` shapes differ between parties: {listing}", party=odd)
+    return ctx.masked_input(ctx.encode(scaled, field=field))

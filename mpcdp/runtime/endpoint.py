@@ -1,0 +1,59 @@
+"""Where a party process finds the others: command-line values first, then the environment.
+
+The environment follows torch.distributed / CrypTen conventions, so the same party code runs under any
+launcher: ``RANK`` (0..m-1 for data parties, m for the dealer), ``WORLD_SIZE`` (the number m of *data*
+parties, CrypTen's convention), and ``RENDEZVOUS`` (``tcp://HOST:PORT``, ``file:///path`` or ``env://``)
+or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``). ``GLOO_SOCKET_IFNAME`` picks
+the network interface on multi-homed hosts (``--iface``). This module is the only place mpcdp reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Mapping
+
+from mpcdp.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    rank: int
+    parties: int
+    rendezvous: str
+
+
+def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
+            environ: Mapping[str, str] | None = None) -> Endpoint:
+    env = os.environ if environ is None else environ
+
+    def pick(value, key: str, flag: str) -> int:
+        if value is not None:
+            return value
+        if key not in env:
+            raise ConfigError(f"`{flag}` is not given and the environment has no {key}.")
+        try:
+            return int(env[key])
+        except ValueError:
+            raise ConfigError(f"`{key}` must be an integer. Found {env[key]!r}.") from None
+
+    rank_ = pick(rank, "RANK", "--rank")
+    parties_ = pick(parties, "WORLD_SIZE", "--parties")
+    if rendezvous is None:
+        rendezvous = env.get("RENDEZVOUS")
+    if rendezvous is None and "MASTER_ADDR" in env and "MASTER_PORT" in env:
+        rendezvous = f"tcp://{env['MASTER_ADDR']}:{env['MASTER_PORT']}"
+    if rendezvous is None:
+        raise ConfigError("`--rendezvous` is not given and the environment has neither RENDEZVOUS nor "
+                          "MASTER_ADDR + MASTER_PORT.")
+    if not rendezvous.startswith(("tcp://", "file://", "env://")):
+        raise ConfigError(f"`rendezvous` must start with tcp://, file:// or env://. Found {rendezvous!r}.")
+    if not 0 <= rank_ <= parties_:
+        raise ConfigError(f"`rank` must be in [0, {parties_}] ({parties_} = the dealer). Found {rank_}.")
+    return Endpoint(rank=rank_, parties=parties_, rendezvous=rendezvous)
+
+
+def select_interface(iface: str | None) -> None:
+    """Make gloo use ``iface`` for its connections (needed when the hostname resolves to loopback)."""
+    if iface:
+        os.environ["GLOO_SOCKET_IFNAME"] = iface

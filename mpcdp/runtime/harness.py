@@ -1,0 +1,249 @@
+"""Start m data parties (and the dealer) as separate OS processes on this host and collect their results.
+
+One harness for the CLI, the benchmarks and the tests:
+
+* processes are started with the ``spawn`` method (a fresh interpreter each, as on separate hosts);
+* the rendezvous is ``tcp://127.0.0.1:PORT`` with a port the OS handed out, new for every run;
+* results travel through a queue that is read *before* any process is joined, and are plain data;
+* every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report;
+* the run has a deadline (``MpcConfig.timeout_s``); a party that raises, exits or is killed makes the
+  whole run fail promptly with :class:`~mpcdp.errors.PartyFailed`, which names the party that caused it
+  and carries its traceback — the other parties' consequent "connection closed" errors are reported
+  as consequences, not causes. Every child is terminated (then killed) before the harness returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import queue as queue_module
+import signal
+import socket
+import tempfile
+import time
+import traceback
+from typing import Any, Callable, Sequence
+
+from mpcdp.config import MpcConfig
+from mpcdp.errors import PartyFailed
+from mpcdp.runtime.party import run_dealer_process, run_party_process
+
+_POLL_S = 0.05
+_GRACE_S = 2.0  # after the first failure, time to hear from the other processes before judging
+_LOG_TAIL_LINES = 25
+
+
+@dataclasses.dataclass
+class PartyReport:
+    """What happened to one process of a run."""
+
+    rank: int
+    role: str  # "party" or "dealer"
+    status: str = "running"  # ok | error | died | timeout | running
+    exitcode: int | None = None
+    error_type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+    blamed_party: int | None = None  # an mpcdp error's `party`, when the error names one
+    log_tail: str = ""
+    finished_at: float | None = None
+
+    @property
+    def name(self) -> str:
+        return "dealer" if self.role == "dealer" else f"party {self.rank}"
+
+    def summary(self) -> str:
+        if self.status == "died":
+            sig = -self.exitcode if self.exitcode is not None and self.exitcode < 0 else None
+            how = f"killed by {signal.Signals(sig).name}" if sig else f"exited with code {self.exitcode}"
+            return f"{self.name}: died ({how}) without reporting a result"
+        if self.status == "error":
+            return f"{self.name}: {self.error_type}: {self.message}"
+        return f"{self.name}: {self.status}"
+
+
+def free_port() -> int:
+    """A TCP port the OS has just handed out (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _is_consequence(report: PartyReport) -> bool:
+    """An error that only says a peer went away (the symptom, not the cause)."""
+    text = f"{report.error_type} {report.message}".lower()
+    return any(s in text for s in ("connection closed", "connection reset", "broken pipe", "peer",
+                                   "socket", "timed out", "timeout"))
+
+
+def _cause(reports: list[PartyReport]) -> PartyReport | None:
+    failed = [r for r in reports if r.status in ("error", "died", "timeout")]
+    if not failed:
+        return None
+    by_time = sorted(failed, key=lambda r: r.finished_at or float("inf"))
+    for report in by_time:  # an mpcdp error that names the responsible party
+        if report.blamed_party is not None:
+            return reports[report.blamed_party]
+    died = [r for r in by_time if r.status == "died"]
+    if died:
+        return died[0]
+    genuine = [r for r in by_time if r.status == "error" and not _is_consequence(r)]
+    return (genuine or by_time)[0]
+
+
+def _read_tail(path: str) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-_LOG_TAIL_LINES:])
+    except OSError:
+        return ""
+
+
+def _failure(reports: list[PartyReport], config: MpcConfig, timed_out: bool) -> PartyFailed:
+    cause = _cause(reports)
+    lines = []
+    if timed_out:
+        running = [r.name for r in reports if r.status == "timeout"]
+        lines.append(f"run exceeded timeout_s={config.timeout_s}; still running: {', '.join(running)}")
+    if cause is not None and not timed_out:
+        lines.append(f"{cause.name} failed — {cause.summary().split(': ', 1)[1]}")
+    lines.append("status of every process:")
+    lines += [f"  {r.summary()}" for r in reports]
+    if cause is not None and cause.traceback:
+        lines.append(f"traceback of {cause.name}:\n{cause.traceback.rstrip()}")
+    if cause is not None and cause.log_tail.strip():
+        lines.append(f"log tail of {cause.name}:\n{cause.log_tail.rstrip()}")
+    party = cause.rank if cause is not None and cause.role == "party" else None
+    if timed_out and cause is None:
+        party = next((r.rank for r in reports if r.status == "timeout" and r.role == "party"), None)
+    return PartyFailed("\n".join(lines), party=party, reports=reports)
+
+
+def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = (),
+                party_args: Sequence[Sequence[Any]] | None = None, job: dict[str, Any] | None = None,
+                party_jobs: Sequence[dict[str, Any]] | None = None) -> list[Any]:
+    """Run ``fn(ctx, *args)`` on every data party, each in its own process; return their results.
+
+    Args:
+        fn: a module-level function (it is imported by name in each spawned process) taking an
+            :class:`~mpcdp.mpc.context.MpcContext` and returning plain, picklable data.
+        config: the run's configuration (parties, provider, precision, timeout).
+        args: arguments for every party; or ``party_args[j]`` for party j (its private inputs).
+        job: public description of the job, compared across parties in the handshake (default: the
+            function's qualified name). ``party_jobs[j]`` gives party j its own (to test mismatches).
+
+    Returns:
+        The parties' return values, in rank order.
+
+    Raises:
+        PartyFailed: a party raised, died or did not finish within ``config.timeout_s``.
+    """
+    m = config.parties
+    if party_args is not None and len(party_args) != m:
+        raise ValueError(f"`party_args` must have one entry per party ({m}). Found {len(party_args)}.")
+    if party_jobs is not None and len(party_jobs) != m:
+        raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
+    default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
+    ctx = multiprocessing.get_context("spawn")
+    results: "multiprocessing.Queue" = ctx.Queue()
+    rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    logdir = tempfile.mkdtemp(prefix="mpcdp-run-")
+    processes: list[multiprocessing.Process] = []
+    reports: list[PartyReport] = []
+    for rank in range(config.processes):
+        log_path = os.path.join(logdir, f"rank{rank}.log")
+        if rank < m:
+            party_job = party_jobs[rank] if party_jobs is not None else default_job
+            party_arg = tuple(party_args[rank]) if party_args is not None else tuple(args)
+            target, target_args = run_party_process, (rank, config, rendezvous, fn, party_arg, party_job,
+                                                      results, log_path)
+            reports.append(PartyReport(rank=rank, role="party"))
+        else:
+            target, target_args = run_dealer_process, (config, rendezvous, results, log_path)
+            reports.append(PartyReport(rank=rank, role="dealer"))
+        processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
+    values: dict[int, Any] = {}
+    start = time.monotonic()
+    deadline = start + config.timeout_s
+    failed_at: float | None = None
+    timed_out = False
+    try:
+        for process in processes:
+            process.start()
+        while True:
+            _drain(results, reports, values)
+            now = time.monotonic()
+            for rank, process in enumerate(processes):
+                report = reports[rank]
+                if report.status == "running" and process.exitcode is not None:
+                    _drain(results, reports, values)  # its last message may have just arrived
+                    if report.status == "running":
+                        if report.role == "dealer" and process.exitcode == 0:
+                            report.status, report.finished_at = "ok", now
+                        else:
+                            report.status, report.exitcode, report.finished_at = "died", process.exitcode, now
+            if any(r.status in ("error", "died") for r in reports) and failed_at is None:
+                failed_at = now
+            parties_done = all(r.status == "ok" for r in reports[:m])
+            if parties_done or (failed_at is not None and (
+                    now - failed_at > _GRACE_S or all(r.status != "running" for r in reports))):
+                break
+            if now > deadline:
+                timed_out = True
+                for report in reports:
+                    if report.status == "running":
+                        report.status, report.finished_at = "timeout", now
+                break
+            time.sleep(_POLL_S)
+        if failed_at is None and not timed_out:
+            _finish(processes, reports, deadline)
+            return [values[rank] for rank in range(m)]
+        for rank, report in enumerate(reports):
+            report.log_tail = _read_tail(os.path.join(logdir, f"rank{rank}.log"))
+        raise _failure(reports, config, timed_out)
+    finally:
+        _terminate(processes)
+        results.close()
+
+
+def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
+    while True:
+        try:
+            message = results.get_nowait()
+        except queue_module.Empty:
+            return
+        kind, rank = message[0], message[1]
+        report = reports[rank]
+        report.finished_at = time.monotonic()
+        if kind == "ok":
+            report.status = "ok"
+            if report.role == "party":
+                values[rank] = message[2]
+        else:
+            _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
+            report.status = "error"
+
+
+def _finish(processes: list, reports: list[PartyReport], deadline: float) -> None:
+    """Let processes that reported success exit on their own (briefly), recording their exit codes."""
+    for process, report in zip(processes, reports):
+        process.join(timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+        report.exitcode = process.exitcode
+
+
+def _terminate(processes: list) -> None:
+    alive = [p for p in processes if p.is_alive()]
+    for process in alive:
+        process.terminate()
+    stop = time.monotonic() + 3.0
+    for process in alive:
+        process.join(timeout=max(0.0, stop - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=3.0)
+
+
+def format_exception(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))

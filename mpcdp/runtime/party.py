@@ -1,0 +1,90 @@
+"""What one process of a run does, whether the harness spawned it or a launcher on another host started it.
+
+A data party joins the network (CrypTen communicator over torch.distributed/gloo), runs the handshake
+(:meth:`mpcdp.mpc.context.MpcContext.join`), runs the job and leaves. The dealer joins as rank m and
+serves correlated randomness until party 0 tells it to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any, Callable, Sequence
+
+from mpcdp.config import MpcConfig
+
+
+def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
+              job: dict[str, Any]) -> Any:
+    """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
+
+    On an exception the process leaves without the orderly goodbye (its peers see the connection close).
+    """
+    from mpcdp.backends import crypten_backend as backend
+    from mpcdp.mpc.context import MpcContext
+
+    backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
+                        precision_bits=config.precision_bits, timeout_s=config.timeout_s)
+    ctx = MpcContext.join(config=config, job=job)
+    value = fn(ctx, *args)
+    backend.stop_party()
+    return value
+
+
+def run_dealer(*, config: MpcConfig, rendezvous: str) -> None:
+    """Serve as the dealer (rank ``config.parties``) until the parties are done."""
+    from mpcdp.backends import crypten_backend as backend
+
+    backend.run_dealer(parties=config.parties, rendezvous=rendezvous, precision_bits=config.precision_bits,
+                       timeout_s=config.timeout_s)
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _report_error(results, rank: int, exc: BaseException) -> None:
+    blamed = getattr(exc, "party", None)
+    results.put(("error", rank, type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)),
+                 blamed if isinstance(blamed, int) else None))
+
+
+def _flush_and_exit(results, code: int) -> None:
+    results.close()
+    results.join_thread()  # the message is in the pipe before the process is seen to exit
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: gloo threads of a failed run must not keep us alive
+
+
+def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, log_path: str):
+    """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`)."""
+    _redirect_output(log_path)
+    try:
+        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job)
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
+        traceback.print_exc()
+        _report_error(results, rank, exc)
+        _flush_and_exit(results, 1)
+    results.put(("ok", rank, value))
+    _flush_and_exit(results, 0)
+
+
+def run_dealer_process(config: MpcConfig, rendezvous: str, results, log_path: str):
+    """Entry point of the spawned dealer process."""
+    _redirect_output(log_path)
+    rank = config.parties
+    try:
+        run_dealer(config=config, rendezvous=rendezvous)
+    except BaseException as exc:  # noqa: BLE001
+        traceback.print_exc()
+        _report_error(results, rank, exc)
+        _flush_and_exit(results, 1)
+    results.put(("ok", rank, None))
+    _flush_and_exit(results, 0)
