@@ -28,11 +28,13 @@ Security model of the providers (see README, "Threat model"):
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
@@ -62,6 +64,8 @@ try:
     import crypten.communicator as _comm  # noqa: E402
     from crypten.config import cfg as _cfg  # noqa: E402
     from crypten.mpc import MPCTensor as _MPCTensor  # noqa: E402
+    from crypten.mpc.provider import tfp_provider as _tfp_provider  # noqa: E402
+    from crypten.mpc.provider import ttp_provider as _ttp_provider  # noqa: E402
 except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broken install
     if e.name == "crypten":
         raise ImportError(
@@ -166,3 +170,59 @@ def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
 
 def provider_name() -> str:
     return _cfg.mpc.provider
+
+
+def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:
+    """This party's share of x·y (element-wise) by CrypTen's Beaver protocol with the configured provider.
+
+    Cost: 1 round opening ε = x − a and δ = y − b (2n ring elements), then truncation by 2^bits — local
+    for 2 parties, CrypTen's wraps protocol (a dealer `wrap_rng` + 1 more opening) for more.
+    """
+    x = _MPCTensor.from_shares(share_x, precision=precision_bits)
+    y = _MPCTensor.from_shares(share_y, precision=precision_bits)
+    return (x * y).share
+
+
+@dataclasses.dataclass
+class PartyView:
+    """Plaintext this party held while a protocol ran: correlated-randomness material it generated
+    locally (``generated``) and every value an opening delivered to it (``opened``)."""
+
+    generated: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    opened: list[torch.Tensor] = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def record_view() -> Iterator[PartyView]:
+    """Record this party's view of the CrypTen protocols run inside the block (for security tests).
+
+    Under ``tfp``, party 0's ``generated`` holds the plaintext Beaver triples; under ``dealer`` it holds
+    only this party's own pseudo-random shares of them.
+    """
+    view = PartyView()
+    originals = {mod: mod.generate_random_ring_element for mod in (_tfp_provider, _ttp_provider)}
+    communicator = _comm.get()
+    original_all_reduce = communicator.all_reduce
+
+    def recording_generator(original):
+        def generate(*args, **kwargs):
+            value = original(*args, **kwargs)
+            view.generated.append(value.clone())
+            return value
+        return generate
+
+    def recording_all_reduce(*args, **kwargs):
+        value = original_all_reduce(*args, **kwargs)
+        for tensor in (value if isinstance(value, list) else [value]):
+            view.opened.append(tensor.clone())
+        return value
+
+    try:
+        for mod, original in originals.items():
+            mod.generate_random_ring_element = recording_generator(original)
+        communicator.all_reduce = recording_all_reduce
+        yield view
+    finally:
+        for mod, original in originals.items():
+            mod.generate_random_ring_element = original
+        del communicator.all_reduce

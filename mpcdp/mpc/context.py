@@ -136,6 +136,17 @@ class MpcContext:
             raise RuntimeError("context has no mask seeds; build it with MpcContext.join")
         return Shared(encoded + self._masks.zero_share(encoded.shape), self.config.precision_bits)
 
+    def input_from(self, src: int, value: torch.Tensor | None, shape: tuple[int, ...], *, field: str) -> Shared:
+        """Share party ``src``'s private ``value`` (others pass None); ``shape`` is public. No communication."""
+        if self.rank == src:
+            if value is None or tuple(value.shape) != tuple(shape):
+                raise InputError(f"`{field}` at its source party {src} must have shape {tuple(shape)}. "
+                                 f"Found {None if value is None else tuple(value.shape)}.", party=src)
+            encoded = self.encode(value, field=field)
+        else:
+            encoded = torch.zeros(shape, dtype=torch.int64)
+        return self.masked_input(encoded)
+
     def reveal(self, x: Shared, *, label: str, reason: str) -> torch.Tensor:
         """Open ``x`` to every data party (float64). One round; recorded in :attr:`openings`."""
         if not isinstance(x, Shared):

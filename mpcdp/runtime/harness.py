@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import pickle
 import queue as queue_module
 import signal
 import socket
@@ -219,7 +220,7 @@ def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
         if kind == "ok":
             report.status = "ok"
             if report.role == "party":
-                values[rank] = message[2]
+                values[rank] = pickle.loads(message[2])
         else:
             _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
             report.status = "error"

@@ -8,6 +8,7 @@ serves correlated randomness until party 0 tells it to stop.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import traceback
 from typing import Any, Callable, Sequence
@@ -72,7 +73,13 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
         traceback.print_exc()
         _report_error(results, rank, exc)
         _flush_and_exit(results, 1)
-    results.put(("ok", rank, value))
+    try:
+        # Plain bytes: tensors must not travel as shared-memory handles that die with this process.
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001
+        _report_error(results, rank, TypeError(f"party {rank}'s result is not picklable: {exc}"))
+        _flush_and_exit(results, 1)
+    results.put(("ok", rank, payload))
     _flush_and_exit(results, 0)
 
 

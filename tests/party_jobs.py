@@ -1,0 +1,67 @@
+"""Party functions used by the tests (module-level so spawned processes can import them)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import torch
+
+from mpcdp.backends import crypten_backend as backend
+from mpcdp.mpc.multiply import multiply
+from mpcdp.mpc.secure_sum import secure_sum
+
+
+def sum_several(ctx, locals_: list[torch.Tensor], weight: float = 1.0):
+    """Securely sum each of this party's tensors; return the opened sums (and the bytes measured)."""
+    opened = []
+    for i, local in enumerate(locals_):
+        shared = secure_sum(ctx, local, weight=weight)
+        opened.append(ctx.reveal(shared, label=f"sum{i}", reason="test"))
+    return {"opened": opened, "openings": [(o.label, o.elements) for o in ctx.openings],
+            "rounds": ctx.rounds}
+
+
+def sum_once(ctx, local):
+    shared = secure_sum(ctx, local)
+    return ctx.reveal(shared, label="sum", reason="test")
+
+
+def raise_at(ctx, victim: int):
+    shared = secure_sum(ctx, torch.ones(4))
+    if ctx.rank == victim:
+        raise RuntimeError(f"deliberate failure injected at party {victim}")
+    return ctx.reveal(shared, label="sum", reason="test")
+
+
+def killed_mid_protocol(ctx, victim: int):
+    """The victim SIGKILLs itself after the shares exist and before the opening."""
+    shared = secure_sum(ctx, torch.ones(1000))
+    if ctx.rank == victim:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return ctx.reveal(shared, label="sum", reason="test")
+
+
+def hang_at(ctx, victim: int):
+    shared = secure_sum(ctx, torch.ones(4))
+    if ctx.rank == victim:
+        time.sleep(3600)
+    return ctx.reveal(shared, label="sum", reason="test")
+
+
+def product_with_view(ctx, x: torch.Tensor | None, y: torch.Tensor | None, n: int):
+    """Party 1 owns x, party 2 owns y; all compute x·y. Party 0 records its view and tries to recover x
+    as ε + a, which works exactly when party 0 knows the triple's a in plaintext (the tfp provider)."""
+    sx = ctx.input_from(1, x, (n,), field="x")
+    sy = ctx.input_from(2, y, (n,), field="y")
+    with backend.record_view() as view:
+        product = multiply(ctx, sx, sy)
+    opened_product = ctx.reveal(product, label="product", reason="test output")
+    result = {"product": opened_product, "x": x, "y": y}
+    if ctx.rank == 0:
+        epsilon = view.opened[0]  # the batched opening of (ε, δ) is recorded as ε, then δ
+        a_guess = view.generated[0]  # the first ring element tensor party 0 generated: a (tfp) or its share
+        recovered = (epsilon + a_guess).to(torch.float64) / ctx.scale
+        result.update(recovered_x=recovered, epsilon=epsilon)
+    return result

@@ -1,0 +1,85 @@
+"""A failing, killed or silent party ends the run quickly with an error that names it; bad input and
+mismatched configurations are refused on every party before any share is sent."""
+
+import time
+
+import pytest
+import torch
+
+from mpcdp.errors import ConfigMismatchError, InputError, PartyFailed
+from mpcdp.runtime.harness import run_parties
+from party_jobs import hang_at, killed_mid_protocol, raise_at, sum_once, sum_several
+
+
+def _fails(fn, config, **kwargs) -> tuple[PartyFailed, float]:
+    start = time.monotonic()
+    with pytest.raises(PartyFailed) as info:
+        run_parties(fn, config, **kwargs)
+    return info.value, time.monotonic() - start
+
+
+def test_a_raising_party_is_named_with_its_traceback(config_for):
+    err, elapsed = _fails(raise_at, config_for(3), args=(1,))
+    assert err.party == 1
+    assert "party 1 failed" in str(err)
+    assert "deliberate failure injected at party 1" in str(err)
+    assert "Traceback" in str(err) and "raise_at" in str(err)
+    assert elapsed < 30
+
+
+def test_a_party_killed_mid_protocol_is_named(config_for):
+    err, elapsed = _fails(killed_mid_protocol, config_for(3), args=(2,))
+    assert err.party == 2
+    assert "party 2 failed" in str(err) and "SIGKILL" in str(err)
+    statuses = {r.rank: r.status for r in err.reports}
+    assert statuses[2] == "died"
+    assert elapsed < 30  # the others see the closed connection; nobody waits for the 90 s timeout
+
+
+def test_a_silent_party_times_out_instead_of_hanging(config_for):
+    err, elapsed = _fails(hang_at, config_for(2, timeout_s=12.0), args=(1,))
+    assert "exceeded timeout_s=12.0" in str(err)
+    assert err.party is not None
+    assert elapsed < 12.0 + 10.0
+
+
+def test_config_mismatch_is_refused_before_any_share(config_for):
+    jobs = [{"name": "sum", "dim": 4}, {"name": "sum", "dim": 4}, {"name": "sum", "dim": 5}]
+    err, _ = _fails(sum_once, config_for(3), args=(torch.ones(4),), party_jobs=jobs)
+    assert err.party == 2
+    assert "ConfigMismatchError" in str(err)
+    assert "`job.dim`: party 0 = 4, party 1 = 4, party 2 = 5" in str(err)
+    assert "checked before any share was sent" in str(err)
+
+
+def test_shape_mismatch_names_the_field_and_parties(config_for):
+    args = [(torch.ones(4),), (torch.ones(4),), (torch.ones(3),)]
+    err, _ = _fails(sum_once, config_for(3), party_args=args)
+    assert err.party == 2
+    assert "`local` shapes differ between parties: party 0 = (4,), party 1 = (4,), party 2 = (3,)" in str(err)
+
+
+@pytest.mark.parametrize("bad, text", [
+    (torch.tensor([1.0, float("nan"), 2.0]), "contains 1 NaN/Inf entries (first at index (1,): nan)"),
+    (torch.tensor([1.0, 2.0, float("inf")]), "contains 1 NaN/Inf entries (first at index (2,): inf)"),
+    (torch.ones(0), "is empty"),
+    (torch.full((3,), 1e15), "·weight reaches |value| 1e+15, beyond the fixed-point range 3.518e+13"),
+])
+def test_bad_input_names_the_party_on_every_party(bad, text, config_for):
+    args = [(torch.ones(3),), (bad,)]
+    err, _ = _fails(sum_once, config_for(2), party_args=args)
+    assert err.party == 1
+    assert f"party 1: `local`{'' if text.startswith('·') else ' '}{text}" in str(err)
+    # every party raised the same clear error (none of them hung or sent a share)
+    assert all(r.error_type == "InputError" for r in err.reports if r.role == "party")
+
+
+def test_errors_keep_their_types_in_process():
+    # the same errors are ValueErrors for callers who do not know mpcdp
+    assert issubclass(InputError, ValueError) and issubclass(ConfigMismatchError, ValueError)
+
+
+def test_a_run_after_a_failure_works(config_for):
+    _fails(raise_at, config_for(2), args=(0,))
+    results = run_parties(sum_several, config_for(2), party_args=[([torch.ones(2)],), ([torch.ones(2)],)])
+    assert results[0]["opened"][0].tolist() == [2.0, 2.0]
