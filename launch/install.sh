@@ -12,12 +12,17 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test]"
-python_bin="${PYTHON:-python3.11}"
+python_bin="${MPCDP_PYTHON:-python3.11}"
 command -v "$python_bin" >/dev/null 2>&1 || python_bin=python3
 if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     echo "mpcdp needs Python 3.11 (torch 2.13.0 CPU is pinned for it); found $("$python_bin" --version 2>&1)." >&2
-    echo "Set PYTHON=/path/to/python3.11 and re-run." >&2
+    echo "Set MPCDP_PYTHON=/path/to/python3.11 and re-run." >&2
     exit 2
+fi
+# one installer at a time (several parties may start on one machine at once)
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$root/.venv-install.lock"
+    flock 9
 fi
 stamp_key="$(cat pyproject.toml launch/install.sh | sha256sum | cut -c1-16)${extras}"
 stamp=".venv/.mpcdp-install-stamp"
@@ -35,6 +40,7 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check --no-input)
 echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1 without its broken metadata)" >&2
 "${pip[@]}" install --quiet --upgrade pip
 "${pip[@]}" install --quiet "torch==2.13.0"
-"${pip[@]}" install --quiet --no-deps "crypten==0.4.1"
 "${pip[@]}" install --quiet -e ".${extras}"
+# last, so pip does not re-check crypten's dead metadata requirements afterwards
+"${pip[@]}" install --quiet --no-deps "crypten==0.4.1"
 echo "$stamp_key" >> "$stamp"

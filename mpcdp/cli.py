@@ -2,10 +2,9 @@
 
 ``mpcdp aggregate``  run a real m-party secure aggregation on this host (spawned processes + dealer),
                      check it against the plaintext sum, print one JSON line.
-``mpcdp party``      run one data party of a job on this host, finding the others by --rendezvous or the
+``mpcdp party``      run one process of ``aggregate`` on this host, finding the others by --rendezvous or the
                      environment (RANK, WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT) — for separate
-                     hosts; prints this party's JSON result.
-``mpcdp dealer``     run the dealer (rank m) for such a run.
+                     hosts. Rank m is the dealer. A data party prints its JSON result.
 """
 
 from __future__ import annotations
@@ -60,28 +59,19 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.runtime.endpoint import resolve, select_interface
     from mpcdp.runtime.party import run_party
 
+    from mpcdp.runtime.party import run_dealer
+
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous)
     select_interface(ns.iface)
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
-        raise MpcdpError(f"rank {endpoint.rank} is the dealer's; start it with `mpcdp dealer`.")
+        if config.provider != "dealer":
+            raise MpcdpError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
+        run_dealer(config=config, rendezvous=endpoint.rendezvous)
+        return 0
     result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
                        args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim})
     print(json.dumps(result))
-    return 0
-
-
-def _cmd_dealer(ns: argparse.Namespace) -> int:
-    from mpcdp.runtime.endpoint import resolve, select_interface
-    from mpcdp.runtime.party import run_dealer
-
-    endpoint = resolve(rank=None if ns.parties is None else ns.parties, parties=ns.parties,
-                       rendezvous=ns.rendezvous)
-    if endpoint.rank != endpoint.parties:
-        raise MpcdpError(f"the dealer's rank must equal the number of data parties ({endpoint.parties}). "
-                         f"Found RANK={endpoint.rank}.")
-    select_interface(ns.iface)
-    run_dealer(config=_config(ns, endpoint.parties), rendezvous=endpoint.rendezvous)
     return 0
 
 
@@ -96,20 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seed the parties' demo vectors (default: OS randomness)")
     agg.set_defaults(func=_cmd_aggregate, parties=3)
 
-    party = sub.add_parser("party", help="one data party of `aggregate`, for separate hosts")
+    party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
     _add_mpc_options(party, parties_required=False)
-    party.add_argument("--rank", type=int, default=None, help="this party's rank (env RANK)")
+    party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
     party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
     party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
     party.set_defaults(func=_cmd_party)
 
-    dealer = sub.add_parser("dealer", help="the dealer (rank m) for parties on separate hosts")
-    _add_mpc_options(dealer, parties_required=False)
-    dealer.add_argument("--rendezvous", default=None)
-    dealer.add_argument("--iface", default=None)
-    dealer.set_defaults(func=_cmd_dealer)
     return parser
 
 

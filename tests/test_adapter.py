@@ -54,3 +54,22 @@ def test_importing_mpcdp_does_not_import_crypten():
     result = _python("import sys, mpcdp, mpcdp.config, mpcdp.cli; print('crypten' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_crypten_torch_function_dispatch_is_still_only_deprecated():
+    """CrypTen's `__torch_function__` is a plain method; torch 2.13 warns it "will be an error in future".
+    mpcdp's protocols do not go through it, but crypten.nn does: the day torch turns the warning into an
+    error this test fails and says so (pytest also turns the warning into an error in-process)."""
+    result = _python(
+        "from mpcdp.backends import crypten_backend as b\n"
+        "import sys, torch, warnings\n"
+        "crypten = sys.modules['crypten']\n"
+        "crypten.init_thread(0, 1)\n"
+        "x = crypten.cryptensor(torch.tensor([1.0]))\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    y = torch.cat([x, x])\n"
+        "print(y.get_plain_text().tolist())\n"
+        "print(any('as a plain method is deprecated' in str(w.message) for w in caught))\n")
+    assert result.returncode == 0, f"torch.cat on a CrypTensor now fails:\n{result.stderr[-2000:]}"
+    assert result.stdout.split() == ["[1.0,", "1.0]", "True"]

@@ -144,6 +144,13 @@ def all_gather_object(obj: Any) -> list:
     return out
 
 
+def all_gather_int64(vector: torch.Tensor) -> torch.Tensor:
+    """Every data party's fixed-size int64 ``vector``, stacked in rank order (one collective)."""
+    out = [torch.empty_like(vector) for _ in range(world_size())]
+    dist.all_gather(out, vector, group=main_group())
+    return torch.stack(out)
+
+
 def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor]) -> None:
     """Send ``outgoing[j]`` to party j and receive into ``incoming[j]`` from party j, all at once."""
     group = main_group()

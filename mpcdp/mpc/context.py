@@ -103,6 +103,12 @@ class MpcContext:
         with self.wire:
             return backend.all_gather_object(value)
 
+    def exchange_fixed(self, vector: torch.Tensor) -> torch.Tensor:
+        """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round."""
+        self.rounds += 1
+        with self.wire:
+            return backend.all_gather_int64(vector.to(torch.int64))
+
     # -- fixed point ------------------------------------------------------------------------------
     @property
     def scale(self) -> int:

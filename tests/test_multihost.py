@@ -1,0 +1,90 @@
+"""Three data parties and the dealer on four emulated hosts (network namespaces joined by a bridge),
+each started by `launch/host.sh` from environment variables only, as on separate machines."""
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from mpcdp.jobs.aggregate import error_bound, local_vector
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PARTIES, DIM, SEED = 3, 40, 17
+
+
+def _netns_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "network namespaces need root (ip netns add)"
+    if shutil.which("ip") is None:
+        return "iproute2's `ip` is not installed"
+    probe = f"mpcdpprobe{secrets.token_hex(3)}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"`ip netns add` is not permitted here: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], check=False)
+    return None
+
+
+_REASON = _netns_unavailable()
+
+
+@pytest.fixture
+def hosts():
+    tag = "t" + secrets.token_hex(3)
+    script = str(ROOT / "launch" / "netns.sh")
+    try:
+        up = subprocess.run(["bash", script, "up", tag, str(PARTIES + 1)], capture_output=True, text=True,
+                            check=True)
+        yield tag, [line.split()[1] for line in up.stdout.splitlines()]
+    finally:
+        subprocess.run(["bash", script, "down", tag], check=False)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert tag not in left
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_parties_on_separate_hosts(hosts):
+    tag, addresses = hosts
+    assert addresses == [f"10.213.0.{i + 1}" for i in range(PARTIES + 1)]
+    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29500",
+                  "MPCDP_IFACE": "eth-mpcdp"}
+    procs = []
+    for rank in range(PARTIES + 1):
+        env = dict(os.environ, RANK=str(rank), **env_common)
+        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "bash", str(ROOT / "launch" / "host.sh"),
+               "--dim", str(DIM), "--seed", str(SEED), "--timeout", "90"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = []
+    try:
+        for rank, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=150)
+            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            proc.kill()
+    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
+    assert outputs[PARTIES].strip() == ""  # the dealer prints nothing and sees no result
+    exact = sum(local_vector(DIM, rank, SEED) for rank in range(PARTIES))
+    for rank, result in enumerate(results):
+        assert result["rank"] == rank
+        assert torch.equal(torch.tensor(result["local"], dtype=torch.float64), local_vector(DIM, rank, SEED))
+        opened = torch.tensor(result["aggregate"], dtype=torch.float64)
+        assert (opened - exact).abs().max().item() <= error_bound(PARTIES, 16)
+        assert result["bytes_sent"] > 8 * DIM * 2 * (PARTIES - 1) / PARTIES  # the opening really crossed hosts
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_each_host_sees_only_the_emulated_subnet(hosts):
+    tag, _ = hosts
+    routes = subprocess.run(["ip", "-n", f"{tag}-h1", "route"], capture_output=True, text=True).stdout
+    assert routes.split()[0] == "10.213.0.0/24" and len(routes.strip().splitlines()) == 1
+    links = subprocess.run(["ip", "-n", f"{tag}-h1", "-o", "link"], capture_output=True, text=True).stdout
+    assert sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()) == ["eth-mpcdp", "lo"]
