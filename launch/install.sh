@@ -36,11 +36,17 @@ if [ ! -x .venv/bin/python ]; then
     echo "mpcdp: creating .venv/ with $("$python_bin" --version)" >&2
     "$python_bin" -m venv .venv
 fi
-pip=(.venv/bin/python -m pip --disable-pip-version-check --no-input)
-echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1 without its broken metadata)" >&2
-"${pip[@]}" install --quiet --upgrade pip
-"${pip[@]}" install --quiet "torch==2.13.0"
-"${pip[@]}" install --quiet -e ".${extras}"
-# last, so pip does not re-check crypten's dead metadata requirements afterwards
-"${pip[@]}" install --quiet --no-deps "crypten==0.4.1"
+pip=(.venv/bin/python -m pip --disable-pip-version-check --no-input --quiet)
+log=".venv/install.log"
+echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1 without its broken metadata); log: $log" >&2
+if ! {
+    "${pip[@]}" install "torch==2.13.0" &&
+    "${pip[@]}" install -e ".${extras}" &&
+    # last, so pip does not re-check crypten's dead metadata requirements afterwards
+    "${pip[@]}" install --no-deps "crypten==0.4.1"
+} >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "mpcdp: installation failed (full log: $log)" >&2
+    exit 1
+fi
 echo "$stamp_key" >> "$stamp"
