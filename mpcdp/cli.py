@@ -110,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     except MpcdpError as exc:
         print(f"mpcdp: {exc}", file=sys.stderr)
         return 2
+    except (RuntimeError, OSError) as exc:  # the network: a peer vanished, stalled or never came
+        if ns.command != "party":
+            raise
+        print(f"mpcdp party: this process's run failed — {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

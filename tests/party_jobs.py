@@ -65,3 +65,20 @@ def product_with_view(ctx, x: torch.Tensor | None, y: torch.Tensor | None, n: in
         recovered = (epsilon + a_guess).to(torch.float64) / ctx.scale
         result.update(recovered_x=recovered, epsilon=epsilon)
     return result
+
+
+def standalone_process(rank: int, parties: int, rendezvous: str, timeout_s: float, victim: int, out):
+    """A process started without the harness (as on its own host): report how its run ended."""
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.party import run_dealer, run_party
+
+    config = MpcConfig(parties=parties, timeout_s=timeout_s)
+    start = time.monotonic()
+    try:
+        if rank == parties:
+            run_dealer(config=config, rendezvous=rendezvous)
+        else:
+            run_party(rank=rank, config=config, rendezvous=rendezvous, fn=hang_at, args=(victim,), job={})
+        out.put((rank, "ok", time.monotonic() - start, ""))
+    except Exception as exc:  # noqa: BLE001
+        out.put((rank, type(exc).__name__, time.monotonic() - start, str(exc)))

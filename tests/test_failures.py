@@ -37,9 +37,12 @@ def test_a_party_killed_mid_protocol_is_named(config_for):
 
 
 def test_a_silent_party_times_out_instead_of_hanging(config_for):
-    err, elapsed = _fails(hang_at, config_for(2, timeout_s=12.0), args=(1,))
+    err, elapsed = _fails(hang_at, config_for(3, timeout_s=12.0), args=(1,))
     assert "exceeded timeout_s=12.0" in str(err)
-    assert err.party is not None
+    # the others entered the opening; party 1 never got past the handshake of the aggregation
+    assert err.party == 1
+    assert "party 1 stalled: it is at step 1 (exchange)" in str(err)
+    assert "party 0 (at step 2: reveal sum)" in str(err)
     assert elapsed < 12.0 + 10.0
 
 
@@ -83,3 +86,27 @@ def test_a_run_after_a_failure_works(config_for):
     _fails(raise_at, config_for(2), args=(0,))
     results = run_parties(sum_several, config_for(2), party_args=[([torch.ones(2)],), ([torch.ones(2)],)])
     assert results[0]["opened"][0].tolist() == [2.0, 2.0]
+
+
+def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():
+    """On separate hosts no harness watches: the per-party timeout reaches every gloo operation."""
+    import multiprocessing
+
+    from mpcdp.runtime.harness import free_port
+    from party_jobs import standalone_process
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    rendezvous = f"tcp://127.0.0.1:{free_port()}"
+    procs = [ctx.Process(target=standalone_process, args=(rank, 2, rendezvous, 6.0, 1, out), daemon=True)
+             for rank in range(3)]
+    for proc in procs:
+        proc.start()
+    try:
+        rank, kind, elapsed, message = out.get(timeout=90)
+        assert rank == 0  # party 1 sleeps; party 0 gives up waiting for its share of the opening
+        assert kind == "RuntimeError" and "Timed out" in message
+        assert 6.0 <= elapsed < 6.0 + 60  # handshake + mask setup, then the 6 s wait
+    finally:
+        for proc in procs:
+            proc.kill()

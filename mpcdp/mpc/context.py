@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -66,7 +66,8 @@ def describe_mismatch(descriptions: list[dict[str, Any]]) -> tuple[str, int]:
 class MpcContext:
     """This data party's view of a run. Build with :meth:`join`; every party calls methods in lockstep."""
 
-    def __init__(self, *, rank: int, config: MpcConfig, job: dict[str, Any], masks: PairwiseMasks | None):
+    def __init__(self, *, rank: int, config: MpcConfig, job: dict[str, Any], masks: PairwiseMasks | None,
+                 on_step: Callable[[int, str], None] | None = None):
         self.rank = rank
         self.config = config
         self.job = job
@@ -74,13 +75,27 @@ class MpcContext:
         self.openings: list[Opening] = []
         self.rounds = 0
         self.wire = WireMeter()
+        self.steps = 0
         self._masks = masks
+        self._on_step = on_step
+
+    def _step(self, label: str) -> None:
+        """Note that this party enters a communication step (lets a launcher tell who stalled)."""
+        self.steps += 1
+        if self._on_step is not None:
+            self._on_step(self.steps, label)
 
     # -- start of run ----------------------------------------------------------------------------
     @classmethod
-    def join(cls, *, config: MpcConfig, job: dict[str, Any]) -> "MpcContext":
-        """Handshake with the other parties (the CrypTen communicator must be started)."""
+    def join(cls, *, config: MpcConfig, job: dict[str, Any],
+             on_step: Callable[[int, str], None] | None = None) -> "MpcContext":
+        """Handshake with the other parties (the CrypTen communicator must be started).
+
+        ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
+        """
         rank, world = backend.rank(), backend.world_size()
+        if on_step is not None:
+            on_step(0, "handshake")
         if world != config.parties:
             raise ConfigMismatchError(
                 f"`parties` is {config.parties} in this party's configuration but the network has {world} "
@@ -94,17 +109,19 @@ class MpcContext:
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
         masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
-        return cls(rank=rank, config=config, job=job, masks=masks)
+        return cls(rank=rank, config=config, job=job, masks=masks, on_step=on_step)
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any) -> list[Any]:
         """Every party's ``value`` (public metadata only), in rank order. One round."""
+        self._step("exchange")
         self.rounds += 1
         with self.wire:
             return backend.all_gather_object(value)
 
     def exchange_fixed(self, vector: torch.Tensor) -> torch.Tensor:
         """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round."""
+        self._step("exchange")
         self.rounds += 1
         with self.wire:
             return backend.all_gather_int64(vector.to(torch.int64))
@@ -157,6 +174,7 @@ class MpcContext:
         """Open ``x`` to every data party (float64). One round; recorded in :attr:`openings`."""
         if not isinstance(x, Shared):
             raise TypeError(f"`x` must be a Shared value. Found {type(x).__name__}.")
+        self._step(f"reveal {label}")
         meter = WireMeter()
         with meter:
             raw = backend.open_sum_of_shares(share_of(x))

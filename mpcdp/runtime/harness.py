@@ -49,6 +49,8 @@ class PartyReport:
     blamed_party: int | None = None  # an mpcdp error's `party`, when the error names one
     log_tail: str = ""
     finished_at: float | None = None
+    step: int = -1  # the last communication step the party entered (-1: none yet)
+    step_label: str = "starting"
 
     @property
     def name(self) -> str:
@@ -93,6 +95,14 @@ def _cause(reports: list[PartyReport]) -> PartyReport | None:
     return (genuine or by_time)[0]
 
 
+def _laggard(reports: list[PartyReport]) -> PartyReport | None:
+    """The one data party that is behind all others in protocol steps, if exactly one is."""
+    parties = [r for r in reports if r.role == "party"]
+    lowest = min(r.step for r in parties)
+    behind = [r for r in parties if r.step == lowest]
+    return behind[0] if len(behind) == 1 and any(r.step > lowest for r in parties) else None
+
+
 def _read_tail(path: str) -> str:
     try:
         with open(path, errors="replace") as fh:
@@ -105,8 +115,14 @@ def _failure(reports: list[PartyReport], config: MpcConfig, timed_out: bool) -> 
     cause = _cause(reports)
     lines = []
     if timed_out:
-        running = [r.name for r in reports if r.status == "timeout"]
-        lines.append(f"run exceeded timeout_s={config.timeout_s}; still running: {', '.join(running)}")
+        running = [r for r in reports if r.status == "timeout"]
+        lines.append(f"run exceeded timeout_s={config.timeout_s}; still running: "
+                     + ", ".join(f"{r.name} (at step {r.step}: {r.step_label})" if r.role == "party" else r.name
+                                 for r in running))
+        cause = cause if cause is not None and cause.status != "timeout" else _laggard(reports)
+        if cause is not None:
+            lines.append(f"{cause.name} stalled: it is at step {cause.step} ({cause.step_label}) while the "
+                         f"others have gone further")
     if cause is not None and not timed_out:
         lines.append(f"{cause.name} failed — {cause.summary().split(': ', 1)[1]}")
     lines.append("status of every process:")
@@ -116,8 +132,6 @@ def _failure(reports: list[PartyReport], config: MpcConfig, timed_out: bool) -> 
     if cause is not None and cause.log_tail.strip():
         lines.append(f"log tail of {cause.name}:\n{cause.log_tail.rstrip()}")
     party = cause.rank if cause is not None and cause.role == "party" else None
-    if timed_out and cause is None:
-        party = next((r.rank for r in reports if r.status == "timeout" and r.role == "party"), None)
     return PartyFailed("\n".join(lines), party=party, reports=reports)
 
 
@@ -216,6 +230,9 @@ def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
             return
         kind, rank = message[0], message[1]
         report = reports[rank]
+        if kind == "step":
+            report.step, report.step_label = message[2], message[3]
+            continue
         report.finished_at = time.monotonic()
         if kind == "ok":
             report.status = "ok"

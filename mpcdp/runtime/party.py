@@ -17,7 +17,7 @@ from mpcdp.config import MpcConfig
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
-              job: dict[str, Any]) -> Any:
+              job: dict[str, Any], on_step: Callable[[int, str], None] | None = None) -> Any:
     """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
@@ -27,7 +27,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s)
-    ctx = MpcContext.join(config=config, job=job)
+    ctx = MpcContext.join(config=config, job=job, on_step=on_step)
     value = fn(ctx, *args)
     backend.stop_party()
     return value
@@ -67,8 +67,13 @@ def _flush_and_exit(results, code: int) -> None:
 def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, log_path: str):
     """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`)."""
     _redirect_output(log_path)
+
+    def on_step(step: int, label: str) -> None:
+        results.put(("step", rank, step, label))
+
     try:
-        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job)
+        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
+                          on_step=on_step)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
         traceback.print_exc()
         _report_error(results, rank, exc)
