@@ -76,7 +76,10 @@ def _cmd_party(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from mpcdp import __version__
+
     parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
@@ -100,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    original_format = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *_args, **_kw: f"mpcdp: {category.__name__}: {message}\n"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -115,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"mpcdp party: this process's run failed — {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
+    finally:
+        warnings.formatwarning = original_format
 
 
 if __name__ == "__main__":
