@@ -160,14 +160,8 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
         request.wait()
 
 
-def shared_from_shares(share: torch.Tensor, precision_bits: int):
-    """Wrap this party's additive share (int64 ring elements, fixed point) as a CrypTen MPCTensor."""
-    return _MPCTensor.from_shares(share, precision=precision_bits)
 
 
-def share_of(handle) -> torch.Tensor:
-    """This party's int64 share of a CrypTen MPCTensor (for protocols implemented in mpcdp)."""
-    return handle.share
 
 
 def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
@@ -175,8 +169,6 @@ def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
     return _comm.get().all_reduce(share.clone())
 
 
-def provider_name() -> str:
-    return _cfg.mpc.provider
 
 
 def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:

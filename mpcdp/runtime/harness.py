@@ -23,7 +23,6 @@ import signal
 import socket
 import tempfile
 import time
-import traceback
 from typing import Any, Callable, Sequence
 
 from mpcdp.config import MpcConfig
@@ -261,7 +260,3 @@ def _terminate(processes: list) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=3.0)
-
-
-def format_exception(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(exc))
