@@ -82,3 +82,35 @@ def standalone_process(rank: int, parties: int, rendezvous: str, timeout_s: floa
         out.put((rank, "ok", time.monotonic() - start, ""))
     except Exception as exc:  # noqa: BLE001
         out.put((rank, type(exc).__name__, time.monotonic() - start, str(exc)))
+
+
+def ring_ops(ctx, n: int, seed: int):
+    """Run every integer protocol on public test values shared by party 0; return opened results."""
+    from mpcdp.mpc import ring
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-(2**30), 2**30, (n,), generator=g)
+    y = torch.randint(-(2**30), 2**30, (n,), generator=g)
+    w1 = torch.randint(0, 2**62, (n,), generator=g)
+    w2 = torch.randint(0, 2**62, (n,), generator=g)
+    big = torch.randint(-(2**50), 2**50, (n,), generator=g)
+    small = torch.randint(-5, 6, (n,), generator=g)
+
+    def share(v, binary=False):
+        if binary:
+            return v.clone() if ctx.rank == 0 else torch.zeros_like(v)
+        return ctx.masked_input(v if ctx.rank == 0 else torch.zeros_like(v))._share
+
+    def open_(v, xor=False):
+        return ctx.open_masked([v], label="test-output", xor=xor)[0]
+
+    (prod,) = ring.mul(ctx, [(share(x), share(y))])
+    (conj,) = ring.and_words(ctx, [(share(w1, True), share(w2, True))])
+    bits = ring.b2a_bits(ctx, share(w1 & 0xFFFF, True), 16)
+    trunc = ring.truncate(ctx, share(big), 20, 52)
+    signs_big = ring.ge_zero(ctx, share(big), 52)
+    signs_small = ring.ge_zero(ctx, share(small), 3)
+    return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small,
+            "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
+            "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
+            "ge_big": signs_big, "ge_small": signs_small}

@@ -42,7 +42,7 @@ def test_a_silent_party_times_out_instead_of_hanging(config_for):
     # the others entered the opening; party 1 never got past the handshake of the aggregation
     assert err.party == 1
     assert "party 1 stalled: it is at step 1 (exchange)" in str(err)
-    assert "party 0 (at step 2: reveal sum)" in str(err)
+    assert "party 0 (at step 2: open sum)" in str(err)
     assert elapsed < 12.0 + 10.0
 
 

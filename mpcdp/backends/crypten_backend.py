@@ -64,6 +64,8 @@ try:
     import crypten.communicator as _comm  # noqa: E402
     from crypten.config import cfg as _cfg  # noqa: E402
     from crypten.mpc import MPCTensor as _MPCTensor  # noqa: E402
+    from crypten.common.rng import generate_kbit_random_tensor as _kbit  # noqa: E402
+    from crypten.common.rng import generate_random_ring_element as _ring  # noqa: E402
     from crypten.mpc.provider import tfp_provider as _tfp_provider  # noqa: E402
     from crypten.mpc.provider import ttp_provider as _ttp_provider  # noqa: E402
 except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broken install
@@ -113,9 +115,90 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
     _configure("dealer", precision_bits, timeout_s)
     _set_endpoint(parties, parties, rendezvous)
     # The server's own `crypten.init()` joins the process group as rank `parties`.
-    crypten.mpc.provider.TTPServer()
+    _Dealer()
     if _comm.is_initialized():
         _comm.uninit()
+
+
+class _Dealer(_ttp_provider.TTPServer):
+    """CrypTen's TTP server plus the correlated randomness mpcdp's own integer protocols use.
+
+    Each method returns party 0's share; parties 1..m−1 derive theirs from the generators they share with
+    the dealer, drawing in exactly the order used here (see the ``dealer_*`` client functions below).
+    """
+
+    def mpcdp_word_bits(self, n: int, k: int):
+        # R: a random k-bit word per element, XOR-shared; plus arithmetic shares of each of its k bits.
+        word = self._get_binary_PRSS((n,), bitlength=k)
+        bits = (word.unsqueeze(1) >> torch.arange(k)) & 1
+        return bits - self._get_additive_PRSS((n, k), remove_rank=True)
+
+    def mpcdp_masked_bits(self, n: int, bits: int):
+        # r: a uniform ring element (the sum of every party's pseudo-random share) and its low `bits` bits,
+        # XOR-shared.
+        r = self._get_additive_PRSS((n,))
+        return (r & ((1 << bits) - 1)) ^ self._get_binary_PRSS((n,), bitlength=bits, remove_rank=True)
+
+    def mpcdp_trunc_pair(self, n: int, shift: int):
+        # r uniform on the ring and floor(r / 2^shift) with r read as unsigned.
+        r = self._get_additive_PRSS((n,))
+        high = (r >> shift) & ((1 << (64 - shift)) - 1)
+        return high - self._get_additive_PRSS((n,), remove_rank=True)
+
+
+def _dealer_generator():
+    if _cfg.mpc.provider != "TTP":
+        raise RuntimeError("mpcdp's integer protocols need the `dealer` provider "
+                           f"(configured: {_cfg.mpc.provider}).")
+    return _ttp_provider.TTPClient.get().get_generator()
+
+
+def _from_dealer(function: str, *args):
+    return _ttp_provider.TTPClient.get().ttp_request(function, None, *args)
+
+
+def dealer_word_bits(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shares of n random k-bit words R: (XOR share of R, shape (n,); additive shares of its bits, (n, k))."""
+    generator = _dealer_generator()
+    word = _kbit((n,), bitlength=k, generator=generator)
+    bits = _from_dealer("mpcdp_word_bits", n, k) if rank() == 0 else _ring((n, k), generator=generator)
+    return word, bits
+
+
+def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits)."""
+    generator = _dealer_generator()
+    r = _ring((n,), generator=generator)
+    low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _kbit((n,), bitlength=bits,
+                                                                                 generator=generator)
+    return r, low
+
+
+def dealer_trunc_pairs(n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shares of n uniform ring elements r and of floor(r / 2^shift) (r unsigned)."""
+    generator = _dealer_generator()
+    r = _ring((n,), generator=generator)
+    high = _from_dealer("mpcdp_trunc_pair", n, shift) if rank() == 0 else _ring((n,), generator=generator)
+    return r, high
+
+
+def dealer_mul_triples(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Additive shares of n Beaver triples (a, b, a·b) over Z_2^64."""
+    _dealer_generator()
+    a, b, c = crypten.mpc.get_default_provider().generate_additive_triple((n,), (n,), "mul")
+    return a.share, b.share, c.share
+
+
+def dealer_and_triples(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """XOR shares of n binary Beaver triples of 64-bit words (a, b, a AND b)."""
+    _dealer_generator()
+    a, b, c = crypten.mpc.get_default_provider().generate_binary_triple((n,), (n,))
+    return a.share, b.share, c.share
+
+
+def open_xor(share: torch.Tensor) -> torch.Tensor:
+    """All-reduce with XOR of every data party's ``share``: the opening of XOR-shared words."""
+    return _comm.get().all_reduce(share.clone(), op=dist.ReduceOp.BXOR)
 
 
 def stop_party() -> None:

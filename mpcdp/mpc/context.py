@@ -146,9 +146,6 @@ class MpcContext:
                              f"{self.parties} parties)", party=self.rank)
         return torch.round(scaled).to(torch.int64)
 
-    def decode(self, raw: torch.Tensor) -> torch.Tensor:
-        return raw.to(torch.float64) / self.scale
-
     # -- sharing and opening ----------------------------------------------------------------------
     def masked_input(self, encoded: torch.Tensor) -> Shared:
         """This party's share of a sharing in which it contributes ``encoded`` (no communication).
@@ -170,16 +167,31 @@ class MpcContext:
             encoded = torch.zeros(shape, dtype=torch.int64)
         return self.masked_input(encoded)
 
+    def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool) -> torch.Tensor:
+        self._step(f"open {label}")
+        meter = WireMeter()
+        with meter:
+            opened = (backend.open_xor if xor else backend.open_sum_of_shares)(flat)
+        self.rounds += 1
+        self.wire.absorb(meter)
+        self.openings.append(Opening(label=label, elements=flat.numel(), recipients=tuple(range(self.parties)),
+                                     reason=reason, bytes_sent=meter.bytes_sent))
+        return opened
+
+    def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False) -> list[torch.Tensor]:
+        """Open protocol-internal *masked* values (sum, or XOR for binary shares) in one round.
+
+        For mpcdp's protocols only: every opened value must be uniformly masked by dealer randomness no
+        party knows (Beaver's ε/δ, B2A words, comparison and truncation masks) or be public by design.
+        """
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        opened = self._open(flat, label=label, reason="masked protocol value", xor=xor)
+        parts = torch.split(opened, [t.numel() for t in tensors])
+        return [part.reshape(t.shape) for part, t in zip(parts, tensors)]
+
     def reveal(self, x: Shared, *, label: str, reason: str) -> torch.Tensor:
         """Open ``x`` to every data party (float64). One round; recorded in :attr:`openings`."""
         if not isinstance(x, Shared):
             raise TypeError(f"`x` must be a Shared value. Found {type(x).__name__}.")
-        self._step(f"reveal {label}")
-        meter = WireMeter()
-        with meter:
-            raw = backend.open_sum_of_shares(share_of(x))
-        self.rounds += 1
-        self.wire.absorb(meter)
-        self.openings.append(Opening(label=label, elements=x.numel(), recipients=tuple(range(self.parties)),
-                                     reason=reason, bytes_sent=meter.bytes_sent))
-        return self.decode(raw)
+        raw = self._open(share_of(x), label=label, reason=reason, xor=False)
+        return raw.to(torch.float64) / (1 << x.precision_bits)

@@ -1,0 +1,154 @@
+"""Exact integer protocols on raw shares in Z_2^64 (arithmetic) and on XOR-shared 64-bit words (binary).
+
+mpcdp's noise sampler is built from these instead of CrypTen's fixed-point operations, so that no
+approximation and no probabilistic truncation error can decide a noise value. Every function is a batch
+operation on flat int64 tensors; every party calls it in lockstep.
+
+Security model: semi-honest data parties; correlated randomness from the dealer (CrypTen's TTP process,
+extended in :mod:`mpcdp.backends.crypten_backend`), which never sees an opened value. Every value a
+function opens is either uniformly masked by dealer randomness that no data party knows, or public by
+design (the comparison result, which the caller opens on purpose).
+
+Declared costs per element (m parties; an "opening" = one ring element or word all-reduced once):
+  mul        1 round, 2 openings; dealer: 1 ring element to party 0
+  and_words  1 round, 2 openings (XOR); dealer: 1 word to party 0
+  b2a        1 round, 1 opening (XOR); dealer: k ring elements to party 0
+  truncate   1 round, 1 opening (+1 round for the ~2^(ℓ+1-64) fraction that is redrawn); dealer: 1 element
+  ge_zero    1 + ⌈log2 ℓ⌉ + 1 rounds, 1 + 2⌈log2 ℓ⌉ + 1 openings; dealer: 1 + 2⌈log2 ℓ⌉ words
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mpcdp.backends import crypten_backend as backend
+from mpcdp.mpc.context import MpcContext
+
+_MASK64 = -1  # all ones as int64
+
+
+def _low_mask(bits: int) -> int:
+    return (1 << bits) - 1
+
+
+def _unsigned_shift(x: torch.Tensor, shift: int) -> torch.Tensor:
+    """floor(x / 2^shift) for x read as an unsigned 64-bit integer."""
+    return (x >> shift) & _low_mask(64 - shift)
+
+
+def public_add(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
+    """Share of x + value for a public value (only party 0 adds it)."""
+    return x + value if ctx.rank == 0 else x.clone()
+
+
+def public_xor(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
+    """XOR share of x ⊕ value for a public value (only party 0 flips)."""
+    return x ^ value if ctx.rank == 0 else x.clone()
+
+
+def mul(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *, label: str = "mul") -> list[torch.Tensor]:
+    """Exact products x·y in Z_2^64 for every pair (Beaver, one round for the whole batch)."""
+    sizes = [x.numel() for x, _ in pairs]
+    x = torch.cat([x.reshape(-1) for x, _ in pairs])
+    y = torch.cat([y.reshape(-1) for _, y in pairs])
+    a, b, c = backend.dealer_mul_triples(x.numel())
+    eps, delta = ctx.open_masked([x - a, y - b], label=label)
+    z = c + eps * b + delta * a
+    z = public_add(ctx, z, eps * delta)
+    return [part.reshape(p[0].shape) for part, p in zip(torch.split(z, sizes), pairs)]
+
+
+def and_words(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *,
+              label: str = "and") -> list[torch.Tensor]:
+    """Bitwise AND of XOR-shared 64-bit words for every pair (binary Beaver, one round)."""
+    sizes = [x.numel() for x, _ in pairs]
+    x = torch.cat([x.reshape(-1) for x, _ in pairs])
+    y = torch.cat([y.reshape(-1) for _, y in pairs])
+    a, b, c = backend.dealer_and_triples(x.numel())
+    e, f = ctx.open_masked([x ^ a, y ^ b], label=label, xor=True)
+    z = c ^ (e & b) ^ (f & a)
+    z = public_xor(ctx, z, e & f)
+    return [part.reshape(p[0].shape) for part, p in zip(torch.split(z, sizes), pairs)]
+
+
+def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a") -> torch.Tensor:
+    """Additive shares (n, k) of the k low bits of XOR-shared words (one round, one opening per word).
+
+    The dealer's random word R masks the opened C = X ⊕ R; then x_i = c_i + (1 − 2c_i)·r_i is linear.
+    """
+    r_word, r_bits = backend.dealer_word_bits(words.numel(), k)
+    (opened,) = ctx.open_masked([(words ^ r_word) & _low_mask(k)], label=label, xor=True)
+    c_bits = (opened.unsqueeze(1) >> torch.arange(k)) & 1
+    return public_add(ctx, (1 - 2 * c_bits) * r_bits, c_bits)
+
+
+def bits_to_value(bits: torch.Tensor) -> torch.Tensor:
+    """Σ_i 2^i · bit_i of additive bit shares (n, k) — local."""
+    return (bits * (1 << torch.arange(bits.shape[1]))).sum(1)
+
+
+def truncate(ctx: MpcContext, x: torch.Tensor, shift: int, bound_bits: int, *, label: str = "trunc") -> torch.Tensor:
+    """floor(x / 2^shift) up to +1 in the last place, for |x| < 2^bound_bits; never a large error.
+
+    Opens c = x + 2^ℓ + r with r uniform on the ring (perfect mask). If x + 2^ℓ + r did not wrap around
+    2^64, floor(c/2^shift) − floor(r/2^shift) is the answer up to a carry. A wrap is only possible when
+    c < 2^(ℓ+1) — an event independent of x, since c is uniform — and those elements are redone with a
+    fresh mask (probability ≈ 2^(ℓ+1−64) each).
+    """
+    if not 0 < shift < bound_bits <= 61:
+        raise ValueError(f"`truncate` needs 0 < shift < bound_bits <= 61. Found shift={shift}, "
+                         f"bound_bits={bound_bits}.")
+    result = torch.empty_like(x)
+    todo = torch.arange(x.numel())
+    flat = x.reshape(-1)
+    offset = 1 << bound_bits
+    while todo.numel():
+        r, r_high = backend.dealer_trunc_pairs(todo.numel(), shift)
+        (c,) = ctx.open_masked([public_add(ctx, flat[todo], offset) + r], label=label)
+        unsafe = (c >= 0) & (c < 2 * offset)  # c read as unsigned is below 2^(ℓ+1)
+        value = public_add(ctx, -r_high, _unsigned_shift(c, shift) - (offset >> shift))
+        done = ~unsafe
+        result.view(-1)[todo[done]] = value[done]
+        todo = todo[unsafe]
+    return result
+
+
+def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "cmp") -> torch.Tensor:
+    """Public [d >= 0] for a shared integer |d| < 2^ℓ (ℓ = bound_bits <= 62); exact.
+
+    D' = d + 2^ℓ is opened masked by a uniform ring element r: c = D' + r. Since 2^(ℓ+1) divides 2^64,
+    bit ℓ of D' = c_ℓ ⊕ r_ℓ ⊕ [c mod 2^ℓ < r mod 2^ℓ]; the last term is a comparison of a public value
+    with XOR-shared bits of r, evaluated with a log-depth prefix circuit on packed words. Only the final
+    bit is opened.
+    """
+    if not 1 <= bound_bits <= 62:
+        raise ValueError(f"`bound_bits` must be in [1, 62]. Found {bound_bits}.")
+    ell = bound_bits
+    r, r_low = backend.dealer_masked_bits(d.numel(), ell + 1)
+    (c,) = ctx.open_masked([public_add(ctx, d.reshape(-1), 1 << ell) + r], label=f"{label}-mask")
+    low = _low_mask(ell)
+    c_low = c & low
+    rl = r_low & low
+    # per bit i < ℓ: g_i = r_i AND NOT c_i (r larger here), e_i = NOT (r_i XOR c_i) (equal here)
+    g = rl & (~c_low & low)
+    e = public_xor(ctx, rl, ~c_low & low)  # r_i XOR NOT c_i = NOT(r_i XOR c_i)
+    # Position i holds the summary (G, E) of the block of `span` bits ending at i: G = "r > c, decided
+    # inside the block", E = "all equal". Combining with the block just below (moved up by `span`):
+    # G ← G ⊕ (E ∧ G_below), E ← E ∧ E_below. Blocks reaching below bit 0 get G_below = 0, so only the
+    # top position's G — the summary of all ℓ bits — is used at the end.
+    span = 1
+    while span < ell:
+        last = 2 * span >= ell
+        g_below = (g << span) & low
+        pairs = [(e, g_below)] if last else [(e, g_below), (e, (e << span) & low)]
+        products = and_words(ctx, pairs, label=f"{label}-prefix")
+        g = g ^ products[0]
+        if not last:
+            e = products[1]
+        span *= 2
+    lt = (g >> (ell - 1)) & 1
+    bit = public_xor(ctx, ((r_low >> ell) & 1) ^ lt, (c >> ell) & 1)
+    (opened,) = ctx.open_masked([bit], label=f"{label}-result", xor=True)
+    return opened.reshape(d.shape) == 1
