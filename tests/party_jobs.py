@@ -114,3 +114,17 @@ def ring_ops(ctx, n: int, seed: int):
             "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
             "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
             "ge_big": signs_big, "ge_small": signs_small}
+
+
+def rou_samples(ctx, count: int, sigma: float, seed: int | None):
+    """Draw `count` samples inside the MPC and open them (validation only)."""
+    import numpy as np
+
+    from mpcdp.noise.rou import RouStats, sample_rou
+
+    rng = None if seed is None else np.random.default_rng([seed, ctx.rank])
+    stats = RouStats()
+    noise = sample_rou(ctx, count, sigma=sigma, rng=rng, stats=stats)
+    values = ctx.reveal(noise, label="noise-validation", reason="test: validate the sampler")
+    return {"values": values, "candidates": stats.candidates, "accepted": stats.accepted, "passes": stats.passes,
+            "openings": [(o.label, o.elements) for o in ctx.openings], "bytes": ctx.wire.bytes_sent}

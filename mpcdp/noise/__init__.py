@@ -1,0 +1,1 @@
+"""Noise for differential privacy: sampled inside the MPC, distributed, or simulated."""

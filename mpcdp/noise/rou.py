@@ -1,0 +1,241 @@
+"""Gaussian noise sampled inside the MPC by ratio-of-uniforms (paper 002, Appendix A; Kinderman–Monahan).
+
+No data party, no coalition missing one data party, and not the dealer learns a noise value: the uniforms are
+XOR-combined from every party's private random bits and all arithmetic happens on shares. Only each
+candidate's accept bit is opened.
+
+Sampler (per coordinate, vectorized over a batch; k = ``uniform_bits``, K = k + 1):
+  u₁ = U₁ / 2^K with U₁ = 2·B₁ + 1 odd in [1, 2^K) and u₂ = (2·B₂ + 1) / 2^(k+1), B₁, B₂ uniform k-bit words
+  (the midpoints of a 2^k grid: no zero, symmetric). With W = 2·B₂ + 1 − 2^k and c = √(2/e):
+  v = c·W/2^k, x = v/u₁ = 2c·W/U₁, and the candidate is accepted iff x² ≤ −4 ln u₁, i.e. iff
+
+        2·W² ≤ e · U₁² · ln(2^K / U₁)                                                      (*)
+
+Steps, all on shares, exact except where stated:
+  1. B₁, B₂ XOR-shared (each party's share is its own random bits: no communication).
+  2. z = leading zeros of U₁ (K bits) by a prefix-OR (5 AND rounds); Q = 2^z − 1 by a local bit reversal.
+  3. B2A of B₁, B₂, Q (dealer-masked words); U₁, W, 2^z, z become additive integers.
+  4. One multiplication round: M = U₁·2^z ∈ [2^(K−1), 2^K), A = W·2^z, U₁², W².
+  5. L = ln(2^K/U₁) = −ln(M/2^K) + z·ln 2: −ln y on y = M/2^K ∈ [0.5, 1) is a degree-8 polynomial in
+     t = y − 3/4 (Chebyshev fit, max error 9.1e-8), evaluated at 24 fractional bits (3 multiplication
+     rounds for the powers of t, each followed by an exact truncation); Λ = e·L at 20 fractional bits.
+  6. (*) as the exact integer comparison 2^21·W² ≤ U₁²·Λ (|difference| < 2^60) — the only approximation
+     is Λ (absolute error < 2^-19, from the polynomial and the roundings), which can flip the decision only
+     for candidates within that distance of the boundary; no large intermediate is ever truncated.
+  7. Open the accept bits; keep the accepted candidates, draw new ones for the shortfall.
+  8. For accepted candidates only: 1/y by 3 Newton steps from 2.9142 − 2y (relative error < 3e-9 plus
+     rounding), x·σ = 2cσ·A·(1/y)/2^K, rounded to the output's fixed-point grid.
+
+Why opening the accept bits is safe: candidates are independent; a candidate's accept bit depends on that
+candidate only, and conditioned on acceptance its value has the target distribution whatever happened to
+the other candidates. So the accept pattern (and hence the number of trials) is independent of the
+accepted values. The redraw flags of the truncation protocol depend only on uniformly random openings.
+
+Support and grid: u₁ ≥ 2^-K bounds |x| ≤ 2√(K ln 2) (6.865 for k = 16); the Gaussian mass beyond is
+2Φ(−6.86) = 6.9e-12 per coordinate — the sampler is a Gaussian truncated there, on a discrete grid
+(x ∈ {2cW/U₁}), rounded to the output's 2^-precision grid. The δ cost of the truncation is that mass per
+coordinate (:func:`support_bound`, :func:`truncated_mass`).
+
+Declared cost per candidate (m parties; openings are of 64-bit ring elements or words): prefix-OR 5 AND
+words (10 openings), B2A 3 words (3 openings), 4 products (8), powers of t 7 products (14) + 8 truncations
+(8), Λ·U₁² 1 product (2), comparison 1 + 2·6 − 1 + 1 openings (13) — 58 openings, ≈ 28 rounds per
+batch pass; per accepted sample additionally 1/y (6 products, 6 truncations) and the output (1 product,
+2 truncations): 23 openings. Dealer → party 0: ≈ (3k + 30) ring elements per candidate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+
+import numpy as np
+import torch
+
+from mpcdp.mpc import ring
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.shared import Shared
+
+ACCEPTANCE = math.sqrt(math.pi * math.e) / 4  # 0.7306: area of the acceptance region / bounding box
+_C = math.sqrt(2 / math.e)
+_F_POLY = 24  # fractional bits of the ln polynomial
+_F_LAMBDA_MAX = 20  # fractional bits of Λ = e·L in the comparison (fewer for k > 17, see _lambda_bits)
+_F_RECIP = 24  # fractional bits of 1/y
+_LN_DEGREE = 8
+
+
+def support_bound(uniform_bits: int) -> float:
+    """Largest |x| the sampler can output (before scaling by σ): 2·√((k+1)·ln 2)."""
+    return 2 * math.sqrt((uniform_bits + 1) * math.log(2))
+
+
+def truncated_mass(uniform_bits: int) -> float:
+    """N(0,1) mass outside the support: the per-coordinate δ cost of the truncation."""
+    return math.erfc(support_bound(uniform_bits) / math.sqrt(2))
+
+
+def _lambda_bits(K: int) -> int:
+    """Fractional bits of Λ such that U₁²·Λ < 2^(2K + bits + 5) stays below 2^61."""
+    return min(_F_LAMBDA_MAX, 56 - 2 * K)
+
+
+def _ln_coefficients() -> list[int]:
+    """Coefficients of e·(−ln(3/4 + t)) on t ∈ [−1/4, 1/4) in the power basis, at 2^_F_POLY."""
+    t = np.linspace(-0.25, 0.25, 100_001)
+    fit = np.polynomial.chebyshev.Chebyshev.fit(t, -math.e * np.log(0.75 + t), _LN_DEGREE, domain=[-0.25, 0.25])
+    power = fit.convert(kind=np.polynomial.Polynomial).coef
+    return [int(round(a * 2**_F_POLY)) for a in power]
+
+
+_LN_COEFFS = _ln_coefficients()
+
+
+@dataclasses.dataclass
+class RouStats:
+    """What one sampling call did (public: counts only)."""
+
+    samples: int = 0
+    candidates: int = 0
+    accepted: int = 0  # accept bits that were 1 (some surplus accepted candidates are not used)
+    passes: int = 0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.candidates if self.candidates else float("nan")
+
+
+def _party_random_words(ctx: MpcContext, n: int, bits: int, rng: np.random.Generator | None) -> torch.Tensor:
+    """This party's contribution (= its XOR share) to n uniform `bits`-bit words."""
+    if rng is None:
+        raw = np.frombuffer(secrets.token_bytes(8 * n), dtype="<i8")
+    else:
+        raw = rng.integers(-(2**63), 2**63 - 1, size=n, dtype=np.int64)
+    return torch.from_numpy(raw.astype(np.int64)) & ((1 << bits) - 1)
+
+
+def _leading_zero_mask(ctx: MpcContext, u1_word: torch.Tensor, K: int) -> torch.Tensor:
+    """XOR shares of Q = 2^z − 1 (z = leading zeros of the K-bit U₁): prefix-OR, NOT, bit reversal."""
+    p = u1_word
+    shift = 1
+    while shift < K:
+        s = p >> shift
+        (both,) = ring.and_words(ctx, [(p, s)], label="rou-prefix-or")
+        p = p ^ s ^ both  # p ∨ s
+        shift *= 2
+    not_p = ring.public_xor(ctx, p, (1 << K) - 1)
+    bits = (not_p.unsqueeze(1) >> torch.arange(K)) & 1
+    return (bits * (1 << (K - 1 - torch.arange(K)))).sum(1)
+
+
+def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw n candidates; return (public accept mask, shares of A = W·2^z, M = U₁·2^z) (+ z for tests)."""
+    K = k + 1
+    b1 = _party_random_words(ctx, n, k, rng)
+    b2 = _party_random_words(ctx, n, k, rng)
+    u1_word = ring.public_xor(ctx, b1 << 1, 1)  # U₁ = 2·B₁ + 1, XOR-shared
+    q_word = _leading_zero_mask(ctx, u1_word, K)
+    bits = ring.b2a_bits(ctx, torch.cat([b1, b2, q_word]), k, label="rou-b2a")
+    b1_a, b2_a, q_bits = bits[:n], bits[n:2 * n], bits[2 * n:]
+    u1 = ring.public_add(ctx, 2 * ring.bits_to_value(b1_a), 1)
+    w = ring.public_add(ctx, 2 * ring.bits_to_value(b2_a), 1 - (1 << k))
+    pow2z = ring.public_add(ctx, ring.bits_to_value(q_bits), 1)
+    z = q_bits.sum(1)
+    m, a, u1_sq, w_sq = ring.mul(ctx, [(u1, pow2z), (w, pow2z), (u1, u1), (w, w)], label="rou-mul")
+    # t = y − 3/4 at _F_POLY bits, y = M / 2^K (exact: _F_POLY >= K)
+    t = ring.public_add(ctx, m << (_F_POLY - K), -(3 << (_F_POLY - 2)))
+    powers = _powers(ctx, t, _LN_DEGREE)
+    acc = sum(coef * p for coef, p in zip(_LN_COEFFS[1:], powers))  # scale 2^(2·_F_POLY)
+    acc = ring.public_add(ctx, acc, _LN_COEFFS[0] << _F_POLY)  # e·(−ln y) < 1.89 at 2^48: |acc| < 2^49
+    f_lambda = _lambda_bits(K)
+    lam = ring.truncate(ctx, acc, 2 * _F_POLY - f_lambda, 2 * _F_POLY + 2, label="rou-trunc")
+    lam = lam + z * int(round(math.e * math.log(2) * 2**f_lambda))
+    (rhs,) = ring.mul(ctx, [(u1_sq, lam)], label="rou-mul")
+    diff = rhs - (w_sq << (f_lambda + 1))
+    accept = ring.ge_zero(ctx, diff, 2 * K + f_lambda + 6, label="rou-accept")
+    return accept, a, m, z
+
+
+def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]:
+    """[t, t², ..., t^degree] at _F_POLY fractional bits, in ⌈log2 degree⌉ multiplication rounds."""
+    powers = {1: t}
+    have = 1
+    while have < degree:
+        targets = [(j, have) for j in range(1, have + 1) if have + j <= degree]
+        products = ring.mul(ctx, [(powers[have], powers[j]) for j, _ in targets], label="rou-mul")
+        truncated = ring.truncate(ctx, torch.stack(products), _F_POLY, 2 * _F_POLY - 2, label="rou-trunc")
+        for (j, _), value in zip(targets, truncated):
+            powers[have + j] = value
+        have = max(powers)
+    return [powers[i] for i in range(1, degree + 1)]
+
+
+def _scaled_quotient(ctx: MpcContext, a: torch.Tensor, m: torch.Tensor, k: int, sigma: float,
+                     precision_bits: int) -> torch.Tensor:
+    """Shares of σ·x = σ·2c·A/M at ``precision_bits`` (accepted candidates only, so |x| <= 6.9)."""
+    K = k + 1
+    y = m << (_F_RECIP - K)  # y = M/2^K at _F_RECIP bits, in [0.5, 1)
+    one = 1 << _F_RECIP
+    g = ring.public_add(ctx, -2 * y, int(round(2.9142 * one)))
+    for _ in range(3):  # Newton: g ← g·(2 − y·g)
+        (yg,) = ring.mul(ctx, [(y, g)], label="rou-recip")
+        yg = ring.truncate(ctx, yg, _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
+        (g2,) = ring.mul(ctx, [(g, ring.public_add(ctx, -yg, 2 * one))], label="rou-recip")
+        g = ring.truncate(ctx, g2, _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
+    (prod,) = ring.mul(ctx, [(a, g)], label="rou-quotient")  # A/y at 2^24: |·| <= 4·2^(K+25)
+    x_half = ring.truncate(ctx, prod, K + _F_RECIP - 20, K + _F_RECIP + 4, label="rou-trunc")  # x/(2c) at 2^20
+    constant, p_c = scale_constant(sigma)
+    shift = 20 + p_c - precision_bits  # >= 2 for σ <= 2^12 and precision_bits <= 24
+    scaled = ring.public_add(ctx, x_half * constant, 1 << (shift - 1))  # round to nearest
+    return ring.truncate(ctx, scaled, shift, 22 + 24 + 2, label="rou-trunc")
+
+
+def scale_constant(sigma: float) -> tuple[int, int]:
+    """(C, p) with C = ⌈2cσ·2^p⌉ in (2^23, 2^24]: the sampled standard deviation is C/(2c·2^p) >= σ."""
+    scale = 2 * _C * sigma
+    p = 24 - math.ceil(math.log2(scale))
+    return math.ceil(scale * 2**p), p
+
+
+def sampled_sigma(sigma: float) -> float:
+    """The standard deviation the sampler really uses for a requested σ (never smaller, relative +< 1.2e-7)."""
+    constant, p = scale_constant(sigma)
+    return constant / (2 * _C * 2**p)
+
+
+def sample_rou(ctx: MpcContext, count: int, *, sigma: float = 1.0, uniform_bits: int = 16,
+               rng: np.random.Generator | None = None, stats: RouStats | None = None) -> Shared:
+    """Shares of ``count`` i.i.d. N(0, σ²) samples (truncated at σ·support_bound), drawn inside the MPC.
+
+    Args:
+        ctx: this party's context (provider ``dealer``).
+        count: number of samples.
+        sigma: the standard deviation (public), 2^-10 <= σ <= 2^12; the sampler uses
+            :func:`sampled_sigma` (σ rounded up by less than 1.2e-7 relative).
+        uniform_bits: k, the bits of each uniform (16 <= k <= 18).
+        rng: a seeded generator for this party's random bits — reproducible, so *insecure*; None (default)
+            draws them from the OS CSPRNG.
+        stats: filled with the number of candidates and passes.
+    """
+    if not 16 <= uniform_bits <= 18:
+        raise ValueError(f"`uniform_bits` must be in [16, 18]. Found {uniform_bits}.")
+    if not (2**-10 <= sigma <= 2**12) or not math.isfinite(sigma):
+        raise ValueError(f"`sigma` must be in [2^-10, 2^12]. Found {sigma!r}.")
+    if count < 1:
+        raise ValueError(f"`count` must be >= 1. Found {count}.")
+    stats = stats if stats is not None else RouStats()
+    kept_a, kept_m, have = [], [], 0
+    while have < count:
+        need = count - have
+        n = int(need / ACCEPTANCE + 4 * math.sqrt(need) + 8)
+        accept, a, m, _ = _accept(ctx, n, uniform_bits, rng)
+        stats.candidates += n
+        stats.accepted += int(accept.sum())
+        stats.passes += 1
+        index = torch.nonzero(accept).reshape(-1)[:need]
+        kept_a.append(a[index])
+        kept_m.append(m[index])
+        have += index.numel()
+    stats.samples += count
+    a, m = torch.cat(kept_a), torch.cat(kept_m)
+    values = _scaled_quotient(ctx, a, m, uniform_bits, sigma, ctx.config.precision_bits)
+    return Shared(values, ctx.config.precision_bits)
