@@ -54,6 +54,63 @@ def _cmd_aggregate(ns: argparse.Namespace) -> int:
     return 0 if summary["max_abs_error"] <= summary["error_bound"] and summary["all_parties_agree"] else 1
 
 
+def _cmd_noise(ns: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+    from tqdm import tqdm
+
+    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.noise.rou import ACCEPTANCE
+    from mpcdp.noise.validate import validate_normal
+
+    if ns.samples < 1:
+        raise MpcdpError(f"`--samples` must be >= 1. Found {ns.samples}.")
+    chunk = max(1, min(ns.samples, ns.chunk))
+    if ns.mode == "plaintext":
+        start = time.perf_counter()
+        block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
+        values, wall = block.values.numpy(), time.perf_counter() - start
+        summary = {"parties": 0, "bytes_per_party": 0, "dealer_bytes": 0, "rounds": 0, "support": block.support}
+        accepted = candidates = None
+    else:
+        from mpcdp.jobs.noise import noise_party
+        from mpcdp.runtime.harness import run_job
+
+        config = _config(ns, ns.parties)
+        with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC", file=sys.stderr) as bar:
+            def progress(done: int, total: int) -> None:
+                bar.update(done - bar.n)
+
+            result = run_job(noise_party, config, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
+                             job={"name": "noise", "samples": ns.samples, "mode": ns.mode, "sigma": ns.sigma,
+                                  "chunk": chunk}, progress=progress)
+        first = result.values[0]
+        values, wall = first["values"], max(r["wall_s"] for r in result.values)
+        sent = [r["bytes_sent"] for r in result.values]
+        summary = {"parties": ns.parties, "bytes_per_party": None if None in sent else max(sent),
+                   "dealer_bytes": (result.dealer or {}).get("bytes_sent", 0),
+                   "rounds": max(r["rounds"] for r in result.values), "support": first["support"]}
+        accepted, candidates = first["accepted"], first["candidates"]
+    if ns.out:
+        np.save(ns.out, values)
+    support = summary["support"] if np.isfinite(summary["support"]) else None
+    check = validate_normal(values, sigma=ns.sigma, alpha=ns.alpha, support=support,
+                            accepted=accepted if ns.mode == "rou" else None, candidates=candidates,
+                            acceptance=ACCEPTANCE if ns.mode == "rou" else None)
+    report = {
+        "mode": ns.mode, "samples": int(values.size), "sigma": ns.sigma, "mean": check.mean, "std": check.std,
+        "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
+        "acceptance_rate": accepted / candidates if candidates else None,
+        **summary, "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
+        "bytes_per_sample": None if summary["bytes_per_party"] is None else
+        (summary["bytes_per_party"] * summary["parties"] + summary["dealer_bytes"]) / values.size,
+        "validation": "passed" if check.passed else "; ".join(check.failures),
+    }
+    print(json.dumps(report))
+    return 0 if check.passed else 1
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -88,6 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("--seed", type=int, default=None,
                      help="seed the parties' demo vectors (default: OS randomness)")
     agg.set_defaults(func=_cmd_aggregate, parties=3)
+
+    noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
+    _add_mpc_options(noise, parties_required=False)
+    noise.add_argument("--samples", type=int, default=100_000)
+    noise.add_argument("--mode", choices=["rou", "distributed", "boxmuller", "plaintext"], default="rou")
+    noise.add_argument("--sigma", type=float, default=1.0)
+    noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
+    noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
+    noise.add_argument("--seed", type=int, default=None,
+                       help="reproducible (insecure) party randomness; default: OS CSPRNG")
+    noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
+    noise.set_defaults(func=_cmd_noise, parties=3)
 
     party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
     _add_mpc_options(party, parties_required=False)

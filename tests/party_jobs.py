@@ -128,3 +128,18 @@ def rou_samples(ctx, count: int, sigma: float, seed: int | None):
     values = ctx.reveal(noise, label="noise-validation", reason="test: validate the sampler")
     return {"values": values, "candidates": stats.candidates, "accepted": stats.accepted, "passes": stats.passes,
             "openings": [(o.label, o.elements) for o in ctx.openings], "bytes": ctx.wire.bytes_sent}
+
+
+def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: int | None):
+    """Sample noise in a mode; open it (validation only); also return this party's own contribution."""
+    from mpcdp.noise.modes import NoiseSpec, sample_noise
+
+    spec = NoiseSpec(sigma=sigma, mode=mode, colluders=colluders, seed=seed)
+    block = sample_noise(ctx, spec, (count,))
+    values = ctx.reveal(block.values, label="noise-validation", reason="test")
+    own = None
+    if mode == "distributed":
+        from mpcdp.noise.modes import csprng_normal
+        own = csprng_normal(count, seed=seed, stream=ctx.rank) * block.stats["own_sigma"]
+    return {"values": values, "event": repr(block.event), "sigma": block.sigma, "support": block.support,
+            "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings]]}

@@ -265,6 +265,13 @@ def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits
     return (x * y).share
 
 
+def crypten_randn(n: int, *, sigma: float, precision_bits: int) -> torch.Tensor:
+    """This party's share of σ·crypten.randn(n) (CrypTen's Box–Muller; for comparison only)."""
+    if _cfg.encoder.precision_bits != precision_bits:
+        raise ValueError(f"CrypTen runs at {_cfg.encoder.precision_bits} fractional bits, not {precision_bits}")
+    return (crypten.randn(n) * float(sigma)).share
+
+
 @dataclasses.dataclass
 class PartyView:
     """Plaintext this party held while a protocol ran: correlated-randomness material it generated

@@ -67,7 +67,8 @@ class MpcContext:
     """This data party's view of a run. Build with :meth:`join`; every party calls methods in lockstep."""
 
     def __init__(self, *, rank: int, config: MpcConfig, job: dict[str, Any], masks: PairwiseMasks | None,
-                 on_step: Callable[[int, str], None] | None = None):
+                 on_step: Callable[[int, str], None] | None = None,
+                 on_progress: Callable[[int, int], None] | None = None):
         self.rank = rank
         self.config = config
         self.job = job
@@ -78,6 +79,12 @@ class MpcContext:
         self.steps = 0
         self._masks = masks
         self._on_step = on_step
+        self._on_progress = on_progress
+
+    def progress(self, done: int, total: int) -> None:
+        """Tell the launcher how far this party's job is (shown as a progress bar by the CLI)."""
+        if self._on_progress is not None:
+            self._on_progress(done, total)
 
     def _step(self, label: str) -> None:
         """Note that this party enters a communication step (lets a launcher tell who stalled)."""
@@ -87,8 +94,8 @@ class MpcContext:
 
     # -- start of run ----------------------------------------------------------------------------
     @classmethod
-    def join(cls, *, config: MpcConfig, job: dict[str, Any],
-             on_step: Callable[[int, str], None] | None = None) -> "MpcContext":
+    def join(cls, *, config: MpcConfig, job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> "MpcContext":
         """Handshake with the other parties (the CrypTen communicator must be started).
 
         ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
@@ -109,7 +116,7 @@ class MpcContext:
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
         masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
-        return cls(rank=rank, config=config, job=job, masks=masks, on_step=on_step)
+        return cls(rank=rank, config=config, job=job, masks=masks, on_step=on_step, on_progress=on_progress)
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any) -> list[Any]:

@@ -70,6 +70,14 @@ class Shared:
     def __neg__(self) -> "Shared":
         return Shared(-self._share, self.precision_bits)
 
+    def reshape(self, *shape) -> "Shared":
+        """The same secret with another (public) shape."""
+        return Shared(self._share.reshape(*shape), self.precision_bits)
+
+    def select_row(self, index: int) -> "Shared":
+        """Row ``index`` (a public index) of a shared matrix."""
+        return Shared(self._share[index], self.precision_bits)
+
     def scale_by_int(self, k: int) -> "Shared":
         """Multiply by a public integer (local, exact in the ring)."""
         if not isinstance(k, int) or isinstance(k, bool):

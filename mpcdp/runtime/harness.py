@@ -134,10 +134,25 @@ def _failure(reports: list[PartyReport], config: MpcConfig, timed_out: bool) -> 
     return PartyFailed("\n".join(lines), party=party, reports=reports)
 
 
-def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = (),
-                party_args: Sequence[Sequence[Any]] | None = None, job: dict[str, Any] | None = None,
-                party_jobs: Sequence[dict[str, Any]] | None = None) -> list[Any]:
-    """Run ``fn(ctx, *args)`` on every data party, each in its own process; return their results.
+@dataclasses.dataclass
+class RunResult:
+    """The parties' return values (rank order), the dealer's report (bytes it sent) and the wall time."""
+
+    values: list[Any]
+    dealer: dict[str, Any] | None
+    wall_s: float
+
+
+def run_parties(fn: Callable[..., Any], config: MpcConfig, **kwargs) -> list[Any]:
+    """Run ``fn(ctx, *args)`` on every data party (see :func:`run_job`); return their results in rank order."""
+    return run_job(fn, config, **kwargs).values
+
+
+def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = (),
+            party_args: Sequence[Sequence[Any]] | None = None, job: dict[str, Any] | None = None,
+            party_jobs: Sequence[dict[str, Any]] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """Run ``fn(ctx, *args)`` on every data party, each in its own process, and collect the results.
 
     Args:
         fn: a module-level function (it is imported by name in each spawned process) taking an
@@ -178,6 +193,7 @@ def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any
             reports.append(PartyReport(rank=rank, role="dealer"))
         processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
     values: dict[int, Any] = {}
+    on_progress = (lambda rank, done, total: progress(done, total) if rank == 0 else None) if progress else None
     start = time.monotonic()
     deadline = start + config.timeout_s
     failed_at: float | None = None
@@ -186,12 +202,12 @@ def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any
         for process in processes:
             process.start()
         while True:
-            _drain(results, reports, values)
+            _drain(results, reports, values, on_progress)
             now = time.monotonic()
             for rank, process in enumerate(processes):
                 report = reports[rank]
                 if report.status == "running" and process.exitcode is not None:
-                    _drain(results, reports, values)  # its last message may have just arrived
+                    _drain(results, reports, values, on_progress)  # its last message may have just arrived
                     if report.status == "running":
                         if report.role == "dealer" and process.exitcode == 0:
                             report.status, report.finished_at = "ok", now
@@ -212,7 +228,9 @@ def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any
             time.sleep(_POLL_S)
         if failed_at is None and not timed_out:
             _finish(processes, reports, deadline)
-            return [values[rank] for rank in range(m)]
+            _drain(results, reports, values, on_progress)  # the dealer's report
+            return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
+                             wall_s=time.monotonic() - start)
         for rank, report in enumerate(reports):
             report.log_tail = _read_tail(os.path.join(logdir, f"rank{rank}.log"))
         raise _failure(reports, config, timed_out)
@@ -221,7 +239,7 @@ def run_parties(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any
         results.close()
 
 
-def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
+def _drain(results, reports: list[PartyReport], values: dict[int, Any], on_progress=None) -> None:
     while True:
         try:
             message = results.get_nowait()
@@ -232,11 +250,14 @@ def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
         if kind == "step":
             report.step, report.step_label = message[2], message[3]
             continue
+        if kind == "progress":
+            if on_progress is not None:
+                on_progress(rank, message[2], message[3])
+            continue
         report.finished_at = time.monotonic()
         if kind == "ok":
             report.status = "ok"
-            if report.role == "party":
-                values[rank] = pickle.loads(message[2])
+            values[rank] = pickle.loads(message[2])
         else:
             _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
             report.status = "error"

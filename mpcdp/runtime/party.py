@@ -17,7 +17,8 @@ from mpcdp.config import MpcConfig
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
-              job: dict[str, Any], on_step: Callable[[int, str], None] | None = None) -> Any:
+              job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
+              on_progress: Callable[[int, int], None] | None = None) -> Any:
     """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
@@ -27,18 +28,22 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s)
-    ctx = MpcContext.join(config=config, job=job, on_step=on_step)
+    ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
     value = fn(ctx, *args)
     backend.stop_party()
     return value
 
 
-def run_dealer(*, config: MpcConfig, rendezvous: str) -> None:
-    """Serve as the dealer (rank ``config.parties``) until the parties are done."""
+def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
+    """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent."""
     from mpcdp.backends import crypten_backend as backend
+    from mpcdp.mpc.wire import WireMeter
 
-    backend.run_dealer(parties=config.parties, rendezvous=rendezvous, precision_bits=config.precision_bits,
-                       timeout_s=config.timeout_s)
+    meter = WireMeter()
+    with meter:
+        backend.run_dealer(parties=config.parties, rendezvous=rendezvous, precision_bits=config.precision_bits,
+                           timeout_s=config.timeout_s)
+    return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s}
 
 
 def _redirect_output(log_path: str) -> None:
@@ -71,9 +76,12 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     def on_step(step: int, label: str) -> None:
         results.put(("step", rank, step, label))
 
+    def on_progress(done: int, total: int) -> None:
+        results.put(("progress", rank, done, total))
+
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
-                          on_step=on_step)
+                          on_step=on_step, on_progress=on_progress)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
         traceback.print_exc()
         _report_error(results, rank, exc)
@@ -93,10 +101,10 @@ def run_dealer_process(config: MpcConfig, rendezvous: str, results, log_path: st
     _redirect_output(log_path)
     rank = config.parties
     try:
-        run_dealer(config=config, rendezvous=rendezvous)
+        report = run_dealer(config=config, rendezvous=rendezvous)
     except BaseException as exc:  # noqa: BLE001
         traceback.print_exc()
         _report_error(results, rank, exc)
         _flush_and_exit(results, 1)
-    results.put(("ok", rank, None))
+    results.put(("ok", rank, pickle.dumps(report)))
     _flush_and_exit(results, 0)

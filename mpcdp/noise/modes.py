@@ -1,0 +1,153 @@
+"""Noise for the aggregate, behind one interface, each mode returning the event that describes it.
+
+``sample_noise(ctx, spec, shape)`` returns a :class:`NoiseBlock`: the noise (secret-shared, except in
+``plaintext`` mode) plus the dp-accounting event of one row — one Gaussian release of a vector with L2
+sensitivity ``spec.sensitivity`` — so the σ accounted is the σ sampled. A block of T rows is generated in one
+vectorized computation (noise does not depend on the data) and consumed row by row.
+
+Modes (threat model: semi-honest parties, non-colluding dealer):
+
+``rou`` (default)  ratio-of-uniforms inside the MPC (:mod:`mpcdp.noise.rou`): nobody — no coalition missing
+    one data party, not the dealer — knows any noise value. N(0, σ²) truncated at σ·6.865 (k = 16) on a
+    fine grid; the truncated mass, 6.6e-12 per coordinate, is reported as ``delta_overhead`` for the
+    accountant to add to δ.
+``distributed``  each party adds N(0, σ²/(m−t)) drawn from the OS CSPRNG (float64 Box–Muller, rounded to
+    the fixed-point grid) to its own share: zero communication. Any t colluding parties know their t
+    contributions, so the noise unknown to them still has variance σ²; more colluders see less noise.
+``boxmuller``  CrypTen's ``crypten.randn`` (Box–Muller on 16-bit uniforms, CrypTen's log/sqrt/cos
+    approximations): for comparison only. Its support is |x| <= √(2·16·ln 2) = 4.71 and it is measurably
+    not N(0,1) (std ≈ 1.015), so its event is ``UnsupportedDpEvent`` — an accountant must refuse it.
+``plaintext``  the simulated equivalent: torch's float64 normal, in plaintext, from a CSPRNG-keyed
+    generator. Used by the comparison harness; protects nothing by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+import warnings
+
+import dp_accounting
+import numpy as np
+import torch
+
+from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.shared import Shared
+
+MODES = ("rou", "distributed", "boxmuller", "plaintext")
+BOXMULLER_SUPPORT = math.sqrt(2 * 16 * math.log(2))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NoiseSpec:
+    """What noise to add: ``sigma`` = noise_multiplier · ``sensitivity`` (both public).
+
+    Attributes:
+        sigma: standard deviation per coordinate, > 0.
+        sensitivity: the L2 sensitivity of one row's release (for the event's noise multiplier), > 0.
+        mode: one of ``MODES``.
+        colluders: t, the colluding parties ``distributed`` mode tolerates (0 <= t < m).
+        uniform_bits: bits per uniform for ``rou`` (16..18).
+        seed: reproducible (insecure) randomness for tests and simulation; None = OS CSPRNG.
+    """
+
+    sigma: float
+    sensitivity: float = 1.0
+    mode: str = "rou"
+    colluders: int = 0
+    uniform_bits: int = 16
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"`mode` must be one of {list(MODES)}. Found {self.mode!r}.")
+        for name in ("sigma", "sensitivity"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        if not (isinstance(self.colluders, int) and self.colluders >= 0):
+            raise ConfigError(f"`colluders` must be an integer >= 0. Found {self.colluders!r}.")
+        if not 16 <= self.uniform_bits <= 18:
+            raise ConfigError(f"`uniform_bits` must be in [16, 18]. Found {self.uniform_bits!r}.")
+        if self.seed is not None:
+            warnings.warn("reproducible noise seed set: the noise is predictable — for tests and simulation only",
+                          InsecureSettingWarning, stacklevel=3)
+
+
+@dataclasses.dataclass
+class NoiseBlock:
+    """A block of noise rows and what it is, for the accountant.
+
+    Attributes:
+        values: Shared (secret-shared modes) or torch.Tensor (``plaintext``), shape (T, d) or (d,).
+        event: the dp-accounting event of releasing one row added to a sensitivity-``spec.sensitivity`` query.
+        sigma: the standard deviation actually sampled (>= the requested one).
+        support: largest |noise| / σ the sampler can produce (inf if unbounded).
+        delta_overhead: total variation from N(0, σ²) per coordinate summed over the block (add to δ).
+        stats: public counts (candidates, passes) for ``rou``.
+    """
+
+    values: Shared | torch.Tensor
+    spec: NoiseSpec
+    event: dp_accounting.DpEvent
+    sigma: float
+    support: float
+    delta_overhead: float
+    stats: dict
+
+    def row(self, t: int) -> Shared | torch.Tensor:
+        if isinstance(self.values, Shared):
+            return self.values.select_row(t)
+        return self.values[t]
+
+
+def _gaussian_event(sigma: float, sensitivity: float) -> dp_accounting.DpEvent:
+    return dp_accounting.GaussianDpEvent(noise_multiplier=sigma / sensitivity)
+
+
+def csprng_normal(n: int, *, seed: int | None = None, stream: int = 0) -> np.ndarray:
+    """n standard normal float64 values: Box–Muller on 53-bit uniforms from the OS CSPRNG (or a seed)."""
+    if seed is None:
+        raw = np.frombuffer(secrets.token_bytes(16 * n), dtype="<u8").reshape(2, n)
+    else:
+        raw = np.random.default_rng([seed, stream]).integers(0, 2**64 - 1, size=(2, n), dtype=np.uint64,
+                                                             endpoint=True)
+    u = ((raw >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1)
+    return np.sqrt(-2.0 * np.log(u[0])) * np.cos(2.0 * np.pi * u[1])
+
+
+def sample_noise(ctx: MpcContext | None, spec: NoiseSpec, shape: tuple[int, ...]) -> NoiseBlock:
+    """Noise of ``shape`` for ``spec`` (every party calls it together; ``ctx`` may be None for plaintext)."""
+    count = int(np.prod(shape))
+    if spec.mode == "plaintext":
+        values = torch.from_numpy(csprng_normal(count, seed=spec.seed) * spec.sigma).reshape(shape)
+        return NoiseBlock(values, spec, _gaussian_event(spec.sigma, spec.sensitivity), spec.sigma, math.inf,
+                          0.0, {})
+    if ctx is None:
+        raise ValueError(f"mode {spec.mode!r} runs inside the MPC and needs a context")
+    if spec.mode == "rou":
+        from mpcdp.noise import rou
+
+        rng = None if spec.seed is None else np.random.default_rng([spec.seed, ctx.rank])
+        stats = rou.RouStats()
+        shared = rou.sample_rou(ctx, count, sigma=spec.sigma, uniform_bits=spec.uniform_bits, rng=rng, stats=stats)
+        sigma = rou.sampled_sigma(spec.sigma)
+        return NoiseBlock(shared.reshape(shape), spec, _gaussian_event(sigma, spec.sensitivity), sigma,
+                          rou.support_bound(spec.uniform_bits), count * rou.truncated_mass(spec.uniform_bits),
+                          dataclasses.asdict(stats) | {"acceptance_rate": stats.acceptance_rate})
+    if spec.mode == "distributed":
+        if spec.colluders >= ctx.parties:
+            raise ConfigError(f"`colluders` must be < parties ({ctx.parties}). Found {spec.colluders}.")
+        own_sigma = spec.sigma / math.sqrt(ctx.parties - spec.colluders)
+        own = torch.from_numpy(csprng_normal(count, seed=spec.seed, stream=ctx.rank) * own_sigma)
+        shared = ctx.masked_input(ctx.encode(own, field="noise"))
+        sigma = own_sigma * math.sqrt(ctx.parties)  # total, if nobody colludes
+        return NoiseBlock(shared.reshape(shape), spec, _gaussian_event(spec.sigma, spec.sensitivity), sigma,
+                          math.inf, 0.0, {"own_sigma": own_sigma})
+    from mpcdp.backends import crypten_backend as backend
+
+    share = backend.crypten_randn(count, sigma=spec.sigma, precision_bits=ctx.config.precision_bits)
+    return NoiseBlock(Shared(share, ctx.config.precision_bits).reshape(shape), spec,
+                      dp_accounting.UnsupportedDpEvent(), spec.sigma, BOXMULLER_SUPPORT, math.nan, {})
