@@ -120,6 +120,11 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
         _comm.uninit()
 
 
+def _shift(x: torch.Tensor, s: int) -> torch.Tensor:
+    """x shifted left by s (s >= 0) or arithmetically right by −s; commutes with XOR sharing."""
+    return x << s if s >= 0 else x >> (-s)
+
+
 class _Dealer(_ttp_provider.TTPServer):
     """CrypTen's TTP server plus the correlated randomness mpcdp's own integer protocols use.
 
@@ -138,6 +143,18 @@ class _Dealer(_ttp_provider.TTPServer):
         # XOR-shared.
         r = self._get_additive_PRSS((n,))
         return (r & ((1 << bits) - 1)) ^ self._get_binary_PRSS((n,), bitlength=bits, remove_rank=True)
+
+    def mpcdp_products(self, n: int, variables: int, pairs: list[tuple[int, int]]):
+        # A uniform mask per variable and the product of the masks of every requested pair.
+        a = self._get_additive_PRSS((n, variables))
+        c = torch.stack([a[:, u] * a[:, v] for u, v in pairs], 1)
+        return c - self._get_additive_PRSS((n, len(pairs)), remove_rank=True)
+
+    def mpcdp_and_shifted(self, n: int, variables: int, pairs: list[tuple[int, int, int]]):
+        # A uniform 64-bit mask per variable and, per pair (u, v, s), mask_u AND (mask_v shifted by s).
+        a = self._get_binary_PRSS((n, variables))
+        c = torch.stack([a[:, u] & _shift(a[:, v], s) for u, v, s in pairs], 1)
+        return c ^ self._get_binary_PRSS((n, len(pairs)), remove_rank=True)
 
     def mpcdp_trunc_pair(self, n: int, shift: int):
         # r uniform on the ring and floor(r / 2^shift) with r read as unsigned.
@@ -182,18 +199,30 @@ def dealer_trunc_pairs(n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
     return r, high
 
 
-def dealer_mul_triples(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Additive shares of n Beaver triples (a, b, a·b) over Z_2^64."""
-    _dealer_generator()
-    a, b, c = crypten.mpc.get_default_provider().generate_additive_triple((n,), (n,), "mul")
-    return a.share, b.share, c.share
+def dealer_products(n: int, variables: int, pairs: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Shares of a uniform mask per variable, (n, variables), and of mask_u·mask_v per pair, (n, pairs)."""
+    generator = _dealer_generator()
+    a = _ring((n, variables), generator=generator)
+    c = _from_dealer("mpcdp_products", n, variables, list(pairs)) if rank() == 0 else \
+        _ring((n, len(pairs)), generator=generator)
+    return a, c
 
 
-def dealer_and_triples(n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """XOR shares of n binary Beaver triples of 64-bit words (a, b, a AND b)."""
-    _dealer_generator()
-    a, b, c = crypten.mpc.get_default_provider().generate_binary_triple((n,), (n,))
-    return a.share, b.share, c.share
+def dealer_and_shifted(n: int, variables: int, pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """XOR shares of a uniform word mask per variable and of mask_u AND shift(mask_v, s) per pair."""
+    generator = _dealer_generator()
+    a = _kbit((n, variables), generator=generator)
+    c = _from_dealer("mpcdp_and_shifted", n, variables, list(pairs)) if rank() == 0 else \
+        _kbit((n, len(pairs)), generator=generator)
+    return a, c
+
+
+def shift_word(x: torch.Tensor, s: int) -> torch.Tensor:
+    return _shift(x, s)
+
+
+
+
 
 
 def open_xor(share: torch.Tensor) -> torch.Tensor:

@@ -10,11 +10,11 @@ function opens is either uniformly masked by dealer randomness that no data part
 design (the comparison result, which the caller opens on purpose).
 
 Declared costs per element (m parties; an "opening" = one ring element or word all-reduced once):
-  mul        1 round, 2 openings; dealer: 1 ring element to party 0
-  and_words  1 round, 2 openings (XOR); dealer: 1 word to party 0
+  mul        1 round, 2 openings; dealer: 1 ring element to party 0 (Products: 1 opening per variable)
+  and_words  1 round, 2 openings (XOR); dealer: 1 word to party 0 (ShiftedAnds: 1 opening per variable)
   b2a        1 round, 1 opening (XOR); dealer: k ring elements to party 0
   truncate   1 round, 1 opening (+1 round for the ~2^(ℓ+1-64) fraction that is redrawn); dealer: 1 element
-  ge_zero    1 + ⌈log2 ℓ⌉ + 1 rounds, 1 + 2⌈log2 ℓ⌉ + 1 openings; dealer: 1 + 2⌈log2 ℓ⌉ words
+  ge_zero    1 + ⌈log2 ℓ⌉ + 1 rounds, 1 + 2⌈log2 ℓ⌉ + 1 openings; dealer: 1 + 2⌈log2 ℓ⌉ − 1 words
 """
 
 from __future__ import annotations
@@ -48,15 +48,67 @@ def public_xor(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
     return x ^ value if ctx.rank == 0 else x.clone()
 
 
+class Products:
+    """Products of shared integers, each factor opened once (Beaver's protocol with reused masks).
+
+    Declare the variables and every product needed up front — one dealer request supplies a uniform mask
+    a_u per variable and a_u·a_v per pair. Then open variables (any subset per round, each once: ε_u =
+    x_u − a_u) and take products of open ones: x_u·x_v = c_uv + ε_u·a_v + ε_v·a_u + ε_u·ε_v. Reusing a_u
+    across products is as secure as fresh triples: each ε_u is opened once and is uniform.
+    Cost: 1 opening per variable; dealer: 1 ring element per pair to party 0.
+    """
+
+    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int]], *, label: str):
+        self.ctx, self.label = ctx, label
+        self.masks, self.mask_products = backend.dealer_products(n, variables, pairs)
+        self.column = {pair: i for i, pair in enumerate(pairs)}
+        self.eps: dict[int, torch.Tensor] = {}
+
+    def open(self, values: dict[int, torch.Tensor]) -> None:
+        keys = list(values)
+        opened = self.ctx.open_masked([values[u] - self.masks[:, u] for u in keys], label=self.label)
+        self.eps.update(zip(keys, opened))
+
+    def product(self, u: int, v: int) -> torch.Tensor:
+        c = self.mask_products[:, self.column[(u, v)]]
+        eu, ev = self.eps[u], self.eps[v]
+        return public_add(self.ctx, c + eu * self.masks[:, v] + ev * self.masks[:, u], eu * ev)
+
+
+class ShiftedAnds:
+    """x_u AND shift(x_v, s) of XOR-shared words, each factor opened once (binary Beaver, reused masks).
+
+    A shift (left for s >= 0, arithmetic right for s < 0) commutes with XOR sharing, so one opened
+    e_v = x_v ⊕ a_v serves every shift of x_v. Cost: 1 word opening per variable; dealer: 1 word per pair.
+    """
+
+    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str):
+        self.ctx, self.label = ctx, label
+        self.masks, self.mask_products = backend.dealer_and_shifted(n, variables, pairs)
+        self.column = {pair: i for i, pair in enumerate(pairs)}
+        self.eps: dict[int, torch.Tensor] = {}
+
+    def open(self, values: dict[int, torch.Tensor]) -> None:
+        keys = list(values)
+        opened = self.ctx.open_masked([values[u] ^ self.masks[:, u] for u in keys], label=self.label, xor=True)
+        self.eps.update(zip(keys, opened))
+
+    def product(self, u: int, v: int, s: int) -> torch.Tensor:
+        shift = backend.shift_word
+        c = self.mask_products[:, self.column[(u, v, s)]]
+        eu, ev = self.eps[u], shift(self.eps[v], s)
+        z = c ^ (eu & shift(self.masks[:, v], s)) ^ (ev & self.masks[:, u])
+        return public_xor(self.ctx, z, eu & ev)
+
+
 def mul(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *, label: str = "mul") -> list[torch.Tensor]:
     """Exact products x·y in Z_2^64 for every pair (Beaver, one round for the whole batch)."""
     sizes = [x.numel() for x, _ in pairs]
     x = torch.cat([x.reshape(-1) for x, _ in pairs])
     y = torch.cat([y.reshape(-1) for _, y in pairs])
-    a, b, c = backend.dealer_mul_triples(x.numel())
-    eps, delta = ctx.open_masked([x - a, y - b], label=label)
-    z = c + eps * b + delta * a
-    z = public_add(ctx, z, eps * delta)
+    products = Products(ctx, x.numel(), 2, [(0, 1)], label=label)
+    products.open({0: x, 1: y})
+    z = products.product(0, 1)
     return [part.reshape(p[0].shape) for part, p in zip(torch.split(z, sizes), pairs)]
 
 
@@ -66,10 +118,9 @@ def and_words(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *
     sizes = [x.numel() for x, _ in pairs]
     x = torch.cat([x.reshape(-1) for x, _ in pairs])
     y = torch.cat([y.reshape(-1) for _, y in pairs])
-    a, b, c = backend.dealer_and_triples(x.numel())
-    e, f = ctx.open_masked([x ^ a, y ^ b], label=label, xor=True)
-    z = c ^ (e & b) ^ (f & a)
-    z = public_xor(ctx, z, e & f)
+    ands = ShiftedAnds(ctx, x.numel(), 2, [(0, 1, 0)], label=label)
+    ands.open({0: x, 1: y})
+    z = ands.product(0, 1, 0)
     return [part.reshape(p[0].shape) for part, p in zip(torch.split(z, sizes), pairs)]
 
 
@@ -141,12 +192,12 @@ def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "
     span = 1
     while span < ell:
         last = 2 * span >= ell
-        g_below = (g << span) & low
-        pairs = [(e, g_below)] if last else [(e, g_below), (e, (e << span) & low)]
-        products = and_words(ctx, pairs, label=f"{label}-prefix")
-        g = g ^ products[0]
+        pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
+        ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=f"{label}-prefix")  # variables: 0 = E, 1 = G
+        ands.open({0: e, 1: g})
+        g = g ^ (ands.product(0, 1, span) & low)
         if not last:
-            e = products[1]
+            e = ands.product(0, 0, span) & low
         span *= 2
     lt = (g >> (ell - 1)) & 1
     bit = public_xor(ctx, ((r_low >> ell) & 1) ^ lt, (c >> ell) & 1)

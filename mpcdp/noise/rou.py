@@ -118,9 +118,9 @@ def _leading_zero_mask(ctx: MpcContext, u1_word: torch.Tensor, K: int) -> torch.
     p = u1_word
     shift = 1
     while shift < K:
-        s = p >> shift
-        (both,) = ring.and_words(ctx, [(p, s)], label="rou-prefix-or")
-        p = p ^ s ^ both  # p ∨ s
+        ands = ring.ShiftedAnds(ctx, p.numel(), 1, [(0, 0, -shift)], label="rou-prefix-or")
+        ands.open({0: p})
+        p = p ^ (p >> shift) ^ ands.product(0, 0, -shift)  # p ∨ (p >> shift)
         shift *= 2
     not_p = ring.public_xor(ctx, p, (1 << K) - 1)
     bits = (not_p.unsqueeze(1) >> torch.arange(K)) & 1
@@ -140,7 +140,9 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
     w = ring.public_add(ctx, 2 * ring.bits_to_value(b2_a), 1 - (1 << k))
     pow2z = ring.public_add(ctx, ring.bits_to_value(q_bits), 1)
     z = q_bits.sum(1)
-    m, a, u1_sq, w_sq = ring.mul(ctx, [(u1, pow2z), (w, pow2z), (u1, u1), (w, w)], label="rou-mul")
+    first = ring.Products(ctx, n, 3, [(0, 2), (1, 2), (0, 0), (1, 1)], label="rou-mul")  # U₁, W, 2^z
+    first.open({0: u1, 1: w, 2: pow2z})
+    m, a, u1_sq, w_sq = (first.product(*pair) for pair in [(0, 2), (1, 2), (0, 0), (1, 1)])
     # t = y − 3/4 at _F_POLY bits, y = M / 2^K (exact: _F_POLY >= K)
     t = ring.public_add(ctx, m << (_F_POLY - K), -(3 << (_F_POLY - 2)))
     powers = _powers(ctx, t, _LN_DEGREE)
@@ -156,16 +158,26 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
 
 
 def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]:
-    """[t, t², ..., t^degree] at _F_POLY fractional bits, in ⌈log2 degree⌉ multiplication rounds."""
-    powers = {1: t}
-    have = 1
+    """[t, t², ..., t^degree] at _F_POLY fractional bits, in ⌈log2 degree⌉ rounds.
+
+    Round r multiplies t^h (h = 2^(r−1), the highest power so far) by every lower power; each power is
+    opened once (masked), so the products of a round reuse the masks of earlier rounds.
+    """
+    plan, have = [], 1
     while have < degree:
-        targets = [(j, have) for j in range(1, have + 1) if have + j <= degree]
-        products = ring.mul(ctx, [(powers[have], powers[j]) for j, _ in targets], label="rou-mul")
-        truncated = ring.truncate(ctx, torch.stack(products), _F_POLY, 2 * _F_POLY - 2, label="rou-trunc")
-        for (j, _), value in zip(targets, truncated):
-            powers[have + j] = value
-        have = max(powers)
+        plan.append([(have, j) for j in range(1, have + 1) if have + j <= degree])
+        have *= 2
+    pairs = [pair for round_pairs in plan for pair in round_pairs]
+    products = ring.Products(ctx, t.numel(), degree + 1, pairs, label="rou-mul")  # variable i = t^i
+    powers, opened = {1: t}, set()
+    for round_pairs in plan:
+        needed = {u for pair in round_pairs for u in pair} - opened
+        products.open({u: powers[u] for u in sorted(needed)})
+        opened |= needed
+        raw = torch.stack([products.product(u, v) for u, v in round_pairs])
+        truncated = ring.truncate(ctx, raw, _F_POLY, 2 * _F_POLY - 2, label="rou-trunc")
+        for (u, v), value in zip(round_pairs, truncated):
+            powers[u + v] = value
     return [powers[i] for i in range(1, degree + 1)]
 
 
@@ -176,11 +188,14 @@ def _scaled_quotient(ctx: MpcContext, a: torch.Tensor, m: torch.Tensor, k: int, 
     y = m << (_F_RECIP - K)  # y = M/2^K at _F_RECIP bits, in [0.5, 1)
     one = 1 << _F_RECIP
     g = ring.public_add(ctx, -2 * y, int(round(2.9142 * one)))
-    for _ in range(3):  # Newton: g ← g·(2 − y·g)
-        (yg,) = ring.mul(ctx, [(y, g)], label="rou-recip")
-        yg = ring.truncate(ctx, yg, _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
-        (g2,) = ring.mul(ctx, [(g, ring.public_add(ctx, -yg, 2 * one))], label="rou-recip")
-        g = ring.truncate(ctx, g2, _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
+    # variables: 0 = y (opened once), 1..3 = g_i, 4..6 = h_i = 2 − y·g_i; products y·g_i and g_i·h_i
+    newton = ring.Products(ctx, y.numel(), 7, [(0, 1), (1, 4), (0, 2), (2, 5), (0, 3), (3, 6)], label="rou-recip")
+    newton.open({0: y})
+    for i in range(3):  # Newton: g ← g·(2 − y·g)
+        newton.open({1 + i: g})
+        yg = ring.truncate(ctx, newton.product(0, 1 + i), _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
+        newton.open({4 + i: ring.public_add(ctx, -yg, 2 * one)})
+        g = ring.truncate(ctx, newton.product(1 + i, 4 + i), _F_RECIP, 2 * _F_RECIP + 3, label="rou-trunc")
     (prod,) = ring.mul(ctx, [(a, g)], label="rou-quotient")  # A/y at 2^24: |·| <= 4·2^(K+25)
     x_half = ring.truncate(ctx, prod, K + _F_RECIP - 20, K + _F_RECIP + 4, label="rou-trunc")  # x/(2c) at 2^20
     constant, p_c = scale_constant(sigma)
