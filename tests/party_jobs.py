@@ -143,3 +143,19 @@ def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: 
         own = csprng_normal(count, seed=seed, stream=ctx.rank) * block.stats["own_sigma"]
     return {"values": values, "event": repr(block.event), "sigma": block.sigma, "support": block.support,
             "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings]]}
+
+
+def profiled_rou(ctx, count: int):
+    import cProfile
+    import io
+    import pstats
+
+    from mpcdp.noise.rou import sample_rou
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    sample_rou(ctx, count)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
+    return out.getvalue()

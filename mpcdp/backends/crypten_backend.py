@@ -227,7 +227,9 @@ def shift_word(x: torch.Tensor, s: int) -> torch.Tensor:
 
 def open_xor(share: torch.Tensor) -> torch.Tensor:
     """All-reduce with XOR of every data party's ``share``: the opening of XOR-shared words."""
-    return _comm.get().all_reduce(share.clone(), op=dist.ReduceOp.BXOR)
+    result = share.clone()
+    dist.all_reduce(result, op=dist.ReduceOp.BXOR, group=main_group())
+    return result
 
 
 def stop_party() -> None:
@@ -278,7 +280,9 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
 
 def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
     """All-reduce (sum in Z_2^64) of every data party's ``share``: the one opening primitive."""
-    return _comm.get().all_reduce(share.clone())
+    result = share.clone()
+    dist.all_reduce(result, group=main_group())
+    return result
 
 
 

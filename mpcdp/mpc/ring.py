@@ -39,13 +39,13 @@ def _unsigned_shift(x: torch.Tensor, shift: int) -> torch.Tensor:
 
 
 def public_add(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
-    """Share of x + value for a public value (only party 0 adds it)."""
-    return x + value if ctx.rank == 0 else x.clone()
+    """Share of x + value for a public value (only party 0 adds it). Shares are never modified in place."""
+    return x + value if ctx.rank == 0 else x
 
 
 def public_xor(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
     """XOR share of x ⊕ value for a public value (only party 0 flips)."""
-    return x ^ value if ctx.rank == 0 else x.clone()
+    return x ^ value if ctx.rank == 0 else x
 
 
 class Products:
