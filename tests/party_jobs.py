@@ -95,6 +95,7 @@ def ring_ops(ctx, n: int, seed: int):
     w2 = torch.randint(0, 2**62, (n,), generator=g)
     big = torch.randint(-(2**50), 2**50, (n,), generator=g)
     small = torch.randint(-5, 6, (n,), generator=g)
+    huge = torch.randint(-(2**61), 2**61, (n,), generator=g)
 
     def share(v, binary=False):
         if binary:
@@ -110,10 +111,11 @@ def ring_ops(ctx, n: int, seed: int):
     trunc = ring.truncate(ctx, share(big), 20, 52)
     signs_big = ring.ge_zero(ctx, share(big), 52)
     signs_small = ring.ge_zero(ctx, share(small), 3)
+    signs_huge = ring.ge_zero(ctx, share(huge), 62)
     return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small,
             "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
             "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
-            "ge_big": signs_big, "ge_small": signs_small}
+            "ge_big": signs_big, "ge_small": signs_small, "huge": huge, "ge_huge": signs_huge}
 
 
 def rou_samples(ctx, count: int, sigma: float, seed: int | None):

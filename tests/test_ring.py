@@ -20,5 +20,6 @@ def test_integer_protocols_are_exact(parties, config_for):
     assert ((r["trunc"] - floor) >= 0).all() and ((r["trunc"] - floor) <= 1).all()
     assert torch.equal(r["ge_big"], r["big"] >= 0)
     assert torch.equal(r["ge_small"], r["small"] >= 0)
+    assert torch.equal(r["ge_huge"], r["huge"] >= 0)
     # every party got the same public comparison results
     assert all(torch.equal(results[j]["ge_big"], r["ge_big"]) for j in range(parties))

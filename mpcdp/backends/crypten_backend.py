@@ -120,6 +120,11 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
         _comm.uninit()
 
 
+def _share_bits(bits: int) -> int | None:
+    """Width of XOR shares of a `bits`-bit value (CrypTen draws at most 62-bit or full 64-bit words)."""
+    return bits if bits <= 62 else None
+
+
 def _shift(x: torch.Tensor, s: int) -> torch.Tensor:
     """x shifted left by s (s >= 0) or arithmetically right by −s; commutes with XOR sharing."""
     return x << s if s >= 0 else x >> (-s)
@@ -142,7 +147,7 @@ class _Dealer(_ttp_provider.TTPServer):
         # r: a uniform ring element (the sum of every party's pseudo-random share) and its low `bits` bits,
         # XOR-shared.
         r = self._get_additive_PRSS((n,))
-        return (r & ((1 << bits) - 1)) ^ self._get_binary_PRSS((n,), bitlength=bits, remove_rank=True)
+        return (r & ((1 << bits) - 1)) ^ self._get_binary_PRSS((n,), bitlength=_share_bits(bits), remove_rank=True)
 
     def mpcdp_products(self, n: int, variables: int, pairs: list[tuple[int, int]]):
         # A uniform mask per variable and the product of the masks of every requested pair.
@@ -186,7 +191,7 @@ def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits)."""
     generator = _dealer_generator()
     r = _ring((n,), generator=generator)
-    low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _kbit((n,), bitlength=bits,
+    low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _kbit((n,), bitlength=_share_bits(bits),
                                                                                  generator=generator)
     return r, low
 

@@ -16,12 +16,16 @@ Steps, all on shares, exact except where stated:
   2. z = leading zeros of U₁ (K bits) by a prefix-OR (5 AND rounds); Q = 2^z − 1 by a local bit reversal.
   3. B2A of B₁, B₂, Q (dealer-masked words); U₁, W, 2^z, z become additive integers.
   4. One multiplication round: M = U₁·2^z ∈ [2^(K−1), 2^K), A = W·2^z, U₁², W².
-  5. L = ln(2^K/U₁) = −ln(M/2^K) + z·ln 2: −ln y on y = M/2^K ∈ [0.5, 1) is a degree-8 polynomial in
-     t = y − 3/4 (Chebyshev fit, max error 9.1e-8), evaluated at 24 fractional bits (3 multiplication
-     rounds for the powers of t, each followed by an exact truncation); Λ = e·L at 20 fractional bits.
-  6. (*) as the exact integer comparison 2^21·W² ≤ U₁²·Λ (|difference| < 2^60) — the only approximation
-     is Λ (absolute error < 2^-19, from the polynomial and the roundings), which can flip the decision only
-     for candidates within that distance of the boundary; no large intermediate is ever truncated.
+  5. L = ln(2^K/U₁) = −ln(M/2^K) + z·ln 2: −ln y on y = M/2^K ∈ [0.5, 1) is a degree-10 polynomial in
+     t = y − 3/4 (Chebyshev fit, max error 2.4e-9), powers of t at 28 fractional bits (4 multiplication
+     rounds, each power opened once, each product truncated exactly), coefficients at 24 bits; Λ = e·L at
+     f = 62 − 2K fractional bits (28 for k = 16).
+  6. (*) as the exact integer comparison 2^(f+1)·W² ≤ U₁²·Λ. Both sides are below 2^61 (e·U²·ln(2^K/U)
+     peaks at 2^(2K)/2), so the ring arithmetic is exact and the comparison runs on 62 bits.
+     Residual deviation: the only approximation is Λ — |Λ/2^f − e·L| < 7.6e-8, measured over every
+     M with every truncation rounding the same way — which can flip the decision only for candidates that
+     close to the boundary: about 1.1e-7 of candidates (a total-variation distance below 1.5e-7 per sample
+     from exact ratio-of-uniforms). No large intermediate is ever truncated, so no outlier can arise.
   7. Open the accept bits; keep the accepted candidates, draw new ones for the shortfall.
   8. For accepted candidates only: 1/y by 3 Newton steps from 2.9142 − 2y (relative error < 3e-9 plus
      rounding), x·σ = 2cσ·A·(1/y)/2^K, rounded to the output's fixed-point grid.
@@ -36,11 +40,13 @@ Support and grid: u₁ ≥ 2^-K bounds |x| ≤ 2√(K ln 2) (6.865 for k = 16); 
 (x ∈ {2cW/U₁}), rounded to the output's 2^-precision grid. The δ cost of the truncation is that mass per
 coordinate (:func:`support_bound`, :func:`truncated_mass`).
 
-Declared cost per candidate (m parties; openings are of 64-bit ring elements or words): prefix-OR 5 AND
-words (10 openings), B2A 3 words (3 openings), 4 products (8), powers of t 7 products (14) + 8 truncations
-(8), Λ·U₁² 1 product (2), comparison 1 + 2·6 − 1 + 1 openings (13) — 58 openings, ≈ 28 rounds per
-batch pass; per accepted sample additionally 1/y (6 products, 6 truncations) and the output (1 product,
-2 truncations): 23 openings. Dealer → party 0: ≈ (3k + 30) ring elements per candidate.
+Declared cost per candidate (m parties; openings are of 64-bit ring elements or words; each variable of a
+multiplication is opened once, masks reused): prefix-OR 5 words, B2A 3 words, 4 products of 3 variables
+(3), powers of t (t, t², t³, t⁴, t⁸: 5) + 9 truncations, Λ·U₁² (2), comparison 1 + 2·6 + 1 (14) — 42
+openings, ≈ 36 rounds per batch pass; per accepted sample additionally 1/y (7 openings, 6 truncations) and
+the output (2 openings, 2 truncations). Dealer → party 0 per candidate: 3k ring elements for B2A and about
+35 more (products, truncations, comparison words). Measured: 3.3 KB per sample at 3 parties, parties and
+dealer together (benchmarks/results/noise.md).
 """
 
 from __future__ import annotations
@@ -58,10 +64,10 @@ from mpcdp.mpc.shared import Shared
 
 ACCEPTANCE = math.sqrt(math.pi * math.e) / 4  # 0.7306: area of the acceptance region / bounding box
 _C = math.sqrt(2 / math.e)
-_F_POLY = 24  # fractional bits of the ln polynomial
-_F_LAMBDA_MAX = 20  # fractional bits of Λ = e·L in the comparison (fewer for k > 17, see _lambda_bits)
+_F_POWERS = 28  # fractional bits of t, t², ... in the ln polynomial
+_F_COEFF = 24  # fractional bits of its coefficients
 _F_RECIP = 24  # fractional bits of 1/y
-_LN_DEGREE = 8
+_LN_DEGREE = 10
 
 
 def support_bound(uniform_bits: int) -> float:
@@ -75,16 +81,20 @@ def truncated_mass(uniform_bits: int) -> float:
 
 
 def _lambda_bits(K: int) -> int:
-    """Fractional bits of Λ such that U₁²·Λ < 2^(2K + bits + 5) stays below 2^61."""
-    return min(_F_LAMBDA_MAX, 56 - 2 * K)
+    """Fractional bits of Λ = e·L such that both sides of (*) stay below 2^61.
+
+    e·U₁²·ln(2^K/U₁) <= 2^(2K)/2 (the maximum of e·U²·ln(2^K/U) over U, at U = 2^K/√e), and
+    2·W² < 2^(2K−1); so with Λ at 2^f both sides are below 2^(2K−1+f): f = 62 − 2K gives 2^61.
+    """
+    return 62 - 2 * K
 
 
 def _ln_coefficients() -> list[int]:
-    """Coefficients of e·(−ln(3/4 + t)) on t ∈ [−1/4, 1/4) in the power basis, at 2^_F_POLY."""
+    """Coefficients of e·(−ln(3/4 + t)) on t ∈ [−1/4, 1/4) in the power basis, at 2^_F_COEFF."""
     t = np.linspace(-0.25, 0.25, 100_001)
     fit = np.polynomial.chebyshev.Chebyshev.fit(t, -math.e * np.log(0.75 + t), _LN_DEGREE, domain=[-0.25, 0.25])
     power = fit.convert(kind=np.polynomial.Polynomial).coef
-    return [int(round(a * 2**_F_POLY)) for a in power]
+    return [int(round(a * 2**_F_COEFF)) for a in power]
 
 
 _LN_COEFFS = _ln_coefficients()
@@ -143,22 +153,23 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
     first = ring.Products(ctx, n, 3, [(0, 2), (1, 2), (0, 0), (1, 1)], label="rou-mul")  # U₁, W, 2^z
     first.open({0: u1, 1: w, 2: pow2z})
     m, a, u1_sq, w_sq = (first.product(*pair) for pair in [(0, 2), (1, 2), (0, 0), (1, 1)])
-    # t = y − 3/4 at _F_POLY bits, y = M / 2^K (exact: _F_POLY >= K)
-    t = ring.public_add(ctx, m << (_F_POLY - K), -(3 << (_F_POLY - 2)))
+    # t = y − 3/4 at _F_POWERS bits, y = M / 2^K (exact: _F_POWERS >= K)
+    t = ring.public_add(ctx, m << (_F_POWERS - K), -(3 << (_F_POWERS - 2)))
     powers = _powers(ctx, t, _LN_DEGREE)
-    acc = sum(coef * p for coef, p in zip(_LN_COEFFS[1:], powers))  # scale 2^(2·_F_POLY)
-    acc = ring.public_add(ctx, acc, _LN_COEFFS[0] << _F_POLY)  # e·(−ln y) < 1.89 at 2^48: |acc| < 2^49
+    scale = _F_POWERS + _F_COEFF
+    acc = sum(coef * p for coef, p in zip(_LN_COEFFS[1:], powers))
+    acc = ring.public_add(ctx, acc, _LN_COEFFS[0] << _F_POWERS)  # e·(−ln y) <= 1.89 at 2^52: |acc| < 2^53
     f_lambda = _lambda_bits(K)
-    lam = ring.truncate(ctx, acc, 2 * _F_POLY - f_lambda, 2 * _F_POLY + 2, label="rou-trunc")
+    lam = ring.truncate(ctx, acc, scale - f_lambda, scale + 2, label="rou-trunc")
     lam = lam + z * int(round(math.e * math.log(2) * 2**f_lambda))
-    (rhs,) = ring.mul(ctx, [(u1_sq, lam)], label="rou-mul")
+    (rhs,) = ring.mul(ctx, [(u1_sq, lam)], label="rou-mul")  # the true value is < 2^61, so exact in the ring
     diff = rhs - (w_sq << (f_lambda + 1))
-    accept = ring.ge_zero(ctx, diff, 2 * K + f_lambda + 6, label="rou-accept")
+    accept = ring.ge_zero(ctx, diff, 62, label="rou-accept")
     return accept, a, m, z
 
 
 def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]:
-    """[t, t², ..., t^degree] at _F_POLY fractional bits, in ⌈log2 degree⌉ rounds.
+    """[t, t², ..., t^degree] at _F_POWERS fractional bits, in ⌈log2 degree⌉ rounds.
 
     Round r multiplies t^h (h = 2^(r−1), the highest power so far) by every lower power; each power is
     opened once (masked), so the products of a round reuse the masks of earlier rounds.
@@ -175,7 +186,7 @@ def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]
         products.open({u: powers[u] for u in sorted(needed)})
         opened |= needed
         raw = torch.stack([products.product(u, v) for u, v in round_pairs])
-        truncated = ring.truncate(ctx, raw, _F_POLY, 2 * _F_POLY - 2, label="rou-trunc")
+        truncated = ring.truncate(ctx, raw, _F_POWERS, 2 * _F_POWERS - 2, label="rou-trunc")  # |t^i·t^j| <= 1/16
         for (u, v), value in zip(round_pairs, truncated):
             powers[u + v] = value
     return [powers[i] for i in range(1, degree + 1)]
