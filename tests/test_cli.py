@@ -30,3 +30,26 @@ def test_bad_arguments_are_named():
     assert "`parties` must be an integer >= 2. Found 1." in result.stderr
     result = _run("aggregate", "--dim", "0")
     assert result.returncode == 2 and "`--dim` must be >= 1. Found 0." in result.stderr
+
+
+def test_noise_prints_a_validated_json_line_with_costs():
+    result = _run("noise", "--parties", "2", "--samples", "3000", "--mode", "rou", "--chunk", "1500")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("samples", "mean", "std", "ks_statistic", "ks_pvalue", "max_abs", "acceptance_rate",
+                "bytes_per_party", "dealer_bytes", "rounds", "wall_s", "us_per_sample"):
+        assert key in report, key
+    assert report["samples"] == 3000 and report["validation"] == "passed"
+    assert report["max_abs"] <= report["support"]
+    assert report["bytes_per_party"] > 0 and report["dealer_bytes"] > 0 and report["rounds"] > 10
+    assert "sample" in result.stderr  # the progress bar
+
+
+def test_noise_plaintext_mode_runs_without_parties(tmp_path):
+    out = tmp_path / "x.npy"
+    result = _run("noise", "--samples", "5000", "--mode", "plaintext", "--sigma", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["bytes_per_party"] == 0 and report["validation"] == "passed"
+    import numpy as np
+    assert np.load(out).shape == (5000,)

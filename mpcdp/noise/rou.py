@@ -137,8 +137,8 @@ def _leading_zero_mask(ctx: MpcContext, u1_word: torch.Tensor, K: int) -> torch.
     return (bits * (1 << (K - 1 - torch.arange(K)))).sum(1)
 
 
-def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Draw n candidates; return (public accept mask, shares of A = W·2^z, M = U₁·2^z) (+ z for tests)."""
+def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw n candidates; return (public accept mask, shares of A = W·2^z, shares of M = U₁·2^z)."""
     K = k + 1
     b1 = _party_random_words(ctx, n, k, rng)
     b2 = _party_random_words(ctx, n, k, rng)
@@ -165,7 +165,7 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
     (rhs,) = ring.mul(ctx, [(u1_sq, lam)], label="rou-mul")  # the true value is < 2^61, so exact in the ring
     diff = rhs - (w_sq << (f_lambda + 1))
     accept = ring.ge_zero(ctx, diff, 62, label="rou-accept")
-    return accept, a, m, z
+    return accept, a, m
 
 
 def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]:
@@ -253,7 +253,7 @@ def sample_rou(ctx: MpcContext, count: int, *, sigma: float = 1.0, uniform_bits:
     while have < count:
         need = count - have
         n = int(need / ACCEPTANCE + 4 * math.sqrt(need) + 8)
-        accept, a, m, _ = _accept(ctx, n, uniform_bits, rng)
+        accept, a, m = _accept(ctx, n, uniform_bits, rng)
         stats.candidates += n
         stats.accepted += int(accept.sum())
         stats.passes += 1
