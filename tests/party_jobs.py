@@ -109,12 +109,14 @@ def ring_ops(ctx, n: int, seed: int):
     (conj,) = ring.and_words(ctx, [(share(w1, True), share(w2, True))])
     bits = ring.b2a_bits(ctx, share(w1 & 0xFFFF, True), 16)
     trunc = ring.truncate(ctx, share(big), 20, 52)
+    trunc_redrawn = ring.truncate(ctx, share(big), 20, 61)  # a wide bound: ~1/4 of the masks are redrawn
     signs_big = ring.ge_zero(ctx, share(big), 52)
     signs_small = ring.ge_zero(ctx, share(small), 3)
     signs_huge = ring.ge_zero(ctx, share(huge), 62)
     return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small,
             "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
             "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
+            "trunc_redrawn": open_(trunc_redrawn),
             "ge_big": signs_big, "ge_small": signs_small, "huge": huge, "ge_huge": signs_huge}
 
 

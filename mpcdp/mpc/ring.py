@@ -151,19 +151,15 @@ def truncate(ctx: MpcContext, x: torch.Tensor, shift: int, bound_bits: int, *, l
     if not 0 < shift < bound_bits <= 61:
         raise ValueError(f"`truncate` needs 0 < shift < bound_bits <= 61. Found shift={shift}, "
                          f"bound_bits={bound_bits}.")
-    result = torch.empty_like(x)
-    todo = torch.arange(x.numel())
     flat = x.reshape(-1)
     offset = 1 << bound_bits
-    while todo.numel():
-        r, r_high = backend.dealer_trunc_pairs(todo.numel(), shift)
-        (c,) = ctx.open_masked([public_add(ctx, flat[todo], offset) + r], label=label)
-        unsafe = (c >= 0) & (c < 2 * offset)  # c read as unsigned is below 2^(ℓ+1)
-        value = public_add(ctx, -r_high, _unsigned_shift(c, shift) - (offset >> shift))
-        done = ~unsafe
-        result.view(-1)[todo[done]] = value[done]
-        todo = todo[unsafe]
-    return result
+    r, r_high = backend.dealer_trunc_pairs(flat.numel(), shift)
+    (c,) = ctx.open_masked([public_add(ctx, flat, offset) + r], label=label)
+    value = public_add(ctx, -r_high, _unsigned_shift(c, shift) - (offset >> shift))
+    unsafe = torch.nonzero((c >= 0) & (c < 2 * offset)).reshape(-1)  # c read as unsigned is below 2^(ℓ+1)
+    if unsafe.numel():  # the same public decision on every party
+        value[unsafe] = truncate(ctx, flat[unsafe], shift, bound_bits, label=label)
+    return value.reshape(x.shape)
 
 
 def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "cmp") -> torch.Tensor:
