@@ -163,3 +163,17 @@ def profiled_rou(ctx, count: int):
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(18)
     return out.getvalue()
+
+
+def noisy_aggregation_steps(ctx, local_rows: torch.Tensor, sigma: float):
+    """Pre-sample a T×d secret-shared noise block, then per step add row t to the secure aggregate."""
+    from mpcdp.noise.modes import NoiseSpec, sample_noise
+
+    steps, dim = local_rows.shape
+    block = sample_noise(ctx, NoiseSpec(sigma=sigma, sensitivity=1.0), (steps, dim))
+    released = []
+    for t in range(steps):
+        noisy = secure_sum(ctx, local_rows[t]) + block.row(t)
+        released.append(ctx.reveal(noisy, label=f"noisy-aggregate-{t}", reason="the DP release of step t"))
+    return {"released": torch.stack(released), "event": repr(block.event),
+            "openings": [o.label for o in ctx.openings if not o.label.startswith("rou-")]}

@@ -53,3 +53,19 @@ def test_declared_support_and_sigma():
     assert truncated_mass(16) < 1e-11
     for sigma in (0.001, 1.0, 3.7, 4096.0):
         assert sigma <= sampled_sigma(sigma) <= sigma * (1 + 1.2e-7)
+
+
+def test_a_presampled_block_is_consumed_row_by_row(config_for):
+    from party_jobs import noisy_aggregation_steps
+    import torch
+
+    steps, dim, sigma = 6, 400, 0.5
+    g = torch.Generator().manual_seed(4)
+    rows = [torch.randn(steps, dim, generator=g, dtype=torch.float64) for _ in range(2)]
+    results = run_parties(noisy_aggregation_steps, config_for(2), party_args=[(rows[0], sigma), (rows[1], sigma)])
+    noise = (results[0]["released"] - (rows[0] + rows[1])).numpy()
+    assert validate_normal(noise.ravel(), sigma=sigma, alpha=ALPHA, support=support_bound(16)).passed
+    assert results[0]["event"] == f"GaussianDpEvent(noise_multiplier={sampled_sigma(sigma)})"
+    # the only plaintext released: one noisy aggregate per step (the handshakes are public metadata)
+    released = [label for label in results[0]["openings"] if label.startswith("noisy")]
+    assert released == [f"noisy-aggregate-{t}" for t in range(steps)]
