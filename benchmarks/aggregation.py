@@ -16,17 +16,14 @@ For each number of parties m (separate processes + the dealer) and vector length
 
 from __future__ import annotations
 
-import argparse
-import json
-import pathlib
 import platform
 import statistics
 import sys
 import time
-import tomllib
 
 import torch
 
+from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.mpc.secure_sum import secure_sum
 from mpcdp.mpc.wire import WireMeter
@@ -117,20 +114,11 @@ def markdown(table: list[dict], command: str, repeats: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--protocol", default="protocols/aggregation-cost.toml")
-    parser.add_argument("--out", default="benchmarks/results/aggregation")
-    ns = parser.parse_args(argv)
-    with open(ns.protocol, "rb") as fh:
-        protocol = tomllib.load(fh)
+    ns, protocol, command = recording.parse(__doc__, "protocols/aggregation-cost.toml",
+                                            "benchmarks/results/aggregation", argv)
     table = run(protocol)
-    command = "python -m benchmarks.aggregation " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = markdown(table, command.strip(), protocol["grid"]["repeats"])
-    out = pathlib.Path(ns.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"command": command.strip(), "rows": table}, indent=1) + "\n")
-    print(text)
+    recording.record(ns.out, markdown(table, command, protocol["grid"]["repeats"]),
+                     {"command": command, "rows": table})
     return 0
 
 

@@ -13,17 +13,14 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import pathlib
 import platform
 import sys
 import time
-import tomllib
 
 import numpy as np
 import torch
 
+from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import noise_party
 from mpcdp.mpc.wire import WireMeter
@@ -128,22 +125,11 @@ def markdown(val: dict, rows: list[dict], plain: list[dict], command: str) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--protocol", default="protocols/noise-sampler.toml")
-    parser.add_argument("--out", default="benchmarks/results/noise")
-    ns = parser.parse_args(argv)
-    with open(ns.protocol, "rb") as fh:
-        protocol = tomllib.load(fh)
+    ns, protocol, command = recording.parse(__doc__, "protocols/noise-sampler.toml", "benchmarks/results/noise", argv)
     val = validation(protocol)
     rows, plain = cost(protocol)
-    command = ("python -m benchmarks.noise " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    text = markdown(val, rows, plain, command)
-    out = pathlib.Path(ns.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"command": command, "validation": val, "cost": rows,
-                                                    "plaintext": plain}, indent=1) + "\n")
-    print(text)
+    recording.record(ns.out, markdown(val, rows, plain, command),
+                     {"command": command, "validation": val, "cost": rows, "plaintext": plain})
     return 0 if not val["failures"] else 1
 
 

@@ -1,0 +1,31 @@
+"""What every benchmark shares: reading its protocol file and recording its result with the command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import tomllib
+
+
+def parse(doc: str, protocol: str, out: str, argv: list[str] | None) -> tuple[argparse.Namespace, dict, str]:
+    """Parse --protocol/--out; return (namespace, the protocol's TOML, the command line to record)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--protocol", default=protocol)
+    parser.add_argument("--out", default=out)
+    ns = parser.parse_args(argv)
+    with open(ns.protocol, "rb") as fh:
+        loaded = tomllib.load(fh)
+    module = sys.modules["__main__"].__spec__.name if getattr(sys.modules["__main__"], "__spec__", None) else "?"
+    command = f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])
+    return ns, loaded, command.strip()
+
+
+def record(out: str, markdown: str, payload: dict) -> None:
+    """Write ``out``.md (the table people read) and ``out``.json (the numbers), and print the table."""
+    path = pathlib.Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".md").write_text(markdown)
+    path.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
+    print(markdown)
