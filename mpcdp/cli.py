@@ -111,6 +111,48 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     return 0 if check.passed else 1
 
 
+def _cmd_privacy(ns: argparse.Namespace) -> int:
+    import math
+
+    from mpcdp.accounting.dpsrm import epsilon_for, noise_for
+    from mpcdp.accounting.events import DpSrmSetting
+    from mpcdp.accounting.paper import paper_epsilon, theorem41_sigmas
+
+    if not (math.isfinite(ns.epsilon) and ns.epsilon > 0):
+        raise MpcdpError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
+    setting = DpSrmSetting(n=tuple(ns.n), batch=tuple(ns.batch), batch0=tuple(ns.batch0), steps=ns.steps,
+                           c1=ns.c1, c2=ns.c2, gamma=ns.gamma)
+    noise = noise_for(setting, ns.epsilon, ns.delta)
+    paper_eps, paper_alpha = paper_epsilon(setting, noise.sigma0, noise.sigma, ns.delta)
+    theorem = theorem41_sigmas(setting, ns.epsilon, ns.delta)
+    theorem_cert = epsilon_for(setting, theorem.sigma0, theorem.sigma, ns.delta)
+    fmt = lambda x: "∞" if math.isinf(x) else f"{x:.4g}"  # noqa: E731
+    rows = [
+        ("certified (dp-accounting RDP, replace-one, WOR)", noise.sigma0, noise.sigma,
+         f"{noise.certificate.epsilon:.4f} (order {noise.certificate.order:g})"),
+        ("paper's Lemma 3.7 + 3.9 for the same noise", noise.sigma0, noise.sigma,
+         f"{fmt(paper_eps)}" + (f" (α = {paper_alpha})" if paper_alpha else " (no α in Lemma 3.7's range)")),
+        (f"paper's Theorem 4.1 noise for ε = {ns.epsilon} (β = {theorem.beta:.3f}, conditions "
+         f"{'hold' if theorem.conditions_hold else 'FAIL'}); certified ε:", theorem.sigma0, theorem.sigma,
+         f"{theorem_cert.epsilon:.4f}"),
+    ]
+    print(f"DP-SRM/DDP-SRM: n = {list(setting.n)}, b0 = {list(setting.batch0)}, b = {list(setting.batch)}, "
+          f"T = {setting.steps}, C1 = {setting.c1}, C2 = {setting.c2}, γ = {setting.gamma}, δ = {ns.delta}")
+    print(f"{'':<80} {'σ0':>11} {'σ':>11}   ε")
+    for label, s0, s1, eps in rows:
+        print(f"{label:<80} {s0:>11.4e} {s1:>11.4e}   {eps}")
+    print(json.dumps({
+        "epsilon_target": ns.epsilon, "delta": ns.delta, "sigma0": noise.sigma0, "sigma": noise.sigma,
+        "noise_multiplier0": setting.noise_multipliers(noise.sigma0, noise.sigma)[0],
+        "noise_multiplier": setting.noise_multipliers(noise.sigma0, noise.sigma)[1], "nu": noise.nu,
+        "epsilon_certified": noise.certificate.epsilon, "rdp_order": noise.certificate.order,
+        "epsilon_paper_lemma37": None if math.isinf(paper_eps) else paper_eps,
+        "theorem41_sigma0": theorem.sigma0, "theorem41_sigma": theorem.sigma, "theorem41_beta": theorem.beta,
+        "theorem41_conditions_hold": theorem.conditions_hold,
+        "theorem41_epsilon_certified": theorem_cert.epsilon}))
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -157,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="reproducible (insecure) party randomness; default: OS CSPRNG")
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
+
+    privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
+    privacy.add_argument("--epsilon", type=float, required=True)
+    privacy.add_argument("--delta", type=float, required=True)
+    privacy.add_argument("--n", type=int, nargs="+", required=True, help="records per party")
+    privacy.add_argument("--batch", type=int, nargs="+", required=True, help="batch per party, steps 1..T")
+    privacy.add_argument("--batch0", type=int, nargs="+", required=True, help="batch per party, step 0")
+    privacy.add_argument("--steps", type=int, required=True, help="T")
+    privacy.add_argument("--c1", type=float, default=1.0, help="gradient clipping norm")
+    privacy.add_argument("--c2", type=float, default=0.01, help="gradient-difference clipping norm")
+    privacy.add_argument("--gamma", type=float, default=0.01, help="STORM momentum parameter")
+    privacy.set_defaults(func=_cmd_privacy)
 
     party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
     _add_mpc_options(party, parties_required=False)

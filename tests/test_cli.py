@@ -53,3 +53,17 @@ def test_noise_plaintext_mode_runs_without_parties(tmp_path):
     assert report["bytes_per_party"] == 0 and report["validation"] == "passed"
     import numpy as np
     assert np.load(out).shape == (5000,)
+
+
+def test_privacy_prints_the_table_and_one_json_line():
+    result = _run("privacy", "--epsilon", "0.5", "--delta", "1e-5", "--n", "32561", "--batch", "100",
+                  "--batch0", "200", "--steps", "1627")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    report = json.loads(lines[-1])
+    assert report["epsilon_certified"] <= 0.5 and abs(report["nu"] - 671) < 2
+    assert report["epsilon_paper_lemma37"] > 0.5
+    assert any(line.startswith("certified") for line in lines[:-1])
+    bad = _run("privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
+               "--steps", "3")
+    assert bad.returncode == 2 and "`--epsilon` must be a finite number > 0. Found -1.0." in bad.stderr

@@ -1,0 +1,1 @@
+"""Privacy accounting: events for every mechanism, a certifying accountant, the paper's bound, calibration."""
