@@ -59,9 +59,11 @@ class Theorem41:
     conditions_hold: bool
 
 
-def theorem41_sigmas(setting: DpSrmSetting, epsilon: float, delta: float) -> Theorem41:
-    """σ0 and σ of Theorem 4.1 (ε, not ε²), for the β in (0, 1) that needs the least noise while meeting
-    the theorem's side conditions (or the least noise overall, flagged, when no β meets them)."""
+def theorem41_sigmas(setting: DpSrmSetting, epsilon: float, delta: float, *,
+                     respect_conditions: bool = True) -> Theorem41:
+    """σ0 and σ of Theorem 4.1 (ε, not ε²) for the β in (0, 1) that needs the least noise — among the β that
+    meet the theorem's side conditions when ``respect_conditions`` (falling back to all β, flagged, when none
+    does), or among all β otherwise."""
     n = sum(setting.n)
     candidates = []
     for i in range(1, 1000):
@@ -75,4 +77,4 @@ def theorem41_sigmas(setting: DpSrmSetting, epsilon: float, delta: float) -> The
         argument = 1.0 / (tau * alpha * (1 + z2))
         holds = z2 >= 0.7 and argument > 1 and alpha - 1 <= 2 * z2 * math.log(argument) / 3
         candidates.append((not holds, sigma, Theorem41(sigma0, sigma, beta, alpha, holds)))
-    return min(candidates, key=lambda c: (c[0], c[1]))[2]
+    return min(candidates, key=lambda c: (c[0], c[1]) if respect_conditions else c[1])[2]
