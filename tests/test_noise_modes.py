@@ -39,11 +39,14 @@ def test_distributed_noise_sums_to_sigma_and_each_party_adds_its_share():
     assert "noise-validation" in results[0]["openings"] and len(results[0]["openings"]) == 1  # zero comm
 
 
-def test_boxmuller_is_declared_unsupported_and_is_bounded():
+def test_boxmuller_runs_and_is_declared_unsupported():
     results = run_parties(noise_modes, MpcConfig(parties=2, timeout_s=300), args=("boxmuller", 50_000, 1.0, 0, 3))
     x = results[0]["values"].numpy()
-    assert np.abs(x).max() <= BOXMULLER_SUPPORT * 1.05  # CrypTen's approximations can overshoot a little
     assert results[0]["event"] == "UnsupportedDpEvent()"
+    assert results[0]["support"] == BOXMULLER_SUPPORT  # nominal: exact Box–Muller on 16-bit uniforms
+    # CrypTen's randn is roughly N(0,1) (its approximations add ≈1.5% std and can pass the nominal support:
+    # values up to 5.3 have been seen), which is why no accountant may accept its event
+    assert np.isfinite(x).all() and 0.95 < x.std() < 1.06 and np.abs(x).max() < 8
 
 
 def test_plaintext_mode_needs_no_mpc_and_is_exactly_normal():
