@@ -1,0 +1,1 @@
+"""Models, per-example gradients and clipping for the private training algorithms."""

@@ -1,0 +1,64 @@
+"""Per-example gradients of the paper's model and both clippings."""
+
+import pytest
+import torch
+
+from mpcdp.errors import InputError
+from mpcdp.learning.clipping import clip_rows, clipped_differences
+from mpcdp.learning.logreg import error_rate, example_loss, loss, per_example_gradients
+
+
+def _batch(seed=0, b=16, d=9):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, d, generator=g, dtype=torch.float64)
+    y = torch.where(torch.rand(b, generator=g) > 0.5, 1.0, -1.0).to(torch.float64)
+    theta = torch.randn(d, generator=g, dtype=torch.float64)
+    return theta, x, y
+
+
+def test_per_example_gradients_equal_autograd_on_single_examples():
+    theta, x, y = _batch()
+    batch = per_example_gradients(theta, x, y)
+    for i in range(len(x)):
+        t = theta.clone().requires_grad_(True)
+        example_loss(t, x[i], y[i]).backward()
+        assert torch.allclose(batch[i], t.grad, atol=1e-12)
+    # their mean is the gradient of the mean loss
+    t = theta.clone().requires_grad_(True)
+    loss(t, x, y).backward()
+    assert torch.allclose(batch.mean(0), t.grad, atol=1e-12)
+
+
+def test_clipping_bounds_rows_and_keeps_small_ones():
+    theta, x, y = _batch(1)
+    grads = per_example_gradients(theta, x * 10, y)
+    clipped = clip_rows(grads, 0.5)
+    assert (clipped.norm(dim=1) <= 0.5 + 1e-12).all()
+    small = grads.norm(dim=1) <= 0.5
+    assert torch.equal(clipped[small], grads[small])
+    # direction preserved
+    cos = torch.nn.functional.cosine_similarity(clipped, grads, dim=1)
+    assert torch.allclose(cos, torch.ones_like(cos))
+
+
+def test_difference_clipping_bounds_the_difference_itself():
+    theta, x, y = _batch(2)
+    now = per_example_gradients(theta, x, y)
+    before = per_example_gradients(theta + 0.5, x, y)
+    diff = clipped_differences(now, before, 0.01)
+    assert (diff.norm(dim=1) <= 0.01 + 1e-12).all()
+    # clipping each gradient to C1 and subtracting would bound the difference only by 2·C1
+    naive = clip_rows(now, 1.0) - clip_rows(before, 1.0)
+    assert naive.norm(dim=1).max() > 0.01
+
+
+def test_bad_gradients_are_refused():
+    with pytest.raises(InputError, match="1 rows with NaN/Inf"):
+        clip_rows(torch.tensor([[1.0, float("nan")], [0.0, 1.0]]), 1.0)
+    with pytest.raises(InputError, match="differ in shape"):
+        clipped_differences(torch.zeros(2, 3), torch.zeros(3, 3), 1.0)
+
+
+def test_error_rate():
+    x = torch.tensor([[1.0], [-1.0], [2.0]])
+    assert error_rate(torch.tensor([1.0]), x, torch.tensor([1.0, -1.0, -1.0])) == pytest.approx(1 / 3)
