@@ -177,3 +177,9 @@ def noisy_aggregation_steps(ctx, local_rows: torch.Tensor, sigma: float):
         released.append(ctx.reveal(noisy, label=f"noisy-aggregate-{t}", reason="the DP release of step t"))
     return {"released": torch.stack(released), "event": repr(block.event),
             "openings": [o.label for o in ctx.openings if not o.label.startswith("rou-")]}
+
+
+def srm_party(ctx, shard, params, noise, dim):
+    from mpcdp.learning.backends import mpc_party
+
+    return mpc_party(ctx, shard, params, noise, dim)

@@ -1,0 +1,74 @@
+"""Where DP-SRM's sum and noise happen: inside the MPC (``mpc``) or in plaintext (``simulated``).
+
+``mpc``: every party process runs :func:`mpc_party`; its local term sums go into
+:func:`~mpcdp.mpc.secure_sum.secure_sum`, the noise rows come from blocks pre-sampled inside the MPC
+(:func:`~mpcdp.noise.modes.sample_noise`, ratio-of-uniforms: one block of 1×d at σ0 for release 0, one
+of T×d at σ for releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm, a
+plaintext sum and plaintext Gaussian noise of the same σ. σ0 = σ = 0 runs without noise (for tests that
+compare the two paths exactly).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Sequence
+
+import torch
+
+from mpcdp.learning.dpsrm import Shard, SrmParameters, SrmResult, run_srm
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.secure_sum import secure_sum
+from mpcdp.noise.modes import NoiseSpec, sample_noise
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseLevels:
+    sigma0: float
+    sigma: float
+
+    @property
+    def noiseless(self) -> bool:
+        return self.sigma0 == 0 and self.sigma == 0
+
+
+def train_simulated(shards: Sequence[Shard], params: SrmParameters, noise: NoiseLevels, *, dim: int,
+                    noise_seed: int | None = None) -> SrmResult:
+    """All shards in this process; plaintext sum and plaintext noise of the same σ."""
+    if noise.noiseless:
+        rows0 = rows = torch.zeros(params.steps + 1, dim, dtype=torch.float64)
+    else:
+        rows0 = sample_noise(None, NoiseSpec(sigma=noise.sigma0, mode="plaintext", seed=noise_seed), (1, dim)).values
+        rows = sample_noise(None, NoiseSpec(sigma=noise.sigma, mode="plaintext",
+                                            seed=None if noise_seed is None else noise_seed + 1),
+                            (params.steps, dim)).values
+
+    def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
+        return total + (rows0[0] if t == 0 else rows[t - 1])
+
+    return run_srm(shards, params, aggregate, dim=dim, batch_sizes=[params.batch] * len(shards),
+                   batch0_sizes=[params.batch0] * len(shards))
+
+
+def mpc_party(ctx: MpcContext, shard: Shard, params: SrmParameters, noise: NoiseLevels, dim: int) -> dict[str, Any]:
+    """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase."""
+    start = time.perf_counter()
+    if noise.noiseless:
+        block0 = block = None
+    else:
+        block0 = sample_noise(ctx, NoiseSpec(sigma=noise.sigma0, sensitivity=1.0), (1, dim))
+        block = sample_noise(ctx, NoiseSpec(sigma=noise.sigma, sensitivity=1.0), (params.steps, dim))
+    presample_s = time.perf_counter() - start
+
+    def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
+        shared = secure_sum(ctx, local, field="local gradient terms")
+        if block is not None:
+            shared = shared + (block0.row(0) if t == 0 else block.row(t - 1))
+        return ctx.reveal(shared, label=f"v_p[{t}]", reason="DP-SRM release").to(torch.float64)
+
+    start = time.perf_counter()
+    parties = ctx.parties
+    result = run_srm([shard], params, aggregate, dim=dim, batch_sizes=[params.batch] * parties,
+                     batch0_sizes=[params.batch0] * parties)
+    return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
+            "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds}

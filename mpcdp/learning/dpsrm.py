@@ -1,0 +1,126 @@
+"""DP-SRM and DDP-SRM (paper 002, Algorithms 1 and 2), one code path for every backend.
+
+The algorithm runs over the data shards held *here*: in the ``mpc`` backend each party process holds its own
+shard and :class:`Aggregator` sums the parties' local terms inside the MPC and adds the pre-sampled secret
+noise row before anything is revealed; in the ``simulated`` backend one process holds every shard, the sum
+is plaintext and the noise is plaintext of the same σ. Batches come from a per-party generator seeded by
+(seed, party), so the same seed gives the same batches in both backends.
+
+Estimator (Algorithm 1, lines 2 and 7, with the clipping of Remark 4.3): with B the combined batch size,
+  v⁰ = (1/B0)·Σ_i clip_C1(∇f_i(θ⁰)) + u⁰,                        u⁰ ~ N(0, σ0²)
+  vᵗ⁺¹ = (1/B)·Σ_i [γ·clip_C1(∇f_i(θᵗ⁺¹)) + (1−γ)·clip_C2(∇f_i(θᵗ⁺¹) − ∇f_i(θᵗ))] + (1−γ)·v_pᵗ + uᵗ⁺¹,
+so one example moves the sum by at most 2((1−γ)C2 + γC1)/B (replace-one). Step: θᵗ⁺¹ = θᵗ − ηₜ·v_pᵗ with
+ηₜ = min{ζ/(L‖v_pᵗ‖), 1/(2L)}. Output: θ̃ drawn uniformly from θ⁰..θ^{T−1} (the paper's), and the last iterate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from mpcdp.errors import ConfigError
+from mpcdp.learning.clipping import clip_rows, clipped_differences
+from mpcdp.learning.logreg import per_example_gradients
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SrmParameters:
+    """Hyper-parameters of DP-SRM (paper 002 §6.1 defaults: C1 = 1, C2 = γ = 0.01)."""
+
+    steps: int
+    batch: int
+    batch0: int
+    c1: float = 1.0
+    c2: float = 0.01
+    gamma: float = 0.01
+    lipschitz: float = 1.0
+    zeta: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch", "batch0"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ConfigError(f"`{name}` must be an integer >= 1. Found {value!r}.")
+        for name in ("c1", "c2", "lipschitz", "zeta"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        if not 0 < self.gamma <= 1:
+            raise ConfigError(f"`gamma` must be in (0, 1]. Found {self.gamma!r}.")
+
+
+@dataclasses.dataclass
+class Shard:
+    """One party's training data (features float64, labels ±1) and its party index."""
+
+    party: int
+    x: torch.Tensor
+    y: torch.Tensor
+
+
+# aggregate(t, local_sum over the shards held here) -> the released v_p^t (noise included, public)
+Aggregate = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+@dataclasses.dataclass
+class SrmResult:
+    theta_output: torch.Tensor  # θ̃, uniform over θ⁰..θ^{T−1}
+    theta_last: torch.Tensor
+    released: list[torch.Tensor]  # v_p⁰..v_p^T, what left the MPC
+    grad_norms: list[float]
+
+
+def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]:
+    """A fresh uniform batch without replacement at every release, from a generator of (seed, party)."""
+    rng = np.random.default_rng([seed, shard.party])
+    n = len(shard.y)
+    if size > n:
+        raise ConfigError(f"`batch` {size} exceeds party {shard.party}'s {n} records")
+    return [rng.choice(n, size=size, replace=False) for _ in range(steps)]
+
+
+def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate, *, dim: int,
+            batch_sizes: Sequence[int], batch0_sizes: Sequence[int]) -> SrmResult:
+    """DP-SRM over the shards held here; ``aggregate`` sums across all parties and adds the noise.
+
+    ``batch_sizes``/``batch0_sizes`` are every party's per-step batch (public), so each party knows the
+    combined sizes B and B0 that divide the sums.
+    """
+    total, total0 = float(sum(batch_sizes)), float(sum(batch0_sizes))
+    sizes = dict(enumerate(batch_sizes))
+    sizes0 = dict(enumerate(batch0_sizes))
+    first = {s.party: _batches(s, sizes0[s.party], 1, params.seed)[0] for s in shards}
+    later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1) for s in shards}
+    theta = torch.zeros(dim, dtype=torch.float64)
+    thetas = [theta]
+    local = torch.zeros(dim, dtype=torch.float64)
+    for s in shards:
+        idx = torch.from_numpy(first[s.party])
+        local += clip_rows(per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
+    v_p = aggregate(0, local / total0)
+    released, norms = [v_p], []
+    for t in range(params.steps):
+        norm = float(v_p.norm())
+        norms.append(norm)
+        eta = min(params.zeta / (params.lipschitz * norm), 1 / (2 * params.lipschitz)) if norm > 0 else \
+            1 / (2 * params.lipschitz)
+        previous, theta = theta, theta - eta * v_p
+        if t < params.steps - 1:
+            thetas.append(theta)
+        local = torch.zeros(dim, dtype=torch.float64)
+        for s in shards:
+            idx = torch.from_numpy(later[s.party][t])
+            now = per_example_gradients(theta, s.x[idx], s.y[idx])
+            before = per_example_gradients(previous, s.x[idx], s.y[idx])
+            terms = params.gamma * clip_rows(now, params.c1) + (1 - params.gamma) * clipped_differences(now, before,
+                                                                                                      params.c2)
+            local += terms.sum(0)
+        v_p = aggregate(t + 1, local / total) + (1 - params.gamma) * v_p
+        released.append(v_p)
+    pick = np.random.default_rng([params.seed, 10_007]).integers(len(thetas))
+    return SrmResult(theta_output=thetas[pick], theta_last=theta, released=released, grad_norms=norms)
