@@ -153,6 +153,24 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(ns: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mpcdp.jobs.train import plan_from, run_plan
+
+    plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed)
+    with tqdm(total=1, unit="step", desc=f"{plan.name} [{plan.backend}, {plan.parties} parties]",
+              file=sys.stderr) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        report = run_plan(plan, progress=progress)
+        bar.update(bar.total - bar.n)
+    print(json.dumps(report))
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -199,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="reproducible (insecure) party randomness; default: OS CSPRNG")
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
+
+    train = sub.add_parser("train", help="DP-SRM / DDP-SRM training from a protocol file")
+    train.add_argument("protocol", help="a protocols/*.toml file")
+    train.add_argument("--backend", choices=["mpc", "simulated"], default=None)
+    train.add_argument("--parties", type=int, default=None)
+    train.add_argument("--epsilon", type=float, default=None)
+    train.add_argument("--seed", type=int, default=None)
+    train.set_defaults(func=_cmd_train)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)

@@ -1,12 +1,14 @@
 """`mpcdp aggregate`: a real 3-party secure aggregation that prints one JSON line."""
 
 import json
+import pathlib
 import subprocess
 import sys
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
+                          cwd=pathlib.Path(__file__).resolve().parents[1])
 
 
 def test_aggregate_prints_one_checked_json_line():
@@ -67,3 +69,14 @@ def test_privacy_prints_the_table_and_one_json_line():
     bad = _run("privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
                "--steps", "3")
     assert bad.returncode == 2 and "`--epsilon` must be a finite number > 0. Found -1.0." in bad.stderr
+
+
+def test_train_simulated_quickstart_prints_the_report():
+    result = _run("train", "protocols/quickstart-a9a.toml", "--backend", "simulated")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("algorithm", "backend", "parties", "epsilon", "delta", "sigma0", "sigma", "iterations",
+                "data_passes", "test_loss", "test_error", "train_loss", "grad_norm", "wall_s", "bytes_per_party"):
+        assert key in report, key
+    assert report["backend"] == "simulated" and report["epsilon"] <= 0.5
+    assert report["test_loss_last_iterate"] < 0.6931  # better than the untrained model (log 2)

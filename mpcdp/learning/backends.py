@@ -64,7 +64,9 @@ def mpc_party(ctx: MpcContext, shard: Shard, params: SrmParameters, noise: Noise
         shared = secure_sum(ctx, local, field="local gradient terms")
         if block is not None:
             shared = shared + (block0.row(0) if t == 0 else block.row(t - 1))
-        return ctx.reveal(shared, label=f"v_p[{t}]", reason="DP-SRM release").to(torch.float64)
+        released = ctx.reveal(shared, label=f"v_p[{t}]", reason="DP-SRM release").to(torch.float64)
+        ctx.progress(t + 1, params.steps + 1)
+        return released
 
     start = time.perf_counter()
     parties = ctx.parties
