@@ -46,3 +46,31 @@ def test_a_short_secure_run_beats_the_untrained_model(a9a_shards, config_for):
     untrained = loss(torch.zeros(123, dtype=torch.float64), x_test, y_test).item()
     assert loss(theta, x_test, y_test).item() < untrained - 0.05
     assert results[0]["presample_s"] > 0 and results[0]["bytes_sent"] > 0
+
+
+def test_released_estimators_carry_gaussian_noise_of_the_declared_sigma(a9a_shards, config_for):
+    """Replay the secure run in plaintext with the released v_p: what each release added beyond the exact
+    aggregate must be N(0, σ²) (σ0 for release 0), α = 1e-3."""
+    from mpcdp.learning.dpsrm import run_srm
+    from mpcdp.noise.validate import validate_normal
+
+    shards, _, _ = a9a_shards
+    params = SrmParameters(steps=40, batch=50, batch0=100, c2=0.5, gamma=0.5, zeta=0.5, seed=7)
+    noise = NoiseLevels(0.05, 0.02)
+    results = run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])
+    released = results[0]["result"].released
+    exact = []
+
+    def replay(t, total):
+        exact.append(total)
+        return released[t] - ((1 - params.gamma) * released[t - 1] if t else 0)
+
+    run_srm(shards, params, replay, dim=123, batch_sizes=[params.batch] * PARTIES,
+            batch0_sizes=[params.batch0] * PARTIES)
+    added = [released[t] - exact[t] - ((1 - params.gamma) * released[t - 1] if t else 0) for t in range(len(exact))]
+    first = added[0].numpy()
+    later = torch.stack(added[1:]).numpy().ravel()
+    assert validate_normal(later, sigma=noise.sigma, alpha=1e-3).passed
+    assert abs(first.std() / noise.sigma0 - 1) < 0.35  # 123 draws only
+    # and the noise is not the zero vector of a noiseless run
+    assert later.std() > 0.9 * noise.sigma
