@@ -167,7 +167,18 @@ def _cmd_train(ns: argparse.Namespace) -> int:
 
         report = run_plan(plan, progress=progress)
         bar.update(bar.total - bar.n)
+    report.pop("test_error_curve")
     print(json.dumps(report))
+    return 0
+
+
+def _cmd_compare(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.compare import compare
+
+    summary = compare(ns.protocol, seeds=ns.seeds, parties=ns.parties, epsilon=ns.epsilon, out=ns.out)
+    print(summary["table"], file=sys.stderr)
+    summary.pop("table")
+    print(json.dumps(summary))
     return 0
 
 
@@ -225,6 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--epsilon", type=float, default=None)
     train.add_argument("--seed", type=int, default=None)
     train.set_defaults(func=_cmd_train)
+
+    compare = sub.add_parser("compare", help="the same training with secure and with simulated noise, over seeds")
+    compare.add_argument("protocol")
+    compare.add_argument("--seeds", type=int, default=5)
+    compare.add_argument("--parties", type=int, default=None)
+    compare.add_argument("--epsilon", type=float, default=None)
+    compare.add_argument("--out", default="compare-out", help="folder for the PNG plot and the JSON record")
+    compare.set_defaults(func=_cmd_compare)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)

@@ -80,3 +80,17 @@ def test_train_simulated_quickstart_prints_the_report():
         assert key in report, key
     assert report["backend"] == "simulated" and report["epsilon"] <= 0.5
     assert report["test_loss_last_iterate"] < 0.6931  # better than the untrained model (log 2)
+
+
+def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
+    result = _run("compare", "protocols/smoke-breast-cancer.toml", "--seeds", "2", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["seeds"] == 2 and summary["epsilon"] <= 3.0
+    for metric in ("test_error", "test_loss", "wall_s"):
+        assert set(summary[metric]) == {"mpc", "simulated", "difference", "within_noise"}
+    assert summary["test_loss_last_iterate"]["mpc"][0] < 0.6931  # both learned something
+    assert summary["test_loss_last_iterate"]["simulated"][0] < 0.6931
+    png = (tmp_path / "test_error.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert "within seed noise" in result.stderr

@@ -4,7 +4,7 @@ with noise calibrated and ε certified by :mod:`mpcdp.accounting`."""
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 import time
 import tomllib
 from typing import Any, Callable
@@ -64,6 +64,11 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
                      params, passes, dict(protocol.get("mpc", {})))
 
 
+@functools.lru_cache(maxsize=32)
+def _calibrated(setting: DpSrmSetting, epsilon: float, delta: float):
+    return noise_for(setting, epsilon, delta)
+
+
 def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     data = load(plan.dataset)
     x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
@@ -77,7 +82,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     setting = DpSrmSetting(n=tuple(len(p) for p in parts), batch=(params.batch,) * plan.parties,
                            batch0=(params.batch0,) * plan.parties, steps=steps, c1=params.c1, c2=params.c2,
                            gamma=params.gamma)
-    noise = noise_for(setting, plan.epsilon, plan.delta)
+    noise = _calibrated(setting, plan.epsilon, plan.delta)
     levels = NoiseLevels(noise.sigma0, noise.sigma)
     start = time.perf_counter()
     bytes_per_party = 0
@@ -109,4 +114,5 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         "train_loss": loss(theta, x, y).item(),
         "grad_norm": float(torch.func.grad(loss)(theta, x, y).norm()),
         "wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **timing,
+        "test_error_curve": [error_rate(t, x_test, y_test) for t in result.iterates],
     }

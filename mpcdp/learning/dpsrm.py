@@ -73,6 +73,7 @@ class SrmResult:
     theta_last: torch.Tensor
     released: list[torch.Tensor]  # v_p⁰..v_p^T, what left the MPC
     grad_norms: list[float]
+    iterates: list[torch.Tensor]  # θ⁰..θ^T
 
 
 def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]:
@@ -98,6 +99,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
     later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1) for s in shards}
     theta = torch.zeros(dim, dtype=torch.float64)
     thetas = [theta]
+    iterates = [theta]
     local = torch.zeros(dim, dtype=torch.float64)
     for s in shards:
         idx = torch.from_numpy(first[s.party])
@@ -110,6 +112,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
         eta = min(params.zeta / (params.lipschitz * norm), 1 / (2 * params.lipschitz)) if norm > 0 else \
             1 / (2 * params.lipschitz)
         previous, theta = theta, theta - eta * v_p
+        iterates.append(theta)
         if t < params.steps - 1:
             thetas.append(theta)
         local = torch.zeros(dim, dtype=torch.float64)
@@ -123,4 +126,5 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
         v_p = aggregate(t + 1, local / total) + (1 - params.gamma) * v_p
         released.append(v_p)
     pick = np.random.default_rng([params.seed, 10_007]).integers(len(thetas))
-    return SrmResult(theta_output=thetas[pick], theta_last=theta, released=released, grad_norms=norms)
+    return SrmResult(theta_output=thetas[pick], theta_last=theta, released=released, grad_norms=norms,
+                     iterates=iterates)
