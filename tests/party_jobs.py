@@ -179,7 +179,8 @@ def noisy_aggregation_steps(ctx, local_rows: torch.Tensor, sigma: float):
             "openings": [o.label for o in ctx.openings if not o.label.startswith("rou-")]}
 
 
-def srm_party(ctx, shard, params, noise, dim):
+def srm_party(ctx, shard, params, noise, dim, runner=None):
     from mpcdp.learning.backends import mpc_party
+    from mpcdp.learning.dpsrm import run_srm
 
-    return mpc_party(ctx, shard, params, noise, dim)
+    return mpc_party(ctx, shard, params, noise, dim, runner or run_srm)

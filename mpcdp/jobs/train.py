@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import torch
 
+from mpcdp.accounting.baselines import dpgd_noise_for, dpsgd_noise_for
 from mpcdp.accounting.dpsrm import noise_for
 from mpcdp.accounting.events import DpSrmSetting
 from mpcdp.config import MpcConfig
@@ -18,7 +19,10 @@ from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
 from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
-from mpcdp.learning.dpsrm import Shard, SrmParameters
+from mpcdp.learning.baselines import SgdParameters, run_sgd
+from mpcdp.learning.dpsrm import Shard, SrmParameters, run_srm
+
+ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd")
 from mpcdp.learning.logreg import error_rate, loss
 
 
@@ -27,12 +31,13 @@ class TrainPlan:
     """A protocol file resolved against the command line."""
 
     name: str
+    algorithm: str
     dataset: str
     parties: int
     backend: str
     epsilon: float
     delta: float
-    params: SrmParameters
+    params: SrmParameters | SgdParameters
     passes: float
     mpc: dict
 
@@ -52,16 +57,30 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"`backend` must be 'mpc' or 'simulated'. Found {backend!r}.")
     if backend == "mpc" and m < 2:
         raise ConfigError(f"the mpc backend needs `parties` >= 2. Found {m}.")
+    algorithm = protocol.get("algorithm", "srm")
+    if algorithm not in ALGORITHMS:
+        raise ConfigError(f"`algorithm` must be one of {list(ALGORITHMS)}. Found {algorithm!r}.")
     passes = float(training.pop("passes"))
-    batch, batch0 = int(training.pop("batch")), int(training.pop("batch0"))
-    if batch % m or batch0 % m:
-        raise ConfigError(f"`batch` ({batch}) and `batch0` ({batch0}) must split evenly over {m} parties")
     if seed is not None:
         training["seed"] = seed
-    params = SrmParameters(steps=1, batch=batch // m, batch0=batch0 // m, **training)
-    return TrainPlan(protocol.get("name", path), protocol["dataset"], m, backend,
+    if algorithm == "dp-gd":
+        params = SgdParameters(steps=max(1, round(passes)), full_batch=True, n_total=1, **training)
+    else:
+        batch = int(training.pop("batch"))
+        batch0 = int(training.pop("batch0", batch))
+        if batch % m or batch0 % m:
+            raise ConfigError(f"`batch` ({batch}) and `batch0` ({batch0}) must split evenly over {m} parties")
+        params = (SgdParameters(steps=1, batch=batch // m, **training) if algorithm == "dp-sgd" else
+                  SrmParameters(steps=1, batch=batch // m, batch0=batch0 // m, **training))
+    return TrainPlan(protocol.get("name", path), algorithm, protocol["dataset"], m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
                      params, passes, dict(protocol.get("mpc", {})))
+
+
+def _display_name(plan: TrainPlan) -> str:
+    if plan.algorithm == "srm":
+        return "ddp-srm" if plan.parties > 1 else "dp-srm"
+    return plan.algorithm
 
 
 @functools.lru_cache(maxsize=32)
@@ -74,26 +93,43 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
     x_test, y_test = torch.from_numpy(data.x_test).double(), torch.from_numpy(data.y_test).double()
     n, dim = len(y), x.shape[1]
-    combined = plan.params.batch * plan.parties
-    steps = max(1, round(plan.passes * n / combined))
-    params = dataclasses.replace(plan.params, steps=steps)
-    parts = split_indices(n, plan.parties, seed=params.seed)
+    parts = split_indices(n, plan.parties, seed=plan.params.seed)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
-    setting = DpSrmSetting(n=tuple(len(p) for p in parts), batch=(params.batch,) * plan.parties,
-                           batch0=(params.batch0,) * plan.parties, steps=steps, c1=params.c1, c2=params.c2,
-                           gamma=params.gamma)
-    noise = _calibrated(setting, plan.epsilon, plan.delta)
-    levels = NoiseLevels(noise.sigma0, noise.sigma)
+    sizes = tuple(len(p) for p in parts)
+    runner = run_srm
+    if plan.algorithm == "dp-gd":
+        steps = plan.params.steps
+        params = dataclasses.replace(plan.params, n_total=n)
+        sigma, certificate = dpgd_noise_for(n, steps, params.c1, plan.epsilon, plan.delta)
+        levels, runner, passes_done = NoiseLevels(sigma, sigma), run_sgd, float(steps)
+    else:
+        steps = max(1, round(plan.passes * n / (plan.params.batch * plan.parties)))
+        params = dataclasses.replace(plan.params, steps=steps)
+        if plan.algorithm == "dp-sgd":
+            sigma, certificate = dpsgd_noise_for(sizes, (params.batch,) * plan.parties, steps, params.c1,
+                                                 plan.epsilon, plan.delta)
+            levels, runner = NoiseLevels(sigma, sigma), run_sgd
+            passes_done = steps * params.batch * plan.parties / n
+        else:
+            setting = DpSrmSetting(n=sizes, batch=(params.batch,) * plan.parties,
+                                   batch0=(params.batch0,) * plan.parties, steps=steps, c1=params.c1,
+                                   c2=params.c2, gamma=params.gamma)
+            passes_done = (params.batch0 + steps * params.batch) * plan.parties / n
+            if plan.algorithm == "storm":
+                levels, certificate = NoiseLevels(0.0, 0.0), None
+            else:
+                noise = _calibrated(setting, plan.epsilon, plan.delta)
+                levels, certificate = NoiseLevels(noise.sigma0, noise.sigma), noise.certificate
     start = time.perf_counter()
     bytes_per_party = 0
     if plan.backend == "simulated":
-        result = train_simulated(shards, params, levels, dim=dim)
+        result = train_simulated(shards, params, levels, dim=dim, runner=runner)
         timing = {}
     else:
         from mpcdp.runtime.harness import run_job
 
         config = MpcConfig(parties=plan.parties, **plan.mpc)
-        run = run_job(mpc_party, config, party_args=[(s, params, levels, dim) for s in shards],
+        run = run_job(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
                       job={"name": "ddp-srm", "protocol": plan.name, "steps": steps, "dim": dim},
                       progress=progress)
         result = run.values[0]["result"]
@@ -104,10 +140,11 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     wall = time.perf_counter() - start
     theta = result.theta_output
     return {
-        "protocol": plan.name, "algorithm": "ddp-srm" if plan.parties > 1 else "dp-srm", "backend": plan.backend,
-        "dataset": data.name, "parties": plan.parties, "epsilon": noise.certificate.epsilon,
-        "epsilon_target": plan.epsilon, "delta": plan.delta, "sigma0": noise.sigma0, "sigma": noise.sigma,
-        "iterations": steps, "data_passes": (params.batch0 + steps * params.batch) * plan.parties / n,
+        "protocol": plan.name, "algorithm": _display_name(plan), "backend": plan.backend,
+        "dataset": data.name, "parties": plan.parties,
+        "epsilon": None if certificate is None else certificate.epsilon,  # storm: not private
+        "epsilon_target": None if certificate is None else plan.epsilon, "delta": plan.delta,
+        "sigma0": levels.sigma0, "sigma": levels.sigma, "iterations": steps, "data_passes": passes_done,
         "test_loss": loss(theta, x_test, y_test).item(), "test_error": error_rate(theta, x_test, y_test),
         "test_loss_last_iterate": loss(result.theta_last, x_test, y_test).item(),
         "test_error_last_iterate": error_rate(result.theta_last, x_test, y_test),

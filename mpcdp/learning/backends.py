@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
-from mpcdp.learning.dpsrm import Shard, SrmParameters, SrmResult, run_srm
+from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import secure_sum
 from mpcdp.noise.modes import NoiseSpec, sample_noise
@@ -32,9 +32,15 @@ class NoiseLevels:
         return self.sigma0 == 0 and self.sigma == 0
 
 
-def train_simulated(shards: Sequence[Shard], params: SrmParameters, noise: NoiseLevels, *, dim: int,
-                    noise_seed: int | None = None) -> SrmResult:
-    """All shards in this process; plaintext sum and plaintext noise of the same σ."""
+def _sizes(params, parties: int) -> dict[str, list[int]]:
+    return {"batch_sizes": [getattr(params, "batch", 0)] * parties,
+            "batch0_sizes": [getattr(params, "batch0", 0)] * parties}
+
+
+def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim: int,
+                    noise_seed: int | None = None, runner: Callable = run_srm) -> SrmResult:
+    """All shards in this process; plaintext sum and plaintext noise of the same σ. ``runner``: DP-SRM by
+    default, or a baseline from :mod:`mpcdp.learning.baselines` (same signature)."""
     if noise.noiseless:
         rows0 = rows = torch.zeros(params.steps + 1, dim, dtype=torch.float64)
     else:
@@ -46,11 +52,11 @@ def train_simulated(shards: Sequence[Shard], params: SrmParameters, noise: Noise
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
         return total + (rows0[0] if t == 0 else rows[t - 1])
 
-    return run_srm(shards, params, aggregate, dim=dim, batch_sizes=[params.batch] * len(shards),
-                   batch0_sizes=[params.batch0] * len(shards))
+    return runner(shards, params, aggregate, dim=dim, **_sizes(params, len(shards)))
 
 
-def mpc_party(ctx: MpcContext, shard: Shard, params: SrmParameters, noise: NoiseLevels, dim: int) -> dict[str, Any]:
+def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
+              runner: Callable = run_srm) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase."""
     start = time.perf_counter()
     if noise.noiseless:
@@ -70,7 +76,6 @@ def mpc_party(ctx: MpcContext, shard: Shard, params: SrmParameters, noise: Noise
 
     start = time.perf_counter()
     parties = ctx.parties
-    result = run_srm([shard], params, aggregate, dim=dim, batch_sizes=[params.batch] * parties,
-                     batch0_sizes=[params.batch0] * parties)
+    result = runner([shard], params, aggregate, dim=dim, **_sizes(params, parties))
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
             "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds}

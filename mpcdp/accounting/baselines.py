@@ -1,0 +1,46 @@
+"""Noise calibration for the baselines, certified like DP-SRM's (see :mod:`mpcdp.accounting.certify`).
+
+DP-SGD: T releases of a batch sampled without replacement, replace-one sensitivity 2C/B (B the combined
+batch), the party with the largest rate b_j/n_j deciding. DP-GD: T full-batch Gaussian releases with
+sensitivity 2C/n, composed exactly (μ-GDP).
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+
+from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta, gdp_epsilon
+
+
+def dpsgd_event(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: float, sigma: float):
+    j = max(range(len(n)), key=lambda i: batch[i] / n[i])
+    z = sigma * sum(batch) / (2 * c)
+    step = dp_accounting.SampledWithoutReplacementDpEvent(n[j], batch[j], dp_accounting.GaussianDpEvent(z))
+    return dp_accounting.SelfComposedDpEvent(step, steps)
+
+
+def dpsgd_noise_for(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: float, epsilon: float,
+                    delta: float) -> tuple[float, Certificate]:
+    """The least σ whose certified ε for DP-SGD is at most ``epsilon``."""
+    check_delta(delta)
+    scale = 2 * c / sum(batch)
+
+    def epsilon_of(z: float) -> float:
+        return certify(dpsgd_event(n, batch, steps, c, z * scale), delta).epsilon
+
+    z = calibrate(epsilon_of, epsilon, guess=1.0, rtol=1e-5)
+    return z * scale, certify(dpsgd_event(n, batch, steps, c, z * scale), delta)
+
+
+def dpgd_noise_for(n_total: int, steps: int, c: float, epsilon: float, delta: float) -> tuple[float, Certificate]:
+    """The least σ whose exact (μ-GDP) ε for T full-batch Gaussian steps is at most ``epsilon``."""
+    check_delta(delta)
+    sensitivity = 2 * c / n_total
+    # ε grows with μ = √T·Δ/σ: calibrate 1/μ, the noise per unit of √T·Δ
+    inverse_mu = calibrate(lambda nu: gdp_epsilon(1 / nu, delta), epsilon, guess=1.0, rtol=1e-6)
+    sigma = math.sqrt(steps) * sensitivity * inverse_mu
+    from mpcdp.accounting.events import full_batch_gaussian_event
+
+    return sigma, certify(full_batch_gaussian_event(sigma, sensitivity, steps), delta)
