@@ -15,11 +15,11 @@ event uses the largest rate (the most exposed party) with the combined batch in 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import dp_accounting
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import require_integers, require_positive
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -59,12 +59,8 @@ class DpSrmSetting:
             for name, value in (("batch", b_j), ("batch0", b0_j)):
                 if not (isinstance(value, int) and 1 <= value <= n_j):
                     raise ConfigError(f"`{name}`{where} must be an integer in [1, n = {n_j}]. Found {value!r}.")
-        if not (isinstance(self.steps, int) and self.steps >= 1):
-            raise ConfigError(f"`steps` must be an integer >= 1. Found {self.steps!r}.")
-        for name in ("c1", "c2"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        require_integers(self, ("steps",))
+        require_positive(self, ("c1", "c2"))
         if not 0 <= self.gamma <= 1:
             raise ConfigError(f"`gamma` must be in [0, 1]. Found {self.gamma!r}.")
 

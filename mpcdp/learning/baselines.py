@@ -11,7 +11,6 @@ Each runner has DP-SRM's signature so both backends (:mod:`mpcdp.learning.backen
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows
 from mpcdp.learning.dpsrm import Aggregate, Shard, SrmResult
 from mpcdp.learning.logreg import per_example_gradients
+from mpcdp.validation import require_integers, require_positive
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -36,14 +36,8 @@ class SgdParameters:
     n_total: int = 0  # every party's records together (public), the DP-GD divisor
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ConfigError(f"`{name}` must be an integer >= 1. Found {value!r}.")
-        for name in ("c1", "learning_rate"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        require_integers(self, ("steps", "batch"))
+        require_positive(self, ("c1", "learning_rate"))
         if self.full_batch and self.n_total < 1:
             raise ConfigError(f"DP-GD needs `n_total` >= 1. Found {self.n_total!r}.")
 

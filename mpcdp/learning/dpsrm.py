@@ -16,7 +16,6 @@ so one example moves the sum by at most 2((1−γ)C2 + γC1)/B (replace-one). St
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
 from mpcdp.learning.logreg import per_example_gradients
+from mpcdp.validation import require_integers, require_positive
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -42,14 +42,8 @@ class SrmParameters:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch", "batch0"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ConfigError(f"`{name}` must be an integer >= 1. Found {value!r}.")
-        for name in ("c1", "c2", "lipschitz", "zeta"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        require_integers(self, ("steps", "batch", "batch0"))
+        require_positive(self, ("c1", "c2", "lipschitz", "zeta"))
         if not 0 < self.gamma <= 1:
             raise ConfigError(f"`gamma` must be in (0, 1]. Found {self.gamma!r}.")
 

@@ -86,7 +86,7 @@ class MpcContext:
         if self._on_progress is not None:
             self._on_progress(done, total)
 
-    def _step(self, label: str) -> None:
+    def note_step(self, label: str) -> None:
         """Note that this party enters a communication step (lets a launcher tell who stalled)."""
         self.steps += 1
         if self._on_step is not None:
@@ -121,14 +121,14 @@ class MpcContext:
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any) -> list[Any]:
         """Every party's ``value`` (public metadata only), in rank order. One round."""
-        self._step("exchange")
+        self.note_step("exchange")
         self.rounds += 1
         with self.wire:
             return backend.all_gather_object(value)
 
     def exchange_fixed(self, vector: torch.Tensor) -> torch.Tensor:
         """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round."""
-        self._step("exchange")
+        self.note_step("exchange")
         self.rounds += 1
         with self.wire:
             return backend.all_gather_int64(vector.to(torch.int64))
@@ -175,7 +175,7 @@ class MpcContext:
         return self.masked_input(encoded)
 
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool) -> torch.Tensor:
-        self._step(f"open {label}")
+        self.note_step(f"open {label}")
         meter = WireMeter()
         with meter:
             opened = (backend.open_xor if xor else backend.open_sum_of_shares)(flat)

@@ -20,7 +20,7 @@ from mpcdp.mpc.shared import Shared, share_of
 def multiply(ctx: MpcContext, x: Shared, y: Shared) -> Shared:
     if x.shape != y.shape:
         raise ValueError(f"`x` and `y` must have the same shape. Found {tuple(x.shape)} and {tuple(y.shape)}.")
-    ctx._step("multiply")
+    ctx.note_step("multiply")
     ctx.rounds += 1
     with ctx.wire:
         product = backend.beaver_multiply(share_of(x), share_of(y), ctx.config.precision_bits)

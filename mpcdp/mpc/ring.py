@@ -19,14 +19,12 @@ Declared costs per element (m parties; an "opening" = one ring element or word a
 
 from __future__ import annotations
 
-import math
 
 import torch
 
 from mpcdp.backends import crypten_backend as backend
 from mpcdp.mpc.context import MpcContext
 
-_MASK64 = -1  # all ones as int64
 
 
 def _low_mask(bits: int) -> int:

@@ -36,6 +36,7 @@ import torch
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
+from mpcdp.validation import require_positive
 
 MODES = ("rou", "distributed", "boxmuller", "plaintext")
 BOXMULLER_SUPPORT = math.sqrt(2 * 16 * math.log(2))
@@ -64,10 +65,7 @@ class NoiseSpec:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"`mode` must be one of {list(MODES)}. Found {self.mode!r}.")
-        for name in ("sigma", "sensitivity"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+        require_positive(self, ("sigma", "sensitivity"))
         if not (isinstance(self.colluders, int) and self.colluders >= 0):
             raise ConfigError(f"`colluders` must be an integer >= 0. Found {self.colluders!r}.")
         if not 16 <= self.uniform_bits <= 18:
