@@ -184,3 +184,16 @@ def srm_party(ctx, shard, params, noise, dim, runner=None):
     from mpcdp.learning.dpsrm import run_srm
 
     return mpc_party(ctx, shard, params, noise, dim, runner or run_srm)
+
+
+def release_steps(ctx, locals_: list[torch.Tensor], noise: list[torch.Tensor] | None):
+    """Release Σ local + noise once per entry, with party 0 sharing the (test-chosen) noise vectors."""
+    from mpcdp.mpc.release import noisy_release
+
+    opened = []
+    for t, local in enumerate(locals_):
+        shape = (locals_[0].numel(),)
+        shared_noise = None if noise is None else ctx.input_from(0, noise[t] if ctx.rank == 0 else None, shape,
+                                                                 field="noise")
+        opened.append(noisy_release(ctx, local, shared_noise, shape=shape, label=f"release{t}", field="terms"))
+    return {"opened": opened, "rounds": ctx.rounds, "labels": [o.label for o in ctx.openings]}

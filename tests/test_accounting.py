@@ -123,3 +123,25 @@ def test_bad_epsilon_and_delta_are_named():
         warnings.simplefilter("always")
         epsilon_for(DpSrmSetting(n=100, batch=10, batch0=10, steps=2), 1.0, 1.0, 0.02)
     assert any("not below 1/n" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("rho", [1e-4, 1.5e-3, 0.05])
+def test_zcdp_certificate_sits_between_the_gaussian_exact_value_and_the_classic_bound(rho):
+    from mpcdp.accounting.certify import zcdp_certificate
+
+    delta = 1e-5
+    certified = zcdp_certificate(rho, delta).epsilon
+    # a Gaussian with μ = √(2ρ) is ρ-zCDP, so no conversion valid for every ρ-zCDP mechanism can beat its exact ε
+    assert certified >= gdp_epsilon(math.sqrt(2 * rho), delta)
+    # Bun & Steinke (2016), Prop. 1.3: ρ-zCDP ⇒ (ρ + 2√(ρ log(1/δ)), δ)-DP; the RDP conversion is at least as good
+    assert certified <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
+
+
+def test_zcdp_budget_round_trip():
+    from mpcdp.accounting.certify import zcdp_budget_for, zcdp_certificate
+
+    rho, cert = zcdp_budget_for(0.2, 1e-5)
+    assert 0.19999 < cert.epsilon <= 0.2
+    assert zcdp_certificate(rho * 1.001, 1e-5).epsilon > 0.2  # the largest budget, not just a safe one
+    with pytest.raises(ConfigError, match="`rho` must be a finite number > 0. Found -1"):
+        zcdp_certificate(-1, 1e-5)

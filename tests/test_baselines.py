@@ -63,5 +63,56 @@ def test_protocol_algorithm_is_validated(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text('dataset = "a9a"\nalgorithm = "adam"\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n'
                     '[training]\npasses = 1\nbatch = 10\n')
-    with pytest.raises(ConfigError, match="`algorithm` must be one of \\['srm', 'storm', 'dp-sgd', 'dp-gd'\\]"):
+    with pytest.raises(ConfigError, match="`algorithm` must be one of .*'rrpsgd', 'dp-agd'"):
         plan_from(str(path))
+
+
+def test_rrpsgd_outputs_a_random_round_chosen_by_the_seed(cancer):
+    shards, _, _ = cancer
+    params = SgdParameters(steps=40, batch=5, learning_rate=0.5, random_round=True, seed=7)
+    first = train_simulated(shards, params, NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
+    again = train_simulated(shards, params, NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
+    rounds = [k for k, theta in enumerate(first.iterates) if torch.equal(theta, first.theta_output)]
+    assert rounds and 1 <= rounds[0] <= 40
+    assert torch.equal(first.theta_output, again.theta_output)
+    picks = set()
+    for seed in range(12):
+        result = train_simulated(shards, SgdParameters(steps=40, batch=5, learning_rate=0.5, random_round=True,
+                                                       seed=seed), NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
+        picks.add(next(k for k, t in enumerate(result.iterates) if torch.equal(t, result.theta_output)))
+    assert len(picks) >= 6  # uniform over 40 rounds: 12 draws with fewer than 6 distinct has probability < 1e-4
+
+
+def test_dpagd_spends_at_most_its_budget_and_learns(cancer):
+    from mpcdp.accounting.certify import zcdp_budget_for
+    from mpcdp.learning.dpagd import AgdParameters, run_dpagd
+
+    shards, x_test, y_test = cancer
+    rho, cert = zcdp_budget_for(3.0, 1e-3)
+    result = run_dpagd(shards, AgdParameters(rho_total=rho, initial_steps=20, loss_clip=0.05), dim=30)
+    assert 0.9 * rho <= result.rho_spent <= rho
+    assert len(result.iterates) > 5
+    assert loss(result.theta_last, x_test, y_test).item() < math.log(2) - 0.2
+
+
+def test_dpagd_is_central_only(tmp_path):
+    from mpcdp.errors import ConfigError
+    from mpcdp.jobs.train import plan_from
+
+    path = tmp_path / "p.toml"
+    path.write_text('dataset = "a9a"\nalgorithm = "dp-agd"\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n'
+                    '[training]\nparties = 3\n')
+    with pytest.raises(ConfigError, match="'dp-agd' is a central baseline"):
+        plan_from(str(path), backend="mpc")
+
+
+def test_output_rules(cancer):
+    from mpcdp.errors import ConfigError
+
+    shards, _, _ = cancer
+    result = train_simulated(shards, SgdParameters(steps=9, batch=5, seed=1), NoiseLevels(0.0, 0.0), dim=30,
+                             runner=run_sgd)
+    assert torch.allclose(result.output("average"), torch.stack(result.iterates[5:]).mean(0))
+    assert torch.equal(result.output("last"), result.iterates[-1])
+    with pytest.raises(ConfigError, match="`output` must be one of \\['paper', 'last', 'average'\\]. Found 'best'"):
+        result.output("best")

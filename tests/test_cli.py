@@ -79,7 +79,7 @@ def test_train_simulated_quickstart_prints_the_report():
                 "data_passes", "test_loss", "test_error", "train_loss", "grad_norm", "wall_s", "bytes_per_party"):
         assert key in report, key
     assert report["backend"] == "simulated" and report["epsilon"] <= 0.5
-    assert report["test_loss_last_iterate"] < 0.6931  # better than the untrained model (log 2)
+    assert report["test_loss_last"] < 0.6931  # better than the untrained model (log 2)
 
 
 def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
@@ -89,8 +89,8 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
     assert summary["seeds"] == 2 and summary["epsilon"] <= 3.0
     for metric in ("test_error", "test_loss", "wall_s"):
         assert set(summary[metric]) == {"mpc", "simulated", "difference", "within_noise"}
-    assert summary["test_loss_last_iterate"]["mpc"][0] < 0.6931  # both learned something
-    assert summary["test_loss_last_iterate"]["simulated"][0] < 0.6931
+    assert summary["test_loss_last"]["mpc"][0] < 0.6931  # both learned something
+    assert summary["test_loss_last"]["simulated"][0] < 0.6931
     png = (tmp_path / "test_error.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "within seed noise" in result.stderr

@@ -113,3 +113,32 @@ def calibrate(epsilon_of, target: float, *, guess: float = 1.0, rtol: float = 1e
     while epsilon_of(result) > target:  # the root may sit a hair on the unsafe side
         result *= 1 + rtol
     return result
+
+
+# zCDP's RDP curve α·ρ holds at every real order, so a dense grid only tightens the conversion.
+ZCDP_ORDERS = [1 + k / 20 for k in range(1, 180)] + [float(a) for a in range(10, 257)]
+
+
+def zcdp_certificate(rho: float, delta: float) -> Certificate:
+    """Certified (ε, δ) of any ρ-zCDP mechanism, adaptively composed under a privacy filter included.
+
+    A ρ-zCDP mechanism has RDP α·ρ at every order α > 1 — the curve of one Gaussian release with noise
+    multiplier 1/√(2ρ) — so dp-accounting's RDP accountant converts exactly that curve. (The exact μ-GDP
+    conversion would be wrong here: it holds for Gaussian releases only, and a ρ-zCDP budget may be spent
+    on other mechanisms, e.g. the exponential mechanism, ε²/8-zCDP.)
+    """
+    check_delta(delta)
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise ConfigError(f"`rho` must be a finite number > 0. Found {rho!r}.")
+    accountant = rdp.RdpAccountant(orders=ZCDP_ORDERS)
+    accountant.compose(dp_accounting.GaussianDpEvent(1 / math.sqrt(2 * rho)))
+    epsilon, order = accountant.get_epsilon_and_optimal_order(delta)
+    return Certificate(float(epsilon), delta, f"ρ-zCDP (ρ = {rho:.6g}) via its RDP curve", float(order))
+
+
+def zcdp_budget_for(epsilon: float, delta: float) -> tuple[float, Certificate]:
+    """The largest ρ whose certified ε (:func:`zcdp_certificate`) is at most ``epsilon``."""
+    check_delta(delta)
+    z = calibrate(lambda nu: zcdp_certificate(1 / (2 * nu * nu), delta).epsilon, epsilon, guess=10.0, rtol=1e-7)
+    rho = 1 / (2 * z * z)
+    return rho, zcdp_certificate(rho, delta)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pathlib
 
 import numpy as np
@@ -46,7 +47,13 @@ def load_svmlight(train: str | pathlib.Path, test: str | pathlib.Path | None = N
 
 
 def load(name: str) -> Dataset:
-    """A dataset by name: 'a9a', 'breast-cancer', or 'svmlight:TRAIN[,TEST]'."""
+    """A dataset by name: 'a9a', 'breast-cancer', or 'svmlight:TRAIN[,TEST]' (kept in memory after the first
+    load in a process, so sweeps parse each file once; treat the arrays as read-only)."""
+    return _load_cached(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(name: str) -> Dataset:
     if name == "a9a":
         return load_a9a()
     if name == "breast-cancer":

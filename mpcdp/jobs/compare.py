@@ -18,7 +18,7 @@ import numpy as np
 
 from mpcdp.jobs.train import plan_from, run_plan
 
-METRICS = ("test_error", "test_loss", "test_error_last_iterate", "test_loss_last_iterate", "wall_s")
+METRICS = ("test_error", "test_loss", "test_error_last", "test_loss_last", "test_loss_average", "wall_s")
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:

@@ -13,6 +13,7 @@ import torch
 
 from mpcdp.accounting.baselines import dpgd_noise_for, dpsgd_noise_for
 from mpcdp.accounting.dpsrm import noise_for
+from mpcdp.accounting.certify import zcdp_budget_for
 from mpcdp.accounting.events import DpSrmSetting
 from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
@@ -20,10 +21,12 @@ from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
 from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
 from mpcdp.learning.baselines import SgdParameters, run_sgd
-from mpcdp.learning.dpsrm import Shard, SrmParameters, run_srm
+from mpcdp.learning.dpagd import AgdParameters, run_dpagd
+from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard, SrmParameters, run_srm
 
-ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd")
 from mpcdp.learning.logreg import error_rate, loss
+
+ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,9 +40,10 @@ class TrainPlan:
     backend: str
     epsilon: float
     delta: float
-    params: SrmParameters | SgdParameters
+    params: SrmParameters | SgdParameters | AgdParameters
     passes: float
     mpc: dict
+    output: str = "paper"
 
 
 def plan_from(path: str, *, backend: str | None = None, parties: int | None = None, epsilon: float | None = None,
@@ -57,24 +61,34 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"`backend` must be 'mpc' or 'simulated'. Found {backend!r}.")
     if backend == "mpc" and m < 2:
         raise ConfigError(f"the mpc backend needs `parties` >= 2. Found {m}.")
+    output = protocol.get("output", "paper")
+    if output not in OUTPUT_RULES:
+        raise ConfigError(f"`output` must be one of {list(OUTPUT_RULES)}. Found {output!r}.")
     algorithm = protocol.get("algorithm", "srm")
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"`algorithm` must be one of {list(ALGORITHMS)}. Found {algorithm!r}.")
-    passes = float(training.pop("passes"))
+    if algorithm == "dp-agd" and backend != "simulated":
+        raise ConfigError("`algorithm` 'dp-agd' is a central baseline (its step-size selection has no MPC "
+                          "counterpart here): run it with `--backend simulated`.")
+    passes = float(training.pop("passes", 0))
     if seed is not None:
         training["seed"] = seed
-    if algorithm == "dp-gd":
+    if algorithm == "dp-agd":
+        params = AgdParameters(**training)
+    elif algorithm == "dp-gd":
         params = SgdParameters(steps=max(1, round(passes)), full_batch=True, n_total=1, **training)
     else:
         batch = int(training.pop("batch"))
         batch0 = int(training.pop("batch0", batch))
         if batch % m or batch0 % m:
             raise ConfigError(f"`batch` ({batch}) and `batch0` ({batch0}) must split evenly over {m} parties")
-        params = (SgdParameters(steps=1, batch=batch // m, **training) if algorithm == "dp-sgd" else
-                  SrmParameters(steps=1, batch=batch // m, batch0=batch0 // m, **training))
+        if algorithm in ("dp-sgd", "rrpsgd"):
+            params = SgdParameters(steps=1, batch=batch // m, random_round=algorithm == "rrpsgd", **training)
+        else:
+            params = SrmParameters(steps=1, batch=batch // m, batch0=batch0 // m, **training)
     return TrainPlan(protocol.get("name", path), algorithm, protocol["dataset"], m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
-                     params, passes, dict(protocol.get("mpc", {})))
+                     params, passes, dict(protocol.get("mpc", {})), output)
 
 
 def _display_name(plan: TrainPlan) -> str:
@@ -88,7 +102,10 @@ def _calibrated(setting: DpSrmSetting, epsilon: float, delta: float):
     return noise_for(setting, epsilon, delta)
 
 
-def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None, *,
+             curve: bool = True) -> dict[str, Any]:
+    """Train as ``plan`` says and report (the JSON line of `mpcdp train`). ``curve``: also the test error of
+    every iterate (for plots; sweeps skip it)."""
     data = load(plan.dataset)
     x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
     x_test, y_test = torch.from_numpy(data.x_test).double(), torch.from_numpy(data.y_test).double()
@@ -97,6 +114,16 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
     runner = run_srm
+    if plan.algorithm == "dp-agd":
+        rho, certificate = zcdp_budget_for(plan.epsilon, plan.delta)
+        params = dataclasses.replace(plan.params, rho_total=rho)
+        start = time.perf_counter()
+        cpu = time.process_time()
+        result = run_dpagd(shards, params, dim=dim)
+        report = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+        return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=None,
+                       steps=len(result.iterates) - 1, passes=result.data_passes, curve=curve,
+                       extra={**report, "bytes_per_party": 0, "rho_zcdp": rho})
     if plan.algorithm == "dp-gd":
         steps = plan.params.steps
         params = dataclasses.replace(plan.params, n_total=n)
@@ -105,7 +132,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     else:
         steps = max(1, round(plan.passes * n / (plan.params.batch * plan.parties)))
         params = dataclasses.replace(plan.params, steps=steps)
-        if plan.algorithm == "dp-sgd":
+        if plan.algorithm in ("dp-sgd", "rrpsgd"):
             sigma, certificate = dpsgd_noise_for(sizes, (params.batch,) * plan.parties, steps, params.c1,
                                                  plan.epsilon, plan.delta)
             levels, runner = NoiseLevels(sigma, sigma), run_sgd
@@ -123,8 +150,9 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     start = time.perf_counter()
     bytes_per_party = 0
     if plan.backend == "simulated":
+        cpu = time.process_time()
         result = train_simulated(shards, params, levels, dim=dim, runner=runner)
-        timing = {}
+        timing = {"cpu_s": round(time.process_time() - cpu, 3)}
     else:
         from mpcdp.runtime.harness import run_job
 
@@ -138,18 +166,28 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                   "online_s": max(r["online_s"] for r in run.values),
                   "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
     wall = time.perf_counter() - start
-    theta = result.theta_output
+    return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
+                   passes=passes_done, curve=curve,
+                   extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **timing})
+
+
+def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate, levels: NoiseLevels | None,
+            steps: int, passes: float, curve: bool, extra: dict[str, Any]) -> dict[str, Any]:
+    theta = result.output(plan.output)
+    by_rule = {rule: result.output(rule) for rule in OUTPUT_RULES}
     return {
         "protocol": plan.name, "algorithm": _display_name(plan), "backend": plan.backend,
         "dataset": data.name, "parties": plan.parties,
         "epsilon": None if certificate is None else certificate.epsilon,  # storm: not private
         "epsilon_target": None if certificate is None else plan.epsilon, "delta": plan.delta,
-        "sigma0": levels.sigma0, "sigma": levels.sigma, "iterations": steps, "data_passes": passes_done,
+        "accounting": None if certificate is None else certificate.method,
+        "sigma0": None if levels is None else levels.sigma0, "sigma": None if levels is None else levels.sigma,
+        "iterations": steps, "data_passes": passes, "output": plan.output,
         "test_loss": loss(theta, x_test, y_test).item(), "test_error": error_rate(theta, x_test, y_test),
-        "test_loss_last_iterate": loss(result.theta_last, x_test, y_test).item(),
-        "test_error_last_iterate": error_rate(result.theta_last, x_test, y_test),
+        **{f"test_loss_{rule}": loss(t, x_test, y_test).item() for rule, t in by_rule.items()},
+        **{f"test_error_{rule}": error_rate(t, x_test, y_test) for rule, t in by_rule.items()},
         "train_loss": loss(theta, x, y).item(),
         "grad_norm": float(torch.func.grad(loss)(theta, x, y).norm()),
-        "wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **timing,
-        "test_error_curve": [error_rate(t, x_test, y_test) for t in result.iterates],
+        **extra,
+        "test_error_curve": [error_rate(t, x_test, y_test) for t in result.iterates] if curve else None,
     }

@@ -1,7 +1,8 @@
 """Where DP-SRM's sum and noise happen: inside the MPC (``mpc``) or in plaintext (``simulated``).
 
 ``mpc``: every party process runs :func:`mpc_party`; its local term sums go into
-:func:`~mpcdp.mpc.secure_sum.secure_sum`, the noise rows come from blocks pre-sampled inside the MPC
+:func:`~mpcdp.mpc.release.noisy_release` (masked sum plus noise share, one opening per step), the noise
+rows come from blocks pre-sampled inside the MPC
 (:func:`~mpcdp.noise.modes.sample_noise`, ratio-of-uniforms: one block of 1×d at σ0 for release 0, one
 of T×d at σ for releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm, a
 plaintext sum and plaintext Gaussian noise of the same σ. σ0 = σ = 0 runs without noise (for tests that
@@ -18,7 +19,7 @@ import torch
 
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.mpc.context import MpcContext
-from mpcdp.mpc.secure_sum import secure_sum
+from mpcdp.mpc.release import noisy_release
 from mpcdp.noise.modes import NoiseSpec, sample_noise
 
 
@@ -67,10 +68,9 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
-        shared = secure_sum(ctx, local, field="local gradient terms")
-        if block is not None:
-            shared = shared + (block0.row(0) if t == 0 else block.row(t - 1))
-        released = ctx.reveal(shared, label=f"v_p[{t}]", reason="DP-SRM release").to(torch.float64)
+        noise_row = None if block is None else (block0.row(0) if t == 0 else block.row(t - 1))
+        released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
+                                 field="local gradient terms")
         ctx.progress(t + 1, params.steps + 1)
         return released
 

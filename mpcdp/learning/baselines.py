@@ -3,6 +3,11 @@
 * DP-SGD (Abadi et al. 2016): θ ← θ − η·((1/B)·Σ_i clip_C(∇f_i(θ)) + u), batches drawn without replacement
   (accounted as such, replace-one), u ~ N(0, σ²).
 * DP-GD (Wang, Ye, Xu 2017): the same with the full training set every step (exact Gaussian composition).
+* RRPSGD (Zhang et al. 2017, "random round private SGD"): DP-SGD's noisy steps, output θ_R with R drawn
+  uniformly from 1..T independently of the data (Ghadimi & Lan's random stopping), so it is accounted as T
+  steps of DP-SGD. The paper accounts it with strong composition; mpcdp certifies it with the same RDP
+  accountant as DP-SGD, which can only help the baseline.
+* DP-AGD (Lee & Kifer 2018) lives in :mod:`mpcdp.learning.dpagd` (its adaptive budget does not fit a fixed σ).
 * STORM (Cutkosky & Orabona 2019): DP-SRM's estimator without noise — the non-private reference; run it with
   :func:`mpcdp.learning.dpsrm.run_srm` and zero noise.
 Each runner has DP-SRM's signature so both backends (:mod:`mpcdp.learning.backends`) run it unchanged.
@@ -34,6 +39,7 @@ class SgdParameters:
     seed: int = 0
     full_batch: bool = False
     n_total: int = 0  # every party's records together (public), the DP-GD divisor
+    random_round: bool = False  # RRPSGD: output θ_R, R uniform on 1..T
 
     def __post_init__(self) -> None:
         require_integers(self, ("steps", "batch"))
@@ -44,7 +50,8 @@ class SgdParameters:
 
 def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate, *, dim: int,
             batch_sizes: Sequence[int], **_unused) -> SrmResult:
-    """DP-SGD (or DP-GD with ``params.full_batch``) over the shards held here; the last iterate is the output."""
+    """DP-SGD (or DP-GD with ``params.full_batch``) over the shards held here; the output is the last iterate,
+    or θ_R for RRPSGD (``params.random_round``)."""
     divisor = float(params.n_total if params.full_batch else sum(batch_sizes))
     rngs = {s.party: np.random.default_rng([params.seed + 1, s.party]) for s in shards}
     theta = torch.zeros(dim, dtype=torch.float64)
@@ -65,4 +72,7 @@ def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate
         norms.append(float(v.norm()))
         theta = theta - params.learning_rate * v
         iterates.append(theta)
-    return SrmResult(theta_output=theta, theta_last=theta, released=released, grad_norms=norms, iterates=iterates)
+    output = theta
+    if params.random_round:
+        output = iterates[int(np.random.default_rng([params.seed, 10_009]).integers(1, params.steps + 1))]
+    return SrmResult(theta_output=output, theta_last=theta, released=released, grad_norms=norms, iterates=iterates)

@@ -10,7 +10,8 @@ Estimator (Algorithm 1, lines 2 and 7, with the clipping of Remark 4.3): with B 
   v⁰ = (1/B0)·Σ_i clip_C1(∇f_i(θ⁰)) + u⁰,                        u⁰ ~ N(0, σ0²)
   vᵗ⁺¹ = (1/B)·Σ_i [γ·clip_C1(∇f_i(θᵗ⁺¹)) + (1−γ)·clip_C2(∇f_i(θᵗ⁺¹) − ∇f_i(θᵗ))] + (1−γ)·v_pᵗ + uᵗ⁺¹,
 so one example moves the sum by at most 2((1−γ)C2 + γC1)/B (replace-one). Step: θᵗ⁺¹ = θᵗ − ηₜ·v_pᵗ with
-ηₜ = min{ζ/(L‖v_pᵗ‖), 1/(2L)}. Output: θ̃ drawn uniformly from θ⁰..θ^{T−1} (the paper's), and the last iterate.
+ηₜ = min{ζ/(L‖v_pᵗ‖), 1/(2L)}. Output: θ̃ drawn uniformly from θ⁰..θ^{T−1} (the paper's), the last iterate, and
+the tail average of the last half of the iterates.
 """
 
 from __future__ import annotations
@@ -68,6 +69,25 @@ class SrmResult:
     released: list[torch.Tensor]  # v_p⁰..v_p^T, what left the MPC
     grad_norms: list[float]
     iterates: list[torch.Tensor]  # θ⁰..θ^T
+
+    @property
+    def theta_average(self) -> torch.Tensor:
+        """Tail average: the mean of the last half of θ¹..θ^T (post-processing of released values, so free
+        in privacy)."""
+        tail = self.iterates[1:][len(self.iterates[1:]) // 2:]
+        return torch.stack(tail).mean(0)
+
+    def output(self, rule: str) -> torch.Tensor:
+        """The model a run reports: 'paper' (the algorithm's own rule: θ̃ uniform over θ⁰..θ^{T−1} for DP-SRM,
+        θ_R with R uniform for RRPSGD, the last iterate otherwise), 'last' or 'average' (tail average)."""
+        if rule not in OUTPUT_RULES:
+            raise ConfigError(f"`output` must be one of {list(OUTPUT_RULES)}. Found {rule!r}.")
+        if rule == "paper":
+            return self.theta_output
+        return self.theta_last if rule == "last" else self.theta_average
+
+
+OUTPUT_RULES = ("paper", "last", "average")
 
 
 def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]:

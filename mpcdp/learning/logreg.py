@@ -27,6 +27,12 @@ def loss(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lam: float = LAM
     return torch.nn.functional.softplus(-margins).mean() + lam * (theta**2 / (1 + theta**2)).sum()
 
 
+def per_example_losses(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, lam: float = LAMBDA) -> torch.Tensor:
+    """f_i(θ) for every row i of x: shape (batch,)."""
+    margins = y * (x @ theta)
+    return torch.nn.functional.softplus(-margins) + lam * (theta**2 / (1 + theta**2)).sum()
+
+
 def error_rate(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
     """Misclassification rate of sign(xᵀθ) (a zero score counts as +1)."""
     predictions = torch.where(x @ theta >= 0, 1.0, -1.0).to(y.dtype)

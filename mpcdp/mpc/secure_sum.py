@@ -35,7 +35,7 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 
 
-def _local_problem(local: torch.Tensor, weight: float, field: str) -> str | None:
+def local_problem(local: torch.Tensor, weight: float, field: str) -> str | None:
     if not torch.is_tensor(local):
         return f"`{field}` must be a torch.Tensor. Found {type(local).__name__}"
     if not (local.is_floating_point() or local.dtype in (torch.int32, torch.int64)):
@@ -69,7 +69,7 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
             (raised on every party, naming the party).
         ConfigMismatchError: parties passed different shapes.
     """
-    problem = _local_problem(local, weight, field)
+    problem = local_problem(local, weight, field)
     shape = tuple(local.shape) if torch.is_tensor(local) else None
     if problem is None:
         scaled = local.to(torch.float64) * float(weight)

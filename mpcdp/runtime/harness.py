@@ -4,7 +4,9 @@ One harness for the CLI, the benchmarks and the tests:
 
 * processes are started with the ``spawn`` method (a fresh interpreter each, as on separate hosts);
 * the rendezvous is ``tcp://127.0.0.1:PORT`` with a port the OS handed out, new for every run;
-* results travel through a queue that is read *before* any process is joined, and are plain data;
+* results travel through a queue that is read *before* any process is joined, and are plain data; each
+  party's current step and progress sit in shared memory (:mod:`mpcdp.runtime.board`), polled, so steps
+  cost the launcher nothing;
 * every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report;
 * the run has a deadline (``MpcConfig.timeout_s``); a party that raises, exits or is killed makes the
   whole run fail promptly with :class:`~mpcdp.errors.PartyFailed`, which names the party that caused it
@@ -27,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 from mpcdp.config import MpcConfig
 from mpcdp.errors import PartyFailed
+from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.party import run_dealer_process, run_party_process
 
 _POLL_S = 0.05
@@ -176,6 +179,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
     ctx = multiprocessing.get_context("spawn")
     results: "multiprocessing.Queue" = ctx.Queue()
+    board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
     logdir = tempfile.mkdtemp(prefix="mpcdp-run-")
     processes: list[multiprocessing.Process] = []
@@ -186,14 +190,14 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
             party_job = party_jobs[rank] if party_jobs is not None else default_job
             party_arg = tuple(party_args[rank]) if party_args is not None else tuple(args)
             target, target_args = run_party_process, (rank, config, rendezvous, fn, party_arg, party_job,
-                                                      results, log_path)
+                                                      results, board, log_path)
             reports.append(PartyReport(rank=rank, role="party"))
         else:
             target, target_args = run_dealer_process, (config, rendezvous, results, log_path)
             reports.append(PartyReport(rank=rank, role="dealer"))
         processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
     values: dict[int, Any] = {}
-    on_progress = (lambda rank, done, total: progress(done, total) if rank == 0 else None) if progress else None
+    shown = (0, 0)
     start = time.monotonic()
     deadline = start + config.timeout_s
     failed_at: float | None = None
@@ -202,12 +206,15 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
         for process in processes:
             process.start()
         while True:
-            _drain(results, reports, values, on_progress)
+            _drain(results, reports, values)
+            if progress is not None and board.progress(0) != shown and board.progress(0)[1] > 0:
+                shown = board.progress(0)
+                progress(*shown)
             now = time.monotonic()
             for rank, process in enumerate(processes):
                 report = reports[rank]
                 if report.status == "running" and process.exitcode is not None:
-                    _drain(results, reports, values, on_progress)  # its last message may have just arrived
+                    _drain(results, reports, values)  # its last message may have just arrived
                     if report.status == "running":
                         if report.role == "dealer" and process.exitcode == 0:
                             report.status, report.finished_at = "ok", now
@@ -227,19 +234,23 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
                 break
             time.sleep(_POLL_S)
         if failed_at is None and not timed_out:
+            if progress is not None and board.progress(0) != shown:
+                progress(*board.progress(0))
             _finish(processes, reports, deadline)
-            _drain(results, reports, values, on_progress)  # the dealer's report
+            _drain(results, reports, values)  # the dealer's report
             return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
                              wall_s=time.monotonic() - start)
         for rank, report in enumerate(reports):
             report.log_tail = _read_tail(os.path.join(logdir, f"rank{rank}.log"))
+            if report.role == "party":
+                report.step, report.step_label = board.step(rank)
         raise _failure(reports, config, timed_out)
     finally:
         _terminate(processes)
         results.close()
 
 
-def _drain(results, reports: list[PartyReport], values: dict[int, Any], on_progress=None) -> None:
+def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
     while True:
         try:
             message = results.get_nowait()
@@ -247,13 +258,6 @@ def _drain(results, reports: list[PartyReport], values: dict[int, Any], on_progr
             return
         kind, rank = message[0], message[1]
         report = reports[rank]
-        if kind == "step":
-            report.step, report.step_label = message[2], message[3]
-            continue
-        if kind == "progress":
-            if on_progress is not None:
-                on_progress(rank, message[2], message[3])
-            continue
         report.finished_at = time.monotonic()
         if kind == "ok":
             report.status = "ok"

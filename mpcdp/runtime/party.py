@@ -69,15 +69,17 @@ def _flush_and_exit(results, code: int) -> None:
     os._exit(code)  # skip interpreter teardown: gloo threads of a failed run must not keep us alive
 
 
-def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, log_path: str):
-    """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`)."""
+def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, board,
+                      log_path: str):
+    """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`): steps and progress go
+    to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _redirect_output(log_path)
 
     def on_step(step: int, label: str) -> None:
-        results.put(("step", rank, step, label))
+        board.note_step(rank, step, label)
 
     def on_progress(done: int, total: int) -> None:
-        results.put(("progress", rank, done, total))
+        board.note_progress(rank, done, total)
 
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
