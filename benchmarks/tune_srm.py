@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.tune_srm [--seeds 100 101] [--workers 2]
 
-Grid: b ∈ {50, 100, 200}, b0 ∈ {b, 2b, 4b} (the paper's), C2 = γ ∈ {0.01, 0.05, 0.2, 0.5} (the paper fixes
+Grid: b ∈ {50, 100, 200} (``--batches`` to go beyond the paper's grid), b0 ∈ {b, 2b, 4b} (the paper's), C2 = γ ∈ {0.01, 0.05, 0.2, 0.5} (the paper fixes
 0.01), ζ/L ∈ {0.01, 0.02, 0.05, 0.1, 0.2} (step size), 4 data passes, C1 = 1, L = 1; every run reports all
 three output rules (the paper's uniformly drawn iterate θ̃, the last iterate, the tail average), which are
 post-processing and free in privacy. Each configuration's noise is calibrated and certified by dp-accounting
@@ -91,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[100, 101])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batches", type=int, nargs="+", default=list(BATCHES),
+                        help="combined batch sizes b to search (the paper's grid by default)")
     parser.add_argument("--out", default="benchmarks/results/tune-dpsrm-a9a")
     ns = parser.parse_args(argv)
-    jobs = list(itertools.product(EPSILONS, BATCHES, BATCH0_FACTORS, C2_GAMMAS, ZETAS, ns.seeds))
+    jobs = list(itertools.product(EPSILONS, ns.batches, BATCH0_FACTORS, C2_GAMMAS, ZETAS, ns.seeds))
     from tqdm import tqdm
 
     with multiprocessing.get_context("spawn").Pool(ns.workers) as pool:

@@ -197,3 +197,11 @@ def release_steps(ctx, locals_: list[torch.Tensor], noise: list[torch.Tensor] | 
                                                                  field="noise")
         opened.append(noisy_release(ctx, local, shared_noise, shape=shape, label=f"release{t}", field="terms"))
     return {"opened": opened, "rounds": ctx.rounds, "labels": [o.label for o in ctx.openings]}
+
+
+def count_with_progress(ctx, total: int):
+    """Report progress 1..total with a secure sum at every step (the harness shows party 0's)."""
+    for done in range(1, total + 1):
+        ctx.reveal(secure_sum(ctx, torch.ones(2)), label=f"tick{done}", reason="test")
+        ctx.progress(done, total)
+    return ctx.steps

@@ -110,3 +110,14 @@ def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():
     finally:
         for proc in procs:
             proc.kill()
+
+
+def test_progress_reaches_the_launcher_and_ends_at_the_total(config_for):
+    from mpcdp.runtime.harness import run_job
+    from party_jobs import count_with_progress
+
+    seen = []
+    run = run_job(count_with_progress, config_for(3), args=(40,), progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (40, 40)
+    assert all(total == 40 for _, total in seen) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert run.values[0] >= 80  # every step counted on the shared board path (handshake + opening per tick)

@@ -5,7 +5,8 @@ import torch
 
 from mpcdp.errors import InputError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
-from mpcdp.learning.logreg import error_rate, example_loss, loss, per_example_gradients
+from mpcdp.learning.logreg import (error_rate, example_loss, loss, per_example_gradients, per_example_gradients_at,
+                                   per_example_losses)
 
 
 def _batch(seed=0, b=16, d=9):
@@ -27,6 +28,20 @@ def test_per_example_gradients_equal_autograd_on_single_examples():
     t = theta.clone().requires_grad_(True)
     loss(t, x, y).backward()
     assert torch.allclose(batch.mean(0), t.grad, atol=1e-12)
+
+
+def test_gradients_at_several_points_and_per_example_losses():
+    theta, x, y = _batch(seed=1)
+    other = theta + 0.3
+    both = per_example_gradients_at(torch.stack([theta, other]), x, y)
+    assert both.shape == (2, len(x), len(theta))
+    for k, point in enumerate((theta, other)):
+        for i in range(len(x)):
+            t = point.clone().requires_grad_(True)
+            example_loss(t, x[i], y[i]).backward()
+            assert torch.allclose(both[k, i], t.grad, atol=1e-12)
+    losses = per_example_losses(theta, x, y)
+    assert torch.allclose(losses, torch.stack([example_loss(theta, x[i], y[i]) for i in range(len(x))]), atol=1e-12)
 
 
 def test_clipping_bounds_rows_and_keeps_small_ones():

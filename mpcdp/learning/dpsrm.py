@@ -24,7 +24,7 @@ import torch
 
 from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
-from mpcdp.learning.logreg import per_example_gradients
+from mpcdp.learning.logreg import per_example_gradients, per_example_gradients_at
 from mpcdp.validation import require_integers, require_positive
 
 
@@ -132,8 +132,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
         local = torch.zeros(dim, dtype=torch.float64)
         for s in shards:
             idx = torch.from_numpy(later[s.party][t])
-            now = per_example_gradients(theta, s.x[idx], s.y[idx])
-            before = per_example_gradients(previous, s.x[idx], s.y[idx])
+            now, before = per_example_gradients_at(torch.stack([theta, previous]), s.x[idx], s.y[idx])
             terms = params.gamma * clip_rows(now, params.c1) + (1 - params.gamma) * clipped_differences(now, before,
                                                                                                       params.c2)
             local += terms.sum(0)

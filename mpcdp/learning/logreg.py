@@ -46,3 +46,13 @@ def per_example_gradients(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
                           lam: float = LAMBDA) -> torch.Tensor:
     """∇f_i(θ) for every row i of x: shape (batch, d)."""
     return _per_example(theta, x, y, lam)
+
+
+_at_several = vmap(_per_example, in_dims=(0, None, None, None))
+
+
+def per_example_gradients_at(thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                             lam: float = LAMBDA) -> torch.Tensor:
+    """∇f_i(θ_k) for every θ_k (rows of ``thetas``) and every row i of x, in one call: shape (k, batch, d).
+    DP-SRM needs the same batch at θᵗ⁺¹ and θᵗ each step."""
+    return _at_several(thetas, x, y, lam)

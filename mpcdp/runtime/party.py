@@ -55,6 +55,14 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
+def _share_the_cores(processes: int) -> None:
+    """Processes started side by side on one host split its cores: torch's intra-op threads per process =
+    cores // processes (at least 1), so m parties on a small machine do not oversubscribe it."""
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+
+
 def _report_error(results, rank: int, exc: BaseException) -> None:
     blamed = getattr(exc, "party", None)
     results.put(("error", rank, type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)),
@@ -74,6 +82,7 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`): steps and progress go
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _redirect_output(log_path)
+    _share_the_cores(config.processes)
 
     def on_step(step: int, label: str) -> None:
         board.note_step(rank, step, label)
