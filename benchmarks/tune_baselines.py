@@ -4,7 +4,7 @@
 
 "For all the algorithms, the step size is tuned ... using grid search" (paper 002 §6.1). Grids, around each
 protocol file in protocols/ (ε ∈ {0.2, 0.5}, δ = 1e-5, every σ or ρ certified by dp-accounting):
-  * STORM (non-private): ζ/L ∈ {0.05, 0.1, 0.2, 0.5} × C2 = γ ∈ {0.1, 0.5, 1.0};
+  * STORM (non-private): ζ ∈ {0.05, 0.1, 0.2, 0.5} × C2 = γ ∈ {0.1, 0.5, 1.0} × L ∈ {1, 0.25, 0.1};
   * DP-GD: learning rate ∈ {0.5, 1, 2, 4, 8} × passes (= steps) ∈ {10, 20, 40};
   * DP-SGD: combined batch ∈ {100, 500, 1000} × learning rate ∈ {0.1, 0.3, 1, 3}, 4 passes;
   * RRPSGD: batch ∈ {10, 50} × learning rate ∈ {0.01, 0.03, 0.1, 0.3}, the paper's 8 / 10 passes;
@@ -32,7 +32,7 @@ def _grid(**axes) -> list[dict]:
 
 
 def grids() -> dict[str, list[dict]]:
-    runs = {"storm-a9a": _grid(zeta=[0.05, 0.1, 0.2, 0.5], c2=[0.1, 0.5, 1.0])}
+    runs = {"storm-a9a": _grid(zeta=[0.05, 0.1, 0.2, 0.5], c2=[0.1, 0.5, 1.0], lipschitz=[1.0, 0.25, 0.1])}
     for epsilon in (0.2, 0.5):
         runs[f"dpgd-a9a-eps{epsilon}"] = _grid(learning_rate=[0.5, 1.0, 2.0, 4.0, 8.0], passes=[10, 20, 40])
         runs[f"dpsgd-a9a-eps{epsilon}"] = _grid(batch=[100, 500, 1000], learning_rate=[0.1, 0.3, 1.0, 3.0])

@@ -229,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
 
-    train = sub.add_parser("train", help="DP-SRM / DDP-SRM training from a protocol file")
+    train = sub.add_parser("train", help="training from a protocol file: DP-SRM / DDP-SRM (algorithm = \"srm\") or a "
+                                           "baseline (storm, dp-gd, dp-agd, rrpsgd, dp-sgd)")
     train.add_argument("protocol", help="a protocols/*.toml file")
     train.add_argument("--backend", choices=["mpc", "simulated"], default=None)
     train.add_argument("--parties", type=int, default=None)

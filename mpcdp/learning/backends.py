@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
+from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.noise.modes import NoiseSpec, sample_noise
@@ -58,7 +59,9 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
 
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
               runner: Callable = run_srm) -> dict[str, Any]:
-    """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase."""
+    """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
+    process's one-time set-up is in neither)."""
+    warm_up()
     start = time.perf_counter()
     if noise.noiseless:
         block0 = block = None

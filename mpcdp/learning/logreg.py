@@ -56,3 +56,10 @@ def per_example_gradients_at(thetas: torch.Tensor, x: torch.Tensor, y: torch.Ten
     """∇f_i(θ_k) for every θ_k (rows of ``thetas``) and every row i of x, in one call: shape (k, batch, d).
     DP-SRM needs the same batch at θᵗ⁺¹ and θᵗ each step."""
     return _at_several(thetas, x, y, lam)
+
+
+def warm_up() -> None:
+    """Run the vectorized gradient once on a tiny batch: torch.func's first call imports torch._dynamo
+    (seconds), which belongs to process set-up, not to the timed training."""
+    per_example_gradients_at(torch.zeros(2, 1, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.float64),
+                             torch.ones(1, dtype=torch.float64))
