@@ -16,6 +16,8 @@ phase (and the processes' set-up: start, join, handshake, imports), divided by t
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 import statistics
 import sys
 
@@ -123,11 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--no-mpc", action="store_true", help="skip the secure DDP-SRM rows")
+    parser.add_argument("--only", nargs="+", metavar="PROTOCOL",
+                        help="re-run these protocols' rows and merge them into the existing record")
     parser.add_argument("--out", default="benchmarks/results/table2-a9a")
     ns = parser.parse_args(argv)
     from tqdm import tqdm
 
-    plan = rows(not ns.no_mpc)
+    plan = [row for row in rows(not ns.no_mpc) if not ns.only or row[0] in ns.only]
     table, runs = [], []
     with tqdm(total=len(plan) * ns.seeds, desc="table 2") as bar:
         for name, backend in plan:
@@ -141,7 +145,16 @@ def main(argv: list[str] | None = None) -> int:
             runs += reports
             table.append(summarize(name, backend, reports))
     command = ("python -m benchmarks.table2 " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    record(ns.out, markdown(table, command, ns.seeds), {"command": command, "rows": table, "runs": runs})
+    commands = [command]
+    if ns.only:  # merge: the new rows replace the recorded ones of the same protocol and backend
+        old = json.loads(pathlib.Path(ns.out).with_suffix(".json").read_text())
+        fresh = {(r["protocol"], r["backend"]) for r in table}
+        table = [next((n for n in table if (n["protocol"], n["backend"]) == (r["protocol"], r["backend"])), r)
+                 for r in old["rows"]]
+        runs = [r for r in old["runs"] if (r["protocol"], r["backend"]) not in fresh] + runs
+        commands = old.get("commands", [old["command"]]) + [command]
+    record(ns.out, markdown(table, "`, then `".join(commands), ns.seeds),
+           {"command": commands[0], "commands": commands, "rows": table, "runs": runs})
     return 0
 
 
