@@ -283,10 +283,34 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
 
 
 
+# Openings up to this many bytes go through party 0 (a star: 2 messages per party, 2(m−1) at party 0) rather
+# than gloo's ring all-reduce (2(m−1) messages per party): for small vectors the cost is messages and the
+# wake-ups they cause, not bytes. Larger ones keep the ring, which sends 2(m−1)/m·8d bytes per party.
+STAR_MAX_BYTES = 1 << 16
+
+
 def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
-    """All-reduce (sum in Z_2^64) of every data party's ``share``: the one opening primitive."""
-    result = share.clone()
-    dist.all_reduce(result, group=main_group())
+    """The sum in Z_2^64 of every data party's ``share``, delivered to every data party: the one opening
+    primitive. Small vectors: every party sends its share to party 0, which adds them up and sends the sum
+    back (party 0 sees each party's share — one additive share, uniformly masked, like every partial sum of
+    the ring). Large ones: gloo's ring all-reduce."""
+    group = main_group()
+    parties = dist.get_world_size(group)
+    result = share.contiguous().clone()
+    if parties <= 2 or result.numel() * result.element_size() > STAR_MAX_BYTES:
+        dist.all_reduce(result, group=group)
+        return result
+    if dist.get_rank(group) == 0:
+        incoming = [torch.empty_like(result) for _ in range(parties - 1)]
+        for request in [dist.irecv(buf, src=j + 1, group=group) for j, buf in enumerate(incoming)]:
+            request.wait()
+        for buf in incoming:
+            result += buf
+        for request in [dist.isend(result, dst=j, group=group) for j in range(1, parties)]:
+            request.wait()
+    else:
+        dist.send(result, dst=0, group=group)
+        dist.recv(result, src=0, group=group)
     return result
 
 
