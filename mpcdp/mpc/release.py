@@ -15,7 +15,7 @@ the released vector (it carries the full noise, so it is as private as any relea
 :class:`~mpcdp.errors.InputError` naming the party and the field, after one more exchange of the problem
 texts on this error path only.
 
-Declared cost: 1 round, one all-reduce of d + 1 ring elements (see secure_sum for gloo's bytes); no dealer
+Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for the bytes); no dealer
 material. Error: at most m·2^-(bits+1) per element from encoding, plus the noise's own.
 """
 

@@ -18,8 +18,9 @@ Steps (every party j, in lockstep):
   3. s_j = enc(w_j·x_j) + pairwise zero-sum mask: party j's share of the aggregate. No communication.
 
 Declared cost: 1 metadata round (an all-gather of 2 int64 per party), 0 bytes of shares, no dealer material.
-Opening the result afterwards is 1 round: an all-reduce of d ring elements (gloo's ring: 2(m−1)/m·8d
-bytes sent per party, plus about 288 bytes of framing per message).
+Opening the result afterwards is 1 round (:func:`~mpcdp.backends.crypten_backend.open_sum_of_shares`): up to
+64 KB a star through party 0 (8d bytes sent per party, (m−1)·8d by party 0), beyond it gloo's ring all-reduce
+(2(m−1)/m·8d bytes per party); plus about 288 bytes of framing per message.
 Error of the opened aggregate: at most m·2^-(bits+1) per element (encoding only; the ring sum is exact).
 """
 
