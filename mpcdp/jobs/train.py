@@ -1,5 +1,5 @@
-"""`mpcdp train PROTOCOL.toml`: DP-SRM (central) or DDP-SRM (parties, secure or simulated) on a shipped dataset,
-with noise calibrated and ε certified by :mod:`mpcdp.accounting`."""
+"""`mpcdp train PROTOCOL.toml`: DP-SRM (central) or DDP-SRM (parties, secure or simulated), or one of paper 002's
+Table 2 baselines, on a shipped dataset, with noise calibrated and ε certified by :mod:`mpcdp.accounting`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any, Callable
 import torch
 
 from mpcdp.accounting.baselines import dpgd_noise_for, dpsgd_noise_for
-from mpcdp.accounting.dpsrm import noise_for
 from mpcdp.accounting.certify import zcdp_budget_for
+from mpcdp.accounting.dpsrm import noise_for
 from mpcdp.accounting.events import DpSrmSetting
 from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
@@ -23,7 +23,6 @@ from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
 from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
 from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard, SrmParameters, run_srm
-
 from mpcdp.learning.logreg import error_rate, loss, warm_up
 
 ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd")
