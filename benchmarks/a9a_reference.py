@@ -22,22 +22,7 @@ import torch
 from benchmarks.recording import record
 from mpcdp.data.registry import load
 from mpcdp.learning.clipping import clip_rows
-from mpcdp.learning.logreg import LAMBDA, error_rate, loss, per_example_gradients
-
-
-def optimum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    theta = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
-    solver = torch.optim.LBFGS([theta], max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-10)
-
-    def closure():
-        solver.zero_grad()
-        value = loss(theta, x, y)
-        value.backward()
-        return value
-
-    for _ in range(5):
-        solver.step(closure)
-    return theta.detach()
+from mpcdp.learning.logreg import LAMBDA, error_rate, loss, optimum, per_example_gradients
 
 
 def clipped_fixed_point(x: torch.Tensor, y: torch.Tensor, c: float, steps: int, rate: float) -> torch.Tensor:

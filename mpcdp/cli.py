@@ -30,6 +30,13 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
     parser.add_argument("--timeout", type=float, default=120.0, help="per-party timeout in seconds")
 
 
+def _add_variant_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algorithm", default=None, help="override the protocol's algorithm")
+    parser.add_argument("--size-ratio", type=float, default=None,
+                        help="level of non-average u = n_max/n_min: two groups of parties, the larger u times "
+                             "the smaller (paper 000)")
+
+
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider, insecure_dev=ns.insecure_dev,
                      precision_bits=ns.precision_bits, timeout_s=ns.timeout)
@@ -158,7 +165,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
 
     from mpcdp.jobs.train import plan_from, run_plan
 
-    plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed)
+    plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
+                     algorithm=ns.algorithm, size_ratio=ns.size_ratio)
     with tqdm(total=1, unit="step", desc=f"{plan.name} [{plan.backend}, {plan.parties} parties]",
               file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
@@ -175,10 +183,23 @@ def _cmd_train(ns: argparse.Namespace) -> int:
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.compare import compare
 
-    summary = compare(ns.protocol, seeds=ns.seeds, parties=ns.parties, epsilon=ns.epsilon, out=ns.out)
+    summary = compare(ns.protocol, seeds=ns.seeds, parties=ns.parties, epsilon=ns.epsilon, out=ns.out,
+                      algorithm=ns.algorithm, size_ratio=ns.size_ratio)
     print(summary["table"], file=sys.stderr)
     summary.pop("table")
     print(json.dumps(summary))
+    return 0
+
+
+def _cmd_sweep(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.sweep import main_progress, run_sweep
+
+    command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["sweep"] else None
+    result = run_sweep(ns.protocol, out=ns.out, seeds=ns.seeds, mpc_seeds=ns.mpc_seeds, command=command,
+                       progress=main_progress())
+    print(result["markdown"], file=sys.stderr)
+    print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"],
+                      "agreement": result["agreement"]}))
     return 0
 
 
@@ -236,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--parties", type=int, default=None)
     train.add_argument("--epsilon", type=float, default=None)
     train.add_argument("--seed", type=int, default=None)
+    _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
 
     compare = sub.add_parser("compare", help="the same training with secure and with simulated noise, over seeds")
@@ -244,7 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--parties", type=int, default=None)
     compare.add_argument("--epsilon", type=float, default=None)
     compare.add_argument("--out", default="compare-out", help="folder for the PNG plot and the JSON record")
+    _add_variant_options(compare)
     compare.set_defaults(func=_cmd_compare)
+
+    sweep = sub.add_parser("sweep", help="paper 000's uneven-parties sweep: accuracy and optimal gap versus "
+                                         "u = n_max/n_min for WD-DP, Jayaraman and the central baseline")
+    sweep.add_argument("protocol", help="a protocol file with a [sweep] table, e.g. protocols/uneven-a9a.toml")
+    sweep.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
+    sweep.add_argument("--seeds", type=int, default=None, help="simulated seeds (default: the protocol's)")
+    sweep.add_argument("--mpc-seeds", type=int, default=None, help="secure seeds (default: the protocol's)")
+    sweep.set_defaults(func=_cmd_sweep)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)

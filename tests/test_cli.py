@@ -94,3 +94,22 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
     png = (tmp_path / "test_error.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "within seed noise" in result.stderr
+
+
+def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
+    """The shipped paper 000 protocol, cut to 4 parties: Jayaraman at u = 3 on both backends."""
+    result = _run("compare", "protocols/uneven-breast-cancer.toml", "--seeds", "1", "--parties", "4",
+                  "--algorithm", "jayaraman", "--size-ratio", "3", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["parties"] == 4 and summary["epsilon"] <= 0.05
+    assert set(summary["optimal_gap"]) == {"mpc", "simulated", "difference", "within_noise"}
+    local = _run("train", "protocols/uneven-breast-cancer.toml", "--backend", "simulated", "--algorithm",
+                 "wd-dp-local", "--size-ratio", "9")
+    assert local.returncode == 0, local.stderr
+    report = json.loads(local.stdout.strip().splitlines()[-1])
+    assert report["algorithm"] == "wd-dp-local" and report["size_ratio"] == 9
+    assert max(report["party_sizes"]) / min(report["party_sizes"]) > 7
+    assert len(report["epsilon_by_party"]) == 16 and report["epsilon"] <= 0.05  # protocol: certified σ_j
+    refused = _run("train", "protocols/uneven-breast-cancer.toml", "--algorithm", "wd-dp-local")
+    assert refused.returncode != 0 and "--backend simulated" in refused.stderr

@@ -5,8 +5,8 @@ import torch
 
 from mpcdp.errors import InputError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
-from mpcdp.learning.logreg import (error_rate, example_loss, loss, per_example_gradients, per_example_gradients_at,
-                                   per_example_losses)
+from mpcdp.learning.logreg import (clipped_gradient_sum, error_rate, example_loss, loss, optimum,
+                                   per_example_gradients, per_example_gradients_at, per_example_losses)
 
 
 def _batch(seed=0, b=16, d=9):
@@ -77,3 +77,31 @@ def test_bad_gradients_are_refused():
 def test_error_rate():
     x = torch.tensor([[1.0], [-1.0], [2.0]])
     assert error_rate(torch.tensor([1.0]), x, torch.tensor([1.0, -1.0, -1.0])) == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("bound", [0.05, 0.5, 1e6])
+def test_closed_form_clipped_sum_equals_clipping_the_per_example_gradients(bound):
+    theta, x, y = _batch(seed=3, b=40, d=7)
+    theta = theta * 3  # a regulariser gradient that is not negligible
+    expected = clip_rows(per_example_gradients(theta, x, y), bound)
+    assert torch.allclose(clipped_gradient_sum(theta, x, y, bound), expected.sum(0), atol=1e-12)
+    weights = torch.linspace(0.1, 2.0, 40, dtype=torch.float64)
+    assert torch.allclose(clipped_gradient_sum(theta, x, y, bound, row_weights=weights),
+                          (weights[:, None] * expected).sum(0), atol=1e-12)
+    # batched: k models on k datasets at once
+    thetas = torch.stack([theta, -theta])
+    xs, ys = torch.stack([x, x.flip(0)]), torch.stack([y, y.flip(0)])
+    batched = clipped_gradient_sum(thetas, xs, ys, bound)
+    for k in range(2):
+        assert torch.allclose(batched[k], clip_rows(per_example_gradients(thetas[k], xs[k], ys[k]), bound).sum(0),
+                              atol=1e-12)
+    with pytest.raises(InputError, match="NaN/Inf"):
+        clipped_gradient_sum(theta, x.clone().index_fill_(0, torch.tensor([2]), float("nan")), y, bound)
+
+
+def test_optimum_is_a_stationary_point_below_every_other_tried_point():
+    theta, x, y = _batch(seed=4, b=200, d=5)
+    best = optimum(x, y)
+    assert torch.func.grad(loss)(best, x, y).norm() < 1e-6
+    assert all(loss(best, x, y) <= loss(best + 0.05 * torch.randn(5, dtype=torch.float64), x, y)
+               for _ in range(20))

@@ -7,11 +7,10 @@ sensitivity 2C/n, composed exactly (μ-GDP).
 
 from __future__ import annotations
 
-import math
-
 import dp_accounting
 
-from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta, gdp_epsilon
+from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta
+from mpcdp.accounting.distributed import full_batch_noise_for
 
 
 def dpsgd_event(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: float, sigma: float):
@@ -36,11 +35,4 @@ def dpsgd_noise_for(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: f
 
 def dpgd_noise_for(n_total: int, steps: int, c: float, epsilon: float, delta: float) -> tuple[float, Certificate]:
     """The least σ whose exact (μ-GDP) ε for T full-batch Gaussian steps is at most ``epsilon``."""
-    check_delta(delta)
-    sensitivity = 2 * c / n_total
-    # ε grows with μ = √T·Δ/σ: calibrate 1/μ, the noise per unit of √T·Δ
-    inverse_mu = calibrate(lambda nu: gdp_epsilon(1 / nu, delta), epsilon, guess=1.0, rtol=1e-6)
-    sigma = math.sqrt(steps) * sensitivity * inverse_mu
-    from mpcdp.accounting.events import full_batch_gaussian_event
-
-    return sigma, certify(full_batch_gaussian_event(sigma, sensitivity, steps), delta)
+    return full_batch_noise_for(2 * c / n_total, steps, epsilon, delta)

@@ -18,7 +18,7 @@ import numpy as np
 
 from mpcdp.jobs.train import plan_from, run_plan
 
-METRICS = ("test_error", "test_loss", "test_error_last", "test_loss_last", "test_loss_average", "wall_s")
+METRICS = ("test_error", "test_loss", "test_error_last", "test_loss_last", "test_loss_average", "optimal_gap", "wall_s")
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -26,11 +26,12 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: float | None = None,
-            out: str = "compare-out") -> dict[str, Any]:
+            out: str = "compare-out", algorithm: str | None = None, size_ratio: float | None = None) -> dict[str, Any]:
     runs: dict[str, list[dict]] = {"mpc": [], "simulated": []}
     for seed in range(seeds):
         for backend in runs:
-            plan = plan_from(protocol, backend=backend, parties=parties, epsilon=epsilon, seed=seed)
+            plan = plan_from(protocol, backend=backend, parties=parties, epsilon=epsilon, seed=seed,
+                             algorithm=algorithm, size_ratio=size_ratio)
             runs[backend].append(run_plan(plan))
     summary: dict[str, Any] = {"protocol": protocol, "seeds": seeds, "epsilon": runs["mpc"][0]["epsilon"],
                                "parties": runs["mpc"][0]["parties"]}

@@ -1,5 +1,13 @@
-"""`mpcdp train PROTOCOL.toml`: DP-SRM (central) or DDP-SRM (parties, secure or simulated), or one of paper 002's
-Table 2 baselines, on a shipped dataset, with noise calibrated and ε certified by :mod:`mpcdp.accounting`."""
+"""`mpcdp train PROTOCOL.toml`: DP-SRM (central) or DDP-SRM (parties, secure or simulated), one of paper 002's
+Table 2 baselines, or full-batch distributed gradient perturbation — Jayaraman et al. 2018 (plain averaging)
+and WD-DP (paper 000: weights n_j/n, inside the MPC, or its Algorithm 1 as written with local noise) — on a
+shipped dataset, with noise calibrated and ε certified by :mod:`mpcdp.accounting`.
+
+Protocol fields beyond the algorithm's hyper-parameters: ``[training] size_ratio`` (paper 000's level of
+non-average u = n_max/n_min: two groups of parties, the larger u times the smaller), ``normalize_rows`` (scale
+every feature row to unit L2 norm, train and test alike — paper 000's G = 1 Lipschitz setting), ``steps`` (full-
+batch algorithms; ``passes`` means the same there), ``[privacy] calibration`` ('certified' or the paper's
+formula, certified anyway)."""
 
 from __future__ import annotations
 
@@ -11,8 +19,9 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.accounting.baselines import dpgd_noise_for, dpsgd_noise_for
+from mpcdp.accounting.baselines import dpsgd_noise_for
 from mpcdp.accounting.certify import zcdp_budget_for
+from mpcdp.accounting.distributed import CALIBRATIONS, aggregate_noise_for, local_noise_for
 from mpcdp.accounting.dpsrm import noise_for
 from mpcdp.accounting.events import DpSrmSetting
 from mpcdp.config import MpcConfig
@@ -23,9 +32,16 @@ from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
 from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
 from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard, SrmParameters, run_srm
-from mpcdp.learning.logreg import error_rate, loss, warm_up
+from mpcdp.learning.local_noise import run_local_then_average
+from mpcdp.learning.logreg import error_rate, loss, optimum, warm_up
 
-ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd")
+ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd", "jayaraman", "wd-dp", "wd-dp-local")
+FULL_BATCH = ("dp-gd", "jayaraman", "wd-dp", "wd-dp-local")
+CENTRAL_ONLY = {
+    "dp-agd": "a central baseline (its step-size selection has no MPC counterpart here)",
+    "wd-dp-local": "paper 000's Algorithm 1 as written: parties train alone and release local models, so there "
+                   "is no secure step to run",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,16 +59,33 @@ class TrainPlan:
     passes: float
     mpc: dict
     output: str = "paper"
+    size_ratio: float = 1.0
+    normalize_rows: bool = False
+    calibration: str = "certified"
 
 
 def plan_from(path: str, *, backend: str | None = None, parties: int | None = None, epsilon: float | None = None,
-              seed: int | None = None) -> TrainPlan:
+              seed: int | None = None, algorithm: str | None = None, size_ratio: float | None = None,
+              calibration: str | None = None, training_overrides: dict[str, Any] | None = None) -> TrainPlan:
+    """Read a protocol file; the keyword arguments override what it says (sweeps and the command line)."""
     with open(path, "rb") as fh:
         protocol = tomllib.load(fh)
     try:
         training, privacy = dict(protocol["training"]), protocol["privacy"]
     except KeyError as missing:
         raise ConfigError(f"protocol {path!r} lacks the [{missing.args[0]}] table") from None
+    training.update(training_overrides or {})
+    if size_ratio is not None:
+        training["size_ratio"] = size_ratio
+    ratio = training.pop("size_ratio", 1.0)
+    if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio >= 1):
+        raise ConfigError(f"`size_ratio` (n_max/n_min) must be a number >= 1. Found {ratio!r}.")
+    normalize_rows = training.pop("normalize_rows", False)
+    if not isinstance(normalize_rows, bool):
+        raise ConfigError(f"`normalize_rows` must be true or false. Found {normalize_rows!r}.")
+    calibration = calibration or privacy.get("calibration", "certified")
+    if calibration not in CALIBRATIONS:
+        raise ConfigError(f"`calibration` must be one of {list(CALIBRATIONS)}. Found {calibration!r}.")
     m = parties if parties is not None else int(training.pop("parties", 1))
     training.pop("parties", None)
     backend = backend or protocol.get("backend", "mpc" if m > 1 else "simulated")
@@ -63,19 +96,27 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     output = protocol.get("output", "paper")
     if output not in OUTPUT_RULES:
         raise ConfigError(f"`output` must be one of {list(OUTPUT_RULES)}. Found {output!r}.")
-    algorithm = protocol.get("algorithm", "srm")
+    algorithm = algorithm or protocol.get("algorithm", "srm")
     if algorithm not in ALGORITHMS:
         raise ConfigError(f"`algorithm` must be one of {list(ALGORITHMS)}. Found {algorithm!r}.")
-    if algorithm == "dp-agd" and backend != "simulated":
-        raise ConfigError("`algorithm` 'dp-agd' is a central baseline (its step-size selection has no MPC "
-                          "counterpart here): run it with `--backend simulated`.")
+    if algorithm in CENTRAL_ONLY and backend != "simulated":
+        raise ConfigError(f"`algorithm` {algorithm!r} is {CENTRAL_ONLY[algorithm]}: run it with "
+                          f"`--backend simulated`.")
+    if calibration != "certified" and algorithm not in ("jayaraman", "wd-dp", "wd-dp-local"):
+        raise ConfigError(f"`calibration` {calibration!r} exists for 'jayaraman', 'wd-dp' and 'wd-dp-local' only; "
+                          f"{algorithm!r} is calibrated by the certifying accountant.")
     passes = float(training.pop("passes", 0))
+    if algorithm in FULL_BATCH:
+        passes = float(training.pop("steps", passes))
     if seed is not None:
         training["seed"] = seed
     if algorithm == "dp-agd":
         params = AgdParameters(**training)
-    elif algorithm == "dp-gd":
-        params = SgdParameters(steps=max(1, round(passes)), full_batch=True, n_total=1, **training)
+    elif algorithm in FULL_BATCH:
+        if passes < 1 or passes != int(passes):
+            raise ConfigError(f"`steps` (full-batch passes) must be an integer >= 1. Found {passes!r}.")
+        params = SgdParameters(steps=int(passes), full_batch=True, n_total=1,
+                               weighting="parties" if algorithm == "jayaraman" else "records", **training)
     else:
         batch = int(training.pop("batch"))
         batch0 = int(training.pop("batch0", batch))
@@ -87,13 +128,29 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
             params = SrmParameters(steps=1, batch=batch // m, batch0=batch0 // m, **training)
     return TrainPlan(protocol.get("name", path), algorithm, protocol["dataset"], m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
-                     params, passes, dict(protocol.get("mpc", {})), output)
+                     params, passes, dict(protocol.get("mpc", {})), output, float(ratio), normalize_rows,
+                     calibration)
 
 
 def _display_name(plan: TrainPlan) -> str:
     if plan.algorithm == "srm":
         return "ddp-srm" if plan.parties > 1 else "dp-srm"
     return plan.algorithm
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+@functools.lru_cache(maxsize=8)
+def _training_optimum(dataset: str, normalize_rows: bool) -> tuple[torch.Tensor, float]:
+    """θ* and F(θ*) on the whole training set (the optimal gap's reference; cached for sweeps)."""
+    data = load(dataset)
+    x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
+    if normalize_rows:
+        x = _unit_rows(x)
+    theta = optimum(x, y)
+    return theta, loss(theta, x, y).item()
 
 
 @functools.lru_cache(maxsize=32)
@@ -108,11 +165,15 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     data = load(plan.dataset)
     x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
     x_test, y_test = torch.from_numpy(data.x_test).double(), torch.from_numpy(data.y_test).double()
+    if plan.normalize_rows:
+        x, x_test = _unit_rows(x), _unit_rows(x_test)
     n, dim = len(y), x.shape[1]
-    parts = split_indices(n, plan.parties, seed=plan.params.seed)
+    parts = split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
     runner = run_srm
+    common = {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
+              "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped"}
     if plan.algorithm == "dp-agd":
         rho, certificate = zcdp_budget_for(plan.epsilon, plan.delta)
         params = dataclasses.replace(plan.params, rho_total=rho)
@@ -122,12 +183,27 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         report = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
         return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=None,
                        steps=len(result.iterates) - 1, passes=result.data_passes, curve=curve,
-                       extra={**report, "bytes_per_party": 0, "rho_zcdp": rho})
-    if plan.algorithm == "dp-gd":
+                       extra={**report, **common, "bytes_per_party": 0, "rho_zcdp": rho})
+    if plan.algorithm == "wd-dp-local":
         steps = plan.params.steps
         params = dataclasses.replace(plan.params, n_total=n)
-        sigma, certificate = dpgd_noise_for(n, steps, params.c1, plan.epsilon, plan.delta)
-        levels, runner, passes_done = NoiseLevels(sigma, sigma), run_sgd, float(steps)
+        noise = local_noise_for(sizes, steps, params.c1, plan.epsilon, plan.delta, calibration=plan.calibration)
+        warm_up()
+        start, cpu = time.perf_counter(), time.process_time()
+        result = run_local_then_average(shards, params, noise.sigmas, dim=dim)
+        report = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+        return _report(plan, data, result, x, y, x_test, y_test, certificate=noise.certificate, levels=None,
+                       steps=steps, passes=float(steps), curve=curve,
+                       extra={**report, **common, "bytes_per_party": 0, "sigma_by_party": list(noise.sigmas),
+                              "epsilon_by_party": [c.epsilon for c in noise.certificates]})
+    if plan.algorithm in FULL_BATCH:
+        steps = plan.params.steps
+        params = dataclasses.replace(plan.params, n_total=n)
+        noise = aggregate_noise_for("jayaraman" if plan.algorithm == "jayaraman" else "wd-dp", sizes, steps,
+                                    params.c1, plan.epsilon, plan.delta, calibration=plan.calibration)
+        common["sensitivity"] = noise.sensitivity
+        levels, certificate = NoiseLevels(noise.sigma, noise.sigma), noise.certificate
+        runner, passes_done = run_sgd, float(steps)
     else:
         steps = max(1, round(plan.passes * n / (plan.params.batch * plan.parties)))
         params = dataclasses.replace(plan.params, steps=steps)
@@ -159,7 +235,8 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
 
         config = MpcConfig(parties=plan.parties, **plan.mpc)
         run = run_job(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
-                      job={"name": "ddp-srm", "protocol": plan.name, "steps": steps, "dim": dim},
+                      job={"name": _display_name(plan), "protocol": plan.name, "steps": steps, "dim": dim,
+                           "party_sizes": list(sizes)},
                       progress=progress)
         result = run.values[0]["result"]
         bytes_per_party = max(r["bytes_sent"] or 0 for r in run.values)
@@ -171,7 +248,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     wall = time.perf_counter() - start
     return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
                    passes=passes_done, curve=curve,
-                   extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **timing})
+                   extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing})
 
 
 def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate, levels: NoiseLevels | None,
@@ -190,6 +267,7 @@ def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate,
         **{f"test_loss_{rule}": loss(t, x_test, y_test).item() for rule, t in by_rule.items()},
         **{f"test_error_{rule}": error_rate(t, x_test, y_test) for rule, t in by_rule.items()},
         "train_loss": loss(theta, x, y).item(),
+        "optimal_gap": loss(theta, x, y).item() - _training_optimum(plan.dataset, plan.normalize_rows)[1],
         "grad_norm": float(torch.func.grad(loss)(theta, x, y).norm()),
         **extra,
         "test_error_curve": [error_rate(t, x_test, y_test) for t in result.iterates] if curve else None,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch.func import grad, vmap
 
+from mpcdp.errors import InputError
+
 LAMBDA = 1e-3
 
 
@@ -56,6 +58,55 @@ def per_example_gradients_at(thetas: torch.Tensor, x: torch.Tensor, y: torch.Ten
     """∇f_i(θ_k) for every θ_k (rows of ``thetas``) and every row i of x, in one call: shape (k, batch, d).
     DP-SRM needs the same batch at θᵗ⁺¹ and θᵗ each step."""
     return _at_several(thetas, x, y, lam)
+
+
+def clipped_gradient_sum(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float,
+                         lam: float = LAMBDA, *, row_sq_norms: torch.Tensor | None = None,
+                         row_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Σ_i clip_C(∇f_i(θ)) over the rows of x in closed form — equal to
+    ``clip_rows(per_example_gradients(θ, x, y), C).sum(0)`` without materialising the (batch, d) gradients.
+
+    ∇f_i(θ) = a_i·x_i + r(θ) with a_i = −y_i·sigmoid(−y_i·x_iᵀθ) and r the regulariser's gradient (the same for
+    every i), so ‖∇f_i‖² = a_i²‖x_i‖² + 2a_i·x_iᵀr + ‖r‖² and the clipped sum is Xᵀ(s·a) + (Σ s_i)·r with
+    s_i = min(1, C/‖∇f_i‖): one (n, d)×(d, 2) and one (d, n)×(n,) product instead of a (batch, d) tensor
+    (full-batch a9a: ~20× faster). ``row_sq_norms``: the ‖x_i‖², when the caller keeps them across steps;
+    ``row_weights``: w_i multiplying each clipped row (Σ_i w_i·clip_C(∇f_i(θ))), e.g. 1/n_j for party j's rows.
+    Batched: θ of shape (k, d) with x (k, n, d) and y (k, n) gives k sums at once (k models on k datasets).
+    """
+    if not bound > 0:
+        raise InputError(f"`gradients` clipping bound must be > 0. Found {bound!r}.")
+    if row_sq_norms is None:
+        row_sq_norms = (x * x).sum(-1)
+    r = lam * 2 * theta / (1 + theta**2) ** 2
+    products = x @ torch.stack([theta, r], -1)
+    a = -y * torch.sigmoid(-y * products[..., 0])
+    norms_sq = a * a * row_sq_norms + 2 * a * products[..., 1] + (r * r).sum(-1, keepdim=True)
+    if not torch.isfinite(norms_sq).all():
+        bad = int((~torch.isfinite(norms_sq)).sum())
+        raise InputError(f"`gradients` has {bad} rows with NaN/Inf entries")
+    scale = torch.clamp(bound / norms_sq.clamp(min=1e-60).sqrt(), max=1.0)
+    if row_weights is not None:
+        scale = scale * row_weights
+    return ((scale * a).unsqueeze(-2) @ x).squeeze(-2) + scale.sum(-1, keepdim=True) * r
+
+
+def optimum(x: torch.Tensor, y: torch.Tensor, lam: float = LAMBDA) -> torch.Tensor:
+    """The non-private minimiser θ* of F over the rows of x (L-BFGS with strong Wolfe line search, from 0): the
+    reference of the optimal gap F(θ) − F(θ*). F is nonconvex through the regulariser; for the data here
+    (λ = 1e-3) L-BFGS settles at a point with ‖∇F‖ < 1e-6."""
+    theta = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+    solver = torch.optim.LBFGS([theta], max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-10,
+                               tolerance_change=1e-12)
+
+    def closure():
+        solver.zero_grad()
+        value = loss(theta, x, y, lam)
+        value.backward()
+        return value
+
+    for _ in range(5):
+        solver.step(closure)
+    return theta.detach()
 
 
 def warm_up() -> None:
