@@ -192,11 +192,14 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(ns: argparse.Namespace) -> int:
-    from mpcdp.jobs.sweep import main_progress, run_sweep
+    from mpcdp.jobs.sweep import main_progress, rerender, run_sweep
 
     command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["sweep"] else None
-    result = run_sweep(ns.protocol, out=ns.out, seeds=ns.seeds, mpc_seeds=ns.mpc_seeds, command=command,
-                       progress=main_progress())
+    if ns.rerender:
+        result = rerender(ns.out)
+    else:
+        result = run_sweep(ns.protocol, out=ns.out, seeds=ns.seeds, mpc_seeds=ns.mpc_seeds, command=command,
+                           progress=main_progress())
     print(result["markdown"], file=sys.stderr)
     print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"],
                       "agreement": result["agreement"]}))
@@ -275,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
     sweep.add_argument("--seeds", type=int, default=None, help="simulated seeds (default: the protocol's)")
     sweep.add_argument("--mpc-seeds", type=int, default=None, help="secure seeds (default: the protocol's)")
+    sweep.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md and PREFIX.png from PREFIX.json")
     sweep.set_defaults(func=_cmd_sweep)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")

@@ -194,7 +194,7 @@ def test_local_noise_and_paper_calibration_are_refused_where_they_do_not_apply(t
 
 
 def test_sweep_runs_secure_and_simulated_and_writes_table_json_and_plot(tmp_path):
-    from mpcdp.jobs.sweep import run_sweep
+    from mpcdp.jobs.sweep import rerender, run_sweep
 
     path = _write(tmp_path, SMALL)
     result = run_sweep(path, out=str(tmp_path / "out" / "uneven"))
@@ -219,3 +219,5 @@ def test_sweep_runs_secure_and_simulated_and_writes_table_json_and_plot(tmp_path
     assert "| wd-dp | mpc |" in markdown and "u = 3" in markdown and "Acceptance" in markdown
     assert json.loads((tmp_path / "out" / "uneven.json").read_text())["agreement"]
     assert (tmp_path / "out" / "uneven.png").stat().st_size > 10_000
+    assert result["pooled_agreement"]["pairs"] == 4
+    assert rerender(str(tmp_path / "out" / "uneven"))["markdown"] == markdown  # the JSON holds everything

@@ -155,6 +155,37 @@ def agreement(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def pooled_difference(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """mpc − simulated accuracy over every (variant, u, seed) pair: mean, standard error, |mean| <= 2·SE."""
+    simulated = {(r["variant"], r["u"], r["seed"]): r["accuracy"] for r in runs if r["backend"] == "simulated"}
+    diffs = [r["accuracy"] - simulated[(r["variant"], r["u"], r["seed"])] for r in runs
+             if r["backend"] == "mpc" and (r["variant"], r["u"], r["seed"]) in simulated]
+    if not diffs:
+        return {"pairs": 0, "mean": 0.0, "stderr": 0.0, "within_noise": None}
+    mean, std = _mean_std(diffs)
+    stderr = std / len(diffs) ** 0.5
+    return {"pairs": len(diffs), "mean": mean, "stderr": stderr, "within_noise": abs(mean) <= 2 * stderr}
+
+
+def rerender(out: str) -> dict[str, Any]:
+    """Rebuild PREFIX.md and PREFIX.png from PREFIX.json (no training)."""
+    prefix = pathlib.Path(out)
+    payload = json.loads(prefix.with_suffix(".json").read_text())
+    spec = spec_from(payload["protocol"])
+    header = {k: payload[k] for k in ("protocol", "name", "dataset", "parties", "epsilon", "delta", "steps", "c1",
+                                      "features", "command")}
+    runs = payload["runs"]
+    summary = summarize(runs)
+    checks = agreement(runs)
+    markdown = render(header, spec, summary, checks, runs)
+    prefix.with_suffix(".md").write_text(markdown)
+    payload.update(summary=[{"variant": k[0], "backend": k[1], "u": k[2], **v} for k, v in summary.items()],
+                   agreement=checks, pooled_agreement=pooled_difference(runs))
+    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
+    plot(header, spec, summary, prefix.with_suffix(".png"))
+    return {"markdown": markdown, "png": str(prefix.with_suffix(".png")), **payload}
+
+
 def run_sweep(path: str, *, out: str, seeds: int | None = None, mpc_seeds: int | None = None,
               command: str | None = None, progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     spec = spec_from(path)
@@ -181,7 +212,7 @@ def run_sweep(path: str, *, out: str, seeds: int | None = None, mpc_seeds: int |
     prefix.with_suffix(".md").write_text(markdown)
     payload = {**header, "size_ratios": list(spec.size_ratios), "variants": [v.name for v in spec.variants],
                "summary": [{"variant": k[0], "backend": k[1], "u": k[2], **v} for k, v in summary.items()],
-               "agreement": checks, "runs": runs}
+               "agreement": checks, "pooled_agreement": pooled_difference(runs), "runs": runs}
     prefix.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     plot(header, spec, summary, prefix.with_suffix(".png"))
     return {"markdown": markdown, "png": str(prefix.with_suffix(".png")), **payload}
@@ -238,6 +269,10 @@ def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], run
         inside = sum(c["within_noise"] for c in checks)
         lines.append(f"- Secure vs simulated accuracy, paired by seed: {inside} of {len(checks)} (variant, u) "
                      f"cells within seed noise (|mean diff| <= 2·std/√k + seed std).")
+        pooled = pooled_difference(runs)
+        lines.append(f"- Pooled over every secure run: mpc − simulated accuracy {pooled['mean']:+.4f} ± "
+                     f"{pooled['stderr']:.4f} (standard error, {pooled['pairs']} pairs; "
+                     f"{'within' if pooled['within_noise'] else 'NOT within'} 2 standard errors of 0).")
         lines += ["", "| variant | u | pairs | mpc − simulated accuracy | seed std | within |", "|---|---|---|---|---|---|"]
         lines += [f"| {c['variant']} | {c['u']:g} | {c['pairs']} | {c['difference']:+.4f} ± {c['difference_std']:.4f}"
                   f" | {c['seed_std']:.4f} | {'yes' if c['within_noise'] else 'NO'} |" for c in checks]
@@ -259,19 +294,24 @@ def plot(header: dict, spec: SweepSpec, summary: dict, path: pathlib.Path) -> No
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     ratios = list(spec.size_ratios)
-    for variant in spec.variants:
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, variant in enumerate(spec.variants):
+        worst = max((c["epsilon"] for (v, b, _), c in summary.items() if v == variant.name), default=0.0)
         for backend, style in (("simulated", "-o"), ("mpc", "s")):
             cells = [summary.get((variant.name, backend, u)) for u in ratios]
             points = [(u, c) for u, c in zip(ratios, cells) if c is not None]
             if not points:
                 continue
             label = variant.name + (" (mpc)" if backend == "mpc" else "")
+            if worst > header["epsilon"] * 1.001:
+                label += f" (certified ε up to {worst:.2g})"
             for ax, metric in zip(axes, ("accuracy", "optimal_gap")):
                 xs = [u for u, _ in points]
                 ys = [c[metric][0] for _, c in points]
                 errs = [c[metric][1] for _, c in points]
-                ax.errorbar(xs, ys, yerr=errs, fmt=style, capsize=3, label=label,
-                            fillstyle="none" if backend == "mpc" else "full", alpha=0.85)
+                ax.errorbar(xs, ys, yerr=errs, fmt=style, capsize=3, label=label, color=colours[index % len(colours)],
+                            fillstyle="none" if backend == "mpc" else "full", alpha=0.85,
+                            markersize=8 if backend == "mpc" else 5)
     axes[0].set_ylabel("test accuracy")
     axes[1].set_ylabel("optimal gap F(θ) − F(θ*)")
     axes[1].set_yscale("log")
