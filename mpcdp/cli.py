@@ -2,7 +2,8 @@
 
 ``mpcdp aggregate``  run a real m-party secure aggregation on this host (spawned processes + dealer),
                      check it against the plaintext sum, print one JSON line.
-``mpcdp party``      run one process of ``aggregate`` on this host, finding the others by --rendezvous or the
+``mpcdp cost``       per-layer cost of one secure aggregation + in-MPC noise (paper 002, Tables 4–6).
+``mpcdp party``      run one process of ``aggregate`` (or of ``cost``) on this host, finding the others by --rendezvous or the
                      environment (RANK, WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT) — for separate
                      hosts. Rank m is the dealer. A data party prints its JSON result.
 """
@@ -39,7 +40,8 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider, insecure_dev=ns.insecure_dev,
-                     precision_bits=ns.precision_bits, timeout_s=ns.timeout)
+                     precision_bits=ns.precision_bits, timeout_s=ns.timeout,
+                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0))
 
 
 def _cmd_aggregate(ns: argparse.Namespace) -> int:
@@ -206,6 +208,34 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cost(ns: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mpcdp.jobs import cost_report
+    from mpcdp.jobs.cost import MODELS, run_cost
+
+    if ns.parties < 2:
+        raise MpcdpError(f"`--parties` must be >= 2. Found {ns.parties}.")
+    if not (ns.sigma > 0):
+        raise MpcdpError(f"`--sigma` must be > 0. Found {ns.sigma}.")
+    bar = tqdm(total=len(MODELS[ns.model]), unit="layer", file=sys.stderr, desc=f"{ns.model} ({ns.parties} parties)")
+
+    def progress(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    run = run_cost(ns.model, ns.parties, ns.noise, sigma=ns.sigma, link_delay_ms=ns.link_delay_ms,
+                   timeout_s=ns.timeout, progress=progress)
+    bar.close()
+    command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["cost"] else None
+    print(cost_report.markdown(run, command))
+    for line in cost_report.goals(run):
+        print("- " + line)
+    if ns.out:
+        paths = cost_report.write(run, ns.out, command)
+        print("wrote " + ", ".join(paths.values()), file=sys.stderr)
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -219,10 +249,20 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     if endpoint.rank == endpoint.parties:
         if config.provider != "dealer":
             raise MpcdpError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
-        run_dealer(config=config, rendezvous=endpoint.rendezvous)
+        report = run_dealer(config=config, rendezvous=endpoint.rendezvous)
+        if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
+            print(json.dumps(report))
         return 0
-    result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
-                       args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim})
+    if ns.job == "cost":
+        from mpcdp.jobs.cost import MODELS, check_choice, cost_job, cost_party
+
+        check_choice(ns.model, ns.noise)
+        result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=cost_party,
+                           args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
+                           job=cost_job(ns.model, ns.noise, ns.sigma))
+    else:
+        result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
+                           args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim})
     print(json.dumps(result))
     return 0
 
@@ -300,7 +340,29 @@ def build_parser() -> argparse.ArgumentParser:
     party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
+    party.add_argument("--job", choices=["aggregate", "cost"], default="aggregate",
+                       help="what to run: the aggregation demo (default) or one process of `mpcdp cost`")
+    party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
+    party.add_argument("--noise", choices=["rou", "distributed", "boxmuller"], default="rou")
+    party.add_argument("--sigma", type=float, default=1.0)
+    party.add_argument("--link-delay-ms", type=float, default=0.0,
+                       help="emulated one-way latency per round (every process must get the same)")
+    party.add_argument("--meter-iface", default=None,
+                       help="for --job cost: also meter this network interface's frame counters")
     party.set_defaults(func=_cmd_party)
+
+    cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
+                                       "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")
+    cost.add_argument("--model", choices=["logreg-a9a", "logreg-ijcnn1", "mnist-cnn", "cifar-cnn5"],
+                      default="logreg-a9a", help="parameter shapes of paper 002's Tables 4–6")
+    cost.add_argument("--parties", type=int, default=5)
+    cost.add_argument("--noise", choices=["rou", "distributed", "boxmuller"], default="rou")
+    cost.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation (does not change the cost)")
+    cost.add_argument("--link-delay-ms", type=float, default=0.0,
+                      help="emulated one-way latency per round, injected at mpcdp's transport")
+    cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
+    cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
+    cost.set_defaults(func=_cmd_cost)
 
     return parser
 

@@ -36,6 +36,9 @@ class MpcConfig:
         insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
         precision_bits: fractional bits of the fixed-point encoding in Z_2^64 (resolution 2^-bits).
         timeout_s: per-party limit for the whole run and for every blocking network operation.
+        link_delay_ms: emulated one-way network latency: every round of mpcdp's transport and every dealer
+            request waits this long per message hop (0 = none). For network experiments on one host,
+            where the kernel offers no delay qdisc; a real network brings its own.
     """
 
     parties: int
@@ -43,6 +46,7 @@ class MpcConfig:
     insecure_dev: bool = False
     precision_bits: int = 16
     timeout_s: float = 120.0
+    link_delay_ms: float = 0.0
 
     def __post_init__(self) -> None:
         _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
@@ -53,6 +57,9 @@ class MpcConfig:
                  "precision_bits", "an integer in [8, 24]", self.precision_bits)
         _require(isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s)
                  and self.timeout_s > 0, "timeout_s", "a finite number > 0", self.timeout_s)
+        _require(isinstance(self.link_delay_ms, (int, float)) and math.isfinite(self.link_delay_ms)
+                 and 0 <= self.link_delay_ms <= 10_000, "link_delay_ms", "a number in [0, 10000]",
+                 self.link_delay_ms)
         if self.provider == "tfp":
             if not self.insecure_dev:
                 raise InsecureProviderError(

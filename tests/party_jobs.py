@@ -205,3 +205,34 @@ def count_with_progress(ctx, total: int):
         ctx.reveal(secure_sum(ctx, torch.ones(2)), label=f"tick{done}", reason="test")
         ctx.progress(done, total)
     return ctx.steps
+
+
+def metered_cases(ctx, big: int):
+    """One of each small known case, every one in its own cost section; returns the ledgers and openings."""
+    from mpcdp.mpc import costs, ring
+    from mpcdp.noise.modes import NoiseSpec, sample_noise
+
+    out = {}
+
+    def case(name, run):
+        before = len(ctx.openings)
+        first = backend.dealer_requests_made()
+        with costs.section() as ledger:
+            value = run()
+        out[name] = ledger.to_dict() | {"openings_list": [o.elements for o in ctx.openings[before:]],
+                                        "labels": [o.label for o in ctx.openings[before:]],
+                                        "first_dealer_request": first}
+        return value
+
+    x = torch.arange(4, dtype=torch.int64) * (ctx.rank + 1)
+    case("opening", lambda: ctx.open_masked([torch.zeros(5, dtype=torch.int64)], label="open5"))
+    case("opening_big", lambda: ctx.open_masked([torch.zeros(big, dtype=torch.int64)], label="open-big"))
+    case("mul", lambda: ring.mul(ctx, [(x, x + 1)]))
+    case("comparison", lambda: ring.ge_zero(ctx, x - 3, 62))
+    case("secure_sum", lambda: secure_sum(ctx, torch.ones(7, dtype=torch.float64)))
+    shared = ctx.input_from(0, torch.ones(4, dtype=torch.float64) if ctx.rank == 0 else None, (4,), field="x")
+    case("crypten_mul", lambda: multiply(ctx, shared, shared))
+    block = case("rou", lambda: sample_noise(ctx, NoiseSpec(sigma=1.0, mode="rou"), (40,)))
+    out["rou"]["stats"] = dict(block.stats)
+    case("distributed", lambda: sample_noise(ctx, NoiseSpec(sigma=1.0, mode="distributed"), (40,)))
+    return out

@@ -16,7 +16,7 @@ def _inputs(parties: int, steps: int, d: int, seed: int):
     return [[torch.randn(d, generator=g, dtype=torch.float64) for _ in range(steps)] for _ in range(parties)]
 
 
-def test_release_is_sum_plus_noise_in_one_round_per_step(config_for):
+def test_release_is_sum_plus_noise_in_one_opening_per_step(config_for):
     parties, steps, d = 3, 4, 123
     inputs = _inputs(parties, steps, d, seed=3)
     noise = [torch.randn(d, dtype=torch.float64) * 5 for _ in range(steps)]
@@ -26,7 +26,9 @@ def test_release_is_sum_plus_noise_in_one_round_per_step(config_for):
         exact = sum(inputs[j][t] for j in range(parties)) + noise[t]
         assert (results[0]["opened"][t] - exact).abs().max().item() <= bound
         assert all(torch.equal(results[0]["opened"][t], r["opened"][t]) for r in results)
-    assert results[0]["rounds"] == steps  # the validation rides along: one opening per release
+    # the validation rides along: one opening per release, through party 0 (2 rounds) for 3 parties
+    assert results[0]["labels"] == [f"release{t}" for t in range(steps)]
+    assert results[0]["rounds"] == 2 * steps
     assert results[0]["labels"] == [f"release{t}" for t in range(steps)]
 
 

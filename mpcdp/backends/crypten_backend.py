@@ -34,10 +34,14 @@ import datetime
 import importlib
 import os
 import sys
+import time
 from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
+
+from mpcdp.mpc import costs
+from mpcdp.mpc.wire import tcp_bytes
 
 _LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
 _CURRENT_ONNX_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
@@ -68,6 +72,7 @@ try:
     from crypten.common.rng import generate_random_ring_element as _ring  # noqa: E402
     from crypten.mpc.provider import tfp_provider as _tfp_provider  # noqa: E402
     from crypten.mpc.provider import ttp_provider as _ttp_provider  # noqa: E402
+    from crypten.communicator.distributed_communicator import DistributedCommunicator as _Communicator  # noqa
 except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broken install
     if e.name == "crypten":
         raise ImportError(
@@ -99,15 +104,22 @@ def _set_endpoint(rank: int, parties: int, rendezvous: str) -> None:
 
 
 def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, precision_bits: int,
-                timeout_s: float) -> None:
-    """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined)."""
+                timeout_s: float, link_delay_ms: float = 0.0) -> None:
+    """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined).
+
+    ``link_delay_ms`` > 0 emulates a slow network: every round of mpcdp's transport and every dealer
+    request waits that long per message hop (see :func:`open_shares`).
+    """
+    global _link_delay_s
+    _link_delay_s = float(link_delay_ms) / 1000.0
     _configure(provider, precision_bits, timeout_s)
     _set_endpoint(rank, parties, rendezvous)
     crypten.init()
 
 
-def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s: float) -> None:
-    """Run the dealer (CrypTen's TTP server, rank ``parties``) until party 0 says ``terminate``.
+def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s: float) -> list[int]:
+    """Run the dealer (CrypTen's TTP server, rank ``parties``) until party 0 says ``terminate``; return the
+    bytes it wrote to the network for each request, in order (TCP payload, framing included).
 
     Returns normally when the parties finish; if a party dies, CrypTen's server loop sees a
     RuntimeError from the transport and returns as well, so callers check the parties, not the dealer.
@@ -115,9 +127,12 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
     _configure("dealer", precision_bits, timeout_s)
     _set_endpoint(parties, parties, rendezvous)
     # The server's own `crypten.init()` joins the process group as rank `parties`.
-    _Dealer()
+    dealer = _Dealer.__new__(_Dealer)
+    dealer.request_bytes = []
+    dealer.__init__()
     if _comm.is_initialized():
         _comm.uninit()
+    return dealer.request_bytes
 
 
 def _share_bits(bits: int) -> int | None:
@@ -135,7 +150,26 @@ class _Dealer(_ttp_provider.TTPServer):
 
     Each method returns party 0's share; parties 1..m−1 derive theirs from the generators they share with
     the dealer, drawing in exactly the order used here (see the ``dealer_*`` client functions below).
+    ``request_bytes`` gets the bytes the dealer wrote for each request (its last message for a request is
+    the broadcast of the result, so the counter is read right after it).
     """
+
+    request_bytes: list[int]
+
+    def _setup_generators(self):
+        super()._setup_generators()
+        communicator = _comm.get()
+        original = communicator.broadcast
+        sent = [tcp_bytes()[1]]
+
+        def metered_broadcast(*args, **kwargs):
+            result = original(*args, **kwargs)
+            now = tcp_bytes()[1]
+            self.request_bytes.append(now - sent[0])
+            sent[0] = now
+            return result
+
+        communicator.broadcast = metered_broadcast
 
     def mpcdp_word_bits(self, n: int, k: int):
         # R: a random k-bit word per element, XOR-shared; plus arithmetic shares of each of its k bits.
@@ -168,6 +202,86 @@ class _Dealer(_ttp_provider.TTPServer):
         return high - self._get_additive_PRSS((n,), remove_rank=True)
 
 
+# -- counting CrypTen's own protocols and the dealer traffic (installed once, at import) -----------------
+
+def _numel(value) -> int:
+    """Elements of a tensor or of a CrypTen shared tensor (its share)."""
+    value = getattr(value, "share", value)
+    return int(value.numel()) if torch.is_tensor(value) else 0
+
+
+def _install_counters() -> None:
+    """Wrap CrypTen's tuple providers, its comparison and its communicator so that CrypTen's protocols are
+    counted like mpcdp's own (:mod:`mpcdp.mpc.costs`), and meter party 0's requests to the dealer."""
+    counted = {"generate_additive_triple": ("mul", 2), "square": ("square", 1),
+               "generate_binary_triple": ("and_words", 2), "wrap_rng": ("trunc", 0), "B2A_rng": ("b2a_bits", 0)}
+    for provider in (_ttp_provider.TrustedThirdParty, _tfp_provider.TrustedFirstParty):
+        for name, (kind, index) in counted.items():
+            original = getattr(provider, name)
+            if getattr(original, "_mpcdp_counted", False):
+                continue
+
+            def counting(self, *args, _original=original, _kind=kind, _index=index, **kwargs):
+                result = _original(self, *args, **kwargs)
+                costs.record(_kind, _numel(result[_index]))
+                return result
+
+            counting._mpcdp_counted = True
+            setattr(provider, name, counting)
+
+    original_ltz = _MPCTensor._ltz
+
+    def counting_ltz(self, *args, **kwargs):
+        costs.record("comparison", _numel(self.share))
+        return original_ltz(self, *args, **kwargs)
+
+    _MPCTensor._ltz = counting_ltz
+
+    # CrypTen opens with gloo collectives: a ring all-reduce is 2(m−1) rounds; a broadcast, a gather to one
+    # party or a reduce is 1. Traffic on other groups (party 0 and the dealer) is metered as dealer traffic.
+    def counting_collective(name: str, rounds_of, group_at: int | None):
+        original = getattr(_Communicator, name)
+
+        def wrapped(self, *args, **kwargs):
+            group = kwargs.get("group", args[group_at] if group_at is not None and len(args) > group_at else None)
+            if group is None or group is self.main_group:
+                costs.record_rounds(rounds_of(self.get_world_size()))
+            return original(self, *args, **kwargs)
+
+        setattr(_Communicator, name, wrapped)
+
+    counting_collective("all_reduce", lambda m: 2 * (m - 1), None)
+    for name in ("broadcast", "gather", "reduce"):
+        counting_collective(name, lambda m: 1, 2)
+
+    inner = _ttp_provider.TTPClient._TTPClient__TTPClient
+    original_request = inner.ttp_request
+
+    def metered_request(self, func_name, device, *args, **kwargs):
+        global _dealer_requests_made
+        _dealer_requests_made += 1
+        _hop()
+        before = tcp_bytes()[1]
+        result = original_request(self, func_name, device, *args, **kwargs)
+        costs.record_dealer_request(tcp_bytes()[1] - before)
+        _hop()
+        return result
+
+    inner.ttp_request = metered_request
+
+
+_dealer_requests_made = 0
+
+
+def dealer_requests_made() -> int:
+    """Requests this process (party 0) has sent to the dealer so far (their order matches the dealer's
+    per-request byte counts)."""
+    return _dealer_requests_made
+
+
+_install_counters()
+
+
 def _dealer_generator():
     if _cfg.mpc.provider != "TTP":
         raise RuntimeError("mpcdp's integer protocols need the `dealer` provider "
@@ -181,6 +295,7 @@ def _from_dealer(function: str, *args):
 
 def dealer_word_bits(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n random k-bit words R: (XOR share of R, shape (n,); additive shares of its bits, (n, k))."""
+    costs.record("b2a_bits", n * k)
     generator = _dealer_generator()
     word = _kbit((n,), bitlength=k, generator=generator)
     bits = _from_dealer("mpcdp_word_bits", n, k) if rank() == 0 else _ring((n, k), generator=generator)
@@ -189,6 +304,7 @@ def dealer_word_bits(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits)."""
+    costs.record("comparison", n)
     generator = _dealer_generator()
     r = _ring((n,), generator=generator)
     low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _kbit((n,), bitlength=_share_bits(bits),
@@ -198,6 +314,7 @@ def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def dealer_trunc_pairs(n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n uniform ring elements r and of floor(r / 2^shift) (r unsigned)."""
+    costs.record("trunc", n)
     generator = _dealer_generator()
     r = _ring((n,), generator=generator)
     high = _from_dealer("mpcdp_trunc_pair", n, shift) if rank() == 0 else _ring((n,), generator=generator)
@@ -206,6 +323,9 @@ def dealer_trunc_pairs(n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def dealer_products(n: int, variables: int, pairs: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of a uniform mask per variable, (n, variables), and of mask_u·mask_v per pair, (n, pairs)."""
+    squares = sum(1 for u, v in pairs if u == v)
+    costs.record("square", n * squares, calls=int(squares > 0))
+    costs.record("mul", n * (len(pairs) - squares), calls=int(len(pairs) > squares))
     generator = _dealer_generator()
     a = _ring((n, variables), generator=generator)
     c = _from_dealer("mpcdp_products", n, variables, list(pairs)) if rank() == 0 else \
@@ -215,6 +335,7 @@ def dealer_products(n: int, variables: int, pairs: list[tuple[int, int]]) -> tup
 
 def dealer_and_shifted(n: int, variables: int, pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """XOR shares of a uniform word mask per variable and of mask_u AND shift(mask_v, s) per pair."""
+    costs.record("and_words", n * len(pairs))
     generator = _dealer_generator()
     a = _kbit((n, variables), generator=generator)
     c = _from_dealer("mpcdp_and_shifted", n, variables, list(pairs)) if rank() == 0 else \
@@ -228,13 +349,6 @@ def shift_word(x: torch.Tensor, s: int) -> torch.Tensor:
 
 
 
-
-
-def open_xor(share: torch.Tensor) -> torch.Tensor:
-    """All-reduce with XOR of every data party's ``share``: the opening of XOR-shared words."""
-    result = share.clone()
-    dist.all_reduce(result, op=dist.ReduceOp.BXOR, group=main_group())
-    return result
 
 
 def stop_party() -> None:
@@ -263,13 +377,6 @@ def all_gather_object(obj: Any) -> list:
     return out
 
 
-def all_gather_int64(vector: torch.Tensor) -> torch.Tensor:
-    """Every data party's fixed-size int64 ``vector``, stacked in rank order (one collective)."""
-    out = [torch.empty_like(vector) for _ in range(world_size())]
-    dist.all_gather(out, vector, group=main_group())
-    return torch.stack(out)
-
-
 def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor]) -> None:
     """Send ``outgoing[j]`` to party j and receive into ``incoming[j]`` from party j, all at once."""
     group = main_group()
@@ -283,37 +390,96 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
 
 
 
-# Openings up to this many bytes go through party 0 (a star: 2 messages per party, 2(m−1) at party 0) rather
-# than gloo's ring all-reduce (2(m−1) messages per party): for small vectors the cost is messages and the
-# wake-ups they cause, not bytes. Larger ones keep the ring, which sends 2(m−1)/m·8d bytes per party.
-STAR_MAX_BYTES = 1 << 16
+# -- mpcdp's transport: every opening and every fixed-size public exchange goes through here ---------------
+
+_link_delay_s = 0.0
 
 
-def open_sum_of_shares(share: torch.Tensor) -> torch.Tensor:
-    """The sum in Z_2^64 of every data party's ``share``, delivered to every data party: the one opening
-    primitive. Small vectors: every party sends its share to party 0, which adds them up and sends the sum
-    back (party 0 sees each party's share — one additive share, uniformly masked, like every partial sum of
-    the ring). Large ones: gloo's ring all-reduce."""
+def _hop() -> None:
+    """One message hop of an emulated slow link (``link_delay_ms``); a no-op on a real network."""
+    if _link_delay_s:
+        time.sleep(_link_delay_s)
+
+
+def _wait_all(requests) -> None:
+    for request in requests:
+        request.wait()
+
+
+def open_shares(share: torch.Tensor, *, xor: bool = False) -> tuple[torch.Tensor, int]:
+    """Every data party's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every data
+    party; returns (the combination, rounds used). The plan (:func:`mpcdp.mpc.costs.opening_plan`):
+
+    * ``direct`` (2 parties): each sends its share to the other. 1 round, 8d bytes each way.
+    * ``star`` (up to 64 KiB): every party sends its share to party 0, which combines them and sends the
+      result back. 2 rounds; party 0 sends and receives (m−1)·8d, the others 8d. Party 0 sees each
+      party's share — one additive share, uniformly masked, like any partial sum.
+    * ``scatter`` (larger): the vector is cut into m chunks; party i combines chunk i of every share
+      (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(m−1)/m·8d bytes per party.
+
+    Each message carries gloo's framing (:data:`mpcdp.mpc.costs.SEND_FRAMING`, ``RECV_NOTIFY``).
+    """
     group = main_group()
-    parties = dist.get_world_size(group)
-    result = share.contiguous().clone()
-    if parties <= 2 or result.numel() * result.element_size() > STAR_MAX_BYTES:
-        dist.all_reduce(result, group=group)
-        return result
-    if dist.get_rank(group) == 0:
-        incoming = [torch.empty_like(result) for _ in range(parties - 1)]
-        for request in [dist.irecv(buf, src=j + 1, group=group) for j, buf in enumerate(incoming)]:
-            request.wait()
-        for buf in incoming:
-            result += buf
-        for request in [dist.isend(result, dst=j, group=group) for j in range(1, parties)]:
-            request.wait()
-    else:
-        dist.send(result, dst=0, group=group)
-        dist.recv(result, src=0, group=group)
-    return result
+    parties, me = world_size(), rank()
+    flat = share.reshape(-1).contiguous()
+    plan = costs.opening_plan(flat.numel(), parties)
+
+    def combine(into: torch.Tensor, other: torch.Tensor) -> None:
+        if xor:
+            into ^= other
+        else:
+            into += other
+
+    if plan == "direct":
+        other = 1 - me
+        incoming = torch.empty_like(flat)
+        _hop()
+        _wait_all([dist.isend(flat, dst=other, group=group), dist.irecv(incoming, src=other, group=group)])
+        result = flat.clone()
+        combine(result, incoming)
+        return result.reshape(share.shape), 1
+    if plan == "star":
+        result = flat.clone()
+        if me == 0:
+            incoming = [torch.empty_like(flat) for _ in range(parties - 1)]
+            _wait_all([dist.irecv(buf, src=j + 1, group=group) for j, buf in enumerate(incoming)])
+            for buf in incoming:
+                combine(result, buf)
+            _hop()
+            _wait_all([dist.isend(result, dst=j, group=group) for j in range(1, parties)])
+        else:
+            _hop()
+            dist.send(result, dst=0, group=group)
+            _hop()
+            dist.recv(result, src=0, group=group)
+        return result.reshape(share.shape), 2
+    chunks = torch.tensor_split(flat, parties)
+    mine = chunks[me].clone()
+    incoming = {j: torch.empty_like(chunks[me]) for j in range(parties) if j != me}
+    _hop()
+    _wait_all([dist.isend(chunks[j], dst=j, group=group) for j in incoming]
+              + [dist.irecv(buf, src=j, group=group) for j, buf in incoming.items()])
+    for buf in incoming.values():
+        combine(mine, buf)
+    gathered = {j: torch.empty_like(chunks[j]) for j in range(parties) if j != me}
+    _hop()
+    _wait_all([dist.isend(mine, dst=j, group=group) for j in gathered]
+              + [dist.irecv(buf, src=j, group=group) for j, buf in gathered.items()])
+    gathered[me] = mine
+    return torch.cat([gathered[j] for j in range(parties)]).reshape(share.shape), 2
 
 
+def exchange_int64(vector: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Every data party's fixed-size public int64 ``vector``, stacked in rank order: each party sends its
+    vector to every other (1 round); returns (the stack, rounds)."""
+    group = main_group()
+    parties, me = world_size(), rank()
+    vector = vector.to(torch.int64).contiguous()
+    out = [vector if j == me else torch.empty_like(vector) for j in range(parties)]
+    _hop()
+    _wait_all([dist.isend(vector, dst=j, group=group) for j in range(parties) if j != me]
+              + [dist.irecv(out[j], src=j, group=group) for j in range(parties) if j != me])
+    return torch.stack(out), 1
 
 
 def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:

@@ -7,8 +7,10 @@ and refuses to go on if they differ, naming the field and the parties; then it e
 mask seeds (:mod:`mpcdp.mpc.masks`). No share of any private value has moved at that point.
 
 :meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
-plaintext. Every call is recorded as an :class:`Opening` (label, elements, recipients, reason), counted
-as one round, and its bytes on the wire are measured.
+plaintext. Every call is recorded as an :class:`Opening` (label, elements, recipients, reason, rounds),
+counted in :mod:`mpcdp.mpc.costs`, and its bytes on the wire are measured. ``ctx.rounds`` counts
+communication rounds (phases of messages sent together; an opening is 1 or 2, see
+:func:`~mpcdp.backends.crypten_backend.open_shares`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from mpcdp.backends import crypten_backend as backend
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
+from mpcdp.mpc import costs
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.mpc.wire import WireMeter
@@ -38,6 +41,7 @@ class Opening:
     recipients: tuple[int, ...]
     reason: str
     bytes_sent: int | None = None
+    rounds: int = 1
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -120,18 +124,22 @@ class MpcContext:
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any) -> list[Any]:
-        """Every party's ``value`` (public metadata only), in rank order. One round."""
+        """Every party's ``value`` (public metadata only), in rank order (a gloo all-gather; rare paths only)."""
         self.note_step("exchange")
         self.rounds += 1
+        costs.record_rounds(1)
         with self.wire:
             return backend.all_gather_object(value)
 
     def exchange_fixed(self, vector: torch.Tensor) -> torch.Tensor:
-        """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round."""
+        """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round, (m−1)
+        messages of 8·len bytes per party."""
         self.note_step("exchange")
-        self.rounds += 1
         with self.wire:
-            return backend.all_gather_int64(vector.to(torch.int64))
+            stacked, rounds = backend.exchange_int64(vector.to(torch.int64))
+        self.rounds += rounds
+        costs.record_rounds(rounds)
+        return stacked
 
     # -- fixed point ------------------------------------------------------------------------------
     @property
@@ -178,11 +186,14 @@ class MpcContext:
         self.note_step(f"open {label}")
         meter = WireMeter()
         with meter:
-            opened = (backend.open_xor if xor else backend.open_sum_of_shares)(flat)
-        self.rounds += 1
+            opened, rounds = backend.open_shares(flat, xor=xor)
+        self.rounds += rounds
+        costs.record("openings", 1)
+        costs.record("opened_elements", flat.numel(), calls=0)
+        costs.record_rounds(rounds)
         self.wire.absorb(meter)
         self.openings.append(Opening(label=label, elements=flat.numel(), recipients=tuple(range(self.parties)),
-                                     reason=reason, bytes_sent=meter.bytes_sent))
+                                     reason=reason, bytes_sent=meter.bytes_sent, rounds=rounds))
         return opened
 
     def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False) -> list[torch.Tensor]:
@@ -197,7 +208,7 @@ class MpcContext:
         return [part.reshape(t.shape) for part, t in zip(parts, tensors)]
 
     def reveal(self, x: Shared, *, label: str, reason: str) -> torch.Tensor:
-        """Open ``x`` to every data party (float64). One round; recorded in :attr:`openings`."""
+        """Open ``x`` to every data party (float64). One opening; recorded in :attr:`openings`."""
         if not isinstance(x, Shared):
             raise TypeError(f"`x` must be a Shared value. Found {type(x).__name__}.")
         raw = self._open(share_of(x), label=label, reason=reason, xor=False)

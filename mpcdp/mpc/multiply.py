@@ -6,13 +6,14 @@ a, b. Under the insecure ``tfp`` provider party 0 generates a and b and learns x
 
 Steps: 1. get shares of a triple (a, b, c = a·b) from the provider; 2. open ε and δ together; 3. each
 party computes its share of c + ε·b + δ·a (+ ε·δ at one party); 4. truncate by 2^bits.
-Declared cost: 1 round, 2n ring elements opened (+ CrypTen's truncation: local for 2 parties, a dealer
+Declared cost: 1 gloo all-reduce (2(m−1) rounds), 2n ring elements opened (+ CrypTen's truncation: local for 2 parties, a dealer
 `wrap_rng` and one more opening of n elements for more parties); dealer: n triples.
 """
 
 from __future__ import annotations
 
 from mpcdp.backends import crypten_backend as backend
+from mpcdp.mpc import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared, share_of
 
@@ -21,7 +22,7 @@ def multiply(ctx: MpcContext, x: Shared, y: Shared) -> Shared:
     if x.shape != y.shape:
         raise ValueError(f"`x` and `y` must have the same shape. Found {tuple(x.shape)} and {tuple(y.shape)}.")
     ctx.note_step("multiply")
-    ctx.rounds += 1
-    with ctx.wire:
+    with ctx.wire, costs.section() as ledger:
         product = backend.beaver_multiply(share_of(x), share_of(y), ctx.config.precision_bits)
+    ctx.rounds += ledger.rounds
     return Shared(product, ctx.config.precision_bits)

@@ -24,9 +24,17 @@ from __future__ import annotations
 import torch
 
 from mpcdp.errors import InputError
+from mpcdp.mpc import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
 from mpcdp.mpc.shared import Shared, share_of
+
+
+def declared_cost(d: int) -> costs.DeclaredCost:
+    """1 opening of d + 1 elements (the validation flag rides along); no operations, no dealer."""
+    cost = costs.DeclaredCost()
+    cost.open(d + 1)
+    return cost
 
 
 def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *, shape: tuple[int, ...],

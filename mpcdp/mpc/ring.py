@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp.backends import crypten_backend as backend
+from mpcdp.mpc import costs
 from mpcdp.mpc.context import MpcContext
 
 
@@ -156,7 +157,9 @@ def truncate(ctx: MpcContext, x: torch.Tensor, shift: int, bound_bits: int, *, l
     value = public_add(ctx, -r_high, _unsigned_shift(c, shift) - (offset >> shift))
     unsafe = torch.nonzero((c >= 0) & (c < 2 * offset)).reshape(-1)  # c read as unsigned is below 2^(ℓ+1)
     if unsafe.numel():  # the same public decision on every party
-        value[unsafe] = truncate(ctx, flat[unsafe], shift, bound_bits, label=label)
+        costs.record("trunc_redo", unsafe.numel())
+        value[unsafe] = truncate(ctx, flat[unsafe], shift, bound_bits,
+                                 label=label if label.endswith("-redo") else f"{label}-redo")
     return value.reshape(x.shape)
 
 

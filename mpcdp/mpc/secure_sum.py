@@ -17,10 +17,11 @@ Steps (every party j, in lockstep):
      exchange, on this error path only).
   3. s_j = enc(w_j·x_j) + pairwise zero-sum mask: party j's share of the aggregate. No communication.
 
-Declared cost: 1 metadata round (an all-gather of 2 int64 per party), 0 bytes of shares, no dealer material.
-Opening the result afterwards is 1 round (:func:`~mpcdp.backends.crypten_backend.open_sum_of_shares`): up to
-64 KB a star through party 0 (8d bytes sent per party, (m−1)·8d by party 0), beyond it gloo's ring all-reduce
-(2(m−1)/m·8d bytes per party); plus about 288 bytes of framing per message.
+Declared cost (:func:`declared_cost`): 1 metadata round (every party sends 2 int64 to every other), 0 bytes
+of shares, no dealer material. Opening the result afterwards (:func:`~mpcdp.backends.crypten_backend.open_shares`)
+is 1 round between 2 parties (8d bytes each way); for more parties up to 64 KiB a star through party 0
+(2 rounds; 8d bytes sent per party, (m−1)·8d by party 0), beyond it reduce-scatter + all-gather (2 rounds,
+≈ 2(m−1)/m·8d bytes per party); plus gloo's framing, 96 + 48 bytes per message.
 Error of the opened aggregate: at most m·2^-(bits+1) per element (encoding only; the ring sum is exact).
 """
 
@@ -32,6 +33,7 @@ import math
 import torch
 
 from mpcdp.errors import ConfigMismatchError, InputError
+from mpcdp.mpc import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 
@@ -51,6 +53,11 @@ def local_problem(local: torch.Tensor, weight: float, field: str) -> str | None:
         return (f"`{field}` contains {int(bad.sum())} NaN/Inf entries (first at index {first}: "
                 f"{local[first].item()!r})")
     return None
+
+
+def declared_cost() -> costs.DeclaredCost:
+    """The handshake only: 1 round exchanging 2 int64 (16 bytes) with every other party; no operations."""
+    return costs.DeclaredCost(exchanges=[16])
 
 
 def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, field: str = "local") -> Shared:

@@ -40,13 +40,11 @@ Support and grid: u₁ ≥ 2^-K bounds |x| ≤ 2√(K ln 2) (6.865 for k = 16); 
 (x ∈ {2cW/U₁}), rounded to the output's 2^-precision grid. The δ cost of the truncation is that mass per
 coordinate (:func:`support_bound`, :func:`truncated_mass`).
 
-Declared cost per candidate (m parties; openings are of 64-bit ring elements or words; each variable of a
-multiplication is opened once, masks reused): prefix-OR 5 words, B2A 3 words, 4 products of 3 variables
-(3), powers of t (t, t², t³, t⁴, t⁸: 5) + 9 truncations, Λ·U₁² (2), comparison 1 + 2·6 + 1 (14) — 42
-openings, ≈ 36 rounds per batch pass; per accepted sample additionally 1/y (7 openings, 6 truncations) and
-the output (2 openings, 2 truncations). Dealer → party 0 per candidate: 3k ring elements for B2A and about
-35 more (products, truncations, comparison words). Measured: 3.3 KB per sample at 3 parties, parties and
-dealer together (benchmarks/results/noise.md).
+Declared cost (:func:`declared_cost`, checked against the counters in tests/test_costs.py): per pass of n
+candidates 25 openings carrying 42n elements (each variable of a multiplication is opened once, masks
+reused), 21 dealer requests; per call with s samples 16 more openings carrying 17s elements, 10 requests.
+An opening is 2 rounds through party 0 for m >= 3 parties, 1 for m = 2. Measured per Gaussian at d = 123,
+5 parties: see benchmarks/results/cost-*.md.
 """
 
 from __future__ import annotations
@@ -58,7 +56,7 @@ import secrets
 import numpy as np
 import torch
 
-from mpcdp.mpc import ring
+from mpcdp.mpc import costs, ring
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 
@@ -108,6 +106,7 @@ class RouStats:
     candidates: int = 0
     accepted: int = 0  # accept bits that were 1 (some surplus accepted candidates are not used)
     passes: int = 0
+    pass_candidates: list[int] = dataclasses.field(default_factory=list)  # candidates drawn in each pass
 
     @property
     def acceptance_rate(self) -> float:
@@ -116,6 +115,7 @@ class RouStats:
 
 def _party_random_words(ctx: MpcContext, n: int, bits: int, rng: np.random.Generator | None) -> torch.Tensor:
     """This party's contribution (= its XOR share) to n uniform `bits`-bit words."""
+    costs.record("random_bits", n * bits)
     if rng is None:
         raw = np.frombuffer(secrets.token_bytes(8 * n), dtype="<i8")
     else:
@@ -228,6 +228,33 @@ def sampled_sigma(sigma: float) -> float:
     return constant / (2 * _C * 2**p)
 
 
+def declared_cost(candidates: list[int], samples: int, uniform_bits: int = 16) -> costs.DeclaredCost:
+    """The declared cost of :func:`sample_rou`: one pass per entry of ``candidates`` (n candidates each),
+    then the quotient for ``samples`` accepted ones. Truncation redraws (public, probability
+    ≈ 2^(ℓ+1−64) per element) come on top: one more opening and dealer request per redrawn batch.
+
+    Per pass of n candidates (k-bit uniforms): and_words 16n (prefix-OR 5n, comparison 11n), b2a_bits 3kn,
+    mul 9n, square 5n, trunc 10n, comparison n, random_bits 2kn; 25 openings, in order — n ×5 (prefix-OR),
+    3n (B2A), 3n (first products), then per power round the masks and the truncation: n, n; n, 2n; 2n, 4n;
+    n, 2n; then n (Λ), 2n (U₁²·Λ), n (comparison mask), 2n ×6 (prefix circuit), n (accept bits);
+    21 dealer requests.
+    Per call with s samples: mul 7s, trunc 8s; 16 openings — s ×7 (Newton masks), s ×6 (Newton
+    truncations), 2s (A·(1/y)), s, s (scaling truncations); 10 dealer requests.
+    """
+    k = uniform_bits
+    cost = costs.DeclaredCost()
+    for n in candidates:
+        cost.ops.update({"and_words": 16 * n, "b2a_bits": 3 * k * n, "mul": 9 * n, "square": 5 * n,
+                         "trunc": 10 * n, "comparison": n, "random_bits": 2 * k * n})
+        cost.open(*[n] * 5, 3 * n, 3 * n, n, n, n, 2 * n, 2 * n, 4 * n, n, 2 * n, n, 2 * n, n, *[2 * n] * 6, n)
+        cost.dealer_requests += 21
+    s = samples
+    cost.ops.update({"mul": 7 * s, "trunc": 8 * s})
+    cost.open(*[s] * 13, 2 * s, s, s)
+    cost.dealer_requests += 10
+    return cost
+
+
 def sample_rou(ctx: MpcContext, count: int, *, sigma: float = 1.0, uniform_bits: int = 16,
                rng: np.random.Generator | None = None, stats: RouStats | None = None) -> Shared:
     """Shares of ``count`` i.i.d. N(0, σ²) samples (truncated at σ·support_bound), drawn inside the MPC.
@@ -255,6 +282,7 @@ def sample_rou(ctx: MpcContext, count: int, *, sigma: float = 1.0, uniform_bits:
         n = int(need / ACCEPTANCE + 4 * math.sqrt(need) + 8)
         accept, a, m = _accept(ctx, n, uniform_bits, rng)
         stats.candidates += n
+        stats.pass_candidates.append(n)
         stats.accepted += int(accept.sum())
         stats.passes += 1
         index = torch.nonzero(accept).reshape(-1)[:need]

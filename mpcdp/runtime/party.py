@@ -27,7 +27,8 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     from mpcdp.mpc.context import MpcContext
 
     backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
-                        precision_bits=config.precision_bits, timeout_s=config.timeout_s)
+                        precision_bits=config.precision_bits, timeout_s=config.timeout_s,
+                        link_delay_ms=config.link_delay_ms)
     ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
     value = fn(ctx, *args)
     backend.stop_party()
@@ -35,15 +36,16 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
 
 def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
-    """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent."""
+    """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
+    total and per request (in the order party 0 made them)."""
     from mpcdp.backends import crypten_backend as backend
     from mpcdp.mpc.wire import WireMeter
 
     meter = WireMeter()
     with meter:
-        backend.run_dealer(parties=config.parties, rendezvous=rendezvous, precision_bits=config.precision_bits,
-                           timeout_s=config.timeout_s)
-    return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s}
+        request_bytes = backend.run_dealer(parties=config.parties, rendezvous=rendezvous,
+                                           precision_bits=config.precision_bits, timeout_s=config.timeout_s)
+    return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s, "request_bytes": request_bytes}
 
 
 def _redirect_output(log_path: str) -> None:

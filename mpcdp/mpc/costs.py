@@ -1,0 +1,247 @@
+"""What a secure computation costs: operation counts, bytes, rounds and time, counted where they happen.
+
+Counting is always on and costs a dictionary update per protocol call. Two choke points feed it:
+
+* **correlated randomness** — every multiplication, square, AND, truncation, B2A conversion and comparison
+  needs dealer material, and every request for it (mpcdp's integer protocols and CrypTen's own provider
+  alike) passes through :mod:`mpcdp.backends.crypten_backend`, which calls :func:`record` with the kind
+  and the number of elements;
+* **openings** — every value opened to the parties passes through ``MpcContext._open`` and the transport
+  in the adapter, which records the opening, its elements and its communication phases.
+
+A *round* is a communication phase: a set of messages that can all be sent at once because none depends
+on another. An opening through party 0 is 2 phases (shares in, sum out); a direct exchange between 2
+parties is 1. A round costs one one-way network latency, whatever the number of messages in it.
+
+Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
+:mod:`mpcdp.mpc.wire`) — payload plus gloo's framing, without TCP/IP headers. Traffic with the dealer is
+kept apart: party 0 meters its requests; the dealer meters what it sends per request.
+
+Kinds (elements are counted, not calls):
+  mul          Beaver products x·y of two different shared values (ring elements)
+  square       Beaver products x·x
+  and_words    ANDs of XOR-shared 64-bit words (bit-ANDs = 64 × and_words)
+  trunc        probabilistic-free truncations (mpcdp) or CrypTen wraps-based truncations
+  trunc_redo   elements of a truncation redone because their mask was unsafe (public, rare)
+  b2a_bits     bits converted from XOR to additive sharing
+  comparison   comparisons (x >= 0) of shared values
+  random_bits  private random bits a party contributes (sampler uniforms)
+  openings     opening calls; opened_elements: ring elements or words opened
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import time
+from typing import Iterator
+
+from mpcdp.mpc import wire
+
+KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "random_bits",
+         "openings", "opened_elements")
+WORD_BITS = 64
+
+
+@dataclasses.dataclass(eq=False)  # sections are told apart by identity
+class Ledger:
+    """Counts, rounds and bytes of one section of a party's computation.
+
+    Attributes:
+        ops: elements per kind (see the module docstring).
+        calls: protocol invocations per kind.
+        rounds: communication phases between data parties.
+        dealer_requests: requests party 0 sent to the dealer (0 on other parties).
+        dealer_request_bytes: bytes party 0 wrote to the dealer.
+        bytes_sent / bytes_received: TCP payload bytes of this process over the section (dealer traffic
+            included; see :meth:`party_bytes_sent`).
+        wall_s: wall time of the section.
+    """
+
+    ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    calls: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    rounds: int = 0
+    dealer_requests: int = 0
+    dealer_request_bytes: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    wall_s: float = 0.0
+    interface: dict[str, int] | None = None
+
+    def add(self, kind: str, elements: int, calls: int = 1) -> None:
+        self.ops[kind] += int(elements)
+        self.calls[kind] += int(calls)
+
+    @property
+    def party_bytes_sent(self) -> int:
+        """Bytes this party sent to other data parties (its requests to the dealer taken out)."""
+        return self.bytes_sent - self.dealer_request_bytes
+
+    def to_dict(self) -> dict:
+        return {"ops": {k: self.ops.get(k, 0) for k in KINDS}, "calls": {k: self.calls.get(k, 0) for k in KINDS},
+                "rounds": self.rounds, "dealer_requests": self.dealer_requests,
+                "dealer_request_bytes": self.dealer_request_bytes, "bytes_sent": self.bytes_sent,
+                "bytes_received": self.bytes_received, "wall_s": self.wall_s, "interface": self.interface}
+
+
+_active: list[Ledger] = []
+
+
+def record(kind: str, elements: int, calls: int = 1) -> None:
+    """Count ``elements`` of ``kind`` in every open section (called by the choke points only)."""
+    for ledger in _active:
+        ledger.add(kind, elements, calls)
+
+
+def record_rounds(rounds: int) -> None:
+    for ledger in _active:
+        ledger.rounds += rounds
+
+
+def record_dealer_request(request_bytes: int) -> None:
+    for ledger in _active:
+        ledger.dealer_requests += 1
+        ledger.dealer_request_bytes += request_bytes
+
+
+@contextlib.contextmanager
+def section(interface: str | None = None) -> Iterator[Ledger]:
+    """Meter the block: ``with costs.section() as ledger: ...`` (sections nest; all of them count).
+
+    With ``interface``, also the change of that network interface's frame counters (bytes with headers,
+    packets) over the block, for checking the TCP counters against the link.
+    """
+    ledger = Ledger()
+    link0 = wire.interface_counters(interface) if interface else None
+    rx0, tx0 = wire.tcp_bytes()
+    start = time.perf_counter()
+    _active.append(ledger)
+    try:
+        yield ledger
+    finally:
+        _active.remove(ledger)
+        ledger.wall_s = time.perf_counter() - start
+        rx1, tx1 = wire.tcp_bytes()
+        ledger.bytes_sent, ledger.bytes_received = tx1 - tx0, rx1 - rx0
+        link1 = wire.interface_counters(interface) if interface else None
+        if link0 is not None and link1 is not None:
+            ledger.interface = {key: link1[key] - link0[key] for key in link0}
+
+
+# -- the declared transport -------------------------------------------------------------------------------
+
+# gloo's TCP transport writes a 96-byte header with every message it sends, and the receiving side writes
+# a 48-byte notification per message it receives (measured; tests/test_costs.py holds us to it).
+SEND_FRAMING = 96
+RECV_NOTIFY = 48
+STAR_MAX_BYTES = 1 << 16
+
+
+def opening_plan(elements: int, parties: int) -> str:
+    """How an opening of ``elements`` 8-byte values travels: ``direct`` (2 parties exchange shares, 1
+    round), ``star`` (shares to party 0, sum back: 2 rounds), or ``scatter`` (reduce-scatter then
+    all-gather over point-to-point links, 2 rounds; for vectors above 64 KiB)."""
+    if parties == 2:
+        return "direct"
+    return "star" if 8 * elements <= STAR_MAX_BYTES else "scatter"
+
+
+def chunk_sizes(elements: int, parties: int) -> list[int]:
+    """Sizes of the per-party chunks of a scattered opening (as ``torch.tensor_split`` cuts them)."""
+    base, extra = divmod(elements, parties)
+    return [base + (1 if i < extra else 0) for i in range(parties)]
+
+
+def opening_messages(elements: int, parties: int, rank: int) -> tuple[list[int], list[int], int]:
+    """(payload bytes of each message ``rank`` sends, of each it receives, rounds) for one opening."""
+    plan = opening_plan(elements, parties)
+    size = 8 * elements
+    if plan == "direct":
+        return [size], [size], 1
+    if plan == "star":
+        if rank == 0:
+            return [size] * (parties - 1), [size] * (parties - 1), 2
+        return [size], [size], 2
+    chunks = [8 * c for c in chunk_sizes(elements, parties)]
+    sent = [chunks[i] for i in range(parties) if i != rank] + [chunks[rank]] * (parties - 1)
+    received = [chunks[rank]] * (parties - 1) + [chunks[i] for i in range(parties) if i != rank]
+    return sent, received, 2
+
+
+def exchange_messages(size: int, parties: int) -> tuple[list[int], list[int], int]:
+    """(sent, received, rounds) of an all-to-all exchange of a public ``size``-byte vector (1 round)."""
+    return [size] * (parties - 1), [size] * (parties - 1), 1
+
+
+def wire_bytes(sent: list[int], received: list[int]) -> tuple[int, int]:
+    """(bytes written, bytes read) on the TCP sockets of a party that sends and receives these payloads."""
+    out = sum(sent) + SEND_FRAMING * len(sent) + RECV_NOTIFY * len(received)
+    into = sum(received) + SEND_FRAMING * len(received) + RECV_NOTIFY * len(sent)
+    return out, into
+
+
+# -- network model --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """A network between the parties: per-party bandwidth and round-trip time."""
+
+    name: str
+    bits_per_s: float
+    rtt_s: float
+
+    def time_s(self, *, rounds: int, bytes_max_party: int, compute_s: float = 0.0) -> float:
+        """Estimated wall time: local compute + one one-way latency per round + the busiest party's bytes
+        at the link rate (its sending and receiving overlap on a full-duplex link; we take the larger)."""
+        return compute_s + rounds * self.rtt_s / 2 + 8 * bytes_max_party / self.bits_per_s
+
+
+LAN = Link("LAN", 1e9, 0.2e-3)
+WAN = Link("WAN", 100e6, 40e-3)
+
+
+@dataclasses.dataclass
+class DeclaredCost:
+    """A protocol's cost as its docstring declares it: operation counts, the sizes of its openings in
+    order, its public all-to-all exchanges (bytes each), and its dealer requests."""
+
+    ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    openings: list[int] = dataclasses.field(default_factory=list)
+    exchanges: list[int] = dataclasses.field(default_factory=list)
+    dealer_requests: int = 0
+
+    def __add__(self, other: "DeclaredCost") -> "DeclaredCost":
+        return DeclaredCost(self.ops + other.ops, self.openings + other.openings, self.exchanges + other.exchanges,
+                            self.dealer_requests + other.dealer_requests)
+
+    def open(self, *sizes: int) -> None:
+        self.openings.extend(int(s) for s in sizes)
+
+    def rounds(self, parties: int) -> int:
+        return (sum(opening_messages(e, parties, 0)[2] for e in self.openings)
+                + sum(exchange_messages(b, parties)[2] for b in self.exchanges))
+
+    def bytes(self, parties: int, rank: int) -> tuple[int, int]:
+        """(bytes sent, bytes received) by ``rank`` to and from the other data parties."""
+        sent, received = [], []
+        for elements in self.openings:
+            s, r, _ = opening_messages(elements, parties, rank)
+            sent += s
+            received += r
+        for size in self.exchanges:
+            s, r, _ = exchange_messages(size, parties)
+            sent += s
+            received += r
+        return wire_bytes(sent, received)
+
+    def op_counts(self) -> dict[str, int]:
+        counts = {k: self.ops.get(k, 0) for k in KINDS}
+        counts["openings"] = len(self.openings)
+        counts["opened_elements"] = sum(self.openings)
+        return counts
+
+
+def opening_bytes(elements_list: list[int], parties: int, rank: int) -> tuple[int, int]:
+    """(sent, received) bytes of ``rank`` for openings of these sizes (the transport's declared cost)."""
+    return DeclaredCost(openings=list(elements_list)).bytes(parties, rank)

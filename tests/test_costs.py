@@ -1,0 +1,146 @@
+"""The cost ledger: operation counts for small known cases equal the hand-derived numbers, and measured
+bytes, rounds and operations equal each protocol's declared cost at 2, 3 and 5 parties."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mpcdp.mpc import costs, release, secure_sum
+from mpcdp.noise import rou
+from mpcdp.runtime.harness import run_job
+from party_jobs import metered_cases
+
+BIG = 10_000  # 80 KB: above the star threshold, so 3+ parties use reduce-scatter + all-gather
+
+
+def test_opening_plans_and_their_bytes():
+    assert costs.opening_plan(10, 2) == "direct" and costs.opening_plan(10**6, 2) == "direct"
+    assert costs.opening_plan(8192, 3) == "star" and costs.opening_plan(8193, 3) == "scatter"
+    assert costs.chunk_sizes(10, 3) == [4, 3, 3]
+    # star, 3 parties, 5 elements: party 0 receives two 40-byte shares and sends two sums back
+    assert costs.opening_bytes([5], 3, 0) == (2 * (40 + 96) + 2 * 48, 2 * (40 + 96) + 2 * 48)
+    assert costs.opening_bytes([5], 3, 1) == (40 + 96 + 48, 40 + 96 + 48)
+    # scatter, 3 parties, 9001 elements (chunks 3001, 3000, 3000), party 1: sends chunks 0 and 2, then its
+    # combined chunk to both; receives the two shares of its chunk, then chunks 0 and 2 combined
+    sent, received = costs.opening_bytes([9001], 3, 1)
+    assert sent == 8 * (3001 + 3000 + 2 * 3000) + 4 * 96 + 4 * 48
+    assert received == 8 * (2 * 3000 + 3001 + 3000) + 4 * 96 + 4 * 48
+    assert costs.LAN.time_s(rounds=10, bytes_max_party=125_000) == pytest.approx(10 * 0.1e-3 + 1e-3)
+    assert costs.WAN.time_s(rounds=2, bytes_max_party=0, compute_s=1.0) == pytest.approx(1.04)
+
+
+def _rounds(elements: list[int], parties: int) -> int:
+    return sum(costs.opening_messages(e, parties, 0)[2] for e in elements)
+
+
+def _assert_bytes(case: dict, declared: costs.DeclaredCost, parties: int, rank: int, ledger: dict) -> None:
+    sent, received = declared.bytes(parties, rank)
+    assert ledger["bytes_sent"] - ledger["dealer_request_bytes"] == sent, (case, rank)
+    # a 48-byte receive notification may cross the edge of a section (the peer posts its receive early)
+    if rank > 0:
+        assert abs(ledger["bytes_received"] - received) <= 2 * 48 * (parties - 1), (case, rank)
+
+
+@pytest.mark.parametrize("parties", [2, 3, 5])
+def test_measured_equals_declared(parties, config_for):
+    result = run_job(metered_cases, config_for(parties), args=(BIG,))
+    per_party = result.values
+    zero = per_party[0]
+    for case in zero:  # every party counts the same operations and rounds
+        assert all(p[case]["ops"] == zero[case]["ops"] and p[case]["rounds"] == zero[case]["rounds"]
+                   for p in per_party), case
+
+    # one opening: no operation, 1 opening, 1 round between 2 parties, 2 through party 0
+    c = zero["opening"]
+    assert c["ops"]["openings"] == 1 and c["ops"]["opened_elements"] == 5
+    assert sum(v for k, v in c["ops"].items() if k not in ("openings", "opened_elements")) == 0
+    assert c["rounds"] == (1 if parties == 2 else 2) and c["dealer_requests"] == 0
+    for name, size in (("opening", 5), ("opening_big", BIG)):
+        for rank, p in enumerate(per_party):
+            _assert_bytes(name, costs.DeclaredCost(openings=[size]), parties, rank, p[name])
+
+    # one multiplication of 4 elements: 4 Beaver products, both factors opened once (8 elements), 1 request
+    c = zero["mul"]
+    assert c["ops"]["mul"] == 4 and c["ops"]["square"] == 0 and c["ops"]["openings"] == 1
+    assert c["ops"]["opened_elements"] == 8 and c["dealer_requests"] == 1
+    assert c["rounds"] == _rounds([8], parties)
+
+    # one comparison of 4 elements on 62 bits: the masked value (4), 6 prefix rounds of (E, G) (2·4 each;
+    # 2 ANDs per element in the first 5, 1 in the last: 11 words), the result bit (4); 1 + 6 requests
+    c = zero["comparison"]
+    assert c["ops"]["comparison"] == 4 and c["ops"]["and_words"] == 11 * 4
+    assert c["openings_list"] == [4] + [8] * 6 + [4] and c["dealer_requests"] == 7
+    assert c["rounds"] == _rounds([4] + [8] * 6 + [4], parties)
+
+    # secure_sum: the handshake exchange only (16 bytes to every other party), no share moves
+    c = zero["secure_sum"]
+    declared = secure_sum.declared_cost()
+    assert c["ops"]["openings"] == 0 and c["rounds"] == declared.rounds(parties) == 1
+    for rank, p in enumerate(per_party):
+        _assert_bytes("secure_sum", declared, parties, rank, p["secure_sum"])
+
+    # CrypTen's own multiplication is counted at its provider: 4 triples, and for > 2 parties 4 wraps
+    # truncations; ε and δ are opened by one gloo ring all-reduce (2(m−1) rounds), the wraps gathered at
+    # party 0 (1 round; 2 parties truncate locally)
+    c = zero["crypten_mul"]
+    assert c["ops"]["mul"] == 4 and c["ops"]["trunc"] == (0 if parties == 2 else 4)
+    assert c["rounds"] == 2 * (parties - 1) + (0 if parties == 2 else 1)
+
+    # the sampler: operations, openings (in order), rounds, dealer requests and bytes as declared
+    c, stats = zero["rou"], zero["rou"]["stats"]
+    declared = rou.declared_cost(stats["pass_candidates"], stats["samples"])
+    redone = [e for e, label in zip(c["openings_list"], c["labels"]) if label.endswith("-redo")]
+    assert [e for e, label in zip(c["openings_list"], c["labels"]) if not label.endswith("-redo")] \
+        == declared.openings
+    assert len(redone) == c["calls"]["trunc_redo"] and sum(redone) == c["ops"]["trunc_redo"]
+    expected = declared.op_counts()
+    expected["trunc"] += c["ops"]["trunc_redo"]
+    expected["openings"] += len(redone)
+    expected["opened_elements"] += sum(redone)
+    assert {k: v for k, v in c["ops"].items() if k != "trunc_redo"} == \
+        {k: v for k, v in expected.items() if k != "trunc_redo"}
+    assert c["rounds"] == declared.rounds(parties) + _rounds(redone, parties)
+    assert c["dealer_requests"] == declared.dealer_requests + len(redone)
+    full = costs.DeclaredCost(openings=c["openings_list"])
+    for rank, p in enumerate(per_party):
+        _assert_bytes("rou", full, parties, rank, p["rou"])
+    assert c["ops"]["random_bits"] == 2 * 16 * stats["candidates"]
+
+    # distributed noise: each party noises its own share — nothing counted, nothing sent
+    c = zero["distributed"]
+    assert sum(c["ops"].values()) == 0 and c["rounds"] == 0
+    assert all(p["distributed"]["bytes_sent"] == 0 for p in per_party)
+
+    # the dealer's per-request bytes cover every request party 0 made, in order
+    dealer = result.dealer["request_bytes"]
+    assert len(dealer) == sum(zero[case]["dealer_requests"] for case in zero) > 0
+    first, count = zero["rou"]["first_dealer_request"], zero["rou"]["dealer_requests"]
+    assert all(b > 0 for b in dealer[first:first + count])
+
+
+def test_release_declared_cost():
+    assert release.declared_cost(123).openings == [124]
+    assert release.declared_cost(123).rounds(3) == 2 and release.declared_cost(123).rounds(2) == 1
+
+
+def test_cost_report_end_to_end(tmp_path):
+    prefix = tmp_path / "ij"
+    done = subprocess.run([sys.executable, "-m", "mpcdp.cli", "cost", "--model", "logreg-ijcnn1", "--parties", "3",
+                           "--out", str(prefix), "--timeout", "120"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| weight | 22 | 22 |" in done.stdout and "9,579,500" in done.stdout
+    record = json.loads((tmp_path / "ij.json").read_text())
+    total = record["rows"][-1]
+    layer = record["run"]["layers"][0]
+    assert total["layer"] == "total" and total["elements"] == 22
+    assert layer["noise"]["ops_agree"] and layer["release"]["ops_agree"]
+    # totals add every party's bytes and the dealer's; the online step is one opening of d + 1 elements
+    assert total["total_bytes"] == sum(layer["noise"]["bytes_sent"]) + sum(layer["release"]["bytes_sent"]) \
+        + layer["noise"]["dealer_bytes"]
+    assert layer["release"]["openings"] == [["release weight", 23]]
+    assert total["online_bytes"] == sum(costs.opening_bytes([23], 3, r)[0] for r in range(3))
+    assert total["oblivc_bytes"] == 9_579_500 * 32 and total["rebuilt_bytes_ratio"] > 100
+    assert total["wan_s"] > total["lan_s"] > total["total_s"]
+    assert (tmp_path / "ij.png").stat().st_size > 10_000 and (tmp_path / "ij.csv").read_text().count("\n") == 3
