@@ -5,11 +5,13 @@
 For each number of parties m (separate processes + the dealer) and vector length d of the protocol's grid
 (m ∈ {2, 3, 5}, d ∈ {123, 10⁴, 10⁶} in ``protocols/aggregation-cost.toml``):
 
-* bytes sent per party, measured from the kernel's write counter (:mod:`mpcdp.mpc.wire`) — for the opening
-  alone and for the whole aggregation (the shape/validation handshake included);
+* bytes sent per party (mean over parties, and the busiest party), measured from the kernel's TCP counters
+  (:mod:`mpcdp.mpc.wire`) — for the opening alone and for the whole aggregation (the shape/validation
+  handshake included);
 * the floor: opening one d-element shared vector once with a bandwidth-optimal all-reduce, where inputting
   costs nothing (pairwise zero-sum masks): each party must send 2(m−1)/m · 8d bytes;
-* protocol rounds (metadata handshake + opening);
+* protocol rounds as counted by the context (metadata handshake + opening: 1 + 1 for 2 parties, 1 + 2 for
+  more — through party 0, or reduce-scatter + all-gather above 64 KiB);
 * wall time of the secure aggregation (median over repeats, slowest party) and, in the same run, of the
   plaintext-simulated equivalent (one process sums the m vectors with torch).
 """
@@ -36,6 +38,7 @@ def bench_party(ctx, dims, repeats):
         secure_s, total_bytes, open_bytes = [], [], []
         for _ in range(repeats):
             meter = WireMeter()
+            rounds_before = ctx.rounds
             start = time.perf_counter()
             with meter:
                 shared = secure_sum(ctx, local)
@@ -43,7 +46,7 @@ def bench_party(ctx, dims, repeats):
             secure_s.append(time.perf_counter() - start)
             total_bytes.append(meter.bytes_sent)
             open_bytes.append(ctx.openings[-1].bytes_sent)
-        rows.append({"dim": dim, "secure_s": statistics.median(secure_s),
+        rows.append({"dim": dim, "secure_s": statistics.median(secure_s), "rounds": ctx.rounds - rounds_before,
                      "bytes": max(total_bytes), "open_bytes": max(open_bytes)})
     return rows
 
@@ -75,9 +78,10 @@ def run(protocol: dict) -> list[dict]:
             row = {
                 "parties": parties, "dim": dim,
                 "floor_bytes": floor_bytes(parties, dim),
-                "open_bytes_per_party": max(p["open_bytes"] for p in per_party),
-                "bytes_per_party": max(p["bytes"] for p in per_party),
-                "rounds": 2,
+                "open_bytes_per_party": sum(p["open_bytes"] for p in per_party) / parties,
+                "open_bytes_busiest": max(p["open_bytes"] for p in per_party),
+                "bytes_per_party": sum(p["bytes"] for p in per_party) / parties,
+                "rounds": per_party[0]["rounds"],
                 "secure_s": max(p["secure_s"] for p in per_party),
                 "plain_s": plain_sum_seconds(parties, dim, grid["repeats"]),
             }
@@ -97,18 +101,21 @@ def markdown(table: list[dict], command: str, repeats: int) -> str:
         f"torch {torch.__version__}; parties are separate processes on one host (loopback), plus the dealer.",
         "",
         "Floor = 2(m−1)/m · 8d bytes per party: one bandwidth-optimal all-reduce of the d-element shares, inputs "
-        "free (pairwise zero-sum masks). Bytes are measured (kernel write counter), not estimated. "
+        "free (pairwise zero-sum masks). Bytes are measured (kernel TCP counters), not estimated; per party = "
+        "the mean over parties (party 0 relays small openings: its own column). "
         "`open` = the opening alone; `total` adds the 1-round shape/validation handshake. Times are medians, "
         "slowest party; the plaintext column is the simulated equivalent (one process sums the m vectors with "
         "torch), timed in the same run right after the parties finish.",
         "",
-        "| m | d | floor B | open B/party | open/floor | total B/party | total/floor | rounds | secure ms | plain ms | secure/plain |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| m | d | floor B | open B/party | open/floor | busiest party B | total B/party | total/floor | rounds | "
+        "secure ms | plain ms | secure/plain |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         lines.append(
-            f"| {r['parties']} | {r['dim']:,} | {r['floor_bytes']:,.0f} | {r['open_bytes_per_party']:,} | "
-            f"{r['open_vs_floor']:.3f} | {r['bytes_per_party']:,} | {r['total_vs_floor']:.3f} | {r['rounds']} | "
+            f"| {r['parties']} | {r['dim']:,} | {r['floor_bytes']:,.0f} | {r['open_bytes_per_party']:,.0f} | "
+            f"{r['open_vs_floor']:.3f} | {r['open_bytes_busiest']:,} | {r['bytes_per_party']:,.0f} | "
+            f"{r['total_vs_floor']:.3f} | {r['rounds']} | "
             f"{1e3 * r['secure_s']:.2f} | {1e3 * r['plain_s']:.3f} | {r['secure_vs_plain_time']:.0f} |")
     return "\n".join(lines) + "\n"
 

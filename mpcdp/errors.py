@@ -58,5 +58,13 @@ class PartyFailed(MpcdpError, RuntimeError):
         self.reports = reports
 
 
+class PeerLost(MpcdpError, ConnectionError):
+    """Another party closed or reset its link in the middle of a run (``party`` names it)."""
+
+
+class PeerTimeout(MpcdpError, TimeoutError):
+    """Another party sent nothing for the configured ``timeout_s`` (``party`` names the first one owed)."""
+
+
 class InsecureSettingWarning(UserWarning):
     """Emitted once per process whenever an insecure development setting is in force."""

@@ -89,7 +89,8 @@ def test_a_run_after_a_failure_works(config_for):
 
 
 def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():
-    """On separate hosts no harness watches: the per-party timeout reaches every gloo operation."""
+    """On separate hosts no harness watches: the per-party timeout reaches every blocking operation, and
+    the error names the silent party."""
     import multiprocessing
 
     from mpcdp.runtime.harness import free_port
@@ -105,7 +106,7 @@ def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():
     try:
         rank, kind, elapsed, message = out.get(timeout=90)
         assert rank == 0  # party 1 sleeps; party 0 gives up waiting for its share of the opening
-        assert kind == "RuntimeError" and "Timed out" in message
+        assert kind == "PeerTimeout" and "Timed out" in message and "party [1]" in message
         assert 6.0 <= elapsed < 6.0 + 60  # handshake + mask setup, then the 6 s wait
     finally:
         for proc in procs:

@@ -107,8 +107,8 @@ def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, prec
                 timeout_s: float, link_delay_ms: float = 0.0) -> None:
     """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined).
 
-    ``link_delay_ms`` > 0 emulates a slow network: every round of mpcdp's transport and every dealer
-    request waits that long per message hop (see :func:`open_shares`).
+    ``link_delay_ms`` > 0 emulates a slow network: every dealer request waits that long per message hop
+    (mpcdp's own links, :mod:`mpcdp.runtime.mesh`, once per round).
     """
     global _link_delay_s
     _link_delay_s = float(link_delay_ms) / 1000.0
@@ -261,9 +261,9 @@ def _install_counters() -> None:
         global _dealer_requests_made
         _dealer_requests_made += 1
         _hop()
-        before = tcp_bytes()[1]
+        before = tcp_bytes(exclude=costs.link_fds())[1]
         result = original_request(self, func_name, device, *args, **kwargs)
-        costs.record_dealer_request(tcp_bytes()[1] - before)
+        costs.record_dealer_request(tcp_bytes(exclude=costs.link_fds())[1] - before)
         _hop()
         return result
 
@@ -390,7 +390,7 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
 
 
 
-# -- mpcdp's transport: every opening and every fixed-size public exchange goes through here ---------------
+# -- emulated network delay for the dealer's round trips (mpcdp's own links: mpcdp.runtime.mesh) -----------
 
 _link_delay_s = 0.0
 
@@ -401,85 +401,9 @@ def _hop() -> None:
         time.sleep(_link_delay_s)
 
 
-def _wait_all(requests) -> None:
-    for request in requests:
-        request.wait()
-
-
-def open_shares(share: torch.Tensor, *, xor: bool = False) -> tuple[torch.Tensor, int]:
-    """Every data party's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every data
-    party; returns (the combination, rounds used). The plan (:func:`mpcdp.mpc.costs.opening_plan`):
-
-    * ``direct`` (2 parties): each sends its share to the other. 1 round, 8d bytes each way.
-    * ``star`` (up to 64 KiB): every party sends its share to party 0, which combines them and sends the
-      result back. 2 rounds; party 0 sends and receives (m−1)·8d, the others 8d. Party 0 sees each
-      party's share — one additive share, uniformly masked, like any partial sum.
-    * ``scatter`` (larger): the vector is cut into m chunks; party i combines chunk i of every share
-      (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(m−1)/m·8d bytes per party.
-
-    Each message carries gloo's framing (:data:`mpcdp.mpc.costs.SEND_FRAMING`, ``RECV_NOTIFY``).
-    """
-    group = main_group()
-    parties, me = world_size(), rank()
-    flat = share.reshape(-1).contiguous()
-    plan = costs.opening_plan(flat.numel(), parties)
-
-    def combine(into: torch.Tensor, other: torch.Tensor) -> None:
-        if xor:
-            into ^= other
-        else:
-            into += other
-
-    if plan == "direct":
-        other = 1 - me
-        incoming = torch.empty_like(flat)
-        _hop()
-        _wait_all([dist.isend(flat, dst=other, group=group), dist.irecv(incoming, src=other, group=group)])
-        result = flat.clone()
-        combine(result, incoming)
-        return result.reshape(share.shape), 1
-    if plan == "star":
-        result = flat.clone()
-        if me == 0:
-            incoming = [torch.empty_like(flat) for _ in range(parties - 1)]
-            _wait_all([dist.irecv(buf, src=j + 1, group=group) for j, buf in enumerate(incoming)])
-            for buf in incoming:
-                combine(result, buf)
-            _hop()
-            _wait_all([dist.isend(result, dst=j, group=group) for j in range(1, parties)])
-        else:
-            _hop()
-            dist.send(result, dst=0, group=group)
-            _hop()
-            dist.recv(result, src=0, group=group)
-        return result.reshape(share.shape), 2
-    chunks = torch.tensor_split(flat, parties)
-    mine = chunks[me].clone()
-    incoming = {j: torch.empty_like(chunks[me]) for j in range(parties) if j != me}
-    _hop()
-    _wait_all([dist.isend(chunks[j], dst=j, group=group) for j in incoming]
-              + [dist.irecv(buf, src=j, group=group) for j, buf in incoming.items()])
-    for buf in incoming.values():
-        combine(mine, buf)
-    gathered = {j: torch.empty_like(chunks[j]) for j in range(parties) if j != me}
-    _hop()
-    _wait_all([dist.isend(mine, dst=j, group=group) for j in gathered]
-              + [dist.irecv(buf, src=j, group=group) for j, buf in gathered.items()])
-    gathered[me] = mine
-    return torch.cat([gathered[j] for j in range(parties)]).reshape(share.shape), 2
-
-
-def exchange_int64(vector: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Every data party's fixed-size public int64 ``vector``, stacked in rank order: each party sends its
-    vector to every other (1 round); returns (the stack, rounds)."""
-    group = main_group()
-    parties, me = world_size(), rank()
-    vector = vector.to(torch.int64).contiguous()
-    out = [vector if j == me else torch.empty_like(vector) for j in range(parties)]
-    _hop()
-    _wait_all([dist.isend(vector, dst=j, group=group) for j in range(parties) if j != me]
-              + [dist.irecv(out[j], src=j, group=group) for j in range(parties) if j != me])
-    return torch.stack(out), 1
+def rendezvous() -> str:
+    """The rendezvous this process joined with (``tcp://HOST:PORT``, ``env://`` or ``file://...``)."""
+    return os.environ.get("RENDEZVOUS", "env://")
 
 
 def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:

@@ -50,7 +50,7 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["plaintext_s"] = layer["plaintext_s"]
         row["secure_over_plaintext"] = row["total_s"] / layer["plaintext_s"] if layer["plaintext_s"] else None
         link_bytes = noise["link_bytes_max"] + release["link_bytes_max"]
-        hops = row["rounds"] + 2 * row["dealer_requests"]
+        hops = row["rounds"] + row["dealer_requests"]  # see mpcdp.mpc.costs.Link
         for link in (LAN, WAN):
             row[f"{link.name.lower()}_s"] = link.time_s(rounds=hops, bytes_max_party=link_bytes,
                                                         compute_s=row["total_s"])
@@ -116,8 +116,8 @@ def markdown(run: CostRun, command: str | None = None) -> str:
              f"Process start-up and handshake ({run.setup_s:.1f} s) are not in the per-layer times.", "",
              "Per layer the parties sample d Gaussians inside the MPC (**noise**, data-independent, can run ahead) "
              "and then release Σ local + noise in one opening (**online**). Counts are elements (bit-ANDs = 64 × "
-             "AND words); rounds are communication phases between data parties; dealer requests are extra round "
-             "trips of party 0. Bytes are kernel TCP counters (payload + gloo framing); 'per party' is the "
+             "AND words); rounds are communication phases between data parties; dealer requests are round "
+             "trips of party 0 to the dealer (fetched on demand; the LAN/WAN estimates charge one one-way delay each). Bytes are kernel TCP counters (payload; gloo framing only on the dealer's and CrypTen's links); 'per party' is the "
              "busiest party; 'total' adds every party's sent bytes and the dealer traffic (both directions).", "",
              "## Operations", "",
              "| layer | shape | d | mul | square | AND words | bit-ANDs | trunc (redone) | B2A bits | cmp | random bits "
@@ -222,5 +222,5 @@ def goals(run: CostRun) -> list[str]:
                    f"(goal ≤ 200 MB: {'met' if total['total_bytes'] <= 200e6 else 'MISSED'})")
     ratio = total["online_bytes"] / total["online_payload"]
     out.append(f"online step (noise pre-sampled): one opening per layer, {total['online_bytes']:,} bytes = "
-               f"{ratio:.3f}× its payload (gloo adds 144 bytes per message)")
+               f"{ratio:.3f}× its payload (d + 1 elements: the validation flag rides along)")
     return out

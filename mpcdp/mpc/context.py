@@ -4,19 +4,21 @@ An :class:`MpcContext` exists on every data party of a run. Creating it (:meth:`
 the start-of-run handshake — every party sends the SHA-256 fingerprint of its configuration and job
 description, and the descriptions themselves, to every other party (1 round, public metadata only) —
 and refuses to go on if they differ, naming the field and the parties; then it establishes the pairwise
-mask seeds (:mod:`mpcdp.mpc.masks`). No share of any private value has moved at that point.
+mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:mod:`mpcdp.runtime.mesh`). No
+share of any private value has moved at that point.
 
 :meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
 plaintext. Every call is recorded as an :class:`Opening` (label, elements, recipients, reason, rounds),
 counted in :mod:`mpcdp.mpc.costs`, and its bytes on the wire are measured. ``ctx.rounds`` counts
 communication rounds (phases of messages sent together; an opening is 1 or 2, see
-:func:`~mpcdp.backends.crypten_backend.open_shares`).
+:meth:`~mpcdp.runtime.mesh.Mesh.open_shares`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from typing import Any, Callable
 
 import torch
@@ -28,6 +30,7 @@ from mpcdp.mpc import costs
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.mpc.wire import WireMeter
+from mpcdp.runtime.mesh import Mesh, local_address
 
 RING_BITS = 64
 
@@ -71,7 +74,7 @@ class MpcContext:
     """This data party's view of a run. Build with :meth:`join`; every party calls methods in lockstep."""
 
     def __init__(self, *, rank: int, config: MpcConfig, job: dict[str, Any], masks: PairwiseMasks | None,
-                 on_step: Callable[[int, str], None] | None = None,
+                 mesh: Mesh | None = None, on_step: Callable[[int, str], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None):
         self.rank = rank
         self.config = config
@@ -82,6 +85,7 @@ class MpcContext:
         self.wire = WireMeter()
         self.steps = 0
         self._masks = masks
+        self._mesh = mesh
         self._on_step = on_step
         self._on_progress = on_progress
 
@@ -120,7 +124,16 @@ class MpcContext:
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
         masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
-        return cls(rank=rank, config=config, job=job, masks=masks, on_step=on_step, on_progress=on_progress)
+        mesh = Mesh.establish(rank, world, address=local_address(backend.rendezvous()),
+                              gather=backend.all_gather_object, timeout_s=config.timeout_s,
+                              delay_s=config.link_delay_ms / 1000.0)
+        return cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
+                   on_progress=on_progress)
+
+    def close(self) -> None:
+        """Close this party's links to the others (the run is over)."""
+        if self._mesh is not None:
+            self._mesh.close()
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any) -> list[Any]:
@@ -136,7 +149,7 @@ class MpcContext:
         messages of 8·len bytes per party."""
         self.note_step("exchange")
         with self.wire:
-            stacked, rounds = backend.exchange_int64(vector.to(torch.int64))
+            stacked, rounds = self._mesh.exchange_int64(vector.to(torch.int64))
         self.rounds += rounds
         costs.record_rounds(rounds)
         return stacked
@@ -184,16 +197,16 @@ class MpcContext:
 
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool) -> torch.Tensor:
         self.note_step(f"open {label}")
-        meter = WireMeter()
-        with meter:
-            opened, rounds = backend.open_shares(flat, xor=xor)
+        before, start = self._mesh.bytes_sent, time.perf_counter()
+        opened, rounds = self._mesh.open_shares(flat, xor=xor)
+        sent = self._mesh.bytes_sent - before
         self.rounds += rounds
         costs.record("openings", 1)
         costs.record("opened_elements", flat.numel(), calls=0)
         costs.record_rounds(rounds)
-        self.wire.absorb(meter)
+        self.wire.add(sent, time.perf_counter() - start)
         self.openings.append(Opening(label=label, elements=flat.numel(), recipients=tuple(range(self.parties)),
-                                     reason=reason, bytes_sent=meter.bytes_sent, rounds=rounds))
+                                     reason=reason, bytes_sent=sent, rounds=rounds))
         return opened
 
     def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False) -> list[torch.Tensor]:

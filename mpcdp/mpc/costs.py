@@ -14,8 +14,9 @@ on another. An opening through party 0 is 2 phases (shares in, sum out); a direc
 parties is 1. A round costs one one-way network latency, whatever the number of messages in it.
 
 Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
-:mod:`mpcdp.mpc.wire`) — payload plus gloo's framing, without TCP/IP headers. Traffic with the dealer is
-kept apart: party 0 meters its requests; the dealer meters what it sends per request.
+:mod:`mpcdp.mpc.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links exactly the shares,
+on CrypTen's gloo links with gloo's framing. Traffic with the dealer is kept apart: party 0 meters its
+requests; the dealer meters what it sends per request.
 
 Kinds (elements are counted, not calls):
   mul          Beaver products x·y of two different shared values (ring elements)
@@ -55,7 +56,10 @@ class Ledger:
         dealer_requests: requests party 0 sent to the dealer (0 on other parties).
         dealer_request_bytes: bytes party 0 wrote to the dealer.
         bytes_sent / bytes_received: TCP payload bytes of this process over the section (dealer traffic
-            included; see :meth:`party_bytes_sent`).
+            included; see :meth:`party_bytes_sent`): what mpcdp's links moved (counted where they move it)
+            plus the kernel's counts for every other TCP socket (CrypTen's gloo links, the dealer's).
+        link_sent / link_received: the part moved on mpcdp's links; kernel_link_sent: the kernel's count of
+            bytes written to those links (equal to link_sent; kept as the check).
         wall_s: wall time of the section.
     """
 
@@ -66,6 +70,9 @@ class Ledger:
     dealer_request_bytes: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
+    link_sent: int = 0
+    link_received: int = 0
+    kernel_link_sent: int = 0
     wall_s: float = 0.0
     interface: dict[str, int] | None = None
 
@@ -82,10 +89,30 @@ class Ledger:
         return {"ops": {k: self.ops.get(k, 0) for k in KINDS}, "calls": {k: self.calls.get(k, 0) for k in KINDS},
                 "rounds": self.rounds, "dealer_requests": self.dealer_requests,
                 "dealer_request_bytes": self.dealer_request_bytes, "bytes_sent": self.bytes_sent,
-                "bytes_received": self.bytes_received, "wall_s": self.wall_s, "interface": self.interface}
+                "bytes_received": self.bytes_received, "link_sent": self.link_sent,
+                "link_received": self.link_received, "kernel_link_sent": self.kernel_link_sent,
+                "wall_s": self.wall_s, "interface": self.interface}
 
 
 _active: list[Ledger] = []
+_links: set[int] = set()  # file descriptors of mpcdp's own links (mpcdp.runtime.mesh)
+
+
+def register_links(fds: set[int]) -> None:
+    """Tell the ledgers which sockets are mpcdp's links (their bytes are counted as they move)."""
+    _links.clear()
+    _links.update(fds)
+
+
+def link_fds() -> set[int]:
+    return _links
+
+
+def record_link(sent: int, received: int) -> None:
+    """Bytes moved on mpcdp's links (called by the transport, the choke point)."""
+    for ledger in _active:
+        ledger.link_sent += sent
+        ledger.link_received += received
 
 
 def record(kind: str, elements: int, calls: int = 1) -> None:
@@ -114,7 +141,7 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
     """
     ledger = Ledger()
     link0 = wire.interface_counters(interface) if interface else None
-    rx0, tx0 = wire.tcp_bytes()
+    counters0 = wire.tcp_counters()
     start = time.perf_counter()
     _active.append(ledger)
     try:
@@ -122,8 +149,16 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
     finally:
         _active.remove(ledger)
         ledger.wall_s = time.perf_counter() - start
-        rx1, tx1 = wire.tcp_bytes()
-        ledger.bytes_sent, ledger.bytes_received = tx1 - tx0, rx1 - rx0
+        counters1 = wire.tcp_counters()
+        other_rx = other_tx = 0
+        for fd, (rx, tx) in counters1.items():
+            rx0, tx0 = counters0.get(fd, (0, 0))
+            if fd in _links:
+                ledger.kernel_link_sent += tx - tx0
+            else:
+                other_rx, other_tx = other_rx + rx - rx0, other_tx + tx - tx0
+        ledger.bytes_sent = ledger.link_sent + other_tx
+        ledger.bytes_received = ledger.link_received + other_rx
         link1 = wire.interface_counters(interface) if interface else None
         if link0 is not None and link1 is not None:
             ledger.interface = {key: link1[key] - link0[key] for key in link0}
@@ -131,15 +166,13 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 
 # -- the declared transport -------------------------------------------------------------------------------
 
-# gloo's TCP transport writes a 96-byte header with every message it sends, and the receiving side writes
-# a 48-byte notification per message it receives (measured; tests/test_costs.py holds us to it).
-SEND_FRAMING = 96
-RECV_NOTIFY = 48
+# mpcdp's links (mpcdp.runtime.mesh) carry raw payload: both ends know every message's size. (gloo, which
+# CrypTen's protocols use, adds a 96-byte header per message and a 48-byte receive notification.)
 STAR_MAX_BYTES = 1 << 16
 
 
 def opening_plan(elements: int, parties: int) -> str:
-    """How an opening of ``elements`` 8-byte values travels: ``direct`` (2 parties exchange shares, 1
+    """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.runtime.mesh.Mesh`: ``direct`` (2 parties exchange shares, 1
     round), ``star`` (shares to party 0, sum back: 2 rounds), or ``scatter`` (reduce-scatter then
     all-gather over point-to-point links, 2 rounds; for vectors above 64 KiB)."""
     if parties == 2:
@@ -175,10 +208,8 @@ def exchange_messages(size: int, parties: int) -> tuple[list[int], list[int], in
 
 
 def wire_bytes(sent: list[int], received: list[int]) -> tuple[int, int]:
-    """(bytes written, bytes read) on the TCP sockets of a party that sends and receives these payloads."""
-    out = sum(sent) + SEND_FRAMING * len(sent) + RECV_NOTIFY * len(received)
-    into = sum(received) + SEND_FRAMING * len(received) + RECV_NOTIFY * len(sent)
-    return out, into
+    """(bytes written, bytes read) on the TCP links of a party that sends and receives these messages."""
+    return sum(sent), sum(received)
 
 
 # -- network model --------------------------------------------------------------------------------------
@@ -193,7 +224,12 @@ class Link:
 
     def time_s(self, *, rounds: int, bytes_max_party: int, compute_s: float = 0.0) -> float:
         """Estimated wall time: local compute + one one-way latency per round + the busiest party's bytes
-        at the link rate (its sending and receiving overlap on a full-duplex link; we take the larger)."""
+        at the link rate (its sending and receiving overlap on a full-duplex link; we take the larger).
+
+        Dealer requests made on demand count as one round each: party 0's request and reply take two
+        one-way delays, but the other parties' shares travel to party 0 meanwhile, so a request followed by
+        an opening through party 0 costs one delay more than the opening alone (measured on emulated hosts,
+        benchmarks/results/cost-network.md)."""
         return compute_s + rounds * self.rtt_s / 2 + 8 * bytes_max_party / self.bits_per_s
 
 

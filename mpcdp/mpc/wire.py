@@ -1,14 +1,9 @@
 """Bytes a party actually puts on the network, from the kernel's counters.
 
-:func:`tcp_bytes` reads every TCP socket's ``TCP_INFO`` (payload received and sent, per connection — what
-the cost ledgers use); :func:`interface_counters` reads a network interface's frame counters (used to check
-the former against what crossed an emulated host's link). :class:`WireMeter`, older and cheaper, reads the
-process's write counter:
-
-``/proc/self/io``'s ``wchar`` counts every byte the process passes to write-type system calls; gloo's
-TCP transport sends with ``writev``, so over a window in which the process only runs protocol traffic
-the delta is exactly the TCP payload it sent: data plus gloo's own framing (about 288 bytes per
-message, measured), without TCP/IP headers. Linux only; elsewhere the meter reports ``None``.
+:func:`tcp_counters` reads every TCP socket's ``TCP_INFO``: payload bytes received and sent per connection,
+without TCP/IP headers (what the cost ledgers of :mod:`mpcdp.mpc.costs` and :class:`WireMeter` use);
+:func:`interface_counters` reads a network interface's frame counters (to check the former against what
+crossed an emulated host's link). Linux; elsewhere the counters read zero.
 """
 
 from __future__ import annotations
@@ -19,49 +14,28 @@ import socket
 import struct
 import time
 
-_PROC_IO = "/proc/self/io"
-
-
-def _written_bytes() -> int | None:
-    try:
-        with open(_PROC_IO, "rb") as fh:
-            for line in fh:
-                if line.startswith(b"wchar:"):
-                    return int(line.split(b":")[1])
-    except OSError:
-        return None
-    return None
-
-
 @dataclasses.dataclass
 class WireMeter:
-    """Accumulates bytes written and wall time over the windows it is used in (``with meter:``)."""
+    """Accumulates the TCP payload bytes this process sends, and wall time, over the windows it is used in
+    (``with meter:``), plus bytes counted elsewhere (:meth:`add`)."""
 
-    bytes_sent: int | None = 0
+    bytes_sent: int = 0
     wall_s: float = 0.0
-    _start_bytes: int | None = None
+    _start_bytes: int = 0
     _start_time: float = 0.0
 
     def __enter__(self) -> "WireMeter":
-        self._start_bytes = _written_bytes()
+        self._start_bytes = tcp_bytes()[1]
         self._start_time = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.wall_s += time.perf_counter() - self._start_time
-        end = _written_bytes()
-        if self._start_bytes is None or end is None or self.bytes_sent is None:
-            self.bytes_sent = None
-        else:
-            self.bytes_sent += end - self._start_bytes
+        self.bytes_sent += tcp_bytes()[1] - self._start_bytes
 
-    def absorb(self, other: "WireMeter") -> None:
-        """Add another meter's totals to this one."""
-        self.wall_s += other.wall_s
-        if self.bytes_sent is None or other.bytes_sent is None:
-            self.bytes_sent = None
-        else:
-            self.bytes_sent += other.bytes_sent
+    def add(self, bytes_sent: int, wall_s: float = 0.0) -> None:
+        self.bytes_sent += bytes_sent
+        self.wall_s += wall_s
 
 
 _TCP_INFO_LEN = 216  # struct tcp_info up to tcpi_bytes_retrans (Linux >= 4.19)
@@ -71,16 +45,16 @@ _BYTES_SENT_AT = 200  # tcpi_bytes_sent (u64): payload handed to the wire, retra
 _BYTES_RETRANS_AT = 208  # tcpi_bytes_retrans (u64)
 
 
-def tcp_bytes() -> tuple[int, int]:
-    """(bytes received, bytes sent): TCP payload over every TCP socket this process holds, from the
-    kernel's per-connection counters (``TCP_INFO``). Sent = handed to the wire (without retransmissions)
-    plus still queued, i.e. everything the process wrote. Exact for the sockets open now; (0, 0) where
-    the platform has no such counters. Cost: one ``getsockopt`` per open socket (tens of microseconds)."""
-    received = sent = 0
+def tcp_counters() -> dict[int, tuple[int, int]]:
+    """Per TCP socket of this process (file descriptor → (bytes received, bytes sent)): TCP payload from
+    the kernel's per-connection counters (``TCP_INFO``). Sent = handed to the wire (without retransmissions)
+    plus still queued, i.e. everything the process wrote; received = everything that arrived, read by the
+    process or not yet. Empty where the platform has no such counters. Cost: one ``getsockopt`` per socket."""
+    counters: dict[int, tuple[int, int]] = {}
     try:
         fds = os.listdir("/proc/self/fd")
     except OSError:
-        return 0, 0
+        return counters
     for name in fds:
         try:
             if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
@@ -93,15 +67,24 @@ def tcp_bytes() -> tuple[int, int]:
                 continue
             info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
             if len(info) >= _BYTES_RETRANS_AT + 8:
-                received += struct.unpack_from("<Q", info, _BYTES_RECEIVED_AT)[0]
-                sent += (struct.unpack_from("<Q", info, _BYTES_SENT_AT)[0]
-                         - struct.unpack_from("<Q", info, _BYTES_RETRANS_AT)[0]
-                         + struct.unpack_from("<I", info, _NOTSENT_AT)[0])
+                counters[int(name)] = (
+                    struct.unpack_from("<Q", info, _BYTES_RECEIVED_AT)[0],
+                    struct.unpack_from("<Q", info, _BYTES_SENT_AT)[0]
+                    - struct.unpack_from("<Q", info, _BYTES_RETRANS_AT)[0]
+                    + struct.unpack_from("<I", info, _NOTSENT_AT)[0])
         except OSError:
             pass
         finally:
             sock.close()  # closes our duplicate only
-    return received, sent
+    return counters
+
+
+def tcp_bytes(fds: set[int] | None = None, *, exclude: set[int] = frozenset()) -> tuple[int, int]:
+    """(bytes received, bytes sent) summed over this process's TCP sockets (only ``fds`` if given, never
+    those in ``exclude``); see :func:`tcp_counters`."""
+    counters = tcp_counters()
+    chosen = [v for fd, v in counters.items() if (fds is None or fd in fds) and fd not in exclude]
+    return sum(v[0] for v in chosen), sum(v[1] for v in chosen)
 
 
 def interface_counters(name: str) -> dict[str, int] | None:

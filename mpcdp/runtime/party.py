@@ -31,6 +31,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
                         link_delay_ms=config.link_delay_ms)
     ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
     value = fn(ctx, *args)
+    ctx.close()
     backend.stop_party()
     return value
 
