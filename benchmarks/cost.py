@@ -1,6 +1,7 @@
 """Per-layer cost tables for every model of paper 002 (Tables 4–6) at 2, 3 and 5 parties.
 
     python -m benchmarks.cost --protocol protocols/cost-tables.toml [--out benchmarks/results/cost-summary]
+    python -m benchmarks.cost --rerender        # rebuild every table, plot and the summary from the JSON records
 
 For each (model, m) of the protocol's grid this runs `mpcdp cost` and writes
 benchmarks/results/cost/<model>-m<m>-<noise>.{md,csv,json,png}; then the comparison noise modes for the
@@ -9,6 +10,7 @@ protocol's [compare] model; then OUT.md/OUT.json: one line per run with the tota
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -18,8 +20,14 @@ from mpcdp.jobs.cost import run_cost
 
 
 def main(argv: list[str] | None = None) -> int:
+    rerender = argv is not None and "--rerender" in argv or argv is None and "--rerender" in sys.argv[1:]
+    if rerender:
+        argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--rerender"]
     ns, protocol, command = recording.parse(__doc__, "protocols/cost-tables.toml", "benchmarks/results/cost-summary",
                                             argv)
+    if rerender:
+        with open(f"{ns.out}.json") as fh:
+            command = json.load(fh)["command"]
     grid, compare = protocol["grid"], protocol.get("compare", {})
     folder = os.path.join(os.path.dirname(ns.out) or ".", "cost")
     os.makedirs(folder, exist_ok=True)
@@ -32,17 +40,21 @@ def main(argv: list[str] | None = None) -> int:
                "(both directions); 'sent/party' = the busiest party. Obliv-C = paper 002, Tables 4–6 (5 parties, "
                "gates × 32 bytes, OT not included). LAN/WAN: estimated from the measured rounds, dealer round "
                "trips and bytes (1 Gbit/s, 0.2 ms RTT; 100 Mbit/s, 40 ms RTT; checked against emulated hosts in "
-               "[cost-network.md](cost-network.md)).", "",
+               "[cost-network.md](cost-network.md)). online/opening: the online step's bytes over those of one "
+               "opening of the d-vector, 2(m−1)·8d.", "",
                "| model | m | noise | d | total MB | sent/party MB | dealer MB | rounds | dealer req | noise s | "
-               "online s | online/payload | LAN s | WAN s | Obliv-C MB | Obliv-C / mpcdp bytes |",
+               "online s | online/opening | LAN s | WAN s | Obliv-C MB | Obliv-C / mpcdp bytes |",
                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     goals, records = [], []
     for index, (model, parties, noise) in enumerate(plan):
         print(f"[{index + 1}/{len(plan)}] {model}, {parties} parties, noise {noise}", file=sys.stderr, flush=True)
-        run = run_cost(model, parties, noise, sigma=grid.get("sigma", 1.0))
         prefix = os.path.join(folder, f"{model}-m{parties}-{noise}")
-        cost_report.write(run, prefix, f"mpcdp cost --model {model} --parties {parties} --noise {noise} "
-                                       f"--out {prefix}")
+        if rerender:
+            run = cost_report.rerender(prefix) and cost_report.load(prefix)
+        else:
+            run = run_cost(model, parties, noise, sigma=grid.get("sigma", 1.0))
+            cost_report.write(run, prefix, f"mpcdp cost --model {model} --parties {parties} --noise {noise} "
+                                           f"--out {prefix}")
         total = cost_report.rows(run)[-1]
         records.append({"model": model, "parties": parties, "noise": noise, "total": total})
         oblivc = total.get("oblivc_bytes")

@@ -6,7 +6,7 @@
    0.00195 at α = 0.001), mean, std, tail counts beyond 2/3/4σ against binomial intervals, max |x| against
    the declared support, acceptance rate against 0.7306.
 2. Cost: for each m and batch size d, one sampling call of d samples per mode, measured in its own run:
-   bytes per sample (all parties together, and the dealer separately — kernel write counters), rounds, and
+   bytes per sample (all parties together, and the dealer separately — kernel TCP counters), rounds, and
    µs per sample (slowest party's wall time of the call). Modes side by side in the same table:
    ``rou`` (mpcdp), ``boxmuller`` (CrypTen's crypten.randn), ``distributed`` (the zero-communication floor).
 """
@@ -105,9 +105,11 @@ def markdown(val: dict, rows: list[dict], plain: list[dict], command: str) -> st
     lines.append("")
     lines.append(f"Validation at family-wise α = 0.001: **{'passed' if not val['failures'] else 'FAILED: ' + '; '.join(val['failures'])}**.")
     lines += ["", "## Cost per sample", "",
-              "Bytes are measured (kernel write counters of every party and of the dealer), per sample drawn, "
-              "for one call drawing d samples; µs = slowest party's wall time of that call / d. Rounds are "
-              "counted at mpcdp's opening choke point; CrypTen's own Box–Muller does not pass through it (n/a).",
+              "Bytes are measured (kernel TCP counters of every party and of the dealer), per sample drawn, "
+              "for one call drawing d samples; µs = slowest party's wall time of that call / d. Rounds "
+              "(communication phases: 1 per opening for 2 parties, 2 for more) are counted at mpcdp's opening "
+              "choke point; CrypTen's own Box–Muller does not pass through it (n/a here; `mpcdp cost --noise "
+              "boxmuller` counts its gloo rounds).",
               "",
               "| m | d | mode | parties B/sample | dealer B/sample | total B/sample | rounds | µs/sample |",
               "|---|---|---|---|---|---|---|---|"]

@@ -214,6 +214,12 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
     from mpcdp.jobs import cost_report
     from mpcdp.jobs.cost import MODELS, run_cost
 
+    if ns.rerender:
+        if not ns.out:
+            raise MpcdpError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
+        paths = cost_report.rerender(ns.out)
+        print("wrote " + ", ".join(paths.values()), file=sys.stderr)
+        return 0
     if ns.parties < 2:
         raise MpcdpError(f"`--parties` must be >= 2. Found {ns.parties}.")
     if not (ns.sigma > 0):
@@ -362,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="emulated one-way latency per round, injected at mpcdp's transport")
     cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
     cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
+    cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
     cost.set_defaults(func=_cmd_cost)
 
     return parser

@@ -146,3 +146,11 @@ def test_cost_report_end_to_end(tmp_path):
     assert total["oblivc_bytes"] == 9_579_500 * 32 and total["rebuilt_bytes_ratio"] > 100
     assert total["wan_s"] > total["lan_s"] > total["total_s"]
     assert (tmp_path / "ij.png").stat().st_size > 10_000 and (tmp_path / "ij.csv").read_text().count("\n") == 3
+    # the tables and the plot can be rebuilt from the JSON record alone
+    table = (tmp_path / "ij.md").read_text()
+    (tmp_path / "ij.md").unlink()
+    (tmp_path / "ij.png").unlink()
+    again = subprocess.run([sys.executable, "-m", "mpcdp.cli", "cost", "--rerender", "--out", str(prefix)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (tmp_path / "ij.md").read_text() == table and (tmp_path / "ij.png").exists()

@@ -42,8 +42,9 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["dealer_bytes"] = noise["dealer_bytes"] + release["dealer_bytes"]
         row["total_bytes"] = noise["total_bytes"] + release["total_bytes"]
         row["online_bytes"] = release["total_bytes"]
-        # every plan moves 2(m−1) shares of the d + 1 opened elements in total (star, scatter, direct)
-        row["online_payload"] = 16 * (run.parties - 1) * (layer["elements"] + 1)
+        # the floor of one opening of the d-vector: every plan (star, scatter, direct) moves 2(m−1) shares
+        # of it in total; the release opens d + 1 elements (its validation flag rides along)
+        row["online_payload"] = 16 * (run.parties - 1) * layer["elements"]
         row["noise_s"] = noise["wall_s"]
         row["online_s"] = release["wall_s"]
         row["total_s"] = noise["wall_s"] + release["wall_s"]
@@ -117,7 +118,9 @@ def markdown(run: CostRun, command: str | None = None) -> str:
              "Per layer the parties sample d Gaussians inside the MPC (**noise**, data-independent, can run ahead) "
              "and then release Σ local + noise in one opening (**online**). Counts are elements (bit-ANDs = 64 × "
              "AND words); rounds are communication phases between data parties; dealer requests are round "
-             "trips of party 0 to the dealer (fetched on demand; the LAN/WAN estimates charge one one-way delay each). Bytes are kernel TCP counters (payload; gloo framing only on the dealer's and CrypTen's links); 'per party' is the "
+             "trips of party 0 to the dealer (fetched on demand; the LAN/WAN estimates charge one one-way delay "
+             "each). Bytes are kernel TCP counters (payload; gloo framing only on the dealer's and CrypTen's "
+             "links); 'per party' is the "
              "busiest party; 'total' adds every party's sent bytes and the dealer traffic (both directions).", "",
              "## Operations", "",
              "| layer | shape | d | mul | square | AND words | bit-ANDs | trunc (redone) | B2A bits | cmp | random bits "
@@ -129,7 +132,7 @@ def markdown(run: CostRun, command: str | None = None) -> str:
                     f"{_n(r['b2a_bits'])} | {_n(r['comparison'])} | {_n(r['random_bits'])} | {_n(r['openings'])} | "
                     f"{_n(r['opened_elements'])} | {_n(r['rounds'])} | {_n(r['dealer_requests'])} |")
     head += ["", "## Bytes and time", "",
-             "| layer | sent/party MB | dealer MB | total MB | online B | online/payload | noise s | online s | "
+             "| layer | sent/party MB | dealer MB | total MB | online B | online/opening | noise s | online s | "
              "total s | plaintext s | secure/plain | LAN s | WAN s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
@@ -152,8 +155,10 @@ def markdown(run: CostRun, command: str | None = None) -> str:
                 line += (f" {_mb(r['rebuilt_bytes'])} | {r['rebuilt_s']} | {r['rebuilt_bytes_ratio']:,.0f}× | "
                          f"{r['rebuilt_time_ratio']:,.0f}× |")
             head.append(line)
-        head += ["", "The Obliv-C circuit's noise is not Gaussian (its rejection test never fires; see the README), "
-                 "so its gate count is a lower bound for a correct sampler of that design."]
+        head += ["", "The Obliv-C circuit's noise is not Gaussian: rebuilt and run, its rejection test never fired "
+                 "(1,080 of 1,080 samples were the unrejected candidate; KS D = 0.32 against N(0, σ²)), so its gate "
+                 "count is a lower bound for a correct sampler of that design. mpcdp's sampler rejects per "
+                 "coordinate and passes a 10⁶-draw KS test (benchmarks/results/noise.md)."]
     return "\n".join(head) + "\n"
 
 
@@ -221,6 +226,22 @@ def goals(run: CostRun) -> list[str]:
         out.append(f"MNIST CNN, all layers, 5 parties: {total['total_bytes'] / 1e6:.1f} MB "
                    f"(goal ≤ 200 MB: {'met' if total['total_bytes'] <= 200e6 else 'MISSED'})")
     ratio = total["online_bytes"] / total["online_payload"]
-    out.append(f"online step (noise pre-sampled): one opening per layer, {total['online_bytes']:,} bytes = "
-               f"{ratio:.3f}× its payload (d + 1 elements: the validation flag rides along)")
+    worst = max(rows(run)[:-1], key=lambda r: r["online_bytes"] / r["online_payload"])
+    out.append(f"online step (noise pre-sampled): {total['online_bytes']:,} bytes = {ratio:.4f}× the bytes of one "
+               f"opening of the model's d-vector (goal ≤ 1.1×: {'met' if ratio <= 1.1 else 'MISSED'}); released "
+               f"layer by layer, each opening carries one extra element, the validation flag (largest share: "
+               f"{worst['layer']}, d = {worst['elements']}, {worst['online_bytes'] / worst['online_payload']:.3f}×)")
     return out
+
+
+def load(prefix: str) -> CostRun:
+    """The run recorded in PREFIX.json."""
+    with open(f"{prefix}.json") as fh:
+        return CostRun(**json.load(fh)["run"])
+
+
+def rerender(prefix: str) -> dict[str, str]:
+    """Rebuild PREFIX.md, .csv and .png from PREFIX.json (after a change of presentation, not of numbers)."""
+    with open(f"{prefix}.json") as fh:
+        record = json.load(fh)
+    return write(CostRun(**record["run"]), prefix, record.get("command"))

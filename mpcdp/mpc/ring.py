@@ -9,12 +9,16 @@ extended in :mod:`mpcdp.backends.crypten_backend`), which never sees an opened v
 function opens is either uniformly masked by dealer randomness that no data party knows, or public by
 design (the comparison result, which the caller opens on purpose).
 
-Declared costs per element (m parties; an "opening" = one ring element or word all-reduced once):
-  mul        1 round, 2 openings; dealer: 1 ring element to party 0 (Products: 1 opening per variable)
-  and_words  1 round, 2 openings (XOR); dealer: 1 word to party 0 (ShiftedAnds: 1 opening per variable)
-  b2a        1 round, 1 opening (XOR); dealer: k ring elements to party 0
-  truncate   1 round, 1 opening (+1 round for the ~2^(ℓ+1-64) fraction that is redrawn); dealer: 1 element
-  ge_zero    1 + ⌈log2 ℓ⌉ + 1 rounds, 1 + 2⌈log2 ℓ⌉ + 1 openings; dealer: 1 + 2⌈log2 ℓ⌉ − 1 words
+Declared costs per call on n elements (m parties; an "opening" = one call of ``ctx.open_masked``, which is
+1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.runtime.mesh.Mesh.open_shares`; element counts
+as recorded by :mod:`mpcdp.mpc.costs`, checked in tests/test_costs.py):
+  mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable)
+  and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request
+  b2a        b2a_bits n·k; 1 opening of n words (XOR); 1 dealer request (k ring elements per word)
+  truncate   trunc n; 1 opening of n; 1 dealer request (+1 opening and request for the ~2^(ℓ+1-64)
+             fraction redrawn, counted as trunc_redo)
+  ge_zero    comparison n, and_words n·(2⌈log2 ℓ⌉ − 1); 2 + ⌈log2 ℓ⌉ openings (n, then 2n per prefix level,
+             then n); 1 + ⌈log2 ℓ⌉ dealer requests
 """
 
 from __future__ import annotations

@@ -17,21 +17,23 @@ import time
 @dataclasses.dataclass
 class WireMeter:
     """Accumulates the TCP payload bytes this process sends, and wall time, over the windows it is used in
-    (``with meter:``), plus bytes counted elsewhere (:meth:`add`)."""
+    (``with meter:``), plus bytes counted elsewhere (:meth:`add`). Per socket: a socket opened inside a
+    window counts from zero; one closed inside it is not counted."""
 
     bytes_sent: int = 0
     wall_s: float = 0.0
-    _start_bytes: int = 0
+    _start: dict = dataclasses.field(default_factory=dict)
     _start_time: float = 0.0
 
     def __enter__(self) -> "WireMeter":
-        self._start_bytes = tcp_bytes()[1]
+        self._start = tcp_counters()
         self._start_time = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.wall_s += time.perf_counter() - self._start_time
-        self.bytes_sent += tcp_bytes()[1] - self._start_bytes
+        end = tcp_counters()
+        self.bytes_sent += sum(tx - self._start.get(fd, (0, 0))[1] for fd, (_, tx) in end.items())
 
     def add(self, bytes_sent: int, wall_s: float = 0.0) -> None:
         self.bytes_sent += bytes_sent
