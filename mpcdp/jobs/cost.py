@@ -28,18 +28,14 @@ from typing import Any, Callable
 import torch
 
 from mpcdp.config import MpcConfig
+from mpcdp.learning.cnn import NETWORKS
 from mpcdp.mpc import costs
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
 MODELS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     "logreg-a9a": [("weight", (123,))],
     "logreg-ijcnn1": [("weight", (22,))],
-    "mnist-cnn": [("conv1.weight", (16, 1, 8, 8)), ("conv1.bias", (16,)), ("conv2.weight", (32, 16, 4, 4)),
-                  ("conv2.bias", (32,)), ("fc1.weight", (32, 512)), ("fc1.bias", (32,)),
-                  ("fc2.weight", (10, 32)), ("fc2.bias", (10,))],
-    "cifar-cnn5": [("conv1.weight", (6, 3, 5, 5)), ("conv1.bias", (6,)), ("conv2.weight", (16, 6, 5, 5)),
-                   ("conv2.bias", (16,)), ("fc1.weight", (120, 400)), ("fc1.bias", (120,)),
-                   ("fc2.weight", (84, 120)), ("fc2.bias", (84,)), ("fc3.weight", (10, 84)), ("fc3.bias", (10,))],
+    **{name: list(spec.layers) for name, spec in NETWORKS.items()},
 }
 
 # Paper 002's Obliv-C garbled circuits (5 parties' gradients, Yao): gates and Yao runtime per layer.

@@ -119,9 +119,9 @@ def markdown(run: CostRun, command: str | None = None) -> str:
              "and then release Σ local + noise in one opening (**online**). Counts are elements (bit-ANDs = 64 × "
              "AND words); rounds are communication phases between data parties; dealer requests are round "
              "trips of party 0 to the dealer (fetched on demand; the LAN/WAN estimates charge one one-way delay "
-             "each). Bytes are kernel TCP counters (payload; gloo framing only on the dealer's and CrypTen's "
-             "links); 'per party' is the "
-             "busiest party; 'total' adds every party's sent bytes and the dealer traffic (both directions).", "",
+             "each). Bytes are counted where mpcdp's links move them and from the kernel's TCP counters for the "
+             "dealer's and CrypTen's links (payload, no TCP/IP headers); 'per party' is the busiest party, dealer "
+             "traffic apart; 'total' adds every party's sent bytes and the dealer traffic (both directions).", "",
              "## Operations", "",
              "| layer | shape | d | mul | square | AND words | bit-ANDs | trunc (redone) | B2A bits | cmp | random bits "
              "| openings | opened elems | rounds | dealer req |",
@@ -132,11 +132,12 @@ def markdown(run: CostRun, command: str | None = None) -> str:
                     f"{_n(r['b2a_bits'])} | {_n(r['comparison'])} | {_n(r['random_bits'])} | {_n(r['openings'])} | "
                     f"{_n(r['opened_elements'])} | {_n(r['rounds'])} | {_n(r['dealer_requests'])} |")
     head += ["", "## Bytes and time", "",
-             "| layer | sent/party MB | dealer MB | total MB | online B | online/opening | noise s | online s | "
-             "total s | plaintext s | secure/plain | LAN s | WAN s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| layer | sent/party MB | received/party MB | dealer MB | total MB | online B | online/opening | noise s | "
+             "online s | total s | plaintext s | secure/plain | LAN s | WAN s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
-        head.append(f"| {r['layer']} | {_mb(r['bytes_sent_max_party'])} | {_mb(r['dealer_bytes'])} | "
+        head.append(f"| {r['layer']} | {_mb(r['bytes_sent_max_party'])} | {_mb(r['bytes_received_max_party'])} | "
+                    f"{_mb(r['dealer_bytes'])} | "
                     f"{_mb(r['total_bytes'])} | {_n(r['online_bytes'])} | "
                     f"{r['online_bytes'] / r['online_payload']:.3f} | {r['noise_s']:.3f} | {r['online_s']:.4f} | "
                     f"{r['total_s']:.3f} | {r['plaintext_s']:.2e} | {_n(r['secure_over_plaintext'])} | "

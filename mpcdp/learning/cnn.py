@@ -1,0 +1,122 @@
+"""Paper 002 §6.2's convolutional networks, as flat parameter vectors with per-example gradients.
+
+Layer shapes exactly as paper 002's Tables 5 and 6 (the parameter tensors that secure aggregation sums and
+noises one by one):
+
+* ``mnist-cnn`` (Table 5): conv 16×1×8×8 (stride 2, padding 3) → tanh → max-pool 2 (stride 1) → conv
+  32×16×4×4 (stride 2) → tanh → max-pool 2 (stride 1) → flatten 512 → fc 32×512 → tanh → fc 10×32, with
+  biases; 28×28 grey images. 26,010 parameters.
+* ``cifar-cnn5`` (Table 6, LeNet-5 shapes): conv 6×3×5×5 → tanh → max-pool 2 → conv 16×6×5×5 → tanh →
+  max-pool 2 → flatten 400 → fc 120×400 → tanh → fc 84×120 → tanh → fc 10×84, with biases; 32×32 colour
+  images. 62,006 parameters.
+
+A model's parameters travel as one flat float64 vector θ (the order of :attr:`CnnSpec.layers`), so the
+DP machinery that works on vectors — clipping over all layers jointly, secure aggregation, one noise pool —
+applies unchanged; :meth:`CnnSpec.unflatten` gives the tensors back. Per-example gradients of the
+cross-entropy loss come from ``torch.func`` (vmap of grad over the batch), never a Python loop over examples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch.func import grad, vmap
+
+from mpcdp.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class CnnSpec:
+    """A network: its parameter tensors (name, shape) in flat order, its input shape and its forward pass."""
+
+    name: str
+    layers: tuple[tuple[str, tuple[int, ...]], ...]
+    input_shape: tuple[int, ...]
+    forward: Callable[[dict[str, torch.Tensor], torch.Tensor], torch.Tensor]
+
+    @property
+    def dim(self) -> int:
+        return sum(math.prod(shape) for _, shape in self.layers)
+
+    def unflatten(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The parameter tensors (views into θ) by name."""
+        if theta.shape != (self.dim,):
+            raise InputError(f"`theta` for {self.name} must have shape ({self.dim},). Found {tuple(theta.shape)}.")
+        out, start = {}, 0
+        for name, shape in self.layers:
+            size = math.prod(shape)
+            out[name] = theta[start:start + size].reshape(shape)
+            start += size
+        return out
+
+    def flatten(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([params[name].reshape(-1) for name, _ in self.layers])
+
+    def init(self, seed: int = 0) -> torch.Tensor:
+        """θ⁰: PyTorch's default initialisation (uniform ±1/√fan_in), from a seeded generator."""
+        generator = torch.Generator().manual_seed(seed)
+        params, fan_in = {}, 1
+        for name, shape in self.layers:
+            if len(shape) > 1:  # a weight; the bias after it shares its fan-in
+                fan_in = math.prod(shape[1:])
+            bound = 1 / math.sqrt(fan_in)
+            params[name] = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
+        return self.flatten(params)
+
+    def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Class scores for a batch x of shape (n, *input_shape)."""
+        return self.forward(self.unflatten(theta), x)
+
+    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over the batch (labels y: int64 class indices)."""
+        return F.cross_entropy(self.logits(theta, x), y)
+
+    def error_rate(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
+        with torch.no_grad():
+            return float((self.logits(theta, x).argmax(1) != y).to(torch.float64).mean())
+
+    def per_example_gradients(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """∇_θ loss(θ; x_i, y_i) for every example: shape (n, dim)."""
+        if x.shape[1:] != self.input_shape:
+            raise InputError(f"`x` for {self.name} must have shape (n, {', '.join(map(str, self.input_shape))}). "
+                             f"Found {tuple(x.shape)}.")
+
+        def one(theta_, xi, yi):
+            return F.cross_entropy(self.logits(theta_, xi.unsqueeze(0)), yi.unsqueeze(0))
+
+        return vmap(grad(one), in_dims=(None, 0, 0))(theta, x, y)
+
+
+def _mnist_forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    h = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv1.weight"], p["conv1.bias"], stride=2, padding=3)), 2, 1)
+    h = F.max_pool2d(torch.tanh(F.conv2d(h, p["conv2.weight"], p["conv2.bias"], stride=2)), 2, 1)
+    h = torch.tanh(F.linear(h.flatten(1), p["fc1.weight"], p["fc1.bias"]))
+    return F.linear(h, p["fc2.weight"], p["fc2.bias"])
+
+
+def _cnn5_forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    h = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv1.weight"], p["conv1.bias"])), 2)
+    h = F.max_pool2d(torch.tanh(F.conv2d(h, p["conv2.weight"], p["conv2.bias"])), 2)
+    h = torch.tanh(F.linear(h.flatten(1), p["fc1.weight"], p["fc1.bias"]))
+    h = torch.tanh(F.linear(h, p["fc2.weight"], p["fc2.bias"]))
+    return F.linear(h, p["fc3.weight"], p["fc3.bias"])
+
+
+MNIST_CNN = CnnSpec(
+    "mnist-cnn",
+    (("conv1.weight", (16, 1, 8, 8)), ("conv1.bias", (16,)), ("conv2.weight", (32, 16, 4, 4)), ("conv2.bias", (32,)),
+     ("fc1.weight", (32, 512)), ("fc1.bias", (32,)), ("fc2.weight", (10, 32)), ("fc2.bias", (10,))),
+    (1, 28, 28), _mnist_forward)
+
+CIFAR_CNN5 = CnnSpec(
+    "cifar-cnn5",
+    (("conv1.weight", (6, 3, 5, 5)), ("conv1.bias", (6,)), ("conv2.weight", (16, 6, 5, 5)), ("conv2.bias", (16,)),
+     ("fc1.weight", (120, 400)), ("fc1.bias", (120,)), ("fc2.weight", (84, 120)), ("fc2.bias", (84,)),
+     ("fc3.weight", (10, 84)), ("fc3.bias", (10,))),
+    (3, 32, 32), _cnn5_forward)
+
+NETWORKS = {spec.name: spec for spec in (MNIST_CNN, CIFAR_CNN5)}
