@@ -89,3 +89,41 @@ def test_each_host_sees_only_the_emulated_subnet(hosts):
     assert routes.split()[0] == "10.213.0.0/24" and len(routes.strip().splitlines()) == 1
     links = subprocess.run(["ip", "-n", f"{tag}-h1", "-o", "link"], capture_output=True, text=True).stdout
     assert sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()) == ["eth-mpcdp", "lo"]
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
+    """`mpcdp cost` with every party and the dealer on its own host: the TCP payload the cost ledger counted is
+    exactly what each host's interface sent, less 66 header bytes (Ethernet, IPv4, TCP with timestamps) per
+    packet — and the run's counts agree with the local run's declared costs."""
+    from mpcdp.jobs.cost import summarize
+    from mpcdp.mpc import costs
+
+    tag, addresses = hosts
+    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29501"}
+    procs = []
+    for rank in range(PARTIES + 1):
+        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
+               "--iface", "eth-mpcdp", "--job", "cost", "--model", "logreg-ijcnn1", "--meter-iface", "eth-mpcdp",
+               "--timeout", "90"]
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = []
+    try:
+        for rank, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=150)
+            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            proc.kill()
+    run = summarize("logreg-ijcnn1", PARTIES, "rou", 1.0, 0.0, outputs[:PARTIES], outputs[PARTIES], 0.0)
+    layer = run.layers[0]
+    for rank in range(PARTIES):  # over both measured sections (a segment may leave just after a section ends)
+        frames = sum(layer[s]["interface"][rank]["tx_bytes"] for s in ("noise", "release"))
+        packets = sum(layer[s]["interface"][rank]["tx_packets"] for s in ("noise", "release"))
+        payload = sum(layer[s]["tcp_sent"][rank] for s in ("noise", "release"))
+        assert packets > 0 and frames - payload == 66 * packets, rank
+    # the online release crossed the hosts as declared: one opening of d + 1 = 23 elements through party 0
+    assert layer["release"]["bytes_sent"] == [costs.opening_bytes([23], PARTIES, r)[0] for r in range(PARTIES)]

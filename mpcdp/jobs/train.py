@@ -7,7 +7,8 @@ Protocol fields beyond the algorithm's hyper-parameters: ``[training] size_ratio
 non-average u = n_max/n_min: two groups of parties, the larger u times the smaller), ``normalize_rows`` (scale
 every feature row to unit L2 norm, train and test alike — paper 000's G = 1 Lipschitz setting), ``steps`` (full-
 batch algorithms; ``passes`` means the same there), ``[privacy] calibration`` ('certified' or the paper's
-formula, certified anyway)."""
+formula, certified anyway), ``model`` ('logreg', the default, or one of paper 002's CNNs, 'mnist-cnn' /
+'cifar-cnn5', trained by DDP-SRM, DP-SRM or DP-SGD on an image dataset such as 'mnist-5k')."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
 from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard, SrmParameters, run_srm
 from mpcdp.learning.local_noise import run_local_then_average
+from mpcdp.learning.cnn import NETWORKS
 from mpcdp.learning.logreg import error_rate, loss, optimum, warm_up
 
 ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd", "jayaraman", "wd-dp", "wd-dp-local")
+CNN_ALGORITHMS = ("srm", "storm", "dp-sgd")
 FULL_BATCH = ("dp-gd", "jayaraman", "wd-dp", "wd-dp-local")
 CENTRAL_ONLY = {
     "dp-agd": "a central baseline (its step-size selection has no MPC counterpart here)",
@@ -62,6 +65,12 @@ class TrainPlan:
     size_ratio: float = 1.0
     normalize_rows: bool = False
     calibration: str = "certified"
+    model: str = "logreg"
+
+    @property
+    def network(self):
+        """The CNN (:mod:`mpcdp.learning.cnn`) this plan trains, or None for logistic regression."""
+        return NETWORKS.get(self.model)
 
 
 def plan_from(path: str, *, backend: str | None = None, parties: int | None = None, epsilon: float | None = None,
@@ -105,6 +114,14 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     if calibration != "certified" and algorithm not in ("jayaraman", "wd-dp", "wd-dp-local"):
         raise ConfigError(f"`calibration` {calibration!r} exists for 'jayaraman', 'wd-dp' and 'wd-dp-local' only; "
                           f"{algorithm!r} is calibrated by the certifying accountant.")
+    model = protocol.get("model", "logreg")
+    if model != "logreg" and model not in NETWORKS:
+        raise ConfigError(f"`model` must be 'logreg' or one of {sorted(NETWORKS)}. Found {model!r}.")
+    if model != "logreg" and algorithm not in CNN_ALGORITHMS:
+        raise ConfigError(f"`algorithm` {algorithm!r} is implemented for logistic regression only; with `model` "
+                          f"{model!r} use one of {list(CNN_ALGORITHMS)}.")
+    if model != "logreg" and normalize_rows:
+        raise ConfigError("`normalize_rows` applies to feature rows, not to images: leave it out for a CNN.")
     passes = float(training.pop("passes", 0))
     if algorithm in FULL_BATCH:
         passes = float(training.pop("steps", passes))
@@ -129,7 +146,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     return TrainPlan(protocol.get("name", path), algorithm, protocol["dataset"], m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
                      params, passes, dict(protocol.get("mpc", {})), output, float(ratio), normalize_rows,
-                     calibration)
+                     calibration, model)
 
 
 def _display_name(plan: TrainPlan) -> str:
@@ -163,11 +180,22 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     """Train as ``plan`` says and report (the JSON line of `mpcdp train`). ``curve``: also the test error of
     every iterate (for plots; sweeps skip it)."""
     data = load(plan.dataset)
-    x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
-    x_test, y_test = torch.from_numpy(data.x_test).double(), torch.from_numpy(data.y_test).double()
+    network = plan.network
+    if network is not None:
+        if tuple(data.x_train.shape[1:]) != network.input_shape:
+            raise ConfigError(f"`model` {plan.model!r} takes inputs of shape {network.input_shape}; dataset "
+                              f"{plan.dataset!r} has {tuple(data.x_train.shape[1:])}.")
+        labels = lambda a: torch.from_numpy(a).long()  # noqa: E731 - class indices
+    else:
+        if data.x_train.ndim != 2:
+            raise ConfigError(f"dataset {plan.dataset!r} holds images of shape {tuple(data.x_train.shape[1:])}: set "
+                              f"`model` to one of {sorted(NETWORKS)} (logistic regression takes feature rows).")
+        labels = lambda a: torch.from_numpy(a).double()  # noqa: E731 - ±1
+    x, y = torch.from_numpy(data.x_train).double(), labels(data.y_train)
+    x_test, y_test = torch.from_numpy(data.x_test).double(), labels(data.y_test)
     if plan.normalize_rows:
         x, x_test = _unit_rows(x), _unit_rows(x_test)
-    n, dim = len(y), x.shape[1]
+    n, dim = len(y), (network.dim if network is not None else x.shape[1])
     parts = split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
@@ -223,6 +251,8 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                 noise = _calibrated(setting, plan.epsilon, plan.delta)
                 levels, certificate = NoiseLevels(noise.sigma0, noise.sigma), noise.certificate
     bytes_per_party = 0
+    if network is not None:
+        runner = functools.partial(runner, model=network)
     if plan.backend == "simulated":
         warm_up()  # as every mpc party does before its clocks start
     start = time.perf_counter()
@@ -255,20 +285,28 @@ def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate,
             steps: int, passes: float, curve: bool, extra: dict[str, Any]) -> dict[str, Any]:
     theta = result.output(plan.output)
     by_rule = {rule: result.output(rule) for rule in OUTPUT_RULES}
+    network = plan.network
+    if network is not None:  # a CNN: cross-entropy and misclassification; no convex optimum to compare with
+        loss_of = lambda t, a, b: network.loss(t, a, b)  # noqa: E731
+        error_of, gap, grad_norm = network.error_rate, None, None
+    else:
+        loss_of, error_of = loss, error_rate
+        gap = loss(theta, x, y).item() - _training_optimum(plan.dataset, plan.normalize_rows)[1]
+        grad_norm = float(torch.func.grad(loss)(theta, x, y).norm())
     return {
         "protocol": plan.name, "algorithm": _display_name(plan), "backend": plan.backend,
-        "dataset": data.name, "parties": plan.parties,
+        "dataset": data.name, "model": plan.model, "parties": plan.parties,
         "epsilon": None if certificate is None else certificate.epsilon,  # storm: not private
         "epsilon_target": None if certificate is None else plan.epsilon, "delta": plan.delta,
         "accounting": None if certificate is None else certificate.method,
         "sigma0": None if levels is None else levels.sigma0, "sigma": None if levels is None else levels.sigma,
         "iterations": steps, "data_passes": passes, "output": plan.output,
-        "test_loss": loss(theta, x_test, y_test).item(), "test_error": error_rate(theta, x_test, y_test),
-        **{f"test_loss_{rule}": loss(t, x_test, y_test).item() for rule, t in by_rule.items()},
-        **{f"test_error_{rule}": error_rate(t, x_test, y_test) for rule, t in by_rule.items()},
-        "train_loss": loss(theta, x, y).item(),
-        "optimal_gap": loss(theta, x, y).item() - _training_optimum(plan.dataset, plan.normalize_rows)[1],
-        "grad_norm": float(torch.func.grad(loss)(theta, x, y).norm()),
+        "test_loss": loss_of(theta, x_test, y_test).item(), "test_error": error_of(theta, x_test, y_test),
+        **{f"test_loss_{rule}": loss_of(t, x_test, y_test).item() for rule, t in by_rule.items()},
+        **{f"test_error_{rule}": error_of(t, x_test, y_test) for rule, t in by_rule.items()},
+        "train_loss": loss_of(theta, x, y).item(),
+        "optimal_gap": gap,
+        "grad_norm": grad_norm,
         **extra,
-        "test_error_curve": [error_rate(t, x_test, y_test) for t in result.iterates] if curve else None,
+        "test_error_curve": [error_of(t, x_test, y_test) for t in result.iterates] if curve else None,
     }

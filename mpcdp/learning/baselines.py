@@ -26,7 +26,7 @@ import torch
 
 from mpcdp.errors import ConfigError
 from mpcdp.learning.dpsrm import Aggregate, Shard, SrmResult
-from mpcdp.learning.logreg import clipped_gradient_sum
+from mpcdp.learning.logreg import LOGISTIC, clipped_gradient_sum
 from mpcdp.validation import require_integers, require_positive
 
 
@@ -66,9 +66,13 @@ def party_divisor(params: SgdParameters, shard: Shard, batch_sizes: Sequence[int
 
 
 def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate, *, dim: int,
-            batch_sizes: Sequence[int], **_unused) -> SrmResult:
+            batch_sizes: Sequence[int], model=LOGISTIC, **_unused) -> SrmResult:
     """DP-SGD (or DP-GD with ``params.full_batch``) over the shards held here; the output is the last iterate,
-    or θ_R for RRPSGD (``params.random_round``)."""
+    or θ_R for RRPSGD (``params.random_round``). ``model``: logistic regression, or a CNN of
+    :mod:`mpcdp.learning.cnn` (mini-batch only)."""
+    if params.full_batch and model is not LOGISTIC:
+        raise ConfigError(f"full-batch training is implemented for logistic regression only. Found model "
+                          f"{getattr(model, 'name', model)!r}.")
     rngs = {s.party: np.random.default_rng([params.seed + 1, s.party]) for s in shards}
     if params.full_batch:  # every record of the shards held here, each row weighted by 1/(its party's divisor)
         pooled_x = torch.cat([s.x for s in shards])
@@ -76,7 +80,7 @@ def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate
         pooled_sq = (pooled_x * pooled_x).sum(1)
         pooled_w = torch.cat([torch.full((len(s.y),), 1 / party_divisor(params, s, batch_sizes), dtype=torch.float64)
                               for s in shards])
-    theta = torch.zeros(dim, dtype=torch.float64)
+    theta = model.initial_theta(dim, params.seed)
     iterates, released, norms = [theta], [], []
     for t in range(params.steps):
         if params.full_batch:
@@ -88,7 +92,7 @@ def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate
                 if params.batch > len(s.y):
                     raise ConfigError(f"`batch` {params.batch} exceeds party {s.party}'s {len(s.y)} records")
                 idx = torch.from_numpy(rngs[s.party].choice(len(s.y), size=params.batch, replace=False))
-                local += clipped_gradient_sum(theta, s.x[idx], s.y[idx], params.c1) / \
+                local += model.clipped_gradient_sum(theta, s.x[idx], s.y[idx], params.c1) / \
                     party_divisor(params, s, batch_sizes)
         v = aggregate(t, local)
         released.append(v)

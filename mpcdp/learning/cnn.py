@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch.func import grad, vmap
 
 from mpcdp.errors import InputError
+from mpcdp.learning.clipping import clip_rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +68,12 @@ class CnnSpec:
             params[name] = (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound
         return self.flatten(params)
 
+    def initial_theta(self, dim: int, seed: int = 0) -> torch.Tensor:
+        """θ⁰ for the training loops (:meth:`init`); ``dim`` must be this network's."""
+        if dim != self.dim:
+            raise InputError(f"`dim` for {self.name} must be {self.dim}. Found {dim}.")
+        return self.init(seed)
+
     def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Class scores for a batch x of shape (n, *input_shape)."""
         return self.forward(self.unflatten(theta), x)
@@ -89,6 +96,14 @@ class CnnSpec:
             return F.cross_entropy(self.logits(theta_, xi.unsqueeze(0)), yi.unsqueeze(0))
 
         return vmap(grad(one), in_dims=(None, 0, 0))(theta, x, y)
+
+    def clipped_gradient_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float) -> torch.Tensor:
+        """Σ_i clip_C(∇_θ loss(θ; x_i, y_i)), clipping over all layers jointly (DP-SGD's local term)."""
+        return clip_rows(self.per_example_gradients(theta, x, y), bound).sum(0)
+
+    def per_example_gradients_at(self, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Per-example gradients at every θ_k (rows of ``thetas``): shape (k, n, dim)."""
+        return torch.stack([self.per_example_gradients(theta, x, y) for theta in thetas])
 
 
 def _mnist_forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:

@@ -24,7 +24,7 @@ import torch
 
 from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
-from mpcdp.learning.logreg import per_example_gradients, per_example_gradients_at
+from mpcdp.learning.logreg import LOGISTIC
 from mpcdp.validation import require_integers, require_positive
 
 
@@ -100,24 +100,25 @@ def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]
 
 
 def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate, *, dim: int,
-            batch_sizes: Sequence[int], batch0_sizes: Sequence[int]) -> SrmResult:
+            batch_sizes: Sequence[int], batch0_sizes: Sequence[int], model=LOGISTIC) -> SrmResult:
     """DP-SRM over the shards held here; ``aggregate`` sums across all parties and adds the noise.
 
     ``batch_sizes``/``batch0_sizes`` are every party's per-step batch (public), so each party knows the
-    combined sizes B and B0 that divide the sums.
+    combined sizes B and B0 that divide the sums. ``model``: paper 002's logistic regression (§6.1) or one
+    of its CNNs (:mod:`mpcdp.learning.cnn`, §6.2) — clipping is over all parameters jointly.
     """
     total, total0 = float(sum(batch_sizes)), float(sum(batch0_sizes))
     sizes = dict(enumerate(batch_sizes))
     sizes0 = dict(enumerate(batch0_sizes))
     first = {s.party: _batches(s, sizes0[s.party], 1, params.seed)[0] for s in shards}
     later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1) for s in shards}
-    theta = torch.zeros(dim, dtype=torch.float64)
+    theta = model.initial_theta(dim, params.seed)
     thetas = [theta]
     iterates = [theta]
     local = torch.zeros(dim, dtype=torch.float64)
     for s in shards:
         idx = torch.from_numpy(first[s.party])
-        local += clip_rows(per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
+        local += clip_rows(model.per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
     v_p = aggregate(0, local / total0)
     released, norms = [v_p], []
     for t in range(params.steps):
@@ -132,7 +133,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
         local = torch.zeros(dim, dtype=torch.float64)
         for s in shards:
             idx = torch.from_numpy(later[s.party][t])
-            now, before = per_example_gradients_at(torch.stack([theta, previous]), s.x[idx], s.y[idx])
+            now, before = model.per_example_gradients_at(torch.stack([theta, previous]), s.x[idx], s.y[idx])
             terms = params.gamma * clip_rows(now, params.c1) + (1 - params.gamma) * clipped_differences(now, before,
                                                                                                       params.c2)
             local += terms.sum(0)

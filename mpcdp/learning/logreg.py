@@ -60,6 +60,29 @@ def per_example_gradients_at(thetas: torch.Tensor, x: torch.Tensor, y: torch.Ten
     return _at_several(thetas, x, y, lam)
 
 
+class LogisticModel:
+    """This module's model behind the interface the training loops use (also :class:`mpcdp.learning.cnn.CnnSpec`):
+    ``initial_theta(dim, seed)``, ``per_example_gradients(θ, x, y)``, ``per_example_gradients_at(θs, x, y)``,
+    ``clipped_gradient_sum(θ, x, y, C)`` (here in closed form)."""
+
+    name = "logreg"
+
+    @staticmethod
+    def initial_theta(dim: int, seed: int = 0) -> torch.Tensor:
+        """θ⁰ = 0 (paper 002 §6.1)."""
+        return torch.zeros(dim, dtype=torch.float64)
+
+    per_example_gradients = staticmethod(per_example_gradients)
+    per_example_gradients_at = staticmethod(per_example_gradients_at)
+
+    @staticmethod
+    def clipped_gradient_sum(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float) -> torch.Tensor:
+        return clipped_gradient_sum(theta, x, y, bound)
+
+
+LOGISTIC = LogisticModel()
+
+
 def clipped_gradient_sum(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float,
                          lam: float = LAMBDA, *, row_sq_norms: torch.Tensor | None = None,
                          row_weights: torch.Tensor | None = None) -> torch.Tensor:
