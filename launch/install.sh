@@ -49,4 +49,22 @@ if ! {
     echo "mpcdp: installation failed (full log: $log)" >&2
     exit 1
 fi
+# Fashion-MNIST ships as a Debian data package; unpack it into .venv/share/datasets (no root needed) unless the
+# system already has it. Optional: without apt (a non-Debian host), dataset 'fashion-mnist' is unavailable.
+fashion="share/datasets/fashion-mnist"
+if [ ! -f "/usr/$fashion/train-images-idx3-ubyte.gz" ] && [ ! -f ".venv/$fashion/train-images-idx3-ubyte.gz" ]; then
+    if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then
+        tmp="$(mktemp -d)"
+        if (cd "$tmp" && apt-get download dataset-fashion-mnist) >>"$log" 2>&1 &&
+           dpkg-deb -x "$tmp"/dataset-fashion-mnist_*.deb "$tmp/unpacked" >>"$log" 2>&1; then
+            mkdir -p ".venv/share/datasets"
+            cp -r "$tmp/unpacked/usr/$fashion" ".venv/share/datasets/"
+        else
+            echo "mpcdp: could not fetch the Debian package dataset-fashion-mnist (see $log); dataset 'fashion-mnist' is unavailable" >&2
+        fi
+        rm -rf "$tmp"
+    else
+        echo "mpcdp: no apt-get here; dataset 'fashion-mnist' (Debian package dataset-fashion-mnist) is unavailable" >&2
+    fi
+fi
 echo "$stamp_key" >> "$stamp"

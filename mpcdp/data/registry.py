@@ -47,7 +47,7 @@ def load_svmlight(train: str | pathlib.Path, test: str | pathlib.Path | None = N
 
 
 def load(name: str) -> Dataset:
-    """A dataset by name: 'a9a', 'breast-cancer', 'mnist-5k' (images, :mod:`mpcdp.data.mnist`), or
+    """A dataset by name: 'a9a', 'breast-cancer', 'mnist-5k' and 'fashion-mnist' (images, :mod:`mpcdp.data.mnist`), or
     'svmlight:TRAIN[,TEST]' (kept in memory after the first load in a process, so sweeps parse each file once;
     treat the arrays as read-only)."""
     return _load_cached(name)
@@ -63,11 +63,15 @@ def _load_cached(name: str) -> Dataset:
         from mpcdp.data.mnist import load_mnist_5k
 
         return load_mnist_5k()
+    if name == "fashion-mnist":
+        from mpcdp.data.mnist import load_fashion_mnist
+
+        return load_fashion_mnist()
     if name.startswith("svmlight:"):
         train, _, test = name[len("svmlight:"):].partition(",")
         return load_svmlight(train, test or None)
     if name.lower() in NOT_SHIPPED:
         raise ConfigError(f"dataset {name!r} is not shipped in any installable package here; bring the LIBSVM "
                           f"file and use 'svmlight:/path/to/{name}[,/path/to/{name}.t]'.")
-    raise ConfigError(f"unknown dataset {name!r}: use 'a9a', 'breast-cancer', 'mnist-5k' or "
+    raise ConfigError(f"unknown dataset {name!r}: use 'a9a', 'breast-cancer', 'mnist-5k', 'fashion-mnist' or "
                       f"'svmlight:TRAIN[,TEST]'.")
