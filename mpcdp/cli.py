@@ -242,6 +242,17 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scale(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.scale import run_scale
+    from mpcdp.jobs.sweep import main_progress
+
+    result = run_scale(ns.protocol, ns.parties, out=ns.out, backend=ns.backend, seeds=ns.seeds,
+                       progress=main_progress())
+    print(result["markdown"], file=sys.stderr)
+    print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -326,6 +337,16 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--mpc-seeds", type=int, default=None, help="secure seeds (default: the protocol's)")
     sweep.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md and PREFIX.png from PREFIX.json")
     sweep.set_defaults(func=_cmd_sweep)
+
+    scale = sub.add_parser("scale", help="one protocol at m = 1, 2, 4, 8 parties: test error against wall time "
+                                         "(paper 002 Fig. 3(g, h))")
+    scale.add_argument("protocol", help="a protocols/*.toml file (its batch must split evenly over every m)")
+    scale.add_argument("--parties", type=int, nargs="+", default=[1, 2, 4, 8])
+    scale.add_argument("--backend", choices=["mpc", "simulated"], default=None,
+                       help="for m >= 2 (default: the protocol's); m = 1 is always the central, simulated run")
+    scale.add_argument("--seeds", type=int, default=1)
+    scale.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
+    scale.set_defaults(func=_cmd_scale)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)

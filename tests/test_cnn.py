@@ -156,3 +156,22 @@ def test_fashion_mnist_is_complete_and_fits_the_mnist_cnn():
     assert data.x_train.dtype == np.float32 and 0.0 == data.x_train.min() < data.x_train.max() == 1.0
     logits = MNIST_CNN.logits(MNIST_CNN.init(0), torch.from_numpy(data.x_test[:4]).to(torch.float64))
     assert logits.shape == (4, 10)
+
+
+def test_scale_runs_one_protocol_at_several_party_counts(tmp_path):
+    import json
+
+    from mpcdp.jobs.scale import run_scale
+
+    prefix = tmp_path / "scale"
+    result = run_scale("protocols/ddpsrm-mnist5k-smoke.toml", [1, 2], out=str(prefix), backend="simulated",
+                       training_overrides={"passes": 0.05})
+    record = json.loads((tmp_path / "scale.json").read_text())
+    assert [r["parties"] for r in record["runs"]] == [1, 2]
+    assert [r["algorithm"] for r in record["runs"]] == ["dp-srm", "ddp-srm"]
+    for run in record["runs"]:  # one time stamp per iterate, increasing, ending at the run's time
+        assert len(run["time_s"]) == len(run["test_error_curve"]) == run["iterations"] + 1
+        assert run["time_s"] == sorted(run["time_s"]) and run["time_s"][-1] == pytest.approx(run["wall_s"])
+        assert run["epsilon"] <= 3.0
+    assert "| 1 | simulated |" in result["markdown"] and "| 2 | simulated |" in result["markdown"]
+    assert (tmp_path / "scale.png").stat().st_size > 10_000
