@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{index + 1}/{len(plan)}] {model}, {parties} parties, noise {noise}", file=sys.stderr, flush=True)
         prefix = os.path.join(folder, f"{model}-m{parties}-{noise}")
         if rerender:
-            run = cost_report.rerender(prefix) and cost_report.load(prefix)
+            cost_report.rerender(prefix)
+            run = cost_report.load(prefix)
         else:
             run = run_cost(model, parties, noise, sigma=grid.get("sigma", 1.0))
             cost_report.write(run, prefix, f"mpcdp cost --model {model} --parties {parties} --noise {noise} "
