@@ -127,6 +127,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         passes = float(training.pop("steps", passes))
     if seed is not None:
         training["seed"] = seed
+    _refuse_unknown_fields(training, algorithm, path)
     if algorithm == "dp-agd":
         params = AgdParameters(**training)
     elif algorithm in FULL_BATCH:
@@ -147,6 +148,23 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
                      params, passes, dict(protocol.get("mpc", {})), output, float(ratio), normalize_rows,
                      calibration, model)
+
+
+def _refuse_unknown_fields(training: dict[str, Any], algorithm: str, path: str) -> None:
+    """A [training] key the algorithm does not take is an error naming it (a typo must not be ignored)."""
+    if algorithm == "dp-agd":
+        known = {f.name for f in dataclasses.fields(AgdParameters)}
+    elif algorithm in FULL_BATCH or algorithm in ("dp-sgd", "rrpsgd"):
+        known = {f.name for f in dataclasses.fields(SgdParameters)} | {"batch", "batch0"}
+        known -= {"full_batch", "n_total", "random_round", "weighting", "steps"}
+        if algorithm in FULL_BATCH:
+            known -= {"batch", "batch0"}
+    else:
+        known = {f.name for f in dataclasses.fields(SrmParameters)} - {"steps"}
+    unknown = sorted(set(training) - known)
+    if unknown:
+        raise ConfigError(f"[training] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a parameter of "
+                          f"{algorithm!r}; it takes {sorted(known)}.")
 
 
 def _display_name(plan: TrainPlan) -> str:

@@ -14,6 +14,10 @@ A model's parameters travel as one flat float64 vector θ (the order of :attr:`C
 DP machinery that works on vectors — clipping over all layers jointly, secure aggregation, one noise pool —
 applies unchanged; :meth:`CnnSpec.unflatten` gives the tensors back. Per-example gradients of the
 cross-entropy loss come from ``torch.func`` (vmap of grad over the batch), never a Python loop over examples.
+
+The network's own arithmetic (forward pass, per-example gradients) runs in float32, PyTorch's and Opacus'
+default and about 3× faster here than float64; everything the privacy argument rests on — clipping, sums,
+secure aggregation, noise — stays in float64 (gradients are returned as float64).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from torch.func import grad, vmap
 
 from mpcdp.errors import InputError
 from mpcdp.learning.clipping import clip_rows
+
+
+COMPUTE_DTYPE = torch.float32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,12 +82,12 @@ class CnnSpec:
         return self.init(seed)
 
     def logits(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Class scores for a batch x of shape (n, *input_shape)."""
-        return self.forward(self.unflatten(theta), x)
+        """Class scores (float32) for a batch x of shape (n, *input_shape)."""
+        return self.forward(self.unflatten(theta.to(COMPUTE_DTYPE)), x.to(COMPUTE_DTYPE))
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the batch (labels y: int64 class indices)."""
-        return F.cross_entropy(self.logits(theta, x), y)
+        """Mean cross-entropy over the batch (labels y: int64 class indices), as float64."""
+        return F.cross_entropy(self.logits(theta, x), y).to(torch.float64)
 
     def error_rate(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
         with torch.no_grad():
@@ -93,9 +100,10 @@ class CnnSpec:
                              f"Found {tuple(x.shape)}.")
 
         def one(theta_, xi, yi):
-            return F.cross_entropy(self.logits(theta_, xi.unsqueeze(0)), yi.unsqueeze(0))
+            return F.cross_entropy(self.forward(self.unflatten(theta_), xi.unsqueeze(0)), yi.unsqueeze(0))
 
-        return vmap(grad(one), in_dims=(None, 0, 0))(theta, x, y)
+        gradients = vmap(grad(one), in_dims=(None, 0, 0))(theta.to(COMPUTE_DTYPE), x.to(COMPUTE_DTYPE), y)
+        return gradients.to(torch.float64)
 
     def clipped_gradient_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float) -> torch.Tensor:
         """Σ_i clip_C(∇_θ loss(θ; x_i, y_i)), clipping over all layers jointly (DP-SGD's local term)."""

@@ -10,7 +10,8 @@ Estimator (Algorithm 1, lines 2 and 7, with the clipping of Remark 4.3): with B 
   v⁰ = (1/B0)·Σ_i clip_C1(∇f_i(θ⁰)) + u⁰,                        u⁰ ~ N(0, σ0²)
   vᵗ⁺¹ = (1/B)·Σ_i [γ·clip_C1(∇f_i(θᵗ⁺¹)) + (1−γ)·clip_C2(∇f_i(θᵗ⁺¹) − ∇f_i(θᵗ))] + (1−γ)·v_pᵗ + uᵗ⁺¹,
 so one example moves the sum by at most 2((1−γ)C2 + γC1)/B (replace-one). Step: θᵗ⁺¹ = θᵗ − ηₜ·v_pᵗ with
-ηₜ = min{ζ/(L‖v_pᵗ‖), 1/(2L)}. Output: θ̃ drawn uniformly from θ⁰..θ^{T−1} (the paper's), the last iterate, and
+ηₜ = min{ζ/(L‖v_pᵗ‖), 1/(2L)} (§6.1), or the constant step size of §6.2's CNN experiments when
+``learning_rate`` is set. Output: θ̃ drawn uniformly from θ⁰..θ^{T−1} (the paper's), the last iterate, and
 the tail average of the last half of the iterates.
 """
 
@@ -40,11 +41,14 @@ class SrmParameters:
     gamma: float = 0.01
     lipschitz: float = 1.0
     zeta: float = 0.1
+    learning_rate: float | None = None  # §6.2 (CNNs): a constant step size instead of ζ and L
     seed: int = 0
 
     def __post_init__(self) -> None:
         require_integers(self, ("steps", "batch", "batch0"))
         require_positive(self, ("c1", "c2", "lipschitz", "zeta"))
+        if self.learning_rate is not None:
+            require_positive(self, ("learning_rate",))
         if not 0 < self.gamma <= 1:
             raise ConfigError(f"`gamma` must be in (0, 1]. Found {self.gamma!r}.")
 
@@ -99,6 +103,14 @@ def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]
     return [rng.choice(n, size=size, replace=False) for _ in range(steps)]
 
 
+def _step_size(params: SrmParameters, norm: float) -> float:
+    if params.learning_rate is not None:
+        return params.learning_rate
+    if norm <= 0:
+        return 1 / (2 * params.lipschitz)
+    return min(params.zeta / (params.lipschitz * norm), 1 / (2 * params.lipschitz))
+
+
 def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate, *, dim: int,
             batch_sizes: Sequence[int], batch0_sizes: Sequence[int], model=LOGISTIC) -> SrmResult:
     """DP-SRM over the shards held here; ``aggregate`` sums across all parties and adds the noise.
@@ -124,8 +136,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
     for t in range(params.steps):
         norm = float(v_p.norm())
         norms.append(norm)
-        eta = min(params.zeta / (params.lipschitz * norm), 1 / (2 * params.lipschitz)) if norm > 0 else \
-            1 / (2 * params.lipschitz)
+        eta = _step_size(params, norm)
         previous, theta = theta, theta - eta * v_p
         iterates.append(theta)
         if t < params.steps - 1:
