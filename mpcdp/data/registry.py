@@ -47,7 +47,9 @@ def load_svmlight(train: str | pathlib.Path, test: str | pathlib.Path | None = N
 
 
 def load(name: str) -> Dataset:
-    """A dataset by name: 'a9a', 'breast-cancer', 'mnist-5k' and 'fashion-mnist' (images, :mod:`mpcdp.data.mnist`), or
+    """A dataset by name: 'a9a', 'breast-cancer', 'mnist-5k' and 'fashion-mnist' (images, :mod:`mpcdp.data.mnist`),
+    'lending-club' (interest-rate regression) and 'lending-club-class' (good/bad loans, ±1) from
+    :mod:`mpcdp.data.lending_club`, or
     'svmlight:TRAIN[,TEST]' (kept in memory after the first load in a process, so sweeps parse each file once;
     treat the arrays as read-only)."""
     return _load_cached(name)
@@ -59,6 +61,10 @@ def _load_cached(name: str) -> Dataset:
         return load_a9a()
     if name == "breast-cancer":
         return load_breast_cancer()
+    if name in ("lending-club", "lending-club-class"):
+        from mpcdp.data.lending_club import load_lending_club
+
+        return load_lending_club(task="interest-rate" if name == "lending-club" else "class")
     if name == "mnist-5k":
         from mpcdp.data.mnist import load_mnist_5k
 
@@ -73,5 +79,5 @@ def _load_cached(name: str) -> Dataset:
     if name.lower() in NOT_SHIPPED:
         raise ConfigError(f"dataset {name!r} is not shipped in any installable package here; bring the LIBSVM "
                           f"file and use 'svmlight:/path/to/{name}[,/path/to/{name}.t]'.")
-    raise ConfigError(f"unknown dataset {name!r}: use 'a9a', 'breast-cancer', 'mnist-5k', 'fashion-mnist' or "
-                      f"'svmlight:TRAIN[,TEST]'.")
+    raise ConfigError(f"unknown dataset {name!r}: use 'a9a', 'breast-cancer', 'mnist-5k', 'fashion-mnist', "
+                      f"'lending-club', 'lending-club-class' or 'svmlight:TRAIN[,TEST]'.")

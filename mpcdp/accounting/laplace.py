@@ -1,0 +1,181 @@
+"""Per-owner Laplace noise and its certified budget (paper 003: Wu, Farokhi, Smith, Kaafar, "The Value of
+Collaboration in Convex Machine Learning with Differential Privacy", arXiv:1906.09679).
+
+Every query k = 1..T asks data owner ℓ for its average (sub)gradient Q_ℓ(D_ℓ; k) = (1/n_ℓ)·Σ ξ_ḡ2(θ[k]) (eq. 5).
+Adjacency is replace-one (Definition 1: |D_ℓ \\ D′_ℓ| = |D′_ℓ \\ D_ℓ| <= 1). With Assumption 3,
+Ξ := max ‖ξ_ḡ2‖₁, one replacement moves Q_ℓ by at most Δ_ℓ = 2Ξ/n_ℓ in L1 norm (Appendix A). The owner adds i.i.d.
+Laplace noise of scale b_ℓ = 2ΞT/(n_ℓ·ε_ℓ) to every coordinate (Theorem 1), so each response is Δ_ℓ/b_ℓ = ε_ℓ/T-DP
+and the T responses compose to ε_ℓ-DP (basic composition of pure DP; Appendix A multiplies the T density
+ratios).
+
+Two certificates are computed for an owner (:func:`certify_owner`):
+
+* ``epsilon_pure`` — the closed form Σ_k Δ_ℓ/b_ℓ, δ = 0 (the paper's own argument). This is the guarantee.
+* ``epsilon_pld`` — dp-accounting's PLD accountant (pessimistic discretisation, so an upper bound) at a tiny δ,
+  and ``delta_at_budget`` = δ(ε_ℓ). The PLD accountant truncates the tails of the privacy-loss distribution
+  and puts the cut mass (~1e-15) at +∞, so at δ = 0 it reports ε = ∞; at δ >= 1e-12 it reports ε <= ε_ℓ,
+  a tighter (ε, δ) statement than basic composition for large T.
+
+Relation label: dp-accounting accepts a ``LaplaceDpEvent`` only under ADD_OR_REMOVE_ONE (or REPLACE_SPECIAL).
+Its noise multiplier is b/C with C the L1 distance a neighbouring step can move the released vector; the pair it
+analyses is Lap(0, b) against Lap(C, b). We set C = Δ_ℓ = 2Ξ/n_ℓ, the *replace-one* sensitivity, so the
+multiplier is b_ℓ/Δ_ℓ = T/ε_ℓ and the pair analysed is exactly the replace-one pair of the paper; the
+relation label only tells the accountant to take C as given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import dp_accounting
+from dp_accounting import pld
+
+from mpcdp.errors import ConfigError
+
+# A relative slack for comparing a float sum T·(ε/T) with ε (rounding only, ~1e-16 per term).
+ROUNDING_RTOL = 1e-12
+
+
+def _check_epsilon(epsilon_l: float, field: str = "epsilon") -> None:
+    if not (isinstance(epsilon_l, (int, float)) and not isinstance(epsilon_l, bool)
+            and not math.isnan(epsilon_l) and epsilon_l > 0):
+        raise ConfigError(f"`{field}` must be > 0 (math.inf for an owner without privacy). Found {epsilon_l!r}.")
+
+
+def _check_common(xi: float, steps: int, n_l: int) -> None:
+    if not (isinstance(xi, numbers.Real) and not isinstance(xi, bool) and math.isfinite(xi) and xi > 0):
+        raise ConfigError(f"`xi` (Ξ, the bound on ‖ξ_ḡ2‖₁) must be a finite number > 0. Found {xi!r}.")
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
+        raise ConfigError(f"`steps` (the horizon T) must be an integer >= 1. Found {steps!r}.")
+    if not (isinstance(n_l, int) and not isinstance(n_l, bool) and n_l >= 1):
+        raise ConfigError(f"`n_l` (the owner's record count) must be an integer >= 1. Found {n_l!r}.")
+
+
+def response_sensitivity(*, xi: float, n_l: int) -> float:
+    """Δ_ℓ = 2Ξ/n_ℓ: the replace-one L1 sensitivity of one response Q_ℓ(D_ℓ; k) (paper 003, Appendix A)."""
+    _check_common(xi, 1, n_l)
+    return 2.0 * xi / n_l
+
+
+def laplace_scale(*, xi: float, steps: int, n_l: int, epsilon_l: float) -> float:
+    """b = 2ΞT/(n_ℓ·ε_ℓ), the per-coordinate Laplace scale of owner ℓ (paper 003, Theorem 1).
+
+    Args:
+        xi: Ξ, the bound on the L1 norm of one example's (sub)gradient of g2 (Assumption 3).
+        steps: T, the horizon the owner's budget covers (the number of communication rounds agreed in advance).
+        n_l: n_ℓ, the owner's record count.
+        epsilon_l: ε_ℓ, the owner's budget over the whole horizon; ``math.inf`` means no privacy (b = 0), the
+            paper's non-private reference (§IV) and the learner's own data (§V).
+
+    Raises:
+        ConfigError: ε_ℓ <= 0 or NaN, Ξ <= 0, T < 1 or n_ℓ < 1.
+    """
+    _check_common(xi, steps, n_l)
+    _check_epsilon(epsilon_l, "epsilon_l")
+    if math.isinf(epsilon_l):
+        return 0.0
+    return 2.0 * xi * steps / (n_l * epsilon_l)
+
+
+def query_event(scale: float, sensitivity: float) -> dp_accounting.DpEvent:
+    """The event of one response: ``LaplaceDpEvent(b/Δ)``, or ``NonPrivateDpEvent`` when b = 0."""
+    if not (math.isfinite(scale) and scale >= 0):
+        raise ConfigError(f"`scale` must be a finite number >= 0. Found {scale!r}.")
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ConfigError(f"`sensitivity` must be a finite number > 0. Found {sensitivity!r}.")
+    if scale == 0:
+        return dp_accounting.NonPrivateDpEvent()
+    return dp_accounting.LaplaceDpEvent(scale / sensitivity)
+
+
+def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
+                queries: int | None = None) -> dp_accounting.DpEvent:
+    """All responses of owner ℓ: ``queries`` (default T) self-composed Laplace events at Theorem 1's scale.
+
+    Algorithms 1 and 2 loop k = 1..T−1, so a run answers T−1 queries while the scale is set for T (the paper
+    is conservative by one query); pass ``queries=T−1`` to account for exactly what a run released.
+    """
+    queries = steps if queries is None else queries
+    if not (isinstance(queries, int) and 0 <= queries <= steps):
+        raise ConfigError(f"`queries` must be an integer in [0, T = {steps}]. Found {queries!r}.")
+    scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
+    one = query_event(scale, response_sensitivity(xi=xi, n_l=n_l))
+    return dp_accounting.SelfComposedDpEvent(one, queries) if queries else dp_accounting.NoOpDpEvent()
+
+
+def _leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return [pair for child in event.events for pair in _leaves(child)]
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return [(leaf, count * event.count) for leaf, count in _leaves(event.event)]
+    return [(event, 1)]
+
+
+def pure_epsilon(event: dp_accounting.DpEvent) -> float:
+    """Σ count/noise_multiplier over the Laplace leaves (basic composition of pure DP; δ = 0).
+
+    Raises:
+        dp_accounting.UnsupportedEventError: a leaf that is neither Laplace, non-private nor a no-op.
+    """
+    terms = []
+    for leaf, count in _leaves(event):
+        if isinstance(leaf, dp_accounting.NoOpDpEvent) or count == 0:
+            continue
+        if isinstance(leaf, dp_accounting.NonPrivateDpEvent):
+            return math.inf
+        if not isinstance(leaf, dp_accounting.LaplaceDpEvent):
+            raise dp_accounting.UnsupportedEventError(f"pure-ε composition supports Laplace events only; "
+                                                      f"found {leaf!r}")
+        terms.append(count / leaf.noise_multiplier)
+    return math.fsum(terms)
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnerCertificate:
+    """What owner ℓ's responses certify, against its budget ε_ℓ.
+
+    Attributes:
+        budget: ε_ℓ.
+        epsilon_pure: closed-form basic composition, δ = 0 — the guarantee.
+        epsilon_pld: dp-accounting PLD accountant's ε at ``delta`` (an upper bound; ∞ if non-private).
+        delta: the δ at which ``epsilon_pld`` is reported.
+        delta_at_budget: PLD's δ(ε_ℓ) (truncation mass of the discretised PLD, ~1e-15).
+    """
+
+    budget: float
+    epsilon_pure: float
+    epsilon_pld: float
+    delta: float
+    delta_at_budget: float
+
+    @property
+    def within_budget(self) -> bool:
+        """ε_pure <= ε_ℓ up to float rounding of the sum (relative 1e-12)."""
+        return self.epsilon_pure <= self.budget * (1 + ROUNDING_RTOL)
+
+
+def pld_certificate(event: dp_accounting.DpEvent, *, delta: float = 1e-12,
+                    budget: float | None = None) -> tuple[float, float]:
+    """(ε at ``delta``, δ at ``budget``) from dp-accounting's PLD accountant (see the module note on the relation)."""
+    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
+        raise ConfigError(f"`delta` must be in [0, 1). Found {delta!r}.")
+    accountant = pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    if not accountant.supports(event):
+        raise dp_accounting.UnsupportedEventError(f"the PLD accountant does not support {event!r}")
+    accountant.compose(event)
+    epsilon = float(accountant.get_epsilon(delta))
+    delta_at = float(accountant.get_delta(budget)) if budget is not None and math.isfinite(budget) else math.nan
+    return epsilon, delta_at
+
+
+def certify_owner(*, xi: float, steps: int, n_l: int, epsilon_l: float, queries: int | None = None,
+                  delta: float = 1e-12) -> OwnerCertificate:
+    """Certify owner ℓ's ``queries`` responses (default T) at Theorem 1's scale against its budget ε_ℓ."""
+    event = owner_event(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, queries=queries)
+    epsilon_pure = pure_epsilon(event)
+    if math.isinf(epsilon_pure):
+        return OwnerCertificate(epsilon_l, math.inf, math.inf, delta, 1.0)
+    epsilon_pld, delta_at = pld_certificate(event, delta=delta, budget=epsilon_l)
+    return OwnerCertificate(epsilon_l, epsilon_pure, epsilon_pld, delta, delta_at)

@@ -1,0 +1,449 @@
+"""Collaborative learning from DP gradient queries (paper 003: Wu, Farokhi, Smith, Kaafar, "The Value of
+Collaboration in Convex Machine Learning with Differential Privacy", arXiv:1906.09679, §II, Algorithms 1–2).
+
+Problem (1)–(2): minimise f(θ) = g1(θ) + (1/n)·Σ_{all owners' records} g2(M(x; θ), y), n = Σ_ℓ n_ℓ, over
+Θ = {θ : ‖θ‖∞ <= θ_max}. At round k the learner sends θ[k] to every owner ℓ; the owner answers
+
+    Q̃_ℓ(D_ℓ; k) = (1/n_ℓ)·Σ_{(x,y) ∈ D_ℓ} ξ_ḡ2(θ[k]) + w_ℓ[k],   w_ℓ[k] i.i.d. Laplace(b_ℓ) per coordinate,  (5), (6)
+
+with b_ℓ = 2ΞT/(n_ℓ·ε_ℓ) (Theorem 1) and the learner combines Σ_ℓ (n_ℓ/n)·Q̃_ℓ (eq. 4/7), adds ξ_g1(θ[k]) (g1
+is public) and steps:
+
+* Algorithm 1 (strongly convex, smooth f): θ[k+1] = θ[k] − ρ/(T²·k)·(ξ_g1(θ[k]) + Σ_ℓ (n_ℓ/n)·Q̃_ℓ); no projection
+  (Theorem 2 assumes θ_max = ∞). Output: the iterates θ[1..T]; ``final`` is θ[T] (Theorem 2 bounds
+  min_k E f(θ[k]); picking that k would need f, which is private, so the last iterate is returned).
+* Algorithm 2 (convex, possibly non-smooth f): θ[k+1] = Π_Θ[θ[k] − (c1/√k)·(ξ_g1(θ[k]) + Σ_ℓ (n_ℓ/n)·Q̃_ℓ)],
+  Π_Θ the Euclidean projection onto the box Θ (a clamp), and the averaging rule (8)
+  θ̄[k+1] = (k−1)/(1/√T + k)·θ̄[k] + (1/√T + 1)/(1/√T + k)·θ[k]. Output: θ̄[T].
+
+Both loop k = 1..T−1: each owner answers T−1 queries while its noise is set for T (conservative by one query).
+
+Security model: honest-but-curious owners and learner (§I); each owner's responses are ε_ℓ-DP on its own
+records (replace-one adjacency, Definition 1); datasets do not overlap (Assumption 1). The owner's step
+(:func:`respond`) and the learner's step (:func:`combine` + :func:`algorithm1_step` / :func:`algorithm2_step`) are
+separate functions so that owners can run as separate processes and the combination can run inside MPC.
+
+Bounding Ξ (Assumption 3): the paper *assumes* ‖ξ_ḡ2‖₁ <= Ξ over X×Y. :func:`average_subgradient` enforces it
+by scaling every per-example subgradient to L1 norm <= Ξ, so Theorem 1's guarantee holds for any data. With
+features normalised to ‖x‖₁ <= 1 (what :mod:`mpcdp.data.lending_club` ships) and Ξ from the cost's
+``xi_bound``, the scaling never triggers and the algorithm is the paper's unchanged.
+
+Declared cost (per round): each owner: one pass over its n_ℓ records (n_ℓ·p_θ multiply-adds), p_θ Laplace
+draws, one vector of p_θ floats sent; learner: one weighted sum of N vectors.
+
+Noise source: ``torch.Generator`` (Mersenne Twister) — reproducible, *not* a CSPRNG; with ``generator=None`` it
+is seeded from ``secrets``. Use it for experiments; a deployment should draw the noise from a CSPRNG.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import secrets
+from typing import Callable, Sequence
+
+import dp_accounting
+import numpy as np
+import torch
+
+from mpcdp.accounting.laplace import laplace_scale, query_event, response_sensitivity
+from mpcdp.errors import ConfigError, InputError
+
+__all__ = ["Owner", "SquaredLoss", "HingeSVM", "laplace_scale", "laplace_noise", "clip_l1", "average_subgradient",
+           "respond", "owner_weights", "combine", "project_box", "algorithm1_step", "algorithm2_step",
+           "averaging_step", "CollabRun", "run_collab", "relative_fitness", "pooled_cost", "nonprivate_optimum"]
+
+DTYPE = torch.float64
+
+
+def _as_tensor(values, field: str, owner: str) -> torch.Tensor:
+    try:
+        tensor = torch.as_tensor(np.asarray(values), dtype=DTYPE)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"owner {owner}: `{field}` is not numeric: {error}") from error
+    return tensor
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Owner:
+    """One data owner: its private records (x: (n_ℓ, p_x), y: (n_ℓ,)) and its budget ε_ℓ over the horizon.
+
+    ``epsilon = math.inf`` marks an owner without privacy (the learner's own data, §V, or the non-private
+    reference of §IV). Inputs are converted to float64 tensors.
+
+    Raises:
+        ConfigError: ε_ℓ <= 0 or NaN.
+        InputError: no records, wrong shapes, or NaN/Inf in x or y.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    epsilon: float
+    name: str = "owner"
+
+    def __post_init__(self) -> None:
+        eps = self.epsilon
+        if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and not math.isnan(eps) and eps > 0):
+            raise ConfigError(f"`epsilon` (owner {self.name!r}) must be > 0 (math.inf for no privacy). "
+                              f"Found {eps!r}.")
+        x = _as_tensor(self.x, "x", repr(self.name))
+        y = _as_tensor(self.y, "y", repr(self.name))
+        if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+            raise InputError(f"owner {self.name!r} has no records: `x` must be (n_l >= 1, p_x >= 1). "
+                             f"Found shape {tuple(x.shape)}.")
+        if y.shape != (x.shape[0],):
+            raise InputError(f"owner {self.name!r}: `y` must have shape ({x.shape[0]},). Found {tuple(y.shape)}.")
+        for field, tensor in (("x", x), ("y", y)):
+            if not torch.isfinite(tensor).all():
+                bad = int((~torch.isfinite(tensor.reshape(len(tensor), -1))).any(1).sum())
+                raise InputError(f"owner {self.name!r}: `{field}` has {bad} records with NaN/Inf entries.")
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
+
+    @property
+    def n(self) -> int:
+        """n_ℓ, the record count (public: the weights n_ℓ/n and Theorem 1's scale use it)."""
+        return int(self.x.shape[0])
+
+
+@dataclasses.dataclass(frozen=True)
+class SquaredLoss:
+    """Linear regression (Remark 1, §IV-A): M(x; θ) = θᵀx, g2 = (y − θᵀx)², g1 = (l2/2)·‖θ‖².
+
+    §IV-A uses g1 = 0 (``l2 = 0``); f is then strongly convex when the pooled XᵀX is full rank. ``l2 > 0`` makes
+    it strongly convex for any data.
+    """
+
+    l2: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.l2) and self.l2 >= 0):
+            raise ConfigError(f"`l2` must be a finite number >= 0. Found {self.l2!r}.")
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def check_labels(self, y: torch.Tensor) -> None:
+        """Any finite target is valid (checked by :class:`Owner`)."""
+
+    def g1(self, theta: torch.Tensor) -> torch.Tensor:
+        return 0.5 * self.l2 * (theta @ theta)
+
+    def g1_subgradient(self, theta: torch.Tensor) -> torch.Tensor:
+        return self.l2 * theta
+
+    def losses(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (y - x @ theta) ** 2
+
+    def per_example_subgradients(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """∇_θ (y − θᵀx)² = −2(y − θᵀx)·x, one row per example."""
+        return (-2.0 * (y - x @ theta)).unsqueeze(1) * x
+
+    @staticmethod
+    def xi_bound(*, x_l1_max: float, y_max: float, theta_max: float) -> float:
+        """Ξ for ‖x‖₁ <= x_l1_max, |y| <= y_max, ‖θ‖∞ <= θ_max: ‖2(y − θᵀx)x‖₁ <= 2(y_max + θ_max·x_l1_max)·x_l1_max."""
+        return 2.0 * (y_max + theta_max * x_l1_max) * x_l1_max
+
+    def curvature(self, x: torch.Tensor) -> tuple[float, float]:
+        """(L, λ): strong-convexity and gradient-Lipschitz constants of f on pooled features x (Theorem 2):
+        the extreme eigenvalues of ∇²f = (2/n)·XᵀX + l2·I."""
+        x = torch.as_tensor(x, dtype=DTYPE)
+        eigenvalues = torch.linalg.eigvalsh(2.0 * x.T @ x / x.shape[0]) + self.l2
+        return float(eigenvalues[0]), float(eigenvalues[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class HingeSVM:
+    """Linear SVM (Remark 1, §IV-B): M(x; θ) = θᵀ[xᵀ 1]ᵀ, g2 = max(0, 1 − y·M), g1 = (l2/2)·θᵀθ (paper: l2 = 1).
+
+    The subgradient of g2 is −y·[x; 1] where y·M < 1 and 0 elsewhere (0 is in the subdifferential at the kink).
+    Labels must be ±1.
+    """
+
+    l2: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.l2) and self.l2 >= 0):
+            raise ConfigError(f"`l2` must be a finite number >= 0. Found {self.l2!r}.")
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, torch.ones(x.shape[0], 1, dtype=x.dtype)], dim=1)
+
+    def check_labels(self, y: torch.Tensor) -> None:
+        bad = int(((y != 1) & (y != -1)).sum())
+        if bad:
+            raise InputError(f"`y` must be ±1 for the hinge loss. Found {bad} other labels.")
+
+    def g1(self, theta: torch.Tensor) -> torch.Tensor:
+        return 0.5 * self.l2 * (theta @ theta)
+
+    def g1_subgradient(self, theta: torch.Tensor) -> torch.Tensor:
+        return self.l2 * theta
+
+    def losses(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(1.0 - y * (x @ theta), min=0.0)
+
+    def per_example_subgradients(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        active = (y * (x @ theta) < 1.0).to(x.dtype)
+        return (-(y * active)).unsqueeze(1) * x
+
+    @staticmethod
+    def xi_bound(*, x_l1_max: float) -> float:
+        """Ξ for ‖x‖₁ <= x_l1_max and y = ±1: ‖y·[x; 1]‖₁ <= x_l1_max + 1 (independent of θ)."""
+        return x_l1_max + 1.0
+
+
+Cost = SquaredLoss | HingeSVM
+
+
+def laplace_noise(shape: Sequence[int], scale: float, generator: torch.Generator) -> torch.Tensor:
+    """i.i.d. Laplace(0, b) entries (density exp(−|w|/b)/(2b)): b·(E₁ − E₂) with E₁, E₂ i.i.d. Exp(1), each
+    E = −log(1 − U) for U ~ Uniform[0, 1) (so the logarithm's argument is in (0, 1]). Scale 0 gives zeros."""
+    if not (math.isfinite(scale) and scale >= 0):
+        raise ConfigError(f"`scale` must be a finite number >= 0. Found {scale!r}.")
+    shape = tuple(shape)
+    if scale == 0:
+        return torch.zeros(shape, dtype=DTYPE)
+    u = torch.rand((2, *shape), generator=generator, dtype=DTYPE)
+    exponential = -torch.log1p(-u)
+    return scale * (exponential[0] - exponential[1])
+
+
+def clip_l1(rows: torch.Tensor, bound: float) -> torch.Tensor:
+    """Scale every row of a (batch, d) tensor to L1 norm at most ``bound`` (rows already inside are kept)."""
+    if not (math.isfinite(bound) and bound > 0):
+        raise ConfigError(f"`xi` (Ξ) must be a finite number > 0. Found {bound!r}.")
+    norms = rows.abs().sum(dim=1, keepdim=True)
+    return rows * torch.clamp(bound / torch.clamp(norms, min=1e-300), max=1.0)
+
+
+def average_subgradient(cost: Cost, owner: Owner, theta: torch.Tensor, *, xi: float) -> torch.Tensor:
+    """Q_ℓ(D_ℓ; k) = (1/n_ℓ)·Σ ξ_ḡ2(θ), eq. (5), each per-example subgradient scaled to ‖·‖₁ <= Ξ (Assumption 3)."""
+    x = cost.features(owner.x)
+    theta = _check_theta(theta, x.shape[1])
+    cost.check_labels(owner.y)
+    return clip_l1(cost.per_example_subgradients(theta, x, owner.y), xi).mean(dim=0)
+
+
+def respond(owner: Owner, cost: Cost, theta: torch.Tensor, *, xi: float, steps: int,
+            generator: torch.Generator) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
+    """Owner ℓ's DP response (6) to the query at θ[k], and the event describing exactly that release.
+
+    Returns Q_ℓ(D_ℓ; k) + w_ℓ[k], w_ℓ[k] i.i.d. Laplace(b_ℓ) per coordinate with b_ℓ = 2ΞT/(n_ℓ·ε_ℓ)
+    (Theorem 1), and ``LaplaceDpEvent(b_ℓ/Δ_ℓ)`` with Δ_ℓ = 2Ξ/n_ℓ (``NonPrivateDpEvent`` when ε_ℓ = ∞).
+    """
+    scale = laplace_scale(xi=xi, steps=steps, n_l=owner.n, epsilon_l=owner.epsilon)
+    exact = average_subgradient(cost, owner, theta, xi=xi)
+    noisy = exact + laplace_noise(exact.shape, scale, generator)
+    return noisy, query_event(scale, response_sensitivity(xi=xi, n_l=owner.n))
+
+
+def owner_weights(sizes: Sequence[int]) -> tuple[float, ...]:
+    """n_ℓ/n for each owner (eq. 4): every record weighs 1/n whatever owner holds it."""
+    sizes = tuple(sizes)
+    if not sizes:
+        raise ConfigError("`sizes` is empty: at least one owner is needed.")
+    for j, n_l in enumerate(sizes):
+        if not (isinstance(n_l, (int, np.integer)) and not isinstance(n_l, bool) and n_l >= 1):
+            raise ConfigError(f"`sizes` (owner {j}) must be an integer >= 1. Found {n_l!r}.")
+    n = sum(int(n_l) for n_l in sizes)
+    return tuple(int(n_l) / n for n_l in sizes)
+
+
+def combine(responses: Sequence[torch.Tensor], sizes: Sequence[int]) -> torch.Tensor:
+    """The learner's aggregate Σ_ℓ (n_ℓ/n)·Q̃_ℓ(D_ℓ; k) (Algorithms 1–2, line 5) — the step to run inside MPC."""
+    weights = owner_weights(sizes)
+    if len(responses) != len(weights):
+        raise InputError(f"`responses` needs one entry per owner ({len(weights)}). Found {len(responses)}.")
+    shapes = {tuple(r.shape) for r in responses}
+    if len(shapes) != 1:
+        raise InputError(f"`responses` differ in shape: {sorted(shapes)}")
+    return sum(w * r.to(DTYPE) for w, r in zip(weights, responses))
+
+
+def project_box(theta: torch.Tensor, theta_max: float) -> torch.Tensor:
+    """Π_Θ for Θ = {‖θ‖∞ <= θ_max}: the Euclidean projection onto a box is the coordinate-wise clamp."""
+    if not theta_max > 0:
+        raise ConfigError(f"`theta_max` must be > 0 (math.inf for no constraint). Found {theta_max!r}.")
+    return theta if math.isinf(theta_max) else torch.clamp(theta, -theta_max, theta_max)
+
+
+def algorithm1_step(theta: torch.Tensor, aggregate: torch.Tensor, cost: Cost, *, k: int, rho: float,
+                    steps: int) -> torch.Tensor:
+    """Algorithm 1, line 5: θ[k+1] = θ[k] − ρ/(T²·k)·(ξ_g1(θ[k]) + aggregate)."""
+    _check_round(k, steps)
+    return theta - rho / (steps ** 2 * k) * (cost.g1_subgradient(theta) + aggregate)
+
+
+def algorithm2_step(theta: torch.Tensor, aggregate: torch.Tensor, cost: Cost, *, k: int, c1: float,
+                    theta_max: float) -> torch.Tensor:
+    """Algorithm 2, line 5: θ[k+1] = Π_Θ[θ[k] − (c1/√k)·(ξ_g1(θ[k]) + aggregate)]."""
+    if not (isinstance(k, int) and k >= 1):
+        raise ConfigError(f"`k` must be an integer >= 1. Found {k!r}.")
+    return project_box(theta - c1 / math.sqrt(k) * (cost.g1_subgradient(theta) + aggregate), theta_max)
+
+
+def averaging_step(theta_bar: torch.Tensor, theta: torch.Tensor, *, k: int, steps: int) -> torch.Tensor:
+    """Averaging rule (8): θ̄[k+1] = (k−1)/(1/√T + k)·θ̄[k] + (1/√T + 1)/(1/√T + k)·θ[k] (weights sum to 1)."""
+    _check_round(k, steps)
+    r = 1.0 / math.sqrt(steps)
+    return (k - 1) / (r + k) * theta_bar + (r + 1) / (r + k) * theta
+
+
+@dataclasses.dataclass
+class CollabRun:
+    """A run of Algorithm 1 or 2.
+
+    Attributes:
+        algorithm: 1 or 2.
+        iterates: θ[1..T].
+        averages: θ̄[1..T] for Algorithm 2 (θ̄[1] := θ[1]; rule (8) gives it weight 0), else None.
+        final: θ[T] (Algorithm 1) or θ̄[T] (Algorithm 2).
+        scales: b_ℓ per owner (Theorem 1).
+        events: per owner, the composition of the events its responses returned (T−1 queries).
+    """
+
+    algorithm: int
+    iterates: list[torch.Tensor]
+    averages: list[torch.Tensor] | None
+    final: torch.Tensor
+    scales: tuple[float, ...]
+    events: tuple[dp_accounting.DpEvent, ...]
+
+
+# aggregate(k, local) -> Σ over *every* owner of (n_ℓ/n)·Q̃_ℓ, given Σ over the owners held here (public result)
+Aggregate = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: int, xi: float,
+               rho: float | None = None, c1: float | None = None, theta_max: float = math.inf,
+               theta0: torch.Tensor | None = None, generator: torch.Generator | None = None,
+               generators: Sequence[torch.Generator] | None = None, sizes: Sequence[int] | None = None,
+               positions: Sequence[int] | None = None, aggregate: Aggregate | None = None) -> CollabRun:
+    """Run Algorithm 1 (``rho``) or Algorithm 2 (``c1``, ``theta_max``) over the owners held here.
+
+    In one process (the defaults) every owner is here, answering in turn, and the learner's combination is a
+    plaintext weighted sum. In a party process (:mod:`mpcdp.jobs.collab`) ``owners`` is this party's owner,
+    ``sizes`` every owner's n_ℓ (public), ``positions`` where the owners held here sit in ``sizes``, and
+    ``aggregate`` sums the weighted responses across parties — in the clear (the learner sees every response,
+    as in the paper) or inside the MPC (only the sum is opened).
+
+    Args:
+        owners: the data owners (each with its ε_ℓ).
+        cost: :class:`SquaredLoss` or :class:`HingeSVM`.
+        algorithm: 1 or 2.
+        steps: T, the horizon (Algorithms loop k = 1..T−1).
+        xi: Ξ, the per-example L1 bound on ξ_ḡ2 (enforced by scaling).
+        rho: ρ of Algorithm 1 (Theorem 2 needs ρ/T² <= 1/λ).
+        c1: c1 of Algorithm 2.
+        theta_max: θ_max of Θ (Algorithm 2 only; Algorithm 1 is unconstrained).
+        theta0: θ[1] (zeros by default; projected onto Θ for Algorithm 2).
+        generator: the noise source shared by the owners in turn; None seeds one from ``secrets``.
+        generators: one noise source per owner held here (instead of ``generator``).
+        sizes: every owner's record count n_ℓ, public (default: the owners held here are all of them).
+        positions: the index in ``sizes`` of each owner held here (default 0, 1, ...).
+        aggregate: the cross-party sum of Σ_{owners here} (n_ℓ/n)·Q̃_ℓ (default: identity).
+    """
+    if algorithm not in (1, 2):
+        raise ConfigError(f"`algorithm` must be 1 or 2. Found {algorithm!r}.")
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
+        raise ConfigError(f"`steps` (the horizon T) must be an integer >= 1. Found {steps!r}.")
+    if not owners:
+        raise ConfigError("`owners` is empty: at least one data owner is needed.")
+    step_size = rho if algorithm == 1 else c1
+    name = "rho" if algorithm == 1 else "c1"
+    if not (isinstance(step_size, (int, float)) and math.isfinite(step_size) and step_size > 0):
+        raise ConfigError(f"`{name}` (Algorithm {algorithm}) must be a finite number > 0. Found {step_size!r}.")
+    if algorithm == 1 and not math.isinf(theta_max):
+        raise ConfigError(f"`theta_max` must be math.inf for Algorithm 1 (unconstrained, Theorem 2). "
+                          f"Found {theta_max!r}.")
+    dims = {o.x.shape[1] for o in owners}
+    if len(dims) != 1:
+        raise InputError(f"owners' features differ in width: {sorted(dims)}")
+    if generators is None:
+        if generator is None:
+            generator = torch.Generator().manual_seed(secrets.randbits(63))
+        generators = [generator] * len(owners)
+    if len(generators) != len(owners):
+        raise ConfigError(f"`generators` needs one entry per owner held here ({len(owners)}). "
+                          f"Found {len(generators)}.")
+    sizes = [o.n for o in owners] if sizes is None else list(sizes)
+    positions = list(range(len(owners))) if positions is None else list(positions)
+    if len(positions) != len(owners) or any(sizes[p] != o.n for p, o in zip(positions, owners)):
+        raise ConfigError(f"`sizes` {sizes} at `positions` {positions} must be the owners' own record counts "
+                          f"{[o.n for o in owners]}.")
+    weights = owner_weights(sizes)
+    dim = cost.features(owners[0].x[:1]).shape[1]
+    theta = torch.zeros(dim, dtype=DTYPE) if theta0 is None else _check_theta(theta0, dim).clone()
+    if algorithm == 2:
+        theta = project_box(theta, theta_max)
+    iterates, averages = [theta], ([theta] if algorithm == 2 else None)
+    released: list[list[dp_accounting.DpEvent]] = [[] for _ in owners]
+    for k in range(1, steps):
+        local = torch.zeros(dim, dtype=DTYPE)
+        for j, owner in enumerate(owners):
+            response, event = respond(owner, cost, theta, xi=xi, steps=steps, generator=generators[j])
+            local += weights[positions[j]] * response
+            released[j].append(event)
+        aggregate_k = local if aggregate is None else aggregate(k, local)
+        if algorithm == 1:
+            new_theta = algorithm1_step(theta, aggregate_k, cost, k=k, rho=rho, steps=steps)
+        else:
+            new_theta = algorithm2_step(theta, aggregate_k, cost, k=k, c1=c1, theta_max=theta_max)
+            averages.append(averaging_step(averages[-1], theta, k=k, steps=steps))
+        theta = new_theta
+        iterates.append(theta)
+    scales = tuple(laplace_scale(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon) for o in owners)
+    events = tuple(dp_accounting.ComposedDpEvent(list(e)) for e in released)
+    final = iterates[-1] if algorithm == 1 else averages[-1]
+    return CollabRun(algorithm, iterates, averages, final, scales, events)
+
+
+def pooled_cost(cost: Cost, owners: Sequence[Owner], theta: torch.Tensor) -> float:
+    """f(θ) of (2) on the owners' pooled data (an evaluation on private data: for experiments only)."""
+    x = torch.cat([cost.features(o.x) for o in owners])
+    y = torch.cat([o.y for o in owners])
+    theta = _check_theta(theta, x.shape[1])
+    return float(cost.g1(theta) + cost.losses(theta, x, y).mean())
+
+
+def relative_fitness(f_theta: float, f_star: float) -> float:
+    """ψ(θ) = f(θ)/f(θ*) − 1, eq. (13)."""
+    if not f_star > 0:
+        raise ConfigError(f"`f_star` must be > 0 for the relative fitness (13). Found {f_star!r}.")
+    return f_theta / f_star - 1.0
+
+
+def nonprivate_optimum(owners: Sequence[Owner], cost: Cost, *, steps: int = 5000) -> torch.Tensor:
+    """θ* of (1) on the pooled data (Θ unconstrained). Squared loss: the normal equations. Hinge: §IV's recipe,
+    Algorithm 1 with ε = ∞, ρ = T²/L with L = l2 (step 1/(L·k)), best iterate by f."""
+    x = torch.cat([cost.features(o.x) for o in owners])
+    y = torch.cat([o.y for o in owners])
+    n, dim = x.shape
+    if isinstance(cost, SquaredLoss):
+        gram = x.T @ x / n + 0.5 * cost.l2 * torch.eye(dim, dtype=DTYPE)
+        return torch.linalg.lstsq(gram, x.T @ y / n).solution
+    if not cost.l2 > 0:
+        raise ConfigError(f"`l2` must be > 0 for the hinge reference optimum (strong convexity). Found {cost.l2!r}.")
+    theta, best, best_value = torch.zeros(dim, dtype=DTYPE), None, math.inf
+    for k in range(1, steps):
+        value = float(cost.g1(theta) + cost.losses(theta, x, y).mean())
+        if value < best_value:
+            best, best_value = theta, value
+        grad = cost.g1_subgradient(theta) + cost.per_example_subgradients(theta, x, y).mean(0)
+        theta = theta - grad / (cost.l2 * k)
+    return best
+
+
+def _check_theta(theta, dim: int) -> torch.Tensor:
+    theta = torch.as_tensor(theta, dtype=DTYPE)
+    if theta.shape != (dim,):
+        raise InputError(f"`theta` must have shape ({dim},). Found {tuple(theta.shape)}.")
+    if not torch.isfinite(theta).all():
+        raise InputError("`theta` has NaN/Inf entries.")
+    return theta
+
+
+def _check_round(k: int, steps: int) -> None:
+    if not (isinstance(k, int) and 1 <= k < steps):
+        raise ConfigError(f"`k` must be an integer in [1, T − 1 = {steps - 1}]. Found {k!r}.")
