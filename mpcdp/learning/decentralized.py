@@ -1,0 +1,461 @@
+"""Decentralized DP without-replacement SGD (paper 004: Jin, He, Dai, "Decentralized Differentially Private
+Without-Replacement Stochastic Gradient Descent", §III–IV, Algorithm 1, and the "DP-SGD-5" baseline of §VI).
+
+Problem (§III): M nodes each hold n/M private examples; together they minimise F(w) = (1/n)·Σ f(w, (x_i, y_i)) with
+the L2-regularised logistic loss (2), f(w, (x, y)) = ln(1 + exp(−y⟨w, x⟩)) + (λ/2)‖w‖², y ∈ {±1}, ‖x‖ <= 1. The
+multi-class task is "one vs. all" (footnote 7): K binary models, the columns of W (d × K); prediction = argmax of
+the K scores.
+
+Lipschitz constant (§II, Example): λ = 0 → L = 1 (‖∇f‖ = ‖x‖·σ(−y⟨w,x⟩) <= ‖x‖ <= 1 for unit-norm rows);
+λ > 0 with ‖w‖ <= R → L = 1 + λR (the paper's choice R = 1/λ gives L = 2). With λ > 0 every column of W is
+projected onto the ball ‖w‖ <= R after each step, so the bound on ‖w‖ that L relies on holds (a projection after
+the noisy step is post-processing).
+
+Algorithm 1 (fully collaborative): the global model is handed from node to node; at every round each node in turn
+takes its next mini-batch D_m(t) (without replacement: a random permutation of its own data, consecutive blocks of
+b) and applies eq. (5):
+
+    w_{t+1}^G = w_t^G − η_t·(∇f_{D_m(t)}(w_t^G) + N_t),   ∇f_{D_m(t)} = (1/b)·Σ_{i ∈ D_m(t)} ∇f_i.     (5)
+
+Noise (Lemma 4, eq. (6); Theorem 1, eq. (4); Theorem 2): one replacement inside D_m(t) moves w_{t+1} by at most
+Δ = 2η_t·L/b, and the released step noise η_t·N_t ~ N(0, σ²I) with σ = c·Δ/ε, c = √(2 ln(1.25/δ)), so N_t has
+per-coordinate std 2·L·c/(b·ε) (independent of η_t). Each example of a node sits in exactly one mini-batch of the
+pass (parallel composition, Remark 2), so per example the whole run is ONE Gaussian mechanism with noise multiplier
+z = σ/Δ = c/ε. ``certify`` checks this with dp-accounting's PLD accountant (and reports RDP too); the certified ε
+is the guarantee — Theorem 1 is only proven for ε < 1, and a run whose σ does not certify at the target is refused.
+
+Unit of privacy across the K classifiers: every example enters all K binary models. The paper calibrates each
+binary model to (ε, δ) (footnote 1 treats them as independent tasks), so the K-model release is a K-fold
+composition. ``budget="model"`` (default) calibrates the whole one-vs-all model instead: the joint sensitivity of the
+d × K step is √K·2η_t·L/b (each column moves by at most 2η_t·L/b), so the released W is (ε, δ)-DP.
+``budget="per-classifier"`` reproduces the paper's setting; its certificate also reports ε of the K-model release.
+
+Last mini-batch: if b does not divide a node's count, its last mini-batch is shorter and is still divided by b
+(sum/b), which keeps the sensitivity at 2η_t·L/b and uses every example exactly once.
+
+DP-SGD-5 (§VI, footnote 8, after the paper's [17]): a random walk picks one still-active node uniformly per
+iteration; that node updates the global model with its next mini-batch; each update is (ε/5, δ/5)-DP (Gaussian,
+c = √(2 ln(6.25/δ)), σ_grad = 2·L·c/(b·ε/5)); a node whose examples have each been visited 5 times (5 passes, a
+fresh permutation per pass) stops; η_t = 1/√t with t the global iteration. Per example: 5 Gaussian mechanisms,
+composed by the accountant.
+
+Features (§VI): images flattened, PCA to 50 dimensions, rows normalised to the unit sphere. The PCA is fitted on
+the *test* split (its images only, never labels): that split is public here, whereas fitting on the nodes' private
+training images would leak them outside the DP accounting. Accuracy is then measured on the same test images, which
+is mildly optimistic for the projection (unsupervised, 50 directions) but leaks nothing about training data.
+
+Security model: honest nodes (footnote 3) that see the global model after every step, as does anyone; each node's
+examples are protected by the noise it adds itself (no trusted party, no MPC in this module). ``node_update`` is
+the whole of one node's step, so nodes can run as separate processes handing the model on.
+
+Declared cost (per node update): b·d·K multiply-adds for the gradient, d·K Gaussian draws, one d×K float model
+received and sent. Algorithm 1: ⌈n_m/b⌉ updates per node; DP-SGD-5: 5·⌈n_m/b⌉ updates per node.
+
+Noise source: ``numpy.random.Generator`` (PCG64) — reproducible, *not* a CSPRNG; a deployment should draw the noise
+from a CSPRNG.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+import dp_accounting
+import numpy as np
+from dp_accounting import pld, rdp
+
+from mpcdp.errors import ConfigError, InputError
+
+__all__ = ["PCA_DIMS", "fit_pca", "prepare_features", "lipschitz_constant", "update_sensitivity", "gaussian_c",
+           "step_noise_std", "gradient_noise_std", "PrivacyCertificate", "certify", "NodeState", "make_nodes",
+           "one_vs_all_labels", "loss", "gradient", "node_update", "RunResult", "run_algorithm1", "run_dpsgd5",
+           "accuracy", "predict"]
+
+PCA_DIMS = 50
+DEFAULT_VISITS = 5
+_BUDGETS = ("model", "per-classifier")
+
+
+# --------------------------------------------------------------------------------------------------- checks
+def _check_epsilon(epsilon) -> None:
+    if not (isinstance(epsilon, (int, float)) and not isinstance(epsilon, bool) and math.isfinite(epsilon)
+            and epsilon > 0):
+        raise ConfigError(f"`epsilon` must be a finite number > 0. Found {epsilon!r}.")
+
+
+def _check_delta(delta) -> None:
+    if not (isinstance(delta, (int, float)) and not isinstance(delta, bool) and 0 < delta < 1):
+        raise ConfigError(f"`delta` must be in (0, 1). Found {delta!r}.")
+
+
+def _check_positive(value, field: str) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+        raise ConfigError(f"`{field}` must be a finite number > 0. Found {value!r}.")
+
+
+def _check_int(value, field: str, minimum: int = 1) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+        raise ConfigError(f"`{field}` must be an integer >= {minimum}. Found {value!r}.")
+
+
+def _check_budget(budget) -> None:
+    if budget not in _BUDGETS:
+        raise ConfigError(f"`budget` must be one of {_BUDGETS}. Found {budget!r}.")
+
+
+# ------------------------------------------------------------------------------------------------- features
+def fit_pca(x_public: np.ndarray, dims: int = PCA_DIMS) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, components (D × dims)) of a PCA fitted on *public* rows (here: the test split's images)."""
+    _check_int(dims, "dims")
+    x = np.asarray(x_public, dtype=np.float64).reshape(len(x_public), -1)
+    if x.shape[0] == 0:
+        raise InputError("`x_public` (the PCA's public rows) is empty.")
+    if dims > min(x.shape):
+        raise ConfigError(f"`dims` must be <= min(rows, columns) = {min(x.shape)} of the public data. Found {dims}.")
+    mean = x.mean(axis=0)
+    _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
+    return mean, vt[:dims].T
+
+
+def _to_unit_sphere(z: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(z, axis=1, keepdims=True)
+    return z / np.where(norms > 0, norms, 1.0)
+
+
+def prepare_features(x_train, x_test, *, dims: int = PCA_DIMS) -> tuple[np.ndarray, np.ndarray]:
+    """§VI features: flatten, PCA (fitted on ``x_test`` only, see the module docstring) to ``dims``, unit-norm rows.
+
+    Returns float64 arrays (n_train, dims) and (n_test, dims) with every row of norm 1 (0 for a row at the mean).
+    """
+    mean, components = fit_pca(x_test, dims)
+    project = lambda a: _to_unit_sphere(  # noqa: E731
+        (np.asarray(a, dtype=np.float64).reshape(len(a), -1) - mean) @ components)
+    return project(x_train), project(x_test)
+
+
+# ---------------------------------------------------------------------------------------------------- noise
+def lipschitz_constant(lam: float = 0.0, radius: float | None = None) -> float:
+    """L of the loss (2) on unit-norm rows (§II, Example): 1 if λ = 0, else 1 + λR (R = 1/λ when not given)."""
+    if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
+        raise ConfigError(f"`lam` (λ) must be a finite number >= 0. Found {lam!r}.")
+    if lam == 0:
+        return 1.0
+    radius = 1.0 / lam if radius is None else radius
+    _check_positive(radius, "radius")
+    return 1.0 + lam * radius
+
+
+def update_sensitivity(*, eta: float, lipschitz: float, batch_size: int, classes: int = 1) -> float:
+    """Δ = √classes·2ηL/b: L2 distance between the steps on two neighbouring mini-batches (Lemma 4, eq. (6));
+    ``classes`` > 1 for a joint budget over that many one-vs-all columns."""
+    _check_positive(eta, "eta")
+    _check_positive(lipschitz, "lipschitz")
+    _check_int(batch_size, "batch_size")
+    _check_int(classes, "classes")
+    return math.sqrt(classes) * 2.0 * eta * lipschitz / batch_size
+
+
+def gaussian_c(delta: float) -> float:
+    """c = √(2 ln(1.25/δ)) of Theorem 1."""
+    _check_delta(delta)
+    return math.sqrt(2.0 * math.log(1.25 / delta))
+
+
+def step_noise_std(*, epsilon: float, delta: float, eta: float, lipschitz: float, batch_size: int,
+                   classes: int = 1) -> float:
+    """σ = c·Δ/ε (eq. (4) with Δ of eq. (6)): the per-coordinate std of the released step noise η_t·N_t."""
+    _check_epsilon(epsilon)
+    return gaussian_c(delta) * update_sensitivity(eta=eta, lipschitz=lipschitz, batch_size=batch_size,
+                                                  classes=classes) / epsilon
+
+
+def gradient_noise_std(*, epsilon: float, delta: float, lipschitz: float, batch_size: int, classes: int = 1) -> float:
+    """Per-coordinate std of N_t in eq. (5): σ/η_t = √classes·2·L·c/(b·ε)."""
+    return step_noise_std(epsilon=epsilon, delta=delta, eta=1.0, lipschitz=lipschitz, batch_size=batch_size,
+                          classes=classes)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyCertificate:
+    """dp-accounting's certificate for one example: ``uses`` Gaussian releases with ``noise_multiplier`` = σ/Δ.
+
+    ``epsilon`` (PLD accountant, pessimistic discretisation) is the guarantee; ``epsilon_rdp`` is the looser RDP
+    figure. ``epsilon_all_classes`` is ε of the K-model release when the budget is per classifier (else = epsilon).
+    """
+
+    epsilon: float
+    epsilon_rdp: float
+    delta: float
+    noise_multiplier: float
+    uses: int
+    target_epsilon: float
+    epsilon_all_classes: float
+
+    @property
+    def certified(self) -> bool:
+        return self.epsilon <= self.target_epsilon
+
+
+def _pld_epsilon(noise_multiplier: float, uses: int, delta: float) -> float:
+    # Noise multiplier σ/Δ with Δ the *replace-one* distance: the pair analysed, N(0, σ²) vs N(Δ, σ²), is exactly
+    # the replace-one pair of Lemma 4; the relation label only tells the accountant to take Δ as given.
+    accountant = pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    accountant.compose(dp_accounting.GaussianDpEvent(noise_multiplier), uses)
+    return float(accountant.get_epsilon(delta))
+
+
+def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon: float,
+            classes: int = 1) -> PrivacyCertificate:
+    """Certify ``uses`` composed Gaussian releases of one example at total ``delta`` (PLD and RDP accountants).
+
+    ``classes`` > 1 (per-classifier budget): the K-model release composes K·uses releases, reported separately.
+    """
+    _check_positive(noise_multiplier, "noise_multiplier")
+    _check_int(uses, "uses")
+    _check_int(classes, "classes")
+    _check_delta(delta)
+    _check_epsilon(target_epsilon)
+    eps = _pld_epsilon(noise_multiplier, uses, delta)
+    rdp_accountant = rdp.RdpAccountant()
+    rdp_accountant.compose(dp_accounting.GaussianDpEvent(noise_multiplier), uses)
+    eps_all = eps if classes == 1 else _pld_epsilon(noise_multiplier, uses * classes, delta)
+    return PrivacyCertificate(eps, float(rdp_accountant.get_epsilon(delta)), delta, noise_multiplier, uses,
+                              target_epsilon, eps_all)
+
+
+# ---------------------------------------------------------------------------------------------------- nodes
+@dataclasses.dataclass(eq=False)
+class NodeState:
+    """One node's private examples and its without-replacement sampler.
+
+    Each pass draws a fresh permutation of the node's rows and yields consecutive blocks of ``batch_size``
+    (the last one may be shorter). ``history`` records the row indices of every mini-batch drawn, per pass.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    batch_size: int
+    max_passes: int = 1
+    rng: np.random.Generator = dataclasses.field(default_factory=np.random.default_rng)
+    name: str = "node"
+    passes_done: int = 0
+    history: list = dataclasses.field(default_factory=list)
+    _order: np.ndarray | None = None
+    _position: int = 0
+
+    def __post_init__(self):
+        x = np.asarray(self.x, dtype=np.float64)
+        y = np.asarray(self.y)
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise InputError(f"{self.name}: `x` must be a non-empty 2-D array of examples. Found shape {x.shape}.")
+        if y.shape != (x.shape[0],):
+            raise InputError(f"{self.name}: `y` must have shape ({x.shape[0]},). Found {y.shape}.")
+        if not np.isfinite(x).all():
+            raise InputError(f"{self.name}: `x` contains NaN or Inf.")
+        _check_int(self.batch_size, "batch_size")
+        _check_int(self.max_passes, "max_passes")
+        if self.batch_size > x.shape[0]:
+            raise ConfigError(f"`batch_size` must be <= the node's example count ({self.name} holds {x.shape[0]}). "
+                              f"Found {self.batch_size}.")
+        self.x, self.y = x, y
+
+    @property
+    def size(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def batches_per_pass(self) -> int:
+        return math.ceil(self.size / self.batch_size)
+
+    @property
+    def active(self) -> bool:
+        return self.passes_done < self.max_passes
+
+    def next_batch(self) -> np.ndarray:
+        """Row indices of the next mini-batch; starts a new pass (new permutation) when the last one ended."""
+        if not self.active:
+            raise InputError(f"{self.name}: all {self.max_passes} pass(es) over its data are used up.")
+        if self._order is None:
+            self._order = self.rng.permutation(self.size)
+            self._position = 0
+            self.history.append([])
+        batch = self._order[self._position:self._position + self.batch_size]
+        self._position += len(batch)
+        self.history[-1].append(batch.copy())
+        if self._position >= self.size:
+            self._order = None
+            self.passes_done += 1
+        return batch
+
+
+def make_nodes(x: np.ndarray, y: np.ndarray, *, num_nodes: int, batch_size: int, per_node: int | None = None,
+               max_passes: int = 1, seed: int | None = None) -> list[NodeState]:
+    """§VI: each node draws ``per_node`` (default n // M) distinct training rows at random (disjoint nodes)."""
+    _check_int(num_nodes, "num_nodes")
+    n = len(x)
+    per_node = n // num_nodes if per_node is None else per_node
+    _check_int(per_node, "per_node")
+    if per_node * num_nodes > n:
+        raise ConfigError(f"`per_node`·`num_nodes` must be <= the training count {n}. Found {per_node}·{num_nodes}.")
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(n)[:per_node * num_nodes].reshape(num_nodes, per_node)
+    return [NodeState(x[r], y[r], batch_size, max_passes, np.random.default_rng(rng.integers(2**63)), f"node {m}")
+            for m, r in enumerate(rows)]
+
+
+# -------------------------------------------------------------------------------------------------- the loss
+def one_vs_all_labels(y: np.ndarray, classes: int) -> np.ndarray:
+    """(n, K) matrix of ±1: +1 in the column of the example's class."""
+    y = np.asarray(y).astype(np.int64)
+    return np.where(y[:, None] == np.arange(classes)[None, :], 1.0, -1.0)
+
+
+def loss(w: np.ndarray, x: np.ndarray, y: np.ndarray, lam: float = 0.0) -> float:
+    """Mean over rows of Σ_k f(w_k, (x, y_k)), f of eq. (2)."""
+    margins = one_vs_all_labels(y, w.shape[1]) * (x @ w)
+    return float(np.logaddexp(0.0, -margins).sum(axis=1).mean() + 0.5 * lam * (w * w).sum())
+
+
+def gradient(w: np.ndarray, x: np.ndarray, y: np.ndarray, lam: float, divisor: int) -> np.ndarray:
+    """(1/divisor)·Σ_rows ∇f_i(W) + λW, column k the gradient of binary model k (divisor = b, see docstring)."""
+    signs = one_vs_all_labels(y, w.shape[1])
+    weights = -signs * 0.5 * (1.0 - np.tanh(0.5 * signs * (x @ w)))  # −y·σ(−y⟨w,x⟩), numerically stable
+    return x.T @ weights / divisor + lam * w * (len(x) / divisor)
+
+
+def _project_columns(w: np.ndarray, radius: float) -> np.ndarray:
+    norms = np.linalg.norm(w, axis=0, keepdims=True)
+    return w * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+
+
+def node_update(w_global: np.ndarray, node: NodeState, *, eta: float, grad_noise_std: float, lam: float = 0.0,
+                radius: float | None = None, rng: np.random.Generator | None = None) -> np.ndarray:
+    """One node's step, eq. (5): W ← W − η·(∇f_{D_m(t)}(W) + N), N ~ N(0, grad_noise_std²) per coordinate;
+    with λ > 0 every column is then projected onto ‖w‖ <= R. Takes the node's next mini-batch; returns the new W."""
+    _check_positive(eta, "eta")
+    if not (math.isfinite(grad_noise_std) and grad_noise_std >= 0):
+        raise ConfigError(f"`grad_noise_std` must be a finite number >= 0. Found {grad_noise_std!r}.")
+    rows = node.next_batch()
+    rng = node.rng if rng is None else rng
+    g = gradient(w_global, node.x[rows], node.y[rows], lam, node.batch_size)
+    if grad_noise_std > 0:
+        g = g + rng.normal(0.0, grad_noise_std, size=g.shape)
+    w_new = w_global - eta * g
+    if lam > 0:
+        w_new = _project_columns(w_new, 1.0 / lam if radius is None else radius)
+    return w_new
+
+
+# ----------------------------------------------------------------------------------------------------- runs
+@dataclasses.dataclass
+class RunResult:
+    w: np.ndarray
+    updates: int
+    grad_noise_std: float
+    certificate: PrivacyCertificate | None
+    losses: list = dataclasses.field(default_factory=list)
+
+
+def _step_size(eta, k: int) -> float:
+    return float(eta(k) if callable(eta) else eta)
+
+
+def _noise_and_certificate(epsilon, delta, *, uses, lipschitz, batch_size, classes, budget, private):
+    if not private:
+        return 0.0, None
+    _check_epsilon(epsilon)
+    _check_delta(delta)
+    _check_budget(budget)
+    joint = classes if budget == "model" else 1
+    per_eps, per_delta = epsilon / uses, delta / uses
+    std = gradient_noise_std(epsilon=per_eps, delta=per_delta, lipschitz=lipschitz, batch_size=batch_size,
+                             classes=joint)
+    z = gaussian_c(per_delta) / per_eps  # σ/Δ, the same for every step
+    cert = certify(z, uses=uses, delta=delta, target_epsilon=epsilon, classes=1 if budget == "model" else classes)
+    if not cert.certified:
+        raise ConfigError(f"`epsilon` = {epsilon!r} is outside Theorem 1's range: the paper's σ certifies only "
+                          f"ε = {cert.epsilon:.4g} (dp-accounting PLD). Lower `epsilon` or calibrate differently.")
+    return std, cert
+
+
+def _check_nodes(nodes: Sequence[NodeState]) -> None:
+    if len(nodes) == 0:
+        raise InputError("`nodes` is empty: at least one node is needed.")
+    sizes = {n.batch_size for n in nodes}
+    if len(sizes) != 1:
+        raise ConfigError(f"`batch_size` must be the same on every node. Found {sorted(sizes)}.")
+
+
+def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
+                   eta: float | Callable[[int], float] = 0.1, lam: float = 0.0, radius: float | None = None,
+                   budget: str = "model", w0: np.ndarray | None = None, rng: np.random.Generator | None = None,
+                   track: tuple[np.ndarray, np.ndarray] | None = None) -> RunResult:
+    """Algorithm 1, one pass: each round every node (in order) applies :func:`node_update` to the global model.
+
+    ``epsilon=None`` runs without noise (the paper's "Noiseless"). ``eta`` is a constant (convex case, §VI: 0.1) or
+    a function of the global update count k = 1, 2, … (strongly convex, Theorem 4: 2/(γk)). ``track=(x, y)``
+    records the loss on those rows after every update.
+    """
+    _check_nodes(nodes)
+    for node in nodes:
+        if node.passes_done or node.history:
+            raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
+        node.max_passes = 1
+    lipschitz = lipschitz_constant(lam, radius)
+    std, cert = _noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz, batch_size=nodes[0].batch_size,
+                                       classes=classes, budget=budget, private=epsilon is not None)
+    w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
+    result = RunResult(w, 0, std, cert)
+    k = 0
+    while any(node.active for node in nodes):
+        for node in nodes:
+            if node.active:  # "else: do nothing"
+                k += 1
+                w = node_update(w, node, eta=_step_size(eta, k), grad_noise_std=std, lam=lam, radius=radius, rng=rng)
+                if track is not None:
+                    result.losses.append(loss(w, *track, lam=lam))
+    result.w, result.updates = w, k
+    return result
+
+
+def run_dpsgd5(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
+               visits: int = DEFAULT_VISITS, eta: float | Callable[[int], float] = lambda t: 1.0 / math.sqrt(t),
+               lam: float = 0.0, radius: float | None = None, budget: str = "model", w0: np.ndarray | None = None,
+               rng: np.random.Generator | None = None, track: tuple[np.ndarray, np.ndarray] | None = None) -> RunResult:
+    """The DP-SGD-5 baseline: a uniform random walk over the still-active nodes, each update (ε/visits,
+    δ/visits)-DP, a node stops after ``visits`` passes over its data, η_t = 1/√t (t the global iteration)."""
+    _check_nodes(nodes)
+    _check_int(visits, "visits")
+    walk = np.random.default_rng() if rng is None else rng
+    for node in nodes:
+        if node.passes_done or node.history:
+            raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
+        node.max_passes = visits
+    lipschitz = lipschitz_constant(lam, radius)
+    std, cert = _noise_and_certificate(epsilon, delta, uses=visits, lipschitz=lipschitz,
+                                       batch_size=nodes[0].batch_size, classes=classes, budget=budget,
+                                       private=epsilon is not None)
+    w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
+    result = RunResult(w, 0, std, cert)
+    t = 0
+    while True:
+        active = [node for node in nodes if node.active]
+        if not active:
+            break
+        node = active[walk.integers(len(active))]
+        t += 1
+        w = node_update(w, node, eta=_step_size(eta, t), grad_noise_std=std, lam=lam, radius=radius, rng=rng)
+        if track is not None:
+            result.losses.append(loss(w, *track, lam=lam))
+    result.w, result.updates = w, t
+    return result
+
+
+def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """argmax over the K one-vs-all scores (footnote 7)."""
+    return np.argmax(np.asarray(x, dtype=np.float64) @ w, axis=1)
+
+
+def accuracy(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(predict(w, x) == np.asarray(y).astype(np.int64)))
