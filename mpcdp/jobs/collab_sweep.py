@@ -212,21 +212,16 @@ def _slope(xs: list[float], ys: list[float]) -> float:
 
 
 def scenarios(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple, dict[str, list[float]]] = {}
-    for r in results:
-        if not r["kind"].startswith("scenario/"):
-            continue
-        if r["kind"] == "scenario/with":
-            key = (r["sizes"][1], r["epsilons"][1], r["sizes"][0], r["epsilons"][0])
-        else:
-            continue
-        groups.setdefault(key, {"with": [], "without": []})["with"].append(r["psi"])
-    # the "without" runs come right after their "with" twin, in order
-    withouts = [r for r in results if r["kind"] == "scenario/without"]
+    """ψ with and without owner 1 per (owners 2.. size and ε, owner 1 size and ε): every "without" run is listed
+    right after its "with" twin (same seed), so the two lists pair up in order."""
     withs = [r for r in results if r["kind"] == "scenario/with"]
+    withouts = [r for r in results if r["kind"] == "scenario/without"]
+    groups: dict[tuple, dict[str, list[float]]] = {}
     for w, wo in zip(withs, withouts):
         key = (w["sizes"][1], w["epsilons"][1], w["sizes"][0], w["epsilons"][0])
-        groups[key]["without"].append(wo["psi"])
+        group = groups.setdefault(key, {"with": [], "without": []})
+        group["with"].append(w["psi"])
+        group["without"].append(wo["psi"])
     rows = []
     for (n_other, eps_other, n1, eps1), g in sorted(groups.items()):
         others = len(withs[0]["sizes"]) - 1

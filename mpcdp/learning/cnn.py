@@ -16,8 +16,9 @@ applies unchanged; :meth:`CnnSpec.unflatten` gives the tensors back. Per-example
 cross-entropy loss come from ``torch.func`` (vmap of grad over the batch), never a Python loop over examples.
 
 The network's own arithmetic (forward pass, per-example gradients) runs in float32, PyTorch's and Opacus'
-default and about 3× faster here than float64; everything the privacy argument rests on — clipping, sums,
-secure aggregation, noise — stays in float64 (gradients are returned as float64).
+default and 1.8–3.7× faster here than float64 (benchmarks/results/cnn-speed.md); everything the privacy
+argument rests on — clipping, sums, secure aggregation, noise — stays in float64 (gradients are returned as
+float64).
 """
 
 from __future__ import annotations
