@@ -278,6 +278,30 @@ def _cmd_collab(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_decentralized(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.sweep import main_progress
+
+    if ns.sweep:
+        from mpcdp.jobs.decentralized_sweep import run_sweep
+
+        if not ns.out:
+            raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
+        result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
+        print(result["markdown"], file=sys.stderr)
+        print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
+        return 0
+    from mpcdp.jobs.decentralized import plan_from, run_method
+
+    plan = plan_from(ns.protocol, backend=ns.backend, seed=ns.seed, epsilon=ns.epsilon,
+                     methods=ns.method and [ns.method])
+    for method in plan.methods:
+        report = run_method(plan, method)
+        for key in ("w", "local_models"):
+            report.pop(key, None)
+        print(json.dumps(report))
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface
@@ -382,6 +406,17 @@ def build_parser() -> argparse.ArgumentParser:
     collab.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
     collab.add_argument("--runs", type=int, help="runs per sweep point (default: the protocol's)")
     collab.set_defaults(func=_cmd_collab)
+    decentral = sub.add_parser("decentralized", help="paper 004: nodes hand a public model on, each adding its own "
+                               "Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)")
+    decentral.add_argument("protocol")
+    decentral.add_argument("--backend", choices=["simulated", "processes"])
+    decentral.add_argument("--method", choices=["algorithm1", "algorithm2", "dpsgd5", "noiseless"])
+    decentral.add_argument("--epsilon", type=float)
+    decentral.add_argument("--seed", type=int)
+    decentral.add_argument("--sweep", action="store_true", help="accuracy vs ε for the three methods (table, PNG)")
+    decentral.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
+    decentral.add_argument("--runs", type=int, help="seeds per sweep point (default: the protocol's)")
+    decentral.set_defaults(func=_cmd_decentralized)
 
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)

@@ -192,3 +192,19 @@ def test_errors_name_the_field_and_value():
         dec.run_algorithm1([], epsilon=1.0, delta=1e-5)
     with pytest.raises(ConfigError, match="`budget`"):
         dec.run_algorithm1(dec.make_nodes(x, y, num_nodes=2, batch_size=5), epsilon=1.0, delta=1e-5, budget="x")
+
+
+# ----------------------------------------------------------------------------------------- calibration
+@pytest.mark.parametrize("uses", [1, 5])
+def test_accountant_calibration_is_tight_and_below_the_papers_noise(uses):
+    paper_std, paper = dec.noise_and_certificate(1.0, 1e-6, uses=uses, lipschitz=1.0, batch_size=50, classes=10,
+                                                 budget="model")
+    tight_std, tight = dec.noise_and_certificate(1.0, 1e-6, uses=uses, lipschitz=1.0, batch_size=50, classes=10,
+                                                 budget="model", calibration="accountant")
+    assert 0.99 <= tight.epsilon <= 1.0 and tight.uses == uses
+    assert paper.epsilon < tight.epsilon and tight_std < paper_std
+    # std = z · √K · 2L/b with the certified multiplier
+    assert tight_std == pytest.approx(tight.noise_multiplier * math.sqrt(10) * 2 / 50)
+    with pytest.raises(ConfigError, match="calibration"):
+        dec.noise_and_certificate(1.0, 1e-6, uses=1, lipschitz=1.0, batch_size=50, classes=10, budget="model",
+                                  calibration="tight")

@@ -39,6 +39,16 @@ c = √(2 ln(6.25/δ)), σ_grad = 2·L·c/(b·ε/5)); a node whose examples have
 fresh permutation per pass) stops; η_t = 1/√t with t the global iteration. Per example: 5 Gaussian mechanisms,
 composed by the accountant.
 
+Algorithm 2 (Deep-Q, §V): every node also keeps a private local model w^L and, at each turn, its Deep-Q controller
+(:mod:`mpcdp.learning.deepq`, Algorithm 3) picks Local (w^L ← w^L − 2η∇f_D(w^L), nothing released) or Global (eqs.
+(9)–(10): W ← (W + w^L)/2 − η(∇f_D(W) + N), w^L ← W). Lemma 5 bounds a global release's sensitivity by 2ηL/b when
+η <= 1/(2μ) (μ = ¼ + λ here): an example used in a local step moves w^L by at most 4ηL/b (non-expansive gradient
+steps), halved by the averaging. Each example reaches exactly one global release (the node's first global update
+after its mini-batch; afterwards w^L = W is public), so the per-example certificate is Algorithm 1's (Theorem 5).
+Not covered, by the paper or here: *when* a node updates the global model is public and depends on its private
+losses (see :mod:`mpcdp.learning.deepq`). A node's final w^L is its own model (it contains its own data without
+noise, the other nodes' data only through the noisy W).
+
 Features (§VI): images flattened, PCA to 50 dimensions, rows normalised to the unit sphere. The PCA is fitted on
 the *test* split (its images only, never labels): that split is public here, whereas fitting on the nodes' private
 training images would leak them outside the DP accounting. Accuracy is then measured on the same test images, which
@@ -58,6 +68,7 @@ from a CSPRNG.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -66,15 +77,19 @@ import numpy as np
 from dp_accounting import pld, rdp
 
 from mpcdp.errors import ConfigError, InputError
+from mpcdp.learning.deepq import LOCAL, DeepQController, DeepQSettings
 
 __all__ = ["PCA_DIMS", "fit_pca", "prepare_features", "lipschitz_constant", "update_sensitivity", "gaussian_c",
            "step_noise_std", "gradient_noise_std", "PrivacyCertificate", "certify", "NodeState", "make_nodes",
            "one_vs_all_labels", "loss", "gradient", "node_update", "RunResult", "run_algorithm1", "run_dpsgd5",
-           "accuracy", "predict"]
+           "accuracy", "predict", "walk_schedule", "smoothness", "DeepQNode", "make_deepq_nodes",
+           "algorithm2_turn", "algorithm2_noise", "run_algorithm2", "noise_and_certificate",
+           "calibrated_noise_multiplier", "CALIBRATIONS"]
 
 PCA_DIMS = 50
 DEFAULT_VISITS = 5
 _BUDGETS = ("model", "per-classifier")
+CALIBRATIONS = ("paper", "accountant")
 
 
 # --------------------------------------------------------------------------------------------------- checks
@@ -205,6 +220,7 @@ def _pld_epsilon(noise_multiplier: float, uses: int, delta: float) -> float:
     return float(accountant.get_epsilon(delta))
 
 
+@functools.lru_cache(maxsize=1024)
 def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon: float,
             classes: int = 1) -> PrivacyCertificate:
     """Certify ``uses`` composed Gaussian releases of one example at total ``delta`` (PLD and RDP accountants).
@@ -355,27 +371,61 @@ class RunResult:
     grad_noise_std: float
     certificate: PrivacyCertificate | None
     losses: list = dataclasses.field(default_factory=list)
+    local_models: list = dataclasses.field(default_factory=list)
+    global_updates: list = dataclasses.field(default_factory=list)
 
 
 def _step_size(eta, k: int) -> float:
     return float(eta(k) if callable(eta) else eta)
 
 
-def _noise_and_certificate(epsilon, delta, *, uses, lipschitz, batch_size, classes, budget, private):
+@functools.lru_cache(maxsize=256)
+def calibrated_noise_multiplier(epsilon: float, delta: float, *, uses: int) -> float:
+    """The smallest z = σ/Δ whose ``uses``-fold composed Gaussian certifies (ε, δ) with dp-accounting's PLD
+    accountant (its calibrate_dp_mechanism bisection)."""
+    _check_epsilon(epsilon)
+    _check_delta(delta)
+    _check_int(uses, "uses")
+
+    def accountant():
+        return pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+
+    event = lambda z: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(z), uses)  # noqa: E731
+    lowest, highest = 0.3, 500.0  # below 0.3 the PLD grid explodes; no (ε, δ) here needs either end
+    if _pld_epsilon(lowest, uses, delta) <= epsilon or _pld_epsilon(highest, uses, delta) > epsilon:
+        raise ConfigError(f"`epsilon` = {epsilon!r} at δ = {delta:g} needs a noise multiplier outside "
+                          f"[{lowest}, {highest}]; calibration='accountant' does not cover it.")
+    return float(dp_accounting.calibrate_dp_mechanism(
+        accountant, event, epsilon, delta, dp_accounting.ExplicitBracketInterval(lowest, highest), tol=1e-4))
+
+
+def noise_and_certificate(epsilon, delta, *, uses: int, lipschitz: float, batch_size: int, classes: int,
+                          budget: str, private: bool = True, calibration: str = "paper"):
+    """(per-coordinate std of N_t, certificate) for ``uses`` noisy updates per example.
+
+    ``calibration="paper"``: each update (ε/uses, δ/uses)-DP by eq. (4), c = √(2 ln(1.25·uses/δ)) (Theorem 1 and
+    basic composition; refused where that σ does not certify ε). ``"accountant"``: the smallest noise multiplier
+    whose composition dp-accounting certifies at (ε, δ) — the same guarantee with less noise.
+    """
     if not private:
         return 0.0, None
     _check_epsilon(epsilon)
     _check_delta(delta)
     _check_budget(budget)
+    if calibration not in CALIBRATIONS:
+        raise ConfigError(f"`calibration` must be one of {CALIBRATIONS}. Found {calibration!r}.")
     joint = classes if budget == "model" else 1
-    per_eps, per_delta = epsilon / uses, delta / uses
-    std = gradient_noise_std(epsilon=per_eps, delta=per_delta, lipschitz=lipschitz, batch_size=batch_size,
-                             classes=joint)
-    z = gaussian_c(per_delta) / per_eps  # σ/Δ, the same for every step
+    if calibration == "paper":
+        per_eps, per_delta = epsilon / uses, delta / uses
+        z = gaussian_c(per_delta) / per_eps  # σ/Δ, the same for every step
+    else:
+        z = calibrated_noise_multiplier(epsilon, delta, uses=uses)
+    std = z * update_sensitivity(eta=1.0, lipschitz=lipschitz, batch_size=batch_size, classes=joint)
     cert = certify(z, uses=uses, delta=delta, target_epsilon=epsilon, classes=1 if budget == "model" else classes)
     if not cert.certified:
         raise ConfigError(f"`epsilon` = {epsilon!r} is outside Theorem 1's range: the paper's σ certifies only "
-                          f"ε = {cert.epsilon:.4g} (dp-accounting PLD). Lower `epsilon` or calibrate differently.")
+                          f"ε = {cert.epsilon:.4g} (dp-accounting PLD). Lower `epsilon` or use "
+                          f"calibration='accountant'.")
     return std, cert
 
 
@@ -390,7 +440,7 @@ def _check_nodes(nodes: Sequence[NodeState]) -> None:
 def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
                    eta: float | Callable[[int], float] = 0.1, lam: float = 0.0, radius: float | None = None,
                    budget: str = "model", w0: np.ndarray | None = None, rng: np.random.Generator | None = None,
-                   track: tuple[np.ndarray, np.ndarray] | None = None) -> RunResult:
+                   track: tuple[np.ndarray, np.ndarray] | None = None, calibration: str = "paper") -> RunResult:
     """Algorithm 1, one pass: each round every node (in order) applies :func:`node_update` to the global model.
 
     ``epsilon=None`` runs without noise (the paper's "Noiseless"). ``eta`` is a constant (convex case, §VI: 0.1) or
@@ -403,8 +453,9 @@ def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
             raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
         node.max_passes = 1
     lipschitz = lipschitz_constant(lam, radius)
-    std, cert = _noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz, batch_size=nodes[0].batch_size,
-                                       classes=classes, budget=budget, private=epsilon is not None)
+    std, cert = noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz, batch_size=nodes[0].batch_size,
+                                      classes=classes, budget=budget, private=epsilon is not None,
+                                      calibration=calibration)
     w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
     result = RunResult(w, 0, std, cert)
     k = 0
@@ -419,12 +470,29 @@ def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
     return result
 
 
+def walk_schedule(batches_per_pass: Sequence[int], *, visits: int, rng: np.random.Generator) -> list[int]:
+    """DP-SGD-5's public random walk: the node index of every global iteration, each drawn uniformly from the nodes
+    that still have passes left (node m is active for ``visits``·batches_per_pass[m] updates). The walk uses public
+    randomness only, so every node can compute it and knows when the model comes to it and from whom."""
+    _check_int(visits, "visits")
+    left = [visits * int(k) for k in batches_per_pass]
+    schedule = []
+    while any(left):
+        active = [m for m, k in enumerate(left) if k > 0]
+        m = active[rng.integers(len(active))]
+        left[m] -= 1
+        schedule.append(m)
+    return schedule
+
+
 def run_dpsgd5(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
                visits: int = DEFAULT_VISITS, eta: float | Callable[[int], float] = lambda t: 1.0 / math.sqrt(t),
                lam: float = 0.0, radius: float | None = None, budget: str = "model", w0: np.ndarray | None = None,
-               rng: np.random.Generator | None = None, track: tuple[np.ndarray, np.ndarray] | None = None) -> RunResult:
-    """The DP-SGD-5 baseline: a uniform random walk over the still-active nodes, each update (ε/visits,
-    δ/visits)-DP, a node stops after ``visits`` passes over its data, η_t = 1/√t (t the global iteration)."""
+               rng: np.random.Generator | None = None, track: tuple[np.ndarray, np.ndarray] | None = None,
+               calibration: str = "paper") -> RunResult:
+    """The DP-SGD-5 baseline: a uniform random walk (:func:`walk_schedule`, drawn from ``rng``) over the
+    still-active nodes, each update (ε/visits, δ/visits)-DP with noise from the updating node's own generator, a
+    node stops after ``visits`` passes over its data, η_t = 1/√t (t the global iteration)."""
     _check_nodes(nodes)
     _check_int(visits, "visits")
     walk = np.random.default_rng() if rng is None else rng
@@ -433,22 +501,144 @@ def run_dpsgd5(nodes: Sequence[NodeState], *, epsilon: float | None, delta: floa
             raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
         node.max_passes = visits
     lipschitz = lipschitz_constant(lam, radius)
-    std, cert = _noise_and_certificate(epsilon, delta, uses=visits, lipschitz=lipschitz,
-                                       batch_size=nodes[0].batch_size, classes=classes, budget=budget,
-                                       private=epsilon is not None)
+    std, cert = noise_and_certificate(epsilon, delta, uses=visits, lipschitz=lipschitz,
+                                      batch_size=nodes[0].batch_size, classes=classes, budget=budget,
+                                      private=epsilon is not None, calibration=calibration)
     w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
     result = RunResult(w, 0, std, cert)
-    t = 0
-    while True:
-        active = [node for node in nodes if node.active]
-        if not active:
-            break
-        node = active[walk.integers(len(active))]
-        t += 1
-        w = node_update(w, node, eta=_step_size(eta, t), grad_noise_std=std, lam=lam, radius=radius, rng=rng)
+    schedule = walk_schedule([node.batches_per_pass for node in nodes], visits=visits, rng=walk)
+    for t, m in enumerate(schedule, start=1):
+        w = node_update(w, nodes[m], eta=_step_size(eta, t), grad_noise_std=std, lam=lam, radius=radius)
         if track is not None:
             result.losses.append(loss(w, *track, lam=lam))
-    result.w, result.updates = w, t
+    result.w, result.updates = w, len(schedule)
+    return result
+
+
+# ------------------------------------------------------------------------------------------- Algorithm 2
+def smoothness(lam: float = 0.0) -> float:
+    """μ of the loss (2) on unit-norm rows: the logistic term's Hessian is at most ¼·xxᵀ, plus λ."""
+    return 0.25 + lam
+
+
+@dataclasses.dataclass(eq=False)
+class DeepQNode:
+    """Algorithm 2's state at one node: its sampler, its private local model w^L, its Deep-Q controller and the
+    transition waiting for its next state."""
+
+    node: NodeState
+    controller: DeepQController
+    w_local: np.ndarray
+    pending: tuple | None = None
+    global_updates: int = 0
+    local_updates: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.node.active
+
+
+def make_deepq_nodes(nodes: Sequence[NodeState], *, classes: int, settings: DeepQSettings = DeepQSettings(),
+                     seeds: Sequence[int | None] | None = None, w0: np.ndarray | None = None) -> list[DeepQNode]:
+    """One controller per node; p_explr anneals over half a pass (n/(2Mb) decisions, §VI)."""
+    seeds = [None] * len(nodes) if seeds is None else list(seeds)
+    if len(seeds) != len(nodes):
+        raise ConfigError(f"`seeds` must have one entry per node ({len(nodes)}). Found {len(seeds)}.")
+    out = []
+    for node, seed in zip(nodes, seeds):
+        d = node.x.shape[1]
+        w = np.zeros((d, classes)) if w0 is None else np.array(w0, dtype=np.float64)
+        controller = DeepQController(d * classes + 2, explore_steps=max(1, node.batches_per_pass // 2),
+                                     settings=settings, seed=seed)
+        out.append(DeepQNode(node, controller, w))
+    return out
+
+
+def _deepq_state(w_local: np.ndarray, batch_loss: float, previous_action: int) -> np.ndarray:
+    return np.concatenate([w_local.ravel(), [batch_loss, float(previous_action)]])
+
+
+def algorithm2_turn(w_global: np.ndarray, dq: DeepQNode, *, eta: float, grad_noise_std: float, lam: float = 0.0,
+                    radius: float | None = None) -> np.ndarray:
+    """One node's turn of Algorithm 2 (with Algorithm 3 inside); returns the (possibly unchanged) global model.
+
+    The node takes its next mini-batch D, forms s_t = [w^L, f(w^L, D), a_{t−1}], completes its previous
+    transition with s_t, and lets its controller choose. Local: w^L ← w^L − 2η·∇f_D(w^L) (no noise, nothing
+    released). Global, eqs. (9)–(10): W ← (W + w^L)/2 − η·(∇f_D(W) + N), then w^L ← W. With λ > 0 every column is
+    projected onto ‖w‖ <= R. Reward: −f(w^L after the action, D).
+    """
+    _check_positive(eta, "eta")
+    node, controller = dq.node, dq.controller
+    rows = node.next_batch()
+    x, y = node.x[rows], node.y[rows]
+    previous_action = controller.actions[-1] if controller.actions else LOCAL
+    state = _deepq_state(dq.w_local, loss(dq.w_local, x, y, lam), previous_action)
+    if dq.pending is not None:
+        controller.learn(*dq.pending, state, False)
+        dq.pending = None
+    action = controller.choose(state)
+    radius = None if lam == 0 else (1.0 / lam if radius is None else radius)
+    if action == LOCAL:
+        w_local = dq.w_local - 2.0 * eta * gradient(dq.w_local, x, y, lam, node.batch_size)
+        dq.w_local = w_local if radius is None else _project_columns(w_local, radius)
+        dq.local_updates += 1
+    else:
+        g = gradient(w_global, x, y, lam, node.batch_size)
+        if grad_noise_std > 0:
+            g = g + node.rng.normal(0.0, grad_noise_std, size=g.shape)
+        w_global = 0.5 * (w_global + dq.w_local) - eta * g
+        if radius is not None:
+            w_global = _project_columns(w_global, radius)
+        dq.w_local = w_global.copy()
+        dq.global_updates += 1
+    reward = -loss(dq.w_local, x, y, lam)
+    if node.active:
+        dq.pending = (state, action, reward)
+    else:  # the pass is over: terminal transition
+        controller.learn(state, action, reward, state, True)
+    return w_global
+
+
+def algorithm2_noise(epsilon: float | None, delta: float, *, eta: float, lam: float, radius: float | None,
+                     batch_size: int, classes: int, budget: str, calibration: str = "paper"):
+    """(grad noise std, certificate) of Algorithm 2: Lemma 5 bounds one global release's sensitivity by
+    max_k 2η_k·L/b — the same Δ as Algorithm 1 — provided η <= 1/(2μ); each example then reaches exactly one
+    global release (the first global update after its mini-batch), so the certificate is Algorithm 1's."""
+    _check_positive(eta, "eta")
+    limit = 1.0 / (2.0 * smoothness(lam))
+    if eta > limit:
+        raise ConfigError(f"`eta` must be <= 1/(2μ) = {limit:.4g} for Lemma 5's sensitivity bound. Found {eta!r}.")
+    return noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz_constant(lam, radius),
+                                 batch_size=batch_size, classes=classes, budget=budget, private=epsilon is not None,
+                                 calibration=calibration)
+
+
+def run_algorithm2(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
+                   eta: float = 0.1, lam: float = 0.0, radius: float | None = None, budget: str = "model",
+                   settings: DeepQSettings = DeepQSettings(), seeds: Sequence[int | None] | None = None,
+                   w0: np.ndarray | None = None, calibration: str = "paper") -> RunResult:
+    """Algorithm 2, one pass: each round every active node in order takes :func:`algorithm2_turn`.
+
+    ``result.w`` is the global model; ``result.local_models`` each node's final private model (Theorems 6–7 are
+    about these); ``result.global_updates`` how many turns went to the global model, per node."""
+    _check_nodes(nodes)
+    for node in nodes:
+        if node.passes_done or node.history:
+            raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
+        node.max_passes = 1
+    std, cert = algorithm2_noise(epsilon, delta, eta=eta, lam=lam, radius=radius, batch_size=nodes[0].batch_size,
+                                 classes=classes, budget=budget, calibration=calibration)
+    dq_nodes = make_deepq_nodes(nodes, classes=classes, settings=settings, seeds=seeds, w0=w0)
+    w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
+    turns = 0
+    while any(dq.active for dq in dq_nodes):
+        for dq in dq_nodes:
+            if dq.active:
+                turns += 1
+                w = algorithm2_turn(w, dq, eta=eta, grad_noise_std=std, lam=lam, radius=radius)
+    result = RunResult(w, turns, std, cert)
+    result.local_models = [dq.w_local for dq in dq_nodes]
+    result.global_updates = [dq.global_updates for dq in dq_nodes]
     return result
 
 

@@ -154,6 +154,33 @@ class MpcContext:
         costs.record_rounds(rounds)
         return stacked
 
+    def send_public(self, to: int, value: torch.Tensor, *, label: str) -> None:
+        """Send a public float64 tensor to party ``to`` only (one message, one round; e.g. a DP-noised model
+        handed from node to node). Recorded in :attr:`openings` as disclosed to ``to``."""
+        if to == self.rank or not 0 <= to < self.parties:
+            raise ValueError(f"`to` must be another party's rank (0..{self.parties - 1}, not {self.rank}). "
+                             f"Found {to!r}.")
+        self.note_step(f"send {label}")
+        flat = value.detach().to(torch.float64).contiguous().reshape(-1)
+        before, start = self._mesh.bytes_sent, time.perf_counter()
+        self._mesh.exchange({to: flat}, {})
+        sent = self._mesh.bytes_sent - before
+        self.rounds += 1
+        costs.record_rounds(1)
+        self.wire.add(sent, time.perf_counter() - start)
+        self.openings.append(Opening(label=label, elements=flat.numel(), recipients=(to,),
+                                     reason="public by design", bytes_sent=sent))
+
+    def receive_public(self, src: int, shape: tuple[int, ...], *, label: str) -> torch.Tensor:
+        """Receive the float64 tensor of ``shape`` that party ``src`` sends with :meth:`send_public`."""
+        if src == self.rank or not 0 <= src < self.parties:
+            raise ValueError(f"`src` must be another party's rank (0..{self.parties - 1}, not {self.rank}). "
+                             f"Found {src!r}.")
+        self.note_step(f"receive {label}")
+        into = torch.empty(int(torch.Size(shape).numel()), dtype=torch.float64)
+        self._mesh.exchange({}, {src: into})
+        return into.reshape(shape)
+
     # -- fixed point ------------------------------------------------------------------------------
     @property
     def scale(self) -> int:

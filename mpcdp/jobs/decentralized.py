@@ -1,0 +1,309 @@
+"""`mpcdp decentralized PROTOCOL`: paper 004's decentralized DP without-replacement SGD as a run.
+
+Methods (paper 004 §VI): ``algorithm1`` (fully collaborative: the global model goes round the nodes, every turn a
+noisy update), ``algorithm2`` (Deep-Q: each node's controller picks a local or a global update), ``dpsgd5`` (the
+baseline: a public random walk, each update (ε/5, δ/5)-DP, five passes), ``noiseless`` (Algorithm 1 without noise).
+
+Backends: ``simulated`` runs every node in this process. ``processes`` runs every node as its own OS process (the
+party runtime: spawned processes, a TCP mesh); the global model is handed from node to node over the mesh — the
+only thing a node ever sends — in the order every node derives from public facts (the node sizes and, for DP-SGD-5,
+the walk's public seed). Both backends draw every node's batches and noise from that node's own generator, so the
+same seed gives the same models (tested).
+
+Protocol file (TOML): ``dataset`` ('mnist-5k' or 'fashion-mnist'), ``[run]`` nodes, batch_size, eta, lam, budget
+('model' or 'per-classifier', see :mod:`mpcdp.learning.decentralized`), calibration ('paper': eq. (4) per
+update, basic composition; 'accountant': the least noise dp-accounting certifies), epsilon, delta (default 1/n², §VI), visits,
+method(s), seed, backend; ``[deepq]`` the controller's settings (:class:`~mpcdp.learning.deepq.DeepQSettings`);
+``[sweep]`` epsilons, runs, budgets (see :mod:`mpcdp.jobs.decentralized_sweep`); ``[mpc]`` the runtime's settings.
+
+Security model: honest-but-curious nodes; the global model after every update is public (the paper's assumption).
+Each node's data is protected by the Gaussian noise it adds itself; certificates come from dp-accounting.
+Randomness: numpy PCG64 generators seeded from the protocol's seed — reproducible, not a CSPRNG.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+import tomllib
+from typing import Any, Sequence
+
+import numpy as np
+
+from mpcdp.errors import ConfigError
+from mpcdp.learning import decentralized as dec
+from mpcdp.learning.deepq import DeepQSettings
+
+__all__ = ["METHODS", "BACKENDS", "DecentralizedPlan", "plan_from", "features", "run_method", "turn_order",
+           "node_party"]
+
+METHODS = ("algorithm1", "algorithm2", "dpsgd5", "noiseless")
+BACKENDS = ("simulated", "processes")
+DATASETS = ("mnist-5k", "fashion-mnist")
+_RUN_FIELDS = {"nodes", "batch_size", "eta", "lam", "budget", "epsilon", "delta", "visits", "methods", "seed",
+               "backend", "per_node", "calibration"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DecentralizedPlan:
+    name: str
+    dataset: str
+    nodes: int
+    batch_size: int
+    eta: float
+    lam: float
+    budget: str
+    epsilon: float
+    delta: float | None
+    visits: int
+    methods: tuple[str, ...]
+    seed: int
+    backend: str
+    per_node: int | None = None
+    calibration: str = "paper"
+    deepq: dict = dataclasses.field(default_factory=dict)
+    mpc: dict = dataclasses.field(default_factory=dict)
+    sweep: dict = dataclasses.field(default_factory=dict)
+
+    def settings(self) -> DeepQSettings:
+        return DeepQSettings(**self.deepq)
+
+
+def _int(value, field: str, minimum: int = 1) -> int:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+        raise ConfigError(f"`{field}` must be an integer >= {minimum}. Found {value!r}.")
+    return value
+
+
+def _number(value, field: str, *, positive: bool = True) -> float:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (value > 0 if positive else value >= 0)):
+        raise ConfigError(f"`{field}` must be a finite number {'>' if positive else '>='} 0. Found {value!r}.")
+    return float(value)
+
+
+def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
+    """Read and check a protocol file; keyword arguments (None = keep) override [run] fields."""
+    try:
+        with open(path, "rb") as fh:
+            protocol = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"protocol {path!r} is not valid TOML: {error}") from None
+    except FileNotFoundError:
+        raise ConfigError(f"protocol file {path!r} does not exist") from None
+    run = dict(protocol.get("run", {}))
+    unknown = sorted(set(run) - _RUN_FIELDS)
+    if unknown:
+        raise ConfigError(f"[run] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a parameter of paper "
+                          f"004's runs; they take {sorted(_RUN_FIELDS)}.")
+    run.update({k: v for k, v in overrides.items() if v is not None})
+    dataset = protocol.get("dataset")
+    if dataset not in DATASETS:
+        raise ConfigError(f"`dataset` must be one of {list(DATASETS)}. Found {dataset!r}.")
+    methods = run.get("methods", list(METHODS))
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError(f"`methods` entries must be in {list(METHODS)}. Found {m!r}.")
+    backend = run.get("backend", "simulated")
+    if backend not in BACKENDS:
+        raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
+    nodes = _int(run.get("nodes", 10), "nodes")
+    if backend == "processes" and nodes < 2:
+        raise ConfigError(f"the processes backend needs `nodes` >= 2. Found {nodes}.")
+    budget = run.get("budget", "model")
+    if budget not in ("model", "per-classifier"):
+        raise ConfigError(f"`budget` must be 'model' or 'per-classifier'. Found {budget!r}.")
+    delta = run.get("delta")
+    if delta is not None and not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise ConfigError(f"`delta` must be in (0, 1) (leave it out for 1/n²). Found {delta!r}.")
+    per_node = run.get("per_node")
+    calibration = run.get("calibration", "paper")
+    if calibration not in dec.CALIBRATIONS:
+        raise ConfigError(f"`calibration` must be one of {list(dec.CALIBRATIONS)}. Found {calibration!r}.")
+    plan = DecentralizedPlan(
+        name=protocol.get("name", path), dataset=dataset, nodes=nodes,
+        batch_size=_int(run.get("batch_size", 50), "batch_size"), eta=_number(run.get("eta", 0.1), "eta"),
+        lam=_number(run.get("lam", 0.0), "lam", positive=False), budget=budget,
+        epsilon=_number(run.get("epsilon", 1.0), "epsilon"), delta=delta,
+        visits=_int(run.get("visits", dec.DEFAULT_VISITS), "visits"), methods=methods,
+        seed=_int(run.get("seed", 0), "seed", 0), backend=backend,
+        per_node=None if per_node is None else _int(per_node, "per_node"), calibration=calibration, deepq=dict(protocol.get("deepq", {})),
+        mpc=dict(protocol.get("mpc", {})), sweep=dict(protocol.get("sweep", {})))
+    plan.settings()  # checks [deepq]
+    return plan
+
+
+@functools.lru_cache(maxsize=4)
+def features(dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """(x_train, y_train, x_test, y_test, name): §VI's PCA-50 unit-norm features (PCA fitted on the test images)."""
+    from mpcdp.data.registry import load
+
+    data = load(dataset)
+    x_train, x_test = dec.prepare_features(data.x_train, data.x_test)
+    return x_train, np.asarray(data.y_train), x_test, np.asarray(data.y_test), data.name
+
+
+def _delta(plan: DecentralizedPlan, n: int) -> float:
+    return plan.delta if plan.delta is not None else 1.0 / n ** 2
+
+
+def _nodes(plan: DecentralizedPlan, x, y, seed: int, batch_size: int | None = None) -> list[dec.NodeState]:
+    return dec.make_nodes(x, y, num_nodes=plan.nodes, batch_size=batch_size or plan.batch_size,
+                          per_node=plan.per_node, seed=seed)
+
+
+def _deepq_seeds(seed: int, nodes: int) -> list[int]:
+    return [int(s) for s in np.random.SeedSequence([seed, 4]).generate_state(nodes)]
+
+
+def _walk_rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, 5]))
+
+
+def turn_order(method: str, batches_per_pass: Sequence[int], *, visits: int, seed: int) -> list[int]:
+    """The public sequence of nodes that hold the global model: round robin over the nodes that still have
+    mini-batches (Algorithms 1–2), or DP-SGD-5's walk from the public seed."""
+    if method == "dpsgd5":
+        return dec.walk_schedule(batches_per_pass, visits=visits, rng=_walk_rng(seed))
+    left, order = list(batches_per_pass), []
+    while any(left):
+        for m, k in enumerate(left):
+            if k > 0:
+                order.append(m)
+                left[m] -= 1
+    return order
+
+
+def _method_hyper(plan: DecentralizedPlan, method: str, epsilon: float, delta: float, batch_size: int,
+                  classes: int) -> tuple[float, Any]:
+    """(grad noise std, certificate) of ``method``."""
+    if method == "noiseless":
+        return 0.0, None
+    if method == "algorithm2":
+        return dec.algorithm2_noise(epsilon, delta, eta=plan.eta, lam=plan.lam, radius=None, batch_size=batch_size,
+                                    classes=classes, budget=plan.budget, calibration=plan.calibration)
+    uses = plan.visits if method == "dpsgd5" else 1
+    return dec.noise_and_certificate(epsilon, delta, uses=uses, lipschitz=dec.lipschitz_constant(plan.lam),
+                                     batch_size=batch_size, classes=classes, budget=plan.budget,
+                                     calibration=plan.calibration)
+
+
+def _eta(plan: DecentralizedPlan, method: str, t: int) -> float:
+    return 1.0 / math.sqrt(t) if method == "dpsgd5" else plan.eta
+
+
+def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = None, seed: int | None = None,
+               backend: str | None = None, batch_size: int | None = None) -> dict[str, Any]:
+    """Train with one method; report test accuracy, the certificate and the run's shape."""
+    if method not in METHODS:
+        raise ConfigError(f"`method` must be one of {list(METHODS)}. Found {method!r}.")
+    epsilon = plan.epsilon if epsilon is None else epsilon
+    seed = plan.seed if seed is None else seed
+    backend = backend or plan.backend
+    batch_size = batch_size or plan.batch_size
+    x_train, y_train, x_test, y_test, data_name = features(plan.dataset)
+    classes = int(max(y_train.max(), y_test.max())) + 1
+    delta = _delta(plan, len(x_train))
+    std, cert = _method_hyper(plan, method, epsilon, delta, batch_size, classes)
+    nodes = _nodes(plan, x_train, y_train, seed, batch_size)
+    start = time.perf_counter()
+    if backend == "simulated":
+        out = _simulate(plan, method, nodes, classes, seed, epsilon, delta)
+    elif backend == "processes":
+        out = _in_processes(plan, method, nodes, std, classes, seed)
+    else:
+        raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
+    report = {
+        "protocol": plan.name, "dataset": data_name, "method": method, "backend": backend, "seed": seed,
+        "nodes": plan.nodes, "per_node": nodes[0].size, "batch_size": batch_size, "budget": plan.budget,
+        "calibration": plan.calibration,
+        "epsilon": None if method == "noiseless" else epsilon, "delta": delta, "grad_noise_std": std,
+        "epsilon_certified": None if cert is None else cert.epsilon,
+        "epsilon_all_classes": None if cert is None else cert.epsilon_all_classes,
+        "updates": out["updates"], "accuracy": dec.accuracy(out["w"], x_test, y_test),
+        "wall_s": round(time.perf_counter() - start, 4), "w": out["w"],
+    }
+    if method == "algorithm2":
+        local = [dec.accuracy(w, x_test, y_test) for w in out["local_models"]]
+        report.update(accuracy_global=report["accuracy"], accuracy_local=local,
+                      accuracy=float(np.mean(local)), global_updates=out["global_updates"],
+                      global_fraction=float(sum(out["global_updates"]) / out["updates"]),
+                      local_models=out["local_models"])
+    if "bytes_per_node" in out:
+        report["bytes_per_node"] = out["bytes_per_node"]
+    return report
+
+
+def _simulate(plan, method, nodes, classes, seed, epsilon, delta) -> dict[str, Any]:
+    common = dict(delta=delta, classes=classes, lam=plan.lam, budget=plan.budget, calibration=plan.calibration)
+    eps = None if method == "noiseless" else epsilon
+    if method == "algorithm2":
+        run = dec.run_algorithm2(nodes, epsilon=eps, eta=plan.eta, settings=plan.settings(),
+                                 seeds=_deepq_seeds(seed, len(nodes)), **common)
+        return {"w": run.w, "updates": run.updates, "local_models": run.local_models,
+                "global_updates": run.global_updates}
+    if method == "dpsgd5":
+        run = dec.run_dpsgd5(nodes, epsilon=eps, visits=plan.visits, rng=_walk_rng(seed), **common)
+    else:
+        run = dec.run_algorithm1(nodes, epsilon=eps, eta=plan.eta, **common)
+    return {"w": run.w, "updates": run.updates}
+
+
+def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_job
+
+    config = MpcConfig(parties=len(nodes), **plan.mpc)
+    spec = dataclasses.asdict(plan)
+    seeds = _deepq_seeds(seed, len(nodes))
+    sizes = [n.batches_per_pass for n in nodes]
+    result = run_job(node_party, config,
+                     party_args=[(m, node, spec, method, std, classes, seed, seeds[m], sizes)
+                                 for m, node in enumerate(nodes)],
+                     job={"name": "decentralized", "protocol": plan.name, "method": method, "seed": seed,
+                          "nodes": len(nodes), "batches_per_pass": sizes})
+    final = [r["w"] for r in result.values if r["w"] is not None]
+    out = {"w": final[0], "updates": result.values[0]["updates"],
+           "bytes_per_node": max(r["bytes_sent"] for r in result.values)}
+    if method == "algorithm2":
+        out["local_models"] = [r["w_local"] for r in result.values]
+        out["global_updates"] = [r["global_updates"] for r in result.values]
+    return out
+
+
+def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: str, std: float, classes: int,
+               seed: int, deepq_seed: int, batches_per_pass: list[int]) -> dict[str, Any]:
+    """One node as a party process: wait for the global model, update it, hand it to the next holder."""
+    plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
+    visits = plan.visits if method == "dpsgd5" else 1
+    node.max_passes = visits
+    order = turn_order(method, batches_per_pass, visits=visits, seed=seed)
+    shape = (node.x.shape[1], classes)
+    w = np.zeros(shape)
+    dq = None
+    if method == "algorithm2":
+        dq = dec.make_deepq_nodes([node], classes=classes, settings=plan.settings(), seeds=[deepq_seed])[0]
+    mine = sum(1 for m in order if m == me)
+    done = 0
+    for t, m in enumerate(order, start=1):
+        if m != me:
+            continue
+        previous = order[t - 2] if t >= 2 else me
+        if previous != me:
+            w = ctx.receive_public(previous, shape, label=f"global model [{t - 1}]").numpy()
+        if dq is not None:
+            w = dec.algorithm2_turn(w, dq, eta=plan.eta, grad_noise_std=std, lam=plan.lam)
+        else:
+            w = dec.node_update(w, node, eta=_eta(plan, method, t), grad_noise_std=std, lam=plan.lam)
+        if t < len(order) and order[t] != me:
+            import torch
+
+            ctx.send_public(order[t], torch.from_numpy(w), label=f"global model [{t}]")
+        done += 1
+        ctx.progress(done, mine)
+    last = order[-1] == me
+    return {"w": w if last else None, "updates": len(order), "bytes_sent": ctx.wire.bytes_sent,
+            "w_local": None if dq is None else dq.w_local, "global_updates": None if dq is None else dq.global_updates}
