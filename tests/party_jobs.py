@@ -19,7 +19,7 @@ def sum_several(ctx, locals_: list[torch.Tensor], weight: float = 1.0):
     for i, local in enumerate(locals_):
         shared = secure_sum(ctx, local, weight=weight)
         opened.append(ctx.reveal(shared, label=f"sum{i}", reason="test"))
-    return {"opened": opened, "openings": [(o.label, o.elements) for o in ctx.openings],
+    return {"opened": opened, "openings": [(o.label, o.elements) for o in ctx.openings if o.kind != "public"],
             "rounds": ctx.rounds}
 
 
@@ -131,7 +131,7 @@ def rou_samples(ctx, count: int, sigma: float, seed: int | None):
     noise = sample_rou(ctx, count, sigma=sigma, rng=rng, stats=stats)
     values = ctx.reveal(noise, label="noise-validation", reason="test: validate the sampler")
     return {"values": values, "candidates": stats.candidates, "accepted": stats.accepted, "passes": stats.passes,
-            "openings": [(o.label, o.elements) for o in ctx.openings], "bytes": ctx.wire.bytes_sent}
+            "openings": [(o.label, o.elements) for o in ctx.openings if o.kind != "public"], "bytes": ctx.wire.bytes_sent}
 
 
 def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: int | None):
@@ -146,7 +146,7 @@ def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: 
         from mpcdp.noise.modes import csprng_normal
         own = csprng_normal(count, seed=seed, stream=ctx.rank) * block.stats["own_sigma"]
     return {"values": values, "event": repr(block.event), "sigma": block.sigma, "support": block.support,
-            "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings]]}
+            "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings if o.kind != "public"]]}
 
 
 def profiled_rou(ctx, count: int):
@@ -176,7 +176,7 @@ def noisy_aggregation_steps(ctx, local_rows: torch.Tensor, sigma: float):
         noisy = secure_sum(ctx, local_rows[t]) + block.row(t)
         released.append(ctx.reveal(noisy, label=f"noisy-aggregate-{t}", reason="the DP release of step t"))
     return {"released": torch.stack(released), "event": repr(block.event),
-            "openings": [o.label for o in ctx.openings if not o.label.startswith("rou-")]}
+            "openings": [o.label for o in ctx.openings if o.kind != "public" and not o.label.startswith("rou-")]}
 
 
 def srm_party(ctx, shard, params, noise, dim, runner=None):
@@ -196,7 +196,7 @@ def release_steps(ctx, locals_: list[torch.Tensor], noise: list[torch.Tensor] | 
         shared_noise = None if noise is None else ctx.input_from(0, noise[t] if ctx.rank == 0 else None, shape,
                                                                  field="noise")
         opened.append(noisy_release(ctx, local, shared_noise, shape=shape, label=f"release{t}", field="terms"))
-    return {"opened": opened, "rounds": ctx.rounds, "labels": [o.label for o in ctx.openings]}
+    return {"opened": opened, "rounds": ctx.rounds, "labels": [o.label for o in ctx.openings if o.kind != "public"]}
 
 
 def count_with_progress(ctx, total: int):
@@ -219,8 +219,8 @@ def metered_cases(ctx, big: int):
         first = backend.dealer_requests_made()
         with costs.section() as ledger:
             value = run()
-        out[name] = ledger.to_dict() | {"openings_list": [o.elements for o in ctx.openings[before:]],
-                                        "labels": [o.label for o in ctx.openings[before:]],
+        out[name] = ledger.to_dict() | {"openings_list": [o.elements for o in ctx.openings[before:] if o.kind != "public"],
+                                        "labels": [o.label for o in ctx.openings[before:] if o.kind != "public"],
                                         "first_dealer_request": first}
         return value
 
@@ -236,3 +236,38 @@ def metered_cases(ctx, big: int):
     out["rou"]["stats"] = dict(block.stats)
     case("distributed", lambda: sample_noise(ctx, NoiseSpec(sigma=1.0, mode="distributed"), (40,)))
     return out
+
+
+
+def audited_srm(ctx, shard, params, noise, dim):
+    """A DDP-SRM run through the real party path (mpc_party) with every disclosure's plaintext kept. The
+    noise blocks are captured as they are sampled and opened only after the audited record is copied, so
+    the test can compare what was opened with the secrets (that last opening is the test's, not the run's)."""
+    from mpcdp.learning import backends
+    from mpcdp.learning.dpsrm import run_srm
+
+    ctx.keep_values = True
+    blocks, locals_ = [], []
+    sample = backends.sample_noise
+
+    def capturing_sample(*args, **kwargs):
+        block = sample(*args, **kwargs)
+        blocks.append(block)
+        return block
+
+    def capturing_run(shards, params_, aggregate, **kwargs):
+        def recorded(t, local):
+            locals_.append(local.clone())
+            return aggregate(t, local)
+        return run_srm(shards, params_, recorded, **kwargs)
+
+    backends.sample_noise = capturing_sample
+    try:
+        out = backends.mpc_party(ctx, shard, params, noise, dim, capturing_run)
+    finally:
+        backends.sample_noise = sample
+    audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
+    noise_rows = torch.cat([ctx.reveal(b.values, label="test only", reason="audit").reshape(-1, dim)
+                            for b in blocks])
+    return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows,
+            "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}

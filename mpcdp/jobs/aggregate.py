@@ -43,7 +43,7 @@ def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
         "bytes_sent": meter.bytes_sent,
         "opening_bytes_sent": opening.bytes_sent,
         "rounds": ctx.rounds,
-        "openings": [(o.label, o.elements) for o in ctx.openings],
+        "openings": [(o.label, o.elements) for o in ctx.openings if o.kind != "public"],
         "wall_s": wall_s,
     }
 

@@ -287,7 +287,7 @@ def collab_party(ctx, owner: Owner, position: int, spec: dict[str, Any], hyper: 
     def aggregate(k: int, local: torch.Tensor) -> torch.Tensor:
         ctx.progress(k, plan.steps - 1)
         if plan.backend == "plain":  # the learner sees every owner's (weighted) noisy response
-            everyone = ctx.exchange_public(local)
+            everyone = ctx.exchange_public(local, label="noisy responses (plain learner)")
             return torch.stack(everyone).sum(0)
         return noisy_release(ctx, local, None, shape=(dim,), label=f"aggregate[{k}]",
                              field="weighted noisy responses")

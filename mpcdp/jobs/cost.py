@@ -76,7 +76,7 @@ def _metered(ctx, run: Callable[[], Any], interface: str | None) -> tuple[Any, d
         value = run()
     record = ledger.to_dict()
     record["first_dealer_request"] = first_request
-    record["openings_list"] = [(o.label, o.elements) for o in ctx.openings[openings_before:]]
+    record["openings_list"] = [(o.label, o.elements) for o in ctx.openings[openings_before:] if o.kind != "public"]
     return value, record
 
 

@@ -8,10 +8,18 @@ mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:m
 share of any private value has moved at that point.
 
 :meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
-plaintext. Every call is recorded as an :class:`Opening` (label, elements, recipients, reason, rounds),
-counted in :mod:`mpcdp.mpc.costs`, and its bytes on the wire are measured. ``ctx.rounds`` counts
-communication rounds (phases of messages sent together; an opening is 1 or 2, see
+plaintext. Every value that becomes plaintext to any party — an opening of shares, a protocol's masked
+value, a comparison result, a value sent in the clear, public metadata exchanged — passes through one choke
+point, :meth:`MpcContext._disclose`, which records it as an :class:`Opening` (label, elements, recipients,
+kind, reason, bytes, rounds) in :attr:`MpcContext.openings`. The kinds are closed (:data:`OPENING_KINDS`):
+the opening audit (``tests/test_audit.py``, README "Threat model") asserts that a DDP-SRM step discloses
+masked protocol values, the sampler's accept bits and the released noisy v_p, and nothing else. Openings are
+counted in :mod:`mpcdp.mpc.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
+rounds (phases of messages sent together; an opening is 1 or 2, see
 :meth:`~mpcdp.runtime.mesh.Mesh.open_shares`).
+
+Outside the choke point: the pairwise mask seeds (:mod:`mpcdp.mpc.masks`; secrets sent to one peer each,
+never opened) and the dealer's correlated randomness (each party receives only its own share).
 """
 
 from __future__ import annotations
@@ -35,9 +43,24 @@ from mpcdp.runtime.mesh import Mesh, local_address
 RING_BITS = 64
 
 
+# What may become plaintext, and why it reveals nothing private (the closed list the opening audit checks).
+OPENING_KINDS = {
+    "masked": "a protocol value masked by dealer randomness no data party knows (Beaver ε/δ, B2A words, "
+              "truncation and comparison masks): uniformly random whatever the secrets are",
+    "comparison": "the output bit of a secure comparison that the protocol makes public by design (the "
+                  "sampler's accept bits: whether a candidate is kept, independent of the kept value)",
+    "release": "a differentially private release (the noisy aggregate v_p) or a job's declared output",
+    "public": "public by design: configuration fingerprints, agreed shapes and validation flags, or a "
+              "DP-noised model handed from node to node",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Opening:
-    """One plaintext opening: what was opened, to whom, and why."""
+    """One disclosure: what became plaintext, to whom, of which kind (:data:`OPENING_KINDS`) and why.
+
+    ``values`` holds the plaintext itself only when the context keeps it (``keep_values``; for audits).
+    """
 
     label: str
     elements: int
@@ -45,6 +68,8 @@ class Opening:
     reason: str
     bytes_sent: int | None = None
     rounds: int = 1
+    kind: str = "release"
+    values: torch.Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +106,7 @@ class MpcContext:
         self.job = job
         self.parties = config.parties
         self.openings: list[Opening] = []
+        self.keep_values = False  # True: every Opening also keeps its plaintext (for the opening audit)
         self.rounds = 0
         self.wire = WireMeter()
         self.steps = 0
@@ -127,8 +153,23 @@ class MpcContext:
         mesh = Mesh.establish(rank, world, address=local_address(backend.rendezvous()),
                               gather=backend.all_gather_object, timeout_s=config.timeout_s,
                               delay_s=config.link_delay_ms / 1000.0)
-        return cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
-                   on_progress=on_progress)
+        ctx = cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
+                  on_progress=on_progress)
+        ctx._disclose("handshake: configuration fingerprint and description", 1, tuple(range(world)),
+                      kind="public", reason="every party checks that all run the same configuration")
+        return ctx
+
+    def _disclose(self, label: str, elements: int, recipients: tuple[int, ...], *, kind: str, reason: str,
+                  bytes_sent: int | None = None, rounds: int = 1, values: torch.Tensor | None = None) -> None:
+        """The choke point: record one value that became plaintext to ``recipients``."""
+        if kind not in OPENING_KINDS:
+            raise ValueError(f"`kind` must be one of {sorted(OPENING_KINDS)}. Found {kind!r}.")
+        kept = None
+        if self.keep_values and values is not None:
+            kept = values.detach().clone() if torch.is_tensor(values) else values
+        self.openings.append(Opening(label=label, elements=int(elements), recipients=tuple(recipients),
+                                     reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
+                                     values=kept))
 
     def close(self) -> None:
         """Close this party's links to the others (the run is over)."""
@@ -136,15 +177,18 @@ class MpcContext:
             self._mesh.close()
 
     # -- public metadata --------------------------------------------------------------------------
-    def exchange_public(self, value: Any) -> list[Any]:
+    def exchange_public(self, value: Any, *, label: str = "public metadata") -> list[Any]:
         """Every party's ``value`` (public metadata only), in rank order (a gloo all-gather; rare paths only)."""
         self.note_step("exchange")
         self.rounds += 1
         costs.record_rounds(1)
         with self.wire:
-            return backend.all_gather_object(value)
+            everyone = backend.all_gather_object(value)
+        self._disclose(label, 1, tuple(range(self.parties)), kind="public", reason="public by design",
+                       values=everyone)
+        return everyone
 
-    def exchange_fixed(self, vector: torch.Tensor) -> torch.Tensor:
+    def exchange_fixed(self, vector: torch.Tensor, *, label: str = "public metadata") -> torch.Tensor:
         """Every party's fixed-size int64 ``vector`` (public), stacked in rank order. One round, (m−1)
         messages of 8·len bytes per party."""
         self.note_step("exchange")
@@ -152,6 +196,8 @@ class MpcContext:
             stacked, rounds = self._mesh.exchange_int64(vector.to(torch.int64))
         self.rounds += rounds
         costs.record_rounds(rounds)
+        self._disclose(label, vector.numel(), tuple(range(self.parties)), kind="public",
+                       reason="public by design", rounds=rounds, values=stacked)
         return stacked
 
     def send_public(self, to: int, value: torch.Tensor, *, label: str) -> None:
@@ -168,8 +214,8 @@ class MpcContext:
         self.rounds += 1
         costs.record_rounds(1)
         self.wire.add(sent, time.perf_counter() - start)
-        self.openings.append(Opening(label=label, elements=flat.numel(), recipients=(to,),
-                                     reason="public by design", bytes_sent=sent))
+        self._disclose(label, flat.numel(), (to,), kind="public", reason="public by design", bytes_sent=sent,
+                       values=flat)
 
     def receive_public(self, src: int, shape: tuple[int, ...], *, label: str) -> torch.Tensor:
         """Receive the float64 tensor of ``shape`` that party ``src`` sends with :meth:`send_public`."""
@@ -222,7 +268,7 @@ class MpcContext:
             encoded = torch.zeros(shape, dtype=torch.int64)
         return self.masked_input(encoded)
 
-    def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool) -> torch.Tensor:
+    def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str) -> torch.Tensor:
         self.note_step(f"open {label}")
         before, start = self._mesh.bytes_sent, time.perf_counter()
         opened, rounds = self._mesh.open_shares(flat, xor=xor)
@@ -232,18 +278,22 @@ class MpcContext:
         costs.record("opened_elements", flat.numel(), calls=0)
         costs.record_rounds(rounds)
         self.wire.add(sent, time.perf_counter() - start)
-        self.openings.append(Opening(label=label, elements=flat.numel(), recipients=tuple(range(self.parties)),
-                                     reason=reason, bytes_sent=sent, rounds=rounds))
+        self._disclose(label, flat.numel(), tuple(range(self.parties)), kind=kind, reason=reason,
+                       bytes_sent=sent, rounds=rounds, values=opened)
         return opened
 
-    def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False) -> list[torch.Tensor]:
-        """Open protocol-internal *masked* values (sum, or XOR for binary shares) in one round.
+    def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False,
+                    kind: str = "masked") -> list[torch.Tensor]:
+        """Open protocol-internal values (sum, or XOR for binary shares) in one round.
 
         For mpcdp's protocols only: every opened value must be uniformly masked by dealer randomness no
-        party knows (Beaver's ε/δ, B2A words, comparison and truncation masks) or be public by design.
+        party knows (Beaver's ε/δ, B2A words, comparison and truncation masks; ``kind="masked"``) or be a
+        comparison result public by design (``kind="comparison"``, e.g. the sampler's accept bits).
         """
+        if kind not in ("masked", "comparison"):
+            raise ValueError(f"`kind` of a protocol opening must be 'masked' or 'comparison'. Found {kind!r}.")
         flat = torch.cat([t.reshape(-1) for t in tensors])
-        opened = self._open(flat, label=label, reason="masked protocol value", xor=xor)
+        opened = self._open(flat, label=label, reason=OPENING_KINDS[kind].split(":")[0], xor=xor, kind=kind)
         parts = torch.split(opened, [t.numel() for t in tensors])
         return [part.reshape(t.shape) for part, t in zip(parts, tensors)]
 
@@ -251,5 +301,5 @@ class MpcContext:
         """Open ``x`` to every data party (float64). One opening; recorded in :attr:`openings`."""
         if not isinstance(x, Shared):
             raise TypeError(f"`x` must be a Shared value. Found {type(x).__name__}.")
-        raw = self._open(share_of(x), label=label, reason=reason, xor=False)
+        raw = self._open(share_of(x), label=label, reason=reason, xor=False, kind="release")
         return raw.to(torch.float64) / (1 << x.precision_bits)

@@ -62,7 +62,7 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
         shared = shared + Shared(padded, shared.precision_bits)
     opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
     if opened[-1].item() != 0:
-        everyone = ctx.exchange_public(problem)
+        everyone = ctx.exchange_public(problem, label="input problems (error path)")
         rank = next(r for r, p in enumerate(everyone) if p is not None)
         raise InputError(f"party {rank}: {everyone[rank]}", party=rank)
     return opened[:-1].reshape(shape)

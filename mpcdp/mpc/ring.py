@@ -202,5 +202,5 @@ def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "
         span *= 2
     lt = (g >> (ell - 1)) & 1
     bit = public_xor(ctx, ((r_low >> ell) & 1) ^ lt, (c >> ell) & 1)
-    (opened,) = ctx.open_masked([bit], label=f"{label}-result", xor=True)
+    (opened,) = ctx.open_masked([bit], label=f"{label}-result", xor=True, kind="comparison")
     return opened.reshape(d.shape) == 1

@@ -85,10 +85,11 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
             problem = (f"`{field}`·weight reaches |value| {scaled.abs().max().item():.4g}, beyond the "
                        f"fixed-point range {ctx.max_abs_input:.4g}")
     digest = int.from_bytes(hashlib.sha256(repr(shape).encode()).digest()[:8], "little", signed=True)
-    summary = ctx.exchange_fixed(torch.tensor([int(problem is not None), digest], dtype=torch.int64))
+    summary = ctx.exchange_fixed(torch.tensor([int(problem is not None), digest], dtype=torch.int64),
+                                 label="validation flag and shape digest")
     if not summary[:, 0].any() and bool((summary[:, 1] == summary[0, 1]).all()):
         return ctx.masked_input(ctx.encode(scaled, field=field))
-    everyone = ctx.exchange_public({"shape": shape, "problem": problem})
+    everyone = ctx.exchange_public({"shape": shape, "problem": problem}, label="validation detail (error path)")
     for rank, info in enumerate(everyone):
         if info["problem"] is not None:
             raise InputError(f"party {rank}: {info['problem']}", party=rank)

@@ -1,0 +1,104 @@
+"""The opening audit: what a DDP-SRM run lets the parties see.
+
+Three data parties and the dealer run DDP-SRM (paper 002, Algorithm 2) through the real party path with
+noise sampled inside the MPC. Every value that became plaintext passed through MpcContext's one choke point;
+the test checks the record is exactly: the handshake's public configuration, masked protocol values (uniform
+64-bit words), the sampler's accept bits, and the released noisy v_p — opened to the three data parties, never
+to the dealer — and that no opened word equals the encoding of a party's local gradient terms, of their
+noiseless sum, or of the noise.
+"""
+
+import math
+
+import pytest
+import torch
+from scipy import stats
+
+from mpcdp.data.registry import load
+from mpcdp.data.split import split_indices
+from mpcdp.learning.backends import NoiseLevels
+from mpcdp.learning.dpsrm import Shard, SrmParameters
+from mpcdp.mpc.context import OPENING_KINDS
+from mpcdp.runtime.harness import run_parties
+from party_jobs import audited_srm
+
+STEPS, DIM = 2, 30
+
+
+@pytest.fixture(scope="module")
+def audit():
+    from mpcdp.config import MpcConfig
+
+    data = load("breast-cancer")
+    x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
+    shards = [Shard(j, x[i], y[i]) for j, i in enumerate(split_indices(len(y), 3, seed=0))]
+    params = SrmParameters(steps=STEPS, batch=5, batch0=10, seed=1)
+    return run_parties(audited_srm, MpcConfig(parties=3, timeout_s=90.0),
+                       party_args=[(s, params, NoiseLevels(0.5, 0.5), DIM) for s in shards])
+
+
+def _words(values) -> torch.Tensor:
+    return values.reshape(-1).to(torch.int64)
+
+
+def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
+    for rank, party in enumerate(audit):
+        kinds = {kind for _, _, _, kind, _ in party["openings"]}
+        assert kinds <= set(OPENING_KINDS)
+        public = [label for label, _, _, kind, _ in party["openings"] if kind == "public"]
+        assert public == ["handshake: configuration fingerprint and description"]
+        releases = [(label, n) for label, n, _, kind, _ in party["openings"] if kind == "release"]
+        assert releases == [(f"v_p[{t}]", DIM + 1) for t in range(STEPS + 1)]  # d values + the validity flag
+        comparisons = [(label, v) for label, _, _, kind, v in party["openings"] if kind == "comparison"]
+        assert comparisons and {label for label, _ in comparisons} == {"rou-accept-result"}
+        bits = torch.cat([_words(v) for _, v in comparisons])
+        assert set(bits.tolist()) <= {0, 1} and 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
+        masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
+        assert masked and all(label.startswith("rou-") for label in masked)
+        assert all(recipients == (0, 1, 2) for _, _, recipients, _, _ in party["openings"]), \
+            "an opening went to fewer than all data parties or to the dealer"
+
+
+def test_masked_openings_are_uniform_words(audit):
+    """Every 64-bit masked word has each bit set with probability 1/2 (two-sided binomial test per bit,
+    family-wise α = 0.001 over 64 bits). A protocol opening an unmasked fixed-point value fails this at its
+    high bits, which are all 0 or all 1 for small numbers."""
+    full = [v for label, _, _, kind, v in audit[0]["openings"]
+            if kind == "masked" and not label.startswith("rou-b2a")]  # B2A opens k-bit words, tested apart
+    words = torch.cat([_words(v) for v in full])
+    n = words.numel()
+    assert n > 2000
+    alpha = 0.001 / 64
+    for bit in range(64):
+        ones = int(((words >> bit) & 1).sum())
+        assert stats.binomtest(ones, n, 0.5).pvalue > alpha, f"bit {bit}: {ones} of {n} set"
+
+
+def test_no_opened_word_is_a_secret(audit):
+    """No opened word equals the fixed-point encoding of any party's local terms, their noiseless sum or the
+    noise (a uniform 64-bit word hits one of these few hundred values with probability ~2^-55). The k-bit
+    B2A words and the accept bits live in small ranges, so they are checked by the tests above instead."""
+    scale = 1 << audit[0]["precision_bits"]
+    locals_ = torch.stack([party["locals"] for party in audit])  # (parties, releases, d)
+    noise = audit[0]["noise"]
+    secrets = torch.cat([locals_.reshape(-1), locals_.sum(0).reshape(-1), noise.reshape(-1)])
+    encoded = set(torch.round(secrets * scale).to(torch.int64).tolist()) - {0}
+    assert len(encoded) > 200
+    for party in audit:
+        opened = set()
+        for label, _, _, kind, values in party["openings"]:
+            if kind == "masked" and not label.startswith("rou-b2a"):
+                opened |= set(_words(values).tolist())
+        assert not opened & encoded
+
+
+def test_the_release_is_the_sum_plus_the_noise_and_nothing_less(audit):
+    """v_p⁰ = Σ_j local_j + u⁰ exactly (to fixed-point error): the noise went in before the opening, so the
+    noiseless sum was never opened."""
+    locals_ = torch.stack([party["locals"] for party in audit])
+    noiseless = locals_.sum(0)[0]
+    release0 = [v for label, _, _, kind, v in audit[0]["openings"] if label == "v_p[0]"][0]
+    opened = release0.to(torch.float64)[:DIM] / (1 << audit[0]["precision_bits"])
+    assert torch.allclose(opened, noiseless + audit[0]["noise"][0], atol=3 * 2.0 ** -16)
+    assert (opened - noiseless).abs().max() > 0.05  # σ = 0.5 noise is really there
+    assert math.isclose(float(audit[0]["released"][0][0]), float(opened[0]), abs_tol=1e-12)
