@@ -39,6 +39,9 @@ class MpcConfig:
         link_delay_ms: emulated one-way network latency: every round of mpcdp's transport and every dealer
             request waits this long per message hop (0 = none). For network experiments on one host,
             where the kernel offers no delay qdisc; a real network brings its own.
+        reproducible: draw secure training's mini-batches from the protocol's seed instead of the OS
+            CSPRNG (:mod:`mpcdp.randomness`), so a secure run can be compared batch for batch with a
+            simulated one; predictable, so a warning is printed. Never seeds masks, dealer or noise.
     """
 
     parties: int
@@ -47,6 +50,7 @@ class MpcConfig:
     precision_bits: int = 16
     timeout_s: float = 120.0
     link_delay_ms: float = 0.0
+    reproducible: bool = False
 
     def __post_init__(self) -> None:
         _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
@@ -60,6 +64,7 @@ class MpcConfig:
         _require(isinstance(self.link_delay_ms, (int, float)) and math.isfinite(self.link_delay_ms)
                  and 0 <= self.link_delay_ms <= 10_000, "link_delay_ms", "a number in [0, 10000]",
                  self.link_delay_ms)
+        _require(isinstance(self.reproducible, bool), "reproducible", "a bool", self.reproducible)
         if self.provider == "tfp":
             if not self.insecure_dev:
                 raise InsecureProviderError(

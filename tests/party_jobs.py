@@ -269,5 +269,8 @@ def audited_srm(ctx, shard, params, noise, dim):
     audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
     noise_rows = torch.cat([ctx.reveal(b.values, label="test only", reason="audit").reshape(-1, dim)
                             for b in blocks])
+    from mpcdp.backends import crypten_backend
+
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows,
+            "unkeyed_draws": crypten_backend.unkeyed_draws(), "keyed_words": crypten_backend.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}

@@ -92,6 +92,13 @@ def test_no_opened_word_is_a_secret(audit):
         assert not opened & encoded
 
 
+def test_no_draw_reaches_a_mersenne_twister(audit):
+    """Every random word of the dealer protocols and of CrypTen's zero sharings came from a keyed stream."""
+    for party in audit:
+        assert party["unkeyed_draws"] == 0
+        assert party["keyed_words"] > 10_000  # the sampler really drew from them
+
+
 def test_the_release_is_the_sum_plus_the_noise_and_nothing_less(audit):
     """v_p⁰ = Σ_j local_j + u⁰ exactly (to fixed-point error): the noise went in before the opening, so the
     noiseless sum was never opened."""

@@ -52,7 +52,7 @@ def test_dpsgd_runs_on_the_mpc_backend_like_in_simulation(cancer, config_for):
     params = SgdParameters(steps=8, batch=10, learning_rate=1.0, seed=4)
     noiseless = NoiseLevels(0.0, 0.0)
     simulated = train_simulated(shards, params, noiseless, dim=30, runner=run_sgd)
-    results = run_parties(srm_party, config_for(3), party_args=[(s, params, noiseless, 30, run_sgd) for s in shards])
+    results = run_parties(srm_party, config_for(3, reproducible=True), party_args=[(s, params, noiseless, 30, run_sgd) for s in shards])
     assert (results[0]["result"].theta_last - simulated.theta_last).abs().max().item() < 1e-3
 
 

@@ -96,7 +96,7 @@ def test_a_few_secure_ddp_srm_steps_on_3_parties_reduce_the_cnn_loss(config_for)
     params = SrmParameters(steps=6, batch=16, batch0=32, c1=1.0, c2=0.5, gamma=0.5, lipschitz=0.5, zeta=1.0)
     runner = functools.partial(run_srm, model=MNIST_CNN)
     levels = NoiseLevels(1e-3, 1e-3)
-    run = run_job(mpc_party, config_for(3), party_args=[(s, params, levels, MNIST_CNN.dim, runner) for s in shards])
+    run = run_job(mpc_party, config_for(3, reproducible=True), party_args=[(s, params, levels, MNIST_CNN.dim, runner) for s in shards])
     secure = run.values[0]["result"]
     assert all(torch.equal(secure.theta_last, r["result"].theta_last) for r in run.values)  # one public model
     before, after = MNIST_CNN.loss(MNIST_CNN.init(0), x, y).item(), MNIST_CNN.loss(secure.theta_last, x, y).item()

@@ -28,13 +28,30 @@ def test_noiseless_mpc_and_simulated_give_the_same_iterates(a9a_shards, config_f
     params = SrmParameters(steps=6, batch=50, batch0=100, c2=0.5, gamma=0.5, seed=3)
     noise = NoiseLevels(0.0, 0.0)
     simulated = train_simulated(shards, params, noise, dim=123)
-    results = run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])
+    results = run_parties(srm_party, config_for(PARTIES, reproducible=True), party_args=[(s, params, noise, 123) for s in shards])
     secure = results[0]["result"]
     # each release differs by the fixed-point encoding only (m · 2^-17 per coordinate), compounded over steps
     for a, b in zip(secure.released, simulated.released):
         assert (a - b).abs().max().item() < 1e-3
     assert (secure.theta_last - simulated.theta_last).abs().max().item() < 1e-3
     assert all(torch.equal(r["result"].theta_last, secure.theta_last) for r in results)
+
+
+def test_secure_batches_come_from_each_partys_csprng_unless_reproducible(a9a_shards, config_for):
+    """Without noise the batches are the only randomness: by default two secure runs with the same seed
+    take different batches (keyed by each party's OS CSPRNG), so they differ from each other and from the
+    seeded simulation; with ``reproducible`` they follow the seed."""
+    shards, _, _ = a9a_shards
+    params = SrmParameters(steps=3, batch=20, batch0=40, c2=0.5, gamma=0.5, seed=3)
+    noise = NoiseLevels(0.0, 0.0)
+    simulated = train_simulated(shards, params, noise, dim=123).theta_last
+    secret = [run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])[0]
+              ["result"].theta_last for _ in range(2)]
+    assert (secret[0] - secret[1]).abs().max().item() > 1e-2
+    assert min((t - simulated).abs().max().item() for t in secret) > 1e-2
+    seeded = run_parties(srm_party, config_for(PARTIES, reproducible=True),
+                         party_args=[(s, params, noise, 123) for s in shards])[0]["result"].theta_last
+    assert (seeded - simulated).abs().max().item() < 1e-3
 
 
 def test_a_short_secure_run_beats_the_untrained_model(a9a_shards, config_for):
@@ -57,7 +74,7 @@ def test_released_estimators_carry_gaussian_noise_of_the_declared_sigma(a9a_shar
     shards, _, _ = a9a_shards
     params = SrmParameters(steps=40, batch=50, batch0=100, c2=0.5, gamma=0.5, zeta=0.5, seed=7)
     noise = NoiseLevels(0.05, 0.02)
-    results = run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])
+    results = run_parties(srm_party, config_for(PARTIES, reproducible=True), party_args=[(s, params, noise, 123) for s in shards])
     released = results[0]["result"].released
     exact = []
 

@@ -125,7 +125,7 @@ def test_weighted_sum_inside_mpc_equals_the_plaintext_weighted_sum(config_for):
     noiseless = NoiseLevels(0.0, 0.0)
     for weighting, scheme in (("records", "wd-dp"), ("parties", "jayaraman")):
         params = _params(weighting, n, steps=4)
-        results = run_parties(srm_party, config_for(parties),
+        results = run_parties(srm_party, config_for(parties, reproducible=True),
                               party_args=[(s, params, noiseless, 30, run_sgd) for s in shards])
         weights = party_weights(scheme, tuple(len(s.y) for s in shards))
         theta = torch.zeros(30, dtype=torch.float64)

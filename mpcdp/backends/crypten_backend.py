@@ -24,6 +24,17 @@ Security model of the providers (see README, "Threat model"):
 * ``tfp`` (CrypTen's default "trusted first party"): party 0 generates all correlated randomness in
   plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
   Development only; :class:`mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
+
+Randomness: CrypTen draws every random ring element from ``torch.Generator`` objects — Mersenne Twister
+(MT19937) seeded with 64 bits: the dealer's generator shared with each party (seeded by the dealer's default
+torch generator) and each party's ``prev``/``next``/``local``/``global`` generators (seeded from
+``os.urandom``). MT19937 is not a cryptographic generator (its state follows from 624 outputs) and 64-bit
+seeds are below the 128-bit margin. :func:`_install_keyed_randomness` replaces all of them through CrypTen's
+own hooks — its two drawing functions in ``crypten.common.rng`` and the providers' generator set-up: every
+such generator gets a 256-bit key from the OS CSPRNG (the dealer sends each party its key next to CrypTen's
+seed; parties exchange ``prev``/``next`` keys and party 0 broadcasts the ``global`` key) and draws from a
+:class:`~mpcdp.randomness.KeyedStream` instead. :func:`unkeyed_draws` counts draws that still reached a
+Mersenne Twister (none on mpcdp's paths; tested).
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ import torch.distributed as dist
 
 from mpcdp.mpc import costs
 from mpcdp.mpc.wire import tcp_bytes
+from mpcdp.randomness import KEY_BYTES, KeyedStream, secure_key
 
 _LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
 _CURRENT_ONNX_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
@@ -68,8 +80,9 @@ try:
     import crypten.communicator as _comm  # noqa: E402
     from crypten.config import cfg as _cfg  # noqa: E402
     from crypten.mpc import MPCTensor as _MPCTensor  # noqa: E402
-    from crypten.common.rng import generate_kbit_random_tensor as _kbit  # noqa: E402
-    from crypten.common.rng import generate_random_ring_element as _ring  # noqa: E402
+    import crypten.common.rng as _rng  # noqa: E402
+    import crypten.mpc.primitives.arithmetic as _arithmetic  # noqa: E402
+    import crypten.mpc.primitives.binary as _binary  # noqa: E402
     from crypten.mpc.provider import tfp_provider as _tfp_provider  # noqa: E402
     from crypten.mpc.provider import ttp_provider as _ttp_provider  # noqa: E402
     from crypten.communicator.distributed_communicator import DistributedCommunicator as _Communicator  # noqa
@@ -115,6 +128,7 @@ def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, prec
     _configure(provider, precision_bits, timeout_s)
     _set_endpoint(rank, parties, rendezvous)
     crypten.init()
+    _key_party_generators()
 
 
 def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s: float) -> list[int]:
@@ -158,6 +172,7 @@ class _Dealer(_ttp_provider.TTPServer):
 
     def _setup_generators(self):
         super()._setup_generators()
+        _key_dealer_generators(self)
         communicator = _comm.get()
         original = communicator.broadcast
         sent = [tcp_bytes()[1]]
@@ -282,6 +297,117 @@ def dealer_requests_made() -> int:
 _install_counters()
 
 
+# -- CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators ----------------------------------
+
+_KEYED: dict[int, KeyedStream] = {}
+_unkeyed_draws = 0
+_mt_ring = _rng.generate_random_ring_element
+_mt_kbit = _rng.generate_kbit_random_tensor
+
+
+def unkeyed_draws() -> int:
+    """Random draws in this process that went to a Mersenne-Twister generator (0 on mpcdp's paths)."""
+    return _unkeyed_draws
+
+
+def keyed_words() -> int:
+    """Words this process drew from keyed streams in place of CrypTen's generators."""
+    return sum(stream.words_drawn for stream in _KEYED.values())
+
+
+def _shape(size) -> tuple[int, ...]:
+    return (int(size),) if isinstance(size, int) else tuple(int(s) for s in size)
+
+
+def _stream_for(generator, kwargs) -> KeyedStream | None:
+    if generator is None:
+        device = torch.device(kwargs.get("device") or "cpu")
+        generator = crypten.generators.get("local", {}).get(device)
+    return _KEYED.get(id(generator)) if generator is not None else None
+
+
+def _keyed_ring(size, ring_size=(2**64), generator=None, **kwargs):
+    global _unkeyed_draws
+    stream = _stream_for(generator, kwargs)
+    if stream is None or ring_size != 2**64:
+        _unkeyed_draws += 1
+        return _mt_ring(size, ring_size=ring_size, generator=generator, **kwargs)
+    shape = _shape(size)
+    return stream.words(int(torch.Size(shape).numel())).reshape(shape)
+
+
+def _keyed_kbit(size, bitlength=None, generator=None, **kwargs):
+    global _unkeyed_draws
+    if bitlength is None or bitlength == 64:
+        return _keyed_ring(size, generator=generator, **kwargs)
+    stream = _stream_for(generator, kwargs)
+    if stream is None:
+        _unkeyed_draws += 1
+        return _mt_kbit(size, bitlength=bitlength, generator=generator, **kwargs)
+    shape = _shape(size)
+    return stream.bits(int(torch.Size(shape).numel()), bitlength).reshape(shape)
+
+
+def _key_tensor(key: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(key), dtype=torch.int64).clone()
+
+
+def _key_bytes(tensor: torch.Tensor) -> bytes:
+    return tensor.to(torch.int64).numpy().astype("<i8").tobytes()
+
+
+def _install_keyed_randomness() -> None:
+    """Route CrypTen's two drawing functions through keyed streams and key the dealer's generators."""
+    for module in (_rng, _ttp_provider, _tfp_provider, _arithmetic, _binary):
+        if hasattr(module, "generate_random_ring_element"):
+            module.generate_random_ring_element = _keyed_ring
+        if hasattr(module, "generate_kbit_random_tensor"):
+            module.generate_kbit_random_tensor = _keyed_kbit
+    inner = _ttp_provider.TTPClient._TTPClient__TTPClient
+    if getattr(inner._setup_generators, "_mpcdp_keyed", False):
+        return
+    crypten_setup = inner._setup_generators
+
+    def keyed_client_setup(self):
+        crypten_setup(self)  # CrypTen's 64-bit seed, kept so its protocol is unchanged
+        key = torch.empty(KEY_BYTES // 8, dtype=torch.int64)
+        dist.irecv(tensor=key, src=_comm.get().get_ttp_rank(), group=self.ttp_group).wait()
+        _KEYED[id(self.generator)] = KeyedStream(_key_bytes(key), b"mpcdp/dealer")
+
+    keyed_client_setup._mpcdp_keyed = True
+    inner._setup_generators = keyed_client_setup
+
+
+def _key_dealer_generators(dealer) -> None:
+    """Dealer side of the key set-up: a fresh 256-bit key per party, sent on the dealer's own link."""
+    keys = [secure_key() for _ in dealer.generators]
+    requests = [dist.isend(tensor=_key_tensor(key), dst=i, group=dealer.ttp_group) for i, key in enumerate(keys)]
+    for generator, key in zip(dealer.generators, keys):
+        _KEYED[id(generator)] = KeyedStream(key, b"mpcdp/dealer")
+    for request in requests:
+        request.wait()
+
+
+def _key_party_generators() -> None:
+    """Re-key this party's ``prev``/``next``/``local``/``global`` generators (1 round: a 32-byte key to the
+    next party, one from the previous; party 0 broadcasts the global key)."""
+    me, parties = rank(), world_size()
+    next_key, local_key = secure_key(), secure_key()
+    incoming = torch.empty(KEY_BYTES // 8, dtype=torch.int64)
+    exchange_pairwise({(me + 1) % parties: _key_tensor(next_key)}, {(me - 1) % parties: incoming})
+    global_key = _key_tensor(secure_key() if me == 0 else bytes(KEY_BYTES))
+    dist.broadcast(global_key, src=0, group=main_group())
+    keys = {"prev": _key_bytes(incoming), "next": next_key, "local": local_key, "global": _key_bytes(global_key)}
+    for name, key in keys.items():
+        for generator in crypten.generators[name].values():
+            # prev of party i and next of party i − 1 hold the same key and must draw the same stream
+            domain = b"mpcdp/party-pair" if name in ("prev", "next") else b"mpcdp/party-" + name.encode()
+            _KEYED[id(generator)] = KeyedStream(key, domain)
+
+
+_install_keyed_randomness()
+
+
 def _dealer_generator():
     if _cfg.mpc.provider != "TTP":
         raise RuntimeError("mpcdp's integer protocols need the `dealer` provider "
@@ -297,8 +423,8 @@ def dealer_word_bits(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n random k-bit words R: (XOR share of R, shape (n,); additive shares of its bits, (n, k))."""
     costs.record("b2a_bits", n * k)
     generator = _dealer_generator()
-    word = _kbit((n,), bitlength=k, generator=generator)
-    bits = _from_dealer("mpcdp_word_bits", n, k) if rank() == 0 else _ring((n, k), generator=generator)
+    word = _keyed_kbit((n,), bitlength=k, generator=generator)
+    bits = _from_dealer("mpcdp_word_bits", n, k) if rank() == 0 else _keyed_ring((n, k), generator=generator)
     return word, bits
 
 
@@ -306,8 +432,8 @@ def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits)."""
     costs.record("comparison", n)
     generator = _dealer_generator()
-    r = _ring((n,), generator=generator)
-    low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _kbit((n,), bitlength=_share_bits(bits),
+    r = _keyed_ring((n,), generator=generator)
+    low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _keyed_kbit((n,), bitlength=_share_bits(bits),
                                                                                  generator=generator)
     return r, low
 
@@ -316,8 +442,8 @@ def dealer_trunc_pairs(n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Shares of n uniform ring elements r and of floor(r / 2^shift) (r unsigned)."""
     costs.record("trunc", n)
     generator = _dealer_generator()
-    r = _ring((n,), generator=generator)
-    high = _from_dealer("mpcdp_trunc_pair", n, shift) if rank() == 0 else _ring((n,), generator=generator)
+    r = _keyed_ring((n,), generator=generator)
+    high = _from_dealer("mpcdp_trunc_pair", n, shift) if rank() == 0 else _keyed_ring((n,), generator=generator)
     return r, high
 
 
@@ -327,9 +453,9 @@ def dealer_products(n: int, variables: int, pairs: list[tuple[int, int]]) -> tup
     costs.record("square", n * squares, calls=int(squares > 0))
     costs.record("mul", n * (len(pairs) - squares), calls=int(len(pairs) > squares))
     generator = _dealer_generator()
-    a = _ring((n, variables), generator=generator)
+    a = _keyed_ring((n, variables), generator=generator)
     c = _from_dealer("mpcdp_products", n, variables, list(pairs)) if rank() == 0 else \
-        _ring((n, len(pairs)), generator=generator)
+        _keyed_ring((n, len(pairs)), generator=generator)
     return a, c
 
 
@@ -337,9 +463,9 @@ def dealer_and_shifted(n: int, variables: int, pairs: list[tuple[int, int, int]]
     """XOR shares of a uniform word mask per variable and of mask_u AND shift(mask_v, s) per pair."""
     costs.record("and_words", n * len(pairs))
     generator = _dealer_generator()
-    a = _kbit((n, variables), generator=generator)
+    a = _keyed_kbit((n, variables), generator=generator)
     c = _from_dealer("mpcdp_and_shifted", n, variables, list(pairs)) if rank() == 0 else \
-        _kbit((n, len(pairs)), generator=generator)
+        _keyed_kbit((n, len(pairs)), generator=generator)
     return a, c
 
 

@@ -1,7 +1,7 @@
 """`mpcdp compare`: the same training with secure (mpc) and with simulated noise, on the same seeds.
 
-Both backends run the same algorithm on the same batches (seeded per party); they differ in where the sum
-and the noise happen, so their results should differ by seed-to-seed noise only. Reported: mean ± std over
+Both backends run the same algorithm on the same batches (seeded per party: the secure runs are made
+``reproducible``, with its warning); they differ in where the sum and the noise happen, so their results should differ by seed-to-seed noise only. Reported: mean ± std over
 seeds of test error, test loss and wall time per backend, the paired difference, whether it is within
 seed noise (|mean difference| <= 2·std of the differences/√k + the pooled seed std), and a PNG of test error
 over iterations for both backends (mean over seeds).
@@ -9,6 +9,7 @@ over iterations for both backends (mean over seeds).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import statistics
@@ -32,6 +33,8 @@ def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: f
         for backend in runs:
             plan = plan_from(protocol, backend=backend, parties=parties, epsilon=epsilon, seed=seed,
                              algorithm=algorithm, size_ratio=size_ratio)
+            if backend == "mpc":
+                plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
             runs[backend].append(run_plan(plan))
     summary: dict[str, Any] = {"protocol": protocol, "seeds": seeds, "epsilon": runs["mpc"][0]["epsilon"],
                                "parties": runs["mpc"][0]["parties"]}

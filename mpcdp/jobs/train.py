@@ -36,6 +36,7 @@ from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard, SrmParameters, run_srm
 from mpcdp.learning.local_noise import run_local_then_average
 from mpcdp.learning.cnn import NETWORKS
 from mpcdp.learning.logreg import error_rate, loss, optimum, warm_up
+from mpcdp.randomness import warn_reproducible
 
 ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd", "jayaraman", "wd-dp", "wd-dp-local")
 CNN_ALGORITHMS = ("srm", "storm", "dp-sgd")
@@ -282,6 +283,8 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         from mpcdp.runtime.harness import run_job
 
         config = MpcConfig(parties=plan.parties, **plan.mpc)
+        if config.reproducible:
+            warn_reproducible("every party's mini-batches")
         run = run_job(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
                       job={"name": _display_name(plan), "protocol": plan.name, "steps": steps, "dim": dim,
                            "party_sizes": list(sizes)},

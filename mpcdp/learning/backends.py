@@ -22,6 +22,7 @@ from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.noise.modes import NoiseSpec, sample_noise
+from mpcdp.randomness import batch_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +61,10 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
               runner: Callable = run_srm) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
-    process's one-time set-up is in neither)."""
+    process's one-time set-up is in neither). The party's mini-batches come from a generator keyed by the OS
+    CSPRNG, so no other party can tell which of its records a step used — unless the run is
+    ``reproducible`` (:class:`~mpcdp.config.MpcConfig`), when they follow the protocol's seed and equal
+    the simulated run's."""
     warm_up()
     start = time.perf_counter()
     if noise.noiseless:
@@ -79,6 +83,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
 
     start = time.perf_counter()
     parties = ctx.parties
-    result = runner([shard], params, aggregate, dim=dim, **_sizes(params, parties))
+    key = None if ctx.config.reproducible else batch_key()
+    result = runner([shard], params, aggregate, dim=dim, batch_key=key, **_sizes(params, parties))
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
             "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds}

@@ -66,14 +66,16 @@ def party_divisor(params: SgdParameters, shard: Shard, batch_sizes: Sequence[int
 
 
 def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate, *, dim: int,
-            batch_sizes: Sequence[int], model=LOGISTIC, **_unused) -> SrmResult:
+            batch_sizes: Sequence[int], model=LOGISTIC, batch_key: int | None = None, **_unused) -> SrmResult:
     """DP-SGD (or DP-GD with ``params.full_batch``) over the shards held here; the output is the last iterate,
     or θ_R for RRPSGD (``params.random_round``). ``model``: logistic regression, or a CNN of
-    :mod:`mpcdp.learning.cnn` (mini-batch only)."""
+    :mod:`mpcdp.learning.cnn` (mini-batch only). ``batch_key``: a secret key for the mini-batch generators
+    (secure training, :func:`mpcdp.randomness.batch_key`); None draws them from ``params.seed``."""
     if params.full_batch and model is not LOGISTIC:
         raise ConfigError(f"full-batch training is implemented for logistic regression only. Found model "
                           f"{getattr(model, 'name', model)!r}.")
-    rngs = {s.party: np.random.default_rng([params.seed + 1, s.party]) for s in shards}
+    rngs = {s.party: np.random.default_rng([params.seed + 1, s.party] if batch_key is None
+                                           else [batch_key, params.seed + 1, s.party]) for s in shards}
     if params.full_batch:  # every record of the shards held here, each row weighted by 1/(its party's divisor)
         pooled_x = torch.cat([s.x for s in shards])
         pooled_y = torch.cat([s.y for s in shards])

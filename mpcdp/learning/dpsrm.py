@@ -94,9 +94,10 @@ class SrmResult:
 OUTPUT_RULES = ("paper", "last", "average")
 
 
-def _batches(shard: Shard, size: int, steps: int, seed: int) -> list[np.ndarray]:
-    """A fresh uniform batch without replacement at every release, from a generator of (seed, party)."""
-    rng = np.random.default_rng([seed, shard.party])
+def _batches(shard: Shard, size: int, steps: int, seed: int, key: int | None = None) -> list[np.ndarray]:
+    """A fresh uniform batch without replacement at every release, from a generator of (seed, party), keyed
+    by the party's secret ``key`` in secure training (:func:`mpcdp.randomness.batch_key`)."""
+    rng = np.random.default_rng([seed, shard.party] if key is None else [key, seed, shard.party])
     n = len(shard.y)
     if size > n:
         raise ConfigError(f"`batch` {size} exceeds party {shard.party}'s {n} records")
@@ -112,18 +113,20 @@ def _step_size(params: SrmParameters, norm: float) -> float:
 
 
 def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate, *, dim: int,
-            batch_sizes: Sequence[int], batch0_sizes: Sequence[int], model=LOGISTIC) -> SrmResult:
+            batch_sizes: Sequence[int], batch0_sizes: Sequence[int], model=LOGISTIC,
+            batch_key: int | None = None) -> SrmResult:
     """DP-SRM over the shards held here; ``aggregate`` sums across all parties and adds the noise.
 
     ``batch_sizes``/``batch0_sizes`` are every party's per-step batch (public), so each party knows the
     combined sizes B and B0 that divide the sums. ``model``: paper 002's logistic regression (§6.1) or one
-    of its CNNs (:mod:`mpcdp.learning.cnn`, §6.2) — clipping is over all parameters jointly.
+    of its CNNs (:mod:`mpcdp.learning.cnn`, §6.2) — clipping is over all parameters jointly. ``batch_key``:
+    the party's secret key for its batch generator (secure training); None: batches follow ``params.seed``.
     """
     total, total0 = float(sum(batch_sizes)), float(sum(batch0_sizes))
     sizes = dict(enumerate(batch_sizes))
     sizes0 = dict(enumerate(batch0_sizes))
-    first = {s.party: _batches(s, sizes0[s.party], 1, params.seed)[0] for s in shards}
-    later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1) for s in shards}
+    first = {s.party: _batches(s, sizes0[s.party], 1, params.seed, batch_key)[0] for s in shards}
+    later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1, batch_key) for s in shards}
     theta = model.initial_theta(dim, params.seed)
     thetas = [theta]
     iterates = [theta]

@@ -1,0 +1,44 @@
+"""Who holds the randomness: keyed streams from the OS CSPRNG in place of CrypTen's Mersenne Twisters."""
+
+import pytest
+import torch
+from scipy import stats
+
+from mpcdp.config import MpcConfig
+from mpcdp.errors import ConfigError
+from mpcdp.randomness import KeyedStream, secure_key
+
+
+def test_a_keyed_stream_does_not_depend_on_how_it_is_read():
+    key = secure_key()
+    whole = KeyedStream(key).words(70_000)  # crosses a 64 KiB block boundary
+    parts = KeyedStream(key)
+    pieces = torch.cat([parts.words(n) for n in (1, 6, 9_000, 60_993)])
+    assert torch.equal(whole, pieces)
+    assert not torch.equal(whole, KeyedStream(secure_key()).words(70_000))
+    assert not torch.equal(whole, KeyedStream(key, b"another domain").words(70_000))
+
+
+def test_keyed_words_are_uniform_bit_by_bit():
+    """Each of the 64 bits is set with probability 1/2: binomial test per bit, family-wise α = 0.001."""
+    words = KeyedStream(secure_key()).words(40_000)
+    for bit in range(64):
+        ones = int(((words >> bit) & 1).sum())
+        assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 0.001 / 64, f"bit {bit}"
+    small = KeyedStream(secure_key()).bits(40_000, 5)
+    assert int(small.min()) == 0 and int(small.max()) == 31
+    counts = torch.bincount(small, minlength=32).numpy()
+    assert stats.chisquare(counts).pvalue > 0.001  # α = 0.001
+
+
+def test_short_keys_and_bad_widths_are_refused():
+    with pytest.raises(ValueError, match="`key` must have at least 16 bytes"):
+        KeyedStream(b"short")
+    with pytest.raises(ValueError, match="`bitlength`"):
+        KeyedStream(secure_key()).bits(3, 64)
+
+
+def test_reproducible_is_a_checked_flag():
+    assert MpcConfig(parties=2).reproducible is False
+    with pytest.raises(ConfigError, match="`reproducible` must be a bool. Found 'yes'"):
+        MpcConfig(parties=2, reproducible="yes")
