@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -29,6 +30,9 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                         help="allow insecure development settings (prints a warning)")
     parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
     parser.add_argument("--timeout", type=float, default=120.0, help="per-party timeout in seconds")
+    parser.add_argument("--reproducible", action="store_true",
+                        help="secure training draws its mini-batches from the protocol's seed instead of the OS "
+                             "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
 
 
 def _add_variant_options(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +45,7 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider, insecure_dev=ns.insecure_dev,
                      precision_bits=ns.precision_bits, timeout_s=ns.timeout,
-                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0))
+                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
 
 
 def _cmd_aggregate(ns: argparse.Namespace) -> int:
@@ -169,6 +173,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
 
     plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
                      algorithm=ns.algorithm, size_ratio=ns.size_ratio)
+    if ns.reproducible:
+        plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
     with tqdm(total=1, unit="step", desc=f"{plan.name} [{plan.backend}, {plan.parties} parties]",
               file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
@@ -319,7 +325,20 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
             print(json.dumps(report))
         return 0
-    if ns.job == "cost":
+    if ns.job == "train":
+        from mpcdp.jobs.train import host_launcher, plan_from, run_plan
+
+        if not ns.protocol:
+            raise MpcdpError("`--protocol` is required with `--job train`.")
+        plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
+        settings = config.to_dict()
+        settings.pop("parties")
+        settings["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
+        plan = dataclasses.replace(plan, mpc=settings)
+        result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous))
+        result.pop("test_error_curve", None)
+        result["rank"] = endpoint.rank
+    elif ns.job == "cost":
         from mpcdp.jobs.cost import MODELS, check_choice, cost_job, cost_party
 
         check_choice(ns.model, ns.noise)
@@ -366,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--parties", type=int, default=None)
     train.add_argument("--epsilon", type=float, default=None)
     train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--reproducible", action="store_true",
+                       help="secure backend: mini-batches from the protocol's seed (predictable; warns), as in "
+                            "the simulated run")
     _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
 
@@ -437,8 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
     party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
-    party.add_argument("--job", choices=["aggregate", "cost"], default="aggregate",
-                       help="what to run: the aggregation demo (default) or one process of `mpcdp cost`")
+    party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
+                       help="what to run: the aggregation demo (default), this host's party of `mpcdp train "
+                            "--protocol P` (secure backend), or one process of `mpcdp cost`")
+    party.add_argument("--protocol", default=None, help="for --job train: the protocol file (the same on every "
+                                                        "host)")
     party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
     party.add_argument("--noise", choices=["rou", "distributed", "boxmuller"], default="rou")
     party.add_argument("--sigma", type=float, default=1.0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import time
 import tomllib
 from typing import Any, Callable
@@ -194,10 +195,29 @@ def _calibrated(setting: DpSrmSetting, epsilon: float, delta: float):
     return noise_for(setting, epsilon, delta)
 
 
+def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
+    """A launcher for :func:`run_plan` that runs only data party ``rank`` of a secure run, in this process, on
+    this host (the other parties and the dealer run the same command on theirs: `mpcdp party --job train`).
+
+    Every party holds the whole shipped dataset only because the demo splits it the same way on every host;
+    each party trains on its own part and sends nothing but masked shares."""
+    from mpcdp.runtime.harness import RunResult
+    from mpcdp.runtime.party import run_party
+
+    def launch(fn, config, *, party_args, job, progress=None):
+        start = time.perf_counter()
+        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=party_args[rank], job=job)
+        return RunResult(values=[value], dealer=None, wall_s=time.perf_counter() - start)
+
+    return launch
+
+
 def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None, *,
-             curve: bool = True) -> dict[str, Any]:
+             curve: bool = True, launch: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Train as ``plan`` says and report (the JSON line of `mpcdp train`). ``curve``: also the test error of
-    every iterate (for plots; sweeps skip it)."""
+    every iterate (for plots; sweeps skip it). ``launch``: how the secure run's parties start —
+    :func:`~mpcdp.runtime.harness.run_job` (all here, the default) or :func:`host_launcher` (this host's
+    party only)."""
     data = load(plan.dataset)
     network = plan.network
     if network is not None:
@@ -285,7 +305,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         config = MpcConfig(parties=plan.parties, **plan.mpc)
         if config.reproducible:
             warn_reproducible("every party's mini-batches")
-        run = run_job(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
+        run = (launch or run_job)(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
                       job={"name": _display_name(plan), "protocol": plan.name, "steps": steps, "dim": dim,
                            "party_sizes": list(sizes)},
                       progress=progress)
@@ -322,6 +342,7 @@ def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate,
         "accounting": None if certificate is None else certificate.method,
         "sigma0": None if levels is None else levels.sigma0, "sigma": None if levels is None else levels.sigma,
         "iterations": steps, "data_passes": passes, "output": plan.output,
+        "model_sha256": hashlib.sha256(theta.detach().to(torch.float64).contiguous().numpy().tobytes()).hexdigest(),
         "test_loss": loss_of(theta, x_test, y_test).item(), "test_error": error_of(theta, x_test, y_test),
         **{f"test_loss_{rule}": loss_of(t, x_test, y_test).item() for rule, t in by_rule.items()},
         **{f"test_error_{rule}": error_of(t, x_test, y_test) for rule, t in by_rule.items()},
