@@ -7,7 +7,8 @@ Every random choice on a secret path is keyed by :func:`secrets.token_bytes` (th
   under 256-bit keys, replacing CrypTen's Mersenne-Twister generators (installed by
   :mod:`mpcdp.backends.crypten_backend`);
 * each party's random bits for the in-MPC sampler and the distributed-noise mode (:mod:`mpcdp.noise`);
-* each party's mini-batch sampling in secure training (:func:`batch_key`).
+* each party's mini-batch sampling in secure training (:func:`batch_key`), each owner's Laplace noise in
+  paper 003's collaboration and each node's noise in paper 004's node processes.
 
 A :class:`KeyedStream` is SHAKE-256(key ‖ block index) read as one byte stream, so two holders of a key draw
 the same words whatever sizes they request them in, and nobody without the key can tell them from uniform
@@ -69,6 +70,10 @@ class KeyedStream:
         self.words_drawn += int(n)
         raw = np.frombuffer(self.read(8 * int(n)), dtype="<i8").astype(np.int64)
         return torch.from_numpy(raw)
+
+    def uniform(self, n: int) -> torch.Tensor:
+        """n float64 values uniform on [0, 1), 53 random bits each."""
+        return ((self.words(n) >> 11) & ((1 << 53) - 1)).to(torch.float64) * 2.0**-53
 
     def bits(self, n: int, bitlength: int) -> torch.Tensor:
         """n uniform integers in [0, 2^bitlength) (bitlength < 64), one word each."""

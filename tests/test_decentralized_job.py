@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import numpy as np
@@ -38,6 +39,7 @@ def _protocol(tmp_path, text=SMALL, extra=""):
 @pytest.mark.parametrize("method", ["algorithm1", "algorithm2", "dpsgd5"])
 def test_nodes_as_processes_hand_the_model_on_and_match_the_simulation(tmp_path, method):
     plan = job.plan_from(_protocol(tmp_path))
+    plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})  # the nodes' noise from the seed
     apart = job.run_method(plan, method, backend="processes")
     together = job.run_method(plan, method, backend="simulated")
     assert apart["updates"] == together["updates"] == (3 if method != "dpsgd5" else 6) * 3
@@ -76,6 +78,16 @@ def test_bad_deepq_settings_are_named(tmp_path, extra, field):
 def test_bad_protocols_are_named(tmp_path, old, new, field):
     with pytest.raises(ConfigError, match=field):
         job.plan_from(_protocol(tmp_path, SMALL.replace(old, new)))
+
+
+def test_node_processes_draw_their_noise_from_the_csprng_by_default(tmp_path):
+    """Without ``reproducible`` each node keys its batch order and noise by the OS CSPRNG: same turns and
+    traffic as the seeded simulation, a different model."""
+    plan = job.plan_from(_protocol(tmp_path))
+    apart = job.run_method(plan, "algorithm1", backend="processes")
+    together = job.run_method(plan, "algorithm1", backend="simulated")
+    assert apart["updates"] == together["updates"]
+    assert float(np.max(np.abs(apart["w"] - together["w"]))) > 1e-3
 
 
 def test_malformed_toml_and_one_node_processes_are_refused(tmp_path):

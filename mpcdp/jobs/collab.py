@@ -18,7 +18,7 @@ The three give the same model for the same seed (the owners' noise comes from pe
 
 Security model (``plain`` and ``mpc``): honest-but-curious owners; the model, the query points and the sizes
 n_ℓ are public. A protocol's ``seed`` makes the Laplace noise reproducible (experiments); without it every owner
-seeds its generator from the OS CSPRNG.
+keys its noise stream by the OS CSPRNG.
 
 Protocol fields: ``dataset`` ('lending-club' regression, 'lending-club-class' ±1, or any feature-row dataset
 such as 'a9a', whose rows are scaled to ‖x‖₁ <= 1 with the test split's largest L1 norm), ``cost`` ('squared' or
@@ -189,12 +189,13 @@ def _public_curvature(plan: CollabPlan, problem: Problem) -> tuple[float, float]
     return max(plan.l2, 1e-12), max(plan.l2, 1e-12)  # hinge: g1's curvature only
 
 
-def noise_generators(seed: int | None, owners: int) -> list[torch.Generator]:
-    """One Laplace noise source per owner: reproducible from (seed, owner) — warned as insecure — or OS-seeded."""
+def noise_generators(seed: int | None, owners: int) -> list:
+    """One Laplace noise source per owner: reproducible from (seed, owner) — warned as insecure — or a stream
+    keyed by the OS CSPRNG."""
     if seed is None:
-        import secrets
+        from mpcdp.randomness import KeyedStream, secure_key
 
-        return [torch.Generator().manual_seed(secrets.randbits(63)) for _ in range(owners)]
+        return [KeyedStream(secure_key(), b"mpcdp/laplace") for _ in range(owners)]
     warnings.warn("reproducible Laplace noise seed set: the owners' noise is predictable — for experiments only",
                   InsecureSettingWarning, stacklevel=2)
     return [torch.Generator().manual_seed(int(np.random.SeedSequence([seed, j]).generate_state(1, np.uint64)[0] >> 1))

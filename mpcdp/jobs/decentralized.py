@@ -257,6 +257,10 @@ def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
     from mpcdp.runtime.harness import run_job
 
     config = MpcConfig(parties=len(nodes), **plan.mpc)
+    if config.reproducible:
+        from mpcdp.randomness import warn_reproducible
+
+        warn_reproducible("every node's batch order, noise and Deep-Q exploration")
     spec = dataclasses.asdict(plan)
     seeds = _deepq_seeds(seed, len(nodes))
     sizes = [n.batches_per_pass for n in nodes]
@@ -276,8 +280,16 @@ def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
 
 def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: str, std: float, classes: int,
                seed: int, deepq_seed: int, batches_per_pass: list[int]) -> dict[str, Any]:
-    """One node as a party process: wait for the global model, update it, hand it to the next holder."""
+    """One node as a party process: wait for the global model, update it, hand it to the next holder.
+
+    The node's batch order, gradient noise and Deep-Q exploration come from a generator keyed by the OS
+    CSPRNG, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
     plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
+    if not ctx.config.reproducible:
+        from mpcdp.randomness import batch_key
+
+        node.rng = np.random.default_rng(batch_key())
+        deepq_seed = batch_key()
     visits = plan.visits if method == "dpsgd5" else 1
     node.max_passes = visits
     order = turn_order(method, batches_per_pass, visits=visits, seed=seed)

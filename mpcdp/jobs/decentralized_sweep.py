@@ -13,7 +13,8 @@ standard errors, "tie" within, "reversed" below −2 SE.
 
 Then one backend check: the protocol's own point with the ``processes`` backend (every node its own OS process,
 the model handed over the mesh) against the simulated run of the same seed, per method: the largest coordinate
-difference of the final models (0 expected: both draw from the same per-node generators) and the bytes a node sent.
+difference of the final models (0 expected: the check runs ``reproducible``, so both draw from the same seeded
+per-node generators) and the bytes a node sent.
 
 Writes PREFIX.md, PREFIX.json and PREFIX.png.
 """
@@ -73,7 +74,8 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     for method in METHODS:
         if progress is not None:
             progress(len(todo) + len(backends), len(todo) + len(METHODS), f"processes {method}")
-        secure = run_method(plan, method, backend="processes")
+        secure = run_method(dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True}), method,
+                            backend="processes")
         local = run_method(plan, method, backend="simulated")
         diff = float(np.max(np.abs(secure["w"] - local["w"])))
         if method == "algorithm2":
@@ -171,7 +173,7 @@ def markdown(record: dict[str, Any]) -> str:
         lines.append(f"| {o['budget']} | {o['calibration']} | {o['epsilon']:g} | {o['deepq_minus_alg1']:+.3f} ± "
                      f"{o['deepq_minus_alg1_se']:.3f} | {o['deepq_vs_alg1']} | {o['alg1_minus_dpsgd5']:+.3f} ± "
                      f"{o['alg1_minus_dpsgd5_se']:.3f} | {o['alg1_vs_dpsgd5']} |")
-    lines += ["", "## Nodes as separate processes (protocol's own ε and seed)", "",
+    lines += ["", "## Nodes as separate processes (protocol's own ε and seed, reproducible)", "",
               "| method | max \|Δw\| vs simulated | accuracy | wall s (processes / simulated) | bytes sent per node |",
               "|---|---|---|---|---|"]
     for b in record["backends"]:

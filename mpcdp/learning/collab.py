@@ -31,15 +31,14 @@ features normalised to ‖x‖₁ <= 1 (what :mod:`mpcdp.data.lending_club` ship
 Declared cost (per round): each owner: one pass over its n_ℓ records (n_ℓ·p_θ multiply-adds), p_θ Laplace
 draws, one vector of p_θ floats sent; learner: one weighted sum of N vectors.
 
-Noise source: ``torch.Generator`` (Mersenne Twister) — reproducible, *not* a CSPRNG; with ``generator=None`` it
-is seeded from ``secrets``. Use it for experiments; a deployment should draw the noise from a CSPRNG.
+Noise source: a :class:`~mpcdp.randomness.KeyedStream` keyed by the OS CSPRNG (``generator=None``, the
+default), or a seeded ``torch.Generator`` (Mersenne Twister) — reproducible and predictable, for experiments.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import secrets
 from typing import Callable, Sequence
 
 import dp_accounting
@@ -48,6 +47,7 @@ import torch
 
 from mpcdp.accounting.laplace import laplace_scale, query_event, response_sensitivity
 from mpcdp.errors import ConfigError, InputError
+from mpcdp.randomness import KeyedStream, secure_key
 
 __all__ = ["Owner", "SquaredLoss", "HingeSVM", "laplace_scale", "laplace_noise", "clip_l1", "average_subgradient",
            "respond", "owner_weights", "combine", "project_box", "algorithm1_step", "algorithm2_step",
@@ -196,7 +196,7 @@ class HingeSVM:
 Cost = SquaredLoss | HingeSVM
 
 
-def laplace_noise(shape: Sequence[int], scale: float, generator: torch.Generator) -> torch.Tensor:
+def laplace_noise(shape: Sequence[int], scale: float, generator: torch.Generator | KeyedStream) -> torch.Tensor:
     """i.i.d. Laplace(0, b) entries (density exp(−|w|/b)/(2b)): b·(E₁ − E₂) with E₁, E₂ i.i.d. Exp(1), each
     E = −log(1 − U) for U ~ Uniform[0, 1) (so the logarithm's argument is in (0, 1]). Scale 0 gives zeros."""
     if not (math.isfinite(scale) and scale >= 0):
@@ -204,7 +204,10 @@ def laplace_noise(shape: Sequence[int], scale: float, generator: torch.Generator
     shape = tuple(shape)
     if scale == 0:
         return torch.zeros(shape, dtype=DTYPE)
-    u = torch.rand((2, *shape), generator=generator, dtype=DTYPE)
+    if isinstance(generator, KeyedStream):
+        u = generator.uniform(2 * math.prod(shape)).reshape((2, *shape))
+    else:
+        u = torch.rand((2, *shape), generator=generator, dtype=DTYPE)
     exponential = -torch.log1p(-u)
     return scale * (exponential[0] - exponential[1])
 
@@ -226,7 +229,7 @@ def average_subgradient(cost: Cost, owner: Owner, theta: torch.Tensor, *, xi: fl
 
 
 def respond(owner: Owner, cost: Cost, theta: torch.Tensor, *, xi: float, steps: int,
-            generator: torch.Generator) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
+            generator: torch.Generator | KeyedStream) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
     """Owner ℓ's DP response (6) to the query at θ[k], and the event describing exactly that release.
 
     Returns Q_ℓ(D_ℓ; k) + w_ℓ[k], w_ℓ[k] i.i.d. Laplace(b_ℓ) per coordinate with b_ℓ = 2ΞT/(n_ℓ·ε_ℓ)
@@ -317,8 +320,8 @@ Aggregate = Callable[[int, torch.Tensor], torch.Tensor]
 
 def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: int, xi: float,
                rho: float | None = None, c1: float | None = None, theta_max: float = math.inf,
-               theta0: torch.Tensor | None = None, generator: torch.Generator | None = None,
-               generators: Sequence[torch.Generator] | None = None, sizes: Sequence[int] | None = None,
+               theta0: torch.Tensor | None = None, generator: torch.Generator | KeyedStream | None = None,
+               generators: Sequence[torch.Generator | KeyedStream] | None = None, sizes: Sequence[int] | None = None,
                positions: Sequence[int] | None = None, aggregate: Aggregate | None = None) -> CollabRun:
     """Run Algorithm 1 (``rho``) or Algorithm 2 (``c1``, ``theta_max``) over the owners held here.
 
@@ -338,7 +341,7 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
         c1: c1 of Algorithm 2.
         theta_max: θ_max of Θ (Algorithm 2 only; Algorithm 1 is unconstrained).
         theta0: θ[1] (zeros by default; projected onto Θ for Algorithm 2).
-        generator: the noise source shared by the owners in turn; None seeds one from ``secrets``.
+        generator: the noise source shared by the owners in turn; None keys one by the OS CSPRNG.
         generators: one noise source per owner held here (instead of ``generator``).
         sizes: every owner's record count n_ℓ, public (default: the owners held here are all of them).
         positions: the index in ``sizes`` of each owner held here (default 0, 1, ...).
@@ -362,7 +365,7 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
         raise InputError(f"owners' features differ in width: {sorted(dims)}")
     if generators is None:
         if generator is None:
-            generator = torch.Generator().manual_seed(secrets.randbits(63))
+            generator = KeyedStream(secure_key(), b"mpcdp/laplace")
         generators = [generator] * len(owners)
     if len(generators) != len(owners):
         raise ConfigError(f"`generators` needs one entry per owner held here ({len(owners)}). "
