@@ -10,9 +10,9 @@ Every random choice on a secret path is keyed by :func:`secrets.token_bytes` (th
 * each party's mini-batch sampling in secure training (:func:`batch_key`), each owner's Laplace noise in
   paper 003's collaboration and each node's noise in paper 004's node processes.
 
-A :class:`KeyedStream` is SHAKE-256(key ‖ block index) read as one byte stream, so two holders of a key draw
-the same words whatever sizes they request them in, and nobody without the key can tell them from uniform
-(SHAKE-256 as a PRF, 256-bit keys).
+A :class:`KeyedStream` is the ChaCha20 keystream under a 256-bit key, read as one byte stream, so two holders
+of a key draw the same words whatever sizes they request them in, and nobody without the key can tell them
+from uniform.
 
 Reproducibility is explicit: ``[mpc] reproducible = true`` (``MpcConfig.reproducible``) makes secure training
 draw its mini-batches from the protocol's seed — needed to compare a secure run with a simulated one batch for
@@ -28,9 +28,9 @@ import sys
 
 import numpy as np
 import torch
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 KEY_BYTES = 32
-_BLOCK = 1 << 16
 
 
 def secure_key() -> bytes:
@@ -39,31 +39,23 @@ def secure_key() -> bytes:
 
 
 class KeyedStream:
-    """Uniform 64-bit words from SHAKE-256(key ‖ block) read as one stream (consumption-order determined)."""
+    """Uniform 64-bit words from the ChaCha20 keystream under SHAKE-256(domain ‖ key): one stream, so two holders
+    of a key draw the same words whatever sizes they request them in (consumption-order determined).
+
+    ChaCha20 (RFC 8439, via ``cryptography``/OpenSSL) is a stream cipher whose keystream is indistinguishable
+    from uniform without the key; it also runs faster here than the Mersenne Twister it replaces.
+    """
 
     def __init__(self, key: bytes, domain: bytes = b"mpcdp/keyed-stream"):
         if len(key) < 16:
             raise ValueError(f"`key` must have at least 16 bytes. Found {len(key)}.")
-        self._key = bytes(key)
-        self._domain = domain
-        self._block = 0
-        self._buffer = b""
+        derived = hashlib.shake_256(domain + b"|" + bytes(key)).digest(32)
+        self._cipher = Cipher(algorithms.ChaCha20(derived, bytes(16)), mode=None).encryptor()
         self.words_drawn = 0
 
-    def _blocks(self, count: int) -> bytes:
-        out = []
-        for _ in range(count):
-            xof = hashlib.shake_256(self._domain + b"|" + self._key + self._block.to_bytes(8, "little"))
-            out.append(xof.digest(_BLOCK))
-            self._block += 1
-        return b"".join(out)
-
     def read(self, nbytes: int) -> bytes:
-        if nbytes > len(self._buffer):
-            missing = nbytes - len(self._buffer)
-            self._buffer += self._blocks(-(-missing // _BLOCK))
-        out, self._buffer = self._buffer[:nbytes], self._buffer[nbytes:]
-        return out
+        """The next ``nbytes`` bytes of the keystream."""
+        return self._cipher.update(bytes(nbytes))
 
     def words(self, n: int) -> torch.Tensor:
         """n uniform int64 words (the whole ring Z_2^64, as two's complement)."""
