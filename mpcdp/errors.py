@@ -68,3 +68,8 @@ class PeerTimeout(MpcdpError, TimeoutError):
 
 class InsecureSettingWarning(UserWarning):
     """Emitted once per process whenever an insecure development setting is in force."""
+
+
+class PartyLost(MpcdpError, ConnectionError):
+    """This process stopped because a party of the run was lost (``party`` names the one lost first, as the
+    processes agreed through the rendezvous store; None when nobody could tell)."""

@@ -135,15 +135,24 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
     """Run the dealer (CrypTen's TTP server, rank ``parties``) until party 0 says ``terminate``; return the
     bytes it wrote to the network for each request, in order (TCP payload, framing included).
 
-    Returns normally when the parties finish; if a party dies, CrypTen's server loop sees a
-    RuntimeError from the transport and returns as well, so callers check the parties, not the dealer.
+    Returns normally when party 0 says ``terminate``. If a party dies, CrypTen's server loop sees a
+    RuntimeError from the transport and returns quietly; then this raises
+    :class:`~mpcdp.errors.PartyLost` naming the lost party (:mod:`mpcdp.runtime.losses`).
     """
     _configure("dealer", precision_bits, timeout_s)
     _set_endpoint(parties, parties, rendezvous)
     # The server's own `crypten.init()` joins the process group as rank `parties`.
     dealer = _Dealer.__new__(_Dealer)
     dealer.request_bytes = []
+    dealer.terminated = False
     dealer.__init__()
+    if not dealer.terminated:  # CrypTen's server loop ends quietly when a link fails: say who was lost
+        from mpcdp.errors import PartyLost
+        from mpcdp.runtime import losses
+
+        lost, by = losses.resolve(parties, None)
+        raise PartyLost(losses.message(lost, by, "the dealer", "its link to the parties failed before party 0 "
+                                                              "said `terminate`"), party=lost)
     if _comm.is_initialized():
         _comm.uninit()
     return dealer.request_bytes
@@ -173,6 +182,16 @@ class _Dealer(_ttp_provider.TTPServer):
     def _setup_generators(self):
         super()._setup_generators()
         _key_dealer_generators(self)
+        self.terminated = False
+        receive = _comm.get().recv_obj
+
+        def watched_receive(*args, **kwargs):
+            message = receive(*args, **kwargs)
+            if isinstance(message, str) and message == "terminate":
+                self.terminated = True
+            return message
+
+        _comm.get().recv_obj = watched_receive
         communicator = _comm.get()
         original = communicator.broadcast
         sent = [tcp_bytes()[1]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import sys
 import time
 import tomllib
 from typing import Any, Callable
@@ -204,9 +205,14 @@ def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
     from mpcdp.runtime.harness import RunResult
     from mpcdp.runtime.party import run_party
 
+    def joined(step: int, label: str) -> None:
+        if step == 1:  # the handshake is done: every party is in and the run has started
+            print(f"mpcdp party {rank}: joined; training", file=sys.stderr, flush=True)
+
     def launch(fn, config, *, party_args, job, progress=None):
         start = time.perf_counter()
-        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=party_args[rank], job=job)
+        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=party_args[rank], job=job,
+                          on_step=joined)
         return RunResult(values=[value], dealer=None, wall_s=time.perf_counter() - start)
 
     return launch

@@ -14,6 +14,8 @@ import traceback
 from typing import Any, Callable, Sequence
 
 from mpcdp.config import MpcConfig
+from mpcdp.errors import MpcdpError, PartyLost, PeerLost
+from mpcdp.runtime import losses
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
@@ -29,11 +31,29 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s,
                         link_delay_ms=config.link_delay_ms)
-    ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
-    value = fn(ctx, *args)
+    try:
+        ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
+        value = fn(ctx, *args)
+    except PeerLost as exc:
+        _stop_on_loss(rank, exc.party, str(exc), exc)
+    except RuntimeError as exc:  # gloo (CrypTen's collectives, the dealer's link): the peer is not named
+        if isinstance(exc, MpcdpError):
+            raise
+        _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc)
     ctx.close()
-    backend.stop_party()
+    try:
+        backend.stop_party()  # party 0 tells the dealer to stop
+    except RuntimeError as exc:
+        raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
+                        party=None) from exc
     return value
+
+
+def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException):
+    """Agree with the others on which party was lost (:mod:`mpcdp.runtime.losses`) and stop, naming it."""
+    lost, by = losses.resolve(rank, noticed)
+    losses.linger(rank)
+    raise PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost) from exc
 
 
 def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:

@@ -1,0 +1,142 @@
+"""SIGKILL one party at a random point of a secure training run.
+
+Every other process — the other parties and the dealer, each started on its own as on separate hosts — exits
+non-zero within 60 s naming the lost party; and under the local launcher (`mpcdp train`) the launcher names it
+and leaves no process behind, zombie or alive.
+"""
+
+import os
+import pathlib
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from mpcdp.runtime.harness import free_port
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
+PARTIES = 3
+PROTOCOL = """name = "kill-test"
+dataset = "breast-cancer"
+[privacy]
+epsilon = 3.0
+delta = 1e-3
+[training]
+parties = 3
+batch = 6
+batch0 = 12
+passes = 12.0
+c2 = 0.5
+gamma = 0.5
+zeta = 0.5
+seed = 0
+"""
+
+
+class Process:
+    """A started process with its stderr collected as it comes."""
+
+    def __init__(self, cmd, env):
+        self.popen = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):  # raw chunks: progress bars rewrite their line with \r and never end it
+        while chunk := os.read(self.popen.stderr.fileno(), 4096):
+            self.lines.append(chunk.decode(errors="replace"))
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def _wait_for(predicate, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def _alive_or_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "X"
+    except FileNotFoundError:
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().split(")")[-1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def protocol(tmp_path):
+    path = tmp_path / "kill.toml"
+    path.write_text(PROTOCOL)
+    return str(path)
+
+
+def test_separate_processes_name_the_killed_party(protocol):
+    rng = random.Random()
+    victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 2.0)
+    port = str(free_port())
+    procs = [Process([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "120"],
+                     dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
+                          MASTER_PORT=port))
+             for rank in range(PARTIES + 1)]
+    try:
+        _wait_for(lambda: all("joined; training" in p.text() for p in procs[:PARTIES]), 90)
+        time.sleep(delay)
+        assert procs[victim].popen.poll() is None, "the run ended before the kill: make it longer"
+        procs[victim].popen.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        for rank, proc in enumerate(procs):
+            if rank == victim:
+                continue
+            code = proc.popen.wait(timeout=60)
+            assert time.monotonic() - killed < 60
+            who = "the dealer" if rank == PARTIES else f"party {rank}"
+            assert code != 0, f"{who} exited 0 after party {victim} was killed (delay {delay:.2f} s)"
+            assert f"party {victim} was lost" in proc.text(), (victim, rank, proc.text()[-600:])
+    finally:
+        for proc in procs:
+            proc.popen.kill()
+            proc.popen.wait()
+
+
+def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protocol):
+    rng = random.Random()
+    victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 1.0)
+    launcher = Process([MPCDP, "train", protocol], dict(os.environ))
+    try:
+        # the progress bar has moved: the parties are releasing v_p
+        _wait_for(lambda: re.search(r"\b[1-9]\d*/\d+ \[", launcher.text()) is not None, 90)
+        time.sleep(delay)
+        children = _children(launcher.popen.pid)
+        assert launcher.popen.poll() is None, "the run ended before the kill: make it longer"
+        # the harness starts the parties in rank order, then the dealer; skip a resource tracker if any
+        parties = sorted(pid for pid in children if "resource_tracker" not in open(f"/proc/{pid}/cmdline").read())
+        os.kill(parties[victim], signal.SIGKILL)
+        killed = time.monotonic()
+        code = launcher.popen.wait(timeout=60)
+        assert time.monotonic() - killed < 60
+        assert code != 0
+        assert f"party {victim} failed" in launcher.text(), launcher.text()[-800:]
+        _wait_for(lambda: not any(_alive_or_zombie(pid) for pid in children), 10)
+    finally:
+        launcher.popen.kill()
+        launcher.popen.wait()
