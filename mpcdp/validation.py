@@ -22,3 +22,43 @@ def require_positive(obj, names: tuple[str, ...]) -> None:
         if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                 and value > 0):
             raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+
+
+def read_protocol(path: str) -> dict:
+    """A protocol file as a dict; a missing, unreadable or malformed file is a ConfigError naming it."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"protocol file {str(path)!r} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"protocol file {str(path)!r} cannot be read: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"protocol {str(path)!r} is not valid TOML: {error}") from None
+
+
+def check_number(value, field: str, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = True, high_open: bool = True) -> float:
+    """``value`` as a float: a finite real number (not a bool or a string) inside the stated interval."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        lo = "" if low is None else ("(" if low_open else "[") + f"{low:g}"
+        hi = "" if high is None else f"{high:g}" + (")" if high_open else "]")
+        rule = (f"in {lo}, {hi}" if low is not None and high is not None
+                else f"> {low:g}" if low is not None and low_open else f">= {low:g}" if low is not None
+                else f"< {high:g}")
+        raise ConfigError(f"`{field}` must be a finite number {rule}. Found {value!r}.")
+    return float(value)
+
+
+def check_integer(value, field: str, *, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (a bool, a float or a string is refused)."""
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+        raise ConfigError(f"`{field}` must be an integer >= {minimum}. Found {value!r}.")
+    return value

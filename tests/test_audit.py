@@ -2,7 +2,8 @@
 
 Three data parties and the dealer run DDP-SRM (paper 002, Algorithm 2) through the real party path with
 noise sampled inside the MPC. Every value that became plaintext passed through MpcContext's one choke point;
-the test checks the record is exactly: the handshake's public configuration, masked protocol values (uniform
+the test checks the record is exactly: the handshake's public configuration and data check, masked protocol
+values (uniform
 64-bit words), the sampler's accept bits, and the released noisy v_p — opened to the three data parties, never
 to the dealer — and that no opened word equals the encoding of a party's local gradient terms, of their
 noiseless sum, or of the noise.
@@ -46,7 +47,7 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         kinds = {kind for _, _, _, kind, _ in party["openings"]}
         assert kinds <= set(OPENING_KINDS)
         public = [label for label, _, _, kind, _ in party["openings"] if kind == "public"]
-        assert public == ["handshake: configuration fingerprint and description"]
+        assert public == ["handshake: configuration fingerprint and description", "training data check"]
         releases = [(label, n) for label, n, _, kind, _ in party["openings"] if kind == "release"]
         assert releases == [(f"v_p[{t}]", DIM + 1) for t in range(STEPS + 1)]  # d values + the validity flag
         comparisons = [(label, v) for label, _, _, kind, v in party["openings"] if kind == "comparison"]

@@ -34,7 +34,6 @@ import dataclasses
 import functools
 import math
 import time
-import tomllib
 import warnings
 from typing import Any, Sequence
 
@@ -44,6 +43,7 @@ import torch
 from mpcdp.accounting.laplace import certify_owner
 from mpcdp.data.registry import load
 from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp.validation import read_protocol
 from mpcdp.learning.collab import (HingeSVM, Owner, SquaredLoss, nonprivate_optimum, pooled_cost, relative_fitness,
                                    run_collab)
 from mpcdp.learning.collab_prediction import collaboration_score, theorem2_gap, theorem3_gap
@@ -81,11 +81,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
               sizes: Sequence[int] | None = None, epsilons: Sequence[float] | None = None, seed: int | None = None,
               overrides: dict[str, Any] | None = None) -> CollabPlan:
     """Read a protocol file (see the module docstring); keyword arguments override it (sweeps, the command line)."""
-    try:
-        with open(path, "rb") as fh:
-            protocol = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"protocol {path!r} is not valid TOML: {error}") from None
+    protocol = read_protocol(path)
     for table in ("owners", "training"):
         if table not in protocol:
             raise ConfigError(f"protocol {path!r} lacks the [{table}] table")

@@ -39,6 +39,7 @@ from mpcdp.learning.local_noise import run_local_then_average
 from mpcdp.learning.cnn import NETWORKS
 from mpcdp.learning.logreg import error_rate, loss, optimum, warm_up
 from mpcdp.randomness import warn_reproducible
+from mpcdp.validation import check_integer, check_number, read_protocol
 
 ALGORITHMS = ("srm", "storm", "dp-sgd", "dp-gd", "rrpsgd", "dp-agd", "jayaraman", "wd-dp", "wd-dp-local")
 CNN_ALGORITHMS = ("srm", "storm", "dp-sgd")
@@ -80,12 +81,21 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
               seed: int | None = None, algorithm: str | None = None, size_ratio: float | None = None,
               calibration: str | None = None, training_overrides: dict[str, Any] | None = None) -> TrainPlan:
     """Read a protocol file; the keyword arguments override what it says (sweeps and the command line)."""
-    with open(path, "rb") as fh:
-        protocol = tomllib.load(fh)
+    protocol = read_protocol(path)
     try:
-        training, privacy = dict(protocol["training"]), protocol["privacy"]
+        training, privacy = dict(protocol["training"]), dict(protocol["privacy"])
     except KeyError as missing:
         raise ConfigError(f"protocol {path!r} lacks the [{missing.args[0]}] table") from None
+    except (TypeError, ValueError):
+        raise ConfigError(f"protocol {path!r}: [training] and [privacy] must be tables") from None
+    if not isinstance(protocol.get("dataset"), str):
+        raise ConfigError(f"`dataset` must be a dataset name (a string). Found {protocol.get('dataset')!r}.")
+    check_number(epsilon if epsilon is not None else privacy.get("epsilon"), "epsilon", low=0)
+    check_number(privacy.get("delta"), "delta", low=0, high=1)
+    if "seed" in training:
+        check_integer(training["seed"], "seed", minimum=0)
+    if seed is not None:
+        check_integer(seed, "seed", minimum=0)
     training.update(training_overrides or {})
     if size_ratio is not None:
         training["size_ratio"] = size_ratio
@@ -98,7 +108,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     calibration = calibration or privacy.get("calibration", "certified")
     if calibration not in CALIBRATIONS:
         raise ConfigError(f"`calibration` must be one of {list(CALIBRATIONS)}. Found {calibration!r}.")
-    m = parties if parties is not None else int(training.pop("parties", 1))
+    m = check_integer(parties if parties is not None else training.pop("parties", 1), "parties")
     training.pop("parties", None)
     backend = backend or protocol.get("backend", "mpc" if m > 1 else "simulated")
     if backend not in ("mpc", "simulated"):
@@ -125,9 +135,12 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
                           f"{model!r} use one of {list(CNN_ALGORITHMS)}.")
     if model != "logreg" and normalize_rows:
         raise ConfigError("`normalize_rows` applies to feature rows, not to images: leave it out for a CNN.")
-    passes = float(training.pop("passes", 0))
+    passes = training.pop("passes", None)
     if algorithm in FULL_BATCH:
-        passes = float(training.pop("steps", passes))
+        passes = training.pop("steps", passes)
+    if passes is None and algorithm != "dp-agd":
+        raise ConfigError(f"protocol {path!r} gives no `passes` (or `steps` for full-batch algorithms) in [training]")
+    passes = 0.0 if passes is None else check_number(passes, "passes", low=0)
     if seed is not None:
         training["seed"] = seed
     _refuse_unknown_fields(training, algorithm, path)
@@ -139,8 +152,10 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         params = SgdParameters(steps=int(passes), full_batch=True, n_total=1,
                                weighting="parties" if algorithm == "jayaraman" else "records", **training)
     else:
-        batch = int(training.pop("batch"))
-        batch0 = int(training.pop("batch0", batch))
+        if "batch" not in training:
+            raise ConfigError(f"protocol {path!r} gives no `batch` in [training]")
+        batch = check_integer(training.pop("batch"), "batch")
+        batch0 = check_integer(training.pop("batch0", batch), "batch0")
         if batch % m or batch0 % m:
             raise ConfigError(f"`batch` ({batch}) and `batch0` ({batch0}) must split evenly over {m} parties")
         if algorithm in ("dp-sgd", "rrpsgd"):

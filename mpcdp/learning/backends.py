@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from mpcdp.errors import InputError
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
@@ -58,6 +59,37 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
     return runner(shards, params, aggregate, dim=dim, **_sizes(params, len(shards)))
 
 
+def shard_problem(shard: Shard) -> str | None:
+    """What is wrong with a party's training data, or None: empty, rows and labels of different lengths,
+    NaN/Inf features or labels."""
+    n = int(shard.x.shape[0]) if shard.x.ndim else 0
+    if n == 0:
+        return "`features` are empty (0 records)"
+    if len(shard.y) != n:
+        return f"`labels` has {len(shard.y)} entries for {n} feature rows"
+    for field, values in (("features", shard.x), ("labels", shard.y)):
+        bad = int((~torch.isfinite(values.to(torch.float64))).sum())
+        if bad:
+            return f"`{field}` contain {bad} NaN/Inf values"
+    return None
+
+
+def check_shards(ctx: MpcContext, shard: Shard) -> None:
+    """Every party's data is usable and has the same record shape — checked before any share is made
+    (one public exchange of the problems and shapes; raised on every party, naming the first bad party)."""
+    mine = {"problem": shard_problem(shard), "shape": tuple(shard.x.shape[1:])}
+    everyone = ctx.exchange_public(mine, label="training data check")
+    for rank, info in enumerate(everyone):
+        if info["problem"] is not None:
+            raise InputError(f"party {rank}: {info['problem']}", party=rank)
+    shapes = [info["shape"] for info in everyone]
+    if len(set(shapes)) > 1:
+        common = max(set(shapes), key=shapes.count)  # blame a party that differs from the most common shape
+        odd = next(r for r, s in enumerate(shapes) if s != common)
+        raise InputError("`features` shapes differ between parties: "
+                         + ", ".join(f"party {r} = {s}" for r, s in enumerate(shapes)), party=odd)
+
+
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
               runner: Callable = run_srm) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
@@ -65,6 +97,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     CSPRNG, so no other party can tell which of its records a step used — unless the run is
     ``reproducible`` (:class:`~mpcdp.config.MpcConfig`), when they follow the protocol's seed and equal
     the simulated run's."""
+    check_shards(ctx, shard)
     warm_up()
     start = time.perf_counter()
     if noise.noiseless:

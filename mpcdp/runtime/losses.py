@@ -64,6 +64,6 @@ def linger(rank: int) -> None:
 
 def message(lost: int | None, by: int | None, me: str, detail: str) -> str:
     if lost is None:
-        return f"{me} stopped: a party of the run was lost ({detail})"
+        return f"{me} stopped: a party of the run was lost or left without finishing ({detail})"
     seen = "" if by is None else (" (noticed by the dealer)" if by < 0 else f" (noticed by party {by})")
     return f"{me} stopped: party {lost} was lost{seen} — {detail}"
