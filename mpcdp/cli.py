@@ -181,7 +181,11 @@ def _cmd_train(ns: argparse.Namespace) -> int:
             bar.total = total
             bar.update(done - bar.n)
 
-        report = run_plan(plan, progress=progress)
+        if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
+            raise MpcdpError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
+                             f"keeps saving into the directory it resumes from")
+        report = run_plan(plan, progress=progress, checkpoint_dir=ns.resume or ns.checkpoint,
+                          checkpoint_every=ns.checkpoint_every, resume=bool(ns.resume))
         bar.update(bar.total - bar.n)
     report.pop("test_error_curve")
     print(json.dumps(report))
@@ -385,6 +389,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--parties", type=int, default=None)
     train.add_argument("--epsilon", type=float, default=None)
     train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--checkpoint", default=None, metavar="DIR",
+                       help="save every party's state under DIR (each party its own folder; DP-SRM and STORM)")
+    train.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                       help="releases between checkpoints (default: a tenth of the run)")
+    train.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue from the newest release every party saved under DIR (same protocol and "
+                            "options; a checkpoint of another configuration is refused)")
     train.add_argument("--reproducible", action="store_true",
                        help="secure backend: mini-batches from the protocol's seed (predictable; warns), as in "
                             "the simulated run")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import pathlib
 import sys
 import time
 import tomllib
@@ -233,12 +234,30 @@ def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
     return launch
 
 
+def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: everything that shapes the run (not the time-outs)."""
+    mpc = {k: v for k, v in plan.mpc.items() if k not in ("timeout_s", "link_delay_ms")}
+    return {"protocol": plan.name, "algorithm": plan.algorithm, "dataset": plan.dataset, "parties": plan.parties,
+            "backend": plan.backend, "epsilon": plan.epsilon, "delta": plan.delta,
+            "params": dataclasses.asdict(plan.params), "steps": steps, "output": plan.output,
+            "size_ratio": plan.size_ratio, "normalize_rows": plan.normalize_rows, "model": plan.model,
+            "sigma0": levels.sigma0, "sigma": levels.sigma, "mpc": mpc}
+
+
 def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None, *,
-             curve: bool = True, launch: Callable[..., Any] | None = None) -> dict[str, Any]:
+             curve: bool = True, launch: Callable[..., Any] | None = None, checkpoint_dir: str | None = None,
+             checkpoint_every: int | None = None, resume: bool = False) -> dict[str, Any]:
     """Train as ``plan`` says and report (the JSON line of `mpcdp train`). ``curve``: also the test error of
     every iterate (for plots; sweeps skip it). ``launch``: how the secure run's parties start —
     :func:`~mpcdp.runtime.harness.run_job` (all here, the default) or :func:`host_launcher` (this host's
-    party only)."""
+    party only). ``checkpoint_dir``/``checkpoint_every``: save every party's state every so many releases
+    (DP-SRM and STORM); ``resume``: continue from the newest release every party saved under
+    ``checkpoint_dir`` (:mod:`mpcdp.learning.checkpoint`)."""
+    if (checkpoint_dir or resume) and plan.algorithm not in ("srm", "storm"):
+        raise ConfigError(f"checkpoints exist for DP-SRM/DDP-SRM and STORM only. Found `algorithm` "
+                          f"{plan.algorithm!r}.")
+    if resume and not checkpoint_dir:
+        raise ConfigError("`resume` needs the checkpoint directory.")
     data = load(plan.dataset)
     network = plan.network
     if network is not None:
@@ -311,6 +330,14 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                 noise = _calibrated(setting, plan.epsilon, plan.delta)
                 levels, certificate = NoiseLevels(noise.sigma0, noise.sigma), noise.certificate
     bytes_per_party = 0
+    checkpoint = None
+    if checkpoint_dir:
+        every = checkpoint_every if checkpoint_every is not None else max(1, steps // 10)
+        if not resume and pathlib.Path(checkpoint_dir).exists() and any(pathlib.Path(checkpoint_dir).iterdir()):
+            raise ConfigError(f"checkpoint directory {checkpoint_dir!r} is not empty: resume from it (`--resume`) "
+                              f"or choose a new one")
+        checkpoint = {"dir": str(checkpoint_dir), "every": every, "resume": resume,
+                      "description": checkpoint_description(plan, levels, steps)}
     if network is not None:
         runner = functools.partial(runner, model=network)
     if plan.backend == "simulated":
@@ -318,7 +345,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     start = time.perf_counter()
     if plan.backend == "simulated":
         cpu = time.process_time()
-        result = train_simulated(shards, params, levels, dim=dim, runner=runner)
+        result = train_simulated(shards, params, levels, dim=dim, runner=runner, checkpoint=checkpoint)
         timing = {"cpu_s": round(time.process_time() - cpu, 3)}
     else:
         from mpcdp.runtime.harness import run_job
@@ -326,11 +353,13 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         config = MpcConfig(parties=plan.parties, **plan.mpc)
         if config.reproducible:
             warn_reproducible("every party's mini-batches")
-        run = (launch or run_job)(mpc_party, config, party_args=[(s, params, levels, dim, runner) for s in shards],
+        run = (launch or run_job)(mpc_party, config,
+                                  party_args=[(s, params, levels, dim, runner, checkpoint) for s in shards],
                       job={"name": _display_name(plan), "protocol": plan.name, "steps": steps, "dim": dim,
                            "party_sizes": list(sizes)},
                       progress=progress)
         result = run.values[0]["result"]
+        common["resumed_after_release"] = run.values[0].get("resumed_after")
         bytes_per_party = max(r["bytes_sent"] or 0 for r in run.values)
         timing = {"setup_s": round(time.perf_counter() - start - max(r["presample_s"] + r["online_s"]
                                                                    for r in run.values), 3),
@@ -338,6 +367,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                   "online_s": max(r["online_s"] for r in run.values),
                   "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
     wall = time.perf_counter() - start
+    common["releases"] = len(result.released)  # the privacy ledger: v_p⁰..v_pᵀ, each counted once
     return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
                    passes=passes_done, curve=curve,
                    extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing})

@@ -17,11 +17,13 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from mpcdp.errors import InputError
+from mpcdp.errors import ConfigError, InputError
+from mpcdp.learning.checkpoint import Checkpointer, available, load
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
+from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.noise.modes import NoiseSpec, sample_noise
 from mpcdp.randomness import batch_key
 
@@ -41,11 +43,26 @@ def _sizes(params, parties: int) -> dict[str, list[int]]:
             "batch0_sizes": [getattr(params, "batch0", 0)] * parties}
 
 
+def _checkpointing(checkpoint: dict | None, rank: int, params, ledger: dict) -> tuple[Any, dict]:
+    """(the Checkpointer or None, the runner's extra keyword arguments) for a run's checkpoint settings."""
+    if not checkpoint or not checkpoint.get("every"):
+        return None, {}
+    saver = Checkpointer(checkpoint["dir"], rank, every=checkpoint["every"], total=params.steps + 1,
+                         description=checkpoint["description"])
+    saver.ledger = ledger
+    return saver, {"on_release": saver}
+
+
 def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim: int,
-                    noise_seed: int | None = None, runner: Callable = run_srm) -> SrmResult:
+                    noise_seed: int | None = None, runner: Callable = run_srm,
+                    checkpoint: dict | None = None) -> SrmResult:
     """All shards in this process; plaintext sum and plaintext noise of the same σ. ``runner``: DP-SRM by
-    default, or a baseline from :mod:`mpcdp.learning.baselines` (same signature)."""
-    if noise.noiseless:
+    default, or a baseline from :mod:`mpcdp.learning.baselines` (same signature). ``checkpoint``: see
+    :func:`mpc_party` (one checkpoint folder, ``party-0``)."""
+    resumed = _resume_payload(None, checkpoint, 0)
+    if resumed is not None:
+        rows0, rows = resumed["secrets"]["noise0"], resumed["secrets"]["noise"]
+    elif noise.noiseless:
         rows0 = rows = torch.zeros(params.steps + 1, dim, dtype=torch.float64)
     else:
         rows0 = sample_noise(None, NoiseSpec(sigma=noise.sigma0, mode="plaintext", seed=noise_seed), (1, dim)).values
@@ -56,7 +73,26 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
         return total + (rows0[0] if t == 0 else rows[t - 1])
 
-    return runner(shards, params, aggregate, dim=dim, **_sizes(params, len(shards)))
+    saver, extra = _checkpointing(checkpoint, 0, params, {"sigma0": noise.sigma0, "sigma": noise.sigma})
+    if saver is not None:
+        saver.secrets = {"noise0": rows0, "noise": rows}
+    if resumed is not None:
+        extra["resume"] = resumed["state"]
+    return runner(shards, params, aggregate, dim=dim, **extra, **_sizes(params, len(shards)))
+
+
+def _resume_payload(ctx: MpcContext | None, checkpoint: dict | None, rank: int) -> dict | None:
+    """The checkpoint to continue from: the newest release every party has (one public exchange)."""
+    if not checkpoint or not checkpoint.get("resume"):
+        return None
+    mine = available(checkpoint["dir"], rank)
+    everyone = [mine] if ctx is None else ctx.exchange_public(mine, label="checkpointed releases")
+    common = set(everyone[0]).intersection(*map(set, everyone[1:]))
+    if not common:
+        listing = "; ".join(f"party {r}: {v or 'none'}" for r, v in enumerate(everyone))
+        raise ConfigError(f"`resume`: no release is checkpointed by every party under {checkpoint['dir']!r} "
+                          f"({listing})")
+    return load(checkpoint["dir"], rank, max(common), checkpoint["description"])
 
 
 def shard_problem(shard: Shard) -> str | None:
@@ -91,24 +127,35 @@ def check_shards(ctx: MpcContext, shard: Shard) -> None:
 
 
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
-              runner: Callable = run_srm) -> dict[str, Any]:
+              runner: Callable = run_srm, checkpoint: dict | None = None) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
     process's one-time set-up is in neither). The party's mini-batches come from a generator keyed by the OS
     CSPRNG, so no other party can tell which of its records a step used — unless the run is
     ``reproducible`` (:class:`~mpcdp.config.MpcConfig`), when they follow the protocol's seed and equal
-    the simulated run's."""
+    the simulated run's.
+
+    ``checkpoint`` (DP-SRM only): ``{"dir", "every", "resume", "description"}`` — save this party's state every
+    ``every`` releases under ``dir`` (:mod:`mpcdp.learning.checkpoint`), or continue from the newest release every
+    party saved (``resume``), refusing a checkpoint of another configuration before any share moves."""
     check_shards(ctx, shard)
+    resumed = _resume_payload(ctx, checkpoint, ctx.rank)
     warm_up()
     start = time.perf_counter()
-    if noise.noiseless:
-        block0 = block = None
+    bits = ctx.config.precision_bits
+    if resumed is not None:
+        stored = resumed["secrets"]
+        bits = stored.get("noise_bits", bits)
+        rows0 = None if stored["noise0"] is None else Shared(stored["noise0"], bits)
+        rows = None if stored["noise"] is None else Shared(stored["noise"], bits)
+    elif noise.noiseless:
+        rows0 = rows = None
     else:
-        block0 = sample_noise(ctx, NoiseSpec(sigma=noise.sigma0, sensitivity=1.0), (1, dim))
-        block = sample_noise(ctx, NoiseSpec(sigma=noise.sigma, sensitivity=1.0), (params.steps, dim))
+        rows0 = sample_noise(ctx, NoiseSpec(sigma=noise.sigma0, sensitivity=1.0), (1, dim)).values
+        rows = sample_noise(ctx, NoiseSpec(sigma=noise.sigma, sensitivity=1.0), (params.steps, dim)).values
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
-        noise_row = None if block is None else (block0.row(0) if t == 0 else block.row(t - 1))
+        noise_row = None if rows is None else (rows0.select_row(0) if t == 0 else rows.select_row(t - 1))
         released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
                                  field="local gradient terms")
         ctx.progress(t + 1, params.steps + 1)
@@ -116,7 +163,18 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
 
     start = time.perf_counter()
     parties = ctx.parties
-    key = None if ctx.config.reproducible else batch_key()
-    result = runner([shard], params, aggregate, dim=dim, batch_key=key, **_sizes(params, parties))
+    if resumed is not None:
+        key = resumed["secrets"]["batch_key"]
+    else:
+        key = None if ctx.config.reproducible else batch_key()
+    saver, extra = _checkpointing(checkpoint, ctx.rank, params, {"sigma0": noise.sigma0, "sigma": noise.sigma})
+    if saver is not None:  # this party's own secrets, kept on its own disk only
+        saver.secrets = {"batch_key": key, "noise0": None if rows0 is None else share_of(rows0),
+                         "noise": None if rows is None else share_of(rows),
+                         "noise_bits": None if rows is None else rows.precision_bits}
+    if resumed is not None:
+        extra["resume"] = resumed["state"]
+    result = runner([shard], params, aggregate, dim=dim, batch_key=key, **extra, **_sizes(params, parties))
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
-            "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds}
+            "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds,
+            "resumed_after": None if resumed is None else resumed["state"]["releases"] - 1}

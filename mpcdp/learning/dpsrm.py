@@ -104,6 +104,12 @@ def _batches(shard: Shard, size: int, steps: int, seed: int, key: int | None = N
     return [rng.choice(n, size=size, replace=False) for _ in range(steps)]
 
 
+def _state(release: int, theta, v_p, thetas, iterates, released, norms) -> dict:
+    """The loop's state right after release ``release`` (0..T): enough to continue it exactly."""
+    return {"releases": release + 1, "theta": theta, "v_p": v_p, "thetas": list(thetas), "iterates": list(iterates),
+            "released": list(released), "norms": list(norms)}
+
+
 def _step_size(params: SrmParameters, norm: float) -> float:
     if params.learning_rate is not None:
         return params.learning_rate
@@ -114,29 +120,41 @@ def _step_size(params: SrmParameters, norm: float) -> float:
 
 def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate, *, dim: int,
             batch_sizes: Sequence[int], batch0_sizes: Sequence[int], model=LOGISTIC,
-            batch_key: int | None = None) -> SrmResult:
+            batch_key: int | None = None, resume: dict | None = None,
+            on_release: Callable[[dict], None] | None = None) -> SrmResult:
     """DP-SRM over the shards held here; ``aggregate`` sums across all parties and adds the noise.
 
     ``batch_sizes``/``batch0_sizes`` are every party's per-step batch (public), so each party knows the
     combined sizes B and B0 that divide the sums. ``model``: paper 002's logistic regression (§6.1) or one
     of its CNNs (:mod:`mpcdp.learning.cnn`, §6.2) — clipping is over all parameters jointly. ``batch_key``:
     the party's secret key for its batch generator (secure training); None: batches follow ``params.seed``.
+    ``on_release(state)`` is called after every release with the loop's state (:mod:`mpcdp.learning.checkpoint`
+    saves it); ``resume`` is such a state: the run continues after its last release, exactly as it would have.
     """
     total, total0 = float(sum(batch_sizes)), float(sum(batch0_sizes))
     sizes = dict(enumerate(batch_sizes))
     sizes0 = dict(enumerate(batch0_sizes))
     first = {s.party: _batches(s, sizes0[s.party], 1, params.seed, batch_key)[0] for s in shards}
     later = {s.party: _batches(s, sizes[s.party], params.steps, params.seed + 1, batch_key) for s in shards}
-    theta = model.initial_theta(dim, params.seed)
-    thetas = [theta]
-    iterates = [theta]
-    local = torch.zeros(dim, dtype=torch.float64)
-    for s in shards:
-        idx = torch.from_numpy(first[s.party])
-        local += clip_rows(model.per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
-    v_p = aggregate(0, local / total0)
-    released, norms = [v_p], []
-    for t in range(params.steps):
+    if resume is None:
+        theta = model.initial_theta(dim, params.seed)
+        thetas = [theta]
+        iterates = [theta]
+        local = torch.zeros(dim, dtype=torch.float64)
+        for s in shards:
+            idx = torch.from_numpy(first[s.party])
+            local += clip_rows(model.per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
+        v_p = aggregate(0, local / total0)
+        released, norms = [v_p], []
+        start = 0
+        if on_release is not None:
+            on_release(_state(0, theta, v_p, thetas, iterates, released, norms))
+    else:
+        start = int(resume["releases"]) - 1
+        theta, v_p = resume["theta"], resume["v_p"]
+        thetas, iterates = list(resume["thetas"]), list(resume["iterates"])
+        released, norms = list(resume["released"]), list(resume["norms"])
+    for t in range(start, params.steps):
         norm = float(v_p.norm())
         norms.append(norm)
         eta = _step_size(params, norm)
@@ -153,6 +171,8 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
             local += terms.sum(0)
         v_p = aggregate(t + 1, local / total) + (1 - params.gamma) * v_p
         released.append(v_p)
+        if on_release is not None:
+            on_release(_state(t + 1, theta, v_p, thetas, iterates, released, norms))
     pick = np.random.default_rng([params.seed, 10_007]).integers(len(thetas))
     return SrmResult(theta_output=thetas[pick], theta_last=theta, released=released, grad_norms=norms,
                      iterates=iterates)

@@ -99,3 +99,35 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
         listing = ", ".join(f"party {r} = {s}" for r, s in enumerate(shapes))
         raise ConfigMismatchError(f"`{field}` shapes differ between parties: {listing}", party=odd)
     raise AssertionError("the handshake flagged a difference that the details do not show")
+
+
+CHUNK_ELEMENTS = 1 << 20
+
+
+def reveal_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, field: str = "local",
+               label: str = "aggregate", reason: str = "output of the aggregation",
+               chunk: int | None = None) -> torch.Tensor:
+    """Open Σ_j weight_j · local_j (float64, ``local``'s shape) to every party, ``chunk`` elements at a time.
+
+    Each chunk is its own :func:`secure_sum` and opening, written into the output as it arrives, so a party's
+    memory beyond its input and the output is O(chunk) instead of several copies of the whole vector.
+    Default: chunks of :data:`CHUNK_ELEMENTS` (2^20) for tensors above that, one piece otherwise. The result
+    equals the one-piece opening bit for bit (the ring sum of each element is the same). Cost: per chunk one
+    validation round and one opening (see the module docstring); the bytes add up to the one-piece ones.
+    """
+    if chunk is None:
+        chunk = CHUNK_ELEMENTS
+    if not (isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1):
+        raise ValueError(f"`chunk` must be an integer >= 1. Found {chunk!r}.")
+    flat = local.reshape(-1) if torch.is_tensor(local) else local
+    n = flat.numel() if torch.is_tensor(flat) else 0
+    # every party agrees on the number of chunks through the first chunk's shape check
+    pieces = max(1, -(-n // chunk))
+    out = torch.empty(n, dtype=torch.float64)
+    for k in range(pieces):
+        part = flat[k * chunk:(k + 1) * chunk] if torch.is_tensor(flat) else flat
+        shared = secure_sum(ctx, part, weight=weight, field=field)
+        name = label if pieces == 1 else f"{label} [{k + 1}/{pieces}]"
+        out[k * chunk:k * chunk + part.numel()] = ctx.reveal(shared, label=name, reason=reason)
+        del shared
+    return out.reshape(local.shape)

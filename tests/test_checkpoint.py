@@ -1,0 +1,95 @@
+"""Checkpoints and resume: a resumed run ends with the uninterrupted run's model, its ledger counts every release
+once, a checkpoint of another configuration is refused, and a run killed mid-way resumes to the end."""
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from mpcdp.errors import ConfigError, ConfigMismatchError, PartyFailed
+from mpcdp.jobs.train import plan_from, run_plan
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SMOKE = str(ROOT / "protocols" / "smoke-breast-cancer.toml")
+
+
+def _keep_until(source: pathlib.Path, target: pathlib.Path, release: int) -> None:
+    """Copy a checkpoint directory as it was after ``release`` (later files dropped)."""
+    shutil.copytree(source, target)
+    for path in target.glob("party-*/release-*.pt"):
+        if int(path.stem.split("-")[1]) > release:
+            path.unlink()
+
+
+@pytest.mark.parametrize("backend", ["simulated", "mpc"])
+def test_a_resumed_run_ends_with_the_uninterrupted_model(tmp_path, backend):
+    plan = plan_from(SMOKE, backend=backend)
+    whole = run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "a"), checkpoint_every=4)
+    steps = whole["iterations"]
+    assert whole["releases"] == steps + 1 and steps > 8
+    saved = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "a" / "party-0").glob("release-*.pt"))
+    assert saved == sorted({*range(3, steps + 1, 4), steps})  # after releases 4, 8, ... and the last
+    _keep_until(tmp_path / "a", tmp_path / "b", 7)
+    resumed = run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "b"), resume=True)
+    assert resumed["model_sha256"] == whole["model_sha256"]
+    assert resumed["test_loss"] == whole["test_loss"] and resumed["epsilon"] == whole["epsilon"]
+    assert resumed["releases"] == whole["releases"]  # none counted twice, none forgotten
+    if backend == "mpc":
+        assert resumed["resumed_after_release"] == 7
+
+
+def test_a_checkpoint_of_another_configuration_is_refused(tmp_path):
+    plan = plan_from(SMOKE, backend="simulated")
+    run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), checkpoint_every=5)
+    other = plan_from(SMOKE, backend="simulated", epsilon=2.0)
+    with pytest.raises(ConfigMismatchError, match="different configuration: .*`epsilon`: checkpoint = 3.0, "
+                                                  "this run = 2.0"):
+        run_plan(other, curve=False, checkpoint_dir=str(tmp_path), resume=True)
+    with pytest.raises(ConfigError, match="is not empty"):
+        run_plan(plan, curve=False, checkpoint_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match="no release is checkpointed"):
+        run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "missing"), resume=True)
+
+
+def test_a_foreign_checkpoint_is_refused_by_the_parties_before_any_share(tmp_path):
+    plan = plan_from(SMOKE, backend="mpc")
+    run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), checkpoint_every=50)
+    with pytest.raises(PartyFailed) as info:
+        run_plan(plan_from(SMOKE, backend="mpc", seed=9), curve=False, checkpoint_dir=str(tmp_path), resume=True)
+    assert "ConfigMismatchError" in str(info.value) and "`params.seed`: checkpoint = 0, this run = 9" in str(info.value)
+
+
+def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
+    protocol = tmp_path / "long.toml"
+    protocol.write_text(pathlib.Path(SMOKE).read_text().replace("passes = 1.0", "passes = 8.0")
+                        .replace("batch = 30", "batch = 9").replace("batch0 = 60", "batch0 = 18"))
+    folder = tmp_path / "ckpt"
+    mpcdp = str(ROOT / ".venv" / "bin" / "mpcdp")
+    first = subprocess.Popen([mpcdp, "train", str(protocol), "--checkpoint", str(folder), "--checkpoint-every", "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not all((folder / f"party-{r}" / "release-000019.pt").exists() for r in range(3)):
+            assert first.poll() is None, "the run ended before its first checkpoint"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        parties = [int(p) for p in subprocess.run(["pgrep", "-P", str(first.pid)], capture_output=True,
+                                                  text=True).stdout.split()]
+        os.kill(sorted(parties)[1], signal.SIGKILL)
+        assert first.wait(timeout=60) != 0
+    finally:
+        first.kill()
+        first.wait()
+    done = subprocess.run([mpcdp, "train", str(protocol), "--resume", str(folder)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["resumed_after_release"] >= 19
+    assert report["releases"] == report["iterations"] + 1
+    fresh = run_plan(plan_from(str(protocol)), curve=False)  # its own noise, the same certificate
+    assert report["epsilon"] == fresh["epsilon"] and report["iterations"] == fresh["iterations"]
