@@ -24,19 +24,27 @@ def require_positive(obj, names: tuple[str, ...]) -> None:
             raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
 
 
-def read_protocol(path: str) -> dict:
-    """A protocol file as a dict; a missing, unreadable or malformed file is a ConfigError naming it."""
+def read_protocol(path: str, tables: tuple[str, ...] = ()) -> dict:
+    """A protocol file as a dict; a missing, unreadable or malformed file, a missing table of ``tables`` or any
+    of the usual tables that is not a table (``training = 3``) is a ConfigError naming it."""
     import tomllib
 
     try:
         with open(path, "rb") as fh:
-            return tomllib.load(fh)
+            protocol = tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"protocol file {str(path)!r} does not exist.") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"protocol file {str(path)!r} cannot be read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"protocol {str(path)!r} is not valid TOML: {error}") from None
+    for table in tables:
+        if table not in protocol:
+            raise ConfigError(f"protocol {str(path)!r} lacks the [{table}] table")
+    for table in ("training", "privacy", "owners", "run", "deepq", "mpc", "sweep", *tables):
+        if table in protocol and not isinstance(protocol[table], dict):
+            raise ConfigError(f"`{table}` in {str(path)!r} must be a table. Found {protocol[table]!r}.")
+    return protocol
 
 
 def check_number(value, field: str, *, low: float | None = None, high: float | None = None,

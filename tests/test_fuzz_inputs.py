@@ -176,3 +176,50 @@ def test_a_bad_party_dataset_is_refused_on_every_party_before_any_share(config_f
     # every party stopped with the same InputError at the data check, before the noise or any share
     assert all(r.error_type == "InputError" for r in err.reports if r.role == "party")
     assert all(r.step <= 2 for r in err.reports if r.role == "party")
+
+
+# -- configuration objects and calibration -----------------------------------------------------------------
+
+wrong_type = st.one_of(st.text(max_size=5), st.lists(st.integers(), max_size=3), st.none(),
+                       st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@FAST
+@given(field=st.sampled_from(["parties", "precision_bits", "timeout_s", "link_delay_ms", "insecure_dev",
+                              "provider", "reproducible"]), value=wrong_type)
+def test_mpc_config_wrong_types_name_the_field(field, value):
+    from mpcdp.config import MpcConfig
+
+    with pytest.raises(ConfigError, match=f"`{field}`") as info:
+        MpcConfig(**{"parties": 2, field: value})
+    assert repr(value) in str(info.value)
+
+
+@FAST
+@given(epsilon=st.one_of(st.floats(max_value=0.0), st.sampled_from([math.nan, math.inf, -math.inf])),
+       delta=st.one_of(st.floats(min_value=1.0), st.floats(max_value=0.0), st.sampled_from([math.nan, math.inf])))
+def test_calibration_refuses_bad_budgets(epsilon, delta):
+    from mpcdp.accounting.distributed import full_batch_noise_for
+
+    with pytest.raises(ConfigError, match="`epsilon`"):
+        full_batch_noise_for(1.0, 5, epsilon, 1e-5)
+    with pytest.raises(ConfigError, match="`delta`"):
+        full_batch_noise_for(1.0, 5, 1.0, delta)
+
+
+@FAST
+@given(table=st.sampled_from(["training", "privacy", "mpc"]),
+       value=st.sampled_from(["3", "[1, 2]", '"x"', "true", "1.5"]))
+def test_a_section_that_is_not_a_table_is_named(tmp_path, table, value):
+    from mpcdp.jobs import collab, decentralized, train
+
+    path = tmp_path / "t.toml"
+    path.write_text(f'dataset = "a9a"\n{table} = {value}\n')
+    with pytest.raises(ConfigError, match=f"`{table}` in .* must be a table"):
+        train.plan_from(str(path))
+    path.write_text(f"owners = {value}\n[training]\n")
+    with pytest.raises(ConfigError, match="`owners` in .* must be a table"):
+        collab.plan_from(str(path))
+    path.write_text(f'dataset = "mnist-5k"\nrun = {value}\n')
+    with pytest.raises(ConfigError, match="`run` in .* must be a table"):
+        decentralized.plan_from(str(path))

@@ -81,10 +81,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
               sizes: Sequence[int] | None = None, epsilons: Sequence[float] | None = None, seed: int | None = None,
               overrides: dict[str, Any] | None = None) -> CollabPlan:
     """Read a protocol file (see the module docstring); keyword arguments override it (sweeps, the command line)."""
-    protocol = read_protocol(path)
-    for table in ("owners", "training"):
-        if table not in protocol:
-            raise ConfigError(f"protocol {path!r} lacks the [{table}] table")
+    protocol = read_protocol(path, ("owners", "training"))
     owners, training = dict(protocol["owners"]), {**protocol["training"], **(overrides or {})}
     sizes = tuple(sizes if sizes is not None else owners.get("sizes", ()))
     epsilons = tuple(float(e) for e in (epsilons if epsilons is not None else owners.get("epsilons", ())))

@@ -27,13 +27,13 @@ import json
 import math
 import pathlib
 import statistics
-import tomllib
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp.validation import read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan
 from mpcdp.learning.collab import nonprivate_optimum, pooled_cost
 from mpcdp.learning.collab_prediction import collaboration_score
@@ -50,8 +50,7 @@ class SweepSpec:
 
 
 def spec_from(path: str) -> SweepSpec:
-    with open(path, "rb") as fh:
-        sweep = tomllib.load(fh).get("sweep")
+    sweep = read_protocol(path).get("sweep")
     if not sweep:
         raise ConfigError(f"protocol {path!r} has no [sweep] table")
     runs = sweep.get("runs", 20)

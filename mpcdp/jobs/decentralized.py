@@ -27,12 +27,12 @@ import dataclasses
 import functools
 import math
 import time
-import tomllib
 from typing import Any, Sequence
 
 import numpy as np
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import read_protocol
 from mpcdp.learning import decentralized as dec
 from mpcdp.learning.deepq import DeepQSettings
 
@@ -86,13 +86,7 @@ def _number(value, field: str, *, positive: bool = True) -> float:
 
 def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
     """Read and check a protocol file; keyword arguments (None = keep) override [run] fields."""
-    try:
-        with open(path, "rb") as fh:
-            protocol = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"protocol {path!r} is not valid TOML: {error}") from None
-    except FileNotFoundError:
-        raise ConfigError(f"protocol file {path!r} does not exist") from None
+    protocol = read_protocol(path)
     run = dict(protocol.get("run", {}))
     unknown = sorted(set(run) - _RUN_FIELDS)
     if unknown:

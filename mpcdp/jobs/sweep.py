@@ -25,10 +25,10 @@ import json
 import pathlib
 import statistics
 import sys
-import tomllib
 from typing import Any, Callable
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import read_protocol
 from mpcdp.jobs.train import ALGORITHMS, CENTRAL_ONLY, plan_from, run_plan
 
 CENTRAL = "dp-gd"
@@ -68,10 +68,7 @@ class SweepSpec:
 
 
 def spec_from(path: str) -> SweepSpec:
-    with open(path, "rb") as fh:
-        protocol = tomllib.load(fh)
-    if "sweep" not in protocol:
-        raise ConfigError(f"protocol {path!r} lacks the [sweep] table")
+    protocol = read_protocol(path, ("sweep",))
     sweep = protocol["sweep"]
     ratios = tuple(float(u) for u in sweep.get("size_ratios", [1]))
     if not ratios or any(u < 1 for u in ratios):

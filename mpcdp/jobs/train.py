@@ -18,7 +18,6 @@ import hashlib
 import pathlib
 import sys
 import time
-import tomllib
 from typing import Any, Callable
 
 import torch
