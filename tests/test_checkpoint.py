@@ -93,3 +93,28 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     assert report["releases"] == report["iterations"] + 1
     fresh = run_plan(plan_from(str(protocol)), curve=False)  # its own noise, the same certificate
     assert report["epsilon"] == fresh["epsilon"] and report["iterations"] == fresh["iterations"]
+
+
+def test_a_write_that_dies_half_way_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    """Checkpoints are written to a temporary name and renamed: a write cut off mid-way (here: torch.save
+    raising after part of the file is out) leaves the previous release as the newest complete checkpoint."""
+    import torch
+
+    from mpcdp.learning import checkpoint
+
+    description = {"run": "x"}
+    saver = checkpoint.Checkpointer(tmp_path, 0, every=1, total=5, description=description)
+    state = {"releases": 1, "theta": torch.zeros(3)}
+    saver(state)
+    real_save = torch.save
+
+    def dying_save(obj, fh):
+        fh.write(b"partial bytes of a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", dying_save)
+    with pytest.raises(OSError, match="disk full"):
+        saver({**state, "releases": 2})
+    monkeypatch.setattr(torch, "save", real_save)
+    assert checkpoint.available(tmp_path, 0) == [0]
+    assert checkpoint.load(tmp_path, 0, 0, description)["state"]["releases"] == 1

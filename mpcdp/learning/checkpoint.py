@@ -59,7 +59,10 @@ class Checkpointer:
                    "ledger": {**self.ledger, "releases": list(range(releases))}}
         final = self.folder / f"release-{releases - 1:06d}.pt"
         temporary = final.with_suffix(".tmp")
-        torch.save(payload, temporary)
+        with open(temporary, "wb") as fh:
+            torch.save(payload, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(temporary, final)
 
 
