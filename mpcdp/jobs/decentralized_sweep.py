@@ -174,7 +174,7 @@ def markdown(record: dict[str, Any]) -> str:
                      f"{o['deepq_minus_alg1_se']:.3f} | {o['deepq_vs_alg1']} | {o['alg1_minus_dpsgd5']:+.3f} ± "
                      f"{o['alg1_minus_dpsgd5_se']:.3f} | {o['alg1_vs_dpsgd5']} |")
     lines += ["", "## Nodes as separate processes (protocol's own ε and seed, reproducible)", "",
-              "| method | max \|Δw\| vs simulated | accuracy | wall s (processes / simulated) | bytes sent per node |",
+              r"| method | max \|Δw\| vs simulated | accuracy | wall s (processes / simulated) | bytes sent per node |",
               "|---|---|---|---|---|"]
     for b in record["backends"]:
         lines.append(f"| {b['method']} | {b['max_abs_difference']:.3g} | {b['accuracy']:.3f} | "
