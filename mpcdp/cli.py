@@ -263,18 +263,23 @@ def _cmd_scale(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_collab(ns: argparse.Namespace) -> int:
+def _sweep_command(ns: argparse.Namespace, run_sweep) -> int:
+    """`--sweep --out PREFIX [--runs N]` of `collab` and `decentralized`: run, print the table and the paths."""
     from mpcdp.jobs.sweep import main_progress
 
+    if not ns.out:
+        raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
+    result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
+    print(result["markdown"], file=sys.stderr)
+    print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
+    return 0
+
+
+def _cmd_collab(ns: argparse.Namespace) -> int:
     if ns.sweep:
         from mpcdp.jobs.collab_sweep import run_sweep
 
-        if not ns.out:
-            raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
-        result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
-        print(result["markdown"], file=sys.stderr)
-        print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
-        return 0
+        return _sweep_command(ns, run_sweep)
     from mpcdp.jobs.collab import plan_from, prediction, problem_of, run_plan
 
     plan = plan_from(ns.protocol, backend=ns.backend, seed=ns.seed)
@@ -289,17 +294,10 @@ def _cmd_collab(ns: argparse.Namespace) -> int:
 
 
 def _cmd_decentralized(ns: argparse.Namespace) -> int:
-    from mpcdp.jobs.sweep import main_progress
-
     if ns.sweep:
         from mpcdp.jobs.decentralized_sweep import run_sweep
 
-        if not ns.out:
-            raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
-        result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
-        print(result["markdown"], file=sys.stderr)
-        print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
-        return 0
+        return _sweep_command(ns, run_sweep)
     from mpcdp.jobs.decentralized import plan_from, run_method
 
     plan = plan_from(ns.protocol, backend=ns.backend, seed=ns.seed, epsilon=ns.epsilon,
