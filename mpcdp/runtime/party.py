@@ -37,7 +37,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     except PeerLost as exc:
         _stop_on_loss(rank, exc.party, str(exc), exc)
     except RuntimeError as exc:  # gloo (CrypTen's collectives, the dealer's link): the peer is not named
-        if isinstance(exc, MpcdpError):
+        if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
         _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc)
     ctx.close()
@@ -47,6 +47,13 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
                         party=None) from exc
     return value
+
+
+def _network_failure(exc: RuntimeError) -> bool:
+    """A transport error from gloo or torch.distributed's store (not a bug in the job's own code)."""
+    text = str(exc)
+    return (type(exc).__name__ in ("DistError", "DistNetworkError", "DistStoreError")
+            or "gloo" in text or "Connection" in text or "connection" in text)
 
 
 def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException):
