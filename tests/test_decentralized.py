@@ -8,16 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from toy_data import blobs
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning import decentralized as dec
 
 
-def _blobs(n=600, d=8, classes=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(classes, d)) * 3
-    y = rng.integers(classes, size=n)
-    x = centres[y] + rng.normal(size=(n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True), y
+_blobs = blobs
 
 
 # ---------------------------------------------------------------------------------- without-replacement sampling

@@ -8,17 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from toy_data import blobs
 from mpcdp.errors import ConfigError
 from mpcdp.learning import decentralized as dec
 from mpcdp.learning.deepq import GLOBAL, LOCAL, DeepQController, DeepQSettings
 
 
-def _blobs(n=600, d=8, classes=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(classes, d)) * 3
-    y = rng.integers(classes, size=n)
-    x = centres[y] + rng.normal(size=(n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True), y
+_blobs = blobs
 
 
 # ------------------------------------------------------------------------------------------------ controller

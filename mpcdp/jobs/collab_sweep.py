@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import pathlib
 import statistics
@@ -32,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpcdp.jobs.results import write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.validation import read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan
@@ -116,13 +116,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     record = {"protocol": path, "base": dataclasses.asdict(base), "spec": dataclasses.asdict(spec),
               "scaling": scaling(results, spec, base), "scenarios": scenarios(results),
               "backends": backends, "runs": results}
-    prefix = pathlib.Path(out)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=_jsonable) + "\n")
-    text = markdown(record, problem_of(base).data_name)
-    prefix.with_suffix(".md").write_text(text)
-    plot(record, prefix.with_suffix(".png"))
-    return {"markdown": text, "png": str(prefix.with_suffix(".png")), "record": record}
+    return write_record(out, record, markdown(record, problem_of(base).data_name), plot, default=_jsonable)
 
 
 def _jsonable(value: Any) -> Any:

@@ -22,7 +22,6 @@ Writes PREFIX.md, PREFIX.json and PREFIX.png.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import pathlib
 import statistics
@@ -30,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpcdp.jobs.results import write_record
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.decentralized import METHODS, plan_from, run_method
 
@@ -90,13 +90,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     record = {"protocol": path, "plan": dataclasses.asdict(plan), "dataset": dataset_name, "per_node": per_node,
               "delta": delta, "runs_per_point": runs, "summary": summary,
               "ordering": ordering(results, settings, epsilons), "backends": backends, "runs": results}
-    prefix = pathlib.Path(out)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
-    text = markdown(record)
-    prefix.with_suffix(".md").write_text(text)
-    plot(record, prefix.with_suffix(".png"))
-    return {"markdown": text, "png": str(prefix.with_suffix(".png")), "record": record}
+    return write_record(out, record, markdown(record), plot)
 
 
 def _select(results, **match) -> list[dict[str, Any]]:

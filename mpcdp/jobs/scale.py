@@ -12,11 +12,11 @@ Writes PREFIX.md (table), PREFIX.json (every run) and PREFIX.png (test error vs 
 
 from __future__ import annotations
 
-import json
 import pathlib
 import statistics
 from typing import Any, Callable
 
+from mpcdp.jobs.results import write_record
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, run_plan
 
@@ -56,13 +56,7 @@ def run_scale(protocol: str, parties: list[int], *, out: str, backend: str | Non
     if progress is not None:
         progress(done, total, "done")
     record = {"protocol": protocol, "parties": parties, "seeds": seeds, "runs": runs}
-    prefix = pathlib.Path(out)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
-    text = markdown(record)
-    prefix.with_suffix(".md").write_text(text)
-    plot(record, prefix.with_suffix(".png"))
-    return {"markdown": text, "png": str(prefix.with_suffix(".png")), "runs": runs}
+    return {**write_record(out, record, markdown(record), plot), "runs": runs}
 
 
 def markdown(record: dict[str, Any]) -> str:
