@@ -274,3 +274,23 @@ def audited_srm(ctx, shard, params, noise, dim):
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows,
             "unkeyed_draws": crypten_backend.unkeyed_draws(), "keyed_words": crypten_backend.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}
+
+
+def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
+    """One pass of the in-MPC discrete Gaussian sampler with seeded party randomness; open every candidate's
+    value (test only) next to the accept bits, and the metered cost of the pass."""
+    import numpy as np
+
+    from mpcdp.mpc import costs
+    from mpcdp.mpc.shared import Shared
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise.secure_gaussian import _candidates, party_words
+
+    plan = dg.plan_for(sigma_units)
+    words = party_words(np.random.default_rng([seed, ctx.rank]))
+    with costs.section() as ledger:
+        accepted, value = _candidates(ctx, plan, candidates, words)
+    values = ctx.reveal(Shared(value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
+    return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
+            "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
+            "dealer_requests": ledger.dealer_requests}

@@ -447,9 +447,10 @@ def dealer_word_bits(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return word, bits
 
 
-def dealer_masked_bits(n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits)."""
-    costs.record("comparison", n)
+def dealer_masked_bits(n: int, bits: int, *, kind: str = "comparison") -> tuple[torch.Tensor, torch.Tensor]:
+    """Shares of n uniform ring elements r: (additive share of r; XOR share of r mod 2^bits). ``kind``: the
+    operation counted (a comparison or a conversion to binary)."""
+    costs.record(kind, n)
     generator = _dealer_generator()
     r = _keyed_ring((n,), generator=generator)
     low = _from_dealer("mpcdp_masked_bits", n, bits) if rank() == 0 else _keyed_kbit((n,), bitlength=_share_bits(bits),

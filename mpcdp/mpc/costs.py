@@ -26,6 +26,7 @@ Kinds (elements are counted, not calls):
   trunc_redo   elements of a truncation redone because their mask was unsafe (public, rare)
   b2a_bits     bits converted from XOR to additive sharing
   comparison   comparisons (x >= 0) of shared values
+  a2b          conversions of shared integers to XOR-shared words
   random_bits  private random bits a party contributes (sampler uniforms)
   openings     opening calls; opened_elements: ring elements or words opened
 """
@@ -40,7 +41,7 @@ from typing import Iterator
 
 from mpcdp.mpc import wire
 
-KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "random_bits",
+KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "a2b", "random_bits",
          "openings", "opened_elements")
 WORD_BITS = 64
 

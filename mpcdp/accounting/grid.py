@@ -1,0 +1,165 @@
+"""The released mechanism as bits: a noisy sum on a 2^-p grid, its integer sensitivity, and what the certificate
+adds for the sampler.
+
+A noisy release opens r = Σ_j enc_p(term_j) + N, an integer vector read at resolution 2^-p:
+* enc_p rounds each coordinate to the nearest multiple of 2^-p, deterministically on each party. Replacing one
+  record changes one party's term by at most Δ in L2. Each coordinate of the encoded term then moves by at
+  most |change|·2^p + 1 units, so by Minkowski the encoded sum moves by at most
+  **Δ_int = ⌈Δ·2^p + √d⌉** units. Deterministic rounding is used rather than randomized rounding with a
+  conditional norm bound (Kairouz, Liu, Steinke 2021). The √d term is then a fixed, public overhead, and
+  :func:`release_precision` makes it small by choosing p so that the noise is about 2^21 units.
+  The overhead is √d·z/σ_units, below 1e-3 for every shipped protocol. Randomized rounding would need a
+  re-drawn rounding whose bound still grows with √d and a δ for its failure.
+* N is the sampler of :mod:`mpcdp.noise.discrete_gaussian` with σ_units = z·Δ_int (z the calibrated noise
+  multiplier). On its support S its pmf is within e^(±η) of R = round(σ·Z), the rounded continuous Gaussian,
+  and it is 0 off S.
+
+Certificate. With R in place of the sampler, r is a post-processing of the continuous Gaussian mechanism with
+sensitivity Δ_int (the rounding of s + σZ to integers, s integer), so the continuous accountants
+(:mod:`mpcdp.accounting.certify`) certify it with noise multiplier σ_units/Δ_int: (ε, δ). For the sampler, over
+the D noise coordinates a run opens (any adaptivity: the noise is independent of everything before it), and
+every event E:
+  M̃_x(E) <= e^(Dη)·M_x(E)   and   M_x(E) <= e^(Dη)·M̃_x(E) + D·tail,
+tail = R's mass off S. Chaining the two, the released mechanism is
+  (ε + 2Dη, e^(Dη)·(δ + e^ε·D·tail))-DP.
+That is :func:`residual`, printed as separate pieces next to the accountant's δ. η is about 1e-11 and the tail
+about 1e-24, so the pieces are of order 1e-5 in ε and 1e-11 in δ for a million coordinates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from mpcdp.errors import ConfigError
+from mpcdp.noise import discrete_gaussian as dg
+
+SIGMA_UNITS = 2.0**21  # the noise's σ in grid units that :func:`release_precision` aims for
+PRECISION_MAX = 46  # 2^(62−46)/m = 65536/m is then the largest |term| a party may input
+
+
+def release_precision(sigma: float) -> int:
+    """The grid 2^-p of a release whose noise has standard deviation ``sigma``: σ·2^p within a factor √2
+    of 2^21 units.
+
+    Raises:
+        ConfigError: σ so small that p would exceed 46 (the terms would leave the ring), or so large that p
+            would be negative.
+    """
+    if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
+        raise ConfigError(f"`sigma` of a release must be a finite number > 0. Found {sigma!r}.")
+    p = round(math.log2(SIGMA_UNITS / sigma))
+    if not 0 <= p <= PRECISION_MAX:
+        raise ConfigError(f"`sigma` {sigma:.4g} needs a release grid of 2^-{p}; the grid must lie between 2^0 and "
+                          f"2^-{PRECISION_MAX} (σ between {SIGMA_UNITS * 2.0**-PRECISION_MAX:.3g} and "
+                          f"{SIGMA_UNITS:.3g})")
+    return p
+
+
+def integer_sensitivity(sensitivity: float, dim: int, precision: int) -> int:
+    """Δ_int = ⌈Δ·2^p + √d⌉: the L2 distance, in grid units, between the encoded sums of neighbouring inputs."""
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ConfigError(f"`sensitivity` must be a finite number > 0. Found {sensitivity!r}.")
+    if not (isinstance(dim, int) and dim >= 1):
+        raise ConfigError(f"`dim` must be an integer >= 1. Found {dim!r}.")
+    exact = sensitivity * 2.0**precision + math.sqrt(dim)
+    return math.ceil(exact * (1 + 1e-12))  # float rounding of the product may only raise it
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRelease:
+    """One kind of noisy release as opened: grid, integer sensitivity and the sampler's plan.
+
+    Attributes:
+        sensitivity: Δ, the L2 sensitivity of the real-valued sum (the algorithm's, e.g. 2C/B).
+        dim: d, the coordinates of one release.
+        noise_multiplier: z, the noise the accountant was calibrated for (σ = z·Δ in real units).
+    """
+
+    sensitivity: float
+    dim: int
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.noise_multiplier) and self.noise_multiplier > 0):
+            raise ConfigError(f"`noise_multiplier` must be a finite number > 0. Found {self.noise_multiplier!r}.")
+
+    @property
+    def precision(self) -> int:
+        return release_precision(self.noise_multiplier * self.sensitivity)
+
+    @property
+    def sensitivity_units(self) -> int:
+        return integer_sensitivity(self.sensitivity, self.dim, self.precision)
+
+    @property
+    def plan(self) -> dg.SamplerPlan:
+        return dg.plan_for(self.noise_multiplier * self.sensitivity_units)
+
+    @property
+    def released_noise_multiplier(self) -> float:
+        """σ_units / Δ_int of the noise really sampled (>= z)."""
+        return self.plan.sigma / self.sensitivity_units
+
+    @property
+    def sigma(self) -> float:
+        """The noise's standard deviation in real units, σ_units·2^-p."""
+        return self.plan.sigma * 2.0**-self.precision
+
+    @property
+    def sigma_equivalent(self) -> float:
+        """The σ to give an accountant that takes Δ (real): released noise multiplier × Δ."""
+        return self.released_noise_multiplier * self.sensitivity
+
+    @property
+    def rounding_overhead(self) -> float:
+        """Δ_int / (Δ·2^p) − 1: the relative cost of the rounding in noise."""
+        return self.sensitivity_units / (self.sensitivity * 2.0**self.precision) - 1
+
+
+def eta_bound() -> float:
+    """The largest per-coordinate η of any plan :func:`release_precision` can produce (σ >= 2^20.5 units,
+    and up to √d·z above it)."""
+    plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2))
+    return plan.eta_rounded + 2 * plan.truncated_mass
+
+
+@dataclasses.dataclass(frozen=True)
+class Residual:
+    """What the sampler adds to an accountant's (ε, δ) over ``coordinates`` opened noise coordinates."""
+
+    coordinates: int
+    eta: float
+    tail: float
+
+    @property
+    def epsilon(self) -> float:
+        return 2 * self.coordinates * self.eta
+
+    def delta_pieces(self, epsilon: float, delta: float) -> dict[str, float]:
+        """The δ terms beyond the accountant's: the truncation and the ratio's effect on δ."""
+        grow = math.expm1(self.coordinates * self.eta)
+        return {"delta_truncation": (1 + grow) * math.exp(epsilon) * self.coordinates * self.tail,
+                "delta_residual": grow * delta}
+
+
+def residual(releases: list[tuple[GridRelease, int]]) -> Residual:
+    """The residual of a run that opens ``count`` rows of each release kind (pairs of (release, count))."""
+    coordinates = sum(r.dim * count for r, count in releases)
+    eta = max(r.plan.eta_rounded + 2 * r.plan.truncated_mass for r, _ in releases)
+    tail = max(r.plan.truncated_mass for r, _ in releases)
+    return Residual(coordinates, eta, tail)
+
+
+def reserve(epsilon: float, delta: float, coordinates: int) -> tuple[float, float]:
+    """(ε, δ) to calibrate the accountant for, so that adding the residual of ``coordinates`` noise coordinates
+    stays within the target (η at its bound, the truncation at ε's e^ε)."""
+    eta = eta_bound()
+    tail = dg.plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01
+    eps = epsilon - 2 * coordinates * eta
+    grow = math.exp(coordinates * eta)
+    dlt = delta / grow - math.exp(epsilon) * coordinates * tail
+    if eps <= 0 or dlt <= 0:
+        raise ConfigError(f"(ε, δ) = ({epsilon}, {delta}) leaves nothing for the accountant after the sampler's "
+                          f"residual over {coordinates} coordinates")
+    return eps, dlt

@@ -1,0 +1,187 @@
+"""Exact circuits on XOR-shared 64-bit words: conversion from arithmetic shares, comparison, one-hot decoding,
+table lookup and AND of a word's bits.
+
+These run the discrete Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`) on integers only. Every
+function works on a batch of flat int64 tensors, and every party calls it in lockstep. A word holds one
+value's bits, so one AND of two words is 64 bit-ANDs at the price of one (binary Beaver, :class:`ShiftedAnds`).
+
+Security model: semi-honest data parties. Correlated randomness comes from the dealer, which never sees an
+opened value. Every opening is a value masked by dealer randomness no data party knows (kind ``masked``).
+The functions here open no result: they return XOR shares.
+
+Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :func:`declared_cost_*`):
+  to_binary   1 opening of n ring elements (c = x + r), then ⌈log2 ℓ⌉ prefix levels of 2n words (n at the
+              last); 1 + ⌈log2 ℓ⌉ dealer requests
+  less_than   1 opening of 2n words (x AND y, skipped for a public y), then ⌈log2 ℓ⌉ levels as above
+  one_hot     3 AND levels over 6 literal words: openings of 6n, 3n and n words; 3 dealer requests
+  all_bits    ⌈log2 w⌉ levels of n words
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from mpcdp.backends import crypten_backend as backend
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.ring import ShiftedAnds, public_xor
+
+ONES = -1  # the all-ones 64-bit word
+
+
+def low_mask(bits: int) -> int:
+    return (1 << bits) - 1 if bits < 64 else ONES
+
+
+def broadcast(ctx: MpcContext, x: torch.Tensor, bit: int) -> torch.Tensor:
+    """XOR shares of the word whose 64 bits all equal bit ``bit`` of x (local)."""
+    return -((x >> bit) & 1)
+
+
+def _prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
+    """Parallel prefix over (generate, propagate) words: on return bit i of G is g_i ⊕ p_i·g_{i−1} ⊕ ... —
+    the block summary of bits 0..i — for every i < ``bits`` (Kogge–Stone, ⌈log2 bits⌉ levels)."""
+    low = low_mask(bits)
+    span = 1
+    while span < bits:
+        last = 2 * span >= bits
+        pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
+        ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=label)  # variables: 0 = P, 1 = G
+        ands.open({0: p, 1: g})
+        g = g ^ (ands.product(0, 1, span) & low)
+        if not last:
+            p = ands.product(0, 0, span) & low
+        span *= 2
+    return g
+
+
+def to_binary(ctx: MpcContext, x: torch.Tensor, bits: int, *, label: str = "a2b") -> torch.Tensor:
+    """XOR shares of x for additive shares of an integer 0 <= x < 2^bits (bits <= 62); exact.
+
+    Opens c = x + r (r uniform on the ring from the dealer, so c is uniform). Then x = (c − r) mod 2^bits =
+    c + NOT(r) + 1 on ``bits`` bits: an adder of a public and an XOR-shared word whose carries come from
+    a parallel prefix.
+    """
+    if not 1 <= bits <= 62:
+        raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
+    flat = x.reshape(-1)
+    low = low_mask(bits)
+    r, r_low = backend.dealer_masked_bits(flat.numel(), bits, kind="a2b")
+    (c,) = ctx.open_masked([flat + r], label=f"{label}-mask")
+    a = c & low  # public
+    b = public_xor(ctx, r_low & low, low)  # NOT r
+    p = public_xor(ctx, b, a)
+    g = b & a
+    g = g ^ (p & 1)  # the carry into bit 0 is 1: bit 0 generates if a_0 OR b_0
+    carries = _prefix(ctx, g, p, bits, label=f"{label}-carry")
+    out = public_xor(ctx, p ^ ((carries << 1) & low), 1)
+    return out.reshape(x.shape)
+
+
+def less_than(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor | int, bits: int, *,
+              y_public: bool = False, label: str = "lt") -> torch.Tensor:
+    """XOR shares (in bit 0) of [x < y] for ``bits``-bit unsigned words; x XOR-shared, y XOR-shared or public.
+
+    g_i = NOT x_i AND y_i (y bigger at bit i), e_i = NOT(x_i XOR y_i). The prefix from bit 0 up combines
+    (G, E) blocks, and the top bit's G is the answer.
+    """
+    if not 1 <= bits <= 63:
+        raise ValueError(f"`bits` must be in [1, 63]. Found {bits}.")
+    low = low_mask(bits)
+    x = x.reshape(-1) & low
+    not_x = public_xor(ctx, x, low)
+    if y_public:
+        y_word = torch.as_tensor(y, dtype=torch.int64).expand_as(x) & low
+        g = not_x & y_word
+        e = public_xor(ctx, x, (~y_word) & low)
+    else:
+        y_word = y.reshape(-1) & low
+        ands = ShiftedAnds(ctx, x.numel(), 2, [(0, 1, 0)], label=f"{label}-g")
+        ands.open({0: not_x, 1: y_word})
+        g = ands.product(0, 1, 0) & low
+        e = public_xor(ctx, x ^ y_word, low)
+    top = _prefix(ctx, g, e, bits, label=f"{label}-prefix")
+    return (top >> (bits - 1)) & 1
+
+
+def one_hot(ctx: MpcContext, values: torch.Tensor, width: int, *, label: str = "onehot") -> torch.Tensor:
+    """XOR shares of the 64-position word with bit v set, for XOR-shared values v < 2^width (width <= 6).
+
+    Literal i is the word whose bit j is 1 iff bit i of v equals bit i of j: a broadcast of v's bit
+    and a public XOR. The one-hot word is the AND of the 6 literals, 3 levels. Widths below 6 pad with
+    all-ones literals, so positions >= 2^width repeat the pattern; readers mask them off.
+    """
+    if not 1 <= width <= 6:
+        raise ValueError(f"`width` must be in [1, 6]. Found {width}.")
+    flat = values.reshape(-1)
+    positions = torch.arange(64, dtype=torch.int64)
+    literals = []
+    for i in range(6):
+        if i < width:
+            pattern = int(((((positions >> i) & 1) == 0).to(torch.int64) << positions).sum().item())
+            literals.append(public_xor(ctx, broadcast(ctx, flat, i), _signed(pattern)))
+        else:
+            literals.append(public_xor(ctx, torch.zeros_like(flat), ONES))
+    level = ShiftedAnds(ctx, flat.numel(), 6, [(0, 1, 0), (2, 3, 0), (4, 5, 0)], label=label)
+    level.open(dict(enumerate(literals)))
+    a, b, c = level.product(0, 1, 0), level.product(2, 3, 0), level.product(4, 5, 0)
+    # variables: 0 = A, 1 = B, 2 = C, 3 = X = A∧B (opened once it is known): (A∧B)∧C in two more levels
+    tree = ShiftedAnds(ctx, flat.numel(), 4, [(0, 1, 0), (3, 2, 0)], label=label)
+    tree.open({0: a, 1: b, 2: c})
+    tree.open({3: tree.product(0, 1, 0)})
+    return tree.product(3, 2, 0).reshape(values.shape)
+
+
+def _signed(word: int) -> int:
+    """A 64-bit pattern as a signed int64 value."""
+    word &= (1 << 64) - 1
+    return word - (1 << 64) if word >= 1 << 63 else word
+
+
+def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: int) -> torch.Tensor:
+    """XOR shares of table[v] (public ``bits``-bit entries) from the one-hot word of v (local).
+
+    Bit b of the result is the parity of onehot AND (the positions whose entry has bit b). Exactly one
+    position is set among the table's, so the XOR over them is the selected bit.
+    """
+    masks = _column_masks(tuple(int(v) for v in table), bits)
+    parity = _parity(onehot.reshape(-1, 1) & masks.unsqueeze(0))  # (n, bits)
+    return (parity << torch.arange(bits, dtype=torch.int64)).sum(1).reshape(onehot.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _column_masks(table: tuple[int, ...], bits: int) -> torch.Tensor:
+    """For each bit b < ``bits``: the word with bit j set iff table[j] has bit b."""
+    if len(table) > 64:
+        raise ValueError(f"a one-hot word selects among at most 64 entries. Found {len(table)}.")
+    return torch.tensor([_signed(sum(1 << j for j, v in enumerate(table) if (v >> b) & 1)) for b in range(bits)],
+                        dtype=torch.int64)
+
+
+def _parity(words: torch.Tensor) -> torch.Tensor:
+    x = words
+    for shift in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> shift)
+    return x & 1
+
+
+def all_bits(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
+    """XOR shares (in bit 0) of the AND of bits 0..width−1 of each word (⌈log2 width⌉ levels)."""
+    if not 1 <= width <= 63:
+        raise ValueError(f"`width` must be in [1, 63]. Found {width}.")
+    low = low_mask(width)
+    x = public_xor(ctx, words.reshape(-1) & low, ONES ^ low)  # positions above width: 1 (neutral)
+    span = 1
+    while span < width:
+        ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, -span)], label=label)
+        ands.open({0: x})
+        x = ands.product(0, 0, -span)
+        span *= 2
+    return (x & 1).reshape(words.shape)
+
+
+def levels(bits: int) -> int:
+    """⌈log2 bits⌉: prefix levels for a ``bits``-bit word."""
+    return max(0, math.ceil(math.log2(bits)))

@@ -1,0 +1,158 @@
+"""The noise sampler's output distribution, enumerated exactly, and the in-MPC sampler checked against it.
+
+The pmf tests enumerate every candidate value (no sampling), so they see the tails and the lattice: every
+cell inside the support has positive mass, the ratio to the rounded continuous Gaussian round(σ·Z) stays
+inside the stated bound, and the hockey-stick divergence for integer shifts is the reference's up to that
+bound. The secure sampler is then shown to make exactly the plaintext rule's decisions on the same
+randomness, so the enumerated pmf is the pmf of what the MPC outputs.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from mpcdp.errors import ConfigError
+from mpcdp.noise import discrete_gaussian as dg
+
+# σ in grid units: the smallest accepted, two small ones (sub-2^10, where the rounded-Gaussian term dominates),
+# and σ = 8.2e-4, 0.0068 and 0.0217 (Table 2, the MNIST CNN, the quick start) at their release precision.
+SMALL = (16.0, 53.7, 445.3)
+
+
+def enumerate_pmf(plan):
+    n, log_p = zip(*dg.exact_log_pmf(plan))
+    return np.concatenate(n), np.concatenate(log_p)
+
+
+@pytest.mark.parametrize("sigma", SMALL)
+def test_no_hole_inside_the_support_and_the_ratio_bounds_hold(sigma):
+    plan = dg.plan_for(sigma)
+    n, log_p = enumerate_pmf(plan)
+    inside = np.isfinite(log_p)
+    lo, hi = n[inside].min(), n[inside].max()
+    assert inside[(n >= lo) & (n <= hi)].all()  # no unreachable cell between the support's ends
+    assert -lo == hi + 0 or -lo == hi + 1 or -lo + 1 == hi  # symmetric up to the one cell of piece 0
+    assert hi >= 9.8 * plan.sigma - 1 and plan.support_edge >= hi
+    ratio_dg = log_p[inside] - dg.log_discrete_gaussian(n[inside], plan.sigma)
+    ratio_rg = log_p[inside] - dg.log_rounded_gaussian(n[inside], plan.sigma)
+    assert np.abs(ratio_dg).max() <= plan.eta_dg
+    assert np.abs(ratio_rg).max() <= plan.eta_rounded
+    assert np.abs(ratio_dg).max() <= 0.01  # against its own reference D_σ (releases use the rounded Gaussian
+    # only at σ >= 2^20.5 units, test_release_points_have_no_hole_and_a_tiny_ratio)
+    # the reference's mass outside the support is what the certificate calls the truncation
+    outside = 1 - np.exp(dg.log_rounded_gaussian(n[inside], plan.sigma)).sum()
+    assert outside <= plan.truncated_mass + 1e-12
+
+
+def hockey_stick(log_p, shift, epsilon):
+    p = np.exp(log_p)
+    q = np.concatenate([np.zeros(shift), p[:-shift]])  # P(n − shift)
+    return float(np.maximum(0.0, p - math.exp(epsilon) * q).sum())
+
+
+@pytest.mark.parametrize("sigma", SMALL)
+def test_hockey_stick_matches_the_rounded_gaussian(sigma):
+    plan = dg.plan_for(sigma)
+    n, log_p = enumerate_pmf(plan)
+    log_ref = dg.log_rounded_gaussian(n, plan.sigma)
+    residual = math.exp(plan.eta_rounded) - 1
+    for shift in sorted({1, 2, 3, max(1, int(plan.sigma / 4)), max(1, int(plan.sigma / 2)), int(plan.sigma)}):
+        for epsilon in (0.5, 1.0, 3.0):
+            ours, ref = hockey_stick(log_p, shift, epsilon), hockey_stick(log_ref, shift, epsilon)
+            # a pointwise ratio within e^±η moves δ(ε) to at most e^η·δ_ref(ε − 2η) <= 1.01·δ_ref + residual
+            assert ours <= 1.01 * hockey_stick(log_ref, shift, epsilon - 2 * plan.eta_rounded) + residual, (shift, epsilon)
+            assert ours >= ref / 1.01 - residual
+
+
+@pytest.mark.parametrize("sigma_real", (8.2e-4, 0.0068, 0.0217))
+def test_release_points_have_no_hole_and_a_tiny_ratio(sigma_real):
+    from mpcdp.accounting.grid import release_precision
+
+    p = release_precision(sigma_real)
+    plan = dg.plan_for(sigma_real * 2**p)
+    assert 2**20.5 <= plan.sigma <= 2**21.5
+    worst, total, lo, hi = 0.0, 0.0, None, None
+    for n, log_p in dg.exact_log_pmf(plan, chunk=1 << 22):
+        inside = np.isfinite(log_p)
+        if inside.any():
+            cells = n[inside]
+            assert inside[(n >= cells.min()) & (n <= cells.max())].all()
+            lo = cells.min() if lo is None else lo
+            assert hi is None or cells.min() == hi + 1  # contiguous across chunks
+            hi = cells.max()
+            worst = max(worst, float(np.abs(log_p[inside] - dg.log_rounded_gaussian(cells, plan.sigma)).max()))
+            total += float(np.exp(log_p[inside]).sum())
+    assert total == pytest.approx(1.0, abs=1e-9)
+    assert worst <= plan.eta_rounded <= 1e-11
+    assert plan.truncated_mass < 1e-20
+
+
+def test_limits_are_refused_naming_the_field():
+    for bad in (15.9, 2.0**22 * 1.01, float("nan"), -1.0):
+        with pytest.raises(ConfigError, match="`sigma`"):
+            dg.plan_for(bad)
+
+
+def test_sigma_is_never_below_the_request():
+    for sigma in (16.0, 17.3, 1000.1, 2**20 * 1.37, 2.0**22):
+        plan = dg.plan_for(sigma)
+        assert sigma <= plan.sigma <= sigma * (1 + 2e-3)
+
+
+def test_plaintext_samples_follow_the_exact_pmf():
+    """χ² of 2·10⁵ plaintext draws against the enumerated pmf, in 40 equal-mass bins (α = 1e-3)."""
+    from scipy import stats
+
+    plan = dg.plan_for(53.7)
+    n, log_p = enumerate_pmf(plan)
+    p = np.exp(log_p)
+    cdf = np.cumsum(p)
+    edges = np.searchsorted(cdf, np.linspace(0, 1, 41)[1:-1])
+    x, counts = dg.sample_plain(plan, 200_000, seed=2026)
+    observed = np.bincount(np.searchsorted(n[edges], x, side="left"), minlength=40)  # bin b: (n_{b−1}, n_b]
+    expected = np.diff(np.concatenate([[0.0], cdf[edges], [1.0]])) * x.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    assert abs(counts["candidates"] * plan.acceptance - x.size) < 0.05 * x.size
+
+
+@pytest.fixture(scope="module")
+def secure_pass():
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import discrete_gaussian_pass
+
+    sigma, n, seed = 445.3, 3000, 11
+    return sigma, n, seed, run_parties(discrete_gaussian_pass, MpcConfig(parties=3, timeout_s=300),
+                                       args=(sigma, n, seed))
+
+
+def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
+    sigma, n, seed, results = secure_pass
+    plan = dg.plan_for(sigma)
+    streams = [np.random.default_rng([seed, rank]) for rank in range(3)]
+    shares = [dg.draw_fields(plan, n, lambda c, g=g: g.integers(-(2**63), 2**63 - 1, size=c, dtype=np.int64,
+                                                                 endpoint=True)) for g in streams]
+    fields = {name: np.bitwise_xor.reduce([s[name] for s in shares]) for name in shares[0]}
+    values, piece = dg.candidate_values(plan, fields)
+    decisions = dg.accept(plan, dg.exponent(plan, values, piece), fields)
+    for r in results:
+        assert np.array_equal(r["values"].numpy(), values)
+        assert np.array_equal(r["accepted"].numpy(), decisions)
+    assert 0.55 < decisions.mean() < 0.7
+
+
+def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
+    from mpcdp.noise.secure_gaussian import declared_cost
+
+    sigma, n, _, results = secure_pass
+    declared = declared_cost([n], dg.plan_for(sigma))
+    r = results[0]
+    assert [e for label, e in r["openings"] if label.startswith("dg-")] == declared.openings
+    for kind, count in declared.ops.items():
+        assert r["ops"].get(kind, 0) == count, kind
+    assert r["dealer_requests"] == declared.dealer_requests
+    # opened: masked values and the accept bits only
+    assert {label for label, _ in r["openings"]} <= {"dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
+                                                     "dg-a2b-carry", "dg-group", "dg-lt-g", "dg-lt-prefix",
+                                                     "dg-accept", "dg-accept-bits"}
