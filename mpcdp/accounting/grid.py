@@ -56,6 +56,14 @@ def release_precision(sigma: float) -> int:
     return p
 
 
+def encode(values, precision: int):
+    """Each coordinate rounded to the nearest multiple of 2^-p, as int64 grid units (ties to even): the
+    deterministic rounding that :func:`integer_sensitivity` accounts for."""
+    import torch
+
+    return torch.round(torch.as_tensor(values, dtype=torch.float64) * 2.0**precision).to(torch.int64)
+
+
 def integer_sensitivity(sensitivity: float, dim: int, precision: int) -> int:
     """Δ_int = ⌈Δ·2^p + √d⌉: the L2 distance, in grid units, between the encoded sums of neighbouring inputs."""
     if not (math.isfinite(sensitivity) and sensitivity > 0):

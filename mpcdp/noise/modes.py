@@ -11,6 +11,10 @@ Modes (threat model: semi-honest parties, non-colluding dealer):
     one data party, not the dealer — knows any noise value. N(0, σ²) truncated at σ·6.865 (k = 16) on a
     fine grid; the truncated mass, 6.6e-12 per coordinate, is reported as ``delta_overhead`` for the
     accountant to add to δ.
+``dgauss``  the discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC
+    (:mod:`mpcdp.noise.secure_gaussian`) on the release grid 2^-p of :func:`mpcdp.accounting.grid.release_precision`
+    (σ ≈ 2^21 grid units). Its pmf is enumerated exactly: within e^(±1e-11) of round(σ·Z) on |x| < 9.8σ, 0
+    outside (mass 4e-25 per coordinate, ``delta_overhead``). Who knows the noise: as for ``rou``.
 ``distributed``  each party adds N(0, σ²/(m−t)) drawn from the OS CSPRNG (float64 Box–Muller, rounded to
     the fixed-point grid) to its own share: zero communication. Any t colluding parties know their t
     contributions, so the noise unknown to them still has variance σ²; more colluders see less noise.
@@ -38,7 +42,7 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 from mpcdp.validation import require_positive
 
-MODES = ("rou", "distributed", "boxmuller", "plaintext")
+MODES = ("rou", "dgauss", "distributed", "boxmuller", "plaintext")
 BOXMULLER_SUPPORT = math.sqrt(2 * 16 * math.log(2))
 
 
@@ -136,6 +140,19 @@ def sample_noise(ctx: MpcContext | None, spec: NoiseSpec, shape: tuple[int, ...]
         return NoiseBlock(shared.reshape(shape), spec, _gaussian_event(sigma, spec.sensitivity), sigma,
                           rou.support_bound(spec.uniform_bits), count * rou.truncated_mass(spec.uniform_bits),
                           dataclasses.asdict(stats) | {"acceptance_rate": stats.acceptance_rate})
+    if spec.mode == "dgauss":
+        from mpcdp.accounting.grid import release_precision
+        from mpcdp.noise import discrete_gaussian, secure_gaussian
+
+        precision = release_precision(spec.sigma)
+        plan = discrete_gaussian.plan_for(spec.sigma * 2**precision)
+        rng = None if spec.seed is None else np.random.default_rng([spec.seed, ctx.rank])
+        stats: dict = {}
+        shares = secure_gaussian.sample_discrete_gaussian(ctx, count, plan, rng=rng, stats=stats)
+        sigma = plan.sigma * 2.0**-precision
+        stats |= {"acceptance_rate": stats["accepted"] / stats["candidates"], "precision_bits": precision}
+        return NoiseBlock(Shared(shares, precision).reshape(shape), spec, _gaussian_event(sigma, spec.sensitivity),
+                          sigma, plan.support_edge / plan.sigma, count * plan.truncated_mass, stats)
     if spec.mode == "distributed":
         if spec.colluders >= ctx.parties:
             raise ConfigError(f"`colluders` must be < parties ({ctx.parties}). Found {spec.colluders}.")
