@@ -36,7 +36,7 @@ def test_no_hole_inside_the_support_and_the_ratio_bounds_hold(sigma):
     assert hi >= 9.8 * plan.sigma - 1 and plan.support_edge >= hi
     ratio_dg = log_p[inside] - dg.log_discrete_gaussian(n[inside], plan.sigma)
     ratio_rg = log_p[inside] - dg.log_rounded_gaussian(n[inside], plan.sigma)
-    assert np.abs(ratio_dg).max() <= plan.eta_dg
+    assert np.abs(ratio_dg).max() <= plan.eta_dg <= 1e-12  # the stated bound, not only a self-computed one
     assert np.abs(ratio_rg).max() <= plan.eta_rounded
     assert np.abs(ratio_dg).max() <= 0.01  # against its own reference D_σ (releases use the rounded Gaussian
     # only at σ >= 2^20.5 units, test_release_points_have_no_hole_and_a_tiny_ratio)

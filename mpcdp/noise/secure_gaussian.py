@@ -54,8 +54,8 @@ def _piece_words(ctx: MpcContext, plan: dg.SamplerPlan, fields: dict[str, torch.
     k = plan.k
     onehot = binary.one_hot(ctx, fields["index"], dg.INDEX_BITS, label="dg-piece")
     table = plan.index_table()
-    indicators = torch.stack([binary._parity(onehot & binary._signed(sum(1 << j for j in range(64) if table[j] == p)))
-                              for p in range(dg.PIECES)], 1)
+    chosen = binary.select(ctx, onehot, tuple(1 << int(piece) for piece in table), dg.PIECES)  # bit j: I_j
+    indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
     width = k + 5
     full = (1 << width) - 1
     point, sign = fields["point"], fields["sign"]
