@@ -248,7 +248,7 @@ def audited_srm(ctx, shard, params, noise, dim):
 
     ctx.keep_values = True
     blocks, locals_ = [], []
-    sample = backends.sample_noise
+    sample = backends.secure_rows
 
     def capturing_sample(*args, **kwargs):
         block = sample(*args, **kwargs)
@@ -261,17 +261,17 @@ def audited_srm(ctx, shard, params, noise, dim):
             return aggregate(t, local)
         return run_srm(shards, params_, recorded, **kwargs)
 
-    backends.sample_noise = capturing_sample
+    backends.secure_rows = capturing_sample
     try:
         out = backends.mpc_party(ctx, shard, params, noise, dim, capturing_run)
     finally:
-        backends.sample_noise = sample
+        backends.secure_rows = sample
     audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
-    noise_rows = torch.cat([ctx.reveal(b.values, label="test only", reason="audit").reshape(-1, dim)
-                            for b in blocks])
+    noise_rows = torch.cat([ctx.reveal(b, label="test only", reason="audit").reshape(-1, dim) for b in blocks])
+    grids = [b.precision_bits for b in blocks for _ in range(b.shape[0])]  # each row's release grid
     from mpcdp.backends import crypten_backend
 
-    return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows,
+    return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows, "grids": grids,
             "unkeyed_draws": crypten_backend.unkeyed_draws(), "keyed_words": crypten_backend.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}
 

@@ -35,7 +35,7 @@ def audit():
     shards = [Shard(j, x[i], y[i]) for j, i in enumerate(split_indices(len(y), 3, seed=0))]
     params = SrmParameters(steps=STEPS, batch=5, batch0=10, seed=1)
     return run_parties(audited_srm, MpcConfig(parties=3, timeout_s=90.0),
-                       party_args=[(s, params, NoiseLevels(0.5, 0.5), DIM) for s in shards])
+                       party_args=[(s, params, NoiseLevels.for_sigmas(0.5, 0.5, dim=DIM), DIM) for s in shards])
 
 
 def _words(values) -> torch.Tensor:
@@ -51,11 +51,11 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         releases = [(label, n) for label, n, _, kind, _ in party["openings"] if kind == "release"]
         assert releases == [(f"v_p[{t}]", DIM + 1) for t in range(STEPS + 1)]  # d values + the validity flag
         comparisons = [(label, v) for label, _, _, kind, v in party["openings"] if kind == "comparison"]
-        assert comparisons and {label for label, _ in comparisons} == {"rou-accept-result"}
+        assert comparisons and {label for label, _ in comparisons} == {"dg-accept-bits"}
         bits = torch.cat([_words(v) for _, v in comparisons])
         assert set(bits.tolist()) <= {0, 1} and 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
         masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
-        assert masked and all(label.startswith("rou-") for label in masked)
+        assert masked and all(label.startswith("dg-") for label in masked)
         assert all(recipients == (0, 1, 2) for _, _, recipients, _, _ in party["openings"]), \
             "an opening went to fewer than all data parties or to the dealer"
 
@@ -79,11 +79,12 @@ def test_no_opened_word_is_a_secret(audit):
     """No opened word equals the fixed-point encoding of any party's local terms, their noiseless sum or the
     noise (a uniform 64-bit word hits one of these few hundred values with probability ~2^-55). The k-bit
     B2A words and the accept bits live in small ranges, so they are checked by the tests above instead."""
-    scale = 1 << audit[0]["precision_bits"]
     locals_ = torch.stack([party["locals"] for party in audit])  # (parties, releases, d)
     noise = audit[0]["noise"]
     secrets = torch.cat([locals_.reshape(-1), locals_.sum(0).reshape(-1), noise.reshape(-1)])
-    encoded = set(torch.round(secrets * scale).to(torch.int64).tolist()) - {0}
+    encoded = set()
+    for bits in {audit[0]["precision_bits"], *audit[0]["grids"]}:  # the run's precision and every release grid
+        encoded |= set(torch.round(secrets * 2.0**bits).to(torch.int64).tolist()) - {0}
     assert len(encoded) > 200
     for party in audit:
         opened = set()
@@ -101,12 +102,20 @@ def test_no_draw_reaches_a_mersenne_twister(audit):
 
 
 def test_the_release_is_the_sum_plus_the_noise_and_nothing_less(audit):
-    """v_p⁰ = Σ_j local_j + u⁰ exactly (to fixed-point error): the noise went in before the opening, so the
-    noiseless sum was never opened."""
-    locals_ = torch.stack([party["locals"] for party in audit])
-    noiseless = locals_.sum(0)[0]
+    """Every opened v_p is exactly Σ_j round(2^p·local_j) + N in units of its release grid 2^-p (the
+    mechanism the accountant certifies, bit for bit): the noise went in before the opening, so the
+    noiseless sum was never opened, and each party's term was rounded to the grid of its release kind."""
+    locals_ = torch.stack([party["locals"] for party in audit])  # (parties, releases, d)
+    grids = audit[0]["grids"]
+    assert len(grids) == STEPS + 1 and grids[0] != audit[0]["precision_bits"]
+    for t in range(STEPS + 1):
+        bits = grids[t]
+        raw = [v for label, _, _, kind, v in audit[0]["openings"] if label == f"v_p[{t}]"][0].to(torch.int64)
+        terms = torch.round(locals_[:, t] * 2.0**bits).to(torch.int64).sum(0)
+        noise_units = torch.round(audit[0]["noise"][t] * 2.0**bits).to(torch.int64)
+        assert torch.equal(audit[0]["noise"][t] * 2.0**bits, noise_units.to(torch.float64))  # on the grid
+        assert torch.equal(raw[:DIM], terms + noise_units), f"release {t}"
+        assert raw[DIM] == 0  # no party flagged its input
+        assert noise_units.abs().max() > 2**19  # the noise (≈ 2^21 units) is really there
     release0 = [v for label, _, _, kind, v in audit[0]["openings"] if label == "v_p[0]"][0]
-    opened = release0.to(torch.float64)[:DIM] / (1 << audit[0]["precision_bits"])
-    assert torch.allclose(opened, noiseless + audit[0]["noise"][0], atol=3 * 2.0 ** -16)
-    assert (opened - noiseless).abs().max() > 0.05  # σ = 0.5 noise is really there
-    assert math.isclose(float(audit[0]["released"][0][0]), float(opened[0]), abs_tol=1e-12)
+    assert math.isclose(float(audit[0]["released"][0][0]), float(release0[0]) * 2.0**-grids[0], abs_tol=1e-12)

@@ -43,14 +43,14 @@ def test_private_baselines_learn_in_simulation(cancer, full_batch):
     shards, x_test, y_test = cancer
     n = sum(len(s.y) for s in shards)
     params = SgdParameters(steps=30, batch=10, learning_rate=1.0, full_batch=full_batch, n_total=n, seed=2)
-    result = train_simulated(shards, params, NoiseLevels(0.05, 0.05), dim=30, runner=run_sgd)
+    result = train_simulated(shards, params, NoiseLevels.for_sigmas(0.05, 0.05, dim=30), dim=30, runner=run_sgd)
     assert loss(result.theta_last, x_test, y_test).item() < math.log(2) - 0.2
 
 
 def test_dpsgd_runs_on_the_mpc_backend_like_in_simulation(cancer, config_for):
     shards, _, _ = cancer
     params = SgdParameters(steps=8, batch=10, learning_rate=1.0, seed=4)
-    noiseless = NoiseLevels(0.0, 0.0)
+    noiseless = NoiseLevels.none()
     simulated = train_simulated(shards, params, noiseless, dim=30, runner=run_sgd)
     results = run_parties(srm_party, config_for(3, reproducible=True), party_args=[(s, params, noiseless, 30, run_sgd) for s in shards])
     assert (results[0]["result"].theta_last - simulated.theta_last).abs().max().item() < 1e-3
@@ -70,15 +70,15 @@ def test_protocol_algorithm_is_validated(tmp_path):
 def test_rrpsgd_outputs_a_random_round_chosen_by_the_seed(cancer):
     shards, _, _ = cancer
     params = SgdParameters(steps=40, batch=5, learning_rate=0.5, random_round=True, seed=7)
-    first = train_simulated(shards, params, NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
-    again = train_simulated(shards, params, NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
+    first = train_simulated(shards, params, NoiseLevels.none(), dim=30, runner=run_sgd)
+    again = train_simulated(shards, params, NoiseLevels.none(), dim=30, runner=run_sgd)
     rounds = [k for k, theta in enumerate(first.iterates) if torch.equal(theta, first.theta_output)]
     assert rounds and 1 <= rounds[0] <= 40
     assert torch.equal(first.theta_output, again.theta_output)
     picks = set()
     for seed in range(12):
         result = train_simulated(shards, SgdParameters(steps=40, batch=5, learning_rate=0.5, random_round=True,
-                                                       seed=seed), NoiseLevels(0.0, 0.0), dim=30, runner=run_sgd)
+                                                       seed=seed), NoiseLevels.none(), dim=30, runner=run_sgd)
         picks.add(next(k for k, t in enumerate(result.iterates) if torch.equal(t, result.theta_output)))
     assert len(picks) >= 6  # uniform over 40 rounds: 12 draws with fewer than 6 distinct has probability < 1e-4
 
@@ -110,7 +110,7 @@ def test_output_rules(cancer):
     from mpcdp.errors import ConfigError
 
     shards, _, _ = cancer
-    result = train_simulated(shards, SgdParameters(steps=9, batch=5, seed=1), NoiseLevels(0.0, 0.0), dim=30,
+    result = train_simulated(shards, SgdParameters(steps=9, batch=5, seed=1), NoiseLevels.none(), dim=30,
                              runner=run_sgd)
     assert torch.allclose(result.output("average"), torch.stack(result.iterates[5:]).mean(0))
     assert torch.equal(result.output("last"), result.iterates[-1])

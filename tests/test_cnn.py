@@ -95,7 +95,7 @@ def test_a_few_secure_ddp_srm_steps_on_3_parties_reduce_the_cnn_loss(config_for)
     shards, x, y = _mnist_shards(3, 64)
     params = SrmParameters(steps=6, batch=16, batch0=32, c1=1.0, c2=0.5, gamma=0.5, lipschitz=0.5, zeta=1.0)
     runner = functools.partial(run_srm, model=MNIST_CNN)
-    levels = NoiseLevels(1e-3, 1e-3)
+    levels = NoiseLevels.for_sigmas(1e-3, 1e-3, dim=MNIST_CNN.dim)
     run = run_job(mpc_party, config_for(3, reproducible=True), party_args=[(s, params, levels, MNIST_CNN.dim, runner) for s in shards])
     secure = run.values[0]["result"]
     assert all(torch.equal(secure.theta_last, r["result"].theta_last) for r in run.values)  # one public model
@@ -121,7 +121,7 @@ def test_dp_sgd_on_the_cnn_clips_over_all_layers_and_learns():
     assert torch.allclose(MNIST_CNN.clipped_gradient_sum(theta, x[:8], y[:8], 0.3), expected, atol=1e-12)
     params = SgdParameters(steps=8, batch=32, c1=1.0, learning_rate=1.0)
     runner = functools.partial(run_sgd, model=MNIST_CNN)
-    result = train_simulated(shards, params, NoiseLevels(1e-3, 1e-3), dim=MNIST_CNN.dim, noise_seed=3, runner=runner)
+    result = train_simulated(shards, params, NoiseLevels.for_sigmas(1e-3, 1e-3, dim=MNIST_CNN.dim), dim=MNIST_CNN.dim, noise_seed=3, runner=runner)
     assert MNIST_CNN.loss(result.theta_last, x, y).item() < MNIST_CNN.loss(theta, x, y).item() - 0.04
     with pytest.raises(ConfigError, match="full-batch training is implemented for logistic regression only"):
         run_sgd(shards, SgdParameters(steps=1, full_batch=True, n_total=128), lambda t, v: v, dim=MNIST_CNN.dim,

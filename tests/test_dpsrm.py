@@ -26,7 +26,7 @@ def a9a_shards():
 def test_noiseless_mpc_and_simulated_give_the_same_iterates(a9a_shards, config_for):
     shards, _, _ = a9a_shards
     params = SrmParameters(steps=6, batch=50, batch0=100, c2=0.5, gamma=0.5, seed=3)
-    noise = NoiseLevels(0.0, 0.0)
+    noise = NoiseLevels.none()
     simulated = train_simulated(shards, params, noise, dim=123)
     results = run_parties(srm_party, config_for(PARTIES, reproducible=True), party_args=[(s, params, noise, 123) for s in shards])
     secure = results[0]["result"]
@@ -43,7 +43,7 @@ def test_secure_batches_come_from_each_partys_csprng_unless_reproducible(a9a_sha
     seeded simulation; with ``reproducible`` they follow the seed."""
     shards, _, _ = a9a_shards
     params = SrmParameters(steps=3, batch=20, batch0=40, c2=0.5, gamma=0.5, seed=3)
-    noise = NoiseLevels(0.0, 0.0)
+    noise = NoiseLevels.none()
     simulated = train_simulated(shards, params, noise, dim=123).theta_last
     secret = [run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])[0]
               ["result"].theta_last for _ in range(2)]
@@ -57,7 +57,7 @@ def test_secure_batches_come_from_each_partys_csprng_unless_reproducible(a9a_sha
 def test_a_short_secure_run_beats_the_untrained_model(a9a_shards, config_for):
     shards, x_test, y_test = a9a_shards
     params = SrmParameters(steps=15, batch=100, batch0=200, c2=0.5, gamma=0.5, zeta=0.5, seed=1)
-    noise = NoiseLevels(0.02, 0.01)
+    noise = NoiseLevels.for_sigmas(0.02, 0.01, dim=123)
     results = run_parties(srm_party, config_for(PARTIES), party_args=[(s, params, noise, 123) for s in shards])
     theta = results[0]["result"].theta_last
     untrained = loss(torch.zeros(123, dtype=torch.float64), x_test, y_test).item()
@@ -73,7 +73,7 @@ def test_released_estimators_carry_gaussian_noise_of_the_declared_sigma(a9a_shar
 
     shards, _, _ = a9a_shards
     params = SrmParameters(steps=40, batch=50, batch0=100, c2=0.5, gamma=0.5, zeta=0.5, seed=7)
-    noise = NoiseLevels(0.05, 0.02)
+    noise = NoiseLevels.for_sigmas(0.05, 0.02, dim=123)
     results = run_parties(srm_party, config_for(PARTIES, reproducible=True), party_args=[(s, params, noise, 123) for s in shards])
     released = results[0]["result"].released
     exact = []

@@ -167,7 +167,7 @@ def test_a_bad_party_dataset_is_refused_on_every_party_before_any_share(config_f
     params = SrmParameters(steps=2, batch=2, batch0=4, seed=0)
     with pytest.raises(PartyFailed) as info:
         run_parties(srm_party, config_for(3, timeout_s=60.0),
-                    party_args=[(s, params, NoiseLevels(1.0, 1.0), 5) for s in shards])
+                    party_args=[(s, params, NoiseLevels.for_sigmas(1.0, 1.0, dim=5), 5) for s in shards])
     err = info.value
     assert err.party == victim, str(err)[:500]
     assert EXPECTED[defect] in str(err)

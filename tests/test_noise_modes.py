@@ -80,3 +80,14 @@ def test_csprng_normal_is_normal():
     from mpcdp.noise.modes import csprng_normal
 
     assert stats.kstest(csprng_normal(100_000), "norm").pvalue > ALPHA
+
+
+def test_rou_noise_is_unbiased_at_a_few_grid_cells_per_sigma():
+    """σ = 2^-10 at 12 fractional bits: 4 grid cells per σ, so a rounding bias of half a cell (σ/8) would be
+    12 standard errors on 10⁴ draws. Two-sided z-test of the mean against 0, α = 1e-4."""
+    n, sigma = 10_000, 2.0**-10
+    results = run_parties(noise_modes, MpcConfig(parties=2, timeout_s=300, precision_bits=12),
+                          args=("rou", n, sigma, 0, 11))
+    x = results[0]["values"].numpy()
+    z = x.mean() / (x.std() / math.sqrt(n))
+    assert abs(z) < stats.norm.isf(1e-4 / 2), z

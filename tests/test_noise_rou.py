@@ -66,7 +66,8 @@ def test_a_presampled_block_is_consumed_row_by_row(config_for):
     results = run_parties(noisy_aggregation_steps, config_for(2), party_args=[(rows[0], sigma), (rows[1], sigma)])
     noise = (results[0]["released"] - (rows[0] + rows[1])).numpy()
     assert validate_normal(noise.ravel(), sigma=sigma, alpha=ALPHA, support=support_bound(16)).passed
-    assert results[0]["event"] == f"GaussianDpEvent(noise_multiplier={sampled_sigma(sigma)})"
+    # its output grid has holes in the tails (tests/test_discrete_gaussian.py): no accountant may take it
+    assert results[0]["event"] == "UnsupportedDpEvent()"
     # the only plaintext released: one noisy aggregate per step (the handshakes are public metadata)
     released = [label for label in results[0]["openings"] if label.startswith("noisy")]
     assert released == [f"noisy-aggregate-{t}" for t in range(steps)]

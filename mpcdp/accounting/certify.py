@@ -29,12 +29,17 @@ RDP_ORDERS = [*range(2, 33), 36, 40, 44, 48, 56, 64, 80, 96, 128, 192, 256]
 
 @dataclasses.dataclass(frozen=True)
 class Certificate:
-    """A certified (ε, δ) and how it was obtained."""
+    """A certified (ε, δ) and how it was obtained.
+
+    ``pieces``: for a release on the grid (:mod:`mpcdp.accounting.released`), the terms that make up ε and δ
+    (the accountant's, the sampler's truncation and residual), the grid and the versions that produced them.
+    """
 
     epsilon: float
     delta: float
     method: str
     order: float | None = None
+    pieces: dict | None = None
 
 
 def check_delta(delta: float) -> None:

@@ -22,11 +22,12 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.accounting.baselines import dpsgd_noise_for
+from mpcdp.accounting.baselines import dpsgd_event, dpsgd_noise_for
 from mpcdp.accounting.certify import zcdp_budget_for
 from mpcdp.accounting.distributed import CALIBRATIONS, aggregate_noise_for, local_noise_for
 from mpcdp.accounting.dpsrm import noise_for
-from mpcdp.accounting.events import DpSrmSetting
+from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event
+from mpcdp.accounting.released import ReleaseKind, calibrate_on_grid
 from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
@@ -207,8 +208,43 @@ def _training_optimum(dataset: str, normalize_rows: bool) -> tuple[torch.Tensor,
 
 
 @functools.lru_cache(maxsize=32)
-def _calibrated(setting: DpSrmSetting, epsilon: float, delta: float):
-    return noise_for(setting, epsilon, delta)
+def srm_noise(setting: DpSrmSetting, dim: int, epsilon: float, delta: float):
+    """DP-SRM's two release kinds on their grids (:mod:`mpcdp.accounting.released`): release 0 with
+    sensitivity 2·C1/B0, releases 1..T with 2·C_eff/B (B0, B the combined batches)."""
+    kinds = (ReleaseKind("release 0", 2 * setting.c1 / sum(setting.batch0), 1),
+             ReleaseKind("releases 1..T", 2 * setting.c_eff / sum(setting.batch), setting.steps))
+
+    def calibrate(eps: float, dlt: float) -> tuple[float, float]:
+        noise = noise_for(setting, eps, dlt)
+        return noise.sigma0, noise.sigma
+
+    return calibrate_on_grid(kinds, dim, epsilon, delta, calibrate=calibrate,
+                             event_of=lambda sigmas: dpsrm_event(setting, *sigmas))
+
+
+def dpsgd_noise(sizes: tuple[int, ...], batch: tuple[int, ...], steps: int, c: float, dim: int, epsilon: float,
+                delta: float):
+    """DP-SGD's one release kind on its grid: T releases with sensitivity 2C/B."""
+    kinds = (ReleaseKind("releases 1..T", 2 * c / sum(batch), steps),)
+    return calibrate_on_grid(kinds, dim, epsilon, delta,
+                             calibrate=lambda eps, dlt: (dpsgd_noise_for(sizes, batch, steps, c, eps, dlt)[0],),
+                             event_of=lambda sigmas: dpsgd_event(sizes, batch, steps, c, sigmas[0]))
+
+
+def full_batch_noise(scheme: str, sizes: tuple[int, ...], steps: int, bound: float, dim: int, epsilon: float,
+                     delta: float, calibration: str):
+    """The full-batch algorithms' one release kind on its grid: T releases with the scheme's sensitivity. With
+    the paper's ``calibration`` σ follows the paper's formula at the target (ε, δ) and is certified anyway."""
+    sensitivity = aggregate_noise_for(scheme, sizes, steps, bound, epsilon, delta, calibration=calibration).sensitivity
+    kinds = (ReleaseKind("releases 1..T", sensitivity, steps),)
+
+    def calibrate(eps: float, dlt: float) -> tuple[float]:
+        if calibration != "certified":
+            eps, dlt = epsilon, delta
+        return (aggregate_noise_for(scheme, sizes, steps, bound, eps, dlt, calibration=calibration).sigma,)
+
+    return calibrate_on_grid(kinds, dim, epsilon, delta, calibrate=calibrate,
+                             event_of=lambda sigmas: full_batch_gaussian_event(sigmas[0], sensitivity, steps))
 
 
 def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
@@ -231,6 +267,47 @@ def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
         return RunResult(values=[value], dealer=None, wall_s=time.perf_counter() - start)
 
     return launch
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanNoise:
+    """What a training plan releases: its steps and parameters, the release kinds on their grids, and the
+    certificate (None for STORM, which is not private)."""
+
+    steps: int
+    params: Any
+    passes: float
+    levels: NoiseLevels
+    certificate: Any
+    runner: Callable
+    sensitivity: float | None = None
+
+
+def plan_noise(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> PlanNoise:
+    """Calibrate and certify ``plan``'s noise for parties of ``sizes`` records and models of ``dim``
+    parameters (every algorithm whose releases go through the MPC: DP-SRM/DDP-SRM, STORM, DP-SGD, RRPSGD,
+    DP-GD, Jayaraman, WD-DP)."""
+    n = sum(sizes)
+    if plan.algorithm in FULL_BATCH:
+        steps = plan.params.steps
+        params = dataclasses.replace(plan.params, n_total=n)
+        noise = full_batch_noise("jayaraman" if plan.algorithm == "jayaraman" else "wd-dp", sizes, steps,
+                                 params.c1, dim, plan.epsilon, plan.delta, plan.calibration)
+        return PlanNoise(steps, params, float(steps), NoiseLevels(noise.releases[0], noise.releases[0]),
+                         noise.certificate, run_sgd, noise.kinds[0].sensitivity)
+    steps = max(1, round(plan.passes * n / (plan.params.batch * plan.parties)))
+    params = dataclasses.replace(plan.params, steps=steps)
+    if plan.algorithm in ("dp-sgd", "rrpsgd"):
+        noise = dpsgd_noise(sizes, (params.batch,) * plan.parties, steps, params.c1, dim, plan.epsilon, plan.delta)
+        return PlanNoise(steps, params, steps * params.batch * plan.parties / n,
+                         NoiseLevels(noise.releases[0], noise.releases[0]), noise.certificate, run_sgd)
+    setting = DpSrmSetting(n=sizes, batch=(params.batch,) * plan.parties, batch0=(params.batch0,) * plan.parties,
+                           steps=steps, c1=params.c1, c2=params.c2, gamma=params.gamma)
+    passes = (params.batch0 + steps * params.batch) * plan.parties / n
+    if plan.algorithm == "storm":
+        return PlanNoise(steps, params, passes, NoiseLevels.none(), None, run_srm)
+    noise = srm_noise(setting, dim, plan.epsilon, plan.delta)
+    return PlanNoise(steps, params, passes, NoiseLevels(*noise.releases), noise.certificate, run_srm)
 
 
 def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> dict[str, Any]:
@@ -277,7 +354,6 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     parts = split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
-    runner = run_srm
     common = {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
               "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped"}
     if plan.algorithm == "dp-agd":
@@ -302,32 +378,11 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                        steps=steps, passes=float(steps), curve=curve,
                        extra={**report, **common, "bytes_per_party": 0, "sigma_by_party": list(noise.sigmas),
                               "epsilon_by_party": [c.epsilon for c in noise.certificates]})
-    if plan.algorithm in FULL_BATCH:
-        steps = plan.params.steps
-        params = dataclasses.replace(plan.params, n_total=n)
-        noise = aggregate_noise_for("jayaraman" if plan.algorithm == "jayaraman" else "wd-dp", sizes, steps,
-                                    params.c1, plan.epsilon, plan.delta, calibration=plan.calibration)
+    noise = plan_noise(plan, sizes, dim)
+    steps, params, levels, certificate = noise.steps, noise.params, noise.levels, noise.certificate
+    runner, passes_done = noise.runner, noise.passes
+    if noise.sensitivity is not None:
         common["sensitivity"] = noise.sensitivity
-        levels, certificate = NoiseLevels(noise.sigma, noise.sigma), noise.certificate
-        runner, passes_done = run_sgd, float(steps)
-    else:
-        steps = max(1, round(plan.passes * n / (plan.params.batch * plan.parties)))
-        params = dataclasses.replace(plan.params, steps=steps)
-        if plan.algorithm in ("dp-sgd", "rrpsgd"):
-            sigma, certificate = dpsgd_noise_for(sizes, (params.batch,) * plan.parties, steps, params.c1,
-                                                 plan.epsilon, plan.delta)
-            levels, runner = NoiseLevels(sigma, sigma), run_sgd
-            passes_done = steps * params.batch * plan.parties / n
-        else:
-            setting = DpSrmSetting(n=sizes, batch=(params.batch,) * plan.parties,
-                                   batch0=(params.batch0,) * plan.parties, steps=steps, c1=params.c1,
-                                   c2=params.c2, gamma=params.gamma)
-            passes_done = (params.batch0 + steps * params.batch) * plan.parties / n
-            if plan.algorithm == "storm":
-                levels, certificate = NoiseLevels(0.0, 0.0), None
-            else:
-                noise = _calibrated(setting, plan.epsilon, plan.delta)
-                levels, certificate = NoiseLevels(noise.sigma0, noise.sigma), noise.certificate
     bytes_per_party = 0
     checkpoint = None
     if checkpoint_dir:
@@ -372,6 +427,16 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                    extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing})
 
 
+def _privacy_pieces(certificate) -> dict[str, Any]:
+    """The certificate's terms (mechanism and accountant versions, ε and δ pieces, the grid of each release
+    kind), for a report; empty for a certificate without a grid."""
+    pieces = getattr(certificate, "pieces", None) or {}
+    return {key: pieces[key] for key in ("mechanism", "accountant", "epsilon_accountant", "epsilon_residual",
+                                         "delta_gaussian", "delta_truncation", "delta_residual",
+                                         "noise_coordinates") if key in pieces} | (
+        {"release_grid": pieces["releases"]} if "releases" in pieces else {})
+
+
 def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate, levels: NoiseLevels | None,
             steps: int, passes: float, curve: bool, extra: dict[str, Any]) -> dict[str, Any]:
     theta = result.output(plan.output)
@@ -389,7 +454,9 @@ def _report(plan: TrainPlan, data, result, x, y, x_test, y_test, *, certificate,
         "dataset": data.name, "model": plan.model, "parties": plan.parties,
         "epsilon": None if certificate is None else certificate.epsilon,  # storm: not private
         "epsilon_target": None if certificate is None else plan.epsilon, "delta": plan.delta,
+        "delta_certified": None if certificate is None else certificate.delta,
         "accounting": None if certificate is None else certificate.method,
+        **_privacy_pieces(certificate),
         "sigma0": None if levels is None else levels.sigma0, "sigma": None if levels is None else levels.sigma,
         "iterations": steps, "data_passes": passes, "output": plan.output,
         "model_sha256": hashlib.sha256(theta.detach().to(torch.float64).contiguous().numpy().tobytes()).hexdigest(),

@@ -1,12 +1,18 @@
 """Where DP-SRM's sum and noise happen: inside the MPC (``mpc``) or in plaintext (``simulated``).
 
-``mpc``: every party process runs :func:`mpc_party`; its local term sums go into
-:func:`~mpcdp.mpc.release.noisy_release` (masked sum plus noise share, one opening per step), the noise
-rows come from blocks pre-sampled inside the MPC
-(:func:`~mpcdp.noise.modes.sample_noise`, ratio-of-uniforms: one block of 1×d at σ0 for release 0, one
-of T×d at σ for releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm, a
-plaintext sum and plaintext Gaussian noise of the same σ. σ0 = σ = 0 runs without noise (for tests that
-compare the two paths exactly).
+Both backends release the same mechanism (:mod:`mpcdp.accounting.released`): the sum of the terms on the
+release kind's grid 2^-p plus discrete Gaussian noise in grid units (:mod:`mpcdp.noise.discrete_gaussian`).
+
+``mpc``: every party process runs :func:`mpc_party`; its local term sum goes into
+:func:`~mpcdp.mpc.release.noisy_release` (each party's term rounded to the grid, masked, plus its noise share;
+one opening per step). The noise rows come from blocks pre-sampled inside the MPC
+(:func:`~mpcdp.noise.release_noise.secure_rows`: one block of 1×d for release 0, one of T×d for releases
+1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
+rounded to the same grid and the noise drawn in plaintext from the same integer distribution
+(:func:`~mpcdp.noise.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
+term, the simulated one rounds their sum (at most m/2 grid units apart per coordinate, against a noise of
+≈ 2^21 units; the same Δ_int covers both). :meth:`NoiseLevels.none` runs without noise at the run's precision
+(for tests that compare the two paths exactly).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from mpcdp.accounting.grid import GridRelease, encode
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning.checkpoint import Checkpointer, available, load
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
@@ -24,18 +31,45 @@ from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.noise.modes import NoiseSpec, sample_noise
+from mpcdp.noise.release_noise import secure_rows, simulated_rows
 from mpcdp.randomness import batch_key
 
 
 @dataclasses.dataclass(frozen=True)
 class NoiseLevels:
-    sigma0: float
-    sigma: float
+    """The release kinds of a run: ``first`` for release 0, ``later`` for releases 1..T (the same kind for
+    algorithms with one); both None: no noise."""
+
+    first: GridRelease | None
+    later: GridRelease | None
+
+    def __post_init__(self) -> None:
+        if (self.first is None) != (self.later is None):
+            raise ConfigError("`first` and `later` release kinds must both be set or both be None (noiseless)")
+
+    @classmethod
+    def none(cls) -> "NoiseLevels":
+        return cls(None, None)
+
+    @classmethod
+    def for_sigmas(cls, sigma0: float, sigma: float, *, dim: int, sensitivity0: float = 1.0,
+                   sensitivity: float = 1.0) -> "NoiseLevels":
+        """Release kinds whose noise is about ``sigma0`` and ``sigma`` (real units) for the given sensitivities."""
+        return cls(GridRelease(sensitivity0, dim, sigma0 / sensitivity0), GridRelease(sensitivity, dim, sigma / sensitivity))
 
     @property
     def noiseless(self) -> bool:
-        return self.sigma0 == 0 and self.sigma == 0
+        return self.first is None
+
+    @property
+    def sigma0(self) -> float:
+        """The released noise's standard deviation of release 0 (real units)."""
+        return 0.0 if self.first is None else self.first.sigma
+
+    @property
+    def sigma(self) -> float:
+        """The released noise's standard deviation of releases 1..T (real units)."""
+        return 0.0 if self.later is None else self.later.sigma
 
 
 def _sizes(params, parties: int) -> dict[str, list[int]]:
@@ -56,22 +90,24 @@ def _checkpointing(checkpoint: dict | None, rank: int, params, ledger: dict) -> 
 def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim: int,
                     noise_seed: int | None = None, runner: Callable = run_srm,
                     checkpoint: dict | None = None) -> SrmResult:
-    """All shards in this process; plaintext sum and plaintext noise of the same σ. ``runner``: DP-SRM by
+    """All shards in this process; the sum rounded to each release's grid and the same integer noise as the
+    secure backend, drawn in plaintext (``noise_seed``: reproducible noise for tests). ``runner``: DP-SRM by
     default, or a baseline from :mod:`mpcdp.learning.baselines` (same signature). ``checkpoint``: see
     :func:`mpc_party` (one checkpoint folder, ``party-0``)."""
     resumed = _resume_payload(None, checkpoint, 0)
     if resumed is not None:
         rows0, rows = resumed["secrets"]["noise0"], resumed["secrets"]["noise"]
     elif noise.noiseless:
-        rows0 = rows = torch.zeros(params.steps + 1, dim, dtype=torch.float64)
+        rows0 = rows = None
     else:
-        rows0 = sample_noise(None, NoiseSpec(sigma=noise.sigma0, mode="plaintext", seed=noise_seed), (1, dim)).values
-        rows = sample_noise(None, NoiseSpec(sigma=noise.sigma, mode="plaintext",
-                                            seed=None if noise_seed is None else noise_seed + 1),
-                            (params.steps, dim)).values
+        rows0 = simulated_rows(noise.first, 1, seed=noise_seed, stream=0)
+        rows = simulated_rows(noise.later, params.steps, seed=noise_seed, stream=1)
 
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
-        return total + (rows0[0] if t == 0 else rows[t - 1])
+        if rows is None:
+            return total
+        release, row = (noise.first, rows0[0]) if t == 0 else (noise.later, rows[t - 1])
+        return (encode(total, release.precision) + row).to(torch.float64) * 2.0**-release.precision
 
     saver, extra = _checkpointing(checkpoint, 0, params, {"sigma0": noise.sigma0, "sigma": noise.sigma})
     if saver is not None:
@@ -141,17 +177,15 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     resumed = _resume_payload(ctx, checkpoint, ctx.rank)
     warm_up()
     start = time.perf_counter()
-    bits = ctx.config.precision_bits
     if resumed is not None:
         stored = resumed["secrets"]
-        bits = stored.get("noise_bits", bits)
-        rows0 = None if stored["noise0"] is None else Shared(stored["noise0"], bits)
-        rows = None if stored["noise"] is None else Shared(stored["noise"], bits)
+        rows0 = None if stored["noise0"] is None else Shared(stored["noise0"], stored["noise0_bits"])
+        rows = None if stored["noise"] is None else Shared(stored["noise"], stored["noise_bits"])
     elif noise.noiseless:
         rows0 = rows = None
     else:
-        rows0 = sample_noise(ctx, NoiseSpec(sigma=noise.sigma0, sensitivity=1.0), (1, dim)).values
-        rows = sample_noise(ctx, NoiseSpec(sigma=noise.sigma, sensitivity=1.0), (params.steps, dim)).values
+        rows0 = secure_rows(ctx, noise.first, 1)
+        rows = secure_rows(ctx, noise.later, params.steps)
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
@@ -171,6 +205,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     if saver is not None:  # this party's own secrets, kept on its own disk only
         saver.secrets = {"batch_key": key, "noise0": None if rows0 is None else share_of(rows0),
                          "noise": None if rows is None else share_of(rows),
+                         "noise0_bits": None if rows0 is None else rows0.precision_bits,
                          "noise_bits": None if rows is None else rows.precision_bits}
     if resumed is not None:
         extra["resume"] = resumed["state"]

@@ -235,27 +235,35 @@ class MpcContext:
     @property
     def max_abs_input(self) -> float:
         """Largest |value| a party may input so that a sum over all parties cannot wrap the ring."""
-        return float(2 ** (RING_BITS - 2 - self.config.precision_bits)) / self.parties
+        return self.max_abs_at(self.config.precision_bits)
 
-    def encode(self, values: torch.Tensor, *, field: str) -> torch.Tensor:
-        """Fixed-point encode (round to nearest: |error| <= 2^-(bits+1) per element)."""
-        scaled = values.to(torch.float64) * self.scale
+    def max_abs_at(self, precision: int) -> float:
+        """:attr:`max_abs_input` for values encoded with ``precision`` fractional bits."""
+        return float(2 ** (RING_BITS - 2 - precision)) / self.parties
+
+    def encode(self, values: torch.Tensor, *, field: str, precision: int | None = None) -> torch.Tensor:
+        """Fixed-point encode (round to nearest, ties to even: |error| <= 2^-(bits+1) per element) with the
+        run's precision, or with ``precision`` fractional bits (a release grid, :mod:`mpcdp.accounting.grid`)."""
+        bits = self.config.precision_bits if precision is None else precision
+        scaled = values.to(torch.float64) * float(1 << bits)
         big = values.abs().max().item() if values.numel() else 0.0
-        if not math.isfinite(big) or big > self.max_abs_input:
+        if not math.isfinite(big) or big > self.max_abs_at(bits):
             raise InputError(f"`{field}` has |value| {big!r} beyond the fixed-point range "
-                             f"{self.max_abs_input:.3g} ({self.config.precision_bits} fractional bits, "
+                             f"{self.max_abs_at(bits):.3g} ({bits} fractional bits, "
                              f"{self.parties} parties)", party=self.rank)
         return torch.round(scaled).to(torch.int64)
 
     # -- sharing and opening ----------------------------------------------------------------------
-    def masked_input(self, encoded: torch.Tensor) -> Shared:
+    def masked_input(self, encoded: torch.Tensor, *, precision: int | None = None) -> Shared:
         """This party's share of a sharing in which it contributes ``encoded`` (no communication).
 
         Every party calls this together; the shared value is the sum of all parties' contributions.
+        ``precision``: the fractional bits of ``encoded`` (default: the run's).
         """
         if self._masks is None:
             raise RuntimeError("context has no mask seeds; build it with MpcContext.join")
-        return Shared(encoded + self._masks.zero_share(encoded.shape), self.config.precision_bits)
+        bits = self.config.precision_bits if precision is None else precision
+        return Shared(encoded + self._masks.zero_share(encoded.shape), bits)
 
     def input_from(self, src: int, value: torch.Tensor | None, shape: tuple[int, ...], *, field: str) -> Shared:
         """Share party ``src``'s private ``value`` (others pass None); ``shape`` is public. No communication."""

@@ -15,8 +15,14 @@ the released vector (it carries the full noise, so it is as private as any relea
 :class:`~mpcdp.errors.InputError` naming the party and the field, after one more exchange of the problem
 texts on this error path only.
 
+The grid. With noise, the sum is formed on the noise's grid: each party rounds its term to the nearest
+multiple of 2^-p, p = the noise's ``precision_bits`` (:mod:`mpcdp.accounting.grid` picks p per release kind
+and accounts for this rounding in the integer sensitivity Δ_int). So the opening is exactly
+Σ_j round(2^p·x_j) + N in grid units, the mechanism the accountant certifies. Without noise (tests comparing
+backends exactly), the run's precision.
+
 Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for the bytes); no dealer
-material. Error: at most m·2^-(bits+1) per element from encoding, plus the noise's own.
+material. Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
 """
 
 from __future__ import annotations
@@ -48,18 +54,19 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
     shape = tuple(shape)
     if noise is not None and tuple(noise.shape) != shape:
         raise ValueError(f"noise shape {tuple(noise.shape)} differs from the public shape {shape}")
+    bits = ctx.config.precision_bits if noise is None else noise.precision_bits
     problem = local_problem(local, 1.0, field)
     if problem is None and tuple(local.shape) != shape:
         problem = f"`{field}` has shape {tuple(local.shape)}; every party agreed on {shape}"
-    if problem is None and local.abs().max().item() > ctx.max_abs_input:
+    if problem is None and local.abs().max().item() > ctx.max_abs_at(bits):
         problem = (f"`{field}` reaches |value| {local.abs().max().item():.4g}, beyond the fixed-point range "
-                   f"{ctx.max_abs_input:.4g}")
+                   f"{ctx.max_abs_at(bits):.4g} of the release grid 2^-{bits}")
     values = torch.zeros(shape, dtype=torch.float64) if problem is not None else local.to(torch.float64)
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
-    shared = ctx.masked_input(ctx.encode(flagged, field=field))
+    shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
     if noise is not None:
         padded = torch.cat([share_of(noise).reshape(-1), torch.zeros(1, dtype=torch.int64)])
-        shared = shared + Shared(padded, shared.precision_bits)
+        shared = shared + Shared(padded, bits)
     opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
     if opened[-1].item() != 0:
         everyone = ctx.exchange_public(problem, label="input problems (error path)")

@@ -8,9 +8,11 @@ vectorized computation (noise does not depend on the data) and consumed row by r
 Modes (threat model: semi-honest parties, non-colluding dealer):
 
 ``rou`` (default)  ratio-of-uniforms inside the MPC (:mod:`mpcdp.noise.rou`): nobody — no coalition missing
-    one data party, not the dealer — knows any noise value. N(0, σ²) truncated at σ·6.865 (k = 16) on a
-    fine grid; the truncated mass, 6.6e-12 per coordinate, is reported as ``delta_overhead`` for the
-    accountant to add to δ.
+    one data party, not the dealer — knows any noise value. Close to N(0, σ²) in its centre, truncated at
+    σ·6.865 (k = 16), but its outputs x = 2cW/U₁ thin out in the tails: some grid cells inside the support
+    can never be produced, and at large σ/2^-p the output lies on a lattice. A release with such noise is
+    not the Gaussian mechanism, so its event is ``UnsupportedDpEvent`` — for cost comparison only; training
+    uses ``dgauss``.
 ``dgauss``  the discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC
     (:mod:`mpcdp.noise.secure_gaussian`) on the release grid 2^-p of :func:`mpcdp.accounting.grid.release_precision`
     (σ ≈ 2^21 grid units). Its pmf is enumerated exactly: within e^(±1e-11) of round(σ·Z) on |x| < 9.8σ, 0
@@ -137,7 +139,7 @@ def sample_noise(ctx: MpcContext | None, spec: NoiseSpec, shape: tuple[int, ...]
         stats = rou.RouStats()
         shared = rou.sample_rou(ctx, count, sigma=spec.sigma, uniform_bits=spec.uniform_bits, rng=rng, stats=stats)
         sigma = rou.sampled_sigma(spec.sigma)
-        return NoiseBlock(shared.reshape(shape), spec, _gaussian_event(sigma, spec.sensitivity), sigma,
+        return NoiseBlock(shared.reshape(shape), spec, dp_accounting.UnsupportedDpEvent(), sigma,
                           rou.support_bound(spec.uniform_bits), count * rou.truncated_mass(spec.uniform_bits),
                           dataclasses.asdict(stats) | {"acceptance_rate": stats.acceptance_rate})
     if spec.mode == "dgauss":

@@ -211,8 +211,8 @@ def _scaled_quotient(ctx: MpcContext, a: torch.Tensor, m: torch.Tensor, k: int, 
     x_half = ring.truncate(ctx, prod, K + _F_RECIP - 20, K + _F_RECIP + 4, label="rou-trunc")  # x/(2c) at 2^20
     constant, p_c = scale_constant(sigma)
     shift = 20 + p_c - precision_bits  # >= 2 for σ <= 2^12 and precision_bits <= 24
-    scaled = ring.public_add(ctx, x_half * constant, 1 << (shift - 1))  # round to nearest
-    return ring.truncate(ctx, scaled, shift, 22 + 24 + 2, label="rou-trunc")
+    # truncate() rounds stochastically (floor, +1 with probability the dropped fraction): unbiased as it is
+    return ring.truncate(ctx, x_half * constant, shift, 22 + 24 + 2, label="rou-trunc")
 
 
 def scale_constant(sigma: float) -> tuple[int, int]:

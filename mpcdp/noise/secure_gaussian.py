@@ -39,6 +39,9 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
+MAX_PASS = 1 << 17  # candidates per pass: bounds the memory of a pass (≈ 1 GiB) for any count
+
+
 def party_words(rng: np.random.Generator | None):
     """This party's source of uniform int64 words: a fresh ChaCha20 stream under an OS-CSPRNG key, or (tests
     only) a seeded generator."""
@@ -181,7 +184,7 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
     kept, have = [], 0
     while have < count:
         need = count - have
-        n = int(need / plan.acceptance + 4 * math.sqrt(need) + 8)
+        n = min(int(need / plan.acceptance + 4 * math.sqrt(need) + 8), MAX_PASS)
         accepted, value = _candidates(ctx, plan, n, words)
         stats["candidates"] += n
         stats["passes"] += 1
