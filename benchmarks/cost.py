@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{total['online_bytes'] / total['online_payload']:.3f} | {total['lan_s']:.2f} | {total['wan_s']:.2f} | "
             f"{oblivc / 1e6:,.0f} | {oblivc / total['total_bytes']:,.0f}× |")
         goals += [f"{model}, m = {parties}, {noise}: {line}" for line in cost_report.goals(run)
-                  if not line.startswith("online") or (parties == 5 and noise == "rou")]
+                  if not line.startswith("online") or (parties == 5 and noise == "dgauss")]
     summary += ["", "## Goals", ""] + [f"- {line}" for line in goals]
     recording.record(ns.out, "\n".join(summary) + "\n", {"command": command, "runs": records})
     return 0

@@ -22,10 +22,21 @@ def parse(doc: str, protocol: str, out: str, argv: list[str] | None) -> tuple[ar
     return ns, loaded, command.strip()
 
 
+def previous(out: str) -> dict | None:
+    """The recorded payload at ``out``.json, if any (to say what moved when a result is re-recorded)."""
+    path = pathlib.Path(out).with_suffix(".json")
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def record(out: str, markdown: str, payload: dict) -> None:
-    """Write ``out``.md (the table people read) and ``out``.json (the numbers), and print the table."""
+    """Write ``out``.md (the table people read) and ``out``.json (the numbers), and print the table. Both are
+    stamped with the versions of the released mechanism and of the accountant that produced them."""
+    from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+
     path = pathlib.Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {**payload, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
+    markdown = markdown.rstrip("\n") + f"\n\nMechanism: {MECHANISM}.\nAccountant: {ACCOUNTANT}.\n"
     path.with_suffix(".md").write_text(markdown)
     path.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     print(markdown)

@@ -21,7 +21,7 @@ import pathlib
 import statistics
 import sys
 
-from benchmarks.recording import record
+from benchmarks.recording import previous, record
 from mpcdp.jobs.train import plan_from, run_plan
 
 PAPER = {  # paper 002 Table 2 (a9a): test loss, data passes, CPU s, gradient norm
@@ -121,6 +121,30 @@ def markdown(table: list[dict], command: str, seeds: int) -> str:
     return "\n".join(lines)
 
 
+def moved(table: list[dict], before: dict | None) -> str:
+    """What changed against the previously recorded rows when the mechanism or the accountant changed."""
+    if not before or before.get("mechanism") == table_mechanism():
+        return ""
+    was = before.get("mechanism") or "float64 or ratio-of-uniforms noise, continuous sensitivity"
+    lines = ["", f"## Against the previous record ({was})", "",
+             "| protocol | backend | certified ε before → now | test loss before → now | change |", "|---|---|---|---|---|"]
+    old = {(r["protocol"], r["backend"]): r for r in before["rows"]}
+    for r in table:
+        o = old.get((r["protocol"], r["backend"]))
+        if o is None:
+            continue
+        eps = "—" if r["epsilon"] is None else f"{o['epsilon']:.4f} → {r['epsilon']:.4f}"
+        lines.append(f"| {r['protocol']} | {r['backend']} | {eps} | {o['test_loss'][0]:.4f} → {r['test_loss'][0]:.4f} | "
+                     f"{r['test_loss'][0] - o['test_loss'][0]:+.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def table_mechanism() -> str:
+    from mpcdp.accounting.released import MECHANISM
+
+    return MECHANISM
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -131,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     from tqdm import tqdm
 
+    before = previous(ns.out)
     plan = [row for row in rows(not ns.no_mpc) if not ns.only or row[0] in ns.only]
     table, runs = [], []
     with tqdm(total=len(plan) * ns.seeds, desc="table 2") as bar:
@@ -153,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                  for r in old["rows"]]
         runs = [r for r in old["runs"] if (r["protocol"], r["backend"]) not in fresh] + runs
         commands = old.get("commands", [old["command"]]) + [command]
-    record(ns.out, markdown(table, "`, then `".join(commands), ns.seeds),
+    record(ns.out, markdown(table, "`, then `".join(commands), ns.seeds) + moved(table, before),
            {"command": commands[0], "commands": commands, "rows": table, "runs": runs})
     return 0
 

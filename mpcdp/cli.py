@@ -135,13 +135,23 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
         raise MpcdpError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
     setting = DpSrmSetting(n=tuple(ns.n), batch=tuple(ns.batch), batch0=tuple(ns.batch0), steps=ns.steps,
                            c1=ns.c1, c2=ns.c2, gamma=ns.gamma)
+    if ns.dim < 1:
+        raise MpcdpError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
+    from mpcdp.jobs.train import srm_noise
+
+    released = srm_noise(setting, ns.dim, ns.epsilon, ns.delta)
     noise = noise_for(setting, ns.epsilon, ns.delta)
     paper_eps, paper_alpha = paper_epsilon(setting, noise.sigma0, noise.sigma, ns.delta)
     theorem = theorem41_sigmas(setting, ns.epsilon, ns.delta)
     theorem_cert = epsilon_for(setting, theorem.sigma0, theorem.sigma, ns.delta)
     fmt = lambda x: "∞" if math.isinf(x) else f"{x:.4g}"  # noqa: E731
+    cert = released.certificate
+    pieces = cert.pieces
     rows = [
-        ("certified (dp-accounting RDP, replace-one, WOR)", noise.sigma0, noise.sigma,
+        (f"released on the grid (d = {ns.dim}): ε = accountant {pieces['epsilon_accountant']:.6f} + residual "
+         f"{pieces['epsilon_residual']:.2g}", released.releases[0].sigma, released.releases[1].sigma,
+         f"{cert.epsilon:.4f} (order {cert.order:g})"),
+        ("continuous Gaussian, same target (dp-accounting RDP, replace-one, WOR)", noise.sigma0, noise.sigma,
          f"{noise.certificate.epsilon:.4f} (order {noise.certificate.order:g})"),
         ("paper's Lemma 3.7 + 3.9 for the same noise", noise.sigma0, noise.sigma,
          f"{fmt(paper_eps)}" + (f" (α = {paper_alpha})" if paper_alpha else " (no α in Lemma 3.7's range)")),
@@ -154,7 +164,19 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     print(f"{'':<80} {'σ0':>11} {'σ':>11}   ε")
     for label, s0, s1, eps in rows:
         print(f"{label:<80} {s0:>11.4e} {s1:>11.4e}   {eps}")
+    print(f"δ = {cert.delta:.6g} released: subsampled Gaussian {pieces['delta_gaussian']:.6g} + truncation "
+          f"{pieces['delta_truncation']:.3g} + residual {pieces['delta_residual']:.3g}")
+    for kind in pieces["releases"]:
+        print(f"  {kind['kind']}: grid 2^-{kind['precision']}, Δ = {kind['sensitivity']:.6g} → Δ_int = "
+              f"{kind['sensitivity_units']} units, σ = {kind['sigma_units']:.1f} units, noise multiplier "
+              f"{kind['noise_multiplier']:.6g} (rounding overhead {kind['rounding_overhead']:.2g})")
+    print(f"  mechanism: {pieces['mechanism']}; accountant: {pieces['accountant']}")
     print(json.dumps({
+        "epsilon_released": cert.epsilon, "delta_released": cert.delta,
+        **{key: pieces[key] for key in ("epsilon_accountant", "epsilon_residual", "delta_gaussian",
+                                        "delta_truncation", "delta_residual", "mechanism", "accountant")},
+        "release_grid": pieces["releases"],
+        "sigma0_released": released.releases[0].sigma, "sigma_released": released.releases[1].sigma,
         "epsilon_target": ns.epsilon, "delta": ns.delta, "sigma0": noise.sigma0, "sigma": noise.sigma,
         "noise_multiplier0": setting.noise_multipliers(noise.sigma0, noise.sigma)[0],
         "noise_multiplier": setting.noise_multipliers(noise.sigma0, noise.sigma)[1], "nu": noise.nu,
@@ -459,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     privacy.add_argument("--c1", type=float, default=1.0, help="gradient clipping norm")
     privacy.add_argument("--c2", type=float, default=0.01, help="gradient-difference clipping norm")
     privacy.add_argument("--gamma", type=float, default=0.01, help="STORM momentum parameter")
+    privacy.add_argument("--dim", type=int, default=123, help="d, the model's parameters (a9a logistic: 123)")
     privacy.set_defaults(func=_cmd_privacy)
 
     party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
@@ -474,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     party.add_argument("--protocol", default=None, help="for --job train: the protocol file (the same on every "
                                                         "host)")
     party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
-    party.add_argument("--noise", choices=["rou", "distributed", "boxmuller"], default="rou")
+    party.add_argument("--noise", choices=["dgauss", "rou", "distributed", "boxmuller"], default="dgauss")
     party.add_argument("--sigma", type=float, default=1.0)
     party.add_argument("--link-delay-ms", type=float, default=0.0,
                        help="emulated one-way latency per round (every process must get the same)")
@@ -487,7 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--model", choices=["logreg-a9a", "logreg-ijcnn1", "mnist-cnn", "cifar-cnn5"],
                       default="logreg-a9a", help="parameter shapes of paper 002's Tables 4–6")
     cost.add_argument("--parties", type=int, default=5)
-    cost.add_argument("--noise", choices=["rou", "distributed", "boxmuller"], default="rou")
+    cost.add_argument("--noise", choices=["dgauss", "rou", "distributed", "boxmuller"], default="dgauss")
     cost.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation (does not change the cost)")
     cost.add_argument("--link-delay-ms", type=float, default=0.0,
                       help="emulated one-way latency per round, injected at mpcdp's transport")

@@ -38,6 +38,19 @@ def secure_key() -> bytes:
     return secrets.token_bytes(KEY_BYTES)
 
 
+def word_source(source):
+    """``n -> n uniform int64 words in [0, 2^63)`` from a :class:`KeyedStream` (a CSPRNG), a NumPy generator or a
+    torch generator (both seeded: reproducible and predictable, for tests and seeded experiments)."""
+    if isinstance(source, KeyedStream):
+        return lambda n: source.words(n).numpy() & np.int64(2**63 - 1)
+    if isinstance(source, np.random.Generator):
+        return lambda n: source.integers(0, 2**63 - 1, size=n, dtype=np.int64, endpoint=True)
+    if isinstance(source, torch.Generator):
+        return lambda n: (torch.randint(0, 2**62, (n,), generator=source, dtype=torch.int64) * 2
+                          + torch.randint(0, 2, (n,), generator=source, dtype=torch.int64)).numpy()
+    raise TypeError(f"no word source for {type(source).__name__}")
+
+
 class KeyedStream:
     """Uniform 64-bit words from the ChaCha20 keystream under SHAKE-256(domain ‖ key): one stream, so two holders
     of a key draw the same words whatever sizes they request them in (consumption-order determined).

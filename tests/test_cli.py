@@ -64,8 +64,15 @@ def test_privacy_prints_the_table_and_one_json_line():
     lines = result.stdout.strip().splitlines()
     report = json.loads(lines[-1])
     assert report["epsilon_certified"] <= 0.5 and abs(report["nu"] - 671) < 2
+    # the released mechanism: its ε and every δ piece, on the grid of each release kind
+    assert report["epsilon_released"] <= 0.5 and report["epsilon_residual"] > 0
+    assert report["delta_gaussian"] + report["delta_truncation"] + report["delta_residual"] <= 1e-5
+    assert [k["kind"] for k in report["release_grid"]] == ["release 0", "releases 1..T"]
+    assert all(k["sensitivity_units"] >= k["sensitivity"] * 2 ** k["precision"] + 123**0.5
+               for k in report["release_grid"])
+    assert any(line.startswith("released on the grid") for line in lines[:-1])
     assert report["epsilon_paper_lemma37"] > 0.5
-    assert any(line.startswith("certified") for line in lines[:-1])
+    assert any(line.startswith("continuous Gaussian") for line in lines[:-1])
     bad = _run("privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
                "--steps", "3")
     assert bad.returncode == 2 and "`--epsilon` must be a finite number > 0. Found -1.0." in bad.stderr

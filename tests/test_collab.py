@@ -12,11 +12,11 @@ import pytest
 import torch
 from scipy import stats
 
-from mpcdp.accounting.laplace import (certify_owner, laplace_scale, owner_event, pld_certificate, pure_epsilon,
+from mpcdp.accounting.laplace import (certify_owner, laplace_grid, laplace_scale, owner_event, pld_certificate, pure_epsilon,
                                       response_sensitivity)
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning.collab import (HingeSVM, Owner, SquaredLoss, average_subgradient, averaging_step, clip_l1,
-                                   combine, laplace_noise, nonprivate_optimum, owner_weights, pooled_cost, respond,
+                                   combine, nonprivate_optimum, owner_weights, pooled_cost, respond,
                                    run_collab)
 from mpcdp.learning.collab_prediction import (collaboration_score, noise_energy, select_owners, theorem2_distance,
                                               theorem2_gap, theorem3_distance, theorem3_gap)
@@ -48,16 +48,26 @@ def test_laplace_scale_is_theorem1():
     assert response_sensitivity(xi=2.0, n_l=10) == pytest.approx(0.4)
 
 
-def test_laplace_sampler_matches_the_laplace_cdf():
-    b, n = 0.7, 1_000_000
-    w = laplace_noise((n,), b, torch.Generator().manual_seed(1337)).numpy()
-    assert stats.kstest(w, stats.laplace(scale=b).cdf).pvalue > ALPHA
-    # E|w| = b and sd(|w|) = b: a 5-sigma band of ±0.5% (detects a 1% error in b)
-    assert abs(np.abs(w).mean() - b) <= 5 * b / math.sqrt(n)
-    assert abs(w.mean()) <= 5 * math.sqrt(2) * b / math.sqrt(n)
-    # power: the same test rejects a 2% error in the scale
-    assert stats.kstest(w, stats.laplace(scale=1.02 * b).cdf).pvalue < ALPHA
-    assert abs(np.abs(w).mean() - 1.02 * b) > 5 * b / math.sqrt(n)
+def test_discrete_laplace_sampler_has_the_exact_pmf():
+    """χ² of 200,000 draws at t = 3 against the exact DLap(3) pmf over |k| <= 20 plus the tail bin, α = 1e-3;
+    the same test rejects t = 3.1. Every integer up to 8t is reached (no hole), and both signs of 0 are not
+    double counted."""
+    from mpcdp.noise import discrete_laplace as dl
+
+    t, n = 3, 200_000
+    x = dl.sample(t, n, dl.words_from(np.random.default_rng(5)))
+    ks = np.arange(-20, 21)
+    observed = np.array([(x == k).sum() for k in ks] + [(np.abs(x) > 20).sum()])
+
+    def expected(scale: float) -> np.ndarray:
+        q = math.exp(-1 / scale)
+        pmf = (1 - q) / (1 + q) * q ** np.abs(ks)
+        return n * np.append(pmf, 1 - pmf.sum())
+
+    assert stats.chisquare(observed, expected(t)).pvalue > ALPHA
+    assert stats.chisquare(observed, expected(3.1)).pvalue < ALPHA
+    assert set(range(-8 * t, 8 * t + 1)) <= set(x.tolist())
+    assert np.exp(dl.log_pmf(ks, t)).sum() == pytest.approx(expected(t)[:-1].sum() / n, rel=1e-12)
 
 
 def test_owner_response_noise_has_the_theorem1_scale_per_coordinate():
@@ -67,17 +77,24 @@ def test_owner_response_noise_has_the_theorem1_scale_per_coordinate():
     cost, xi, steps = SquaredLoss(), 4.0, 10
     theta = torch.zeros(2000, dtype=F64)
     exact = average_subgradient(cost, owner, theta, xi=xi)
-    noise = []
+    noise, released = [], []
     for _ in range(50):
         response, event = respond(owner, cost, theta, xi=xi, steps=steps, generator=gen)
         noise.append((response - exact).numpy())
+        released.append(response.numpy())
     w = np.concatenate(noise)  # 100,000 i.i.d. coordinates
-    b = 2 * xi * steps / (40 * 2.0)
+    grid = laplace_grid(xi=xi, steps=steps, n_l=40, epsilon_l=2.0, dim=2000)
+    # on the grid: every released coordinate is an integer number of units 2^-p
+    units = np.concatenate(released) * 2.0**grid.precision
+    assert np.array_equal(units, np.round(units))
+    b = grid.scale  # Theorem 1's 2ΞT/(nε) = 1.0, raised by the rounding's d/(Δ·2^p) ≈ 0.5%
+    assert 2 * xi * steps / (40 * 2.0) < b < 1.006 * 2 * xi * steps / (40 * 2.0)
     assert stats.kstest(w, stats.laplace(scale=b).cdf).pvalue > ALPHA
     assert abs(np.abs(w).mean() - b) <= 5 * b / math.sqrt(len(w))
     assert stats.kstest(w, stats.laplace(scale=1.02 * b).cdf).pvalue < ALPHA
-    # the event describes the noise drawn: b/Δ = (2ΞT/(nε))/(2Ξ/n) = T/ε
-    assert isinstance(event, dp_accounting.LaplaceDpEvent) and event.noise_multiplier == pytest.approx(steps / 2.0)
+    # the event describes the release: t/Δ₁,int >= T/ε, with pure ε = Δ₁,int/t <= ε/T per response
+    assert isinstance(event, dp_accounting.LaplaceDpEvent)
+    assert event.noise_multiplier == grid.scale_units / grid.sensitivity_units >= steps / 2.0
 
 
 def test_one_replaced_record_moves_a_response_by_at_most_2xi_over_n():
@@ -120,12 +137,15 @@ def test_a_run_releases_what_the_owner_budget_covers():
     run = run_collab(owners, SquaredLoss(), algorithm=2, steps=12, xi=2.0, c1=0.5, theta_max=10.0,
                      generator=torch.Generator().manual_seed(0))
     for owner, event, scale in zip(owners, run.events, run.scales):
-        assert scale == laplace_scale(xi=2.0, steps=12, n_l=owner.n, epsilon_l=owner.epsilon)
         epsilon = pure_epsilon(event)
         if math.isinf(owner.epsilon):
-            assert math.isinf(epsilon)
+            assert math.isinf(epsilon) and scale == 0
         else:
-            assert epsilon == pytest.approx(owner.epsilon * 11 / 12, rel=1e-12)
+            grid = laplace_grid(xi=2.0, steps=12, n_l=owner.n, epsilon_l=owner.epsilon, dim=3)
+            assert scale == grid.scale >= laplace_scale(xi=2.0, steps=12, n_l=owner.n, epsilon_l=owner.epsilon)
+            # 11 responses, each exactly Δ₁,int/t <= ε/12 (t is an exact rational ceiling)
+            assert epsilon == pytest.approx(11 * grid.sensitivity_units / grid.scale_units, rel=1e-12)
+            assert owner.epsilon * 11 / 12 * 0.99 <= epsilon <= owner.epsilon * 11 / 12 * (1 + 1e-12)
             assert pld_certificate(event, delta=1e-12)[0] <= owner.epsilon
 
 

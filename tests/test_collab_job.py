@@ -73,7 +73,7 @@ def test_the_sweep_writes_predicted_against_measured_and_whom_to_include(tmp_pat
     from mpcdp.jobs.collab_sweep import run_sweep
 
     text = open(PROTOCOL).read()
-    text = text.replace('epsilons = [3.0, 10.0, 30.0, 100.0, 300.0]', 'epsilons = [10.0, 100.0]')
+    text = text.replace('epsilons = [3.0, 10.0, 30.0, 100.0, 300.0]', 'epsilons = [3.0, 10.0]')
     text = text.replace('sizes = [500, 1000, 2000, 2900]', 'sizes = [1000, 2000]')
     text = text.replace('backends = ["plain", "mpc"]', 'backends = []')
     text = text.replace('owner1_sizes = [100, 300, 1000, 2900]', 'owner1_sizes = [100, 2900]')
@@ -85,7 +85,8 @@ def test_the_sweep_writes_predicted_against_measured_and_whom_to_include(tmp_pat
     result = run_sweep(str(protocol), out=str(tmp_path / "sweep"), runs=4)
     record = json.loads((tmp_path / "sweep.json").read_text())
     (alg1, alg2) = record["scaling"]
-    # ten times the budget or twice the data: Algorithm 1's privacy part falls roughly as 1/(nε)²
+    # 3.3 times the budget or twice the data: Algorithm 1's privacy part falls roughly as 1/(nε)² (budgets where
+    # the privacy part dominates the 4-run noise of the estimate)
     assert -2.6 < alg1["slope_epsilon"] < -1.4 and -2.8 < alg1["slope_n"] < -1.2
     assert all(math.isfinite(p["excess"]) and p["excess"] > 0 for p in alg1["points"])
     assert alg2["algorithm"] == 2

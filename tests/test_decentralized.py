@@ -75,14 +75,19 @@ def test_empirical_noise_std_matches_analytic_chi_square():
     rng = np.random.default_rng(6)
     w = rng.normal(size=(20, 10)) * 0.1
     noise = []
+    z = dec.gaussian_c(1e-6) / 0.7  # σ/Δ of eq. (4)
+    grid = dec.GridRelease(eta * sigma / z, 200, z)  # the release grid of one update
     for _ in range(100):  # 100 updates × 200 coordinates
-        w_new = dec.node_update(w, node, eta=eta, grad_noise_std=sigma, rng=rng)
+        w_new = dec.node_update(w, node, eta=eta, grad_noise_std=sigma, rng=rng, noise_multiplier=z)
+        units = w_new * 2.0**grid.precision
+        assert np.array_equal(units, np.rint(units))  # released on its grid
         rows = node.history[-1][-1]
         g = dec.gradient(w, x[rows], y[rows], 0.0, 10)
         noise.append(((w - eta * g) - w_new).ravel() / eta)
         w = w_new
     noise = np.concatenate(noise)
     n = noise.size
+    sigma = grid.sigma / eta  # the sampler's σ: the request rounded up to its grid (< 2^-9) and Δ_int's √d
     statistic = (n - 1) * noise.var(ddof=1) / sigma**2
     low, high = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], n - 1)
     assert low <= statistic <= high

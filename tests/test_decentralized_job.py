@@ -108,12 +108,16 @@ def test_shipped_protocols_certify_every_swept_epsilon(name):
     plan = job.plan_from(str(ROOT / "protocols" / f"{name}.toml"))
     n = 4000 if plan.dataset == "mnist-5k" else 60000
     # calibration "paper" only: "accountant" certifies by construction (tests/test_decentralized.py)
+    per_node = plan.per_node or n // plan.nodes
+    nodes = [job.dec.NodeState(np.zeros((per_node, 50)), np.zeros(per_node), plan.batch_size, name=f"node {m}",
+                               noise_source=np.random.default_rng(m)) for m in range(plan.nodes)]
     for budget in plan.sweep["budgets"]:
         p = job.dataclasses.replace(plan, budget=budget, calibration="paper")
         for eps in plan.sweep["epsilons"]:
             for method in sweep.PRIVATE:
-                _, cert = job._method_hyper(p, method, eps, 1.0 / n ** 2, p.batch_size, 10)
-                assert cert.epsilon <= eps
+                _, cert = job._method_hyper(p, method, eps, 1.0 / n ** 2, nodes, 10)
+                assert cert.epsilon_released <= eps and cert.epsilon_residual > 0
+                assert cert.delta_released <= 1.0 / n ** 2
 
 
 def _fake(method, seed, eps, acc):

@@ -105,20 +105,22 @@ def _one_node(x, y, *, b, seed, classes=3):
 def test_local_then_global_turns_follow_eqs_9_and_10():
     x, y = _blobs(n=40)
     dq = _one_node(x, y, b=10, seed=7)
+    dq.node.noise_source = np.random.default_rng(11)
     dq.controller.choose = _Forced(dq.controller, [LOCAL, GLOBAL])
     twin = dec.NodeState(x, y, batch_size=10, max_passes=1, rng=np.random.default_rng(7))
     w_g = np.random.default_rng(1).normal(size=(8, 3)) * 0.1
-    eta, std = 0.3, 0.05
-    after_local = dec.algorithm2_turn(w_g, dq, eta=eta, grad_noise_std=std)
+    eta, std, z = 0.3, 0.05, 2.0
+    after_local = dec.algorithm2_turn(w_g, dq, eta=eta, grad_noise_std=std, noise_multiplier=z)
     assert np.array_equal(after_local, w_g)  # a local turn leaves the global model alone
     rows = twin.next_batch()
     w_l = np.zeros((8, 3)) - 2 * eta * dec.gradient(np.zeros((8, 3)), x[rows], y[rows], 0.0, 10)
     assert np.allclose(dq.w_local, w_l)
-    after_global = dec.algorithm2_turn(w_g, dq, eta=eta, grad_noise_std=std)
+    after_global = dec.algorithm2_turn(w_g, dq, eta=eta, grad_noise_std=std, noise_multiplier=z)
     rows = twin.next_batch()
-    noise = twin.rng.normal(0.0, std, size=(8, 3))
-    expected = 0.5 * (w_g + w_l) - eta * (dec.gradient(w_g, x[rows], y[rows], 0.0, 10) + noise)
-    assert np.allclose(after_global, expected)
+    moved = 0.5 * (w_g + w_l) - eta * dec.gradient(w_g, x[rows], y[rows], 0.0, 10)
+    expected = dec.release_on_grid(moved, sigma=eta * std, sensitivity=eta * std / z,
+                                   words=dec.word_source(np.random.default_rng(11)))
+    assert np.array_equal(after_global, expected)  # eq. (9), released on its grid with the node's noise
     assert np.array_equal(dq.w_local, after_global)  # eq. (10)
     assert (dq.local_updates, dq.global_updates) == (1, 1)
 

@@ -105,7 +105,7 @@ def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
     procs = []
     for rank in range(PARTIES + 1):
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
-               "--iface", "eth-mpcdp", "--job", "cost", "--model", "logreg-ijcnn1", "--meter-iface", "eth-mpcdp",
+               "--iface", "eth-mpcdp", "--job", "cost", "--model", "logreg-ijcnn1", "--noise", "rou", "--meter-iface", "eth-mpcdp",
                "--timeout", "90"]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))

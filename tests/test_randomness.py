@@ -45,13 +45,14 @@ def test_reproducible_is_a_checked_flag():
 
 
 def test_csprng_laplace_noise_has_the_declared_scale():
-    """Paper 003's owners draw Laplace noise from a CSPRNG-keyed stream by default: KS test against
-    Laplace(0, b) on 20,000 draws, α = 0.001."""
-    from mpcdp.learning.collab import laplace_noise
+    """Paper 003's owners draw their discrete Laplace noise from a CSPRNG-keyed stream by default: KS test of
+    20,000 draws at t = 2^20 against Laplace(0, t) (the discrete pmf is within 1e-6 of its density at that
+    scale), α = 0.001."""
+    from mpcdp.noise import discrete_laplace
 
-    b = 2.5
-    w = laplace_noise((20_000,), b, KeyedStream(secure_key())).numpy()
-    assert stats.kstest(w, "laplace", args=(0.0, b)).pvalue > 0.001
+    t = 2**20
+    w = discrete_laplace.sample(t, 20_000, discrete_laplace.words_from(KeyedStream(secure_key()))).astype(float)
+    assert stats.kstest(w, "laplace", args=(0.0, t)).pvalue > 0.001
     u = KeyedStream(secure_key()).uniform(20_000).numpy()
     assert u.min() >= 0.0 and u.max() < 1.0 and stats.kstest(u, "uniform").pvalue > 0.001
 

@@ -168,6 +168,8 @@ def reserve(epsilon: float, delta: float, coordinates: int) -> tuple[float, floa
     grow = math.exp(coordinates * eta)
     dlt = delta / grow - math.exp(epsilon) * coordinates * tail
     if eps <= 0 or dlt <= 0:
-        raise ConfigError(f"(ε, δ) = ({epsilon}, {delta}) leaves nothing for the accountant after the sampler's "
-                          f"residual over {coordinates} coordinates")
+        raise ConfigError(f"`epsilon` = {epsilon} and `delta` = {delta} leave nothing for the accountant after the "
+                          f"sampler's residual over {coordinates} noise coordinates (ε residual {2 * coordinates * eta:.3g}, "
+                          f"truncation e^ε·D·tail = {math.exp(epsilon) * coordinates * tail:.3g}): lower `epsilon` or "
+                          f"raise `delta`")
     return eps, dlt

@@ -16,6 +16,13 @@ Two certificates are computed for an owner (:func:`certify_owner`):
   and puts the cut mass (~1e-15) at +∞, so at δ = 0 it reports ε = ∞; at δ >= 1e-12 it reports ε <= ε_ℓ,
   a tighter (ε, δ) statement than basic composition for large T.
 
+Released bits (:mod:`mpcdp.noise.discrete_laplace`). A response is released on a grid 2^-p (b·2^p ≈ 2^21 units,
+:func:`~mpcdp.accounting.grid.release_precision`): r = round(2^p·Q) + L, L ~ DLap(t) exactly, t an integer.
+:func:`laplace_grid` sets Δ₁,int = ⌈Δ_ℓ·2^p + d⌉ (the rounding of d coordinates) and t = ⌈Δ₁,int·T/ε_ℓ⌉, so each
+response is exactly Δ₁,int/t <= ε_ℓ/T-DP for the bits released: ``epsilon_pure`` of :func:`certify_owner` with
+``dim`` is the guarantee of what a run opens, no residual, no tail. (``epsilon_pld`` analyses the continuous
+Laplace pair at the same noise multiplier; it is reported, not relied on.)
+
 Relation label: dp-accounting accepts a ``LaplaceDpEvent`` only under ADD_OR_REMOVE_ONE (or REPLACE_SPECIAL).
 Its noise multiplier is b/C with C the L1 distance a neighbouring step can move the released vector; the pair it
 analyses is Lap(0, b) against Lap(C, b). We set C = Δ_ℓ = 2Ξ/n_ℓ, the *replace-one* sensitivity, so the
@@ -26,6 +33,7 @@ relation label only tells the accountant to take C as given.
 from __future__ import annotations
 
 import dataclasses
+import fractions
 import math
 import numbers
 
@@ -79,6 +87,42 @@ def laplace_scale(*, xi: float, steps: int, n_l: int, epsilon_l: float) -> float
     return 2.0 * xi * steps / (n_l * epsilon_l)
 
 
+@dataclasses.dataclass(frozen=True)
+class LaplaceGrid:
+    """One owner's responses as released: grid 2^-``precision``, L1 sensitivity and discrete Laplace scale in
+    grid units (both integers)."""
+
+    precision: int
+    sensitivity_units: int
+    scale_units: int
+
+    @property
+    def scale(self) -> float:
+        """The noise scale in real units, t·2^-p (>= Theorem 1's b)."""
+        return self.scale_units * 2.0**-self.precision
+
+    @property
+    def event(self) -> dp_accounting.DpEvent:
+        """One response: ``LaplaceDpEvent(t/Δ₁,int)`` (pure ε = Δ₁,int/t, exactly, for the discrete Laplace)."""
+        return query_event(float(self.scale_units), float(self.sensitivity_units))
+
+
+def laplace_grid(*, xi: float, steps: int, n_l: int, epsilon_l: float, dim: int) -> LaplaceGrid:
+    """The grid, Δ₁,int and the integer scale t = ⌈Δ₁,int·T/ε_ℓ⌉ (exact rational ceiling) of owner ℓ's responses."""
+    from mpcdp.accounting.grid import release_precision
+    from mpcdp.noise.discrete_laplace import l1_sensitivity_units
+
+    if not (isinstance(dim, int) and dim >= 1):
+        raise ConfigError(f"`dim` must be an integer >= 1. Found {dim!r}.")
+    scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
+    if scale == 0:
+        raise ConfigError("`epsilon_l` is infinite: a non-private owner releases no noise and has no grid")
+    precision = release_precision(scale)
+    units = l1_sensitivity_units(response_sensitivity(xi=xi, n_l=n_l), dim, precision)
+    t = math.ceil(fractions.Fraction(units * steps) / fractions.Fraction(epsilon_l))
+    return LaplaceGrid(precision, units, t)
+
+
 def query_event(scale: float, sensitivity: float) -> dp_accounting.DpEvent:
     """The event of one response: ``LaplaceDpEvent(b/Δ)``, or ``NonPrivateDpEvent`` when b = 0."""
     if not (math.isfinite(scale) and scale >= 0):
@@ -91,7 +135,7 @@ def query_event(scale: float, sensitivity: float) -> dp_accounting.DpEvent:
 
 
 def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
-                queries: int | None = None) -> dp_accounting.DpEvent:
+                queries: int | None = None, dim: int | None = None) -> dp_accounting.DpEvent:
     """All responses of owner ℓ: ``queries`` (default T) self-composed Laplace events at Theorem 1's scale.
 
     Algorithms 1 and 2 loop k = 1..T−1, so a run answers T−1 queries while the scale is set for T (the paper
@@ -101,7 +145,10 @@ def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
     if not (isinstance(queries, int) and 0 <= queries <= steps):
         raise ConfigError(f"`queries` must be an integer in [0, T = {steps}]. Found {queries!r}.")
     scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
-    one = query_event(scale, response_sensitivity(xi=xi, n_l=n_l))
+    if dim is not None and scale > 0:  # the released bits: the discrete Laplace on the grid
+        one = laplace_grid(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, dim=dim).event
+    else:
+        one = query_event(scale, response_sensitivity(xi=xi, n_l=n_l))
     return dp_accounting.SelfComposedDpEvent(one, queries) if queries else dp_accounting.NoOpDpEvent()
 
 
@@ -171,9 +218,10 @@ def pld_certificate(event: dp_accounting.DpEvent, *, delta: float = 1e-12,
 
 
 def certify_owner(*, xi: float, steps: int, n_l: int, epsilon_l: float, queries: int | None = None,
-                  delta: float = 1e-12) -> OwnerCertificate:
-    """Certify owner ℓ's ``queries`` responses (default T) at Theorem 1's scale against its budget ε_ℓ."""
-    event = owner_event(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, queries=queries)
+                  delta: float = 1e-12, dim: int | None = None) -> OwnerCertificate:
+    """Certify owner ℓ's ``queries`` responses (default T) against its budget ε_ℓ: as released on the grid for
+    responses of ``dim`` coordinates (:func:`laplace_grid`), or at Theorem 1's continuous scale (``dim`` None)."""
+    event = owner_event(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, queries=queries, dim=dim)
     epsilon_pure = pure_epsilon(event)
     if math.isinf(epsilon_pure):
         return OwnerCertificate(epsilon_l, math.inf, math.inf, delta, 1.0)

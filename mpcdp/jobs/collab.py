@@ -250,7 +250,8 @@ def run_plan(plan: CollabPlan, *, f_star: float | None = None,
                  "online_s": max(r["online_s"] for r in result.values)}
     wall = time.perf_counter() - start
     f_final = pooled_cost(cost, evaluation, final)
-    certificates = [_certificate(plan.xi, plan.steps, n, e) for n, e in zip(plan.sizes, plan.epsilons)]
+    dim = int(cost.features(problem.owners[0].x[:1]).shape[1])
+    certificates = [_certificate(plan.xi, plan.steps, n, e, dim) for n, e in zip(plan.sizes, plan.epsilons)]
     return {
         "protocol": plan.name, "dataset": problem.data_name, "cost": plan.cost, "algorithm": plan.algorithm,
         "backend": plan.backend, "sizes": list(plan.sizes), "epsilons": list(plan.epsilons), "steps": plan.steps,
@@ -265,9 +266,9 @@ def run_plan(plan: CollabPlan, *, f_star: float | None = None,
 
 
 @functools.lru_cache(maxsize=256)
-def _certificate(xi: float, steps: int, n_l: int, epsilon_l: float):
-    """dp-accounting's certificate of one owner's T responses (None without privacy); cached for sweeps."""
-    return certify_owner(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l) if math.isfinite(epsilon_l) else None
+def _certificate(xi: float, steps: int, n_l: int, epsilon_l: float, dim: int):
+    """The certificate of one owner's T responses as released on their grid (None without privacy); cached."""
+    return certify_owner(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, dim=dim) if math.isfinite(epsilon_l) else None
 
 
 def collab_party(ctx, owner: Owner, position: int, spec: dict[str, Any], hyper: dict[str, float]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 For every parameter tensor of a model (shapes as in paper 002, Tables 4–6; only shapes matter, so no data
 is needed) the data parties run, in separate processes:
 
-* **noise** — ``d`` Gaussians sampled inside the MPC (``rou``), or the comparison modes (``distributed``:
+* **noise** — ``d`` discrete Gaussians sampled inside the MPC on the release grid (``dgauss``, what training
+  releases), or the comparison modes (``rou``: ratio-of-uniforms, not certifiable; ``distributed``:
   each party noises its own share; ``boxmuller``: CrypTen's ``randn``). This part needs no data and can
   run ahead of time (pre-sampling);
 * **release** — the online step: the parties' local d-vectors summed inside the MPC with the noise added,
@@ -56,7 +57,7 @@ OBLIVC_REBUILT: dict[str, tuple[int, int, float]] = {
     "logreg-a9a": (53_561_052, 1_716_602_881 + int(3.10 * 2**20), 16.9),
     "logreg-ijcnn1": (9_579_491, 307_021_025 + int(0.60 * 2**20), 3.0),
 }
-NOISE_MODES = ("rou", "distributed", "boxmuller")
+NOISE_MODES = ("dgauss", "rou", "distributed", "boxmuller")
 SECTIONS = ("noise", "release")
 
 
@@ -185,7 +186,7 @@ def check_choice(model: str, noise: str) -> None:
         raise ValueError(f"`noise` must be one of {list(NOISE_MODES)}. Found {noise!r}.")
 
 
-def run_cost(model: str, parties: int, noise: str = "rou", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
+def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
              timeout_s: float = 1800.0, progress: Callable[[int, int], None] | None = None) -> CostRun:
     """Run the per-layer cost measurement on ``parties`` local processes (plus the dealer)."""
     from mpcdp.runtime.harness import run_job

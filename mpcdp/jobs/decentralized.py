@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
 from mpcdp.errors import ConfigError
 from mpcdp.validation import read_protocol
 from mpcdp.learning import decentralized as dec
@@ -171,18 +172,22 @@ def turn_order(method: str, batches_per_pass: Sequence[int], *, visits: int, see
     return order
 
 
-def _method_hyper(plan: DecentralizedPlan, method: str, epsilon: float, delta: float, batch_size: int,
+def _method_hyper(plan: DecentralizedPlan, method: str, epsilon: float, delta: float, nodes: list[dec.NodeState],
                   classes: int) -> tuple[float, Any]:
-    """(grad noise std, certificate) of ``method``."""
+    """(grad noise std, certificate) of ``method`` (the certificate covers the sampler's residual over every
+    noise value the run's nodes open)."""
     if method == "noiseless":
         return 0.0, None
+    batch_size = nodes[0].batch_size
+    uses = plan.visits if method == "dpsgd5" else 1
+    coordinates = dec.run_coordinates(nodes, visits=uses, classes=classes)
     if method == "algorithm2":
         return dec.algorithm2_noise(epsilon, delta, eta=plan.eta, lam=plan.lam, radius=None, batch_size=batch_size,
-                                    classes=classes, budget=plan.budget, calibration=plan.calibration)
-    uses = plan.visits if method == "dpsgd5" else 1
+                                    classes=classes, budget=plan.budget, calibration=plan.calibration,
+                                    coordinates=coordinates)
     return dec.noise_and_certificate(epsilon, delta, uses=uses, lipschitz=dec.lipschitz_constant(plan.lam),
                                      batch_size=batch_size, classes=classes, budget=plan.budget,
-                                     calibration=plan.calibration)
+                                     calibration=plan.calibration, coordinates=coordinates)
 
 
 def _eta(plan: DecentralizedPlan, method: str, t: int) -> float:
@@ -201,13 +206,13 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
     x_train, y_train, x_test, y_test, data_name = features(plan.dataset)
     classes = int(max(y_train.max(), y_test.max())) + 1
     delta = _delta(plan, len(x_train))
-    std, cert = _method_hyper(plan, method, epsilon, delta, batch_size, classes)
     nodes = _nodes(plan, x_train, y_train, seed, batch_size)
+    std, cert = _method_hyper(plan, method, epsilon, delta, nodes, classes)
     start = time.perf_counter()
     if backend == "simulated":
         out = _simulate(plan, method, nodes, classes, seed, epsilon, delta)
     elif backend == "processes":
-        out = _in_processes(plan, method, nodes, std, classes, seed)
+        out = _in_processes(plan, method, nodes, std, None if cert is None else cert.noise_multiplier, classes, seed)
     else:
         raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
     report = {
@@ -215,8 +220,12 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
         "nodes": plan.nodes, "per_node": nodes[0].size, "batch_size": batch_size, "budget": plan.budget,
         "calibration": plan.calibration,
         "epsilon": None if method == "noiseless" else epsilon, "delta": delta, "grad_noise_std": std,
-        "epsilon_certified": None if cert is None else cert.epsilon,
-        "epsilon_all_classes": None if cert is None else cert.epsilon_all_classes,
+        "epsilon_certified": None if cert is None else cert.epsilon_released,
+        "epsilon_all_classes": None if cert is None else cert.epsilon_all_classes + cert.epsilon_residual,
+        **({} if cert is None else {"epsilon_accountant": cert.epsilon, "epsilon_residual": cert.epsilon_residual,
+                                    "delta_gaussian": cert.delta, "delta_truncation": cert.delta_truncation,
+                                    "delta_residual": cert.delta_residual, "noise_coordinates": cert.noise_coordinates,
+                                    "mechanism": MECHANISM, "accountant": ACCOUNTANT}),
         "updates": out["updates"], "accuracy": dec.accuracy(out["w"], x_test, y_test),
         "wall_s": round(time.perf_counter() - start, 4), "w": out["w"],
     }
@@ -246,7 +255,7 @@ def _simulate(plan, method, nodes, classes, seed, epsilon, delta) -> dict[str, A
     return {"w": run.w, "updates": run.updates}
 
 
-def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
+def _in_processes(plan, method, nodes, std, noise_multiplier, classes, seed) -> dict[str, Any]:
     from mpcdp.config import MpcConfig
     from mpcdp.runtime.harness import run_job
 
@@ -259,7 +268,7 @@ def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
     seeds = _deepq_seeds(seed, len(nodes))
     sizes = [n.batches_per_pass for n in nodes]
     result = run_job(node_party, config,
-                     party_args=[(m, node, spec, method, std, classes, seed, seeds[m], sizes)
+                     party_args=[(m, node, spec, method, std, noise_multiplier, classes, seed, seeds[m], sizes)
                                  for m, node in enumerate(nodes)],
                      job={"name": "decentralized", "protocol": plan.name, "method": method, "seed": seed,
                           "nodes": len(nodes), "batches_per_pass": sizes})
@@ -272,17 +281,19 @@ def _in_processes(plan, method, nodes, std, classes, seed) -> dict[str, Any]:
     return out
 
 
-def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: str, std: float, classes: int,
-               seed: int, deepq_seed: int, batches_per_pass: list[int]) -> dict[str, Any]:
+def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: str, std: float,
+               noise_multiplier: float | None, classes: int, seed: int, deepq_seed: int,
+               batches_per_pass: list[int]) -> dict[str, Any]:
     """One node as a party process: wait for the global model, update it, hand it to the next holder.
 
     The node's batch order, gradient noise and Deep-Q exploration come from a generator keyed by the OS
     CSPRNG, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
     plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
     if not ctx.config.reproducible:
-        from mpcdp.randomness import batch_key
+        from mpcdp.randomness import KeyedStream, batch_key, secure_key
 
         node.rng = np.random.default_rng(batch_key())
+        node.noise_source = KeyedStream(secure_key(), b"mpcdp/node-noise")
         deepq_seed = batch_key()
     visits = plan.visits if method == "dpsgd5" else 1
     node.max_passes = visits
@@ -301,9 +312,11 @@ def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: 
         if previous != me:
             w = ctx.receive_public(previous, shape, label=f"global model [{t - 1}]").numpy()
         if dq is not None:
-            w = dec.algorithm2_turn(w, dq, eta=plan.eta, grad_noise_std=std, lam=plan.lam)
+            w = dec.algorithm2_turn(w, dq, eta=plan.eta, grad_noise_std=std, lam=plan.lam,
+                                    noise_multiplier=noise_multiplier)
         else:
-            w = dec.node_update(w, node, eta=_eta(plan, method, t), grad_noise_std=std, lam=plan.lam)
+            w = dec.node_update(w, node, eta=_eta(plan, method, t), grad_noise_std=std, lam=plan.lam,
+                                noise_multiplier=noise_multiplier)
         if t < len(order) and order[t] != me:
             import torch
 

@@ -9,10 +9,30 @@ from typing import Any, Callable
 
 def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None], *,
                  default: Callable[[Any], Any] | None = None) -> dict[str, Any]:
-    """Write the three files of ``out``; return the table, the plot's path and the record."""
+    """Write the three files of ``out``; return the table, the plot's path and the record. The record and the
+    table name the versions of the released mechanism and of the accountant, and the mechanism of the record
+    they replace when it differs."""
+    from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+
     prefix = pathlib.Path(out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    before = prefix.with_suffix(".json")
+    replaced = json.loads(before.read_text()).get("mechanism", "float64 or ratio-of-uniforms noise, continuous "
+                                                 "sensitivity") if before.exists() else None
+    record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
+    if replaced is not None and replaced != MECHANISM:
+        record["replaces_mechanism"] = replaced
+    text = text.rstrip("\n") + "\n\n" + stamp(record)
     prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=default) + "\n")
     prefix.with_suffix(".md").write_text(text)
     plot(record, prefix.with_suffix(".png"))
     return {"markdown": text, "png": str(prefix.with_suffix(".png")), "record": record}
+
+
+def stamp(record: dict) -> str:
+    """The lines a table ends with: the mechanism and accountant versions of its record, and the mechanism of
+    the record it replaced when that differed."""
+    text = f"Mechanism: {record['mechanism']}.\nAccountant: {record['accountant']}.\n"
+    if record.get("replaces_mechanism"):
+        text += f"This record replaces one made with: {record['replaces_mechanism']}.\n"
+    return text

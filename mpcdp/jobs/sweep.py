@@ -30,6 +30,7 @@ from typing import Any, Callable
 from mpcdp.errors import ConfigError
 from mpcdp.validation import read_protocol
 from mpcdp.jobs.train import ALGORITHMS, CENTRAL_ONLY, plan_from, run_plan
+from mpcdp.jobs.results import stamp, write_record
 
 CENTRAL = "dp-gd"
 KEPT = ("test_error", "test_loss", "optimal_gap", "epsilon", "sigma", "sigma_by_party", "epsilon_by_party",
@@ -175,6 +176,8 @@ def rerender(out: str) -> dict[str, Any]:
     summary = summarize(runs)
     checks = agreement(runs)
     markdown = render(header, spec, summary, checks, runs)
+    if "mechanism" in payload:
+        markdown = markdown.rstrip("\n") + "\n\n" + stamp(payload)
     prefix.with_suffix(".md").write_text(markdown)
     payload.update(summary=[{"variant": k[0], "backend": k[1], "u": k[2], **v} for k, v in summary.items()],
                    agreement=checks, pooled_agreement=pooled_difference(runs))
@@ -204,15 +207,11 @@ def run_sweep(path: str, *, out: str, seeds: int | None = None, mpc_seeds: int |
     summary = summarize(runs)
     checks = agreement(runs)
     markdown = render(header, spec, summary, checks, runs)
-    prefix = pathlib.Path(out)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".md").write_text(markdown)
     payload = {**header, "size_ratios": list(spec.size_ratios), "variants": [v.name for v in spec.variants],
                "summary": [{"variant": k[0], "backend": k[1], "u": k[2], **v} for k, v in summary.items()],
                "agreement": checks, "pooled_agreement": pooled_difference(runs), "runs": runs}
-    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
-    plot(header, spec, summary, prefix.with_suffix(".png"))
-    return {"markdown": markdown, "png": str(prefix.with_suffix(".png")), **payload}
+    written = write_record(out, payload, markdown, lambda _, png: plot(header, spec, summary, png))
+    return {"markdown": written["markdown"], "png": written["png"], **written["record"]}
 
 
 def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], runs: list[dict]) -> str:

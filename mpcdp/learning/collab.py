@@ -31,8 +31,9 @@ features normalised to ‖x‖₁ <= 1 (what :mod:`mpcdp.data.lending_club` ship
 Declared cost (per round): each owner: one pass over its n_ℓ records (n_ℓ·p_θ multiply-adds), p_θ Laplace
 draws, one vector of p_θ floats sent; learner: one weighted sum of N vectors.
 
-Noise source: a :class:`~mpcdp.randomness.KeyedStream` keyed by the OS CSPRNG (``generator=None``, the
-default), or a seeded ``torch.Generator`` (Mersenne Twister) — reproducible and predictable, for experiments.
+Noise source: exact discrete Laplace on the response's grid (:mod:`mpcdp.noise.discrete_laplace`), its words from a
+:class:`~mpcdp.randomness.KeyedStream` keyed by the OS CSPRNG (``generator=None``, the default), or a seeded
+``torch.Generator`` (Mersenne Twister) — reproducible and predictable, for experiments.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ import dp_accounting
 import numpy as np
 import torch
 
-from mpcdp.accounting.laplace import laplace_scale, query_event, response_sensitivity
+from mpcdp.accounting.grid import encode
+from mpcdp.accounting.laplace import laplace_grid, laplace_scale, query_event, response_sensitivity
 from mpcdp.errors import ConfigError, InputError
+from mpcdp.noise import discrete_laplace
 from mpcdp.randomness import KeyedStream, secure_key
 
-__all__ = ["Owner", "SquaredLoss", "HingeSVM", "laplace_scale", "laplace_noise", "clip_l1", "average_subgradient",
+__all__ = ["Owner", "SquaredLoss", "HingeSVM", "laplace_scale", "clip_l1", "average_subgradient",
            "respond", "owner_weights", "combine", "project_box", "algorithm1_step", "algorithm2_step",
            "averaging_step", "CollabRun", "run_collab", "relative_fitness", "pooled_cost", "nonprivate_optimum"]
 
@@ -196,22 +199,6 @@ class HingeSVM:
 Cost = SquaredLoss | HingeSVM
 
 
-def laplace_noise(shape: Sequence[int], scale: float, generator: torch.Generator | KeyedStream) -> torch.Tensor:
-    """i.i.d. Laplace(0, b) entries (density exp(−|w|/b)/(2b)): b·(E₁ − E₂) with E₁, E₂ i.i.d. Exp(1), each
-    E = −log(1 − U) for U ~ Uniform[0, 1) (so the logarithm's argument is in (0, 1]). Scale 0 gives zeros."""
-    if not (math.isfinite(scale) and scale >= 0):
-        raise ConfigError(f"`scale` must be a finite number >= 0. Found {scale!r}.")
-    shape = tuple(shape)
-    if scale == 0:
-        return torch.zeros(shape, dtype=DTYPE)
-    if isinstance(generator, KeyedStream):
-        u = generator.uniform(2 * math.prod(shape)).reshape((2, *shape))
-    else:
-        u = torch.rand((2, *shape), generator=generator, dtype=DTYPE)
-    exponential = -torch.log1p(-u)
-    return scale * (exponential[0] - exponential[1])
-
-
 def clip_l1(rows: torch.Tensor, bound: float) -> torch.Tensor:
     """Scale every row of a (batch, d) tensor to L1 norm at most ``bound`` (rows already inside are kept)."""
     if not (math.isfinite(bound) and bound > 0):
@@ -232,13 +219,19 @@ def respond(owner: Owner, cost: Cost, theta: torch.Tensor, *, xi: float, steps: 
             generator: torch.Generator | KeyedStream) -> tuple[torch.Tensor, dp_accounting.DpEvent]:
     """Owner ℓ's DP response (6) to the query at θ[k], and the event describing exactly that release.
 
-    Returns Q_ℓ(D_ℓ; k) + w_ℓ[k], w_ℓ[k] i.i.d. Laplace(b_ℓ) per coordinate with b_ℓ = 2ΞT/(n_ℓ·ε_ℓ)
-    (Theorem 1), and ``LaplaceDpEvent(b_ℓ/Δ_ℓ)`` with Δ_ℓ = 2Ξ/n_ℓ (``NonPrivateDpEvent`` when ε_ℓ = ∞).
+    Returns the response as released, on its grid 2^-p (:func:`~mpcdp.accounting.laplace.laplace_grid`):
+    (round(2^p·Q_ℓ(D_ℓ; k)) + L)·2^-p, L i.i.d. exact discrete Laplace of integer scale t = ⌈Δ₁,int·T/ε_ℓ⌉ per
+    coordinate (:mod:`mpcdp.noise.discrete_laplace`; Theorem 1's b_ℓ = 2ΞT/(n_ℓ·ε_ℓ) with the rounding in the
+    sensitivity), and the event of exactly that release, ``LaplaceDpEvent(t/Δ₁,int)`` (``NonPrivateDpEvent`` and
+    the exact value when ε_ℓ = ∞).
     """
-    scale = laplace_scale(xi=xi, steps=steps, n_l=owner.n, epsilon_l=owner.epsilon)
     exact = average_subgradient(cost, owner, theta, xi=xi)
-    noisy = exact + laplace_noise(exact.shape, scale, generator)
-    return noisy, query_event(scale, response_sensitivity(xi=xi, n_l=owner.n))
+    if math.isinf(owner.epsilon):
+        return exact, query_event(0.0, response_sensitivity(xi=xi, n_l=owner.n))
+    grid = laplace_grid(xi=xi, steps=steps, n_l=owner.n, epsilon_l=owner.epsilon, dim=int(exact.numel()))
+    noise = discrete_laplace.sample(grid.scale_units, int(exact.numel()), discrete_laplace.words_from(generator))
+    units = encode(exact, grid.precision) + torch.from_numpy(noise)
+    return units.to(DTYPE) * 2.0**-grid.precision, grid.event
 
 
 def owner_weights(sizes: Sequence[int]) -> tuple[float, ...]:
@@ -396,7 +389,8 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
             averages.append(averaging_step(averages[-1], theta, k=k, steps=steps))
         theta = new_theta
         iterates.append(theta)
-    scales = tuple(laplace_scale(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon) for o in owners)
+    scales = tuple(0.0 if math.isinf(o.epsilon) else laplace_grid(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon,
+                                                                   dim=dim).scale for o in owners)
     events = tuple(dp_accounting.ComposedDpEvent(list(e)) for e in released)
     final = iterates[-1] if algorithm == 1 else averages[-1]
     return CollabRun(algorithm, iterates, averages, final, scales, events)

@@ -58,11 +58,21 @@ Security model: honest nodes (footnote 3) that see the global model after every 
 examples are protected by the noise it adds itself (no trusted party, no MPC in this module). ``node_update`` is
 the whole of one node's step, so nodes can run as separate processes handing the model on.
 
-Declared cost (per node update): b·d·K multiply-adds for the gradient, d·K Gaussian draws, one d×K float model
+Declared cost (per node update): b·d·K multiply-adds for the gradient, d·K discrete Gaussian draws (≈ 1.6 candidates
+of 12 words each per draw), one d×K float model
 received and sent. Algorithm 1: ⌈n_m/b⌉ updates per node; DP-SGD-5: 5·⌈n_m/b⌉ updates per node.
 
-Noise source: ``numpy.random.Generator`` (PCG64) — reproducible, *not* a CSPRNG; a deployment should draw the noise
-from a CSPRNG.
+Released bits (:func:`release_on_grid`). A noisy update releases W_new = (round(2^p·(W − η·∇f)) + N)·2^-p: the
+update rounded to a grid 2^-p with η·σ·2^p ≈ 2^21 units (:func:`~mpcdp.accounting.grid.release_precision`), N the
+exact discrete Gaussian sampler of :mod:`mpcdp.noise.discrete_gaussian` with σ_units >= z·Δ_int, Δ_int =
+⌈η·Δ·2^p + √(d·K)⌉ (W is public, so only the rounding of the gradient step moves with the data). The released
+noise multiplier σ_units/Δ_int is at least the calibrated z, and the certificate adds the sampler's residual over
+every noise coordinate the run opens (:func:`noise_and_certificate` with ``coordinates``; the theorem in
+:mod:`mpcdp.accounting.grid`). With λ > 0 the projection comes after the release (post-processing).
+
+Noise source: each node's ``noise_source``, a :class:`~mpcdp.randomness.KeyedStream` under an OS-CSPRNG key by
+default; :func:`make_nodes` with a ``seed`` gives every node a seeded NumPy generator instead (reproducible
+experiments, predictable noise).
 """
 
 from __future__ import annotations
@@ -76,8 +86,11 @@ import dp_accounting
 import numpy as np
 from dp_accounting import pld, rdp
 
+from mpcdp.accounting.grid import GridRelease, reserve
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning.deepq import LOCAL, DeepQController, DeepQSettings
+from mpcdp.noise.discrete_gaussian import sample_plain
+from mpcdp.randomness import KeyedStream, secure_key, word_source
 
 __all__ = ["PCA_DIMS", "fit_pca", "prepare_features", "lipschitz_constant", "update_sensitivity", "gaussian_c",
            "step_noise_std", "gradient_noise_std", "PrivacyCertificate", "certify", "NodeState", "make_nodes",
@@ -206,10 +219,23 @@ class PrivacyCertificate:
     uses: int
     target_epsilon: float
     epsilon_all_classes: float
+    epsilon_residual: float = 0.0
+    delta_truncation: float = 0.0
+    delta_residual: float = 0.0
+    noise_coordinates: int = 0
+
+    @property
+    def epsilon_released(self) -> float:
+        """The guarantee of the released bits: the accountant's ε plus the sampler's residual."""
+        return self.epsilon + self.epsilon_residual
+
+    @property
+    def delta_released(self) -> float:
+        return self.delta + self.delta_truncation + self.delta_residual
 
     @property
     def certified(self) -> bool:
-        return self.epsilon <= self.target_epsilon
+        return self.epsilon_released <= self.target_epsilon
 
 
 def _pld_epsilon(noise_multiplier: float, uses: int, delta: float) -> float:
@@ -255,6 +281,7 @@ class NodeState:
     max_passes: int = 1
     rng: np.random.Generator = dataclasses.field(default_factory=np.random.default_rng)
     name: str = "node"
+    noise_source: object = None  # KeyedStream (default: a fresh OS-CSPRNG key) or a seeded NumPy generator
     passes_done: int = 0
     history: list = dataclasses.field(default_factory=list)
     _order: np.ndarray | None = None
@@ -275,6 +302,12 @@ class NodeState:
             raise ConfigError(f"`batch_size` must be <= the node's example count ({self.name} holds {x.shape[0]}). "
                               f"Found {self.batch_size}.")
         self.x, self.y = x, y
+        if self.noise_source is None:
+            self.noise_source = KeyedStream(secure_key(), b"mpcdp/node-noise")
+
+    @property
+    def noise_words(self):
+        return word_source(self.noise_source)
 
     @property
     def size(self) -> int:
@@ -316,8 +349,12 @@ def make_nodes(x: np.ndarray, y: np.ndarray, *, num_nodes: int, batch_size: int,
         raise ConfigError(f"`per_node`·`num_nodes` must be <= the training count {n}. Found {per_node}·{num_nodes}.")
     rng = np.random.default_rng(seed)
     rows = rng.permutation(n)[:per_node * num_nodes].reshape(num_nodes, per_node)
-    return [NodeState(x[r], y[r], batch_size, max_passes, np.random.default_rng(rng.integers(2**63)), f"node {m}")
-            for m, r in enumerate(rows)]
+    nodes = []
+    for m, r in enumerate(rows):
+        batches = np.random.default_rng(rng.integers(2**63))
+        noise = None if seed is None else np.random.default_rng([seed, 4004, m])  # seeded: reproducible noise
+        nodes.append(NodeState(x[r], y[r], batch_size, max_passes, batches, f"node {m}", noise))
+    return nodes
 
 
 # -------------------------------------------------------------------------------------------------- the loss
@@ -346,18 +383,21 @@ def _project_columns(w: np.ndarray, radius: float) -> np.ndarray:
 
 
 def node_update(w_global: np.ndarray, node: NodeState, *, eta: float, grad_noise_std: float, lam: float = 0.0,
-                radius: float | None = None, rng: np.random.Generator | None = None) -> np.ndarray:
-    """One node's step, eq. (5): W ← W − η·(∇f_{D_m(t)}(W) + N), N ~ N(0, grad_noise_std²) per coordinate;
-    with λ > 0 every column is then projected onto ‖w‖ <= R. Takes the node's next mini-batch; returns the new W."""
+                radius: float | None = None, rng: np.random.Generator | None = None,
+                noise_multiplier: float | None = None) -> np.ndarray:
+    """One node's step, eq. (5): W ← W − η·(∇f_{D_m(t)}(W) + N), released on its grid (:func:`release_on_grid`:
+    η·N is discrete Gaussian of std ≈ η·grad_noise_std, with the rounding in the sensitivity; ``noise_multiplier``
+    z = grad_noise_std/Δ says which Δ). With λ > 0 every column is then projected onto ‖w‖ <= R. Takes the node's
+    next mini-batch; returns the new W. ``rng``: a seeded generator for this step's noise instead of the node's."""
     _check_positive(eta, "eta")
     if not (math.isfinite(grad_noise_std) and grad_noise_std >= 0):
         raise ConfigError(f"`grad_noise_std` must be a finite number >= 0. Found {grad_noise_std!r}.")
     rows = node.next_batch()
-    rng = node.rng if rng is None else rng
     g = gradient(w_global, node.x[rows], node.y[rows], lam, node.batch_size)
-    if grad_noise_std > 0:
-        g = g + rng.normal(0.0, grad_noise_std, size=g.shape)
     w_new = w_global - eta * g
+    if grad_noise_std > 0:
+        words = node.noise_words if rng is None else word_source(rng)
+        w_new = _noisy(w_new, eta, grad_noise_std, noise_multiplier, words)
     if lam > 0:
         w_new = _project_columns(w_new, 1.0 / lam if radius is None else radius)
     return w_new
@@ -400,12 +440,13 @@ def calibrated_noise_multiplier(epsilon: float, delta: float, *, uses: int) -> f
 
 
 def noise_and_certificate(epsilon, delta, *, uses: int, lipschitz: float, batch_size: int, classes: int,
-                          budget: str, private: bool = True, calibration: str = "paper"):
-    """(per-coordinate std of N_t, certificate) for ``uses`` noisy updates per example.
+                          budget: str, private: bool = True, calibration: str = "paper", coordinates: int = 1):
+    """(per-coordinate std of N_t, certificate) for ``uses`` noisy updates per example, the run opening
+    ``coordinates`` noise values in all (updates × d × K; the sampler's residual is over all of them).
 
     ``calibration="paper"``: each update (ε/uses, δ/uses)-DP by eq. (4), c = √(2 ln(1.25·uses/δ)) (Theorem 1 and
-    basic composition; refused where that σ does not certify ε). ``"accountant"``: the smallest noise multiplier
-    whose composition dp-accounting certifies at (ε, δ) — the same guarantee with less noise.
+    basic composition; refused where that σ and the residual do not certify ε). ``"accountant"``: the smallest noise
+    multiplier whose composition dp-accounting certifies at what is left of (ε, δ) after the residual.
     """
     if not private:
         return 0.0, None
@@ -415,18 +456,55 @@ def noise_and_certificate(epsilon, delta, *, uses: int, lipschitz: float, batch_
     if calibration not in CALIBRATIONS:
         raise ConfigError(f"`calibration` must be one of {CALIBRATIONS}. Found {calibration!r}.")
     joint = classes if budget == "model" else 1
+    _check_int(coordinates, "coordinates")
+    epsilon_left, delta_left = reserve(epsilon, delta, coordinates)
     if calibration == "paper":
         per_eps, per_delta = epsilon / uses, delta / uses
         z = gaussian_c(per_delta) / per_eps  # σ/Δ, the same for every step
     else:
-        z = calibrated_noise_multiplier(epsilon, delta, uses=uses)
+        z = calibrated_noise_multiplier(epsilon_left, delta_left, uses=uses)
     std = z * update_sensitivity(eta=1.0, lipschitz=lipschitz, batch_size=batch_size, classes=joint)
-    cert = certify(z, uses=uses, delta=delta, target_epsilon=epsilon, classes=1 if budget == "model" else classes)
+    cert = with_residual(certify(z, uses=uses, delta=delta_left, target_epsilon=epsilon,
+                                 classes=1 if budget == "model" else classes), coordinates)
     if not cert.certified:
         raise ConfigError(f"`epsilon` = {epsilon!r} is outside Theorem 1's range: the paper's σ certifies only "
                           f"ε = {cert.epsilon:.4g} (dp-accounting PLD). Lower `epsilon` or use "
                           f"calibration='accountant'.")
     return std, cert
+
+
+def with_residual(cert: PrivacyCertificate, coordinates: int) -> PrivacyCertificate:
+    """``cert`` plus the sampler's residual over ``coordinates`` opened noise values, at the largest η any release
+    grid can have (:func:`~mpcdp.accounting.grid.eta_bound`: every step's σ is ≈ 2^21 units)."""
+    from mpcdp.accounting.grid import SIGMA_UNITS, Residual, eta_bound
+    from mpcdp.noise.discrete_gaussian import plan_for
+
+    extra = Residual(coordinates, eta_bound(), plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01)
+    pieces = extra.delta_pieces(cert.epsilon, cert.delta)
+    return dataclasses.replace(cert, epsilon_residual=extra.epsilon, noise_coordinates=coordinates, **pieces)
+
+
+def _noisy(w_moved: np.ndarray, eta: float, grad_noise_std: float, noise_multiplier: float | None, words):
+    if noise_multiplier is None:
+        raise ConfigError("`noise_multiplier` (σ/Δ of the certificate) is needed to release a noisy update on its grid")
+    _check_positive(noise_multiplier, "noise_multiplier")
+    return release_on_grid(w_moved, sigma=eta * grad_noise_std, sensitivity=eta * grad_noise_std / noise_multiplier,
+                           words=words)
+
+
+def run_coordinates(nodes: Sequence[NodeState], *, visits: int, classes: int) -> int:
+    """Noise values a run opens at most: one d × K update per mini-batch of every node, ``visits`` passes."""
+    return sum(node.batches_per_pass for node in nodes) * visits * nodes[0].x.shape[1] * classes
+
+
+def release_on_grid(w_moved: np.ndarray, *, sigma: float, sensitivity: float, words) -> np.ndarray:
+    """The released update (round(2^p·w_moved) + N)·2^-p, N the exact discrete Gaussian with σ_units >= z·Δ_int
+    (z = σ/Δ), Δ_int = ⌈Δ·2^p + √size⌉ on the grid of σ (:class:`~mpcdp.accounting.grid.GridRelease`)."""
+    release = GridRelease(sensitivity, int(w_moved.size), sigma / sensitivity)
+    p = release.precision
+    noise, _ = sample_plain(release.plan, int(w_moved.size), words=words)
+    units = np.rint(np.asarray(w_moved, dtype=np.float64) * 2.0**p).astype(np.int64) + noise.reshape(w_moved.shape)
+    return units * 2.0**-p
 
 
 def _check_nodes(nodes: Sequence[NodeState]) -> None:
@@ -455,7 +533,9 @@ def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
     lipschitz = lipschitz_constant(lam, radius)
     std, cert = noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz, batch_size=nodes[0].batch_size,
                                       classes=classes, budget=budget, private=epsilon is not None,
-                                      calibration=calibration)
+                                      calibration=calibration,
+                                      coordinates=run_coordinates(nodes, visits=1, classes=classes))
+    z = None if cert is None else cert.noise_multiplier
     w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
     result = RunResult(w, 0, std, cert)
     k = 0
@@ -463,7 +543,8 @@ def run_algorithm1(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
         for node in nodes:
             if node.active:  # "else: do nothing"
                 k += 1
-                w = node_update(w, node, eta=_step_size(eta, k), grad_noise_std=std, lam=lam, radius=radius, rng=rng)
+                w = node_update(w, node, eta=_step_size(eta, k), grad_noise_std=std, lam=lam, radius=radius, rng=rng,
+                                noise_multiplier=z)
                 if track is not None:
                     result.losses.append(loss(w, *track, lam=lam))
     result.w, result.updates = w, k
@@ -503,12 +584,15 @@ def run_dpsgd5(nodes: Sequence[NodeState], *, epsilon: float | None, delta: floa
     lipschitz = lipschitz_constant(lam, radius)
     std, cert = noise_and_certificate(epsilon, delta, uses=visits, lipschitz=lipschitz,
                                       batch_size=nodes[0].batch_size, classes=classes, budget=budget,
-                                      private=epsilon is not None, calibration=calibration)
+                                      private=epsilon is not None, calibration=calibration,
+                                      coordinates=run_coordinates(nodes, visits=visits, classes=classes))
+    z = None if cert is None else cert.noise_multiplier
     w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
     result = RunResult(w, 0, std, cert)
     schedule = walk_schedule([node.batches_per_pass for node in nodes], visits=visits, rng=walk)
     for t, m in enumerate(schedule, start=1):
-        w = node_update(w, nodes[m], eta=_step_size(eta, t), grad_noise_std=std, lam=lam, radius=radius)
+        w = node_update(w, nodes[m], eta=_step_size(eta, t), grad_noise_std=std, lam=lam, radius=radius,
+                        noise_multiplier=z)
         if track is not None:
             result.losses.append(loss(w, *track, lam=lam))
     result.w, result.updates = w, len(schedule)
@@ -559,7 +643,7 @@ def _deepq_state(w_local: np.ndarray, batch_loss: float, previous_action: int) -
 
 
 def algorithm2_turn(w_global: np.ndarray, dq: DeepQNode, *, eta: float, grad_noise_std: float, lam: float = 0.0,
-                    radius: float | None = None) -> np.ndarray:
+                    radius: float | None = None, noise_multiplier: float | None = None) -> np.ndarray:
     """One node's turn of Algorithm 2 (with Algorithm 3 inside); returns the (possibly unchanged) global model.
 
     The node takes its next mini-batch D, forms s_t = [w^L, f(w^L, D), a_{t−1}], completes its previous
@@ -584,9 +668,9 @@ def algorithm2_turn(w_global: np.ndarray, dq: DeepQNode, *, eta: float, grad_noi
         dq.local_updates += 1
     else:
         g = gradient(w_global, x, y, lam, node.batch_size)
-        if grad_noise_std > 0:
-            g = g + node.rng.normal(0.0, grad_noise_std, size=g.shape)
         w_global = 0.5 * (w_global + dq.w_local) - eta * g
+        if grad_noise_std > 0:  # released on its grid, as in node_update
+            w_global = _noisy(w_global, eta, grad_noise_std, noise_multiplier, node.noise_words)
         if radius is not None:
             w_global = _project_columns(w_global, radius)
         dq.w_local = w_global.copy()
@@ -600,7 +684,7 @@ def algorithm2_turn(w_global: np.ndarray, dq: DeepQNode, *, eta: float, grad_noi
 
 
 def algorithm2_noise(epsilon: float | None, delta: float, *, eta: float, lam: float, radius: float | None,
-                     batch_size: int, classes: int, budget: str, calibration: str = "paper"):
+                     batch_size: int, classes: int, budget: str, calibration: str = "paper", coordinates: int = 1):
     """(grad noise std, certificate) of Algorithm 2: Lemma 5 bounds one global release's sensitivity by
     max_k 2η_k·L/b — the same Δ as Algorithm 1 — provided η <= 1/(2μ); each example then reaches exactly one
     global release (the first global update after its mini-batch), so the certificate is Algorithm 1's."""
@@ -610,7 +694,7 @@ def algorithm2_noise(epsilon: float | None, delta: float, *, eta: float, lam: fl
         raise ConfigError(f"`eta` must be <= 1/(2μ) = {limit:.4g} for Lemma 5's sensitivity bound. Found {eta!r}.")
     return noise_and_certificate(epsilon, delta, uses=1, lipschitz=lipschitz_constant(lam, radius),
                                  batch_size=batch_size, classes=classes, budget=budget, private=epsilon is not None,
-                                 calibration=calibration)
+                                 calibration=calibration, coordinates=coordinates)
 
 
 def run_algorithm2(nodes: Sequence[NodeState], *, epsilon: float | None, delta: float, classes: int = 10,
@@ -627,7 +711,9 @@ def run_algorithm2(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
             raise ConfigError(f"{node.name}: `nodes` must be fresh (its sampler was already used).")
         node.max_passes = 1
     std, cert = algorithm2_noise(epsilon, delta, eta=eta, lam=lam, radius=radius, batch_size=nodes[0].batch_size,
-                                 classes=classes, budget=budget, calibration=calibration)
+                                 classes=classes, budget=budget, calibration=calibration,
+                                 coordinates=run_coordinates(nodes, visits=1, classes=classes))
+    z = None if cert is None else cert.noise_multiplier
     dq_nodes = make_deepq_nodes(nodes, classes=classes, settings=settings, seeds=seeds, w0=w0)
     w = np.zeros((nodes[0].x.shape[1], classes)) if w0 is None else np.array(w0, dtype=np.float64)
     turns = 0
@@ -635,7 +721,7 @@ def run_algorithm2(nodes: Sequence[NodeState], *, epsilon: float | None, delta: 
         for dq in dq_nodes:
             if dq.active:
                 turns += 1
-                w = algorithm2_turn(w, dq, eta=eta, grad_noise_std=std, lam=lam, radius=radius)
+                w = algorithm2_turn(w, dq, eta=eta, grad_noise_std=std, lam=lam, radius=radius, noise_multiplier=z)
     result = RunResult(w, turns, std, cert)
     result.local_models = [dq.w_local for dq in dq_nodes]
     result.global_updates = [dq.global_updates for dq in dq_nodes]
