@@ -101,13 +101,21 @@ def test_local_noise_as_written_misses_its_target_and_the_calibrated_one_meets_i
     certified = local_noise_for(sizes, 200, 1.0, 0.5, 1e-3, calibration="certified")
     assert all(0.5 - 1e-5 < c.epsilon <= 0.5 for c in certified.certificates)
     assert certified.sigmas[0] / certified.sigmas[2] == pytest.approx(9, rel=1e-5)
+    # as released (d = 30): each party's gradients on its grid, Δ_int and the residual in its certificate
+    released = local_noise_for(sizes, 200, 1.0, 0.5, 1e-3, calibration="certified", dim=30)
+    for c, r, n_j in zip(released.certificates, released.releases, sizes):
+        assert c.epsilon <= 0.5 and c.delta <= 1e-3 and c.pieces["epsilon_residual"] > 0
+        assert r.sensitivity == 2 / n_j and r.sensitivity_units >= r.sensitivity * 2**r.precision + 30**0.5
+    assert released.sigmas[0] / released.sigmas[2] == pytest.approx(9, rel=2**-8)
+    as_written = local_noise_for(sizes, 200, 1.0, 0.5, 1e-3, calibration="paper", dim=30)
+    assert as_written.certificate.epsilon > 1.0 and as_written.certificate.pieces["delta_residual"] > 0
 
 
 def test_local_training_without_noise_is_each_partys_gd_then_the_weighted_average():
     shards = _shards(3, 3.0)
     n = sum(len(s.y) for s in shards)
     params = _params("records", n, steps=15)
-    result = run_local_then_average(shards, params, [0.0] * 3, dim=30)
+    result = run_local_then_average(shards, params, [None] * 3, dim=30)
     expected = torch.zeros(30, dtype=torch.float64)
     for s in shards:
         alone = train_simulated([Shard(0, s.x, s.y)], _params("records", len(s.y), steps=15), NoiseLevels.none(),

@@ -122,11 +122,13 @@ def aggregate_noise_for(scheme: str, sizes: tuple[int, ...], steps: int, bound: 
 
 @dataclasses.dataclass(frozen=True)
 class LocalNoise:
-    """WD-DP as written: σ_j per party and the ε each party's released local model certifies."""
+    """WD-DP as written: σ_j per party and the ε each party's released local model certifies; with ``releases``,
+    each party's T noisy gradients on their grid (:mod:`mpcdp.accounting.released`), σ_j the released noise."""
 
     calibration: str
     sigmas: tuple[float, ...]
     certificates: tuple[Certificate, ...]
+    releases: tuple | None = None
 
     @property
     def certificate(self) -> Certificate:
@@ -135,12 +137,15 @@ class LocalNoise:
 
 
 def local_noise_for(sizes: tuple[int, ...], steps: int, bound: float, epsilon: float, delta: float, *,
-                    calibration: str = "paper") -> LocalNoise:
+                    calibration: str = "paper", dim: int | None = None) -> LocalNoise:
     """σ_j for WD-DP's local-noise Algorithm 1: Theorem 1's σ at every party (``paper``) or each σ_j calibrated
-    to party j's own sensitivity 2G/n_j (``certified``); each party's certificate either way."""
+    to party j's own sensitivity 2G/n_j (``certified``); each party's certificate either way. With ``dim``: as
+    released, each gradient rounded to its grid with discrete Gaussian noise (:func:`local_releases_for`)."""
     _check_choice("calibration", calibration, CALIBRATIONS)
     _check_sizes(sizes)
     check_delta(delta)
+    if dim is not None:
+        return local_releases_for(sizes, steps, bound, epsilon, delta, calibration=calibration, dim=dim)
     if calibration == "paper":
         sigma = wddp_theorem1_sigma(sum(sizes), steps, bound, epsilon, delta)
         sigmas = tuple(sigma for _ in sizes)
@@ -149,3 +154,32 @@ def local_noise_for(sizes: tuple[int, ...], steps: int, bound: float, epsilon: f
     certificates = tuple(certify(full_batch_gaussian_event(s, 2 * bound / n_j, steps), delta)
                          for s, n_j in zip(sigmas, sizes))
     return LocalNoise(calibration, sigmas, certificates)
+
+
+def local_releases_for(sizes: tuple[int, ...], steps: int, bound: float, epsilon: float, delta: float, *,
+                       calibration: str, dim: int) -> LocalNoise:
+    """:func:`local_noise_for` as released: party j's T gradients (sensitivity 2G/n_j, d coordinates) each on its
+    grid with integer sensitivity and discrete Gaussian noise. ``certified``: calibrated with the sampler's
+    residual reserved; ``paper``: Theorem 1's σ, certified on the grid at the target δ (the residual on top)."""
+    from mpcdp.accounting.grid import GridRelease
+    from mpcdp.accounting.released import ReleaseKind, calibrate_on_grid, certify_on_grid
+
+    releases, certificates = [], []
+    for j, n_j in enumerate(sizes):
+        sensitivity = 2 * bound / n_j
+        kinds = (ReleaseKind(f"party {j}", sensitivity, steps),)
+
+        def event_of(sigmas, sensitivity=sensitivity):
+            return full_batch_gaussian_event(sigmas[0], sensitivity, steps)
+
+        if calibration == "paper":
+            sigma = wddp_theorem1_sigma(sum(sizes), steps, bound, epsilon, delta)
+            release = GridRelease(sensitivity, dim, sigma / sensitivity)
+            certificate = certify_on_grid(kinds, (release,), delta, event_of)
+        else:
+            noise = calibrate_on_grid(kinds, dim, epsilon, delta, event_of=event_of,
+                                      calibrate=lambda e, d, s=sensitivity: (full_batch_noise_for(s, steps, e, d)[0],))
+            release, certificate = noise.releases[0], noise.certificate
+        releases.append(release)
+        certificates.append(certificate)
+    return LocalNoise(calibration, tuple(r.sigma for r in releases), tuple(certificates), tuple(releases))

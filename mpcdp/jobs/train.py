@@ -369,10 +369,11 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     if plan.algorithm == "wd-dp-local":
         steps = plan.params.steps
         params = dataclasses.replace(plan.params, n_total=n)
-        noise = local_noise_for(sizes, steps, params.c1, plan.epsilon, plan.delta, calibration=plan.calibration)
+        noise = local_noise_for(sizes, steps, params.c1, plan.epsilon, plan.delta, calibration=plan.calibration,
+                                dim=dim)
         warm_up()
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_local_then_average(shards, params, noise.sigmas, dim=dim)
+        result = run_local_then_average(shards, params, noise.releases, dim=dim)
         report = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
         return _report(plan, data, result, x, y, x_test, y_test, certificate=noise.certificate, levels=None,
                        steps=steps, passes=float(steps), curve=curve,
