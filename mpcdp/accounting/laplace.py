@@ -42,6 +42,10 @@ from dp_accounting import pld
 
 from mpcdp.errors import ConfigError
 
+# The released mechanism's version (recorded results state it; change it when the released distribution changes).
+MECHANISM = ("dlap-grid/1: nearest rounding to 2^-p, Δ₁,int = ceil(Δ₁·2^p + d), exact discrete Laplace of integer "
+             "scale t = ceil(Δ₁,int·T/ε) (Canonne–Kamath–Steinke sampler)")
+
 # A relative slack for comparing a float sum T·(ε/T) with ε (rounding only, ~1e-16 per term).
 ROUNDING_RTOL = 1e-12
 

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mpcdp.accounting.laplace import MECHANISM as LAPLACE_MECHANISM
 from mpcdp.jobs.results import write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.validation import read_protocol
@@ -116,7 +117,8 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     record = {"protocol": path, "base": dataclasses.asdict(base), "spec": dataclasses.asdict(spec),
               "scaling": scaling(results, spec, base), "scenarios": scenarios(results),
               "backends": backends, "runs": results}
-    return write_record(out, record, markdown(record, problem_of(base).data_name), plot, default=_jsonable)
+    return write_record(out, record, markdown(record, problem_of(base).data_name), plot, default=_jsonable,
+                        mechanism=LAPLACE_MECHANISM)
 
 
 def _jsonable(value: Any) -> Any:

@@ -8,17 +8,21 @@ from typing import Any, Callable
 
 
 def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None], *,
-                 default: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+                 default: Callable[[Any], Any] | None = None, mechanism: str | None = None) -> dict[str, Any]:
     """Write the three files of ``out``; return the table, the plot's path and the record. The record and the
     table name the versions of the released mechanism and of the accountant, and the mechanism of the record
-    they replace when it differs."""
+    they replace when it differs. ``mechanism``: the released mechanism's version when it is not the
+    Gaussian one of :mod:`mpcdp.accounting.released` (paper 003's discrete Laplace)."""
     from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+
+    MECHANISM = mechanism or MECHANISM  # noqa: N806 - the version this record states
 
     prefix = pathlib.Path(out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     before = prefix.with_suffix(".json")
-    replaced = json.loads(before.read_text()).get("mechanism", "float64 or ratio-of-uniforms noise, continuous "
-                                                 "sensitivity") if before.exists() else None
+    replaced = json.loads(before.read_text()).get("mechanism", "the earlier unversioned mechanism (continuous noise "
+                                                 "in float64 or ratio-of-uniforms, continuous sensitivity)"
+                                                 ) if before.exists() else None
     record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
     if replaced is not None and replaced != MECHANISM:
         record["replaces_mechanism"] = replaced
