@@ -393,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
     _add_mpc_options(noise, parties_required=False)
     noise.add_argument("--samples", type=int, default=100_000)
-    noise.add_argument("--mode", choices=["rou", "dgauss", "distributed", "boxmuller", "plaintext"], default="rou")
+    noise.add_argument("--mode", choices=["dgauss", "rou", "distributed", "boxmuller", "plaintext"], default="dgauss")
     noise.add_argument("--sigma", type=float, default=1.0)
     noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
     noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
