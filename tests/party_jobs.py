@@ -209,7 +209,8 @@ def count_with_progress(ctx, total: int):
 
 def metered_cases(ctx, big: int):
     """One of each small known case, every one in its own cost section; returns the ledgers and openings."""
-    from mpcdp.mpc import costs, ring
+    from mpcdp.mpc import ring
+from mpcdp.transport import costs
     from mpcdp.noise.modes import NoiseSpec, sample_noise
 
     out = {}
@@ -281,7 +282,7 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     value (test only) next to the accept bits, and the metered cost of the pass."""
     import numpy as np
 
-    from mpcdp.mpc import costs
+    from mpcdp.transport import costs
     from mpcdp.mpc.shared import Shared
     from mpcdp.noise import discrete_gaussian as dg
     from mpcdp.noise.secure_gaussian import _candidates, party_words

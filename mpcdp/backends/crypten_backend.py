@@ -51,8 +51,8 @@ from typing import Any, Iterator
 import torch
 import torch.distributed as dist
 
-from mpcdp.mpc import costs
-from mpcdp.mpc.wire import tcp_bytes
+from mpcdp.transport import costs
+from mpcdp.transport.wire import tcp_bytes
 from mpcdp.randomness import KEY_BYTES, KeyedStream, secure_key
 
 _LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
@@ -121,7 +121,7 @@ def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, prec
     """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined).
 
     ``link_delay_ms`` > 0 emulates a slow network: every dealer request waits that long per message hop
-    (mpcdp's own links, :mod:`mpcdp.runtime.mesh`, once per round).
+    (mpcdp's own links, :mod:`mpcdp.transport.mesh`, once per round).
     """
     global _link_delay_s
     _link_delay_s = float(link_delay_ms) / 1000.0
@@ -137,7 +137,7 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
 
     Returns normally when party 0 says ``terminate``. If a party dies, CrypTen's server loop sees a
     RuntimeError from the transport and returns quietly; then this raises
-    :class:`~mpcdp.errors.PartyLost` naming the lost party (:mod:`mpcdp.runtime.losses`).
+    :class:`~mpcdp.errors.PartyLost` naming the lost party (:mod:`mpcdp.transport.losses`).
     """
     _configure("dealer", precision_bits, timeout_s)
     _set_endpoint(parties, parties, rendezvous)
@@ -148,7 +148,7 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
     dealer.__init__()
     if not dealer.terminated:  # CrypTen's server loop ends quietly when a link fails: say who was lost
         from mpcdp.errors import PartyLost
-        from mpcdp.runtime import losses
+        from mpcdp.transport import losses
 
         lost, by = losses.resolve(parties, None)
         raise PartyLost(losses.message(lost, by, "the dealer", "its link to the parties failed before party 0 "
@@ -246,7 +246,7 @@ def _numel(value) -> int:
 
 def _install_counters() -> None:
     """Wrap CrypTen's tuple providers, its comparison and its communicator so that CrypTen's protocols are
-    counted like mpcdp's own (:mod:`mpcdp.mpc.costs`), and meter party 0's requests to the dealer."""
+    counted like mpcdp's own (:mod:`mpcdp.transport.costs`), and meter party 0's requests to the dealer."""
     counted = {"generate_additive_triple": ("mul", 2), "square": ("square", 1),
                "generate_binary_triple": ("and_words", 2), "wrap_rng": ("trunc", 0), "B2A_rng": ("b2a_bits", 0)}
     for provider in (_ttp_provider.TrustedThirdParty, _tfp_provider.TrustedFirstParty):
@@ -536,7 +536,7 @@ def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, tor
 
 
 
-# -- emulated network delay for the dealer's round trips (mpcdp's own links: mpcdp.runtime.mesh) -----------
+# -- emulated network delay for the dealer's round trips (mpcdp's own links: mpcdp.transport.mesh) -----------
 
 _link_delay_s = 0.0
 

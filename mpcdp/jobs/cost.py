@@ -10,12 +10,12 @@ is needed) the data parties run, in separate processes:
 * **release** — the online step: the parties' local d-vectors summed inside the MPC with the noise added,
   and only the noisy aggregate opened (:func:`mpcdp.mpc.release.noisy_release`, one opening).
 
-Every section is metered by :mod:`mpcdp.mpc.costs`: operation counts by kind, rounds, each party's bytes
+Every section is metered by :mod:`mpcdp.transport.costs`: operation counts by kind, rounds, each party's bytes
 (kernel TCP counters), the dealer's bytes per request (metered by the dealer), wall time. Next to it: the
 plaintext-simulated equivalent timed in the same run (sum of m vectors plus float64 Gaussian noise, no
 bytes), the paper's Obliv-C numbers for that layer, and for a9a/ijcnn1 the published circuit rebuilt and
 run on this machine kind. The LAN/WAN columns estimate wall time from the measured rounds and bytes
-(:class:`mpcdp.mpc.costs.Link`).
+(:class:`mpcdp.transport.costs.Link`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import torch
 
 from mpcdp.config import MpcConfig
 from mpcdp.learning.cnn import NETWORKS
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
 MODELS: dict[str, list[tuple[str, tuple[int, ...]]]] = {

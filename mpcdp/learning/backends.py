@@ -6,10 +6,10 @@ release kind's grid 2^-p plus discrete Gaussian noise in grid units (:mod:`mpcdp
 ``mpc``: every party process runs :func:`mpc_party`; its local term sum goes into
 :func:`~mpcdp.mpc.release.noisy_release` (each party's term rounded to the grid, masked, plus its noise share;
 one opening per step). The noise rows come from blocks pre-sampled inside the MPC
-(:func:`~mpcdp.noise.release_noise.secure_rows`: one block of 1×d for release 0, one of T×d for releases
+(:func:`~mpcdp.learning.release_noise.secure_rows`: one block of 1×d for release 0, one of T×d for releases
 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
 rounded to the same grid and the noise drawn in plaintext from the same integer distribution
-(:func:`~mpcdp.noise.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
+(:func:`~mpcdp.learning.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
 term, the simulated one rounds their sum (at most m/2 grid units apart per coordinate, against a noise of
 ≈ 2^21 units; the same Δ_int covers both). :meth:`NoiseLevels.none` runs without noise at the run's precision
 (for tests that compare the two paths exactly).
@@ -31,7 +31,7 @@ from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.noise.release_noise import secure_rows, simulated_rows
+from mpcdp.learning.release_noise import secure_rows, simulated_rows
 from mpcdp.randomness import batch_key
 
 

@@ -4,7 +4,7 @@ An :class:`MpcContext` exists on every data party of a run. Creating it (:meth:`
 the start-of-run handshake — every party sends the SHA-256 fingerprint of its configuration and job
 description, and the descriptions themselves, to every other party (1 round, public metadata only) —
 and refuses to go on if they differ, naming the field and the parties; then it establishes the pairwise
-mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:mod:`mpcdp.runtime.mesh`). No
+mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:mod:`mpcdp.transport.mesh`). No
 share of any private value has moved at that point.
 
 :meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
@@ -14,9 +14,9 @@ point, :meth:`MpcContext._disclose`, which records it as an :class:`Opening` (la
 kind, reason, bytes, rounds) in :attr:`MpcContext.openings`. The kinds are closed (:data:`OPENING_KINDS`):
 the opening audit (``tests/test_audit.py``, README "Threat model") asserts that a DDP-SRM step discloses
 masked protocol values, the sampler's accept bits and the released noisy v_p, and nothing else. Openings are
-counted in :mod:`mpcdp.mpc.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
+counted in :mod:`mpcdp.transport.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
 rounds (phases of messages sent together; an opening is 1 or 2, see
-:meth:`~mpcdp.runtime.mesh.Mesh.open_shares`).
+:meth:`~mpcdp.transport.mesh.Mesh.open_shares`).
 
 Outside the choke point: the pairwise mask seeds (:mod:`mpcdp.mpc.masks`; secrets sent to one peer each,
 never opened) and the dealer's correlated randomness (each party receives only its own share).
@@ -34,11 +34,11 @@ import torch
 from mpcdp.backends import crypten_backend as backend
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.mpc.wire import WireMeter
-from mpcdp.runtime.mesh import Mesh, local_address
+from mpcdp.transport.wire import WireMeter
+from mpcdp.transport.mesh import Mesh, local_address
 
 RING_BITS = 64
 

@@ -13,7 +13,7 @@ Declared cost: 1 gloo all-reduce (2(m−1) rounds), 2n ring elements opened (+ C
 from __future__ import annotations
 
 from mpcdp.backends import crypten_backend as backend
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared, share_of
 

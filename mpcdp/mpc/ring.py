@@ -10,8 +10,8 @@ function opens is either uniformly masked by dealer randomness that no data part
 design (the comparison result, which the caller opens on purpose).
 
 Declared costs per call on n elements (m parties; an "opening" = one call of ``ctx.open_masked``, which is
-1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.runtime.mesh.Mesh.open_shares`; element counts
-as recorded by :mod:`mpcdp.mpc.costs`, checked in tests/test_costs.py):
+1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.transport.mesh.Mesh.open_shares`; element counts
+as recorded by :mod:`mpcdp.transport.costs`, checked in tests/test_costs.py):
   mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable)
   and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request
   b2a        b2a_bits n·k; 1 opening of n words (XOR); 1 dealer request (k ring elements per word)
@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp.backends import crypten_backend as backend
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 
 

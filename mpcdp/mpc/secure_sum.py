@@ -33,7 +33,7 @@ import math
 import torch
 
 from mpcdp.errors import ConfigMismatchError, InputError
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 

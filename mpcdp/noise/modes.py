@@ -14,7 +14,7 @@ Modes (threat model: semi-honest parties, non-colluding dealer):
     not the Gaussian mechanism, so its event is ``UnsupportedDpEvent`` — for cost comparison only; training
     uses ``dgauss``.
 ``dgauss``  the discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC
-    (:mod:`mpcdp.noise.secure_gaussian`) on the release grid 2^-p of :func:`mpcdp.accounting.grid.release_precision`
+    (:mod:`mpcdp.noise.secure_gaussian`) on the release grid 2^-p of :func:`mpcdp.noise.fixed_point.release_precision`
     (σ ≈ 2^21 grid units). Its pmf is enumerated exactly: within e^(±1e-11) of round(σ·Z) on |x| < 9.8σ, 0
     outside (mass 4e-25 per coordinate, ``delta_overhead``). Who knows the noise: as for ``rou``.
 ``distributed``  each party adds N(0, σ²/(m−t)) drawn from the OS CSPRNG (float64 Box–Muller, rounded to
@@ -143,7 +143,7 @@ def sample_noise(ctx: MpcContext | None, spec: NoiseSpec, shape: tuple[int, ...]
                           rou.support_bound(spec.uniform_bits), count * rou.truncated_mass(spec.uniform_bits),
                           dataclasses.asdict(stats) | {"acceptance_rate": stats.acceptance_rate})
     if spec.mode == "dgauss":
-        from mpcdp.accounting.grid import release_precision
+        from mpcdp.noise.fixed_point import release_precision
         from mpcdp.noise import discrete_gaussian, secure_gaussian
 
         precision = release_precision(spec.sigma)

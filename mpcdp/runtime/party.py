@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost
-from mpcdp.runtime import losses
+from mpcdp.transport import losses
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
@@ -57,7 +57,7 @@ def _network_failure(exc: RuntimeError) -> bool:
 
 
 def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException):
-    """Agree with the others on which party was lost (:mod:`mpcdp.runtime.losses`) and stop, naming it."""
+    """Agree with the others on which party was lost (:mod:`mpcdp.transport.losses`) and stop, naming it."""
     lost, by = losses.resolve(rank, noticed)
     losses.linger(rank)
     raise PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost) from exc
@@ -67,7 +67,7 @@ def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
     total and per request (in the order party 0 made them)."""
     from mpcdp.backends import crypten_backend as backend
-    from mpcdp.mpc.wire import WireMeter
+    from mpcdp.transport.wire import WireMeter
 
     meter = WireMeter()
     with meter:
