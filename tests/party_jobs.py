@@ -9,6 +9,7 @@ import time
 import torch
 
 from mpcdp.backends import crypten_backend as backend
+from crypten_view import record_view
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
 
@@ -55,7 +56,7 @@ def product_with_view(ctx, x: torch.Tensor | None, y: torch.Tensor | None, n: in
     as ε + a, which works exactly when party 0 knows the triple's a in plaintext (the tfp provider)."""
     sx = ctx.input_from(1, x, (n,), field="x")
     sy = ctx.input_from(2, y, (n,), field="y")
-    with backend.record_view() as view:
+    with record_view() as view:
         product = multiply(ctx, sx, sy)
     opened_product = ctx.reveal(product, label="product", reason="test output")
     result = {"product": opened_product, "x": x, "y": y}
@@ -210,7 +211,7 @@ def count_with_progress(ctx, total: int):
 def metered_cases(ctx, big: int):
     """One of each small known case, every one in its own cost section; returns the ledgers and openings."""
     from mpcdp.mpc import ring
-from mpcdp.transport import costs
+    from mpcdp.transport import costs
     from mpcdp.noise.modes import NoiseSpec, sample_noise
 
     out = {}

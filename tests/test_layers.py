@@ -33,18 +33,21 @@ def _module_name(path: pathlib.Path) -> str:
 
 
 def _imports() -> dict[str, set[str]]:
+    """Module -> the mpcdp modules it imports. ``from P import M`` with M a module counts as importing M
+    (P is a package whose ``__init__`` the importer of its own submodule does not wait for)."""
+    paths = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
     graph: dict[str, set[str]] = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        name = _module_name(path)
+    for name, path in paths.items():
         targets = set()
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("mpcdp"):
-                targets.add(node.module)
-                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in paths else node.module)
             elif isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names if alias.name.startswith("mpcdp"))
-        graph[name] = targets
-    return {name: {t for t in targets if t in graph and t != name} for name, targets in graph.items()}
+        graph[name] = {t for t in targets if t in paths and t != name}
+    return graph
 
 
 def _package(module: str) -> str:

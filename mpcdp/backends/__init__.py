@@ -1,1 +1,1 @@
-"""Adapters to MPC engines. Only :mod:`mpcdp.backends.crypten_backend` imports CrypTen."""
+"""Adapters to MPC engines. Only :mod:`mpcdp.backends.crypten_backend` (in its ``compat`` module) imports CrypTen."""
