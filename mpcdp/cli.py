@@ -16,6 +16,7 @@ import json
 import sys
 import warnings
 
+from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, MpcdpError, PartyFailed
 
@@ -381,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first (repeatable): a module that registers algorithms, models or noise "
+                             "modes (mpcdp.learning.algorithms, .models, .noise_modes)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
@@ -402,8 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
 
-    train = sub.add_parser("train", help="training from a protocol file: DP-SRM / DDP-SRM (algorithm = \"srm\") or a "
-                                           "baseline (storm, dp-gd, dp-agd, rrpsgd, dp-sgd)")
+    train = sub.add_parser("train", help="training from a protocol file: any registered algorithm (srm = DP-SRM / "
+                                           "DDP-SRM, storm, dp-sgd, rrpsgd, dp-gd, dp-agd, jayaraman, wd-dp, "
+                                           "wd-dp-local), noise mode ([noise] mode = dgauss | distributed) and model")
     train.add_argument("protocol", help="a protocols/*.toml file")
     train.add_argument("--backend", choices=["mpc", "simulated"], default=None)
     train.add_argument("--parties", type=int, default=None)
@@ -524,6 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
+    try:
+        plugins.load(ns.plugin)
+    except MpcdpError as exc:
+        print(f"mpcdp: {exc}", file=sys.stderr)
+        return 2
     original_format = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *_args, **_kw: f"mpcdp: {category.__name__}: {message}\n"
     try:

@@ -296,3 +296,12 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
             "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
             "dealer_requests": ledger.dealer_requests}
+
+
+def distributed_rows_party(ctx, release, rows: int, choice):
+    """This party's share of the distributed noise (its own samples) and the opened sum (test only)."""
+    from mpcdp.learning.noise_modes import NOISE_MODES
+    from mpcdp.mpc.shared import share_of
+
+    shares = NOISE_MODES["distributed"].secure_rows(ctx, release, rows, choice)
+    return share_of(shares).clone(), ctx.reveal(shares, label="test: summed noise", reason="test only")

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import read_protocol
-from mpcdp.jobs.train import ALGORITHMS, CENTRAL_ONLY, plan_from, run_plan
+from mpcdp.jobs.train import plan_from, run_plan
+from mpcdp.learning.algorithms import ALGORITHMS
 from mpcdp.jobs.results import stamp, write_record
 
 CENTRAL = "dp-gd"
@@ -56,7 +57,7 @@ class Variant:
     @property
     def secure(self) -> bool:
         """Whether the variant has an mpc form in this sweep (the central baseline and local noise do not)."""
-        return self.algorithm != CENTRAL and self.algorithm not in CENTRAL_ONLY
+        return self.algorithm != CENTRAL and not ALGORITHMS[self.algorithm].central_only
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ import sys
 import traceback
 from typing import Any, Callable, Sequence
 
+from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost
 from mpcdp.transport import losses
@@ -113,6 +114,7 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _redirect_output(log_path)
     _share_the_cores(config.processes)
+    plugins.load_from_environment()  # the registries' extensions the parent loaded (`mpcdp --plugin`)
 
     def on_step(step: int, label: str) -> None:
         board.note_step(rank, step, label)
