@@ -69,6 +69,9 @@ class LogisticModel:
 
     name = "logreg"
     kind = "logreg"
+
+    def __reduce__(self) -> str:
+        return "LOGISTIC"  # pickled as a reference to the module's one instance, so `model is LOGISTIC` holds
     feature_rows = True  # inputs are feature rows (``normalize_rows`` applies)
     loss = staticmethod(loss)
     error_rate = staticmethod(error_rate)
