@@ -4,7 +4,6 @@ higher one (imports inside functions included)."""
 import ast
 import pathlib
 
-import pytest
 
 import mpcdp
 

@@ -66,7 +66,9 @@ def test_a_toy_noise_mode_registered_in_one_file_trains_and_is_certified(train, 
 
 
 def test_registries_refuse_a_second_record_of_the_same_name_and_name_the_known_ones():
-    import toy_algorithm  # noqa: F401 - registers its records
+    import toy_algorithm
+
+    assert toy_algorithm.run_momentum is algorithms.ALGORITHMS["momentum-gd"].runner
 
     with pytest.raises(ConfigError, match="already registered"):
         algorithms.register(algorithms.ALGORITHMS["momentum-gd"])

@@ -28,9 +28,8 @@ class MomentumParameters:
     seed: int = 0
 
 
-def run_momentum(shards, params: MomentumParameters, aggregate, *, dim: int, model, n_total: int = 0, **_unused):
+def run_momentum(shards, params: "_Resolved", aggregate, *, dim: int, model, **_unused):
     """θ ← θ − lr·u, u ← μ·u + v_t, v_t the released clipped-gradient sum divided by n."""
-    n = sum(len(s.y) for s in shards) if not n_total else n_total
     theta = model.initial_theta(dim, params.seed)
     velocity = torch.zeros(dim, dtype=torch.float64)
     iterates, released = [theta], []

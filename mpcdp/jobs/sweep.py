@@ -260,7 +260,7 @@ def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], run
                      f"({'within' if spread <= 0.01 else 'NOT within'} 1 point).")
     if all(jay) and 1.0 in ratios:
         base = jay[ratios.index(1.0)]["accuracy"][0]
-        lines.append(f"- Jayaraman accuracy: acc(1) − acc(u) = " + ", ".join(
+        lines.append("- Jayaraman accuracy: acc(1) − acc(u) = " + ", ".join(
             f"{100 * (base - c['accuracy'][0]):.2f} (u = {u:g})" for u, c in zip(ratios, jay)) + " points.")
     if checks:
         inside = sum(c["within_noise"] for c in checks)

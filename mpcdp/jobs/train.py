@@ -50,7 +50,7 @@ class TrainPlan:
     backend: str
     epsilon: float
     delta: float
-    params: SrmParameters | SgdParameters | AgdParameters
+    params: Any  # the algorithm record's parameters type
     passes: float
     mpc: dict
     output: str = "paper"
