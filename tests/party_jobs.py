@@ -143,9 +143,9 @@ def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: 
     block = sample_noise(ctx, spec, (count,))
     values = ctx.reveal(block.values, label="noise-validation", reason="test")
     own = None
-    if mode == "distributed":
-        from mpcdp.noise.modes import csprng_normal
-        own = csprng_normal(count, seed=seed, stream=ctx.rank) * block.stats["own_sigma"]
+    if mode == "distributed":  # this party's share is its own noise, in grid units
+        from mpcdp.mpc.shared import share_of
+        own = share_of(block.values).to(torch.float64).numpy() * 2.0**-block.values.precision_bits
     return {"values": values, "event": repr(block.event), "sigma": block.sigma, "support": block.support,
             "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings if o.kind != "public"]]}
 

@@ -31,6 +31,7 @@ import torch
 from mpcdp.config import MpcConfig
 from mpcdp.learning.cnn import NETWORKS
 from mpcdp.transport import costs
+from mpcdp.noise.modes import in_mpc_modes
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
 MODELS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
@@ -57,7 +58,6 @@ OBLIVC_REBUILT: dict[str, tuple[int, int, float]] = {
     "logreg-a9a": (53_561_052, 1_716_602_881 + int(3.10 * 2**20), 16.9),
     "logreg-ijcnn1": (9_579_491, 307_021_025 + int(0.60 * 2**20), 3.0),
 }
-NOISE_MODES = ("dgauss", "rou", "distributed", "boxmuller")
 SECTIONS = ("noise", "release")
 
 
@@ -182,8 +182,8 @@ def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms:
 def check_choice(model: str, noise: str) -> None:
     if model not in MODELS:
         raise ValueError(f"`model` must be one of {sorted(MODELS)}. Found {model!r}.")
-    if noise not in NOISE_MODES:
-        raise ValueError(f"`noise` must be one of {list(NOISE_MODES)}. Found {noise!r}.")
+    if noise not in in_mpc_modes():
+        raise ValueError(f"`noise` must be one of {in_mpc_modes()}. Found {noise!r}.")
 
 
 def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
