@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     collab = sub.add_parser("collab", help="paper 003: owners answer gradient queries with Laplace noise; the fitness "
                                            "gap predicted (Theorems 2-3), then measured; --sweep for the figures")
     collab.add_argument("protocol")
-    collab.add_argument("--backend", choices=["simulated", "plain", "mpc"])
+    collab.add_argument("--backend", help="simulated, processes or mpc (mpcdp.execution)")
     collab.add_argument("--seed", type=int)
     collab.add_argument("--sweep", action="store_true", help="predicted vs measured over ε, n and owner inclusion")
     collab.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     decentral = sub.add_parser("decentralized", help="paper 004: nodes hand a public model on, each adding its own "
                                "Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)")
     decentral.add_argument("protocol")
-    decentral.add_argument("--backend", choices=["simulated", "processes"])
+    decentral.add_argument("--backend", help="simulated or processes (mpcdp.execution)")
     decentral.add_argument("--method", choices=["algorithm1", "algorithm2", "dpsgd5", "noiseless"])
     decentral.add_argument("--epsilon", type=float)
     decentral.add_argument("--seed", type=int)

@@ -26,6 +26,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
+from mpcdp.execution import MPC, SIMULATED, backend_for
 from mpcdp.learning import algorithms, models
 from mpcdp.learning.algorithms import ALGORITHMS, PlanNoise, Setting, srm_releases
 from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
@@ -103,9 +104,8 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"`calibration` must be one of {list(CALIBRATIONS)}. Found {calibration!r}.")
     m = check_integer(parties if parties is not None else training.pop("parties", 1), "parties")
     training.pop("parties", None)
-    backend = backend or protocol.get("backend", "mpc" if m > 1 else "simulated")
-    if backend not in ("mpc", "simulated"):
-        raise ConfigError(f"`backend` must be 'mpc' or 'simulated'. Found {backend!r}.")
+    backend = backend_for(backend or protocol.get("backend", MPC if m > 1 else SIMULATED), (MPC, SIMULATED),
+                          "`mpcdp train`")
     if backend == "mpc" and m < 2:
         raise ConfigError(f"the mpc backend needs `parties` >= 2. Found {m}.")
     output = protocol.get("output", "paper")
