@@ -8,7 +8,7 @@ from typing import Iterator
 
 import torch
 
-from mpcdp.backends.crypten_backend.compat import comm, tfp_provider, ttp_provider
+from mpcdp.adapter.compat import comm, tfp_provider, ttp_provider
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
+from mpcdp import adapter
 from crypten_view import record_view
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
@@ -218,7 +218,7 @@ def metered_cases(ctx, big: int):
 
     def case(name, run):
         before = len(ctx.openings)
-        first = backend.dealer_requests_made()
+        first = adapter.dealer_requests_made()
         with costs.section() as ledger:
             value = run()
         out[name] = ledger.to_dict() | {"openings_list": [o.elements for o in ctx.openings[before:] if o.kind != "public"],
@@ -271,10 +271,10 @@ def audited_srm(ctx, shard, params, noise, dim):
     audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
     noise_rows = torch.cat([ctx.reveal(b, label="test only", reason="audit").reshape(-1, dim) for b in blocks])
     grids = [b.precision_bits for b in blocks for _ in range(b.shape[0])]  # each row's release grid
-    from mpcdp.backends import crypten_backend
+    from mpcdp import adapter
 
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows, "grids": grids,
-            "unkeyed_draws": crypten_backend.unkeyed_draws(), "keyed_words": crypten_backend.keyed_words(),
+            "unkeyed_draws": adapter.unkeyed_draws(), "keyed_words": adapter.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}
 
 

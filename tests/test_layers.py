@@ -14,7 +14,7 @@ LAYERS = (
     ("errors",),
     ("validation", "config", "randomness", "data", "plugins", "execution"),
     ("transport",),
-    ("backends",),
+    ("adapter",),
     ("mpc",),
     ("runtime",),
     ("noise",),

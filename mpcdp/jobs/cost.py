@@ -69,10 +69,10 @@ def _local_gradient(shape: tuple[int, ...], rank: int, layer: int) -> torch.Tens
 
 
 def _metered(ctx, run: Callable[[], Any], interface: str | None) -> tuple[Any, dict[str, Any]]:
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
 
     openings_before = len(ctx.openings)
-    first_request = backend.dealer_requests_made()
+    first_request = adapter.dealer_requests_made()
     with costs.section(interface) as ledger:
         value = run()
     record = ledger.to_dict()

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
+from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
 from mpcdp.transport import costs
@@ -134,7 +134,7 @@ class MpcContext:
 
         ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
         """
-        rank, world = backend.rank(), backend.world_size()
+        rank, world = adapter.rank(), adapter.world_size()
         if on_step is not None:
             on_step(0, "handshake")
         if world != config.parties:
@@ -143,15 +143,15 @@ class MpcContext:
                 f"data parties", party=rank)
         description = {"config": config.to_dict(), "job": job}
         mine = {"fingerprint": fingerprint(description), "description": description}
-        everyone = backend.all_gather_object(mine)
+        everyone = adapter.all_gather_object(mine)
         if any(other["fingerprint"] != mine["fingerprint"] for other in everyone):
             detail, first = describe_mismatch([other["description"] for other in everyone])
             raise ConfigMismatchError(
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
-        masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
-        mesh = Mesh.establish(rank, world, address=local_address(backend.rendezvous()),
-                              gather=backend.all_gather_object, timeout_s=config.timeout_s,
+        masks = PairwiseMasks.establish(rank, world, adapter.exchange_pairwise)
+        mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
+                              gather=adapter.all_gather_object, timeout_s=config.timeout_s,
                               delay_s=config.link_delay_ms / 1000.0)
         ctx = cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
                   on_progress=on_progress)
@@ -183,7 +183,7 @@ class MpcContext:
         self.rounds += 1
         costs.record_rounds(1)
         with self.wire:
-            everyone = backend.all_gather_object(value)
+            everyone = adapter.all_gather_object(value)
         self._disclose(label, 1, tuple(range(self.parties)), kind="public", reason="public by design",
                        values=everyone)
         return everyone

@@ -215,9 +215,9 @@ def _distributed(ctx: MpcContext, spec: NoiseSpec, count: int, shape) -> NoiseBl
 
 
 def _boxmuller(ctx: MpcContext, spec: NoiseSpec, count: int, shape) -> NoiseBlock:
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
 
-    share = backend.crypten_randn(count, sigma=spec.sigma, precision_bits=ctx.config.precision_bits)
+    share = adapter.crypten_randn(count, sigma=spec.sigma, precision_bits=ctx.config.precision_bits)
     return NoiseBlock(Shared(share, ctx.config.precision_bits).reshape(shape), spec,
                       dp_accounting.UnsupportedDpEvent(), spec.sigma, BOXMULLER_SUPPORT, math.nan, {})
 

@@ -26,10 +26,10 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
     """
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
     from mpcdp.mpc.context import MpcContext
 
-    backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
+    adapter.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s,
                         link_delay_ms=config.link_delay_ms)
     try:
@@ -43,7 +43,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
         _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc)
     ctx.close()
     try:
-        backend.stop_party()  # party 0 tells the dealer to stop
+        adapter.stop_party()  # party 0 tells the dealer to stop
     except RuntimeError as exc:
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
                         party=None) from exc
@@ -67,12 +67,12 @@ def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseExceptio
 def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
     total and per request (in the order party 0 made them)."""
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
     from mpcdp.transport.wire import WireMeter
 
     meter = WireMeter()
     with meter:
-        request_bytes = backend.run_dealer(parties=config.parties, rendezvous=rendezvous,
+        request_bytes = adapter.run_dealer(parties=config.parties, rendezvous=rendezvous,
                                            precision_bits=config.precision_bits, timeout_s=config.timeout_s)
     return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s, "request_bytes": request_bytes}
 

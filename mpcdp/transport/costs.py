@@ -4,7 +4,7 @@ Counting is always on and costs a dictionary update per protocol call. Two choke
 
 * **correlated randomness** — every multiplication, square, AND, truncation, B2A conversion and comparison
   needs dealer material, and every request for it (mpcdp's integer protocols and CrypTen's own provider
-  alike) passes through :mod:`mpcdp.backends.crypten_backend`, which calls :func:`record` with the kind
+  alike) passes through :mod:`mpcdp.adapter`, which calls :func:`record` with the kind
   and the number of elements;
 * **openings** — every value opened to the parties passes through ``MpcContext._open`` and the transport
   in the adapter, which records the opening, its elements and its communication phases.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.backends.crypten_backend import keyed, metering
-from mpcdp.backends.crypten_backend.compat import MPCTensor, cfg, comm, configure, crypten, set_endpoint
+from mpcdp.adapter import keyed, metering
+from mpcdp.adapter.compat import MPCTensor, cfg, comm, configure, crypten, set_endpoint
 
 
 def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, precision_bits: int,

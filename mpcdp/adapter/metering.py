@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from mpcdp.backends.crypten_backend.compat import Communicator, MPCTensor, tfp_provider, ttp_provider
+from mpcdp.adapter.compat import Communicator, MPCTensor, tfp_provider, ttp_provider
 from mpcdp.transport import costs
 from mpcdp.transport.wire import tcp_bytes
 

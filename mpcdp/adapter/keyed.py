@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from mpcdp.backends.crypten_backend import group
-from mpcdp.backends.crypten_backend.compat import arithmetic, binary, comm, crypten, rng, tfp_provider, ttp_provider
+from mpcdp.adapter import group
+from mpcdp.adapter.compat import arithmetic, binary, comm, crypten, rng, tfp_provider, ttp_provider
 from mpcdp.randomness import KEY_BYTES, KeyedStream, secure_key
 
 _KEYED: dict[int, KeyedStream] = {}

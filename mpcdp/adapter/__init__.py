@@ -26,16 +26,16 @@ To extend: a new kind of dealer material is one class in :mod:`.material` (``ser
 ``KINDS``; nothing else changes.
 """
 
-from mpcdp.backends.crypten_backend import keyed, metering
-from mpcdp.backends.crypten_backend.compat import PROVIDERS, install_torch_compat  # noqa: F401
-from mpcdp.backends.crypten_backend.dealer import run_dealer  # noqa: F401
-from mpcdp.backends.crypten_backend.group import (  # noqa: F401
+from mpcdp.adapter import keyed, metering
+from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
+from mpcdp.adapter.dealer import run_dealer  # noqa: F401
+from mpcdp.adapter.group import (  # noqa: F401
     all_gather_object, exchange_pairwise, main_group, rank, rendezvous, world_size)
-from mpcdp.backends.crypten_backend.keyed import keyed_words, unkeyed_draws  # noqa: F401
-from mpcdp.backends.crypten_backend.material import (  # noqa: F401
+from mpcdp.adapter.keyed import keyed_words, unkeyed_draws  # noqa: F401
+from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)
-from mpcdp.backends.crypten_backend.metering import dealer_requests_made  # noqa: F401
-from mpcdp.backends.crypten_backend.session import (  # noqa: F401
+from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
+from mpcdp.adapter.session import (  # noqa: F401
     beaver_multiply, crypten_randn, start_party, stop_party)
 
 metering.install()

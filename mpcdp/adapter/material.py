@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.backends.crypten_backend import keyed
-from mpcdp.backends.crypten_backend.compat import cfg, ttp_provider
-from mpcdp.backends.crypten_backend.group import rank
+from mpcdp.adapter import keyed
+from mpcdp.adapter.compat import cfg, ttp_provider
+from mpcdp.adapter.group import rank
 from mpcdp.transport import costs
 
 

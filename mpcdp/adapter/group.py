@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from mpcdp.backends.crypten_backend.compat import comm
+from mpcdp.adapter.compat import comm
 
 
 def rank() -> int:

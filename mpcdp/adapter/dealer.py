@@ -8,9 +8,9 @@ one, it recovers every value that was multiplied; README, "Threat model").
 
 from __future__ import annotations
 
-from mpcdp.backends.crypten_backend import keyed
-from mpcdp.backends.crypten_backend.compat import comm, configure, set_endpoint, ttp_provider
-from mpcdp.backends.crypten_backend.material import KINDS
+from mpcdp.adapter import keyed
+from mpcdp.adapter.compat import comm, configure, set_endpoint, ttp_provider
+from mpcdp.adapter.material import KINDS
 from mpcdp.transport.wire import tcp_bytes
 
 
