@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mpcdp.accounting.laplace import MECHANISM as LAPLACE_MECHANISM
-from mpcdp.jobs.results import write_record
+from mpcdp.jobs.report import write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.validation import read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan

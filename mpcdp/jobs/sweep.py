@@ -31,7 +31,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.validation import read_protocol
 from mpcdp.jobs.train import plan_from, run_plan
 from mpcdp.learning.algorithms import ALGORITHMS
-from mpcdp.jobs.results import stamp, write_record
+from mpcdp.jobs.report import stamp, write_record
 
 CENTRAL = "dp-gd"
 KEPT = ("test_error", "test_loss", "optimal_gap", "epsilon", "sigma", "sigma_by_party", "epsilon_by_party",
