@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import math
+import pathlib
 
 import dp_accounting
 import pytest
@@ -24,6 +25,7 @@ from mpcdp.jobs.train import plan_from, plan_noise
 from mpcdp.learning.noise_modes import NOISE_MODES, NoiseChoice
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.runtime.harness import run_parties
+from mpcdp.validation import read_protocol
 
 ORDERS = list(range(2, 257))
 
@@ -82,6 +84,18 @@ def test_the_certificate_rebuilt_from_the_printed_grid_holds(protocol, parties, 
     assert epsilon + pieces["epsilon_residual"] <= certificate.epsilon * (1 + 1e-9) <= plan.epsilon * (1 + 1e-9)
     total_delta = delta_accountant + pieces["delta_truncation"] + pieces["delta_residual"]
     assert total_delta == pytest.approx(certificate.delta, rel=1e-12) and certificate.delta <= plan.delta
+
+
+def test_every_shipped_distributed_protocol_certifies_its_target():
+    shipped = [path for path in sorted(pathlib.Path("protocols").glob("*.toml"))
+               if read_protocol(str(path)).get("noise", {}).get("mode") == "distributed"]
+    assert shipped, "the distributed quick start ships"
+    for path in shipped:
+        plan = plan_from(str(path), backend="simulated")
+        sizes = tuple(len(p) for p in split_indices(32561, plan.parties, seed=plan.params.seed))
+        certificate = plan_noise(plan, sizes, 123).certificate
+        assert certificate.pieces["colluders"] == plan.noise.colluders
+        assert certificate.epsilon <= plan.epsilon and certificate.delta <= plan.delta
 
 
 def test_full_batch_distributed_noise_is_scaled_up_for_the_rdp_conversion():

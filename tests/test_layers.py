@@ -99,3 +99,9 @@ def test_the_checks_see_an_upward_import_and_a_cycle():
     assert _upward(planted) == ["mpcdp.mpc.context -> mpcdp.jobs.train"]
     looped = {**graph, "mpcdp.errors": {"mpcdp.validation"}}
     assert _cycle(looped) is not None and _cycle(looped)[0] == _cycle(looped)[-1]
+
+
+def test_no_module_is_over_500_lines():
+    long = sorted(f"{path.relative_to(ROOT)}: {n}" for path in ROOT.rglob("*.py")
+                  if (n := len(path.read_text().splitlines())) > 500)
+    assert not long, "modules over 500 lines (split them by job):\n" + "\n".join(long)
