@@ -18,31 +18,10 @@ from dp_accounting import pld, rdp
 from mpcdp.accounting.grid import SIGMA_UNITS, Residual, eta_bound, reserve
 from mpcdp.errors import ConfigError
 from mpcdp.noise.discrete_gaussian import plan_for
-from mpcdp.validation import check_integer, check_number
+from mpcdp.validation import check_choice, check_integer, check_number
 
 BUDGETS = ("model", "per-classifier")
 CALIBRATIONS = ("paper", "accountant")
-
-
-def _check_epsilon(epsilon) -> None:
-    check_number(epsilon, "epsilon", low=0)
-
-
-def _check_delta(delta) -> None:
-    check_number(delta, "delta", low=0, high=1)
-
-
-def _check_positive(value, field: str) -> None:
-    check_number(value, field, low=0)
-
-
-def _check_int(value, field: str, minimum: int = 1) -> None:
-    check_integer(value, field, minimum=minimum)
-
-
-def _check_budget(budget) -> None:
-    if budget not in BUDGETS:
-        raise ConfigError(f"`budget` must be one of {BUDGETS}. Found {budget!r}.")
 
 
 def lipschitz_constant(lam: float = 0.0, radius: float | None = None) -> float:
@@ -52,30 +31,30 @@ def lipschitz_constant(lam: float = 0.0, radius: float | None = None) -> float:
     if lam == 0:
         return 1.0
     radius = 1.0 / lam if radius is None else radius
-    _check_positive(radius, "radius")
+    check_number(radius, "radius", low=0)
     return 1.0 + lam * radius
 
 
 def update_sensitivity(*, eta: float, lipschitz: float, batch_size: int, classes: int = 1) -> float:
     """Δ = √classes·2ηL/b: L2 distance between the steps on two neighbouring mini-batches (Lemma 4, eq. (6));
     ``classes`` > 1 for a joint budget over that many one-vs-all columns."""
-    _check_positive(eta, "eta")
-    _check_positive(lipschitz, "lipschitz")
-    _check_int(batch_size, "batch_size")
-    _check_int(classes, "classes")
+    check_number(eta, "eta", low=0)
+    check_number(lipschitz, "lipschitz", low=0)
+    check_integer(batch_size, "batch_size")
+    check_integer(classes, "classes")
     return math.sqrt(classes) * 2.0 * eta * lipschitz / batch_size
 
 
 def gaussian_c(delta: float) -> float:
     """c = √(2 ln(1.25/δ)) of Theorem 1."""
-    _check_delta(delta)
+    check_number(delta, "delta", low=0, high=1)
     return math.sqrt(2.0 * math.log(1.25 / delta))
 
 
 def step_noise_std(*, epsilon: float, delta: float, eta: float, lipschitz: float, batch_size: int,
                    classes: int = 1) -> float:
     """σ = c·Δ/ε (eq. (4) with Δ of eq. (6)): the per-coordinate std of the released step noise η_t·N_t."""
-    _check_epsilon(epsilon)
+    check_number(epsilon, "epsilon", low=0)
     return gaussian_c(delta) * update_sensitivity(eta=eta, lipschitz=lipschitz, batch_size=batch_size,
                                                   classes=classes) / epsilon
 
@@ -135,11 +114,11 @@ def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon:
 
     ``classes`` > 1 (per-classifier budget): the K-model release composes K·uses releases, reported separately.
     """
-    _check_positive(noise_multiplier, "noise_multiplier")
-    _check_int(uses, "uses")
-    _check_int(classes, "classes")
-    _check_delta(delta)
-    _check_epsilon(target_epsilon)
+    check_number(noise_multiplier, "noise_multiplier", low=0)
+    check_integer(uses, "uses")
+    check_integer(classes, "classes")
+    check_number(delta, "delta", low=0, high=1)
+    check_number(target_epsilon, "epsilon", low=0)
     eps = _pld_epsilon(noise_multiplier, uses, delta)
     rdp_accountant = rdp.RdpAccountant()
     rdp_accountant.compose(dp_accounting.GaussianDpEvent(noise_multiplier), uses)
@@ -152,9 +131,9 @@ def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon:
 def calibrated_noise_multiplier(epsilon: float, delta: float, *, uses: int) -> float:
     """The smallest z = σ/Δ whose ``uses``-fold composed Gaussian certifies (ε, δ) with dp-accounting's PLD
     accountant (its calibrate_dp_mechanism bisection)."""
-    _check_epsilon(epsilon)
-    _check_delta(delta)
-    _check_int(uses, "uses")
+    check_number(epsilon, "epsilon", low=0)
+    check_number(delta, "delta", low=0, high=1)
+    check_integer(uses, "uses")
 
     def accountant():
         return pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
@@ -179,13 +158,12 @@ def noise_and_certificate(epsilon, delta, *, uses: int, lipschitz: float, batch_
     """
     if not private:
         return 0.0, None
-    _check_epsilon(epsilon)
-    _check_delta(delta)
-    _check_budget(budget)
-    if calibration not in CALIBRATIONS:
-        raise ConfigError(f"`calibration` must be one of {CALIBRATIONS}. Found {calibration!r}.")
+    check_number(epsilon, "epsilon", low=0)
+    check_number(delta, "delta", low=0, high=1)
+    check_choice(budget, "budget", BUDGETS)
+    check_choice(calibration, "calibration", CALIBRATIONS)
     joint = classes if budget == "model" else 1
-    _check_int(coordinates, "coordinates")
+    check_integer(coordinates, "coordinates")
     epsilon_left, delta_left = reserve(epsilon, delta, coordinates)
     if calibration == "paper":
         per_eps, per_delta = epsilon / uses, delta / uses
@@ -220,7 +198,7 @@ def algorithm2_noise(epsilon: float | None, delta: float, *, eta: float, lam: fl
     """(grad noise std, certificate) of Algorithm 2: Lemma 5 bounds one global release's sensitivity by
     max_k 2η_k·L/b — the same Δ as Algorithm 1 — provided η <= 1/(2μ); each example then reaches exactly one
     global release (the first global update after its mini-batch), so the certificate is Algorithm 1's."""
-    _check_positive(eta, "eta")
+    check_number(eta, "eta", low=0)
     limit = 1.0 / (2.0 * smoothness(lam))
     if eta > limit:
         raise ConfigError(f"`eta` must be <= 1/(2μ) = {limit:.4g} for Lemma 5's sensitivity bound. Found {eta!r}.")

@@ -32,6 +32,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.learning.cnn import NETWORKS
 from mpcdp.transport import costs
 from mpcdp.noise.modes import in_mpc_modes
+from mpcdp.validation import check_choice as choose
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
 MODELS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
@@ -180,10 +181,8 @@ def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms:
 
 
 def check_choice(model: str, noise: str) -> None:
-    if model not in MODELS:
-        raise ValueError(f"`model` must be one of {sorted(MODELS)}. Found {model!r}.")
-    if noise not in in_mpc_modes():
-        raise ValueError(f"`noise` must be one of {in_mpc_modes()}. Found {noise!r}.")
+    choose(model, "model", sorted(MODELS))
+    choose(noise, "noise", in_mpc_modes())
 
 
 def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
