@@ -245,12 +245,16 @@ def audited_srm(ctx, shard, params, noise, dim):
     """A DDP-SRM run through the real party path (mpc_party) with every disclosure's plaintext kept. The
     noise blocks are captured as they are sampled and opened only after the audited record is copied, so
     the test can compare what was opened with the secrets (that last opening is the test's, not the run's)."""
+    import dataclasses
+
     from mpcdp.learning import backends
     from mpcdp.learning.dpsrm import run_srm
+    from mpcdp.learning.noise_modes import NOISE_MODES
 
     ctx.keep_values = True
     blocks, locals_ = [], []
-    sample = backends.secure_rows
+    mode = NOISE_MODES[noise.choice.mode]
+    sample = mode.secure_rows
 
     def capturing_sample(*args, **kwargs):
         block = sample(*args, **kwargs)
@@ -263,11 +267,11 @@ def audited_srm(ctx, shard, params, noise, dim):
             return aggregate(t, local)
         return run_srm(shards, params_, recorded, **kwargs)
 
-    backends.secure_rows = capturing_sample
+    NOISE_MODES[mode.name] = dataclasses.replace(mode, secure_rows=capturing_sample)
     try:
         out = backends.mpc_party(ctx, shard, params, noise, dim, capturing_run)
     finally:
-        backends.secure_rows = sample
+        NOISE_MODES[mode.name] = mode
     audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
     noise_rows = torch.cat([ctx.reveal(b, label="test only", reason="audit").reshape(-1, dim) for b in blocks])
     grids = [b.precision_bits for b in blocks for _ in range(b.shape[0])]  # each row's release grid
