@@ -6,7 +6,7 @@ For each number of parties m (separate processes + the dealer) and vector length
 (m ∈ {2, 3, 5}, d ∈ {123, 10⁴, 10⁶} in ``protocols/aggregation-cost.toml``):
 
 * bytes sent per party (mean over parties, and the busiest party), measured from the kernel's TCP counters
-  (:mod:`mpcdp.mpc.wire`) — for the opening alone and for the whole aggregation (the shape/validation
+  (:mod:`mpcdp.transport.wire`) — for the opening alone and for the whole aggregation (the shape/validation
   handshake included);
 * the floor: opening one d-element shared vector once with a bandwidth-optimal all-reduce, where inputting
   costs nothing (pairwise zero-sum masks): each party must send 2(m−1)/m · 8d bytes;
@@ -28,7 +28,7 @@ import torch
 from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.mpc.secure_sum import secure_sum
-from mpcdp.mpc.wire import WireMeter
+from mpcdp.transport.wire import WireMeter
 from mpcdp.runtime.harness import run_parties
 
 def bench_party(ctx, dims, repeats):

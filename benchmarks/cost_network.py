@@ -13,7 +13,7 @@ host into a bridge), started with ``mpcdp party --job cost`` exactly as on separ
 
 This kernel has no ``netem`` qdisc, so the delay is injected at mpcdp's transport (``link_delay_ms``: every
 round and every dealer request waits one one-way delay per hop). For LAN and WAN the measured wall time is
-set against the estimate of :class:`mpcdp.mpc.costs.Link` — loopback compute time (measured in the same
+set against the estimate of :class:`mpcdp.transport.costs.Link` — loopback compute time (measured in the same
 invocation, on local processes) + (rounds + dealer requests) × one-way delay + the busiest link's bytes at the
 link rate.
 Needs root (``ip netns``, ``tc``).
@@ -32,7 +32,7 @@ import time
 from benchmarks import recording
 from mpcdp.jobs import cost_report
 from mpcdp.jobs.cost import run_cost, summarize
-from mpcdp.mpc.costs import Link
+from mpcdp.transport.costs import Link
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NETNS = str(ROOT / "launch" / "netns.sh")

@@ -23,7 +23,7 @@ import torch
 from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import noise_party
-from mpcdp.mpc.wire import WireMeter
+from mpcdp.transport.wire import WireMeter
 from mpcdp.noise.modes import NoiseSpec, sample_noise
 from mpcdp.noise.rou import ACCEPTANCE, support_bound
 from mpcdp.noise.validate import validate_normal

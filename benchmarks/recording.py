@@ -29,14 +29,9 @@ def previous(out: str) -> dict | None:
 
 
 def record(out: str, markdown: str, payload: dict) -> None:
-    """Write ``out``.md (the table people read) and ``out``.json (the numbers), and print the table. Both are
-    stamped with the versions of the released mechanism and of the accountant that produced them."""
-    from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+    """Write ``out``.md and ``out``.json through the project's one result writer
+    (:func:`mpcdp.jobs.report.write_record`, which stamps the mechanism and accountant versions), and print the
+    table."""
+    from mpcdp.jobs.report import write_record
 
-    path = pathlib.Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {**payload, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
-    markdown = markdown.rstrip("\n") + f"\n\nMechanism: {MECHANISM}.\nAccountant: {ACCOUNTANT}.\n"
-    path.with_suffix(".md").write_text(markdown)
-    path.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
-    print(markdown)
+    print(write_record(out, payload, markdown)["markdown"])

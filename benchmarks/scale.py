@@ -35,7 +35,7 @@ from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.aggregate import local_vector
 from mpcdp.mpc.secure_sum import reveal_sum
-from mpcdp.mpc.wire import WireMeter
+from mpcdp.transport.wire import WireMeter
 from mpcdp.runtime.harness import run_job
 
 SEED = 11

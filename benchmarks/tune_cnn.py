@@ -13,11 +13,9 @@ Writes PREFIX.md and PREFIX.json (default benchmarks/results/tune-cnn).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import multiprocessing
 import statistics
-import tomllib
 from typing import Any
 
 from benchmarks.recording import parse, record

@@ -5,7 +5,7 @@ Every random choice on a secret path is keyed by :func:`secrets.token_bytes` (th
 * pairwise zero-sum masks — SHAKE-256 streams under 256-bit pair seeds (:mod:`mpcdp.mpc.masks`);
 * the dealer's correlated randomness and CrypTen's own pseudo-random zero sharings — :class:`KeyedStream`
   under 256-bit keys, replacing CrypTen's Mersenne-Twister generators (installed by
-  :mod:`mpcdp.backends.crypten_backend`);
+  :mod:`mpcdp.adapter`);
 * each party's random bits for the in-MPC sampler and the distributed-noise mode (:mod:`mpcdp.noise`);
 * each party's mini-batch sampling in secure training (:func:`batch_key`), each owner's Laplace noise in
   paper 003's collaboration and each node's noise in paper 004's node processes.

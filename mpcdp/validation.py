@@ -70,3 +70,10 @@ def check_integer(value, field: str, *, minimum: int = 1) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
         raise ConfigError(f"`{field}` must be an integer >= {minimum}. Found {value!r}.")
     return value
+
+
+def check_choice(value, field: str, allowed) -> str:
+    """``value`` if it is one of ``allowed``, else a ConfigError naming the field, the choices and the value."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(f"`{field}` must be one of {list(allowed)}. Found {value!r}.")
+    return value

@@ -8,7 +8,8 @@ import time
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
+from mpcdp import adapter
+from crypten_view import record_view
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
 
@@ -55,7 +56,7 @@ def product_with_view(ctx, x: torch.Tensor | None, y: torch.Tensor | None, n: in
     as ε + a, which works exactly when party 0 knows the triple's a in plaintext (the tfp provider)."""
     sx = ctx.input_from(1, x, (n,), field="x")
     sy = ctx.input_from(2, y, (n,), field="y")
-    with backend.record_view() as view:
+    with record_view() as view:
         product = multiply(ctx, sx, sy)
     opened_product = ctx.reveal(product, label="product", reason="test output")
     result = {"product": opened_product, "x": x, "y": y}
@@ -142,9 +143,9 @@ def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: 
     block = sample_noise(ctx, spec, (count,))
     values = ctx.reveal(block.values, label="noise-validation", reason="test")
     own = None
-    if mode == "distributed":
-        from mpcdp.noise.modes import csprng_normal
-        own = csprng_normal(count, seed=seed, stream=ctx.rank) * block.stats["own_sigma"]
+    if mode == "distributed":  # this party's share is its own noise, in grid units
+        from mpcdp.mpc.shared import share_of
+        own = share_of(block.values).to(torch.float64).numpy() * 2.0**-block.values.precision_bits
     return {"values": values, "event": repr(block.event), "sigma": block.sigma, "support": block.support,
             "own": own, "openings": [label for label, _ in [(o.label, o.elements) for o in ctx.openings if o.kind != "public"]]}
 
@@ -209,14 +210,15 @@ def count_with_progress(ctx, total: int):
 
 def metered_cases(ctx, big: int):
     """One of each small known case, every one in its own cost section; returns the ledgers and openings."""
-    from mpcdp.mpc import costs, ring
+    from mpcdp.mpc import ring
+    from mpcdp.transport import costs
     from mpcdp.noise.modes import NoiseSpec, sample_noise
 
     out = {}
 
     def case(name, run):
         before = len(ctx.openings)
-        first = backend.dealer_requests_made()
+        first = adapter.dealer_requests_made()
         with costs.section() as ledger:
             value = run()
         out[name] = ledger.to_dict() | {"openings_list": [o.elements for o in ctx.openings[before:] if o.kind != "public"],
@@ -243,12 +245,16 @@ def audited_srm(ctx, shard, params, noise, dim):
     """A DDP-SRM run through the real party path (mpc_party) with every disclosure's plaintext kept. The
     noise blocks are captured as they are sampled and opened only after the audited record is copied, so
     the test can compare what was opened with the secrets (that last opening is the test's, not the run's)."""
+    import dataclasses
+
     from mpcdp.learning import backends
     from mpcdp.learning.dpsrm import run_srm
+    from mpcdp.learning.noise_modes import NOISE_MODES
 
     ctx.keep_values = True
     blocks, locals_ = [], []
-    sample = backends.secure_rows
+    mode = NOISE_MODES[noise.choice.mode]
+    sample = mode.secure_rows
 
     def capturing_sample(*args, **kwargs):
         block = sample(*args, **kwargs)
@@ -261,18 +267,18 @@ def audited_srm(ctx, shard, params, noise, dim):
             return aggregate(t, local)
         return run_srm(shards, params_, recorded, **kwargs)
 
-    backends.secure_rows = capturing_sample
+    NOISE_MODES[mode.name] = dataclasses.replace(mode, secure_rows=capturing_sample)
     try:
         out = backends.mpc_party(ctx, shard, params, noise, dim, capturing_run)
     finally:
-        backends.secure_rows = sample
+        NOISE_MODES[mode.name] = mode
     audited = [(o.label, o.elements, o.recipients, o.kind, o.values) for o in ctx.openings]
     noise_rows = torch.cat([ctx.reveal(b, label="test only", reason="audit").reshape(-1, dim) for b in blocks])
     grids = [b.precision_bits for b in blocks for _ in range(b.shape[0])]  # each row's release grid
-    from mpcdp.backends import crypten_backend
+    from mpcdp import adapter
 
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows, "grids": grids,
-            "unkeyed_draws": crypten_backend.unkeyed_draws(), "keyed_words": crypten_backend.keyed_words(),
+            "unkeyed_draws": adapter.unkeyed_draws(), "keyed_words": adapter.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}
 
 
@@ -281,7 +287,7 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     value (test only) next to the accept bits, and the metered cost of the pass."""
     import numpy as np
 
-    from mpcdp.mpc import costs
+    from mpcdp.transport import costs
     from mpcdp.mpc.shared import Shared
     from mpcdp.noise import discrete_gaussian as dg
     from mpcdp.noise.secure_gaussian import _candidates, party_words
@@ -294,3 +300,12 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
             "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
             "dealer_requests": ledger.dealer_requests}
+
+
+def distributed_rows_party(ctx, release, rows: int, choice):
+    """This party's share of the distributed noise (its own samples) and the opened sum (test only)."""
+    from mpcdp.learning.noise_modes import NOISE_MODES
+    from mpcdp.mpc.shared import share_of
+
+    shares = NOISE_MODES["distributed"].secure_rows(ctx, release, rows, choice)
+    return share_of(shares).clone(), ctx.reveal(shares, label="test: summed noise", reason="test only")

@@ -27,7 +27,7 @@ def test_plain_import_of_crypten_fails_on_this_torch():
 
 def test_the_adapter_makes_crypten_import_and_compute_in_a_fresh_interpreter():
     result = _python(
-        "from mpcdp.backends import crypten_backend as b\n"
+        "from mpcdp import adapter as b\n"
         "import sys, torch\n"
         "assert 'crypten' in sys.modules\n"
         "crypten = sys.modules['crypten']\n"
@@ -47,7 +47,7 @@ def test_only_the_adapter_imports_crypten():
     pattern = re.compile(r"^\s*(import crypten|from crypten[\s.])", re.MULTILINE)
     importers = sorted(str(p.relative_to(ROOT)) for folder in ("mpcdp", "tests", "benchmarks", "launch")
                        for p in (ROOT / folder).rglob("*.py") if pattern.search(p.read_text()))
-    assert importers == ["mpcdp/backends/crypten_backend.py"]
+    assert importers == ["mpcdp/adapter/compat.py"]
 
 
 def test_importing_mpcdp_does_not_import_crypten():
@@ -61,7 +61,7 @@ def test_crypten_torch_function_dispatch_is_still_only_deprecated():
     mpcdp's protocols do not go through it, but crypten.nn does: the day torch turns the warning into an
     error this test fails and says so (pytest also turns the warning into an error in-process)."""
     result = _python(
-        "from mpcdp.backends import crypten_backend as b\n"
+        "from mpcdp import adapter as b\n"
         "import sys, torch, warnings\n"
         "crypten = sys.modules['crypten']\n"
         "crypten.init_thread(0, 1)\n"

@@ -63,7 +63,7 @@ def test_protocol_algorithm_is_validated(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text('dataset = "a9a"\nalgorithm = "adam"\n[privacy]\nepsilon = 1.0\ndelta = 1e-5\n'
                     '[training]\npasses = 1\nbatch = 10\n')
-    with pytest.raises(ConfigError, match="`algorithm` must be one of .*'rrpsgd', 'dp-agd'"):
+    with pytest.raises(ConfigError, match="`algorithm` must be one of .*'dp-agd'.*'rrpsgd'.*Found 'adam'"):
         plan_from(str(path))
 
 

@@ -39,6 +39,8 @@ def _cases():
         algorithm = spec.get("algorithm", "srm")
         if "training" not in spec or "privacy" not in spec or algorithm in ("storm", "dp-agd", "wd-dp-local"):
             continue  # not private, or private without an MPC release (checked in test_accounting.py)
+        if spec.get("noise", {}).get("mode", "dgauss") != "dgauss":
+            continue  # distributed noise: tests/test_distributed_noise.py
         sweep = spec.get("sweep", {})
         variants = [v for v in sweep.get("variants", [algorithm]) if not v.startswith("wd-dp-local")]
         ratios = sweep.get("size_ratios", [None])

@@ -139,12 +139,12 @@ def test_train_job_runs_the_cnn_protocol_and_refuses_what_it_cannot_run(tmp_path
     assert report["epsilon"] <= report["epsilon_target"] == 3.0 and report["sigma"] > 0
     assert 0.0 <= report["test_error"] <= 1.0 and len(report["test_error_curve"]) == report["iterations"] + 1
     assert report["optimal_gap"] is None  # no convex optimum for a CNN
-    with pytest.raises(ConfigError, match="`algorithm` 'dp-gd' is implemented for logistic regression only"):
+    with pytest.raises(ConfigError, match=r"`algorithm` 'dp-gd' trains \['logreg'\] models; `model` 'mnist-cnn' is a cnn"):
         plan_from(path, algorithm="dp-gd")
     text = open(path).read()
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace('model = "mnist-cnn"', 'model = "resnet"'))
-    with pytest.raises(ConfigError, match="`model` must be 'logreg' or one of"):
+    with pytest.raises(ConfigError, match=r"`model` must be one of \['cifar-cnn5', 'logreg', 'mnist-cnn'\]. Found 'resnet'"):
         plan_from(str(bad))
     bad.write_text(text.replace('model = "mnist-cnn"\n', ''))
     with pytest.raises(ConfigError, match="holds images of shape"):

@@ -27,7 +27,7 @@ def test_owners_as_parties_reach_the_simulated_model_in_the_clear_and_inside_the
     amplified by Algorithm 1's steps ρ/(T²k) ≈ 9,000/k here)."""
     overrides = {"steps": 20}
     simulated = run_plan(plan_from(PROTOCOL, overrides=overrides))
-    plain = run_plan(plan_from(PROTOCOL, backend="plain", overrides=overrides))
+    plain = run_plan(plan_from(PROTOCOL, backend="processes", overrides=overrides))
     secure = run_plan(plan_from(PROTOCOL, backend="mpc", overrides=overrides))
     assert max(abs(a - b) for a, b in zip(plain["final"], simulated["final"])) < 1e-9
     assert max(abs(a - b) for a, b in zip(secure["final"], simulated["final"])) < 0.05
@@ -75,7 +75,7 @@ def test_the_sweep_writes_predicted_against_measured_and_whom_to_include(tmp_pat
     text = open(PROTOCOL).read()
     text = text.replace('epsilons = [3.0, 10.0, 30.0, 100.0, 300.0]', 'epsilons = [3.0, 10.0]')
     text = text.replace('sizes = [500, 1000, 2000, 2900]', 'sizes = [1000, 2000]')
-    text = text.replace('backends = ["plain", "mpc"]', 'backends = []')
+    text = text.replace('backends = ["processes", "mpc"]', 'backends = []')
     text = text.replace('owner1_sizes = [100, 300, 1000, 2900]', 'owner1_sizes = [100, 2900]')
     text = text.replace('owner1_epsilons = [1.0, 10.0, 100.0]', 'owner1_epsilons = [10.0]')
     text = text.replace('other_sizes = [300, 2900]', 'other_sizes = [300]')

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from mpcdp.mpc import costs, release, secure_sum
+from mpcdp.mpc import release, secure_sum
+from mpcdp.transport import costs
 from mpcdp.noise import rou
 from mpcdp.runtime.harness import run_job
 from party_jobs import metered_cases

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from toy_data import blobs
+from mpcdp.accounting.grid import GridRelease
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning import decentralized as dec
 
@@ -76,7 +77,7 @@ def test_empirical_noise_std_matches_analytic_chi_square():
     w = rng.normal(size=(20, 10)) * 0.1
     noise = []
     z = dec.gaussian_c(1e-6) / 0.7  # σ/Δ of eq. (4)
-    grid = dec.GridRelease(eta * sigma / z, 200, z)  # the release grid of one update
+    grid = GridRelease(eta * sigma / z, 200, z)  # the release grid of one update
     for _ in range(100):  # 100 updates × 200 coordinates
         w_new = dec.node_update(w, node, eta=eta, grad_noise_std=sigma, rng=rng, noise_multiplier=z)
         units = w_new * 2.0**grid.precision

@@ -13,6 +13,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.learning import decentralized as dec
 from mpcdp.learning.deepq import GLOBAL, LOCAL, DeepQController, DeepQSettings
 
+from mpcdp.randomness import word_source
 
 _blobs = blobs
 
@@ -119,7 +120,7 @@ def test_local_then_global_turns_follow_eqs_9_and_10():
     rows = twin.next_batch()
     moved = 0.5 * (w_g + w_l) - eta * dec.gradient(w_g, x[rows], y[rows], 0.0, 10)
     expected = dec.release_on_grid(moved, sigma=eta * std, sensitivity=eta * std / z,
-                                   words=dec.word_source(np.random.default_rng(11)))
+                                   words=word_source(np.random.default_rng(11)))
     assert np.array_equal(after_global, expected)  # eq. (9), released on its grid with the node's noise
     assert np.array_equal(dq.w_local, after_global)  # eq. (10)
     assert (dq.local_updates, dq.global_updates) == (1, 1)

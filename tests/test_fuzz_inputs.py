@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mpcdp.errors import ConfigError, InputError, PartyFailed
+from mpcdp.errors import ConfigError, PartyFailed
 from mpcdp.learning.backends import NoiseLevels
 from mpcdp.learning.dpsrm import Shard, SrmParameters
 from mpcdp.runtime.harness import run_parties

@@ -98,7 +98,7 @@ def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
     what each host's interface sent, less 66 header bytes (Ethernet, IPv4, TCP with timestamps) per packet, to
     within a few option bytes — far less than any message — and the online release is the declared opening."""
     from mpcdp.jobs.cost import summarize
-    from mpcdp.mpc import costs
+    from mpcdp.transport import costs
 
     tag, addresses = hosts
     env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29501"}

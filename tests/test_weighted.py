@@ -195,7 +195,7 @@ def test_local_noise_and_paper_calibration_are_refused_where_they_do_not_apply(t
     path = _write(tmp_path, SMALL)
     with pytest.raises(ConfigError, match="wd-dp-local.*--backend simulated"):
         plan_from(path, algorithm="wd-dp-local")
-    with pytest.raises(ConfigError, match="`calibration` 'paper' exists for"):
+    with pytest.raises(ConfigError, match=r"`calibration` 'paper' is not available for 'dp-sgd', which takes \['certified'\]"):
         plan_from(path, algorithm="dp-sgd", backend="simulated", calibration="paper")
     with pytest.raises(ConfigError, match="`calibration` must be one of"):
         plan_from(path, calibration="tight")

@@ -75,12 +75,17 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return high
 
 
-def certify(event: dp_accounting.DpEvent, delta: float) -> Certificate:
-    """The certified ε at ``delta`` for an mpcdp event (see the module docstring for the method used)."""
+def certify(event: dp_accounting.DpEvent, delta: float, *, rdp_only: bool = False) -> Certificate:
+    """The certified ε at ``delta`` for an mpcdp event (see the module docstring for the method used).
+
+    ``rdp_only``: use the RDP accountant for Gaussian compositions too. Needed when a Gaussian event stands
+    for a mechanism that is only known to have (at most) the Gaussian's RDP curve, such as a sum of discrete
+    Gaussians (:mod:`mpcdp.accounting.distributed_noise`): the exact μ-GDP conversion holds for Gaussians
+    only."""
     check_delta(delta)
     leaves = _flatten(event)
     kinds = {type(leaf) for leaf, _ in leaves}
-    if kinds == {dp_accounting.GaussianDpEvent}:
+    if kinds == {dp_accounting.GaussianDpEvent} and not rdp_only:
         inverse_sq = sum(count / leaf.noise_multiplier**2 for leaf, count in leaves)
         mu = math.sqrt(inverse_sq)
         return Certificate(gdp_epsilon(mu, delta), delta, f"exact Gaussian composition (μ-GDP, μ = {mu:.6g})")

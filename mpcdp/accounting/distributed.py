@@ -33,6 +33,7 @@ import math
 from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta, gdp_epsilon
 from mpcdp.accounting.events import full_batch_gaussian_event
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_choice
 
 SCHEMES = ("jayaraman", "wd-dp")
 CALIBRATIONS = ("certified", "paper")
@@ -47,14 +48,9 @@ def _check_sizes(sizes: tuple[int, ...]) -> None:
             raise ConfigError(f"`party_sizes` (party {j}) must be an integer >= 1. Found {n_j!r}.")
 
 
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(f"`{name}` must be one of {list(allowed)}. Found {value!r}.")
-
-
 def party_weights(scheme: str, sizes: tuple[int, ...]) -> tuple[float, ...]:
     """w_j that multiplies party j's average gradient: 1/m (``jayaraman``) or n_j/n (``wd-dp``)."""
-    _check_choice("scheme", scheme, SCHEMES)
+    check_choice(scheme, "scheme", SCHEMES)
     _check_sizes(sizes)
     if scheme == "jayaraman":
         return tuple(1.0 / len(sizes) for _ in sizes)
@@ -106,7 +102,7 @@ class AggregateNoise:
 def aggregate_noise_for(scheme: str, sizes: tuple[int, ...], steps: int, bound: float, epsilon: float,
                         delta: float, *, calibration: str = "certified") -> AggregateNoise:
     """σ for ``scheme`` with noise added once per step to the aggregate (inside the MPC), and its certificate."""
-    _check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice(calibration, "calibration", CALIBRATIONS)
     check_delta(delta)
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise ConfigError(f"`epsilon` must be a finite number > 0. Found {epsilon!r}.")
@@ -141,7 +137,7 @@ def local_noise_for(sizes: tuple[int, ...], steps: int, bound: float, epsilon: f
     """σ_j for WD-DP's local-noise Algorithm 1: Theorem 1's σ at every party (``paper``) or each σ_j calibrated
     to party j's own sensitivity 2G/n_j (``certified``); each party's certificate either way. With ``dim``: as
     released, each gradient rounded to its grid with discrete Gaussian noise (:func:`local_releases_for`)."""
-    _check_choice("calibration", calibration, CALIBRATIONS)
+    check_choice(calibration, "calibration", CALIBRATIONS)
     _check_sizes(sizes)
     check_delta(delta)
     if dim is not None:

@@ -33,36 +33,7 @@ import math
 
 from mpcdp.errors import ConfigError
 from mpcdp.noise import discrete_gaussian as dg
-
-SIGMA_UNITS = 2.0**21  # the noise's σ in grid units that :func:`release_precision` aims for
-PRECISION_MAX = 46  # 2^(62−46)/m = 65536/m is then the largest |term| a party may input
-
-
-def release_precision(sigma: float) -> int:
-    """The grid 2^-p of a release whose noise has standard deviation ``sigma``: σ·2^p within a factor √2
-    of 2^21 units.
-
-    Raises:
-        ConfigError: σ so small that p would exceed 46 (the terms would leave the ring), or so large that p
-            would be negative.
-    """
-    if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
-        raise ConfigError(f"`sigma` of a release must be a finite number > 0. Found {sigma!r}.")
-    p = round(math.log2(SIGMA_UNITS / sigma))
-    if not 0 <= p <= PRECISION_MAX:
-        raise ConfigError(f"`sigma` {sigma:.4g} needs a release grid of 2^-{p}; the grid must lie between 2^0 and "
-                          f"2^-{PRECISION_MAX} (σ between {SIGMA_UNITS * 2.0**-PRECISION_MAX:.3g} and "
-                          f"{SIGMA_UNITS:.3g})")
-    return p
-
-
-def encode(values, precision: int):
-    """Each coordinate rounded to the nearest multiple of 2^-p, as int64 grid units (ties to even): the
-    deterministic rounding that :func:`integer_sensitivity` accounts for."""
-    import torch
-
-    return torch.round(torch.as_tensor(values, dtype=torch.float64) * 2.0**precision).to(torch.int64)
-
+from mpcdp.noise.fixed_point import PRECISION_MAX, SIGMA_UNITS, encode, release_precision  # noqa: F401 - re-exported
 
 def integer_sensitivity(sensitivity: float, dim: int, precision: int) -> int:
     """Δ_int = ⌈Δ·2^p + √d⌉: the L2 distance, in grid units, between the encoded sums of neighbouring inputs."""

@@ -16,7 +16,7 @@ import torch
 
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import secure_sum
-from mpcdp.mpc.wire import WireMeter
+from mpcdp.transport.wire import WireMeter
 
 
 def local_vector(dim: int, rank: int, seed: int | None) -> torch.Tensor:

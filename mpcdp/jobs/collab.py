@@ -3,10 +3,10 @@ queries with Laplace noise, each with its own budget ε_ℓ, and the learner com
 n_ℓ/n (Algorithm 1 or 2, :mod:`mpcdp.learning.collab`); the fitness gap is predicted before training by
 Theorem 2 / 3 (:mod:`mpcdp.learning.collab_prediction`).
 
-Backends (``backend`` in the protocol or ``--backend``):
+Backends (``backend`` in the protocol or ``--backend``; :mod:`mpcdp.execution`):
 
 * ``simulated`` — one process, every owner answering in turn;
-* ``plain`` — every owner a party process of the runtime; each sends its weighted noisy response
+* ``processes`` (formerly ``plain``) — every owner a party process of the runtime; each sends its weighted noisy response
   (n_ℓ/n)·Q̃_ℓ to every other party in the clear, as the paper's learner receives them (each response is
   ε_ℓ/T-DP on its own, Theorem 1); every party then steps the same public model;
 * ``mpc`` — the same owners, but the weighted responses are summed inside the MPC and only the sum
@@ -16,7 +16,7 @@ Backends (``backend`` in the protocol or ``--backend``):
 The three give the same model for the same seed (the owners' noise comes from per-owner generators seeded by
 (seed, owner)), up to the fixed-point rounding of the secure sum (2^-17 per element per round).
 
-Security model (``plain`` and ``mpc``): honest-but-curious owners; the model, the query points and the sizes
+Security model (``processes`` and ``mpc``): honest-but-curious owners; the model, the query points and the sizes
 n_ℓ are public. A protocol's ``seed`` makes the Laplace noise reproducible (experiments); without it every owner
 keys its noise stream by the OS CSPRNG.
 
@@ -43,12 +43,13 @@ import torch
 from mpcdp.accounting.laplace import certify_owner
 from mpcdp.data.registry import load
 from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp.execution import MPC, PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import read_protocol
 from mpcdp.learning.collab import (HingeSVM, Owner, SquaredLoss, nonprivate_optimum, pooled_cost, relative_fitness,
                                    run_collab)
 from mpcdp.learning.collab_prediction import collaboration_score, theorem2_gap, theorem3_gap
 
-BACKENDS = ("simulated", "plain", "mpc")
+BACKENDS = (SIMULATED, PROCESSES, MPC)
 COSTS = ("squared", "hinge")
 
 
@@ -94,9 +95,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
     for j, e in enumerate(epsilons):
         if not (e > 0):  # NaN fails too
             raise ConfigError(f"[owners] `epsilons` (owner {j + 1}) must be > 0 (inf: no privacy). Found {e!r}.")
-    backend = backend or protocol.get("backend", "simulated")
-    if backend not in BACKENDS:
-        raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
+    backend = backend_for(backend or protocol.get("backend", SIMULATED), BACKENDS, "`mpcdp collab`")
     if backend != "simulated" and len(sizes) < 2:
         raise ConfigError(f"the {backend} backend needs at least 2 owners. Found {len(sizes)}.")
     cost = protocol.get("cost", "squared")
@@ -281,7 +280,7 @@ def collab_party(ctx, owner: Owner, position: int, spec: dict[str, Any], hyper: 
 
     def aggregate(k: int, local: torch.Tensor) -> torch.Tensor:
         ctx.progress(k, plan.steps - 1)
-        if plan.backend == "plain":  # the learner sees every owner's (weighted) noisy response
+        if plan.backend == PROCESSES:  # the learner sees every owner's (weighted) noisy response
             everyone = ctx.exchange_public(local, label="noisy responses (plain learner)")
             return torch.stack(everyone).sum(0)
         return noisy_release(ctx, local, None, shape=(dim,), label=f"aggregate[{k}]",

@@ -13,7 +13,7 @@ the secure backends give the same models for the same seeds, checked once per sw
    with each (n_1, ε_1) of a grid; collaboration_score (√Σ1/ε_ℓ² / n, the quantity Theorems 2–3 depend on)
    predicts whether adding owner 1 helps; measured: relative fitness ψ with and without owner 1 (both evaluated
    on the pooled data of all owners, θ* its optimum). The table counts agreements.
-3. **Backends**: the protocol's own point with the ``plain`` and ``mpc`` backends (owners as party processes)
+3. **Backends**: the protocol's own point with the ``processes`` and ``mpc`` backends (owners as party processes)
    against the simulated run with the same seed: largest coordinate difference of the final models.
 
 Writes PREFIX.md, PREFIX.json and PREFIX.png.
@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mpcdp.accounting.laplace import MECHANISM as LAPLACE_MECHANISM
-from mpcdp.jobs.results import write_record
+from mpcdp.jobs.report import write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.validation import read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan

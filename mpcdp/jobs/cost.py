@@ -10,12 +10,12 @@ is needed) the data parties run, in separate processes:
 * **release** — the online step: the parties' local d-vectors summed inside the MPC with the noise added,
   and only the noisy aggregate opened (:func:`mpcdp.mpc.release.noisy_release`, one opening).
 
-Every section is metered by :mod:`mpcdp.mpc.costs`: operation counts by kind, rounds, each party's bytes
+Every section is metered by :mod:`mpcdp.transport.costs`: operation counts by kind, rounds, each party's bytes
 (kernel TCP counters), the dealer's bytes per request (metered by the dealer), wall time. Next to it: the
 plaintext-simulated equivalent timed in the same run (sum of m vectors plus float64 Gaussian noise, no
 bytes), the paper's Obliv-C numbers for that layer, and for a9a/ijcnn1 the published circuit rebuilt and
 run on this machine kind. The LAN/WAN columns estimate wall time from the measured rounds and bytes
-(:class:`mpcdp.mpc.costs.Link`).
+(:class:`mpcdp.transport.costs.Link`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ import torch
 
 from mpcdp.config import MpcConfig
 from mpcdp.learning.cnn import NETWORKS
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
+from mpcdp.noise.modes import in_mpc_modes
+from mpcdp.validation import check_choice as choose
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
 MODELS: dict[str, list[tuple[str, tuple[int, ...]]]] = {
@@ -57,7 +59,6 @@ OBLIVC_REBUILT: dict[str, tuple[int, int, float]] = {
     "logreg-a9a": (53_561_052, 1_716_602_881 + int(3.10 * 2**20), 16.9),
     "logreg-ijcnn1": (9_579_491, 307_021_025 + int(0.60 * 2**20), 3.0),
 }
-NOISE_MODES = ("dgauss", "rou", "distributed", "boxmuller")
 SECTIONS = ("noise", "release")
 
 
@@ -69,10 +70,10 @@ def _local_gradient(shape: tuple[int, ...], rank: int, layer: int) -> torch.Tens
 
 
 def _metered(ctx, run: Callable[[], Any], interface: str | None) -> tuple[Any, dict[str, Any]]:
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
 
     openings_before = len(ctx.openings)
-    first_request = backend.dealer_requests_made()
+    first_request = adapter.dealer_requests_made()
     with costs.section(interface) as ledger:
         value = run()
     record = ledger.to_dict()
@@ -180,10 +181,8 @@ def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms:
 
 
 def check_choice(model: str, noise: str) -> None:
-    if model not in MODELS:
-        raise ValueError(f"`model` must be one of {sorted(MODELS)}. Found {model!r}.")
-    if noise not in NOISE_MODES:
-        raise ValueError(f"`noise` must be one of {list(NOISE_MODES)}. Found {noise!r}.")
+    choose(model, "model", sorted(MODELS))
+    choose(noise, "noise", in_mpc_modes())
 
 
 def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,

@@ -14,7 +14,7 @@ import platform
 from typing import Any
 
 from mpcdp.jobs.cost import OBLIVC_GATE_BYTES, OBLIVC_PAPER, OBLIVC_REBUILT, CostRun
-from mpcdp.mpc.costs import LAN, WAN, WORD_BITS
+from mpcdp.transport.costs import LAN, WAN, WORD_BITS
 
 OP_COLUMNS = ("mul", "square", "and_words", "trunc", "b2a_bits", "comparison", "random_bits", "openings",
               "opened_elements")
@@ -51,7 +51,7 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["plaintext_s"] = layer["plaintext_s"]
         row["secure_over_plaintext"] = row["total_s"] / layer["plaintext_s"] if layer["plaintext_s"] else None
         link_bytes = noise["link_bytes_max"] + release["link_bytes_max"]
-        hops = row["rounds"] + row["dealer_requests"]  # see mpcdp.mpc.costs.Link
+        hops = row["rounds"] + row["dealer_requests"]  # see mpcdp.transport.costs.Link
         for link in (LAN, WAN):
             row[f"{link.name.lower()}_s"] = link.time_s(rounds=hops, bytes_max_party=link_bytes,
                                                         compute_s=row["total_s"])

@@ -33,6 +33,7 @@ import numpy as np
 
 from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
 from mpcdp.errors import ConfigError
+from mpcdp.execution import PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import read_protocol
 from mpcdp.learning import decentralized as dec
 from mpcdp.learning.deepq import DeepQSettings
@@ -41,7 +42,7 @@ __all__ = ["METHODS", "BACKENDS", "DecentralizedPlan", "plan_from", "features", 
            "node_party"]
 
 METHODS = ("algorithm1", "algorithm2", "dpsgd5", "noiseless")
-BACKENDS = ("simulated", "processes")
+BACKENDS = (SIMULATED, PROCESSES)
 DATASETS = ("mnist-5k", "fashion-mnist")
 _RUN_FIELDS = {"nodes", "batch_size", "eta", "lam", "budget", "epsilon", "delta", "visits", "methods", "seed",
                "backend", "per_node", "calibration"}
@@ -102,9 +103,7 @@ def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
     for m in methods:
         if m not in METHODS:
             raise ConfigError(f"`methods` entries must be in {list(METHODS)}. Found {m!r}.")
-    backend = run.get("backend", "simulated")
-    if backend not in BACKENDS:
-        raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
+    backend = backend_for(run.get("backend", SIMULATED), BACKENDS, "`mpcdp decentralized`")
     nodes = _int(run.get("nodes", 10), "nodes")
     if backend == "processes" and nodes < 2:
         raise ConfigError(f"the processes backend needs `nodes` >= 2. Found {nodes}.")
@@ -201,7 +200,7 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
         raise ConfigError(f"`method` must be one of {list(METHODS)}. Found {method!r}.")
     epsilon = plan.epsilon if epsilon is None else epsilon
     seed = plan.seed if seed is None else seed
-    backend = backend or plan.backend
+    backend = backend_for(backend or plan.backend, BACKENDS, "`mpcdp decentralized`")
     batch_size = batch_size or plan.batch_size
     x_train, y_train, x_test, y_test, data_name = features(plan.dataset)
     classes = int(max(y_train.max(), y_test.max())) + 1
@@ -211,10 +210,8 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
     start = time.perf_counter()
     if backend == "simulated":
         out = _simulate(plan, method, nodes, classes, seed, epsilon, delta)
-    elif backend == "processes":
-        out = _in_processes(plan, method, nodes, std, None if cert is None else cert.noise_multiplier, classes, seed)
     else:
-        raise ConfigError(f"`backend` must be one of {list(BACKENDS)}. Found {backend!r}.")
+        out = _in_processes(plan, method, nodes, std, None if cert is None else cert.noise_multiplier, classes, seed)
     report = {
         "protocol": plan.name, "dataset": data_name, "method": method, "backend": backend, "seed": seed,
         "nodes": plan.nodes, "per_node": nodes[0].size, "batch_size": batch_size, "budget": plan.budget,

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpcdp.jobs.results import write_record
+from mpcdp.jobs.report import write_record
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.decentralized import METHODS, plan_from, run_method
 

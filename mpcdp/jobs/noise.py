@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mpcdp.mpc.context import MpcContext
-from mpcdp.mpc.wire import WireMeter
+from mpcdp.transport.wire import WireMeter
 from mpcdp.noise.modes import NoiseSpec, sample_noise
 
 

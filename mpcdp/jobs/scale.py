@@ -16,7 +16,7 @@ import pathlib
 import statistics
 from typing import Any, Callable
 
-from mpcdp.jobs.results import write_record
+from mpcdp.jobs.report import write_record
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, run_plan
 

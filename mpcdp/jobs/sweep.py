@@ -29,8 +29,9 @@ from typing import Any, Callable
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import read_protocol
-from mpcdp.jobs.train import ALGORITHMS, CENTRAL_ONLY, plan_from, run_plan
-from mpcdp.jobs.results import stamp, write_record
+from mpcdp.jobs.train import plan_from, run_plan
+from mpcdp.learning.algorithms import ALGORITHMS
+from mpcdp.jobs.report import markdown_table, mean_pm, stamp, write_record
 
 CENTRAL = "dp-gd"
 KEPT = ("test_error", "test_loss", "optimal_gap", "epsilon", "sigma", "sigma_by_party", "epsilon_by_party",
@@ -56,7 +57,7 @@ class Variant:
     @property
     def secure(self) -> bool:
         """Whether the variant has an mpc form in this sweep (the central baseline and local noise do not)."""
-        return self.algorithm != CENTRAL and self.algorithm not in CENTRAL_ONLY
+        return self.algorithm != CENTRAL and not ALGORITHMS[self.algorithm].central_only
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,9 +226,8 @@ def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], run
              "Each cell: mean ± std over seeds (simulated: seeds 0…k−1 with noise from the OS CSPRNG; mpc: the same "
              "splits with the noise sampled inside the MPC). `dp-gd` is the central baseline on the pooled data "
              "(one party; u does not change it).", ""]
-    for metric, title, fmt in (("accuracy", "Test accuracy", "{:.4f} ± {:.4f}"),
-                               ("optimal_gap", "Optimal gap F(θ) − F(θ*) on the training set",
-                                "{:.4f} ± {:.4f}")):
+    for metric, title in (("accuracy", "Test accuracy"),
+                          ("optimal_gap", "Optimal gap F(θ) − F(θ*) on the training set")):
         lines += [f"## {title}", "", "| variant | backend | " + " | ".join(f"u = {u:g}" for u in ratios) + " |",
                   "|---|---|" + "---|" * len(ratios)]
         for variant in spec.variants:
@@ -236,7 +236,7 @@ def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], run
                 if not any(cells):
                     continue
                 lines.append(f"| {variant.name} | {backend} | " + " | ".join(
-                    "—" if c is None else fmt.format(*c[metric]) + f" (n={c['seeds']})" * (backend == "mpc")
+                    "—" if c is None else mean_pm(*c[metric]) + f" (n={c['seeds']})" * (backend == "mpc")
                     for c in cells) + " |")
         lines.append("")
     lines += ["## Noise and certified ε (simulated runs; the mpc runs use the same σ)", "",
@@ -259,19 +259,20 @@ def render(header: dict, spec: SweepSpec, summary: dict, checks: list[dict], run
                      f"({'within' if spread <= 0.01 else 'NOT within'} 1 point).")
     if all(jay) and 1.0 in ratios:
         base = jay[ratios.index(1.0)]["accuracy"][0]
-        lines.append(f"- Jayaraman accuracy: acc(1) − acc(u) = " + ", ".join(
+        lines.append("- Jayaraman accuracy: acc(1) − acc(u) = " + ", ".join(
             f"{100 * (base - c['accuracy'][0]):.2f} (u = {u:g})" for u, c in zip(ratios, jay)) + " points.")
     if checks:
         inside = sum(c["within_noise"] for c in checks)
         lines.append(f"- Secure vs simulated accuracy, paired by seed: {inside} of {len(checks)} (variant, u) "
                      f"cells within seed noise (|mean diff| <= 2·std/√k + seed std).")
         pooled = pooled_difference(runs)
-        lines.append(f"- Pooled over every secure run: mpc − simulated accuracy {pooled['mean']:+.4f} ± "
-                     f"{pooled['stderr']:.4f} (standard error, {pooled['pairs']} pairs; "
+        lines.append(f"- Pooled over every secure run: mpc − simulated accuracy "
+                     f"{mean_pm(pooled['mean'], pooled['stderr'], signed=True)} (standard error, {pooled['pairs']} pairs; "
                      f"{'within' if pooled['within_noise'] else 'NOT within'} 2 standard errors of 0).")
-        lines += ["", "| variant | u | pairs | mpc − simulated accuracy | seed std | within |", "|---|---|---|---|---|---|"]
-        lines += [f"| {c['variant']} | {c['u']:g} | {c['pairs']} | {c['difference']:+.4f} ± {c['difference_std']:.4f}"
-                  f" | {c['seed_std']:.4f} | {'yes' if c['within_noise'] else 'NO'} |" for c in checks]
+        lines += ["", markdown_table(
+            ["variant", "u", "pairs", "mpc − simulated accuracy", "seed std", "within"],
+            [[c["variant"], f"{c['u']:g}", c["pairs"], mean_pm(c["difference"], c["difference_std"], signed=True),
+              f"{c['seed_std']:.4f}", "yes" if c["within_noise"] else "NO"] for c in checks]).rstrip("\n")]
     mpc = [r for r in runs if r["backend"] == "mpc"]
     if mpc:
         lines += ["", f"Secure runs: online {statistics.fmean(r['online_s'] for r in mpc):.1f} s, noise pre-sampling "

@@ -6,10 +6,10 @@ release kind's grid 2^-p plus discrete Gaussian noise in grid units (:mod:`mpcdp
 ``mpc``: every party process runs :func:`mpc_party`; its local term sum goes into
 :func:`~mpcdp.mpc.release.noisy_release` (each party's term rounded to the grid, masked, plus its noise share;
 one opening per step). The noise rows come from blocks pre-sampled inside the MPC
-(:func:`~mpcdp.noise.release_noise.secure_rows`: one block of 1×d for release 0, one of T×d for releases
-1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
+(the run's noise mode, :mod:`mpcdp.learning.noise_modes`: one block of 1×d for release 0, one of T×d for
+releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
 rounded to the same grid and the noise drawn in plaintext from the same integer distribution
-(:func:`~mpcdp.noise.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
+(:func:`~mpcdp.learning.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
 term, the simulated one rounds their sum (at most m/2 grid units apart per coordinate, against a noise of
 ≈ 2^21 units; the same Δ_int covers both). :meth:`NoiseLevels.none` runs without noise at the run's precision
 (for tests that compare the two paths exactly).
@@ -31,17 +31,19 @@ from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.noise.release_noise import secure_rows, simulated_rows
+from mpcdp.learning.noise_modes import NoiseChoice
 from mpcdp.randomness import batch_key
 
 
 @dataclasses.dataclass(frozen=True)
 class NoiseLevels:
     """The release kinds of a run: ``first`` for release 0, ``later`` for releases 1..T (the same kind for
-    algorithms with one); both None: no noise."""
+    algorithms with one); both None: no noise. ``choice``: how the noise is made
+    (:mod:`mpcdp.learning.noise_modes`)."""
 
     first: GridRelease | None
     later: GridRelease | None
+    choice: NoiseChoice = NoiseChoice()
 
     def __post_init__(self) -> None:
         if (self.first is None) != (self.later is None):
@@ -100,8 +102,9 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
     elif noise.noiseless:
         rows0 = rows = None
     else:
-        rows0 = simulated_rows(noise.first, 1, seed=noise_seed, stream=0)
-        rows = simulated_rows(noise.later, params.steps, seed=noise_seed, stream=1)
+        draw = noise.choice.record.simulated_rows
+        rows0 = draw(noise.first, 1, noise.choice, len(shards), noise_seed, 0)
+        rows = draw(noise.later, params.steps, noise.choice, len(shards), noise_seed, 1)
 
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
         if rows is None:
@@ -184,8 +187,9 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     elif noise.noiseless:
         rows0 = rows = None
     else:
-        rows0 = secure_rows(ctx, noise.first, 1)
-        rows = secure_rows(ctx, noise.later, params.steps)
+        draw = noise.choice.record.secure_rows
+        rows0 = draw(ctx, noise.first, 1, noise.choice)
+        rows = draw(ctx, noise.later, params.steps, noise.choice)
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
 
-from mpcdp.errors import InputError
+from mpcdp.errors import ConfigError, InputError
 from mpcdp.learning.clipping import clip_rows
 
 
@@ -47,9 +47,30 @@ class CnnSpec:
     input_shape: tuple[int, ...]
     forward: Callable[[dict[str, torch.Tensor], torch.Tensor], torch.Tensor]
 
+    kind = "cnn"
+    feature_rows = False
+
     @property
     def dim(self) -> int:
         return sum(math.prod(shape) for _, shape in self.layers)
+
+    @staticmethod
+    def labels(values) -> torch.Tensor:
+        """Class indices as int64."""
+        return torch.as_tensor(values).long()
+
+    def dimension(self, x: torch.Tensor) -> int:
+        return self.dim
+
+    def check_inputs(self, shape: tuple[int, ...], dataset: str) -> None:
+        if tuple(shape) != self.input_shape:
+            raise ConfigError(f"`model` {self.name!r} takes inputs of shape {self.input_shape}; dataset {dataset!r} "
+                              f"has {tuple(shape)}.")
+
+    @staticmethod
+    def optimum(x: torch.Tensor, y: torch.Tensor) -> None:
+        """No reference optimum for a non-convex network (reports leave the gap out)."""
+        return None
 
     def unflatten(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
         """The parameter tensors (views into θ) by name."""

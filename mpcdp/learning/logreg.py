@@ -61,11 +61,41 @@ def per_example_gradients_at(thetas: torch.Tensor, x: torch.Tensor, y: torch.Ten
 
 
 class LogisticModel:
-    """This module's model behind the interface the training loops use (also :class:`mpcdp.learning.cnn.CnnSpec`):
-    ``initial_theta(dim, seed)``, ``per_example_gradients(θ, x, y)``, ``per_example_gradients_at(θs, x, y)``,
-    ``clipped_gradient_sum(θ, x, y, C)`` (here in closed form)."""
+    """This module's model behind the interface every model shares (:mod:`mpcdp.learning.models`; also
+    :class:`mpcdp.learning.cnn.CnnSpec`): for the training loops ``initial_theta(dim, seed)``,
+    ``per_example_gradients(θ, x, y)``, ``per_example_gradients_at(θs, x, y)``, ``clipped_gradient_sum(θ, x, y, C)``
+    (here in closed form); for runs and reports ``loss``, ``error_rate``, ``labels``, ``dimension``,
+    ``check_inputs`` and ``optimum`` (the reference of the optimality gap; None where there is none)."""
 
     name = "logreg"
+    kind = "logreg"
+
+    def __reduce__(self) -> str:
+        return "LOGISTIC"  # pickled as a reference to the module's one instance, so `model is LOGISTIC` holds
+    feature_rows = True  # inputs are feature rows (``normalize_rows`` applies)
+    loss = staticmethod(loss)
+    error_rate = staticmethod(error_rate)
+
+    @staticmethod
+    def labels(values) -> torch.Tensor:
+        """±1 labels as float64."""
+        return torch.as_tensor(values).to(torch.float64)
+
+    @staticmethod
+    def dimension(x: torch.Tensor) -> int:
+        return int(x.shape[1])
+
+    @staticmethod
+    def check_inputs(shape: tuple[int, ...], dataset: str) -> None:
+        from mpcdp.errors import ConfigError
+
+        if len(shape) != 1:
+            raise ConfigError(f"dataset {dataset!r} holds images of shape {tuple(shape)}: logistic regression takes "
+                              f"feature rows; set `model` to a network for images.")
+
+    @staticmethod
+    def optimum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return optimum(x, y)
 
     @staticmethod
     def initial_theta(dim: int, seed: int = 0) -> torch.Tensor:

@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
+from mpcdp import adapter
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -68,7 +68,7 @@ def to_binary(ctx: MpcContext, x: torch.Tensor, bits: int, *, label: str = "a2b"
         raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
     flat = x.reshape(-1)
     low = low_mask(bits)
-    r, r_low = backend.dealer_masked_bits(flat.numel(), bits, kind="a2b")
+    r, r_low = adapter.dealer_masked_bits(flat.numel(), bits, kind="a2b")
     (c,) = ctx.open_masked([flat + r], label=f"{label}-mask")
     a = c & low  # public
     b = public_xor(ctx, r_low & low, low)  # NOT r

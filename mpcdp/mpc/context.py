@@ -4,7 +4,7 @@ An :class:`MpcContext` exists on every data party of a run. Creating it (:meth:`
 the start-of-run handshake — every party sends the SHA-256 fingerprint of its configuration and job
 description, and the descriptions themselves, to every other party (1 round, public metadata only) —
 and refuses to go on if they differ, naming the field and the parties; then it establishes the pairwise
-mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:mod:`mpcdp.runtime.mesh`). No
+mask seeds (:mod:`mpcdp.mpc.masks`) and the direct links between the parties (:mod:`mpcdp.transport.mesh`). No
 share of any private value has moved at that point.
 
 :meth:`MpcContext.reveal` is the only function that turns a :class:`~mpcdp.mpc.shared.Shared` into
@@ -14,9 +14,9 @@ point, :meth:`MpcContext._disclose`, which records it as an :class:`Opening` (la
 kind, reason, bytes, rounds) in :attr:`MpcContext.openings`. The kinds are closed (:data:`OPENING_KINDS`):
 the opening audit (``tests/test_audit.py``, README "Threat model") asserts that a DDP-SRM step discloses
 masked protocol values, the sampler's accept bits and the released noisy v_p, and nothing else. Openings are
-counted in :mod:`mpcdp.mpc.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
+counted in :mod:`mpcdp.transport.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
 rounds (phases of messages sent together; an opening is 1 or 2, see
-:meth:`~mpcdp.runtime.mesh.Mesh.open_shares`).
+:meth:`~mpcdp.transport.mesh.Mesh.open_shares`).
 
 Outside the choke point: the pairwise mask seeds (:mod:`mpcdp.mpc.masks`; secrets sent to one peer each,
 never opened) and the dealer's correlated randomness (each party receives only its own share).
@@ -31,14 +31,14 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
+from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.mpc.wire import WireMeter
-from mpcdp.runtime.mesh import Mesh, local_address
+from mpcdp.transport.wire import WireMeter
+from mpcdp.transport.mesh import Mesh, local_address
 
 RING_BITS = 64
 
@@ -134,7 +134,7 @@ class MpcContext:
 
         ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
         """
-        rank, world = backend.rank(), backend.world_size()
+        rank, world = adapter.rank(), adapter.world_size()
         if on_step is not None:
             on_step(0, "handshake")
         if world != config.parties:
@@ -143,15 +143,15 @@ class MpcContext:
                 f"data parties", party=rank)
         description = {"config": config.to_dict(), "job": job}
         mine = {"fingerprint": fingerprint(description), "description": description}
-        everyone = backend.all_gather_object(mine)
+        everyone = adapter.all_gather_object(mine)
         if any(other["fingerprint"] != mine["fingerprint"] for other in everyone):
             detail, first = describe_mismatch([other["description"] for other in everyone])
             raise ConfigMismatchError(
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
-        masks = PairwiseMasks.establish(rank, world, backend.exchange_pairwise)
-        mesh = Mesh.establish(rank, world, address=local_address(backend.rendezvous()),
-                              gather=backend.all_gather_object, timeout_s=config.timeout_s,
+        masks = PairwiseMasks.establish(rank, world, adapter.exchange_pairwise)
+        mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
+                              gather=adapter.all_gather_object, timeout_s=config.timeout_s,
                               delay_s=config.link_delay_ms / 1000.0)
         ctx = cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
                   on_progress=on_progress)
@@ -183,7 +183,7 @@ class MpcContext:
         self.rounds += 1
         costs.record_rounds(1)
         with self.wire:
-            everyone = backend.all_gather_object(value)
+            everyone = adapter.all_gather_object(value)
         self._disclose(label, 1, tuple(range(self.parties)), kind="public", reason="public by design",
                        values=everyone)
         return everyone

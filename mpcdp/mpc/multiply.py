@@ -12,8 +12,8 @@ Declared cost: 1 gloo all-reduce (2(m−1) rounds), 2n ring elements opened (+ C
 
 from __future__ import annotations
 
-from mpcdp.backends import crypten_backend as backend
-from mpcdp.mpc import costs
+from mpcdp import adapter
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared, share_of
 
@@ -23,6 +23,6 @@ def multiply(ctx: MpcContext, x: Shared, y: Shared) -> Shared:
         raise ValueError(f"`x` and `y` must have the same shape. Found {tuple(x.shape)} and {tuple(y.shape)}.")
     ctx.note_step("multiply")
     with ctx.wire, costs.section() as ledger:
-        product = backend.beaver_multiply(share_of(x), share_of(y), ctx.config.precision_bits)
+        product = adapter.beaver_multiply(share_of(x), share_of(y), ctx.config.precision_bits)
     ctx.rounds += ledger.rounds
     return Shared(product, ctx.config.precision_bits)

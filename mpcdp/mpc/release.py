@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp.errors import InputError
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
 from mpcdp.mpc.shared import Shared, share_of

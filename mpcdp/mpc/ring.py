@@ -5,13 +5,13 @@ approximation and no probabilistic truncation error can decide a noise value. Ev
 operation on flat int64 tensors; every party calls it in lockstep.
 
 Security model: semi-honest data parties; correlated randomness from the dealer (CrypTen's TTP process,
-extended in :mod:`mpcdp.backends.crypten_backend`), which never sees an opened value. Every value a
+extended in :mod:`mpcdp.adapter`), which never sees an opened value. Every value a
 function opens is either uniformly masked by dealer randomness that no data party knows, or public by
 design (the comparison result, which the caller opens on purpose).
 
 Declared costs per call on n elements (m parties; an "opening" = one call of ``ctx.open_masked``, which is
-1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.runtime.mesh.Mesh.open_shares`; element counts
-as recorded by :mod:`mpcdp.mpc.costs`, checked in tests/test_costs.py):
+1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.transport.mesh.Mesh.open_shares`; element counts
+as recorded by :mod:`mpcdp.transport.costs`, checked in tests/test_costs.py):
   mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable)
   and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request
   b2a        b2a_bits n·k; 1 opening of n words (XOR); 1 dealer request (k ring elements per word)
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.backends import crypten_backend as backend
-from mpcdp.mpc import costs
+from mpcdp import adapter
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 
 
@@ -63,7 +63,7 @@ class Products:
 
     def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int]], *, label: str):
         self.ctx, self.label = ctx, label
-        self.masks, self.mask_products = backend.dealer_products(n, variables, pairs)
+        self.masks, self.mask_products = adapter.dealer_products(n, variables, pairs)
         self.column = {pair: i for i, pair in enumerate(pairs)}
         self.eps: dict[int, torch.Tensor] = {}
 
@@ -87,7 +87,7 @@ class ShiftedAnds:
 
     def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str):
         self.ctx, self.label = ctx, label
-        self.masks, self.mask_products = backend.dealer_and_shifted(n, variables, pairs)
+        self.masks, self.mask_products = adapter.dealer_and_shifted(n, variables, pairs)
         self.column = {pair: i for i, pair in enumerate(pairs)}
         self.eps: dict[int, torch.Tensor] = {}
 
@@ -97,7 +97,7 @@ class ShiftedAnds:
         self.eps.update(zip(keys, opened))
 
     def product(self, u: int, v: int, s: int) -> torch.Tensor:
-        shift = backend.shift_word
+        shift = adapter.shift_word
         c = self.mask_products[:, self.column[(u, v, s)]]
         eu, ev = self.eps[u], shift(self.eps[v], s)
         z = c ^ (eu & shift(self.masks[:, v], s)) ^ (ev & self.masks[:, u])
@@ -132,7 +132,7 @@ def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a"
 
     The dealer's random word R masks the opened C = X ⊕ R; then x_i = c_i + (1 − 2c_i)·r_i is linear.
     """
-    r_word, r_bits = backend.dealer_word_bits(words.numel(), k)
+    r_word, r_bits = adapter.dealer_word_bits(words.numel(), k)
     (opened,) = ctx.open_masked([(words ^ r_word) & _low_mask(k)], label=label, xor=True)
     c_bits = (opened.unsqueeze(1) >> torch.arange(k)) & 1
     return public_add(ctx, (1 - 2 * c_bits) * r_bits, c_bits)
@@ -156,7 +156,7 @@ def truncate(ctx: MpcContext, x: torch.Tensor, shift: int, bound_bits: int, *, l
                          f"bound_bits={bound_bits}.")
     flat = x.reshape(-1)
     offset = 1 << bound_bits
-    r, r_high = backend.dealer_trunc_pairs(flat.numel(), shift)
+    r, r_high = adapter.dealer_trunc_pairs(flat.numel(), shift)
     (c,) = ctx.open_masked([public_add(ctx, flat, offset) + r], label=label)
     value = public_add(ctx, -r_high, _unsigned_shift(c, shift) - (offset >> shift))
     unsafe = torch.nonzero((c >= 0) & (c < 2 * offset)).reshape(-1)  # c read as unsigned is below 2^(ℓ+1)
@@ -178,7 +178,7 @@ def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "
     if not 1 <= bound_bits <= 62:
         raise ValueError(f"`bound_bits` must be in [1, 62]. Found {bound_bits}.")
     ell = bound_bits
-    r, r_low = backend.dealer_masked_bits(d.numel(), ell + 1)
+    r, r_low = adapter.dealer_masked_bits(d.numel(), ell + 1)
     (c,) = ctx.open_masked([public_add(ctx, d.reshape(-1), 1 << ell) + r], label=f"{label}-mask")
     low = _low_mask(ell)
     c_low = c & low

@@ -18,7 +18,7 @@ Steps (every party j, in lockstep):
   3. s_j = enc(w_j·x_j) + pairwise zero-sum mask: party j's share of the aggregate. No communication.
 
 Declared cost (:func:`declared_cost`): 1 metadata round (every party sends 2 int64 to every other), 0 bytes
-of shares, no dealer material. Opening the result afterwards (:func:`~mpcdp.backends.crypten_backend.open_shares`)
+of shares, no dealer material. Opening the result afterwards (:meth:`~mpcdp.transport.mesh.Mesh.open_shares`)
 is 1 round between 2 parties (8d bytes each way); for more parties up to 64 KiB a star through party 0
 (2 rounds; 8d bytes sent per party, (m−1)·8d by party 0), beyond it reduce-scatter + all-gather (2 rounds,
 ≈ 2(m−1)/m·8d bytes per party); plus gloo's framing, 96 + 48 bytes per message.
@@ -33,7 +33,7 @@ import math
 import torch
 
 from mpcdp.errors import ConfigMismatchError, InputError
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 

@@ -56,7 +56,8 @@ import secrets
 import numpy as np
 import torch
 
-from mpcdp.mpc import costs, ring
+from mpcdp.mpc import ring
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 

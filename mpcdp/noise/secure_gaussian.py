@@ -32,9 +32,9 @@ import math
 import numpy as np
 import torch
 
-from mpcdp.mpc import binary, costs, ring
+from mpcdp.mpc import binary, ring
+from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
-from mpcdp.mpc.shared import Shared
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 

@@ -13,9 +13,10 @@ import sys
 import traceback
 from typing import Any, Callable, Sequence
 
+from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost
-from mpcdp.runtime import losses
+from mpcdp.transport import losses
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
@@ -25,10 +26,10 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
     """
-    from mpcdp.backends import crypten_backend as backend
+    from mpcdp import adapter
     from mpcdp.mpc.context import MpcContext
 
-    backend.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
+    adapter.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s,
                         link_delay_ms=config.link_delay_ms)
     try:
@@ -42,7 +43,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
         _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc)
     ctx.close()
     try:
-        backend.stop_party()  # party 0 tells the dealer to stop
+        adapter.stop_party()  # party 0 tells the dealer to stop
     except RuntimeError as exc:
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
                         party=None) from exc
@@ -57,7 +58,7 @@ def _network_failure(exc: RuntimeError) -> bool:
 
 
 def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException):
-    """Agree with the others on which party was lost (:mod:`mpcdp.runtime.losses`) and stop, naming it."""
+    """Agree with the others on which party was lost (:mod:`mpcdp.transport.losses`) and stop, naming it."""
     lost, by = losses.resolve(rank, noticed)
     losses.linger(rank)
     raise PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost) from exc
@@ -66,12 +67,12 @@ def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseExceptio
 def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
     total and per request (in the order party 0 made them)."""
-    from mpcdp.backends import crypten_backend as backend
-    from mpcdp.mpc.wire import WireMeter
+    from mpcdp import adapter
+    from mpcdp.transport.wire import WireMeter
 
     meter = WireMeter()
     with meter:
-        request_bytes = backend.run_dealer(parties=config.parties, rendezvous=rendezvous,
+        request_bytes = adapter.run_dealer(parties=config.parties, rendezvous=rendezvous,
                                            precision_bits=config.precision_bits, timeout_s=config.timeout_s)
     return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s, "request_bytes": request_bytes}
 
@@ -113,6 +114,7 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _redirect_output(log_path)
     _share_the_cores(config.processes)
+    plugins.load_from_environment()  # the registries' extensions the parent loaded (`mpcdp --plugin`)
 
     def on_step(step: int, label: str) -> None:
         board.note_step(rank, step, label)

@@ -4,7 +4,7 @@ Counting is always on and costs a dictionary update per protocol call. Two choke
 
 * **correlated randomness** — every multiplication, square, AND, truncation, B2A conversion and comparison
   needs dealer material, and every request for it (mpcdp's integer protocols and CrypTen's own provider
-  alike) passes through :mod:`mpcdp.backends.crypten_backend`, which calls :func:`record` with the kind
+  alike) passes through :mod:`mpcdp.adapter`, which calls :func:`record` with the kind
   and the number of elements;
 * **openings** — every value opened to the parties passes through ``MpcContext._open`` and the transport
   in the adapter, which records the opening, its elements and its communication phases.
@@ -14,7 +14,7 @@ on another. An opening through party 0 is 2 phases (shares in, sum out); a direc
 parties is 1. A round costs one one-way network latency, whatever the number of messages in it.
 
 Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
-:mod:`mpcdp.mpc.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links exactly the shares,
+:mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links exactly the shares,
 on CrypTen's gloo links with gloo's framing. Traffic with the dealer is kept apart: party 0 meters its
 requests; the dealer meters what it sends per request.
 
@@ -39,7 +39,7 @@ import dataclasses
 import time
 from typing import Iterator
 
-from mpcdp.mpc import wire
+from mpcdp.transport import wire
 
 KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "a2b", "random_bits",
          "openings", "opened_elements")
@@ -96,7 +96,7 @@ class Ledger:
 
 
 _active: list[Ledger] = []
-_links: set[int] = set()  # file descriptors of mpcdp's own links (mpcdp.runtime.mesh)
+_links: set[int] = set()  # file descriptors of mpcdp's own links (mpcdp.transport.mesh)
 
 
 def register_links(fds: set[int]) -> None:
@@ -167,13 +167,13 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 
 # -- the declared transport -------------------------------------------------------------------------------
 
-# mpcdp's links (mpcdp.runtime.mesh) carry raw payload: both ends know every message's size. (gloo, which
+# mpcdp's links (mpcdp.transport.mesh) carry raw payload: both ends know every message's size. (gloo, which
 # CrypTen's protocols use, adds a 96-byte header per message and a 48-byte receive notification.)
 STAR_MAX_BYTES = 1 << 16
 
 
 def opening_plan(elements: int, parties: int) -> str:
-    """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.runtime.mesh.Mesh`: ``direct`` (2 parties exchange shares, 1
+    """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.transport.mesh.Mesh`: ``direct`` (2 parties exchange shares, 1
     round), ``star`` (shares to party 0, sum back: 2 rounds), or ``scatter`` (reduce-scatter then
     all-gather over point-to-point links, 2 rounds; for vectors above 64 KiB)."""
     if parties == 2:

@@ -1,4 +1,7 @@
-"""Writing a sweep's result: PREFIX.json (the numbers), PREFIX.md (the table people read), PREFIX.png (the plot)."""
+"""The one writer of recorded results and of their tables: PREFIX.json (the numbers), PREFIX.md (the table people
+read), PREFIX.png (the plot, where there is one), every record stamped with the versions of the released
+mechanism and of the accountant that produced it; and the two formats every table uses (:func:`markdown_table`,
+:func:`mean_pm`). Jobs and benchmarks alike write through here."""
 
 from __future__ import annotations
 
@@ -7,7 +10,19 @@ import pathlib
 from typing import Any, Callable
 
 
-def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None], *,
+def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub-flavoured markdown table (cells already formatted, or formatted with ``str``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def mean_pm(mean: float, spread: float, digits: int = 4, *, signed: bool = False) -> str:
+    """``mean ± spread`` with ``digits`` decimals (``signed``: the mean with its sign)."""
+    return f"{mean:{'+' if signed else ''}.{digits}f} ± {spread:.{digits}f}"
+
+
+def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None] | None = None, *,
                  default: Callable[[Any], Any] | None = None, mechanism: str | None = None) -> dict[str, Any]:
     """Write the three files of ``out``; return the table, the plot's path and the record. The record and the
     table name the versions of the released mechanism and of the accountant, and the mechanism of the record
@@ -29,8 +44,9 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     text = text.rstrip("\n") + "\n\n" + stamp(record)
     prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=default) + "\n")
     prefix.with_suffix(".md").write_text(text)
-    plot(record, prefix.with_suffix(".png"))
-    return {"markdown": text, "png": str(prefix.with_suffix(".png")), "record": record}
+    if plot is not None:
+        plot(record, prefix.with_suffix(".png"))
+    return {"markdown": text, "png": str(prefix.with_suffix(".png")) if plot else None, "record": record}
 
 
 def stamp(record: dict) -> str:

@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 import torch
 
 from mpcdp.errors import PeerLost, PeerTimeout
-from mpcdp.mpc import costs
+from mpcdp.transport import costs
 
 
 def local_address(rendezvous: str) -> str:
@@ -164,7 +164,7 @@ class Mesh:
     # -- the protocols' communication patterns ---------------------------------------------------------
     def open_shares(self, share: torch.Tensor, *, xor: bool = False) -> tuple[torch.Tensor, int]:
         """Every party's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every party;
-        returns (the combination, rounds). Plans (:func:`mpcdp.mpc.costs.opening_plan`):
+        returns (the combination, rounds). Plans (:func:`mpcdp.transport.costs.opening_plan`):
 
         * ``direct`` (2 parties): each sends its share to the other. 1 round, 8d bytes each way.
         * ``star`` (up to 64 KiB): shares to party 0, which combines them and sends the result back.

@@ -1,7 +1,7 @@
 """Bytes a party actually puts on the network, from the kernel's counters.
 
 :func:`tcp_counters` reads every TCP socket's ``TCP_INFO``: payload bytes received and sent per connection,
-without TCP/IP headers (what the cost ledgers of :mod:`mpcdp.mpc.costs` and :class:`WireMeter` use);
+without TCP/IP headers (what the cost ledgers of :mod:`mpcdp.transport.costs` and :class:`WireMeter` use);
 :func:`interface_counters` reads a network interface's frame counters (to check the former against what
 crossed an emulated host's link). Linux; elsewhere the counters read zero.
 """

@@ -1,0 +1,169 @@
+"""The certificate of distributed noise: every party adds its own discrete Gaussian to its share, and the
+noise no coalition of at most t parties knows protects the sum.
+
+Mechanism (noise mode ``distributed``, :mod:`mpcdp.learning.noise_modes`). A release kind of noise multiplier
+z, integer sensitivity Δ_int and σ_units = z·Δ_int (:class:`~mpcdp.accounting.grid.GridRelease`) is opened as
+r = Σ_j (enc_p(term_j) + N_j), where each of the m parties draws N_j, d coordinates, from the sampler of
+:mod:`mpcdp.noise.discrete_gaussian` with σ_p >= σ_units/√(m − t), in plaintext from its own CSPRNG. Nothing
+is communicated for the noise (it rides on the masked input), and no dealer is involved.
+
+Threat: any coalition C of at most t parties, which knows its own N_j and may subtract them. What protects
+the sum from C is the noise of the k' = m − |C| >= k = m − t other parties.
+
+Certificate, for every such C:
+1. Reference: each honest N_j exactly D_{σ_p}, the discrete Gaussian. For a sum of k i.i.d. D_{σ_p} and
+   integer inputs at L2 distance at most Δ_int, Kairouz, Liu and Steinke 2021 (Proposition 14) bound the
+   Rényi divergence of every order α >= 1 by α·Δ_int²/(2kσ_p²) + τ·d, τ = 10·Σ_{i=1}^{k−1} e^(−2π²σ_p²·i/(i+1)).
+   With r = 2τ·d·kσ_p²/Δ_int² that is at most the RDP curve α·Δ_int²/(2σ_eff²) of a Gaussian with
+   σ_eff² = kσ_p²/(1 + r) (α >= 1). More honest parties only add independent noise (post-processing), so the
+   k = m − t case covers every smaller coalition. The RDP accountant (sampling without replacement uses only
+   the base mechanism's RDP curve, Wang, Balle and Kasiviswanathan 2019) then certifies the run with noise
+   multiplier z_eff = σ_eff/Δ_int for each kind (:func:`honest_noise_multiplier`). The exact μ-GDP
+   conversion is not used: the sum of discrete Gaussians is not a Gaussian.
+2. Sampler: on its support S the sampler's pmf is within e^(±η_dg) of D_{σ_p}(·|S) (enumerated,
+   :attr:`~mpcdp.noise.discrete_gaussian.SamplerPlan.eta_dg`), so within e^(±(η_dg + 2·tail)) of D_{σ_p},
+   where tail >= D_{σ_p}'s mass off S. By Poisson summation Σ_n e^(−n²/2σ²) >= √(2π)·σ, so
+   tail <= erfc((edge − 1)/(σ_p·√2)), edge the support's first excluded |n|. Over the at most m·D honest
+   noise coordinates of a run that opens D coordinates, the chain of :mod:`mpcdp.accounting.grid` gives
+   (ε + 2·mD·η, e^(mD·η)·(δ + e^ε·mD·tail)) (:func:`residual`).
+
+Compared with the in-MPC sampler (``dgauss``): no sampling cost inside the MPC, no dealer trusted with the
+noise, but more noise in total, σ_units·√(m/(m − t)) when nobody colludes, and a guarantee that holds only
+against coalitions of at most t parties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+import dp_accounting
+
+from mpcdp.accounting.certify import Certificate, calibrate as calibrate_scale, certify
+from mpcdp.accounting.grid import GridRelease, Residual
+from mpcdp.accounting.released import ACCOUNTANT, GridNoise, ReleaseKind
+from mpcdp.errors import ConfigError
+from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.fixed_point import SIGMA_UNITS
+
+MECHANISM = ("ddgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
+             "its own discrete Gaussian sample (5 pieces, 7 bit groups, cut t >= 48) of σ_units/√(m − t); "
+             "KLS 2021 Prop. 14 for the honest parties' sum")
+
+
+@dataclasses.dataclass(frozen=True)
+class Parties:
+    """Who adds noise: ``parties`` m, of whom up to ``colluders`` t may pool what they know (0 <= t < m)."""
+
+    parties: int
+    colluders: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.parties, int) and self.parties >= 1):
+            raise ConfigError(f"`parties` must be an integer >= 1. Found {self.parties!r}.")
+        if not (isinstance(self.colluders, int) and not isinstance(self.colluders, bool)
+                and 0 <= self.colluders < self.parties):
+            raise ConfigError(f"`colluders` must be an integer in [0, parties − 1] = [0, {self.parties - 1}]. "
+                              f"Found {self.colluders!r}.")
+
+    @property
+    def honest(self) -> int:
+        return self.parties - self.colluders
+
+
+def party_plan(release: GridRelease, parties: Parties) -> dg.SamplerPlan:
+    """The sampler each party runs for ``release``: σ_p >= σ_units/√(m − t) grid units."""
+    return dg.plan_for(release.noise_multiplier * release.sensitivity_units / math.sqrt(parties.honest))
+
+
+def _tail(plan: dg.SamplerPlan) -> float:
+    """An upper bound on D_σ's mass off the sampler's support."""
+    return math.erfc((plan.support_edge - 1) / (plan.sigma * math.sqrt(2)))
+
+
+def honest_noise_multiplier(release: GridRelease, parties: Parties) -> float:
+    """z_eff: the Gaussian noise multiplier whose RDP curve bounds the honest parties' summed noise."""
+    plan = party_plan(release, parties)
+    k, sigma, delta_int = parties.honest, plan.sigma, release.sensitivity_units
+    # log τ <= log(10·(k − 1)) − π²σ²  (every term e^(−2π²σ²·i/(i+1)) <= e^(−π²σ²))
+    if k == 1:
+        ratio = 0.0
+    else:
+        log_r = math.log(20 * (k - 1) * release.dim * k * sigma * sigma / delta_int**2) - (math.pi * sigma) ** 2
+        ratio = math.exp(log_r) if log_r > -700 else 0.0
+    shrink = 1 / math.sqrt(1 + ratio) if ratio > 0 else 1.0
+    return math.sqrt(k) * sigma / delta_int * shrink * (1 - 2.0**-40)  # the last factor: float rounding
+
+
+def residual(releases: Sequence[tuple[GridRelease, int]], parties: Parties) -> Residual:
+    """The sampler's residual over every party's noise coordinates (m·D)."""
+    plans = [party_plan(r, parties) for r, _ in releases]
+    coordinates = parties.parties * sum(r.dim * count for r, count in releases)
+    eta = max(p.eta_dg + 2 * _tail(p) for p in plans)
+    return Residual(coordinates, eta, max(_tail(p) for p in plans))
+
+
+def certify_distributed(kinds: Sequence[ReleaseKind], releases: Sequence[GridRelease], delta: float,
+                        event_of: Callable[[tuple[float, ...]], dp_accounting.DpEvent],
+                        parties: Parties) -> Certificate:
+    """The certificate of distributed noise on the release grids against any ``parties.colluders`` colluders."""
+    z_eff = [honest_noise_multiplier(r, parties) for r in releases]
+    accountant = certify(event_of(tuple(z * r.sensitivity for z, r in zip(z_eff, releases))), delta, rdp_only=True)
+    extra = residual([(r, k.rows) for r, k in zip(releases, kinds)], parties)
+    pieces = extra.delta_pieces(accountant.epsilon, accountant.delta)
+    return Certificate(
+        epsilon=accountant.epsilon + extra.epsilon,
+        delta=accountant.delta + pieces["delta_truncation"] + pieces["delta_residual"],
+        method=(f"RDP of the honest parties' summed discrete Gaussians (KLS 2021 Prop. 14; m = {parties.parties}, "
+                f"up to t = {parties.colluders} colluding), plus the sampler's residual"),
+        order=accountant.order,
+        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT,
+                "epsilon_accountant": accountant.epsilon, "epsilon_residual": extra.epsilon,
+                "delta_gaussian": accountant.delta, **pieces, "noise_coordinates": extra.coordinates,
+                "parties": parties.parties, "colluders": parties.colluders,
+                "releases": [{"kind": k.name, "rows": k.rows, "dim": r.dim, "precision": r.precision,
+                              "sensitivity": r.sensitivity, "sensitivity_units": r.sensitivity_units,
+                              "sigma_units_per_party": party_plan(r, parties).sigma,
+                              "noise_multiplier": z, "sigma": z * r.sensitivity,
+                              "rounding_overhead": r.rounding_overhead}
+                             for k, r, z in zip(kinds, releases, z_eff)]})
+
+
+def _reserve(epsilon: float, delta: float, coordinates: int, parties: Parties) -> tuple[float, float]:
+    """(ε, δ) left for the accountant after twice the residual expected at the smallest per-party σ a
+    release grid gives (σ_units >= 2^20.5, so σ_p >= 2^20.5/√(m − t)); the final certificate is checked."""
+    plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2 * parties.honest))
+    eta, tail = 2 * (plan.eta_dg + 2 * _tail(plan)), 2 * _tail(plan)
+    eps = epsilon - 2 * coordinates * eta
+    dlt = delta / math.exp(coordinates * eta) - math.exp(epsilon) * coordinates * tail
+    if eps <= 0 or dlt <= 0:
+        raise ConfigError(f"`epsilon` = {epsilon} and `delta` = {delta} leave nothing for the accountant after the "
+                          f"sampler's residual over {coordinates} noise coordinates: lower `epsilon` or raise `delta`")
+    return eps, dlt
+
+
+def calibrate_distributed(kinds: Sequence[ReleaseKind], dim: int, epsilon: float, delta: float, *,
+                          calibrate: Callable[[float, float], Sequence[float]],
+                          event_of: Callable[[tuple[float, ...]], dp_accounting.DpEvent],
+                          parties: Parties) -> GridNoise:
+    """Distributed noise for every release kind so that the released bits are (ε, δ)-DP against any coalition
+    of at most t parties: the algorithm's own σ per kind, scaled up by one common factor until the RDP
+    accountant certifies it (the algorithm's calibrator may use a tighter, Gaussian-only conversion)."""
+    kinds = tuple(kinds)
+    if not kinds or any(k.rows < 1 or not k.sensitivity > 0 for k in kinds):
+        raise ConfigError(f"every release kind needs rows >= 1 and a sensitivity > 0. Found {kinds!r}.")
+    coordinates = parties.parties * dim * sum(k.rows for k in kinds)
+    epsilon_left, delta_left = _reserve(epsilon, delta, coordinates, parties)
+    sigmas = tuple(calibrate(epsilon_left, delta_left))
+
+    def rdp_epsilon(scale: float) -> float:
+        return certify(event_of(tuple(scale * s for s in sigmas)), delta_left, rdp_only=True).epsilon
+
+    scale = 1.0 if rdp_epsilon(1.0) <= epsilon_left else calibrate_scale(rdp_epsilon, epsilon_left, guess=1.0)
+    releases = tuple(GridRelease(k.sensitivity, dim, scale * s / k.sensitivity) for k, s in zip(kinds, sigmas))
+    certificate = certify_distributed(kinds, releases, delta_left, event_of, parties)
+    if certificate.epsilon > epsilon or certificate.delta > delta:
+        raise ConfigError(f"distributed noise certifies ({certificate.epsilon:.6g}, {certificate.delta:.3g}), above the "
+                          f"target ({epsilon}, {delta}): lower `colluders` or raise `delta`")
+    return GridNoise(kinds, releases, certificate)

@@ -1,0 +1,48 @@
+"""The adapter to CrypTen: the one package of mpcdp that touches CrypTen, split by job.
+
+Everything CrypTen keeps in globals (the ``cfg`` singleton, the communicator behind ``comm.get()``, the
+``crypten.generators`` PRNG table, the tuple provider chosen by a config string) is touched here and nowhere
+else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
+inside :class:`mpcdp.mpc.shared.Shared`.
+
+* :mod:`.compat`: making CrypTen 0.4.1 import on torch 2.13, and the only ``import crypten`` of mpcdp;
+* :mod:`.group`: who this party is, and the data parties' group;
+* :mod:`.session`: a data party joining and leaving, and the CrypTen protocols mpcdp calls directly;
+* :mod:`.dealer`: the dealer process;
+* :mod:`.material`: each kind of correlated randomness, its dealer side and its party side together;
+* :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
+* :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators.
+
+Security model of the providers (README, "Threat model"):
+
+* ``dealer`` (CrypTen's TTP): an extra process of rank m that is never a data party generates the
+  correlated randomness and hands each party its share. It never receives an opened value or an input
+  share. Security rests on it not colluding with a party.
+* ``tfp`` (CrypTen's default "trusted first party"): party 0 generates all correlated randomness in
+  plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
+  Development only; :class:`mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
+
+To extend: a new kind of dealer material is one class in :mod:`.material` (``serve`` and ``fetch``) added to
+``KINDS``; nothing else changes.
+"""
+
+from mpcdp.adapter import keyed, metering
+from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
+from mpcdp.adapter.dealer import run_dealer  # noqa: F401
+from mpcdp.adapter.group import (  # noqa: F401
+    all_gather_object, exchange_pairwise, main_group, rank, rendezvous, world_size)
+from mpcdp.adapter.keyed import keyed_words, unkeyed_draws  # noqa: F401
+from mpcdp.adapter.material import (  # noqa: F401
+    AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)
+from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
+from mpcdp.adapter.session import (  # noqa: F401
+    beaver_multiply, crypten_randn, start_party, stop_party)
+
+metering.install()
+keyed.install()
+
+dealer_word_bits = WordBits.fetch
+dealer_masked_bits = MaskedBits.fetch
+dealer_trunc_pairs = TruncPairs.fetch
+dealer_products = Products.fetch
+dealer_and_shifted = AndShifted.fetch

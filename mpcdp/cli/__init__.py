@@ -1,0 +1,240 @@
+"""The ``mpcdp`` command: the argument parser and the entry point; what each command does is in
+:mod:`mpcdp.cli.commands`.
+
+``aggregate`` / ``noise`` / ``cost``  secure aggregation, the in-MPC noise samplers, and their per-layer cost, on
+    this host (spawned processes + dealer), checked and printed as one JSON line.
+``train`` / ``compare`` / ``sweep`` / ``scale``  training from a protocol file (any registered algorithm, model and
+    noise mode), secure and simulated, once, over seeds, over party sizes, over party counts.
+``collab`` / ``decentralized``  papers 003 and 004.
+``privacy``  calibrate DP-SRM/DDP-SRM noise and certify its ε on the release grid.
+``party``  one process of a run on this host, finding the others by ``--rendezvous`` or the environment (RANK,
+    WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer.
+
+``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`).
+To add a command: its parser here, its function in :mod:`mpcdp.cli.commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from mpcdp import plugins
+from mpcdp.errors import MpcdpError, PartyFailed
+
+
+def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
+    parser.add_argument("--parties", type=int, required=parties_required, default=None,
+                        help="number of data parties m (env WORLD_SIZE for party/dealer)")
+    parser.add_argument("--provider", choices=["dealer", "tfp"], default="dealer",
+                        help="correlated randomness: 'dealer' (separate process, default) or 'tfp' "
+                             "(party 0; INSECURE, needs --insecure-dev)")
+    parser.add_argument("--insecure-dev", action="store_true",
+                        help="allow insecure development settings (prints a warning)")
+    parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per-party timeout in seconds")
+    parser.add_argument("--reproducible", action="store_true",
+                        help="secure training draws its mini-batches from the protocol's seed instead of the OS "
+                             "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
+
+
+def _add_variant_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algorithm", default=None, help="override the protocol's algorithm")
+    parser.add_argument("--size-ratio", type=float, default=None,
+                        help="level of non-average u = n_max/n_min: two groups of parties, the larger u times "
+                             "the smaller (paper 000)")
+
+from mpcdp.cli.commands import (  # noqa: E402
+    _cmd_aggregate,
+    _cmd_collab,
+    _cmd_compare,
+    _cmd_cost,
+    _cmd_decentralized,
+    _cmd_noise,
+    _cmd_party,
+    _cmd_privacy,
+    _cmd_scale,
+    _cmd_sweep,
+    _cmd_train)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from mpcdp import __version__
+    from mpcdp.noise.modes import SAMPLERS, in_mpc_modes
+
+    parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first (repeatable): a module that registers algorithms, models or noise "
+                             "modes (mpcdp.learning.algorithms, .models, .noise_modes)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
+    _add_mpc_options(agg, parties_required=False)
+    agg.add_argument("--dim", type=int, default=123, help="length of each party's vector")
+    agg.add_argument("--seed", type=int, default=None,
+                     help="seed the parties' demo vectors (default: OS randomness)")
+    agg.set_defaults(func=_cmd_aggregate, parties=3)
+
+    noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
+    _add_mpc_options(noise, parties_required=False)
+    noise.add_argument("--samples", type=int, default=100_000)
+    noise.add_argument("--mode", choices=list(SAMPLERS), default="dgauss",
+                       help="; ".join(f"{name}: {s.summary}" for name, s in SAMPLERS.items()))
+    noise.add_argument("--sigma", type=float, default=1.0)
+    noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
+    noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
+    noise.add_argument("--seed", type=int, default=None,
+                       help="reproducible (insecure) party randomness; default: OS CSPRNG")
+    noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
+    noise.set_defaults(func=_cmd_noise, parties=3)
+
+    train = sub.add_parser("train", help="training from a protocol file: any registered algorithm (srm = DP-SRM / "
+                                           "DDP-SRM, storm, dp-sgd, rrpsgd, dp-gd, dp-agd, jayaraman, wd-dp, "
+                                           "wd-dp-local), noise mode ([noise] mode = dgauss | distributed) and model")
+    train.add_argument("protocol", help="a protocols/*.toml file")
+    train.add_argument("--backend", choices=["mpc", "simulated"], default=None)
+    train.add_argument("--parties", type=int, default=None)
+    train.add_argument("--epsilon", type=float, default=None)
+    train.add_argument("--seed", type=int, default=None)
+    train.add_argument("--checkpoint", default=None, metavar="DIR",
+                       help="save every party's state under DIR (each party its own folder; DP-SRM and STORM)")
+    train.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                       help="releases between checkpoints (default: a tenth of the run)")
+    train.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue from the newest release every party saved under DIR (same protocol and "
+                            "options; a checkpoint of another configuration is refused)")
+    train.add_argument("--reproducible", action="store_true",
+                       help="secure backend: mini-batches from the protocol's seed (predictable; warns), as in "
+                            "the simulated run")
+    _add_variant_options(train)
+    train.set_defaults(func=_cmd_train)
+
+    compare = sub.add_parser("compare", help="the same training with secure and with simulated noise, over seeds")
+    compare.add_argument("protocol")
+    compare.add_argument("--seeds", type=int, default=5)
+    compare.add_argument("--parties", type=int, default=None)
+    compare.add_argument("--epsilon", type=float, default=None)
+    compare.add_argument("--out", default="compare-out", help="folder for the PNG plot and the JSON record")
+    _add_variant_options(compare)
+    compare.set_defaults(func=_cmd_compare)
+
+    sweep = sub.add_parser("sweep", help="paper 000's uneven-parties sweep: accuracy and optimal gap versus "
+                                         "u = n_max/n_min for WD-DP, Jayaraman and the central baseline")
+    sweep.add_argument("protocol", help="a protocol file with a [sweep] table, e.g. protocols/uneven-a9a.toml")
+    sweep.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
+    sweep.add_argument("--seeds", type=int, default=None, help="simulated seeds (default: the protocol's)")
+    sweep.add_argument("--mpc-seeds", type=int, default=None, help="secure seeds (default: the protocol's)")
+    sweep.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md and PREFIX.png from PREFIX.json")
+    sweep.set_defaults(func=_cmd_sweep)
+
+    scale = sub.add_parser("scale", help="one protocol at m = 1, 2, 4, 8 parties: test error against wall time "
+                                         "(paper 002 Fig. 3(g, h))")
+    scale.add_argument("protocol", help="a protocols/*.toml file (its batch must split evenly over every m)")
+    scale.add_argument("--parties", type=int, nargs="+", default=[1, 2, 4, 8])
+    scale.add_argument("--backend", choices=["mpc", "simulated"], default=None,
+                       help="for m >= 2 (default: the protocol's); m = 1 is always the central, simulated run")
+    scale.add_argument("--seeds", type=int, default=1)
+    scale.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
+    scale.set_defaults(func=_cmd_scale)
+
+    collab = sub.add_parser("collab", help="paper 003: owners answer gradient queries with Laplace noise; the fitness "
+                                           "gap predicted (Theorems 2-3), then measured; --sweep for the figures")
+    collab.add_argument("protocol")
+    collab.add_argument("--backend", help="simulated, processes or mpc (mpcdp.execution)")
+    collab.add_argument("--seed", type=int)
+    collab.add_argument("--sweep", action="store_true", help="predicted vs measured over ε, n and owner inclusion")
+    collab.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
+    collab.add_argument("--runs", type=int, help="runs per sweep point (default: the protocol's)")
+    collab.set_defaults(func=_cmd_collab)
+    decentral = sub.add_parser("decentralized", help="paper 004: nodes hand a public model on, each adding its own "
+                               "Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)")
+    decentral.add_argument("protocol")
+    decentral.add_argument("--backend", help="simulated or processes (mpcdp.execution)")
+    decentral.add_argument("--method", choices=["algorithm1", "algorithm2", "dpsgd5", "noiseless"])
+    decentral.add_argument("--epsilon", type=float)
+    decentral.add_argument("--seed", type=int)
+    decentral.add_argument("--sweep", action="store_true", help="accuracy vs ε for the three methods (table, PNG)")
+    decentral.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
+    decentral.add_argument("--runs", type=int, help="seeds per sweep point (default: the protocol's)")
+    decentral.set_defaults(func=_cmd_decentralized)
+
+    privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
+    privacy.add_argument("--epsilon", type=float, required=True)
+    privacy.add_argument("--delta", type=float, required=True)
+    privacy.add_argument("--n", type=int, nargs="+", required=True, help="records per party")
+    privacy.add_argument("--batch", type=int, nargs="+", required=True, help="batch per party, steps 1..T")
+    privacy.add_argument("--batch0", type=int, nargs="+", required=True, help="batch per party, step 0")
+    privacy.add_argument("--steps", type=int, required=True, help="T")
+    privacy.add_argument("--c1", type=float, default=1.0, help="gradient clipping norm")
+    privacy.add_argument("--c2", type=float, default=0.01, help="gradient-difference clipping norm")
+    privacy.add_argument("--gamma", type=float, default=0.01, help="STORM momentum parameter")
+    privacy.add_argument("--dim", type=int, default=123, help="d, the model's parameters (a9a logistic: 123)")
+    privacy.set_defaults(func=_cmd_privacy)
+
+    party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
+    _add_mpc_options(party, parties_required=False)
+    party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
+    party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
+    party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
+    party.add_argument("--dim", type=int, default=123)
+    party.add_argument("--seed", type=int, default=None)
+    party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
+                       help="what to run: the aggregation demo (default), this host's party of `mpcdp train "
+                            "--protocol P` (secure backend), or one process of `mpcdp cost`")
+    party.add_argument("--protocol", default=None, help="for --job train: the protocol file (the same on every "
+                                                        "host)")
+    party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
+    party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
+    party.add_argument("--sigma", type=float, default=1.0)
+    party.add_argument("--link-delay-ms", type=float, default=0.0,
+                       help="emulated one-way latency per round (every process must get the same)")
+    party.add_argument("--meter-iface", default=None,
+                       help="for --job cost: also meter this network interface's frame counters")
+    party.set_defaults(func=_cmd_party)
+
+    cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
+                                       "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")
+    cost.add_argument("--model", choices=["logreg-a9a", "logreg-ijcnn1", "mnist-cnn", "cifar-cnn5"],
+                      default="logreg-a9a", help="parameter shapes of paper 002's Tables 4–6")
+    cost.add_argument("--parties", type=int, default=5)
+    cost.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
+    cost.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation (does not change the cost)")
+    cost.add_argument("--link-delay-ms", type=float, default=0.0,
+                      help="emulated one-way latency per round, injected at mpcdp's transport")
+    cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
+    cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
+    cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
+    cost.set_defaults(func=_cmd_cost)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        plugins.load(ns.plugin)
+    except MpcdpError as exc:
+        print(f"mpcdp: {exc}", file=sys.stderr)
+        return 2
+    original_format = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *_args, **_kw: f"mpcdp: {category.__name__}: {message}\n"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            return ns.func(ns)
+    except PartyFailed as exc:
+        print(f"mpcdp: the run failed: {exc}", file=sys.stderr)
+        return 3
+    except MpcdpError as exc:
+        print(f"mpcdp: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as exc:  # the network: a peer vanished, stalled or never came
+        if ns.command != "party":
+            raise
+        print(f"mpcdp party: this process's run failed — {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        warnings.formatwarning = original_format
+

@@ -1,0 +1,7 @@
+"""``python -m mpcdp.cli``: the ``mpcdp`` command."""
+
+import sys
+
+from mpcdp.cli import main
+
+sys.exit(main())
