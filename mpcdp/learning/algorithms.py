@@ -30,6 +30,7 @@ from mpcdp.accounting.dpsrm import noise_for
 from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event
 from mpcdp.accounting.released import ReleaseKind
 from mpcdp.errors import ConfigError
+from mpcdp import registry
 from mpcdp.learning.backends import NoiseLevels
 from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
@@ -156,16 +157,11 @@ ALGORITHMS: dict[str, Algorithm] = {}
 
 def register(algorithm: Algorithm) -> Algorithm:
     """Add ``algorithm`` to the registry (its name must be new)."""
-    if algorithm.name in ALGORITHMS:
-        raise ConfigError(f"an algorithm named {algorithm.name!r} is already registered")
-    ALGORITHMS[algorithm.name] = algorithm
-    return algorithm
+    return registry.add(ALGORITHMS, algorithm.name, algorithm, "algorithm")
 
 
 def lookup(name: str) -> Algorithm:
-    if name not in ALGORITHMS:
-        raise ConfigError(f"`algorithm` must be one of {sorted(ALGORITHMS)}. Found {name!r}.")
-    return ALGORITHMS[name]
+    return registry.find(ALGORITHMS, name, "algorithm")
 
 
 def plan_noise(algorithm: Algorithm, params: Any, setting: Setting) -> PlanNoise:

@@ -9,7 +9,7 @@ To extend: :func:`register` an object with that interface under a new name.
 
 from __future__ import annotations
 
-from mpcdp.errors import ConfigError
+from mpcdp import registry
 from mpcdp.learning.cnn import NETWORKS
 from mpcdp.learning.logreg import LOGISTIC
 
@@ -18,12 +18,8 @@ MODELS: dict[str, object] = {"logreg": LOGISTIC, **NETWORKS}
 
 def register(name: str, model) -> None:
     """Add ``model`` under ``name`` (which must be new)."""
-    if name in MODELS:
-        raise ConfigError(f"a model named {name!r} is already registered")
-    MODELS[name] = model
+    registry.add(MODELS, name, model, "model")
 
 
 def lookup(name: str):
-    if name not in MODELS:
-        raise ConfigError(f"`model` must be one of {sorted(MODELS)}. Found {name!r}.")
-    return MODELS[name]
+    return registry.find(MODELS, name, "model")

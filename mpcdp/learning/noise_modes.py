@@ -28,6 +28,7 @@ from mpcdp.accounting.distributed_noise import Parties, calibrate_distributed, p
 from mpcdp.accounting.grid import GridRelease
 from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.errors import ConfigError
+from mpcdp import registry
 from mpcdp.learning.release_noise import secure_rows as dgauss_secure_rows, simulated_rows as dgauss_simulated_rows
 from mpcdp.noise import discrete_gaussian
 from mpcdp.validation import check_integer
@@ -82,10 +83,7 @@ NOISE_MODES: dict[str, NoiseMode] = {}
 
 def register(mode: NoiseMode) -> NoiseMode:
     """Add ``mode`` to the registry (its name must be new)."""
-    if mode.name in NOISE_MODES:
-        raise ConfigError(f"a noise mode named {mode.name!r} is already registered")
-    NOISE_MODES[mode.name] = mode
-    return mode
+    return registry.add(NOISE_MODES, mode.name, mode, "noise mode")
 
 
 def _dgauss_calibrate(kinds, dim, epsilon, delta, *, calibrate, event_of, parties, choice):

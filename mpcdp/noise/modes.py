@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp import registry
 from mpcdp.mpc.shared import Shared
 from mpcdp.validation import require_positive
 
@@ -146,10 +147,8 @@ SAMPLERS: dict[str, Sampler] = {}
 
 
 def register(sampler: Sampler) -> Sampler:
-    if sampler.name in SAMPLERS:
-        raise ConfigError(f"a noise sampler named {sampler.name!r} is already registered")
-    SAMPLERS[sampler.name] = sampler
-    return sampler
+    """Add ``sampler`` to the registry (its name must be new)."""
+    return registry.add(SAMPLERS, sampler.name, sampler, "noise sampler")
 
 
 def in_mpc_modes() -> list[str]:
