@@ -56,7 +56,10 @@ def test_a_toy_algorithm_registered_in_one_file_trains_through_mpcdp_train(train
 
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
 def test_a_toy_noise_mode_registered_in_one_file_trains_and_is_certified(train, backend):
-    every = train(backend, noise='[noise]\nmode = "every-party"')
+    # a shipped algorithm with the plugin's noise mode: the party processes know the mode only through
+    # MPCDP_PLUGINS (nothing they unpickle imports the plugin)
+    every = train(backend, algorithm="dp-gd", training="steps = 6\nc1 = 1.0\nlearning_rate = 2.0\nseed = 0",
+                  noise='[noise]\nmode = "every-party"')
     assert every["noise_mode"] == "every-party" and every["colluders"] == 1
     assert every["mechanism"].startswith("ddgauss-grid")
     assert every["epsilon"] <= 3.0 and every["test_error"] < 0.3
