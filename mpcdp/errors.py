@@ -62,6 +62,12 @@ class PeerLost(MpcdpError, ConnectionError):
     """Another party closed or reset its link in the middle of a run (``party`` names it)."""
 
 
+class ProtocolViolation(PeerLost):
+    """Another party sent a message that is not the one the protocol expects here: wrong length, step, type
+    or message number, or bytes that are not an mpcdp frame (``party`` names the sender). The run stops as
+    if that party were lost."""
+
+
 class PeerTimeout(MpcdpError, TimeoutError):
     """Another party sent nothing for the configured ``timeout_s`` (``party`` names the first one owed)."""
 

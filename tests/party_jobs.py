@@ -309,3 +309,68 @@ def distributed_rows_party(ctx, release, rows: int, choice):
 
     shares = NOISE_MODES["distributed"].secure_rows(ctx, release, rows, choice)
     return share_of(shares).clone(), ctx.reveal(shares, label="test: summed noise", reason="test only")
+
+
+class PickleBomb:
+    """Unpickling this runs ``open(path, "w")``: the file's existence shows that peer data was unpickled."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def deviate_on_the_wire(ctx, rogue: int, fault: str, at: int, log_dir: str):
+    """Four rounds of secure sum + opening (label "sum" every round); each party appends the round to its
+    log once the round's sum is released. At round ``at`` party ``rogue`` sends ``fault`` to party 0 in
+    place of its share (or, for "json-pickle", in place of its public metadata), then stays connected."""
+    import pickle
+
+    from mpcdp.transport import frames
+
+    mesh = ctx._mesh
+    sent_to_0: list[bytes] = []
+    if ctx.rank == rogue:
+        original = mesh._send_some
+
+        def recording(link, queue):
+            if link is mesh.links[0]:
+                sent_to_0.append(bytes(queue[0]))
+            return original(link, queue)
+
+        mesh._send_some = recording
+    for r in range(4):
+        if fault == "json-pickle" and r == at:
+            if ctx.rank == rogue:
+                bomb = pickle.dumps(PickleBomb(os.path.join(log_dir, "executed")))
+                header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.JSON, mesh._next_out[0],
+                                            frames.tag_of("status"), len(bomb))
+                mesh.links[0].setblocking(True)
+                mesh.links[0].sendall(header + bomb)
+                time.sleep(60)
+            ctx.exchange_public({"round": r}, label="status")
+        shared = secure_sum(ctx, torch.ones(50))
+        if ctx.rank == rogue and r == at and fault != "json-pickle":
+            number, tag, length = mesh._next_out[0], frames.tag_of("sum"), 8 * 50
+            payload = bytes(length)
+            bad = {
+                "short": frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, number, tag, length)
+                + payload[: length // 2],
+                "long": frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, number, tag, length + 8)
+                + payload + bytes(8),
+                "tag": frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, number,
+                                          frames.tag_of("another step"), length) + payload,
+                "type": frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.FLOAT64, number, tag, length)
+                + payload,
+                "garbage": os.urandom(16 + length),
+                "pickle": pickle.dumps(PickleBomb(os.path.join(log_dir, "executed"))),
+                "replay": sent_to_0[-2],  # the previous round's share, frame and all (small: one write)
+            }[fault]
+            mesh.links[0].setblocking(True)
+            mesh.links[0].sendall(bad)
+            time.sleep(60)
+        ctx.reveal(shared, label="sum", reason="test")
+        with open(os.path.join(log_dir, f"released-{ctx.rank}"), "a") as log:
+            log.write(f"{r}\n")
+    return "done"

@@ -20,15 +20,16 @@ def test_opening_plans_and_their_bytes():
     assert costs.opening_plan(10, 2) == "direct" and costs.opening_plan(10**6, 2) == "direct"
     assert costs.opening_plan(8192, 3) == "star" and costs.opening_plan(8193, 3) == "scatter"
     assert costs.chunk_sizes(10, 3) == [4, 3, 3]
-    # star, 3 parties, 5 elements: party 0 receives two 40-byte shares and sends two sums back
-    assert costs.opening_bytes([5], 3, 0) == (2 * 40, 2 * 40)
-    assert costs.opening_bytes([5], 3, 1) == (40, 40)
-    assert costs.opening_bytes([5], 2, 1) == (40, 40)
+    # star, 3 parties, 5 elements: party 0 receives two 40-byte shares and sends two sums back, each in a
+    # frame with a 16-byte header
+    assert costs.opening_bytes([5], 3, 0) == (2 * 56, 2 * 56)
+    assert costs.opening_bytes([5], 3, 1) == (56, 56)
+    assert costs.opening_bytes([5], 2, 1) == (56, 56)
     # scatter, 3 parties, 9001 elements (chunks 3001, 3000, 3000), party 1: sends chunks 0 and 2, then its
     # combined chunk to both; receives the two shares of its chunk, then chunks 0 and 2 combined
     sent, received = costs.opening_bytes([9001], 3, 1)
-    assert sent == 8 * (3001 + 3000 + 2 * 3000)
-    assert received == 8 * (2 * 3000 + 3001 + 3000)
+    assert sent == 8 * (3001 + 3000 + 2 * 3000) + 4 * 16
+    assert received == 8 * (2 * 3000 + 3001 + 3000) + 4 * 16
     assert costs.LAN.time_s(rounds=10, bytes_max_party=125_000) == pytest.approx(10 * 0.1e-3 + 1e-3)
     assert costs.WAN.time_s(rounds=2, bytes_max_party=0, compute_s=1.0) == pytest.approx(1.04)
 

@@ -30,7 +30,7 @@ from mpcdp.adapter import keyed, metering
 from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import (  # noqa: F401
-    all_gather_object, exchange_pairwise, main_group, rank, rendezvous, world_size)
+    all_gather_int64, main_group, rank, rendezvous, world_size)
 from mpcdp.adapter.keyed import keyed_words, unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)

@@ -1,11 +1,10 @@
-"""The data parties' torch.distributed group as CrypTen set it up: who this party is, and the two plain
-collectives the adapter itself needs (public metadata and key exchange only)."""
+"""The data parties' torch.distributed group as CrypTen set it up: who this party is, and the one plain
+collective mpcdp needs from it: a fixed-size int64 all-gather for the links' listening addresses (public;
+no pickled object ever crosses it)."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
-
 import torch
 import torch.distributed as dist
 
@@ -30,15 +29,16 @@ def rendezvous() -> str:
     return os.environ.get("RENDEZVOUS", "env://")
 
 
-def all_gather_object(obj: Any) -> list:
-    """Every data party's ``obj`` in rank order (pickled over the data parties' group)."""
-    out: list = [None] * world_size()
-    dist.all_gather_object(out, obj, group=main_group())
-    return out
+def all_gather_int64(vector: torch.Tensor) -> torch.Tensor:
+    """Every data party's int64 ``vector`` of the same fixed length, stacked in rank order."""
+    vector = vector.to(torch.int64).contiguous()
+    out = [torch.empty_like(vector) for _ in range(world_size())]
+    dist.all_gather(out, vector, group=main_group())
+    return torch.stack(out)
 
 
 def exchange_pairwise(outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor]) -> None:
-    """Send ``outgoing[j]`` to party j and receive into ``incoming[j]`` from party j, all at once."""
+    """Send ``outgoing[j]`` to party j and receive into ``incoming[j]`` from party j, all at once (over gloo)."""
     group = main_group()
     requests = [dist.isend(t, dst=j, group=group) for j, t in outgoing.items()]
     requests += [dist.irecv(t, src=j, group=group) for j, t in incoming.items()]

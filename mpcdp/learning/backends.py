@@ -157,7 +157,7 @@ def check_shards(ctx: MpcContext, shard: Shard) -> None:
     for rank, info in enumerate(everyone):
         if info["problem"] is not None:
             raise InputError(f"party {rank}: {info['problem']}", party=rank)
-    shapes = [info["shape"] for info in everyone]
+    shapes = [tuple(info["shape"]) for info in everyone]
     if len(set(shapes)) > 1:
         common = max(set(shapes), key=shapes.count)  # blame a party that differs from the most common shape
         odd = next(r for r, s in enumerate(shapes) if s != common)

@@ -25,6 +25,7 @@ never opened) and the dealer's correlated randomness (each party receives only i
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from typing import Any, Callable
@@ -34,7 +35,7 @@ import torch
 from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
-from mpcdp.transport import costs
+from mpcdp.transport import costs, public
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.transport.wire import WireMeter
@@ -79,6 +80,15 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
     else:
         out[prefix] = value
     return out
+
+
+def _gather_public(mesh: Mesh, rank: int, value: Any, *, label: str) -> list[Any]:
+    """Every party's public ``value`` in rank order, as framed JSON over the mesh (never pickle)."""
+    received = mesh.exchange_json(public.encode(value), label=label)
+    everyone = [public.decode(received[j], peer=j, label=label) if j != rank else None
+                for j in range(mesh.parties)]
+    everyone[rank] = public.decode(public.encode(value), peer=rank, label=label)  # the same form as the others'
+    return everyone
 
 
 def describe_mismatch(descriptions: list[dict[str, Any]]) -> tuple[str, int]:
@@ -141,18 +151,23 @@ class MpcContext:
             raise ConfigMismatchError(
                 f"`parties` is {config.parties} in this party's configuration but the network has {world} "
                 f"data parties", party=rank)
-        description = {"config": config.to_dict(), "job": job}
+        mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
+                              gather=adapter.all_gather_int64, timeout_s=config.timeout_s,
+                              delay_s=config.link_delay_ms / 1000.0)
+        description = json.loads(json.dumps({"config": config.to_dict(), "job": job}, default=repr))
         mine = {"fingerprint": fingerprint(description), "description": description}
-        everyone = adapter.all_gather_object(mine)
-        if any(other["fingerprint"] != mine["fingerprint"] for other in everyone):
-            detail, first = describe_mismatch([other["description"] for other in everyone])
+        everyone = _gather_public(mesh, rank, mine, label="handshake")
+        if any(not isinstance(other, dict) or other.get("fingerprint") != mine["fingerprint"] for other in everyone):
+            detail, first = describe_mismatch([other.get("description", other) if isinstance(other, dict)
+                                               else {"handshake": other} for other in everyone])
             raise ConfigMismatchError(
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)
-        masks = PairwiseMasks.establish(rank, world, adapter.exchange_pairwise)
-        mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
-                              gather=adapter.all_gather_object, timeout_s=config.timeout_s,
-                              delay_s=config.link_delay_ms / 1000.0)
+
+        def over_mesh(outgoing: dict[int, torch.Tensor], incoming: dict[int, torch.Tensor]) -> None:
+            mesh.exchange(outgoing, incoming, label="pair seeds")
+
+        masks = PairwiseMasks.establish(rank, world, over_mesh)
         ctx = cls(rank=rank, config=config, job=job, masks=masks, mesh=mesh, on_step=on_step,
                   on_progress=on_progress)
         ctx._disclose("handshake: configuration fingerprint and description", 1, tuple(range(world)),
@@ -171,19 +186,20 @@ class MpcContext:
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
                                      values=kept))
 
-    def close(self) -> None:
-        """Close this party's links to the others (the run is over)."""
+    def close(self, *, orderly: bool = True) -> None:
+        """Close this party's links to the others: the run is over (``orderly``), or this party stops early."""
         if self._mesh is not None:
-            self._mesh.close()
+            self._mesh.close(orderly=orderly)
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any, *, label: str = "public metadata") -> list[Any]:
-        """Every party's ``value`` (public metadata only), in rank order (a gloo all-gather; rare paths only)."""
+        """Every party's ``value`` (public metadata: JSON types and int64/float64 tensors, see
+        :mod:`mpcdp.transport.public`), in rank order. One round; tuples come back as lists."""
         self.note_step("exchange")
         self.rounds += 1
         costs.record_rounds(1)
         with self.wire:
-            everyone = adapter.all_gather_object(value)
+            everyone = _gather_public(self._mesh, self.rank, value, label=label)
         self._disclose(label, 1, tuple(range(self.parties)), kind="public", reason="public by design",
                        values=everyone)
         return everyone
@@ -193,7 +209,7 @@ class MpcContext:
         messages of 8·len bytes per party."""
         self.note_step("exchange")
         with self.wire:
-            stacked, rounds = self._mesh.exchange_int64(vector.to(torch.int64))
+            stacked, rounds = self._mesh.exchange_int64(vector.to(torch.int64), label=label)
         self.rounds += rounds
         costs.record_rounds(rounds)
         self._disclose(label, vector.numel(), tuple(range(self.parties)), kind="public",
@@ -209,7 +225,7 @@ class MpcContext:
         self.note_step(f"send {label}")
         flat = value.detach().to(torch.float64).contiguous().reshape(-1)
         before, start = self._mesh.bytes_sent, time.perf_counter()
-        self._mesh.exchange({to: flat}, {})
+        self._mesh.exchange({to: flat}, {}, label=label)
         sent = self._mesh.bytes_sent - before
         self.rounds += 1
         costs.record_rounds(1)
@@ -224,7 +240,7 @@ class MpcContext:
                              f"Found {src!r}.")
         self.note_step(f"receive {label}")
         into = torch.empty(int(torch.Size(shape).numel()), dtype=torch.float64)
-        self._mesh.exchange({}, {src: into})
+        self._mesh.exchange({}, {src: into}, label=label)
         return into.reshape(shape)
 
     # -- fixed point ------------------------------------------------------------------------------
@@ -248,8 +264,8 @@ class MpcContext:
         scaled = values.to(torch.float64) * float(1 << bits)
         big = values.abs().max().item() if values.numel() else 0.0
         if not math.isfinite(big) or big > self.max_abs_at(bits):
-            raise InputError(f"`{field}` has |value| {big!r} beyond the fixed-point range "
-                             f"{self.max_abs_at(bits):.3g} ({bits} fractional bits, "
+            raise InputError(f"`{field}` has entries that are not finite or beyond the fixed-point limit "
+                             f"|value| <= {self.max_abs_at(bits):.3g} ({bits} fractional bits, "
                              f"{self.parties} parties)", party=self.rank)
         return torch.round(scaled).to(torch.int64)
 
@@ -279,7 +295,7 @@ class MpcContext:
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str) -> torch.Tensor:
         self.note_step(f"open {label}")
         before, start = self._mesh.bytes_sent, time.perf_counter()
-        opened, rounds = self._mesh.open_shares(flat, xor=xor)
+        opened, rounds = self._mesh.open_shares(flat, label=label, xor=xor)
         sent = self._mesh.bytes_sent - before
         self.rounds += rounds
         costs.record("openings", 1)

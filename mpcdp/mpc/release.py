@@ -59,8 +59,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
     if problem is None and tuple(local.shape) != shape:
         problem = f"`{field}` has shape {tuple(local.shape)}; every party agreed on {shape}"
     if problem is None and local.abs().max().item() > ctx.max_abs_at(bits):
-        problem = (f"`{field}` reaches |value| {local.abs().max().item():.4g}, beyond the fixed-point range "
-                   f"{ctx.max_abs_at(bits):.4g} of the release grid 2^-{bits}")
+        problem = (f"`{field}` has entries beyond the fixed-point limit |value| <= {ctx.max_abs_at(bits):.4g} "
+                   f"of the release grid 2^-{bits}")
     values = torch.zeros(shape, dtype=torch.float64) if problem is not None else local.to(torch.float64)
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
     shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)

@@ -49,9 +49,7 @@ def local_problem(local: torch.Tensor, weight: float, field: str) -> str | None:
         return f"`weight` must be a finite number. Found {weight!r}"
     bad = ~torch.isfinite(local.to(torch.float64))
     if bad.any():
-        first = tuple(int(i) for i in torch.nonzero(bad)[0])
-        return (f"`{field}` contains {int(bad.sum())} NaN/Inf entries (first at index {first}: "
-                f"{local[first].item()!r})")
+        return f"`{field}` contains {int(bad.sum())} NaN/Inf entries"
     return None
 
 
@@ -82,8 +80,8 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
     if problem is None:
         scaled = local.to(torch.float64) * float(weight)
         if scaled.abs().max().item() > ctx.max_abs_input:
-            problem = (f"`{field}`·weight reaches |value| {scaled.abs().max().item():.4g}, beyond the "
-                       f"fixed-point range {ctx.max_abs_input:.4g}")
+            problem = (f"`{field}`·weight has entries beyond the fixed-point limit |value| <= "
+                       f"{ctx.max_abs_input:.4g}")
     digest = int.from_bytes(hashlib.sha256(repr(shape).encode()).digest()[:8], "little", signed=True)
     summary = ctx.exchange_fixed(torch.tensor([int(problem is not None), digest], dtype=torch.int64),
                                  label="validation flag and shape digest")
@@ -93,7 +91,7 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
     for rank, info in enumerate(everyone):
         if info["problem"] is not None:
             raise InputError(f"party {rank}: {info['problem']}", party=rank)
-    shapes = [info["shape"] for info in everyone]
+    shapes = [tuple(info["shape"]) if info["shape"] is not None else None for info in everyone]
     if any(s != shapes[0] for s in shapes):
         odd = next(r for r, s in enumerate(shapes) if s != shapes[0])
         listing = ", ".join(f"party {r} = {s}" for r, s in enumerate(shapes))

@@ -21,10 +21,14 @@ from mpcdp.transport import losses
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
               job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> Any:
+              on_progress: Callable[[int, int], None] | None = None,
+              announce: Callable[[BaseException], None] | None = None) -> Any:
     """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
+    When a peer is lost or deviates, this party closes its links at once, agrees with the others on whom
+    to name, calls ``announce(error)`` (the launcher learns of it then), and only then, on party 0, keeps
+    the rendezvous store up a moment for the others before raising.
     """
     from mpcdp import adapter
     from mpcdp.mpc.context import MpcContext
@@ -32,15 +36,17 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     adapter.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
                         precision_bits=config.precision_bits, timeout_s=config.timeout_s,
                         link_delay_ms=config.link_delay_ms)
+    ctx = None
     try:
         ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
-    except PeerLost as exc:
-        _stop_on_loss(rank, exc.party, str(exc), exc)
+    except PeerLost as exc:  # a link closed, or a peer sent what the protocol does not expect (ProtocolViolation)
+        _stop_on_loss(rank, exc.party, str(exc), exc, announce, ctx)
     except RuntimeError as exc:  # gloo (CrypTen's collectives, the dealer's link): the peer is not named
         if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
-        _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc)
+        _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc,
+                      announce, ctx)
     ctx.close()
     try:
         adapter.stop_party()  # party 0 tells the dealer to stop
@@ -57,11 +63,21 @@ def _network_failure(exc: RuntimeError) -> bool:
             or "gloo" in text or "Connection" in text or "connection" in text)
 
 
-def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException):
-    """Agree with the others on which party was lost (:mod:`mpcdp.transport.losses`) and stop, naming it."""
+def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException,
+                  announce: Callable[[BaseException], None] | None, ctx):
+    """Agree with the others on which party was lost (:mod:`mpcdp.transport.losses`) and stop, naming it.
+
+    The report goes into the store first; then this party's links close, so that the parties waiting on it
+    notice at once and read the report while party 0 still hosts the store."""
     lost, by = losses.resolve(rank, noticed)
+    if ctx is not None:
+        ctx.close(orderly=False)
+    error = PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost)
+    error.__cause__ = exc
+    if announce is not None:
+        announce(error)
     losses.linger(rank)
-    raise PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost) from exc
+    raise error from exc
 
 
 def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
@@ -122,12 +138,19 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     def on_progress(done: int, total: int) -> None:
         board.note_progress(rank, done, total)
 
+    announced: list[BaseException] = []
+
+    def announce(error: BaseException) -> None:
+        _report_error(results, rank, error)
+        announced.append(error)
+
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
-                          on_step=on_step, on_progress=on_progress)
+                          on_step=on_step, on_progress=on_progress, announce=announce)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
         traceback.print_exc()
-        _report_error(results, rank, exc)
+        if not announced:
+            _report_error(results, rank, exc)
         _flush_and_exit(results, 1)
     try:
         # Plain bytes: tensors must not travel as shared-memory handles that die with this process.

@@ -14,7 +14,7 @@ on another. An opening through party 0 is 2 phases (shares in, sum out); a direc
 parties is 1. A round costs one one-way network latency, whatever the number of messages in it.
 
 Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
-:mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links exactly the shares,
+:mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links the shares in their frames,
 on CrypTen's gloo links with gloo's framing. Traffic with the dealer is kept apart: party 0 meters its
 requests; the dealer meters what it sends per request.
 
@@ -40,6 +40,7 @@ import time
 from typing import Iterator
 
 from mpcdp.transport import wire
+from mpcdp.transport.frames import HEADER_BYTES
 
 KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "a2b", "random_bits",
          "openings", "opened_elements")
@@ -167,8 +168,9 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 
 # -- the declared transport -------------------------------------------------------------------------------
 
-# mpcdp's links (mpcdp.transport.mesh) carry raw payload: both ends know every message's size. (gloo, which
-# CrypTen's protocols use, adds a 96-byte header per message and a 48-byte receive notification.)
+# mpcdp's links (mpcdp.transport.mesh) carry each message in a frame: a 16-byte header (length, step tag, type,
+# message number) before the payload. (gloo, which CrypTen's protocols use, adds a 96-byte header per message
+# and a 48-byte receive notification.)
 STAR_MAX_BYTES = 1 << 16
 
 
@@ -209,8 +211,9 @@ def exchange_messages(size: int, parties: int) -> tuple[list[int], list[int], in
 
 
 def wire_bytes(sent: list[int], received: list[int]) -> tuple[int, int]:
-    """(bytes written, bytes read) on the TCP links of a party that sends and receives these messages."""
-    return sum(sent), sum(received)
+    """(bytes written, bytes read) on the TCP links of a party that sends and receives messages of these
+    payload sizes: each travels in a frame, a 16-byte header before the payload (:mod:`.frames`)."""
+    return sum(sent) + HEADER_BYTES * len(sent), sum(received) + HEADER_BYTES * len(received)
 
 
 # -- network model --------------------------------------------------------------------------------------

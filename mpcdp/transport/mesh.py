@@ -1,16 +1,20 @@
 """Direct TCP links between the data parties: the transport of every mpcdp opening and public exchange.
 
-Why not gloo for these: mpcdp's protocols run in lockstep, so both ends of every message know its size in
-advance; raw TCP then carries exactly the payload. Gloo adds a 96-byte header per message and a 48-byte
-receive notification from the receiver, 14% on top of an a9a-sized opening. Here the bytes on the wire are
-the bytes of the shares, counted at this one choke point (and checked against the kernel's TCP counters and
+Why not gloo for these: mpcdp's protocols run in lockstep, so both ends of every message know its size,
+step and type in advance. Each message travels in a 16-byte frame header (:mod:`.frames`) that the receiver
+checks against that expectation before it reads the payload; a message that is not the expected one stops
+the run naming its sender (:class:`~mpcdp.errors.ProtocolViolation`). Gloo adds a 96-byte header per
+message and a 48-byte receive notification from the receiver, 14% on top of an a9a-sized opening. Here the
+bytes on the wire are the shares and their frames, counted at this one choke point (and checked against the kernel's TCP counters and
 an emulated host's link counters in tests/test_costs.py and benchmarks/cost_network.py). The emulated
 network delay of :class:`~mpcdp.config.MpcConfig` (``link_delay_ms``) is injected here, once per round.
 CrypTen's own protocols and the dealer keep using gloo.
 
-Set-up (once per run, after the configuration handshake; public metadata only): every party listens on the
-address through which it reaches the rendezvous host, the (address, port) pairs are exchanged, and party j
-connects to every party i < j, announcing its rank. Links are full-duplex with Nagle's algorithm off.
+Set-up (once per run, before the configuration handshake, which then runs over these links; public
+metadata only): every party listens on the address through which it reaches the rendezvous host, the
+(IPv4 address, port) pairs are exchanged as two integers each, and party j connects to every party i < j,
+announcing its rank. Links are full-duplex with Nagle's algorithm off. No peer data is ever unpickled:
+tensors travel as raw words, public metadata as JSON (:mod:`.public`).
 
 Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` naming it; a peer silent for
 ``timeout_s`` raises :class:`~mpcdp.errors.PeerTimeout` naming the parties still owed data.
@@ -21,18 +25,20 @@ network or tunnel them. What travels is what the protocols open: uniformly maske
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import selectors
 import socket
+import ssl
 import struct
 import time
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import urlparse
 
 import torch
 
 from mpcdp.errors import PeerLost, PeerTimeout
-from mpcdp.transport import costs
+from mpcdp.transport import costs, frames
 
 
 def local_address(rendezvous: str) -> str:
@@ -50,6 +56,9 @@ def local_address(rendezvous: str) -> str:
         probe.close()
 
 
+_JOIN_BYTES = 1 << 16
+
+
 class Mesh:
     """This party's links to every other data party (rank → connected socket)."""
 
@@ -59,16 +68,20 @@ class Mesh:
         self.timeout_s, self.delay_s = timeout_s, delay_s
         self.bytes_sent = 0
         self.bytes_received = 0
+        self._next_out = {j: 0 for j in links}
+        self._next_in = {j: 0 for j in links}
 
     @classmethod
-    def establish(cls, rank: int, parties: int, *, address: str, gather: Callable[[Any], list],
+    def establish(cls, rank: int, parties: int, *, address: str, gather: Callable[[torch.Tensor], torch.Tensor],
                   timeout_s: float, delay_s: float = 0.0) -> "Mesh":
-        """Connect to every other party; ``gather(obj)`` returns every party's obj (a public all-gather)."""
+        """Connect to every other party. ``gather(vector)`` returns every party's fixed-size int64 vector,
+        stacked (a public all-gather): here each party's IPv4 address and port, two integers."""
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((address, 0))
         listener.listen(parties)
         listener.settimeout(timeout_s)
-        endpoints = gather((address, listener.getsockname()[1]))
+        mine = torch.tensor([int(ipaddress.IPv4Address(address)), listener.getsockname()[1]], dtype=torch.int64)
+        endpoints = [(str(ipaddress.IPv4Address(int(ip))), int(port)) for ip, port in gather(mine).tolist()]
         links: dict[int, socket.socket] = {}
         try:
             for peer in range(rank):
@@ -94,66 +107,124 @@ class Mesh:
         costs.register_links({link.fileno() for link in links.values()})
         return cls(rank, parties, links, timeout_s=timeout_s, delay_s=delay_s)
 
-    def close(self) -> None:
+    def close(self, *, orderly: bool = True) -> None:
+        """Close every link. ``orderly``: the run ended here as planned, so each peer first gets an empty
+        ``goodbye`` frame; a peer that sees a link close without one knows this party stopped early."""
         costs.register_links(set())
-        for link in self.links.values():
+        for j, link in self.links.items():
+            if orderly:
+                try:
+                    link.settimeout(1.0)
+                    link.sendall(frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.JSON, self._next_out[j],
+                                                    frames.tag_of("goodbye"), 0))
+                except (OSError, ssl.SSLError):
+                    pass  # the peer is already gone
             link.close()
         self.links = {}
 
     # -- one round: send to some peers and receive from some, all at once ---------------------------------
-    def exchange(self, sends: dict[int, torch.Tensor], receives: dict[int, torch.Tensor]) -> None:
-        """Send ``sends[j]`` to party j and fill ``receives[j]`` from party j (contiguous tensors), at once.
+    def exchange(self, sends: dict[int, torch.Tensor], receives: dict[int, torch.Tensor], *, label: str) -> None:
+        """Send ``sends[j]`` to party j and fill ``receives[j]`` from party j (contiguous int64 or float64
+        tensors), at once, each as one frame tagged ``label`` (both ends pass the same label).
 
         One round: waits the emulated delay once, then moves every message concurrently.
+
+        Raises:
+            ProtocolViolation: a frame from party j is not the one expected here (named in the message).
         """
-        if self.delay_s and sends:
+        out = {j: (frames.code_of(t.dtype), memoryview(t.numpy()).cast("B")) for j, t in sends.items()}
+        into = {j: frames.Incoming(j, frames.code_of(t.dtype), label, into=memoryview(t.numpy()).cast("B"))
+                for j, t in receives.items()}
+        self._move(out, into, label)
+
+    def exchange_json(self, payload: bytes, *, label: str) -> dict[int, bytes]:
+        """Send the same ``payload`` (UTF-8 JSON, at most :data:`~.frames.MAX_PUBLIC_BYTES`) to every other
+        party and return theirs, undecoded (1 round; public metadata only)."""
+        if len(payload) > frames.MAX_PUBLIC_BYTES:
+            raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
+        view = memoryview(payload)
+        others = [j for j in range(self.parties) if j != self.rank]
+        into = {j: frames.Incoming(j, frames.JSON, label, limit=frames.MAX_PUBLIC_BYTES) for j in others}
+        self._move({j: (frames.JSON, view) for j in others}, into, label)
+        return {j: bytes(incoming.payload) for j, incoming in into.items()}
+
+    def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str) -> None:
+        if self.delay_s and out:
             time.sleep(self.delay_s)
-        out = {j: memoryview(t.numpy()).cast("B") for j, t in sends.items()}
-        into = {j: memoryview(t.numpy()).cast("B") for j, t in receives.items()}
+        tag = frames.tag_of(label)
+        pending: dict[int, list[memoryview]] = {}
+        for j, (code, payload) in out.items():
+            header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, code, self._next_out[j], tag, len(payload))
+            self._next_out[j] += 1
+            # a small message leaves in one write (one packet, as without a frame); a large one in two
+            pending[j] = [memoryview(header + payload)] if len(payload) <= _JOIN_BYTES \
+                else [memoryview(header), payload]
+        for j, incoming in into.items():
+            incoming.expect(self._next_in[j])
+            self._next_in[j] += 1
         sent = {j: 0 for j in out}
         got = {j: 0 for j in into}
         selector = selectors.DefaultSelector()
+        # Links this round neither writes to nor still reads from are watched for closing: a peer that stops
+        # (e.g. on a protocol violation it saw) must stop this party too, not leave it waiting for a third. A
+        # peer that finished sends a goodbye frame before closing; one that stopped early closes without.
+        watched = set(self.links) - set(into)
 
         def events(j: int) -> int:
             mask = 0
-            if j in out and sent[j] < len(out[j]):
+            if pending.get(j):
                 mask |= selectors.EVENT_WRITE
-            if j in into and got[j] < len(into[j]):
+            if (j in into and not into[j].done) or j in watched:
                 mask |= selectors.EVENT_READ
             return mask
 
+        def working() -> bool:
+            return any(pending.values()) or any(not incoming.done for incoming in into.values())
+
         try:
-            for j in set(out) | set(into):
+            for j in self.links:
                 if events(j):
                     selector.register(self.links[j], events(j), j)
             deadline = time.monotonic() + self.timeout_s
-            while selector.get_map():
+            while working():
                 ready = selector.select(timeout=max(0.0, deadline - time.monotonic()))
                 if not ready:
-                    owed = sorted(key.data for key in selector.get_map().values())
+                    owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
                     raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for party {owed} "
-                                      f"(party {self.rank}'s link)", party=owed[0])
+                                      f"(party {self.rank}'s link, step {label!r})", party=owed[0])
                 for key, mask in ready:
                     j = key.data
+                    link = key.fileobj
                     try:
-                        if mask & selectors.EVENT_WRITE and sent[j] < len(out[j]):
-                            sent[j] += key.fileobj.send(out[j][sent[j]:])
-                        if mask & selectors.EVENT_READ and got[j] < len(into[j]):
-                            n = key.fileobj.recv_into(into[j][got[j]:])
-                            if n == 0:
-                                raise PeerLost(f"connection closed by party {j} (party {self.rank}'s link)",
-                                               party=j)
-                            got[j] += n
-                    except (BlockingIOError, InterruptedError):
-                        continue
-                    except (ConnectionResetError, BrokenPipeError) as exc:
-                        raise PeerLost(f"connection reset by party {j} (party {self.rank}'s link): {exc}",
+                        if mask & selectors.EVENT_WRITE and pending.get(j):
+                            sent[j] += self._send_some(link, pending[j])
+                        if mask & selectors.EVENT_READ and j in into and not into[j].done:
+                            while not into[j].done:
+                                n = link.recv_into(into[j].window())
+                                if n == 0:
+                                    raise PeerLost(f"connection closed by party {j} (party {self.rank}'s link)",
+                                                   party=j)
+                                got[j] += n
+                                into[j].advance(n, me=self.rank)
+                                if not _buffered(link):
+                                    break
+                            if into[j].done:
+                                watched.add(j)
+                        elif mask & selectors.EVENT_READ and j in watched:
+                            watched.discard(j)  # the peer is ahead of us (its next message is here) or gone
+                            if not socket.socket.recv(link, 1, socket.MSG_PEEK):
+                                raise PeerLost(f"connection closed by party {j} (party {self.rank}'s link, "
+                                               f"step {label!r})", party=j)
+                    except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                        pass
+                    except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as exc:
+                        raise PeerLost(f"link to party {j} failed (party {self.rank}'s link): {exc}",
                                        party=j) from exc
                     remaining = events(j)
                     if remaining:
-                        selector.modify(key.fileobj, remaining, j)
+                        selector.modify(link, remaining, j)
                     else:
-                        selector.unregister(key.fileobj)
+                        selector.unregister(link)
         finally:
             selector.close()
             moved_out, moved_in = sum(sent.values()), sum(got.values())
@@ -161,8 +232,18 @@ class Mesh:
             self.bytes_received += moved_in
             costs.record_link(moved_out, moved_in)
 
+    @staticmethod
+    def _send_some(link: socket.socket, queue: list[memoryview]) -> int:
+        """Write as much of the queued frame parts as the link takes now; drop the parts fully written."""
+        n = link.send(queue[0])
+        if n == len(queue[0]):
+            queue.pop(0)
+        else:
+            queue[0] = queue[0][n:]
+        return n
+
     # -- the protocols' communication patterns ---------------------------------------------------------
-    def open_shares(self, share: torch.Tensor, *, xor: bool = False) -> tuple[torch.Tensor, int]:
+    def open_shares(self, share: torch.Tensor, *, label: str, xor: bool = False) -> tuple[torch.Tensor, int]:
         """Every party's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every party;
         returns (the combination, rounds). Plans (:func:`mpcdp.transport.costs.opening_plan`):
 
@@ -186,38 +267,43 @@ class Mesh:
         result = flat.clone()
         if plan == "direct":
             other = torch.empty_like(flat)
-            self.exchange({1 - me: flat}, {1 - me: other})
+            self.exchange({1 - me: flat}, {1 - me: other}, label=label)
             combine(result, other)
             return result.reshape(share.shape), 1
         if plan == "star":
             if me == 0:
                 incoming = {j: torch.empty_like(flat) for j in range(1, m)}
-                self.exchange({}, incoming)
+                self.exchange({}, incoming, label=label)
                 for buf in incoming.values():
                     combine(result, buf)
-                self.exchange({j: result for j in range(1, m)}, {})
+                self.exchange({j: result for j in range(1, m)}, {}, label=label + " (sum)")
             else:
-                self.exchange({0: flat}, {})
-                self.exchange({}, {0: result})
+                self.exchange({0: flat}, {}, label=label)
+                self.exchange({}, {0: result}, label=label + " (sum)")
             return result.reshape(share.shape), 2
         chunks = torch.tensor_split(flat, m)
         mine = chunks[me].clone()
         incoming = {j: torch.empty_like(chunks[me]) for j in range(m) if j != me}
-        self.exchange({j: chunks[j] for j in incoming}, incoming)
+        self.exchange({j: chunks[j] for j in incoming}, incoming, label=label)
         for buf in incoming.values():
             combine(mine, buf)
         gathered = {j: torch.empty_like(chunks[j]) for j in range(m) if j != me}
-        self.exchange({j: mine for j in gathered}, gathered)
+        self.exchange({j: mine for j in gathered}, gathered, label=label + " (sum)")
         gathered[me] = mine
         return torch.cat([gathered[j] for j in range(m)]).reshape(share.shape), 2
 
-    def exchange_int64(self, vector: torch.Tensor) -> tuple[torch.Tensor, int]:
+    def exchange_int64(self, vector: torch.Tensor, *, label: str) -> tuple[torch.Tensor, int]:
         """Every party's fixed-size public int64 ``vector``, stacked in rank order (1 round)."""
         vector = vector.to(torch.int64).contiguous()
         out = [vector if j == self.rank else torch.empty_like(vector) for j in range(self.parties)]
         others = [j for j in range(self.parties) if j != self.rank]
-        self.exchange({j: vector for j in others}, {j: out[j] for j in others})
+        self.exchange({j: vector for j in others}, {j: out[j] for j in others}, label=label)
         return torch.stack(out), 1
+
+
+def _buffered(link: socket.socket) -> bool:
+    """Whether a TLS link holds decrypted bytes that the selector will not announce."""
+    return isinstance(link, ssl.SSLSocket) and link.pending() > 0
 
 
 def _read_exactly(link: socket.socket, n: int) -> bytes:

@@ -1,0 +1,74 @@
+"""Peers that deviate on the wire cannot hurt the honest parties: every message is framed and checked, and
+no peer data is ever unpickled (README, "Threat model")."""
+
+import os
+import pickle
+
+import pytest
+import torch
+
+from mpcdp.errors import PartyFailed, ProtocolViolation
+from mpcdp.runtime.harness import run_parties
+from mpcdp.transport import frames, public
+from party_jobs import PickleBomb, deviate_on_the_wire
+
+ROGUE, AT = 1, 2
+
+
+# With 3 parties the third (honest) party never reads the rogue's bytes itself: it must still stop, naming the rogue.
+@pytest.mark.parametrize("fault, parties", [("short", 2), ("long", 2), ("tag", 2), ("type", 2), ("garbage", 2),
+                                            ("pickle", 3), ("replay", 3), ("json-pickle", 3)])
+def test_a_deviating_peer_stops_every_honest_party_naming_it(fault, parties, config_for, tmp_path):
+    timeout = 20.0 if fault == "short" else 60.0
+    with pytest.raises(PartyFailed) as info:
+        run_parties(deviate_on_the_wire, config_for(parties, timeout_s=timeout),
+                    args=(ROGUE, fault, AT, str(tmp_path)))
+    honest = [rank for rank in range(parties) if rank != ROGUE]
+    reports = {r.rank: r for r in info.value.reports}
+    assert info.value.party == ROGUE, str(info.value)
+    if fault == "short":  # a frame cut short looks like a slow link until the deadline, which names the rogue
+        assert f"party {ROGUE} stalled" in str(info.value)
+    for rank in honest if fault != "short" else ():  # the honest parties: stopped with an error that names the rogue
+        report = reports[rank]
+        assert report.status in ("error", "died") and report.exitcode != 0, (fault, rank, report)
+        assert report.blamed_party == ROGUE, (fault, rank, report.message)
+        assert f"party {ROGUE}" in report.message, (fault, rank, report.message)
+    if fault != "short":
+        assert f"party {ROGUE} sent" in reports[0].message, reports[0].message
+    # nothing was executed, and no honest party released anything from the faulty round on
+    assert not (tmp_path / "executed").exists()
+    expected = [str(r) for r in range(AT)]
+    for rank in honest:
+        released = (tmp_path / f"released-{rank}").read_text().split() if AT else []
+        assert released == expected, (fault, rank, released)
+
+
+def test_frame_checks_name_the_field_expected_and_found():
+    incoming = frames.Incoming(4, frames.INT64, "open x", into=memoryview(bytearray(16)))
+    incoming.expect(7)
+    header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, 6, frames.tag_of("open x"), 16)
+    incoming.window()[:16] = header
+    with pytest.raises(ProtocolViolation, match=r"party 4 sent .* message number expected 7, found 6") as info:
+        incoming.advance(16, me=0)
+    assert info.value.party == 4
+    good = frames.Incoming(4, frames.INT64, "open x", into=memoryview(bytearray(16)))
+    good.expect(7)
+    good.window()[:16] = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, 7, frames.tag_of("open x"), 16)
+    good.advance(16, me=0)
+    assert not good.done and len(good.window()) == 16
+
+
+def test_public_metadata_is_json_and_a_pickle_is_refused_unexecuted(tmp_path):
+    value = {"shape": (3, 4), "problem": None, "x": torch.tensor([1.5, -0.0, float("inf")], dtype=torch.float64),
+             "n": torch.arange(3)}
+    back = public.decode(public.encode(value), peer=1, label="t")
+    assert back["shape"] == [3, 4] and back["problem"] is None
+    assert torch.equal(back["x"], value["x"]) and torch.equal(back["n"], value["n"])
+    marker = tmp_path / "executed"
+    for payload in (pickle.dumps(PickleBomb(str(marker))), b'{"$tensor": {"dtype": "float64", "shape": [2], "data": "AA=="}}',
+                    b"[" * 10_000, b"\xff\xfe"):
+        with pytest.raises(ProtocolViolation, match="party 3 sent public metadata"):
+            public.decode(payload, peer=3, label="t")
+    assert not marker.exists()
+    with pytest.raises(TypeError, match="JSON types or tensors"):
+        public.encode({"f": os.getcwd})
