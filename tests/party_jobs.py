@@ -374,3 +374,27 @@ def deviate_on_the_wire(ctx, rogue: int, fault: str, at: int, log_dir: str):
         with open(os.path.join(log_dir, f"released-{ctx.rank}"), "a") as log:
             log.write(f"{r}\n")
     return "done"
+
+
+def rogue_dealer_request(ctx, what: str, log_dir: str):
+    """Party 0 sends the dealer something it does not serve: a method that is not a material kind, a torch
+    operation other than a Beaver product's, or a pickle."""
+    import pickle
+
+    import torch.distributed as dist
+
+    from mpcdp.adapter.compat import comm, ttp_provider
+
+    if ctx.rank == 0:
+        client = ttp_provider.TTPClient.get()
+        if what == "pickle":
+            raw = pickle.dumps(PickleBomb(os.path.join(log_dir, "executed")))
+            group, dealer = comm.get().ttp_group, comm.get().get_ttp_rank()
+            dist.isend(torch.tensor(len(raw), dtype=torch.int32), dst=dealer, group=group).wait()
+            dist.isend(torch.frombuffer(bytearray(raw), dtype=torch.int8), dst=dealer, group=group).wait()
+            time.sleep(60)
+        elif what == "method":
+            client.ttp_request("_setup_generators", None)
+        else:
+            client.ttp_request("additive", None, (2,), (2,), "save")
+    return sum_once(ctx, torch.ones(3))

@@ -10,7 +10,7 @@ import torch
 from mpcdp.errors import PartyFailed, ProtocolViolation
 from mpcdp.runtime.harness import run_parties
 from mpcdp.transport import frames, public
-from party_jobs import PickleBomb, deviate_on_the_wire
+from party_jobs import PickleBomb, deviate_on_the_wire, rogue_dealer_request
 
 ROGUE, AT = 1, 2
 
@@ -72,3 +72,18 @@ def test_public_metadata_is_json_and_a_pickle_is_refused_unexecuted(tmp_path):
     assert not marker.exists()
     with pytest.raises(TypeError, match="JSON types or tensors"):
         public.encode({"f": os.getcwd})
+
+
+@pytest.mark.parametrize("what", ["pickle", "method", "operation"])
+def test_the_dealer_refuses_what_it_does_not_serve_naming_party_0(what, config_for, tmp_path):
+    with pytest.raises(PartyFailed) as info:
+        run_parties(rogue_dealer_request, config_for(2, timeout_s=60.0), args=(what, str(tmp_path)))
+    dealer = info.value.reports[-1]
+    assert dealer.role == "dealer" and dealer.status in ("error", "died") and dealer.exitcode != 0, dealer
+    assert dealer.error_type == "ProtocolViolation" and dealer.blamed_party == 0, dealer
+    assert "party 0 sent" in dealer.message
+    assert not (tmp_path / "executed").exists()
+    # where party 0 then stops (its request failed), the honest party stops too, naming party 0 as agreed
+    # through the rendezvous store; a party 0 that stays connected is named at the timeout instead
+    if what != "pickle":
+        assert info.value.reports[1].blamed_party == 0, info.value.reports[1]

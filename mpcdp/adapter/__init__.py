@@ -11,7 +11,8 @@ inside :class:`mpcdp.mpc.shared.Shared`.
 * :mod:`.dealer`: the dealer process;
 * :mod:`.material`: each kind of correlated randomness, its dealer side and its party side together;
 * :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
-* :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators.
+* :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
+* :mod:`.objects`: CrypTen's object messages as JSON instead of pickle, and the dealer's allow-list.
 
 Security model of the providers (README, "Threat model"):
 
@@ -26,8 +27,8 @@ To extend: a new kind of dealer material is one class in :mod:`.material` (``ser
 ``KINDS``; nothing else changes.
 """
 
-from mpcdp.adapter import keyed, metering
-from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
+from mpcdp.adapter import keyed, metering, objects
+from mpcdp.adapter.compat import PROVIDERS, Communicator, install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import (  # noqa: F401
     all_gather_int64, main_group, rank, rendezvous, world_size)
@@ -40,6 +41,7 @@ from mpcdp.adapter.session import (  # noqa: F401
 
 metering.install()
 keyed.install()
+objects.install(Communicator)
 
 dealer_word_bits = WordBits.fetch
 dealer_masked_bits = MaskedBits.fetch

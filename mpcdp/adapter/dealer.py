@@ -8,7 +8,7 @@ one, it recovers every value that was multiplied; README, "Threat model").
 
 from __future__ import annotations
 
-from mpcdp.adapter import keyed
+from mpcdp.adapter import keyed, objects
 from mpcdp.adapter.compat import comm, configure, set_endpoint, ttp_provider
 from mpcdp.adapter.material import KINDS
 from mpcdp.transport.wire import tcp_bytes
@@ -29,6 +29,7 @@ class Dealer(ttp_provider.TTPServer):
 
         def watched_receive(*args, **kwargs):
             message = receive(*args, **kwargs)
+            objects.check_request(message, ALLOWED)
             if isinstance(message, str) and message == "terminate":
                 self.terminated = True
             return message
@@ -48,6 +49,8 @@ class Dealer(ttp_provider.TTPServer):
         communicator.broadcast = metered_broadcast
 
 
+ALLOWED = objects.CRYPTEN_KINDS + tuple(kind.request_name() for kind in KINDS)
+
 for _kind in KINDS:  # CrypTen's server looks a request up by name: serve each kind under its class's name
     setattr(Dealer, _kind.request_name(), lambda self, *args, _serve=_kind.serve: _serve(self, *args))
 
@@ -66,11 +69,15 @@ def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s:
     dealer = Dealer.__new__(Dealer)
     dealer.request_bytes = []
     dealer.terminated = False
-    dealer.__init__()
-    if not dealer.terminated:
-        from mpcdp.errors import PartyLost
-        from mpcdp.transport import losses
+    from mpcdp.errors import PartyLost, ProtocolViolation
+    from mpcdp.transport import losses
 
+    try:
+        dealer.__init__()
+    except ProtocolViolation as exc:  # party 0 sent what the dealer does not serve: name it to everyone
+        losses.resolve(-1, exc.party)
+        raise
+    if not dealer.terminated:
         lost, by = losses.resolve(parties, None)
         raise PartyLost(losses.message(lost, by, "the dealer", "its link to the parties failed before party 0 "
                                                               "said `terminate`"), party=lost)
