@@ -1,6 +1,7 @@
 """Checkpoints and resume: a resumed run ends with the uninterrupted run's model, its ledger counts every release
 once, a checkpoint of another configuration is refused, and a run killed mid-way resumes to the end."""
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -64,6 +65,26 @@ def test_a_foreign_checkpoint_is_refused_by_the_parties_before_any_share(tmp_pat
     assert "ConfigMismatchError" in str(info.value) and "`params.seed`: checkpoint = 0, this run = 9" in str(info.value)
 
 
+def test_resume_over_changed_data_is_refused_before_any_share(tmp_path):
+    from mpcdp.runtime.harness import run_job
+
+    plan = plan_from(SMOKE, backend="mpc")
+    run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), checkpoint_every=50)
+
+    def one_record_changed(fn, config, *, party_args, **kwargs):
+        shard = party_args[1][0]
+        x = shard.x.clone()
+        x[0, 0] += 0.25
+        changed = [args if j != 1 else (dataclasses.replace(shard, x=x), *args[1:])
+                   for j, args in enumerate(party_args)]
+        return run_job(fn, config, party_args=changed, **kwargs)
+
+    with pytest.raises(PartyFailed) as info:
+        run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), resume=True, launch=one_record_changed)
+    assert info.value.party == 1 and "ConfigMismatchError" in str(info.value)
+    assert "`shard_sha256`: checkpoint = " in str(info.value)
+
+
 def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     protocol = tmp_path / "long.toml"
     protocol.write_text(pathlib.Path(SMOKE).read_text().replace("passes = 1.0", "passes = 5.0")
@@ -74,7 +95,9 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not all((folder / f"party-{r}" / "release-000011.pt").exists() for r in range(3)):
+        # killed once every party checkpointed release 11 and some party opened release 13 (not checkpointed)
+        while not (all((folder / f"party-{r}" / "release-000011.pt").exists() for r in range(3))
+                   and any(folder.glob("party-*/opened-000013.pt"))):
             assert first.poll() is None, "the run ended before its first checkpoint"
             assert time.monotonic() < deadline
             time.sleep(0.05)
@@ -85,11 +108,19 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     finally:
         first.kill()
         first.wait()
+    opened_before = {int(p.stem.split("-")[1]) for p in folder.glob("party-*/opened-*.pt")}
     done = subprocess.run([mpcdp, "train", str(protocol), "--resume", str(folder)], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["resumed_after_release"] >= 11
+    # every release opened before the kill and after the checkpoint is served again, none is opened again
+    after = report["resumed_after_release"]
+    assert report["re_served_releases"] == sorted(t for t in opened_before if t > after)
+    assert {12, 13} <= set(report["re_served_releases"])
+    opened_now = {int(label[4:-1]) for label in report["opened_releases"]}  # labels "v_p[t]"
+    assert not opened_now & opened_before, sorted(opened_now & opened_before)
+    assert sorted(opened_now | set(report["re_served_releases"])) == list(range(after + 1, report["releases"]))
     assert report["releases"] == report["iterations"] + 1
     fresh = run_plan(plan_from(str(protocol)), curve=False)  # its own noise, the same certificate
     assert report["epsilon"] == fresh["epsilon"] and report["iterations"] == fresh["iterations"]

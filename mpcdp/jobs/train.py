@@ -297,6 +297,9 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                                   progress=progress)
         result = run.values[0]["result"]
         common["resumed_after_release"] = run.values[0].get("resumed_after")
+        if common["resumed_after_release"] is not None:  # what this run opened and what it re-served
+            common["re_served_releases"] = run.values[0]["re_served"]
+            common["opened_releases"] = run.values[0]["opened_releases"]
         bytes_per_party = max(r["bytes_sent"] or 0 for r in run.values)
         timing = {"setup_s": round(time.perf_counter() - start - max(r["presample_s"] + r["online_s"]
                                                                    for r in run.values), 3),

@@ -25,7 +25,7 @@ import torch
 
 from mpcdp.accounting.grid import GridRelease, encode
 from mpcdp.errors import ConfigError, InputError
-from mpcdp.learning.checkpoint import Checkpointer, available, load
+from mpcdp.learning.checkpoint import Checkpointer, available, journaled, load, shard_digest
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
@@ -134,6 +134,27 @@ def _resume_payload(ctx: MpcContext | None, checkpoint: dict | None, rank: int) 
     return load(checkpoint["dir"], rank, max(common), checkpoint["description"])
 
 
+def _opened_since(ctx: MpcContext, checkpoint: dict | None, resumed: dict | None) -> dict[int, torch.Tensor]:
+    """The releases after the resumed checkpoint that some party journaled as opened, with their values
+    (one public exchange; each value from the lowest-ranked party that has it, all copies must agree)."""
+    if resumed is None:
+        return {}
+    after = resumed["state"]["releases"] - 1
+    mine = {str(t): v for t, v in journaled(checkpoint["dir"], ctx.rank, after).items()}
+    everyone = ctx.exchange_public(mine, label="releases opened before the restart")
+    replay: dict[int, torch.Tensor] = {}
+    for rank, theirs in enumerate(everyone):
+        for key, value in theirs.items():
+            t = int(key)
+            if t in replay and not torch.equal(replay[t], value):
+                raise ConfigError(f"`resume`: party {rank}'s journal of release {t} differs from another "
+                                  f"party's; the checkpoint directories do not belong to one run")
+            replay.setdefault(t, value)
+    if replay and sorted(replay) != list(range(after + 1, after + 1 + len(replay))):
+        raise ConfigError(f"`resume`: the journaled releases after {after} are not consecutive: {sorted(replay)}")
+    return replay
+
+
 def shard_problem(shard: Shard) -> str | None:
     """What is wrong with a party's training data, or None: empty, rows and labels of different lengths,
     NaN/Inf features or labels."""
@@ -177,7 +198,11 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     ``every`` releases under ``dir`` (:mod:`mpcdp.learning.checkpoint`), or continue from the newest release every
     party saved (``resume``), refusing a checkpoint of another configuration before any share moves."""
     check_shards(ctx, shard)
+    if checkpoint:  # this party's checkpoints are bound to its own records, too
+        checkpoint = {**checkpoint, "description": {**checkpoint["description"],
+                                                    "shard_sha256": shard_digest(shard.x, shard.y)}}
     resumed = _resume_payload(ctx, checkpoint, ctx.rank)
+    replay = _opened_since(ctx, checkpoint, resumed)
     warm_up()
     start = time.perf_counter()
     if resumed is not None:
@@ -193,9 +218,14 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
-        noise_row = None if rows is None else (rows0.select_row(0) if t == 0 else rows.select_row(t - 1))
-        released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
-                                 field="local gradient terms")
+        if t in replay:  # opened before the restart: served again, never opened again
+            released = replay[t]
+        else:
+            noise_row = None if rows is None else (rows0.select_row(0) if t == 0 else rows.select_row(t - 1))
+            released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
+                                     field="local gradient terms")
+        if saver is not None:
+            saver.journal(t, released)
         ctx.progress(t + 1, params.steps + 1)
         return released
 
@@ -216,4 +246,6 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     result = runner([shard], params, aggregate, dim=dim, batch_key=key, **extra, **_sizes(params, parties))
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
             "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds,
-            "resumed_after": None if resumed is None else resumed["state"]["releases"] - 1}
+            "resumed_after": None if resumed is None else resumed["state"]["releases"] - 1,
+            "re_served": sorted(replay),
+            "opened_releases": [o.label for o in ctx.openings if o.kind == "release"]}

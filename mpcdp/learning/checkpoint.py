@@ -9,15 +9,23 @@ run's configuration. Who can read it: the party itself only — a checkpoint dir
 own disk, like its data. Writes are atomic (a temporary file, then ``os.replace``): a process killed while
 writing leaves the previous checkpoint intact.
 
+Every opened release is also journaled, whether or not a checkpoint follows it
+(``DIR/party-<rank>/opened-<k>.pt``, public values). The run's fingerprint binds the configuration and
+the SHA-256 of the party's own shard.
+
 Resuming: every party loads the newest release that *all* parties have checkpointed (agreed in one public
-exchange of release numbers), refuses a checkpoint written by a different configuration (naming every field
-that differs and both values) before any share moves, and continues the loop after that release: same
-batches, same noise shares, same public values — so the model equals the uninterrupted run's. The ledger is
-carried over, so no release is counted twice or forgotten.
+exchange of release numbers). It refuses a checkpoint written by a different configuration or over
+different data before any share moves, naming every field that differs and both values. It then continues
+the loop after that release with the same batches, the same noise shares and the same public values, so
+the model equals the uninterrupted run's. A release that any party journaled after that checkpoint was
+opened already. It is not opened again: the parties exchange their journaled values (public) and re-serve
+them, so no noise row ever masks two different sums. The ledger is carried over, so no release is counted
+twice or forgotten.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import re
@@ -29,6 +37,27 @@ from mpcdp.config import fingerprint
 from mpcdp.errors import ConfigError, ConfigMismatchError
 
 _NAME = re.compile(r"release-(\d{6})\.pt$")
+_OPENED = re.compile(r"opened-(\d{6})\.pt$")
+
+
+def shard_digest(x: torch.Tensor, y: torch.Tensor) -> str:
+    """SHA-256 of a party's training records (features as float64, labels, shapes): binds a checkpoint to
+    the data it was computed on."""
+    h = hashlib.sha256()
+    for t in (x, y):
+        t = t.detach().to(torch.float64).contiguous()
+        h.update(repr(tuple(t.shape)).encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+def _atomic_save(obj: Any, final: pathlib.Path) -> None:
+    temporary = final.with_suffix(".tmp")
+    with open(temporary, "wb") as fh:
+        torch.save(obj, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(temporary, final)
 
 
 def party_dir(directory: str | os.PathLike, rank: int) -> pathlib.Path:
@@ -57,13 +86,25 @@ class Checkpointer:
         payload = {"state": state, "secrets": self.secrets, "description": self.description,
                    "fingerprint": self.fingerprint,
                    "ledger": {**self.ledger, "releases": list(range(releases))}}
-        final = self.folder / f"release-{releases - 1:06d}.pt"
-        temporary = final.with_suffix(".tmp")
-        with open(temporary, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temporary, final)
+        _atomic_save(payload, self.folder / f"release-{releases - 1:06d}.pt")
+
+    def journal(self, release: int, value: torch.Tensor) -> None:
+        """Record that release ``release`` was opened with ``value`` (before the loop uses it)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        _atomic_save(value.detach().to(torch.float64).clone(), self.folder / f"opened-{release:06d}.pt")
+
+
+def journaled(directory: str | os.PathLike, rank: int, after: int) -> dict[int, torch.Tensor]:
+    """The releases after ``after`` that this party journaled as opened (release number → value)."""
+    folder = party_dir(directory, rank)
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for path in folder.iterdir():
+        m = _OPENED.search(path.name)
+        if m and int(m.group(1)) > after:
+            found[int(m.group(1))] = torch.load(path, weights_only=True)
+    return found
 
 
 def available(directory: str | os.PathLike, rank: int) -> list[int]:
