@@ -7,6 +7,7 @@ import pathlib
 import secrets
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -47,13 +48,22 @@ def hosts():
         assert tag not in left
 
 
+@pytest.fixture
+def deployment(tmp_path):
+    """This test run's credentials: a CA and a certificate per rank (`mpcdp credentials`)."""
+    folder = tmp_path / "credentials"
+    subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES),
+                    "--out", str(folder)], check=True, capture_output=True)
+    return folder
+
+
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_parties_on_separate_hosts(hosts):
+def test_parties_on_separate_hosts(hosts, deployment):
     tag, addresses = hosts
     assert addresses == [f"10.213.0.{i + 1}" for i in range(PARTIES + 1)]
     env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29500",
-                  "MPCDP_IFACE": "eth-mpcdp"}
+                  "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
     procs = []
     for rank in range(PARTIES + 1):
         env = dict(os.environ, RANK=str(rank), **env_common)
@@ -73,7 +83,7 @@ def test_parties_on_separate_hosts(hosts):
     assert outputs[PARTIES].strip() == ""  # the dealer prints nothing and sees no result
     exact = sum(local_vector(DIM, rank, SEED) for rank in range(PARTIES))
     for rank, result in enumerate(results):
-        assert result["rank"] == rank
+        assert result["rank"] == rank and result["links"] == "TLSv1.3"
         assert torch.equal(torch.tensor(result["local"], dtype=torch.float64), local_vector(DIM, rank, SEED))
         opened = torch.tensor(result["aggregate"], dtype=torch.float64)
         assert (opened - exact).abs().max().item() <= error_bound(PARTIES, 16)
@@ -101,7 +111,9 @@ def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
     from mpcdp.transport import costs
 
     tag, addresses = hosts
-    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29501"}
+    # plain links (knowingly): the byte-exact comparison with the declared costs is of the frames themselves
+    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29501",
+                  "MPCDP_INSECURE_LINKS": "1"}
     procs = []
     for rank in range(PARTIES + 1):
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
@@ -152,7 +164,7 @@ reproducible = true
 
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path):
+def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path, deployment):
     """`mpcdp party --job train` on four emulated hosts whose links are rate-limited (tc tbf, 50 Mbit/s) with
     5 ms injected one-way latency per round ends with the model of the same protocol run locally, bit for
     bit: without noise (STORM) and with seeded batches the secure sum is exact arithmetic in the ring."""
@@ -164,7 +176,8 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path):
     for rank in range(PARTIES + 1):
         subprocess.run(["ip", "netns", "exec", f"{tag}-h{rank}", "tc", "qdisc", "add", "dev", "eth-mpcdp", "root",
                         "tbf", "rate", "50mbit", "burst", "64kb", "latency", "1s"], check=True)
-    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29502"}
+    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29502",
+                  "MPCDP_CREDENTIALS": str(deployment)}
     procs = []
     for rank in range(PARTIES + 1):
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
@@ -187,3 +200,72 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path):
         assert report["rank"] == rank and report["bytes_per_party"] > 0
         assert report["model_sha256"] == local["model_sha256"]
         assert report["test_loss"] == local["test_loss"]
+
+
+def _aggregate_on_hosts(tag: str, addresses: list[str], env_by_rank: list[dict], port: int, timeout: int = 20):
+    procs = []
+    for rank in range(PARTIES + 1):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR=addresses[0],
+                   MASTER_PORT=str(port), **env_by_rank[rank])
+        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
+               "--iface", "eth-mpcdp", "--dim", str(DIM), "--seed", str(SEED), "--timeout", str(timeout)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        return [(proc.wait(timeout=timeout + 60), *proc.communicate()) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_a_process_without_the_deployments_credentials_cannot_join(hosts, deployment, tmp_path):
+    """Party 2's host holds a certificate for rank 2, but of another deployment: the others refuse its
+    connection, no share reaches it, and every process stops naming party 2. Plain links across hosts are
+    refused without `--insecure-links`."""
+    tag, addresses = hosts
+    other = tmp_path / "other"
+    subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES), "--out",
+                    str(other)], check=True, capture_output=True)
+    envs = [{"MPCDP_CREDENTIALS": str(deployment)} for _ in range(PARTIES + 1)]
+    envs[2] = {"MPCDP_CREDENTIALS": str(other)}
+    results = _aggregate_on_hosts(tag, addresses, envs, 29503)
+    for rank in range(PARTIES):
+        code, out, err = results[rank]
+        assert code != 0 and "aggregate" not in out, (rank, out, err[-2000:])
+        assert "party 2" in err or "party [2]" in err, (rank, err[-2000:])
+    assert "refused a connection from 10.213.0.3" in results[0][2] + results[1][2]
+    # without credentials and without --insecure-links, a cross-host party refuses to send plain TCP
+    plain = _aggregate_on_hosts(tag, addresses, [{} for _ in range(PARTIES + 1)], 29504)
+    for rank in range(PARTIES):
+        code, out, err = plain[rank]
+        assert code != 0 and "--insecure-links" in err and "must be authenticated" in err, (rank, err[-2000:])
+
+
+def _captured_aggregate(tag: str, addresses: list[str], env: dict, port: int, capture: pathlib.Path) -> bytes:
+    """Run the aggregation on the emulated hosts while party 1's host captures its link; the capture."""
+    sniffer = subprocess.Popen(["ip", "netns", "exec", f"{tag}-h1", sys.executable, str(ROOT / "tests" / "sniff.py"),
+                                "eth-mpcdp", str(capture)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert sniffer.stdout.readline().strip() == "capturing"
+        results = _aggregate_on_hosts(tag, addresses, [env] * (PARTIES + 1), port, timeout=60)
+        assert all(code == 0 for code, _, _ in results), [err[-1500:] for _, _, err in results]
+    finally:
+        sniffer.kill()
+        sniffer.wait()
+    return capture.read_bytes()
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_no_opened_value_crosses_the_wire_in_the_clear(hosts, deployment, tmp_path):
+    """A packet capture on party 1's link: over plain links (`--insecure-links`) the opened sum's ring words
+    are on the wire (so the capture can see them); over TLS they are not, nor any 8 consecutive bytes of them."""
+    tag, addresses = hosts
+    exact = sum(torch.round(local_vector(DIM, rank, SEED) * 2.0**16).to(torch.int64) for rank in range(PARTIES))
+    words = exact.numpy().astype("<i8").tobytes()
+    plain = _captured_aggregate(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29505, tmp_path / "plain.bin")
+    assert words in plain
+    sealed = _captured_aggregate(tag, addresses, {"MPCDP_CREDENTIALS": str(deployment)}, 29506, tmp_path / "tls.bin")
+    assert len(sealed) > len(words)
+    assert not any(words[i:i + 8] in sealed for i in range(0, len(words), 8))

@@ -87,3 +87,14 @@ def test_the_dealer_refuses_what_it_does_not_serve_naming_party_0(what, config_f
     # through the rendezvous store; a party 0 that stays connected is named at the timeout instead
     if what != "pickle":
         assert info.value.reports[1].blamed_party == 0, info.value.reports[1]
+
+
+def test_tls_links_give_the_same_openings_as_plain_ones(config_for, tmp_path, monkeypatch):
+    from mpcdp.jobs.aggregate import aggregate_party
+    from mpcdp.transport.credentials import make_deployment
+
+    plain = run_parties(aggregate_party, config_for(3), args=(40, 5))
+    monkeypatch.setenv("MPCDP_CREDENTIALS", str(make_deployment(tmp_path / "keys", 3)))
+    sealed = run_parties(aggregate_party, config_for(3), args=(40, 5))
+    assert [r["links"] for r in plain] == ["plain TCP"] * 3 and [r["links"] for r in sealed] == ["TLSv1.3"] * 3
+    assert [r["aggregate"] for r in sealed] == [r["aggregate"] for r in plain]

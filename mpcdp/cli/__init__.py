@@ -50,6 +50,7 @@ from mpcdp.cli.commands import (  # noqa: E402
     _cmd_collab,
     _cmd_compare,
     _cmd_cost,
+    _cmd_credentials,
     _cmd_decentralized,
     _cmd_noise,
     _cmd_party,
@@ -178,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
     party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
     party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
+    party.add_argument("--credentials", default=None,
+                       help="folder of this deployment's TLS credentials (`mpcdp credentials`): ca.pem and this "
+                            "rank's party-<rank>.pem and key; env MPCDP_CREDENTIALS")
+    party.add_argument("--insecure-links", action="store_true",
+                       help="allow plain TCP between parties on separate hosts (warns)")
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
     party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
@@ -193,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
     party.add_argument("--meter-iface", default=None,
                        help="for --job cost: also meter this network interface's frame counters")
     party.set_defaults(func=_cmd_party)
+
+    keys = sub.add_parser("credentials", help="key a deployment: a CA and a TLS certificate for each rank "
+                                              "(ranks 0..m-1 the parties, m the dealer)")
+    keys.add_argument("--parties", type=int, required=True, help="m, the number of data parties")
+    keys.add_argument("--out", required=True, help="folder to write ca.pem, ca-key.pem and party-<rank>[-key].pem")
+    keys.add_argument("--name", default="mpcdp deployment", help="the deployment's name (certificate organisation)")
+    keys.set_defaults(func=_cmd_credentials)
 
     cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
                                        "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")

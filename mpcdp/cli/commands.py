@@ -301,15 +301,25 @@ def _cmd_decentralized(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_credentials(ns: argparse.Namespace) -> int:
+    from mpcdp.transport.credentials import make_deployment
+
+    folder = make_deployment(ns.out, ns.parties, name=ns.name)
+    print(f"mpcdp: credentials for ranks 0..{ns.parties} (rank {ns.parties} = the dealer) in {folder}/. Give each "
+          f"host ca.pem and its own party-<rank>.pem and party-<rank>-key.pem; keep ca-key.pem on none of them.")
+    return 0
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
-    from mpcdp.runtime.endpoint import resolve, select_interface
+    from mpcdp.runtime.endpoint import resolve, select_interface, select_link_security
     from mpcdp.runtime.party import run_party
 
     from mpcdp.runtime.party import run_dealer
 
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous)
     select_interface(ns.iface)
+    select_link_security(ns.credentials, ns.insecure_links)
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
         if config.provider != "dealer":

@@ -45,6 +45,7 @@ def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
         "rounds": ctx.rounds,
         "openings": [(o.label, o.elements) for o in ctx.openings if o.kind != "public"],
         "wall_s": wall_s,
+        "links": ctx.links,
     }
 
 

@@ -39,6 +39,7 @@ from mpcdp.transport import costs, public
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.transport.wire import WireMeter
+from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.mesh import Mesh, local_address
 
 RING_BITS = 64
@@ -139,10 +140,12 @@ class MpcContext:
     # -- start of run ----------------------------------------------------------------------------
     @classmethod
     def join(cls, *, config: MpcConfig, job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
-             on_progress: Callable[[int, int], None] | None = None) -> "MpcContext":
+             on_progress: Callable[[int, int], None] | None = None, security: LinkSecurity | None = None,
+             insecure_links: bool = False) -> "MpcContext":
         """Handshake with the other parties (the CrypTen communicator must be started).
 
-        ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
+        ``on_step(n, label)`` is called whenever this party enters its n-th communication step. ``security``
+        and ``insecure_links``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
         """
         rank, world = adapter.rank(), adapter.world_size()
         if on_step is not None:
@@ -153,7 +156,8 @@ class MpcContext:
                 f"data parties", party=rank)
         mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
                               gather=adapter.all_gather_int64, timeout_s=config.timeout_s,
-                              delay_s=config.link_delay_ms / 1000.0)
+                              delay_s=config.link_delay_ms / 1000.0, security=security,
+                              insecure=insecure_links)
         description = json.loads(json.dumps({"config": config.to_dict(), "job": job}, default=repr))
         mine = {"fingerprint": fingerprint(description), "description": description}
         everyone = _gather_public(mesh, rank, mine, label="handshake")
@@ -185,6 +189,11 @@ class MpcContext:
         self.openings.append(Opening(label=label, elements=int(elements), recipients=tuple(recipients),
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
                                      values=kept))
+
+    @property
+    def links(self) -> str:
+        """How this party's links are protected: ``TLSv1.3`` (every link) or ``plain TCP``."""
+        return self._mesh.protection if self._mesh is not None else "none"
 
     def close(self, *, orderly: bool = True) -> None:
         """Close this party's links to the others: the run is over (``orderly``), or this party stops early."""

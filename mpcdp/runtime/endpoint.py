@@ -4,7 +4,9 @@ The environment follows torch.distributed / CrypTen conventions, so the same par
 launcher: ``RANK`` (0..m-1 for data parties, m for the dealer), ``WORLD_SIZE`` (the number m of *data*
 parties, CrypTen's convention), and ``RENDEZVOUS`` (``tcp://HOST:PORT``, ``file:///path`` or ``env://``)
 or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``). ``GLOO_SOCKET_IFNAME`` picks
-the network interface on multi-homed hosts (``--iface``). This module is the only place mpcdp reads them.
+the network interface on multi-homed hosts (``--iface``). ``MPCDP_CREDENTIALS`` names the folder of this
+deployment's TLS credentials (``--credentials``) and ``MPCDP_INSECURE_LINKS=1`` allows plain links across
+hosts (``--insecure-links``). This module is the only place mpcdp reads them.
 """
 
 from __future__ import annotations
@@ -57,3 +59,21 @@ def select_interface(iface: str | None) -> None:
     """Make gloo use ``iface`` for its connections (needed when the hostname resolves to loopback)."""
     if iface:
         os.environ["GLOO_SOCKET_IFNAME"] = iface
+
+
+def link_settings(rank: int, environ: Mapping[str, str] | None = None):
+    """(this rank's :class:`~mpcdp.transport.credentials.LinkSecurity` or None, whether plain links across
+    hosts are allowed), from ``MPCDP_CREDENTIALS`` and ``MPCDP_INSECURE_LINKS``."""
+    from mpcdp.transport.credentials import LinkSecurity
+
+    env = os.environ if environ is None else environ
+    folder = env.get("MPCDP_CREDENTIALS")
+    return (LinkSecurity(folder, rank) if folder else None), env.get("MPCDP_INSECURE_LINKS", "") == "1"
+
+
+def select_link_security(credentials: str | None, insecure_links: bool) -> None:
+    """Make this process and the party processes it starts use ``credentials`` / allow plain cross-host links."""
+    if credentials:
+        os.environ["MPCDP_CREDENTIALS"] = str(credentials)
+    if insecure_links:
+        os.environ["MPCDP_INSECURE_LINKS"] = "1"

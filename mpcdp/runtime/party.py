@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost
+from mpcdp.runtime.endpoint import link_settings
 from mpcdp.transport import losses
 
 
@@ -38,7 +39,9 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
                         link_delay_ms=config.link_delay_ms)
     ctx = None
     try:
-        ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress)
+        security, insecure = link_settings(rank)
+        ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress, security=security,
+                              insecure_links=insecure)
         value = fn(ctx, *args)
     except PeerLost as exc:  # a link closed, or a peer sent what the protocol does not expect (ProtocolViolation)
         _stop_on_loss(rank, exc.party, str(exc), exc, announce, ctx)

@@ -19,8 +19,11 @@ tensors travel as raw words, public metadata as JSON (:mod:`.public`).
 Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` naming it; a peer silent for
 ``timeout_s`` raises :class:`~mpcdp.errors.PeerTimeout` naming the parties still owed data.
 
-Security model: the links are not encrypted or authenticated (neither are gloo's); deploy on a private
-network or tunnel them. What travels is what the protocols open: uniformly masked shares and public values.
+Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by
+the deployment's CA, and a peer is the rank its certificate names. Without them, links are plain TCP,
+refused across hosts unless ``--insecure-links`` is given. What travels is what the protocols open:
+uniformly masked shares and public values. The dealer's and CrypTen's gloo links are plain TCP either way
+(README, "Threat model").
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ import selectors
 import socket
 import ssl
 import struct
+import sys
 import time
+import warnings
 from typing import Callable
 from urllib.parse import urlparse
 
 import torch
 
-from mpcdp.errors import PeerLost, PeerTimeout
+from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import costs, frames
+from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
 
 def local_address(rendezvous: str) -> str:
@@ -73,32 +79,74 @@ class Mesh:
 
     @classmethod
     def establish(cls, rank: int, parties: int, *, address: str, gather: Callable[[torch.Tensor], torch.Tensor],
-                  timeout_s: float, delay_s: float = 0.0) -> "Mesh":
+                  timeout_s: float, delay_s: float = 0.0, security: LinkSecurity | None = None,
+                  insecure: bool = False) -> "Mesh":
         """Connect to every other party. ``gather(vector)`` returns every party's fixed-size int64 vector,
-        stacked (a public all-gather): here each party's IPv4 address and port, two integers."""
+        stacked (a public all-gather): here each party's IPv4 address and port, two integers.
+
+        ``security``: this rank's TLS 1.3 credentials (:mod:`.credentials`); every link is then mutually
+        authenticated and encrypted, and a connection that does not present this deployment's certificate
+        for the rank it claims is refused (and reported on stderr) while the genuine party is awaited.
+        Without it, links are plain TCP: allowed on one host (loopback), and across hosts only with
+        ``insecure`` (``--insecure-links``), which warns.
+        """
+        if security is None and not is_loopback(address):
+            if not insecure:
+                raise ConfigError(
+                    f"party {rank} reaches the others over {address}, not loopback: links across hosts must be "
+                    f"authenticated. Give every party its credentials (`--credentials DIR`, made by `mpcdp "
+                    f"credentials`), or pass `--insecure-links` to send plain TCP knowingly.", party=rank)
+            warnings.warn(f"party {rank}: links across hosts are plain TCP (--insecure-links): anyone on the "
+                          f"network can read and alter what the parties open", InsecureSettingWarning, stacklevel=2)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((address, 0))
         listener.listen(parties)
-        listener.settimeout(timeout_s)
         mine = torch.tensor([int(ipaddress.IPv4Address(address)), listener.getsockname()[1]], dtype=torch.int64)
         endpoints = [(str(ipaddress.IPv4Address(int(ip))), int(port)) for ip, port in gather(mine).tolist()]
         links: dict[int, socket.socket] = {}
+        refused: list[str] = []
+        deadline = time.monotonic() + timeout_s
         try:
             for peer in range(rank):
                 link = socket.create_connection(tuple(endpoints[peer]), timeout=timeout_s)
+                if security is not None:
+                    try:
+                        link = security.client.wrap_socket(link, server_side=False)
+                    except (ssl.SSLError, OSError) as exc:
+                        raise ProtocolViolation(f"the TLS handshake with party {peer} failed (party {rank}'s "
+                                                f"link): {exc}", party=peer) from None
+                    if security.peer_rank(link) != peer:
+                        raise ProtocolViolation(f"the process at party {peer}'s address presented the "
+                                                f"certificate of {security.peer_rank(link)!r}", party=peer)
                 link.sendall(struct.pack("<i", rank))
                 links[peer] = link
-            for _ in range(parties - 1 - rank):
-                link, _ = listener.accept()
-                link.settimeout(timeout_s)
-                peer = struct.unpack("<i", _read_exactly(link, 4))[0]
-                if not rank < peer < parties or peer in links:
-                    raise PeerLost(f"unexpected connection announcing rank {peer}", party=None)
+            while len(links) < parties - 1:
+                listener.settimeout(max(0.001, deadline - time.monotonic()))
+                raw, origin = listener.accept()
+                raw.settimeout(max(0.001, deadline - time.monotonic()))
+                try:
+                    link = security.server.wrap_socket(raw, server_side=True) if security is not None else raw
+                    peer = struct.unpack("<i", _read_exactly(link, 4))[0]
+                    if not rank < peer < parties or peer in links:
+                        raise PeerLost(f"it announced rank {peer}", party=None)
+                    if security is not None and security.peer_rank(link) != peer:
+                        raise PeerLost(f"it announced rank {peer} with the certificate of "
+                                       f"{security.peer_rank(link)!r}", party=None)
+                except (ssl.SSLError, OSError, PeerLost) as exc:
+                    raw.close()
+                    if security is None:
+                        raise PeerLost(f"unexpected connection from {origin[0]}: {exc}", party=None) from None
+                    refused.append(f"{origin[0]} ({exc})")
+                    print(f"mpcdp party {rank}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
+                          flush=True)
+                    continue
                 links[peer] = link
         except socket.timeout as exc:
             missing = sorted(set(range(parties)) - {rank} - set(links))
+            note = f"; refused {len(refused)} connection(s) without this deployment's credentials: " \
+                   f"{'; '.join(refused)}" if refused else ""
             raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to party "
-                              f"{missing}", party=missing[0] if missing else None) from exc
+                              f"{missing}{note}", party=missing[0] if missing else None) from exc
         finally:
             listener.close()
         for link in links.values():
@@ -106,6 +154,11 @@ class Mesh:
             link.setblocking(False)
         costs.register_links({link.fileno() for link in links.values()})
         return cls(rank, parties, links, timeout_s=timeout_s, delay_s=delay_s)
+
+    @property
+    def protection(self) -> str:
+        versions = {link.version() if isinstance(link, ssl.SSLSocket) else "plain TCP" for link in self.links.values()}
+        return versions.pop() if len(versions) == 1 else "mixed: " + ", ".join(sorted(map(str, versions)))
 
     def close(self, *, orderly: bool = True) -> None:
         """Close every link. ``orderly``: the run ended here as planned, so each peer first gets an empty

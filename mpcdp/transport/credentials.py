@@ -1,0 +1,129 @@
+"""Who may join a run: a per-deployment certificate authority and one certificate per rank, and the TLS 1.3
+contexts built from them for mpcdp's links.
+
+A deployment is keyed once with :func:`make_deployment` (``mpcdp credentials --parties m --out DIR``, or
+``launch/make-credentials.sh``). That makes a CA, and for each rank 0..m (m is the dealer) a P-256 key and a
+certificate whose subject common name is ``mpcdp party <rank>`` and whose organisation is the deployment's
+name. Hand each host its own ``party-<rank>.pem``/``party-<rank>-key.pem`` and the CA's ``ca.pem``. Keep
+``ca-key.pem`` off every party's host: anyone who holds it can mint a certificate for any rank.
+
+On a link, both ends present their certificate (mutual TLS 1.3). Each end checks that the other's chains to
+the deployment's CA and that its common name is the rank it claims. A process without a certificate of
+this deployment cannot complete the handshake. One with another rank's certificate is refused, because it
+cannot claim a rank it holds no key for.
+
+Security model: authenticity and confidentiality of mpcdp's links against the network, given that the
+deployment CA's key is kept apart. TLS does not make a party honest: the protocols stay semi-honest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import pathlib
+import ssl
+
+from mpcdp.errors import ConfigError
+
+VALID_DAYS = 365
+
+
+def subject_name(rank: int) -> str:
+    return f"mpcdp party {rank}"
+
+
+def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpcdp deployment") -> pathlib.Path:
+    """Write a CA and the certificates of ranks 0..``parties`` (the last is the dealer's) into ``folder``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    if not (isinstance(parties, int) and not isinstance(parties, bool) and parties >= 2):
+        raise ConfigError(f"`parties` must be an integer >= 2. Found {parties!r}.")
+    out = pathlib.Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def named(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, name),
+                          x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def write_key(path: pathlib.Path, key) -> None:
+        path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+        path.chmod(0o600)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (x509.CertificateBuilder().subject_name(named("mpcdp deployment CA")).issuer_name(named("mpcdp deployment CA"))
+               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+               .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                            content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False, encipher_only=False,
+                                            decipher_only=False), critical=True)
+               .sign(ca_key, hashes.SHA256()))
+    (out / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    write_key(out / "ca-key.pem", ca_key)
+    for rank in range(parties + 1):
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder().subject_name(named(subject_name(rank))).issuer_name(ca_cert.subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=5))
+                .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
+                                                      x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        (out / f"party-{rank}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        write_key(out / f"party-{rank}-key.pem", key)
+    return out
+
+
+class LinkSecurity:
+    """TLS contexts of one rank: ``server`` for links it accepts, ``client`` for links it opens."""
+
+    def __init__(self, folder: str | os.PathLike, rank: int):
+        base = pathlib.Path(folder)
+        files = [base / "ca.pem", base / f"party-{rank}.pem", base / f"party-{rank}-key.pem"]
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise ConfigError(f"`credentials` {str(base)!r} lacks {missing} for rank {rank} (make them with "
+                              f"`mpcdp credentials`)")
+        self.rank = rank
+        self.server = self._context(ssl.PROTOCOL_TLS_SERVER, files)
+        self.client = self._context(ssl.PROTOCOL_TLS_CLIENT, files)
+
+    @staticmethod
+    def _context(protocol: int, files: list[pathlib.Path]) -> ssl.SSLContext:
+        context = ssl.SSLContext(protocol)
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        context.check_hostname = False  # identities are ranks, checked by check_peer
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=str(files[0]))
+        try:
+            context.load_cert_chain(str(files[1]), str(files[2]))
+        except (ssl.SSLError, ValueError) as exc:
+            raise ConfigError(f"`credentials`: {str(files[1])!r} and its key do not load: {exc}") from None
+        return context
+
+    @staticmethod
+    def peer_rank(link: ssl.SSLSocket) -> int | None:
+        """The rank the verified peer certificate names, or None."""
+        cert = link.getpeercert()
+        for field in (cert or {}).get("subject", ()):
+            for key, value in field:
+                if key == "commonName" and value.startswith("mpcdp party "):
+                    tail = value[len("mpcdp party "):]
+                    return int(tail) if tail.isdigit() else None
+        return None
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
