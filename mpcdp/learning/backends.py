@@ -247,5 +247,5 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
             "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds,
             "resumed_after": None if resumed is None else resumed["state"]["releases"] - 1,
-            "re_served": sorted(replay),
+            "re_served": sorted(replay), "link_wire_bytes": ctx.link_wire_bytes(), "links": ctx.links,
             "opened_releases": [o.label for o in ctx.openings if o.kind == "release"]}

@@ -190,6 +190,10 @@ class MpcContext:
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
                                      values=kept))
 
+    def link_wire_bytes(self) -> int:
+        """Bytes the kernel sent on this party's links to the others so far (TLS overhead included)."""
+        return self._mesh.wire_bytes_sent() if self._mesh is not None else 0
+
     @property
     def links(self) -> str:
         """How this party's links are protected: ``TLSv1.3`` (every link) or ``plain TCP``."""

@@ -43,7 +43,7 @@ from urllib.parse import urlparse
 import torch
 
 from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerLost, PeerTimeout, ProtocolViolation
-from mpcdp.transport import costs, frames
+from mpcdp.transport import costs, frames, wire
 from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
 
@@ -154,6 +154,11 @@ class Mesh:
             link.setblocking(False)
         costs.register_links({link.fileno() for link in links.values()})
         return cls(rank, parties, links, timeout_s=timeout_s, delay_s=delay_s)
+
+    def wire_bytes_sent(self) -> int:
+        """What the kernel has sent on these links so far (TCP payload: frames, plus TLS records and
+        handshakes where links are TLS)."""
+        return wire.tcp_bytes({link.fileno() for link in self.links.values()})[1]
 
     @property
     def protection(self) -> str:

@@ -1,0 +1,97 @@
+"""What TLS on mpcdp's links costs: bytes and time with and without it, measured in one run.
+
+    .venv/bin/python -m benchmarks.links [--repeats 2]
+
+Two workloads, each run plain and over TLS 1.3 (credentials from :func:`mpcdp.transport.credentials.make_deployment`),
+alternating so that machine drift hits both alike:
+
+* a9a DDP-SRM (`protocols/quickstart-a9a.toml`, secure): the in-MPC noise pre-sampling and online times,
+  and the bytes the kernel sent on the busiest party's links (frames plus TLS records and handshakes);
+* the MNIST-CNN cost harness (`mpcdp cost --model mnist-cnn`, dgauss noise for every layer): the same two
+  numbers per section (noise, release), summed over layers.
+
+Local processes on loopback; only mpcdp's links change (the dealer's gloo links are plain in both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+from benchmarks import recording
+from mpcdp.jobs.report import markdown_table
+from mpcdp.transport.credentials import make_deployment
+
+
+def _training(protocol: str) -> dict:
+    from mpcdp.jobs.train import plan_from, run_plan
+
+    report = run_plan(plan_from(protocol, backend="mpc"), curve=False)
+    return {"links": report["links"], "bytes": report["link_wire_bytes_per_party"],
+            "presample_s": report["presample_s"], "online_s": report["online_s"]}
+
+
+def _cost(model: str, parties: int) -> dict:
+    from mpcdp.config import MpcConfig
+    from mpcdp.jobs.cost import MODELS, cost_job, cost_party
+    from mpcdp.runtime.harness import run_job
+
+    config = MpcConfig(parties=parties, timeout_s=1800.0)
+    result = run_job(cost_party, config, args=(MODELS[model], "dgauss", 1.0), job=cost_job(model, "dgauss", 1.0))
+    out = {}
+    for section in ("noise", "release"):
+        out[f"{section}_bytes"] = max(sum(layer[section]["kernel_link_sent"] for layer in party)
+                                      for party in result.values)
+        out[f"{section}_s"] = max(sum(layer[section]["wall_s"] for layer in party) for party in result.values)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--protocol", default="protocols/quickstart-a9a.toml")
+    parser.add_argument("--model", default="mnist-cnn")
+    parser.add_argument("--out", default="benchmarks/results/links")
+    ns = parser.parse_args(argv)
+    command = ("python -m benchmarks.links " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
+    keys = tempfile.mkdtemp(prefix="mpcdp-links-")
+    make_deployment(keys, 3)
+    runs: dict[str, list[dict]] = {"plain": [], "tls": []}
+    for _ in range(ns.repeats):
+        for mode in ("plain", "tls"):
+            if mode == "tls":
+                os.environ["MPCDP_CREDENTIALS"] = keys
+            else:
+                os.environ.pop("MPCDP_CREDENTIALS", None)
+            runs[mode].append({"training": _training(ns.protocol), "cost": _cost(ns.model, 3)})
+    os.environ.pop("MPCDP_CREDENTIALS", None)
+
+    def med(mode: str, part: str, key: str) -> float:
+        return statistics.median(r[part][key] for r in runs[mode])
+
+    rows = []
+    for part, key, what in (("training", "bytes", "a9a DDP-SRM: bytes on the busiest party's links"),
+                            ("training", "presample_s", "a9a DDP-SRM: noise pre-sampling s"),
+                            ("training", "online_s", "a9a DDP-SRM: online s"),
+                            ("cost", "noise_bytes", f"{ns.model} cost, noise: bytes (busiest party)"),
+                            ("cost", "noise_s", f"{ns.model} cost, noise: s"),
+                            ("cost", "release_bytes", f"{ns.model} cost, release: bytes (busiest party)"),
+                            ("cost", "release_s", f"{ns.model} cost, release: s")):
+        plain, tls = med("plain", part, key), med("tls", part, key)
+        fmt = (lambda v: f"{v:,.0f}") if "bytes" in key else (lambda v: f"{v:.3f}")
+        rows.append([what, fmt(plain), fmt(tls), f"{tls / plain:.3f}"])
+    assert all(r["training"]["links"] == "TLSv1.3" for r in runs["tls"])
+    markdown = (f"# TLS 1.3 on mpcdp's links: cost against plain TCP\n\nCommand: `{command}`. Three parties and the "
+                f"dealer as local processes; median of {ns.repeats} alternating runs per mode. Bytes: what the kernel "
+                f"sent on mpcdp's links (frames, TLS records and handshakes); the dealer's gloo links are excluded "
+                f"and plain in both modes.\n\n"
+                + markdown_table(["measure", "plain", "TLS", "TLS ÷ plain"], rows))
+    recording.record(ns.out, markdown, {"command": command, "runs": runs, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
