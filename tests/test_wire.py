@@ -16,10 +16,10 @@ ROGUE, AT = 1, 2
 
 
 # With 3 parties the third (honest) party never reads the rogue's bytes itself: it must still stop, naming the rogue.
-@pytest.mark.parametrize("fault, parties", [("short", 2), ("long", 2), ("tag", 2), ("type", 2), ("garbage", 2),
+@pytest.mark.parametrize("fault, parties", [("short", 2), ("long", 2), ("tag", 2), ("garbage", 2),
                                             ("pickle", 3), ("replay", 3), ("json-pickle", 3)])
 def test_a_deviating_peer_stops_every_honest_party_naming_it(fault, parties, config_for, tmp_path):
-    timeout = 20.0 if fault == "short" else 60.0
+    timeout = 15.0 if fault == "short" else 60.0
     with pytest.raises(PartyFailed) as info:
         run_parties(deviate_on_the_wire, config_for(parties, timeout_s=timeout),
                     args=(ROGUE, fault, AT, str(tmp_path)))
@@ -51,6 +51,11 @@ def test_frame_checks_name_the_field_expected_and_found():
     with pytest.raises(ProtocolViolation, match=r"party 4 sent .* message number expected 7, found 6") as info:
         incoming.advance(16, me=0)
     assert info.value.party == 4
+    retyped = frames.Incoming(4, frames.INT64, "open x", into=memoryview(bytearray(16)))
+    retyped.window()[:16] = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.FLOAT64, 0,
+                                               frames.tag_of("open x"), 16)
+    with pytest.raises(ProtocolViolation, match="payload type expected int64, found float64"):
+        retyped.advance(16, me=0)
     good = frames.Incoming(4, frames.INT64, "open x", into=memoryview(bytearray(16)))
     good.expect(7)
     good.window()[:16] = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, 7, frames.tag_of("open x"), 16)
@@ -74,7 +79,7 @@ def test_public_metadata_is_json_and_a_pickle_is_refused_unexecuted(tmp_path):
         public.encode({"f": os.getcwd})
 
 
-@pytest.mark.parametrize("what", ["pickle", "method", "operation"])
+@pytest.mark.parametrize("what", ["pickle", "operation"])
 def test_the_dealer_refuses_what_it_does_not_serve_naming_party_0(what, config_for, tmp_path):
     with pytest.raises(PartyFailed) as info:
         run_parties(rogue_dealer_request, config_for(2, timeout_s=60.0), args=(what, str(tmp_path)))
@@ -98,3 +103,17 @@ def test_tls_links_give_the_same_openings_as_plain_ones(config_for, tmp_path, mo
     sealed = run_parties(aggregate_party, config_for(3), args=(40, 5))
     assert [r["links"] for r in plain] == ["plain TCP"] * 3 and [r["links"] for r in sealed] == ["TLSv1.3"] * 3
     assert [r["aggregate"] for r in sealed] == [r["aggregate"] for r in plain]
+
+
+def test_plain_links_across_hosts_are_refused_without_the_flag():
+    from mpcdp.errors import ConfigError
+    from mpcdp.transport.mesh import Mesh
+
+    def never(_):
+        raise AssertionError("no address may be published before the refusal")
+
+    with pytest.raises(ConfigError, match="must be authenticated.*--credentials DIR.*--insecure-links"):
+        Mesh.establish(1, 3, address="10.213.0.2", gather=never, timeout_s=1.0)
+    # with the flag it warns and goes on (to bind that address, which this machine does not have)
+    with pytest.warns(UserWarning, match="plain TCP"), pytest.raises((AssertionError, OSError)):
+        Mesh.establish(1, 3, address="10.213.0.2", gather=never, timeout_s=1.0, insecure=True)
