@@ -229,7 +229,7 @@ def test_a_process_without_the_deployments_credentials_cannot_join(hosts, deploy
                     str(other)], check=True, capture_output=True)
     envs = [{"MPCDP_CREDENTIALS": str(deployment)} for _ in range(PARTIES + 1)]
     envs[2] = {"MPCDP_CREDENTIALS": str(other)}
-    results = _aggregate_on_hosts(tag, addresses, envs, 29503, timeout=10)
+    results = _aggregate_on_hosts(tag, addresses, envs, 29503, timeout=6)
     for rank in range(PARTIES):
         code, out, err = results[rank]
         assert code != 0 and "aggregate" not in out, (rank, out, err[-2000:])
