@@ -82,8 +82,10 @@ def test_a_foreign_checkpoint_or_changed_data_is_refused_by_the_parties_before_a
 
 def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     protocol = tmp_path / "long.toml"
+    # 15 ms of emulated latency per round, so that the poll below sees release 13 before checkpoint 23
     protocol.write_text(pathlib.Path(SMOKE).read_text().replace("passes = 1.0", "passes = 2.5")
-                        .replace("batch = 30", "batch = 9").replace("batch0 = 60", "batch0 = 18"))
+                        .replace("batch = 30", "batch = 9").replace("batch0 = 60", "batch0 = 18")
+                        .replace("[mpc]", "[mpc]\nlink_delay_ms = 15.0"))
     folder = tmp_path / "ckpt"
     mpcdp = str(ROOT / ".venv" / "bin" / "mpcdp")
     first = subprocess.Popen([mpcdp, "train", str(protocol), "--checkpoint", str(folder), "--checkpoint-every", "12"],
