@@ -56,6 +56,12 @@ def tag_of(label: str) -> int:
     return zlib.crc32(label.encode("utf-8"))
 
 
+def header(code: int, number: int, label: str, length: int) -> bytes:
+    """The header of message ``number`` on a link: a payload of type ``code`` and ``length`` bytes at step
+    ``label``."""
+    return HEADER.pack(MAGIC, VERSION, code, number, tag_of(label), length)
+
+
 class Incoming:
     """One message expected from party ``peer``: a header first, then a payload written straight into
     ``into`` (a tensor's bytes, exact length), or into a new buffer of at most ``limit`` bytes (JSON)."""

@@ -173,8 +173,7 @@ class Mesh:
             if orderly:
                 try:
                     link.settimeout(1.0)
-                    link.sendall(frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.JSON, self._next_out[j],
-                                                    frames.tag_of("goodbye"), 0))
+                    link.sendall(frames.header(frames.JSON, self._next_out[j], "goodbye", 0))
                 except (OSError, ssl.SSLError):
                     pass  # the peer is already gone
             link.close()
@@ -209,10 +208,9 @@ class Mesh:
     def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str) -> None:
         if self.delay_s and out:
             time.sleep(self.delay_s)
-        tag = frames.tag_of(label)
         pending: dict[int, list[memoryview]] = {}
         for j, (code, payload) in out.items():
-            header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, code, self._next_out[j], tag, len(payload))
+            header = frames.header(code, self._next_out[j], label, len(payload))
             self._next_out[j] += 1
             # a small message leaves in one write (one packet, as without a frame); a large one in two
             pending[j] = [memoryview(header + payload)] if len(payload) <= _JOIN_BYTES \
