@@ -1,18 +1,19 @@
 """The adapter to CrypTen: the one package of mpcdp that touches CrypTen, split by job.
 
 Everything CrypTen keeps in globals (the ``cfg`` singleton, the communicator behind ``comm.get()``, the
-``crypten.generators`` PRNG table, the tuple provider chosen by a config string) is touched here and nowhere
-else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
+``crypten.generators`` PRNG table, the dealer client behind ``TTPClient.get()``, the tuple provider chosen by
+a config string) is touched here and nowhere else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
 inside :class:`mpcdp.mpc.shared.Shared`.
 
 * :mod:`.compat`: making CrypTen 0.4.1 import on torch 2.13, and the only ``import crypten`` of mpcdp;
-* :mod:`.group`: who this party is, and the data parties' group;
+* :mod:`.communicator`: CrypTen's communicator over mpcdp's links (no gloo process group exists);
+* :mod:`.group`: who this party is;
 * :mod:`.session`: a data party joining and leaving, and the CrypTen protocols mpcdp calls directly;
-* :mod:`.dealer`: the dealer process;
+* :mod:`.dealer`: the dealer process; :mod:`.dealer_link`: the wire protocol between it and the parties;
 * :mod:`.material`: each kind of correlated randomness, its dealer side and its party side together;
 * :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
-* :mod:`.objects`: CrypTen's object messages as JSON instead of pickle, and the dealer's allow-list.
+* :mod:`.objects`: the dealer's allow-list.
 
 Security model of the providers (README, "Threat model"):
 
@@ -27,11 +28,10 @@ To extend: a new kind of dealer material is one class in :mod:`.material` (``ser
 ``KINDS``; nothing else changes.
 """
 
-from mpcdp.adapter import keyed, metering, objects
-from mpcdp.adapter.compat import PROVIDERS, Communicator, install_torch_compat  # noqa: F401
+from mpcdp.adapter import keyed, metering
+from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
-from mpcdp.adapter.group import (  # noqa: F401
-    all_gather_int64, main_group, rank, rendezvous, world_size)
+from mpcdp.adapter.group import rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import keyed_words, unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)
@@ -41,7 +41,6 @@ from mpcdp.adapter.session import (  # noqa: F401
 
 metering.install()
 keyed.install()
-objects.install(Communicator)
 
 dealer_word_bits = WordBits.fetch
 dealer_masked_bits = MaskedBits.fetch

@@ -8,19 +8,15 @@ here.
   old name as an alias in ``sys.modules`` before ``import crypten``. Every entry point, including processes
   started with the ``spawn`` method (which re-import everything), reaches CrypTen through this module and so
   through the alias.
-* CrypTen's communicator passes no timeout to ``torch.distributed``; the default is 30 minutes.
-  :func:`configure` installs the per-party timeout of :class:`mpcdp.config.MpcConfig` as torch's default
-  process-group timeout before the communicator starts, so a silent peer cannot stall a party for longer.
+* CrypTen's own communicator (gloo) and its dealer server are never started: mpcdp runs CrypTen's
+  protocols over its own links (:mod:`.communicator`, :mod:`.dealer_link`).
 """
 
 from __future__ import annotations
 
-import datetime
 import importlib
-import os
 import sys
 
-import torch.distributed as dist
 
 _LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
 _CURRENT_ONNX_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
@@ -52,7 +48,6 @@ try:
     import crypten.mpc.primitives.binary as binary  # noqa: E402
     from crypten.mpc.provider import tfp_provider  # noqa: E402
     from crypten.mpc.provider import ttp_provider  # noqa: E402
-    from crypten.communicator.distributed_communicator import DistributedCommunicator as Communicator  # noqa
 except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broken install
     if e.name == "crypten":
         raise ImportError(
@@ -65,20 +60,9 @@ PROVIDERS = {"dealer": "TTP", "tfp": "TFP"}
 
 
 def configure(provider: str, precision_bits: int, timeout_s: float) -> None:
-    """CrypTen's global configuration for this process, and torch's default process-group timeout."""
+    """CrypTen's global configuration for this process."""
     if provider not in PROVIDERS:
         raise ValueError(f"`provider` must be one of {sorted(PROVIDERS)}. Found {provider!r}.")
     cfg.mpc.provider = PROVIDERS[provider]
     cfg.encoder.precision_bits = int(precision_bits)
     cfg.communicator.verbose = False
-    # torch.distributed looks this module global up when a process group is created.
-    dist.distributed_c10d.default_pg_timeout = datetime.timedelta(seconds=float(timeout_s))
-
-
-def set_endpoint(rank: int, parties: int, rendezvous: str) -> None:
-    """The environment CrypTen's DistributedCommunicator reads; without RENDEZVOUS every process would invent
-    its own random file path and all of them would hang."""
-    os.environ["DISTRIBUTED_BACKEND"] = "gloo"
-    os.environ["RENDEZVOUS"] = rendezvous
-    os.environ["WORLD_SIZE"] = str(parties)
-    os.environ["RANK"] = str(rank)

@@ -1,5 +1,5 @@
-"""The dealer process: CrypTen's TTP server (rank m, never a data party) extended with every kind of
-:mod:`.material`, keyed generators, and a byte meter per request.
+"""The dealer process: CrypTen's TTP material (its methods, not its server loop) extended with every kind of
+:mod:`.material`, on keyed generators, served over mpcdp's links (:mod:`.dealer_link`).
 
 Security model: the dealer generates all correlated randomness and hands each party its share. It never
 receives an opened value or an input share; security rests on it not colluding with any data party (with
@@ -8,79 +8,55 @@ one, it recovers every value that was multiplied; README, "Threat model").
 
 from __future__ import annotations
 
-from mpcdp.adapter import keyed, objects
-from mpcdp.adapter.compat import comm, configure, set_endpoint, ttp_provider
+import torch
+
+from mpcdp.adapter import dealer_link, objects
+from mpcdp.adapter.compat import configure, ttp_provider
 from mpcdp.adapter.material import KINDS
-from mpcdp.transport.wire import tcp_bytes
+from mpcdp.errors import PeerLost, ProtocolViolation
+from mpcdp.transport import losses, rendezvous
+from mpcdp.transport.credentials import LinkSecurity
+from mpcdp.transport.mesh import Mesh, local_address
 
 
 class Dealer(ttp_provider.TTPServer):
-    """CrypTen's TTP server plus the material of :data:`~.material.KINDS`, each served under the name of its
-    class. ``request_bytes`` gets the bytes the dealer wrote for each request (its last message for a
-    request is the broadcast of the result, so the counter is read right after it)."""
+    """CrypTen's TTP material methods plus the material of :data:`~.material.KINDS`, each served under the
+    name of its class, drawing from one keyed generator per party (never started as CrypTen's server)."""
 
-    request_bytes: list[int]
-
-    def _setup_generators(self):
-        super()._setup_generators()
-        keyed.key_dealer_generators(self)
-        self.terminated = False
-        receive = comm.get().recv_obj
-
-        def watched_receive(*args, **kwargs):
-            message = receive(*args, **kwargs)
-            objects.check_request(message, ALLOWED)
-            if isinstance(message, str) and message == "terminate":
-                self.terminated = True
-            return message
-
-        comm.get().recv_obj = watched_receive
-        communicator = comm.get()
-        original = communicator.broadcast
-        sent = [tcp_bytes()[1]]
-
-        def metered_broadcast(*args, **kwargs):
-            result = original(*args, **kwargs)
-            now = tcp_bytes()[1]
-            self.request_bytes.append(now - sent[0])
-            sent[0] = now
-            return result
-
-        communicator.broadcast = metered_broadcast
+    def __init__(self, parties: int):  # noqa: D107 - CrypTen's __init__ would join a gloo group; not called
+        self.device = "cpu"
+        self.generators = [torch.Generator(device="cpu") for _ in range(parties)]
+        self.generators_cuda = [None] * parties
 
 
 ALLOWED = objects.CRYPTEN_KINDS + tuple(kind.request_name() for kind in KINDS)
 
-for _kind in KINDS:  # CrypTen's server looks a request up by name: serve each kind under its class's name
+for _kind in KINDS:  # a request names its kind: serve each kind under its class's name
     setattr(Dealer, _kind.request_name(), lambda self, *args, _serve=_kind.serve: _serve(self, *args))
 
 
-def run_dealer(*, parties: int, rendezvous: str, precision_bits: int, timeout_s: float) -> list[int]:
+def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeout_s: float,
+               security: LinkSecurity | None = None, insecure: bool = False) -> list[int]:
     """Run the dealer (rank ``parties``) until party 0 says ``terminate``; return the bytes it wrote to the
-    network for each request, in order (TCP payload, framing included).
+    network for each request, in order.
 
     Raises:
-        PartyLost: a link failed before ``terminate`` (CrypTen's server loop then returns quietly); names the
-            lost party (:mod:`mpcdp.transport.losses`).
+        PeerLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
+        ProtocolViolation: party 0 sent what the dealer does not serve, or a frame that is not the expected one.
     """
     configure("dealer", precision_bits, timeout_s)
-    set_endpoint(parties, parties, rendezvous)
-    # The server's own `crypten.init()` joins the process group as rank `parties`.
-    dealer = Dealer.__new__(Dealer)
-    dealer.request_bytes = []
-    dealer.terminated = False
-    from mpcdp.errors import PartyLost, ProtocolViolation
-    from mpcdp.transport import losses
-
+    rank = parties
+    rendezvous.open_store(rendezvous_url, rank=rank, processes=parties + 1, timeout_s=timeout_s)
+    links = Mesh.establish(rank, parties + 1, address=local_address(rendezvous_url), timeout_s=timeout_s,
+                           security=security, insecure=insecure)
+    mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
-        dealer.__init__()
-    except ProtocolViolation as exc:  # party 0 sent what the dealer does not serve: name it to everyone
-        losses.resolve(-1, exc.party)
-        raise
-    if not dealer.terminated:
-        lost, by = losses.resolve(parties, None)
-        raise PartyLost(losses.message(lost, by, "the dealer", "its link to the parties failed before party 0 "
-                                                              "said `terminate`"), party=lost)
-    if comm.is_initialized():
-        comm.uninit()
-    return dealer.request_bytes
+        return dealer_link.serve(mesh, Dealer(parties), ALLOWED)
+    except PeerLost as exc:  # ProtocolViolation included: name the party to everyone, then stop
+        mesh.close(orderly=False)
+        lost, by = losses.resolve(-1, exc.party)
+        if isinstance(exc, ProtocolViolation) or lost == exc.party:
+            raise
+        raise PeerLost(losses.message(lost, by, "the dealer", str(exc)), party=lost) from exc
+    finally:
+        mesh.close()

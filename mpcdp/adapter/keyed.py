@@ -4,11 +4,11 @@ CrypTen draws every random ring element from ``torch.Generator`` objects: Mersen
 with 64 bits, namely the dealer's generator shared with each party (seeded by the dealer's default torch
 generator) and each party's ``prev``/``next``/``local``/``global`` generators (seeded from ``os.urandom``).
 MT19937 is not a cryptographic generator (its state follows from 624 outputs) and 64-bit seeds are below the
-128-bit margin. :func:`install` replaces all of them through CrypTen's own hooks: its two drawing functions
-in ``crypten.common.rng`` and the providers' generator set-up. Every such generator gets a 256-bit key from
-the OS CSPRNG (the dealer sends each party its key next to CrypTen's seed; parties exchange ``prev``/``next``
-keys and party 0 broadcasts the ``global`` key) and draws from a :class:`~mpcdp.randomness.KeyedStream`
-instead. :func:`unkeyed_draws` counts draws that still reached a Mersenne Twister (none on mpcdp's paths;
+128-bit margin. :func:`install` replaces both of CrypTen's drawing functions (``crypten.common.rng`` and
+the providers' copies). mpcdp creates the generators itself: every one gets a 256-bit key from the OS
+CSPRNG, sent on mpcdp's links (the dealer sends each party its key, :mod:`.dealer_link`; parties send the
+``prev``/``next`` keys and party 0 the ``global`` key, :func:`key_party_generators`), and draws from a
+:class:`~mpcdp.randomness.KeyedStream`. :func:`unkeyed_draws` counts draws that still reached a Mersenne Twister (none on mpcdp's paths;
 tested).
 
 Cost: one 32-byte key per dealer link, one round of 32-byte keys between neighbouring parties and one
@@ -18,11 +18,10 @@ broadcast of 32 bytes at start-up.
 from __future__ import annotations
 
 import torch
-import torch.distributed as dist
 
-from mpcdp.adapter import group
-from mpcdp.adapter.compat import arithmetic, binary, comm, crypten, rng, tfp_provider, ttp_provider
+from mpcdp.adapter.compat import arithmetic, binary, crypten, rng, tfp_provider, ttp_provider
 from mpcdp.randomness import KEY_BYTES, KeyedStream, secure_key
+from mpcdp.transport.mesh import Mesh
 
 _KEYED: dict[int, KeyedStream] = {}
 _unkeyed_draws = 0
@@ -75,59 +74,59 @@ def kbit(size, bitlength=None, generator=None, **kwargs):
     return stream.bits(int(torch.Size(shape).numel()), bitlength).reshape(shape)
 
 
-def _key_tensor(key: bytes) -> torch.Tensor:
+def key_tensor(key: bytes) -> torch.Tensor:
+    """A 32-byte key as 4 int64 words (how keys travel in frames)."""
     return torch.frombuffer(bytearray(key), dtype=torch.int64).clone()
 
 
-def _key_bytes(tensor: torch.Tensor) -> bytes:
+def key_bytes(tensor: torch.Tensor) -> bytes:
     return tensor.to(torch.int64).numpy().astype("<i8").tobytes()
 
 
+def register(generator: torch.Generator, key: bytes, domain: bytes) -> None:
+    """Make ``generator``'s draws come from the keyed stream of ``key`` in ``domain``."""
+    _KEYED[id(generator)] = KeyedStream(key, domain)
+
+
 def install() -> None:
-    """Route CrypTen's two drawing functions through keyed streams and key the dealer clients' generators
-    (idempotent)."""
+    """Route CrypTen's two drawing functions through keyed streams (idempotent)."""
     for module in (rng, ttp_provider, tfp_provider, arithmetic, binary):
         if hasattr(module, "generate_random_ring_element"):
             module.generate_random_ring_element = ring
         if hasattr(module, "generate_kbit_random_tensor"):
             module.generate_kbit_random_tensor = kbit
-    inner = ttp_provider.TTPClient._TTPClient__TTPClient
-    if getattr(inner._setup_generators, "_mpcdp_keyed", False):
-        return
-    crypten_setup = inner._setup_generators
-
-    def keyed_client_setup(self):
-        crypten_setup(self)  # CrypTen's 64-bit seed, kept so its protocol is unchanged
-        key = torch.empty(KEY_BYTES // 8, dtype=torch.int64)
-        dist.irecv(tensor=key, src=comm.get().get_ttp_rank(), group=self.ttp_group).wait()
-        _KEYED[id(self.generator)] = KeyedStream(_key_bytes(key), b"mpcdp/dealer")
-
-    keyed_client_setup._mpcdp_keyed = True
-    inner._setup_generators = keyed_client_setup
 
 
-def key_dealer_generators(dealer) -> None:
-    """Dealer side of the key set-up: a fresh 256-bit key per party, sent on the dealer's own link."""
-    keys = [secure_key() for _ in dealer.generators]
-    requests = [dist.isend(tensor=_key_tensor(key), dst=i, group=dealer.ttp_group) for i, key in enumerate(keys)]
-    for generator, key in zip(dealer.generators, keys):
-        _KEYED[id(generator)] = KeyedStream(key, b"mpcdp/dealer")
-    for request in requests:
-        request.wait()
-
-
-def key_party_generators() -> None:
-    """Re-key this party's ``prev``/``next``/``local``/``global`` generators (1 round: a 32-byte key to the
-    next party, one from the previous; party 0 broadcasts the global key)."""
-    me, parties = group.rank(), group.world_size()
+def key_party_generators(mesh: Mesh) -> None:
+    """Create this party's CrypTen ``prev``/``next``/``local``/``global`` generators and key them (1 round
+    on ``mesh``: a 32-byte key to the next party, one from the previous, and party 0's global key to all)."""
+    me, parties = mesh.rank, mesh.parties
     next_key, local_key = secure_key(), secure_key()
-    incoming = torch.empty(KEY_BYTES // 8, dtype=torch.int64)
-    group.exchange_pairwise({(me + 1) % parties: _key_tensor(next_key)}, {(me - 1) % parties: incoming})
-    global_key = _key_tensor(secure_key() if me == 0 else bytes(KEY_BYTES))
-    dist.broadcast(global_key, src=0, group=group.main_group())
-    keys = {"prev": _key_bytes(incoming), "next": next_key, "local": local_key, "global": _key_bytes(global_key)}
+    outgoing = {(me + 1) % parties: key_tensor(next_key)}
+    if me == 0:
+        global_key = secure_key()
+        for j in range(1, parties):
+            outgoing[j] = torch.cat([outgoing[j], key_tensor(global_key)]) if j in outgoing else key_tensor(global_key)
+    # one message per link: party 1 gets its prev key and the global key from party 0 in one frame
+    receives = {}
+    for j in range(parties):
+        if j == me:
+            continue
+        words = (KEY_BYTES // 8) * ((j == (me - 1) % parties) + (j == 0))
+        if words:
+            receives[j] = torch.empty(words, dtype=torch.int64)
+    mesh.exchange(outgoing, receives, label="party keys")
+    prev_words = receives[(me - 1) % parties]
+    prev_key = key_bytes(prev_words[:KEY_BYTES // 8])
+    if me == 0:
+        keys_global = global_key
+    else:
+        keys_global = key_bytes(receives[0][-(KEY_BYTES // 8):])
+    keys = {"prev": prev_key, "next": next_key, "local": local_key, "global": keys_global}
+    device = torch.device("cpu")
     for name, key in keys.items():
-        for generator in crypten.generators[name].values():
-            # prev of party i and next of party i − 1 hold the same key and must draw the same stream
-            domain = b"mpcdp/party-pair" if name in ("prev", "next") else b"mpcdp/party-" + name.encode()
-            _KEYED[id(generator)] = KeyedStream(key, domain)
+        generator = torch.Generator(device=device)
+        crypten.generators[name] = {device: generator}
+        # prev of party i and next of party i − 1 hold the same key and must draw the same stream
+        domain = b"mpcdp/party-pair" if name in ("prev", "next") else b"mpcdp/party-" + name.encode()
+        register(generator, key, domain)

@@ -1,11 +1,9 @@
-"""Counting CrypTen's own protocols and the dealer traffic like mpcdp's (:mod:`mpcdp.transport.costs`), and
-the emulated delay of a slow link on every dealer round trip.
+"""Counting CrypTen's own protocols like mpcdp's (:mod:`mpcdp.transport.costs`), and the emulated delay of
+a slow link on every dealer round trip.
 
-:func:`install` wraps CrypTen's tuple providers, its comparison and its communicator (once per process):
-* every request for correlated randomness is recorded with its kind and element count;
-* every gloo collective on the data parties' group is recorded as rounds (a ring all-reduce 2(m−1), a
-  broadcast, gather or reduce 1); traffic on other groups (party 0 and the dealer) is metered as dealer
-  traffic, in bytes from the kernel's TCP counters.
+:func:`install` wraps CrypTen's tuple providers and its comparison (once per process): every request for
+correlated randomness is recorded with its kind and element count. CrypTen's messages are counted where
+they move (:mod:`.communicator`: rounds and link bytes; :mod:`.dealer_link`: dealer requests and bytes).
 """
 
 from __future__ import annotations
@@ -14,9 +12,8 @@ import time
 
 import torch
 
-from mpcdp.adapter.compat import Communicator, MPCTensor, tfp_provider, ttp_provider
+from mpcdp.adapter.compat import MPCTensor, tfp_provider, ttp_provider
 from mpcdp.transport import costs
-from mpcdp.transport.wire import tcp_bytes
 
 _link_delay_s = 0.0
 _dealer_requests_made = 0
@@ -29,10 +26,15 @@ def set_link_delay(delay_ms: float) -> None:
     _link_delay_s = float(delay_ms) / 1000.0
 
 
-def _hop() -> None:
+def hop() -> None:
     """One message hop of an emulated slow link; a no-op on a real network."""
     if _link_delay_s:
         time.sleep(_link_delay_s)
+
+
+def count_dealer_request() -> None:
+    global _dealer_requests_made
+    _dealer_requests_made += 1
 
 
 def dealer_requests_made() -> int:
@@ -75,33 +77,3 @@ def install() -> None:
 
     counting_ltz._mpcdp_counted = True
     MPCTensor._ltz = counting_ltz
-
-    def counting_collective(name: str, rounds_of, group_at: int | None):
-        original = getattr(Communicator, name)
-
-        def wrapped(self, *args, **kwargs):
-            group = kwargs.get("group", args[group_at] if group_at is not None and len(args) > group_at else None)
-            if group is None or group is self.main_group:
-                costs.record_rounds(rounds_of(self.get_world_size()))
-            return original(self, *args, **kwargs)
-
-        setattr(Communicator, name, wrapped)
-
-    counting_collective("all_reduce", lambda m: 2 * (m - 1), None)
-    for name in ("broadcast", "gather", "reduce"):
-        counting_collective(name, lambda m: 1, 2)
-
-    inner = ttp_provider.TTPClient._TTPClient__TTPClient
-    original_request = inner.ttp_request
-
-    def metered_request(self, func_name, device, *args, **kwargs):
-        global _dealer_requests_made
-        _dealer_requests_made += 1
-        _hop()
-        before = tcp_bytes(exclude=costs.link_fds())[1]
-        result = original_request(self, func_name, device, *args, **kwargs)
-        costs.record_dealer_request(tcp_bytes(exclude=costs.link_fds())[1] - before)
-        _hop()
-        return result
-
-    inner.ttp_request = metered_request

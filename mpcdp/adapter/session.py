@@ -1,38 +1,68 @@
-"""A data party's life in a secure run: joining (CrypTen's communicator, the provider, re-keyed generators),
-the two CrypTen protocols mpcdp calls directly, and leaving."""
+"""A data party's life in a secure run: joining (the rendezvous, its links to every other process, CrypTen's
+communicator over them, keyed generators, the dealer link), the two CrypTen protocols mpcdp calls directly,
+and leaving."""
 
 from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import keyed, metering
-from mpcdp.adapter.compat import MPCTensor, cfg, comm, configure, crypten, set_endpoint
+from mpcdp.adapter import communicator, dealer_link, keyed, metering
+from mpcdp.adapter.compat import MPCTensor, cfg, configure, crypten
+from mpcdp.transport import rendezvous
+from mpcdp.transport.credentials import LinkSecurity
+from mpcdp.transport.mesh import Mesh, local_address
+
+_dealer: dealer_link.DealerClient | None = None
 
 
-def start_party(*, rank: int, parties: int, rendezvous: str, provider: str, precision_bits: int,
-                timeout_s: float, link_delay_ms: float = 0.0) -> None:
-    """Join the run as data party ``rank`` of ``parties`` (blocks until every process has joined).
+def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, precision_bits: int,
+                timeout_s: float, link_delay_ms: float = 0.0, security: LinkSecurity | None = None,
+                insecure: bool = False) -> Mesh:
+    """Join the run as data party ``rank`` of ``parties``; return the links to the other data parties.
 
-    ``link_delay_ms`` > 0 emulates a slow network (:func:`.metering.set_link_delay`).
+    Blocks until every process (the dealer too, for the ``dealer`` provider) has connected. ``security`` and
+    ``insecure``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
+    ``link_delay_ms`` > 0 emulates a slow network (once per round on the links, twice per dealer request).
     """
+    global _dealer
     metering.set_link_delay(link_delay_ms)
     configure(provider, precision_bits, timeout_s)
-    set_endpoint(rank, parties, rendezvous)
-    crypten.init()
-    keyed.key_party_generators()
+    dealer = parties if provider == "dealer" else None
+    processes = parties + (dealer is not None)
+    rendezvous.open_store(rendezvous_url, rank=rank, processes=processes, timeout_s=timeout_s)
+    links = Mesh.establish(rank, processes, address=local_address(rendezvous_url), timeout_s=timeout_s,
+                           security=security, insecure=insecure)
+    mesh = Mesh(rank, parties, {j: link for j, link in links.items() if j != dealer}, timeout_s=timeout_s,
+                delay_s=link_delay_ms / 1000.0, dealer=dealer)
+    communicator.install(communicator.MeshCommunicator(mesh))
+    keyed.key_party_generators(mesh)
+    if dealer is not None:
+        dealer_mesh = Mesh(rank, processes, {dealer: links[dealer]}, timeout_s=timeout_s, counted=False,
+                           dealer=dealer)
+        _dealer = dealer_link.DealerClient(dealer_mesh, dealer)
+        dealer_link.install_client(_dealer)
+    return mesh
 
 
-def stop_party() -> None:
-    """Leave the run (party 0 also tells the dealer to terminate)."""
-    if comm.is_initialized():
-        crypten.uninit()
+def stop_party(*, orderly: bool = True) -> None:
+    """Leave the run: party 0 tells the dealer to stop (``orderly``), and the dealer link closes."""
+    global _dealer
+    client, _dealer = _dealer, None
+    dealer_link.install_client(None)
+    communicator.uninstall()
+    if client is not None:
+        try:
+            if orderly and client.mesh.rank == 0:
+                client.terminate()
+        finally:
+            client.mesh.close(orderly=orderly)
 
 
 def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:
     """This party's share of x·y (element-wise) by CrypTen's Beaver protocol with the configured provider.
 
-    Cost: 1 round opening ε = x − a and δ = y − b (2n ring elements), then truncation by 2^bits — local
-    for 2 parties, CrypTen's wraps protocol (a dealer `wrap_rng` + 1 more opening) for more.
+    Cost: 1 opening of ε = x − a and δ = y − b (2n ring elements), then truncation by 2^bits — local
+    for 2 parties, CrypTen's wraps protocol (a dealer `wrap_rng` + 1 gather to party 0) for more.
     """
     x = MPCTensor.from_shares(share_x, precision=precision_bits)
     y = MPCTensor.from_shares(share_y, precision=precision_bits)

@@ -32,15 +32,13 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError
 from mpcdp.transport import costs, public
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.transport.wire import WireMeter
-from mpcdp.transport.credentials import LinkSecurity
-from mpcdp.transport.mesh import Mesh, local_address
+from mpcdp.transport.mesh import Mesh
 
 RING_BITS = 64
 
@@ -139,25 +137,21 @@ class MpcContext:
 
     # -- start of run ----------------------------------------------------------------------------
     @classmethod
-    def join(cls, *, config: MpcConfig, job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
-             on_progress: Callable[[int, int], None] | None = None, security: LinkSecurity | None = None,
-             insecure_links: bool = False) -> "MpcContext":
-        """Handshake with the other parties (the CrypTen communicator must be started).
+    def join(cls, *, config: MpcConfig, job: dict[str, Any], mesh: Mesh,
+             on_step: Callable[[int, str], None] | None = None,
+             on_progress: Callable[[int, int], None] | None = None) -> "MpcContext":
+        """Handshake with the other parties over ``mesh``, this party's links to them
+        (:func:`mpcdp.adapter.start_party` makes it).
 
-        ``on_step(n, label)`` is called whenever this party enters its n-th communication step. ``security``
-        and ``insecure_links``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
+        ``on_step(n, label)`` is called whenever this party enters its n-th communication step.
         """
-        rank, world = adapter.rank(), adapter.world_size()
+        rank, world = mesh.rank, mesh.parties
         if on_step is not None:
             on_step(0, "handshake")
         if world != config.parties:
             raise ConfigMismatchError(
                 f"`parties` is {config.parties} in this party's configuration but the network has {world} "
                 f"data parties", party=rank)
-        mesh = Mesh.establish(rank, world, address=local_address(adapter.rendezvous()),
-                              gather=adapter.all_gather_int64, timeout_s=config.timeout_s,
-                              delay_s=config.link_delay_ms / 1000.0, security=security,
-                              insecure=insecure_links)
         description = json.loads(json.dumps({"config": config.to_dict(), "job": job}, default=repr))
         mine = {"fingerprint": fingerprint(description), "description": description}
         everyone = _gather_public(mesh, rank, mine, label="handshake")

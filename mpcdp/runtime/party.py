@@ -1,8 +1,9 @@
 """What one process of a run does, whether the harness spawned it or a launcher on another host started it.
 
-A data party joins the network (CrypTen communicator over torch.distributed/gloo), runs the handshake
-(:meth:`mpcdp.mpc.context.MpcContext.join`), runs the job and leaves. The dealer joins as rank m and
-serves correlated randomness until party 0 tells it to stop.
+A data party joins the network (the rendezvous, then TLS or loopback links to every other process, with
+CrypTen's communicator running over them), runs the handshake (:meth:`mpcdp.mpc.context.MpcContext.join`),
+runs the job and leaves. The dealer joins as rank m and serves correlated randomness until party 0 tells it
+to stop.
 """
 
 from __future__ import annotations
@@ -34,18 +35,18 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     from mpcdp import adapter
     from mpcdp.mpc.context import MpcContext
 
-    adapter.start_party(rank=rank, parties=config.parties, rendezvous=rendezvous, provider=config.provider,
-                        precision_bits=config.precision_bits, timeout_s=config.timeout_s,
-                        link_delay_ms=config.link_delay_ms)
     ctx = None
     try:
         security, insecure = link_settings(rank)
-        ctx = MpcContext.join(config=config, job=job, on_step=on_step, on_progress=on_progress, security=security,
-                              insecure_links=insecure)
+        mesh = adapter.start_party(rank=rank, parties=config.parties, rendezvous_url=rendezvous,
+                                   provider=config.provider, precision_bits=config.precision_bits,
+                                   timeout_s=config.timeout_s, link_delay_ms=config.link_delay_ms,
+                                   security=security, insecure=insecure)
+        ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
     except PeerLost as exc:  # a link closed, or a peer sent what the protocol does not expect (ProtocolViolation)
         _stop_on_loss(rank, exc.party, str(exc), exc, announce, ctx)
-    except RuntimeError as exc:  # gloo (CrypTen's collectives, the dealer's link): the peer is not named
+    except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
         if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
         _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc,
@@ -53,14 +54,14 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     ctx.close()
     try:
         adapter.stop_party()  # party 0 tells the dealer to stop
-    except RuntimeError as exc:
+    except PeerLost as exc:
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
-                        party=None) from exc
+                        party=exc.party) from exc
     return value
 
 
 def _network_failure(exc: RuntimeError) -> bool:
-    """A transport error from gloo or torch.distributed's store (not a bug in the job's own code)."""
+    """A transport error from torch.distributed's store, the rendezvous (not a bug in the job's own code)."""
     text = str(exc)
     return (type(exc).__name__ in ("DistError", "DistNetworkError", "DistStoreError")
             or "gloo" in text or "Connection" in text or "connection" in text)
@@ -72,9 +73,12 @@ def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseExceptio
 
     The report goes into the store first; then this party's links close, so that the parties waiting on it
     notice at once and read the report while party 0 still hosts the store."""
+    from mpcdp import adapter
+
     lost, by = losses.resolve(rank, noticed)
     if ctx is not None:
         ctx.close(orderly=False)
+    adapter.stop_party(orderly=False)
     error = PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost)
     error.__cause__ = exc
     if announce is not None:
@@ -90,9 +94,11 @@ def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     from mpcdp.transport.wire import WireMeter
 
     meter = WireMeter()
+    security, insecure = link_settings(config.parties)
     with meter:
-        request_bytes = adapter.run_dealer(parties=config.parties, rendezvous=rendezvous,
-                                           precision_bits=config.precision_bits, timeout_s=config.timeout_s)
+        request_bytes = adapter.run_dealer(parties=config.parties, rendezvous_url=rendezvous,
+                                           precision_bits=config.precision_bits, timeout_s=config.timeout_s,
+                                           security=security, insecure=insecure)
     return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s, "request_bytes": request_bytes}
 
 

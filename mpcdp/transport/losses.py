@@ -3,7 +3,7 @@
 When a party dies, the others notice at different places: the one reading from its link sees it close, but a
 party blocked on a third party's link sees *that* party go away when it gives up — a cascade in which every
 process would blame its own neighbour. So the first process to notice a loss writes "party j, noticed by i"
-into the run's rendezvous key-value store (torch.distributed's TCPStore, hosted by party 0's process, which
+into the run's rendezvous key-value store (:mod:`.rendezvous`, hosted by party 0's process, which
 every process including the dealer already reaches), with compare-and-set so that only the first report
 counts; every process that stops on a network failure reads that key and names party j. If the store itself
 is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps the store up for
@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 import time
 
-import torch.distributed as dist
+from mpcdp.transport import rendezvous
 
 KEY = "mpcdp/lost"
 LINGER_S = 3.0
@@ -25,7 +25,9 @@ _READ_TIMEOUT_S = 2.0
 
 
 def _store():
-    store = dist.distributed_c10d._get_default_store()
+    store = rendezvous.current()
+    if store is None:
+        raise RuntimeError("no rendezvous joined")
     store.set_timeout(datetime.timedelta(seconds=_READ_TIMEOUT_S))
     return store
 

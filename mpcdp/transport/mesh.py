@@ -28,7 +28,6 @@ uniformly masked shares and public values. The dealer's and CrypTen's gloo links
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import selectors
 import socket
@@ -43,7 +42,7 @@ from urllib.parse import urlparse
 import torch
 
 from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerLost, PeerTimeout, ProtocolViolation
-from mpcdp.transport import costs, frames, wire
+from mpcdp.transport import costs, frames, rendezvous, wire
 from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
 
@@ -69,24 +68,35 @@ class Mesh:
     """This party's links to every other data party (rank → connected socket)."""
 
     def __init__(self, rank: int, parties: int, links: dict[int, socket.socket], *, timeout_s: float,
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, counted: bool = True, dealer: int | None = None):
         self.rank, self.parties, self.links = rank, parties, links
         self.timeout_s, self.delay_s = timeout_s, delay_s
+        self.counted = counted  # bytes go to the cost ledgers as link bytes (the dealer's link is metered apart)
+        self.dealer = dealer  # the dealer's rank, for naming it in errors
         self.bytes_sent = 0
         self.bytes_received = 0
         self._next_out = {j: 0 for j in links}
         self._next_in = {j: 0 for j in links}
+        if counted:
+            costs.register_links({link.fileno() for link in links.values()})
+
+    def name(self, j: int) -> str:
+        return "the dealer" if j == self.dealer else f"party {j}"
 
     @classmethod
-    def establish(cls, rank: int, parties: int, *, address: str, gather: Callable[[torch.Tensor], torch.Tensor],
-                  timeout_s: float, delay_s: float = 0.0, security: LinkSecurity | None = None,
-                  insecure: bool = False) -> "Mesh":
-        """Connect to every other party. ``gather(vector)`` returns every party's fixed-size int64 vector,
-        stacked (a public all-gather): here each party's IPv4 address and port, two integers.
+    def establish(cls, rank: int, processes: int, *, address: str, timeout_s: float,
+                  security: LinkSecurity | None = None, insecure: bool = False,
+                  locate: Callable[[int, tuple[str, int], list[int]], dict[int, tuple[str, int]]] | None = None,
+                  ) -> dict[int, socket.socket]:
+        """Connect this process to every other process of the run (ranks 0..``processes``−1; the dealer, if
+        any, is the last) and return the connected links by rank; :meth:`__init__` makes meshes of them.
+
+        ``locate(rank, (host, port), peers)`` publishes this process's listener and returns the peers'
+        (default: through the rendezvous store, :mod:`.rendezvous`).
 
         ``security``: this rank's TLS 1.3 credentials (:mod:`.credentials`); every link is then mutually
         authenticated and encrypted, and a connection that does not present this deployment's certificate
-        for the rank it claims is refused (and reported on stderr) while the genuine party is awaited.
+        for the rank it claims is refused (and reported on stderr) while the genuine process is awaited.
         Without it, links are plain TCP: allowed on one host (loopback), and across hosts only with
         ``insecure`` (``--insecure-links``), which warns.
         """
@@ -100,9 +110,9 @@ class Mesh:
                           f"network can read and alter what the parties open", InsecureSettingWarning, stacklevel=2)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((address, 0))
-        listener.listen(parties)
-        mine = torch.tensor([int(ipaddress.IPv4Address(address)), listener.getsockname()[1]], dtype=torch.int64)
-        endpoints = [(str(ipaddress.IPv4Address(int(ip))), int(port)) for ip, port in gather(mine).tolist()]
+        listener.listen(processes)
+        others = [j for j in range(processes) if j != rank]
+        endpoints = (locate or _locate_by_rendezvous(timeout_s, processes))(rank, (address, listener.getsockname()[1]), others)
         links: dict[int, socket.socket] = {}
         refused: list[str] = []
         deadline = time.monotonic() + timeout_s
@@ -113,21 +123,21 @@ class Mesh:
                     try:
                         link = security.client.wrap_socket(link, server_side=False)
                     except (ssl.SSLError, OSError) as exc:
-                        raise ProtocolViolation(f"the TLS handshake with party {peer} failed (party {rank}'s "
+                        raise ProtocolViolation(f"the TLS handshake with rank {peer} failed (rank {rank}'s "
                                                 f"link): {exc}", party=peer) from None
                     if security.peer_rank(link) != peer:
-                        raise ProtocolViolation(f"the process at party {peer}'s address presented the "
+                        raise ProtocolViolation(f"the process at rank {peer}'s address presented the "
                                                 f"certificate of {security.peer_rank(link)!r}", party=peer)
                 link.sendall(struct.pack("<i", rank))
                 links[peer] = link
-            while len(links) < parties - 1:
+            while len(links) < processes - 1:
                 listener.settimeout(max(0.001, deadline - time.monotonic()))
                 raw, origin = listener.accept()
                 raw.settimeout(max(0.001, deadline - time.monotonic()))
                 try:
                     link = security.server.wrap_socket(raw, server_side=True) if security is not None else raw
                     peer = struct.unpack("<i", _read_exactly(link, 4))[0]
-                    if not rank < peer < parties or peer in links:
+                    if not rank < peer < processes or peer in links:
                         raise PeerLost(f"it announced rank {peer}", party=None)
                     if security is not None and security.peer_rank(link) != peer:
                         raise PeerLost(f"it announced rank {peer} with the certificate of "
@@ -137,23 +147,26 @@ class Mesh:
                     if security is None:
                         raise PeerLost(f"unexpected connection from {origin[0]}: {exc}", party=None) from None
                     refused.append(f"{origin[0]} ({exc})")
-                    print(f"mpcdp party {rank}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
+                    print(f"mpcdp rank {rank}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
                           flush=True)
                     continue
                 links[peer] = link
         except socket.timeout as exc:
-            missing = sorted(set(range(parties)) - {rank} - set(links))
+            missing = sorted(set(others) - set(links))
             note = f"; refused {len(refused)} connection(s) without this deployment's credentials: " \
                    f"{'; '.join(refused)}" if refused else ""
-            raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to party "
+            raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to rank "
                               f"{missing}{note}", party=missing[0] if missing else None) from exc
+        except BaseException:
+            for link in links.values():
+                link.close()
+            raise
         finally:
             listener.close()
         for link in links.values():
             link.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             link.setblocking(False)
-        costs.register_links({link.fileno() for link in links.values()})
-        return cls(rank, parties, links, timeout_s=timeout_s, delay_s=delay_s)
+        return links
 
     def wire_bytes_sent(self) -> int:
         """What the kernel has sent on these links so far (TCP payload: frames, plus TLS records and
@@ -168,7 +181,8 @@ class Mesh:
     def close(self, *, orderly: bool = True) -> None:
         """Close every link. ``orderly``: the run ended here as planned, so each peer first gets an empty
         ``goodbye`` frame; a peer that sees a link close without one knows this party stopped early."""
-        costs.register_links(set())
+        if self.counted:
+            costs.register_links(set())
         for j, link in self.links.items():
             if orderly:
                 try:
@@ -197,12 +211,18 @@ class Mesh:
     def exchange_json(self, payload: bytes, *, label: str) -> dict[int, bytes]:
         """Send the same ``payload`` (UTF-8 JSON, at most :data:`~.frames.MAX_PUBLIC_BYTES`) to every other
         party and return theirs, undecoded (1 round; public metadata only)."""
-        if len(payload) > frames.MAX_PUBLIC_BYTES:
-            raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
-        view = memoryview(payload)
         others = [j for j in range(self.parties) if j != self.rank]
-        into = {j: frames.Incoming(j, frames.JSON, label, limit=frames.MAX_PUBLIC_BYTES) for j in others}
-        self._move({j: (frames.JSON, view) for j in others}, into, label)
+        return self.exchange_text({j: payload for j in others}, others, label=label)
+
+    def exchange_text(self, sends: dict[int, bytes], receives: list[int], *, label: str,
+                      limit: int = frames.MAX_PUBLIC_BYTES) -> dict[int, bytes]:
+        """Send ``sends[j]`` (UTF-8 JSON) to party j and receive one JSON message of at most ``limit`` bytes
+        from each party in ``receives``, at once; return those, undecoded (1 round; public values only)."""
+        for payload in sends.values():
+            if len(payload) > frames.MAX_PUBLIC_BYTES:
+                raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
+        into = {j: frames.Incoming(j, frames.JSON, label, limit=limit) for j in receives}
+        self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, label)
         return {j: bytes(incoming.payload) for j, incoming in into.items()}
 
     def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str) -> None:
@@ -246,8 +266,9 @@ class Mesh:
                 ready = selector.select(timeout=max(0.0, deadline - time.monotonic()))
                 if not ready:
                     owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
-                    raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for party {owed} "
-                                      f"(party {self.rank}'s link, step {label!r})", party=owed[0])
+                    raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for "
+                                      f"{', '.join(map(self.name, owed))} ({self.name(self.rank)}'s link, step "
+                                      f"{label!r})", party=owed[0])
                 for key, mask in ready:
                     j = key.data
                     link = key.fileobj
@@ -258,7 +279,7 @@ class Mesh:
                             while not into[j].done:
                                 n = link.recv_into(into[j].window())
                                 if n == 0:
-                                    raise PeerLost(f"connection closed by party {j} (party {self.rank}'s link)",
+                                    raise PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link)",
                                                    party=j)
                                 got[j] += n
                                 into[j].advance(n, me=self.rank)
@@ -269,12 +290,12 @@ class Mesh:
                         elif mask & selectors.EVENT_READ and j in watched:
                             watched.discard(j)  # the peer is ahead of us (its next message is here) or gone
                             if not socket.socket.recv(link, 1, socket.MSG_PEEK):
-                                raise PeerLost(f"connection closed by party {j} (party {self.rank}'s link, "
+                                raise PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link, "
                                                f"step {label!r})", party=j)
                     except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                         pass
                     except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as exc:
-                        raise PeerLost(f"link to party {j} failed (party {self.rank}'s link): {exc}",
+                        raise PeerLost(f"link to {self.name(j)} failed ({self.name(self.rank)}'s link): {exc}",
                                        party=j) from exc
                     remaining = events(j)
                     if remaining:
@@ -286,7 +307,8 @@ class Mesh:
             moved_out, moved_in = sum(sent.values()), sum(got.values())
             self.bytes_sent += moved_out
             self.bytes_received += moved_in
-            costs.record_link(moved_out, moved_in)
+            if self.counted:
+                costs.record_link(moved_out, moved_in)
 
     @staticmethod
     def _send_some(link: socket.socket, queue: list[memoryview]) -> int:
@@ -355,6 +377,14 @@ class Mesh:
         others = [j for j in range(self.parties) if j != self.rank]
         self.exchange({j: vector for j in others}, {j: out[j] for j in others}, label=label)
         return torch.stack(out), 1
+
+
+def _locate_by_rendezvous(timeout_s: float, processes: int):
+    def locate(rank: int, mine: tuple[str, int], peers: list[int]) -> dict[int, tuple[str, int]]:
+        rendezvous.publish_endpoint(rank, *mine, processes)
+        return rendezvous.endpoints(peers, processes=processes, timeout_s=timeout_s)
+
+    return locate
 
 
 def _buffered(link: socket.socket) -> bool:
