@@ -109,7 +109,7 @@ def markdown(val: dict, rows: list[dict], plain: list[dict], command: str) -> st
               "for one call drawing d samples; µs = slowest party's wall time of that call / d. Rounds "
               "(communication phases: 1 per opening for 2 parties, 2 for more) are counted at mpcdp's opening "
               "choke point; CrypTen's own Box–Muller does not pass through it (n/a here; `mpcdp cost --noise "
-              "boxmuller` counts its gloo rounds).",
+              "boxmuller` counts its rounds).",
               "",
               "| m | d | mode | parties B/sample | dealer B/sample | total B/sample | rounds | µs/sample |",
               "|---|---|---|---|---|---|---|---|"]

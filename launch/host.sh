@@ -5,7 +5,7 @@
 #   RANK         0..m-1 for a data party, m for the dealer
 #   WORLD_SIZE   m, the number of data parties
 #   MASTER_ADDR, MASTER_PORT   where rank 0 listens (or RENDEZVOUS=tcp://HOST:PORT)
-#   MPCDP_IFACE  optional: the network interface gloo should use (when the hostname resolves to loopback)
+#   MPCDP_IFACE  optional: the network interface to listen on (default: the one that routes to MASTER_ADDR)
 # Extra arguments go to `mpcdp party` (e.g. --dim 123 --timeout 120). Every process must get the same ones;
 # the parties compare configurations before any data moves.
 #

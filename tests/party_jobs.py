@@ -381,20 +381,33 @@ def rogue_dealer_request(ctx, what: str, log_dir: str):
     operation other than a Beaver product's, or a pickle."""
     import pickle
 
-    import torch.distributed as dist
-
-    from mpcdp.adapter.compat import comm, ttp_provider
+    from mpcdp.adapter.compat import ttp_provider
 
     if ctx.rank == 0:
         client = ttp_provider.TTPClient.get()
-        if what == "pickle":
+        if what == "pickle":  # a well-framed request whose payload is a pickle, not JSON
             raw = pickle.dumps(PickleBomb(os.path.join(log_dir, "executed")))
-            group, dealer = comm.get().ttp_group, comm.get().get_ttp_rank()
-            dist.isend(torch.tensor(len(raw), dtype=torch.int32), dst=dealer, group=group).wait()
-            dist.isend(torch.frombuffer(bytearray(raw), dtype=torch.int8), dst=dealer, group=group).wait()
+            client.mesh.exchange_text({client.dealer: raw}, [], label="dealer request")
             time.sleep(60)
         elif what == "method":
             client.ttp_request("_setup_generators", None)
         else:
             client.ttp_request("additive", None, (2,), (2,), "save")
     return sum_once(ctx, torch.ones(3))
+
+
+def every_message_on_mpcdp_links(ctx, n: int):
+    """A secure sum and a CrypTen multiplication (dealer material, CrypTen's all-reduce and, for 3 parties,
+    its wraps gather): what ran, how each link is protected, and whether torch.distributed has a group."""
+    import torch.distributed as dist
+
+    from mpcdp.adapter.compat import ttp_provider
+
+    local = torch.arange(n, dtype=torch.float64) * (ctx.rank + 1)
+    total = ctx.reveal(secure_sum(ctx, local), label="sum", reason="test")
+    x = torch.linspace(-2.0, 2.0, n, dtype=torch.float64)
+    sx = ctx.input_from(1, x if ctx.rank == 1 else None, (n,), field="x")
+    sy = ctx.input_from(2, x.flip(0) if ctx.rank == 2 else None, (n,), field="y")
+    product = ctx.reveal(multiply(ctx, sx, sy), label="product", reason="test")
+    return {"sum": total, "product": product, "links": ctx.links,
+            "dealer_link": ttp_provider.TTPClient.get().mesh.protection, "process_group": dist.is_initialized()}

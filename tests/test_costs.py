@@ -86,11 +86,11 @@ def test_measured_equals_declared(parties, config_for):
         _assert_bytes("secure_sum", declared, parties, rank, p["secure_sum"])
 
     # CrypTen's own multiplication is counted at its provider: 4 triples, and for > 2 parties 4 wraps
-    # truncations; ε and δ are opened by one gloo ring all-reduce (2(m−1) rounds), the wraps gathered at
-    # party 0 (1 round; 2 parties truncate locally)
+    # truncations; ε and δ are opened together by one all-reduce over mpcdp's links (an opening of 8
+    # elements), the wraps gathered at party 0 (1 round; 2 parties truncate locally)
     c = zero["crypten_mul"]
     assert c["ops"]["mul"] == 4 and c["ops"]["trunc"] == (0 if parties == 2 else 4)
-    assert c["rounds"] == 2 * (parties - 1) + (0 if parties == 2 else 1)
+    assert c["rounds"] == _rounds([8], parties) + (0 if parties == 2 else 1)
 
     # the sampler: operations, openings (in order), rounds, dealer requests and bytes as declared
     c, stats = zero["rou"], zero["rou"]["stats"]

@@ -10,7 +10,7 @@ import torch
 from mpcdp.errors import PartyFailed, ProtocolViolation
 from mpcdp.runtime.harness import run_parties
 from mpcdp.transport import frames, public
-from party_jobs import PickleBomb, deviate_on_the_wire, rogue_dealer_request
+from party_jobs import PickleBomb, deviate_on_the_wire, every_message_on_mpcdp_links, rogue_dealer_request
 
 ROGUE, AT = 1, 2
 
@@ -109,29 +109,29 @@ def test_the_dealer_refuses_what_it_does_not_serve_naming_party_0(what, config_f
         assert info.value.reports[1].blamed_party == 0, info.value.reports[1]
 
 
-def test_tls_links_give_the_exact_sum(config_for, tmp_path, monkeypatch):
-    from mpcdp.jobs.aggregate import aggregate_party
+def test_tls_carries_every_message_and_gives_exact_results(config_for, tmp_path, monkeypatch):
+    """With credentials every link is TLS 1.3, the dealer's included; CrypTen's protocols run over them with no
+    torch.distributed process group; the sum is exact and the product within fixed-point error."""
     from mpcdp.transport.credentials import make_deployment
 
-    from mpcdp.jobs.aggregate import error_bound, local_vector
-
     monkeypatch.setenv("MPCDP_CREDENTIALS", str(make_deployment(tmp_path / "keys", 3)))
-    sealed = run_parties(aggregate_party, config_for(3), args=(40, 5))
-    assert [r["links"] for r in sealed] == ["TLSv1.3"] * 3
-    exact = sum(local_vector(40, rank, 5) for rank in range(3))
+    sealed = run_parties(every_message_on_mpcdp_links, config_for(3), args=(6,))
+    assert [(r["links"], r["dealer_link"], r["process_group"]) for r in sealed] == [("TLSv1.3", "TLSv1.3", False)] * 3
+    x = torch.linspace(-2.0, 2.0, 6, dtype=torch.float64)
     for r in sealed:
-        assert (torch.tensor(r["aggregate"], dtype=torch.float64) - exact).abs().max().item() <= error_bound(3, 16)
+        assert torch.equal(r["sum"], torch.arange(6, dtype=torch.float64) * 6)
+        assert (r["product"] - x * x.flip(0)).abs().max().item() <= 4 * 2.0**-16
 
 
 def test_plain_links_across_hosts_are_refused_without_the_flag():
     from mpcdp.errors import ConfigError
     from mpcdp.transport.mesh import Mesh
 
-    def never(_):
+    def never(*_):
         raise AssertionError("no address may be published before the refusal")
 
     with pytest.raises(ConfigError, match="must be authenticated.*--credentials DIR.*--insecure-links"):
-        Mesh.establish(1, 3, address="10.213.0.2", gather=never, timeout_s=1.0)
+        Mesh.establish(1, 3, address="10.213.0.2", locate=never, timeout_s=1.0)
     # with the flag it warns and goes on (to bind that address, which this machine does not have)
     with pytest.warns(UserWarning, match="plain TCP"), pytest.raises((AssertionError, OSError)):
-        Mesh.establish(1, 3, address="10.213.0.2", gather=never, timeout_s=1.0, insecure=True)
+        Mesh.establish(1, 3, address="10.213.0.2", locate=never, timeout_s=1.0, insecure=True)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch.distributed import ReduceOp
 
-from mpcdp.adapter.compat import comm, crypten
+from mpcdp.adapter.compat import comm
 from mpcdp.transport import costs, public
 from mpcdp.transport.mesh import Mesh
 
@@ -202,6 +202,8 @@ class MeshCommunicator(comm.Communicator):
         if self.rank == src:
             self._round({j: self._flat(scatter_list[j]) for j in self._others()}, {}, "scatter")
             return scatter_list[src].clone()
+        if size is None:  # CrypTen's callers hand every party the list (its entries' sizes are public)
+            size = scatter_list[self.rank].size()
         received = torch.empty(size=size, dtype=torch.long)
         self._round({}, {src: received.view(-1)}, "scatter")
         return received
@@ -250,19 +252,27 @@ def current() -> MeshCommunicator:
 
 
 def _patch_crypten() -> None:
-    """Route ``crypten.communicator.get/is_initialized/uninit`` to :func:`current` (once per process)."""
+    """Route ``crypten.communicator.get/is_initialized/uninit`` to :func:`current` while an mpcdp run is
+    joined; CrypTen's own communicators (``crypten.init``, ``crypten.init_thread``) work as before otherwise
+    (once per process)."""
     if getattr(comm.get, "_mpcdp", False):
         return
+    crypten_get, crypten_is_initialized, crypten_uninit = comm.get, comm.is_initialized, comm.uninit
 
     def get():
-        return current()
+        return _installed if _installed is not None else crypten_get()
 
     def is_initialized() -> bool:
-        return _installed is not None
+        return _installed is not None or crypten_is_initialized()
+
+    def uninit():
+        if _installed is not None:
+            uninstall()
+        else:
+            crypten_uninit()
 
     get._mpcdp = True
-    comm.get, comm.is_initialized, comm.uninit = get, is_initialized, uninstall
-    crypten.is_initialized = is_initialized
+    comm.get, comm.is_initialized, comm.uninit = get, is_initialized, uninit
 
 
 _patch_crypten()

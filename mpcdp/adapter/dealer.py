@@ -13,7 +13,7 @@ import torch
 from mpcdp.adapter import dealer_link, objects
 from mpcdp.adapter.compat import configure, ttp_provider
 from mpcdp.adapter.material import KINDS
-from mpcdp.errors import PeerLost, ProtocolViolation
+from mpcdp.errors import PartyLost, PeerLost, ProtocolViolation
 from mpcdp.transport import losses, rendezvous
 from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.mesh import Mesh, local_address
@@ -36,27 +36,28 @@ for _kind in KINDS:  # a request names its kind: serve each kind under its class
 
 
 def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeout_s: float,
-               security: LinkSecurity | None = None, insecure: bool = False) -> list[int]:
+               security: LinkSecurity | None = None, insecure: bool = False, iface: str | None = None) -> list[int]:
     """Run the dealer (rank ``parties``) until party 0 says ``terminate``; return the bytes it wrote to the
     network for each request, in order.
 
     Raises:
-        PeerLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
+        PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
         ProtocolViolation: party 0 sent what the dealer does not serve, or a frame that is not the expected one.
     """
     configure("dealer", precision_bits, timeout_s)
     rank = parties
-    rendezvous.open_store(rendezvous_url, rank=rank, processes=parties + 1, timeout_s=timeout_s)
-    links = Mesh.establish(rank, parties + 1, address=local_address(rendezvous_url), timeout_s=timeout_s,
-                           security=security, insecure=insecure)
+    rendezvous.open_store(rendezvous_url, rank=rank, processes=parties + 1, timeout_s=timeout_s,
+                          security=security)
+    links = Mesh.establish(rank, parties + 1, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,
+                           security=security, insecure=insecure, dealer=rank)
     mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
         return dealer_link.serve(mesh, Dealer(parties), ALLOWED)
-    except PeerLost as exc:  # ProtocolViolation included: name the party to everyone, then stop
-        mesh.close(orderly=False)
+    except PeerLost as exc:  # ProtocolViolation included: name the party to everyone (first), then stop
         lost, by = losses.resolve(-1, exc.party)
-        if isinstance(exc, ProtocolViolation) or lost == exc.party:
+        mesh.close(orderly=False)
+        if isinstance(exc, ProtocolViolation):
             raise
-        raise PeerLost(losses.message(lost, by, "the dealer", str(exc)), party=lost) from exc
+        raise PartyLost(losses.message(lost, by, "the dealer", str(exc)), party=lost) from exc
     finally:
         mesh.close()

@@ -98,7 +98,9 @@ def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> list[int]:
     mesh.exchange({j: keyed.key_tensor(keys[j]) for j in parties}, {}, label=KEY_LABEL)
     request_bytes: list[int] = []
     while True:
-        raw = mesh.exchange_text({}, [0], label=REQUEST_LABEL, limit=objects.MAX_OBJECT_BYTES)[0]
+        # idle time between requests is the parties' own computation: no deadline here (a party that stops
+        # closes its link, which ends the wait)
+        raw = mesh.exchange_text({}, [0], label=REQUEST_LABEL, limit=objects.MAX_OBJECT_BYTES, patient=True)[0]
         message = public.decode(raw, peer=0, label=REQUEST_LABEL)
         objects.check_request(message, allowed)
         if message == "terminate":

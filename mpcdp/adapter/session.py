@@ -17,7 +17,7 @@ _dealer: dealer_link.DealerClient | None = None
 
 def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, precision_bits: int,
                 timeout_s: float, link_delay_ms: float = 0.0, security: LinkSecurity | None = None,
-                insecure: bool = False) -> Mesh:
+                insecure: bool = False, iface: str | None = None) -> Mesh:
     """Join the run as data party ``rank`` of ``parties``; return the links to the other data parties.
 
     Blocks until every process (the dealer too, for the ``dealer`` provider) has connected. ``security`` and
@@ -29,9 +29,10 @@ def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, 
     configure(provider, precision_bits, timeout_s)
     dealer = parties if provider == "dealer" else None
     processes = parties + (dealer is not None)
-    rendezvous.open_store(rendezvous_url, rank=rank, processes=processes, timeout_s=timeout_s)
-    links = Mesh.establish(rank, processes, address=local_address(rendezvous_url), timeout_s=timeout_s,
-                           security=security, insecure=insecure)
+    rendezvous.open_store(rendezvous_url, rank=rank, processes=processes, timeout_s=timeout_s,
+                          security=security)
+    links = Mesh.establish(rank, processes, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,
+                           security=security, insecure=insecure, dealer=dealer)
     mesh = Mesh(rank, parties, {j: link for j, link in links.items() if j != dealer}, timeout_s=timeout_s,
                 delay_s=link_delay_ms / 1000.0, dealer=dealer)
     communicator.install(communicator.MeshCommunicator(mesh))

@@ -178,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mpc_options(party, parties_required=False)
     party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
     party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
-    party.add_argument("--iface", default=None, help="network interface for gloo (GLOO_SOCKET_IFNAME)")
+    party.add_argument("--iface", default=None,
+                       help="network interface whose address the links listen on (env MPCDP_IFACE)")
     party.add_argument("--credentials", default=None,
                        help="folder of this deployment's TLS credentials (`mpcdp credentials`): ca.pem and this "
                             "rank's party-<rank>.pem and key; env MPCDP_CREDENTIALS")

@@ -6,8 +6,9 @@ a, b. Under the insecure ``tfp`` provider party 0 generates a and b and learns x
 
 Steps: 1. get shares of a triple (a, b, c = a·b) from the provider; 2. open ε and δ together; 3. each
 party computes its share of c + ε·b + δ·a (+ ε·δ at one party); 4. truncate by 2^bits.
-Declared cost: 1 gloo all-reduce (2(m−1) rounds), 2n ring elements opened (+ CrypTen's truncation: local for 2 parties, a dealer
-`wrap_rng` and one more opening of n elements for more parties); dealer: n triples.
+Declared cost: 1 opening of 2n ring elements over mpcdp's links (CrypTen's all-reduce,
+:mod:`mpcdp.adapter.communicator`: 1 round for 2 parties, 2 otherwise), + CrypTen's truncation: local for 2
+parties, a dealer `wrap_rng` and a gather of n elements at party 0 (1 round) for more; dealer: n triples.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The environment follows torch.distributed / CrypTen conventions, so the same party code runs under any
 launcher: ``RANK`` (0..m-1 for data parties, m for the dealer), ``WORLD_SIZE`` (the number m of *data*
 parties, CrypTen's convention), and ``RENDEZVOUS`` (``tcp://HOST:PORT``, ``file:///path`` or ``env://``)
-or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``). ``GLOO_SOCKET_IFNAME`` picks
-the network interface on multi-homed hosts (``--iface``). ``MPCDP_CREDENTIALS`` names the folder of this
+or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``). ``MPCDP_IFACE`` (or torch's
+``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links listen on, on multi-homed hosts
+(``--iface``); without it, the interface that routes to the rendezvous host. ``MPCDP_CREDENTIALS`` names the folder of this
 deployment's TLS credentials (``--credentials``) and ``MPCDP_INSECURE_LINKS=1`` allows plain links across
 hosts (``--insecure-links``). This module is the only place mpcdp reads them.
 """
@@ -56,19 +57,31 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
 
 
 def select_interface(iface: str | None) -> None:
-    """Make gloo use ``iface`` for its connections (needed when the hostname resolves to loopback)."""
+    """Make this process and the party processes it starts listen on ``iface``'s address."""
     if iface:
-        os.environ["GLOO_SOCKET_IFNAME"] = iface
+        os.environ["MPCDP_IFACE"] = iface
 
 
-def link_settings(rank: int, environ: Mapping[str, str] | None = None):
-    """(this rank's :class:`~mpcdp.transport.credentials.LinkSecurity` or None, whether plain links across
-    hosts are allowed), from ``MPCDP_CREDENTIALS`` and ``MPCDP_INSECURE_LINKS``."""
+@dataclasses.dataclass(frozen=True)
+class LinkSettings:
+    """How this process's links are made: its TLS credentials (or None), whether plain links across hosts
+    are allowed, and the interface to listen on (None: the one that routes to the rendezvous host)."""
+    security: object | None
+    insecure: bool
+    iface: str | None
+
+
+def link_settings(rank: int, environ: Mapping[str, str] | None = None) -> LinkSettings:
+    """This rank's :class:`LinkSettings`, from ``MPCDP_CREDENTIALS`` (a
+    :class:`~mpcdp.transport.credentials.LinkSecurity` is loaded), ``MPCDP_INSECURE_LINKS`` and
+    ``MPCDP_IFACE`` / ``GLOO_SOCKET_IFNAME``."""
     from mpcdp.transport.credentials import LinkSecurity
 
     env = os.environ if environ is None else environ
     folder = env.get("MPCDP_CREDENTIALS")
-    return (LinkSecurity(folder, rank) if folder else None), env.get("MPCDP_INSECURE_LINKS", "") == "1"
+    return LinkSettings(security=LinkSecurity(folder, rank) if folder else None,
+                        insecure=env.get("MPCDP_INSECURE_LINKS", "") == "1",
+                        iface=env.get("MPCDP_IFACE") or env.get("GLOO_SOCKET_IFNAME") or None)
 
 
 def select_link_security(credentials: str | None, insecure_links: bool) -> None:

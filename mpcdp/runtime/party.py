@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
-from mpcdp.errors import MpcdpError, PartyLost, PeerLost
+from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
 from mpcdp.runtime.endpoint import link_settings
 from mpcdp.transport import losses
 
@@ -37,15 +37,24 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     ctx = None
     try:
-        security, insecure = link_settings(rank)
+        links = link_settings(rank)
         mesh = adapter.start_party(rank=rank, parties=config.parties, rendezvous_url=rendezvous,
                                    provider=config.provider, precision_bits=config.precision_bits,
                                    timeout_s=config.timeout_s, link_delay_ms=config.link_delay_ms,
-                                   security=security, insecure=insecure)
+                                   security=links.security, insecure=links.insecure, iface=links.iface)
         ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
     except PeerLost as exc:  # a link closed, or a peer sent what the protocol does not expect (ProtocolViolation)
         _stop_on_loss(rank, exc.party, str(exc), exc, announce, ctx)
+    except PeerTimeout as exc:  # a peer owes data (or never joined): report it so the others name it too
+        losses.resolve(rank, exc.party)
+        if ctx is not None:
+            ctx.close(orderly=False)
+        adapter.stop_party(orderly=False)
+        if announce is not None:
+            announce(exc)
+        losses.linger(rank)
+        raise
     except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
         if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
@@ -94,11 +103,11 @@ def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     from mpcdp.transport.wire import WireMeter
 
     meter = WireMeter()
-    security, insecure = link_settings(config.parties)
+    links = link_settings(config.parties)
     with meter:
         request_bytes = adapter.run_dealer(parties=config.parties, rendezvous_url=rendezvous,
                                            precision_bits=config.precision_bits, timeout_s=config.timeout_s,
-                                           security=security, insecure=insecure)
+                                           security=links.security, insecure=links.insecure, iface=links.iface)
     return {"bytes_sent": meter.bytes_sent, "wall_s": meter.wall_s, "request_bytes": request_bytes}
 
 
@@ -130,7 +139,7 @@ def _flush_and_exit(results, code: int) -> None:
     results.join_thread()  # the message is in the pipe before the process is seen to exit
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)  # skip interpreter teardown: gloo threads of a failed run must not keep us alive
+    os._exit(code)  # skip interpreter teardown: the store's threads of a failed run must not keep us alive
 
 
 def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, board,

@@ -14,8 +14,8 @@ on another. An opening through party 0 is 2 phases (shares in, sum out); a direc
 parties is 1. A round costs one one-way network latency, whatever the number of messages in it.
 
 Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
-:mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's own links the shares in their frames,
-on CrypTen's gloo links with gloo's framing. Traffic with the dealer is kept apart: party 0 meters its
+:mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's links the shares in their frames
+(CrypTen's messages included). Traffic with the dealer is kept apart: party 0 meters its
 requests; the dealer meters what it sends per request.
 
 Kinds (elements are counted, not calls):
@@ -59,7 +59,7 @@ class Ledger:
         dealer_request_bytes: bytes party 0 wrote to the dealer.
         bytes_sent / bytes_received: TCP payload bytes of this process over the section (dealer traffic
             included; see :meth:`party_bytes_sent`): what mpcdp's links moved (counted where they move it)
-            plus the kernel's counts for every other TCP socket (CrypTen's gloo links, the dealer's).
+            plus the kernel's counts for every other TCP socket (the dealer's link, the rendezvous).
         link_sent / link_received: the part moved on mpcdp's links; kernel_link_sent: the kernel's count of
             bytes written to those links (equal to link_sent; kept as the check).
         wall_s: wall time of the section.
@@ -169,8 +169,8 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 # -- the declared transport -------------------------------------------------------------------------------
 
 # mpcdp's links (mpcdp.transport.mesh) carry each message in a frame: a 16-byte header (length, step tag, type,
-# message number) before the payload. (gloo, which CrypTen's protocols use, adds a 96-byte header per message
-# and a 48-byte receive notification.)
+# message number) before the payload. (gloo would add a 96-byte header per message and a 48-byte receive
+# notification.)
 STAR_MAX_BYTES = 1 << 16
 
 

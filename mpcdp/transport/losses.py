@@ -19,7 +19,7 @@ import time
 
 from mpcdp.transport import rendezvous
 
-KEY = "mpcdp/lost"
+KEY = rendezvous.LOST_KEY
 LINGER_S = 3.0
 _READ_TIMEOUT_S = 2.0
 

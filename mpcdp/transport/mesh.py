@@ -1,19 +1,23 @@
-"""Direct TCP links between the data parties: the transport of every mpcdp opening and public exchange.
+"""Direct TCP links between the processes of a run: the transport of every message — mpcdp's openings and
+public exchanges, CrypTen's protocols (:mod:`mpcdp.adapter.communicator`) and the dealer's keys and material
+(:mod:`mpcdp.adapter.dealer_link`). No gloo process group is formed.
 
-Why not gloo for these: mpcdp's protocols run in lockstep, so both ends of every message know its size,
+Why not gloo: mpcdp's protocols run in lockstep, so both ends of every message know its size,
 step and type in advance. Each message travels in a 16-byte frame header (:mod:`.frames`) that the receiver
 checks against that expectation before it reads the payload; a message that is not the expected one stops
 the run naming its sender (:class:`~mpcdp.errors.ProtocolViolation`). Gloo adds a 96-byte header per
 message and a 48-byte receive notification from the receiver, 14% on top of an a9a-sized opening. Here the
 bytes on the wire are the shares and their frames, counted at this one choke point (and checked against the kernel's TCP counters and
 an emulated host's link counters in tests/test_costs.py and benchmarks/cost_network.py). The emulated
-network delay of :class:`~mpcdp.config.MpcConfig` (``link_delay_ms``) is injected here, once per round.
-CrypTen's own protocols and the dealer keep using gloo.
+network delay of :class:`~mpcdp.config.MpcConfig` (``link_delay_ms``) is injected here, once per round. Gloo
+also cannot carry TLS.
 
 Set-up (once per run, before the configuration handshake, which then runs over these links; public
-metadata only): every party listens on the address through which it reaches the rendezvous host, the
-(IPv4 address, port) pairs are exchanged as two integers each, and party j connects to every party i < j,
-announcing its rank. Links are full-duplex with Nagle's algorithm off. No peer data is ever unpickled:
+metadata only): every process (data parties 0..m−1, the dealer m) listens on the address through which it
+reaches the rendezvous host (or ``--iface``'s), publishes it in the rendezvous store (:mod:`.rendezvous`),
+and process j connects to every process i < j, announcing its rank. :meth:`Mesh.establish` returns the
+links; a data party makes one :class:`Mesh` of its links to the other data parties (counted as link bytes)
+and one of its link to the dealer (metered as dealer traffic). Links are full-duplex with Nagle's algorithm off. No peer data is ever unpickled:
 tensors travel as raw words, public metadata as JSON (:mod:`.public`).
 
 Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` naming it; a peer silent for
@@ -22,8 +26,7 @@ Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` nam
 Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by
 the deployment's CA, and a peer is the rank its certificate names. Without them, links are plain TCP,
 refused across hosts unless ``--insecure-links`` is given. What travels is what the protocols open:
-uniformly masked shares and public values. The dealer's and CrypTen's gloo links are plain TCP either way
-(README, "Threat model").
+uniformly masked shares, public values, and the dealer's keys and material (README, "Threat model").
 """
 
 from __future__ import annotations
@@ -46,8 +49,11 @@ from mpcdp.transport import costs, frames, rendezvous, wire
 from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
 
-def local_address(rendezvous: str) -> str:
-    """The IP address this host uses to reach the rendezvous host (loopback for file:// rendezvous)."""
+def local_address(rendezvous: str, iface: str | None = None) -> str:
+    """The IPv4 address this process listens on: ``iface``'s, or else the one through which this host
+    reaches the rendezvous host (loopback for a file:// rendezvous)."""
+    if iface:
+        return interface_address(iface)
     parsed = urlparse(rendezvous)
     host = parsed.hostname if parsed.scheme == "tcp" else os.environ.get("MASTER_ADDR") if parsed.scheme == "env" \
         else None
@@ -59,6 +65,20 @@ def local_address(rendezvous: str) -> str:
         return probe.getsockname()[0]
     finally:
         probe.close()
+
+
+def interface_address(iface: str) -> str:
+    """The IPv4 address of network interface ``iface`` (Linux)."""
+    import fcntl
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", iface[:15].encode()))  # SIOCGIFADDR
+    except OSError as exc:
+        raise ConfigError(f"`iface` {iface!r} has no IPv4 address here ({exc.strerror})") from None
+    finally:
+        probe.close()
+    return socket.inet_ntoa(packed[20:24])
 
 
 _JOIN_BYTES = 1 << 16
@@ -81,18 +101,19 @@ class Mesh:
             costs.register_links({link.fileno() for link in links.values()})
 
     def name(self, j: int) -> str:
-        return "the dealer" if j == self.dealer else f"party {j}"
+        return rendezvous.who(j, self.dealer)
 
     @classmethod
     def establish(cls, rank: int, processes: int, *, address: str, timeout_s: float,
                   security: LinkSecurity | None = None, insecure: bool = False,
                   locate: Callable[[int, tuple[str, int], list[int]], dict[int, tuple[str, int]]] | None = None,
-                  ) -> dict[int, socket.socket]:
+                  dealer: int | None = None) -> dict[int, socket.socket]:
         """Connect this process to every other process of the run (ranks 0..``processes``−1; the dealer, if
         any, is the last) and return the connected links by rank; :meth:`__init__` makes meshes of them.
 
         ``locate(rank, (host, port), peers)`` publishes this process's listener and returns the peers'
-        (default: through the rendezvous store, :mod:`.rendezvous`).
+        (default: through the rendezvous store, :mod:`.rendezvous`). ``dealer``: the dealer's rank, if any
+        (for naming it in errors).
 
         ``security``: this rank's TLS 1.3 credentials (:mod:`.credentials`); every link is then mutually
         authenticated and encrypted, and a connection that does not present this deployment's certificate
@@ -108,11 +129,14 @@ class Mesh:
                     f"credentials`), or pass `--insecure-links` to send plain TCP knowingly.", party=rank)
             warnings.warn(f"party {rank}: links across hosts are plain TCP (--insecure-links): anyone on the "
                           f"network can read and alter what the parties open", InsecureSettingWarning, stacklevel=2)
+        def who(j: int) -> str:
+            return rendezvous.who(j, dealer)
+
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((address, 0))
         listener.listen(processes)
         others = [j for j in range(processes) if j != rank]
-        endpoints = (locate or _locate_by_rendezvous(timeout_s, processes))(rank, (address, listener.getsockname()[1]), others)
+        endpoints = (locate or _locate_by_rendezvous(timeout_s, processes, dealer))(rank, (address, listener.getsockname()[1]), others)
         links: dict[int, socket.socket] = {}
         refused: list[str] = []
         deadline = time.monotonic() + timeout_s
@@ -123,10 +147,10 @@ class Mesh:
                     try:
                         link = security.client.wrap_socket(link, server_side=False)
                     except (ssl.SSLError, OSError) as exc:
-                        raise ProtocolViolation(f"the TLS handshake with rank {peer} failed (rank {rank}'s "
+                        raise ProtocolViolation(f"the TLS handshake with {who(peer)} failed ({who(rank)}'s "
                                                 f"link): {exc}", party=peer) from None
                     if security.peer_rank(link) != peer:
-                        raise ProtocolViolation(f"the process at rank {peer}'s address presented the "
+                        raise ProtocolViolation(f"the process at {who(peer)}'s address presented the "
                                                 f"certificate of {security.peer_rank(link)!r}", party=peer)
                 link.sendall(struct.pack("<i", rank))
                 links[peer] = link
@@ -147,7 +171,7 @@ class Mesh:
                     if security is None:
                         raise PeerLost(f"unexpected connection from {origin[0]}: {exc}", party=None) from None
                     refused.append(f"{origin[0]} ({exc})")
-                    print(f"mpcdp rank {rank}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
+                    print(f"mpcdp {who(rank)}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
                           flush=True)
                     continue
                 links[peer] = link
@@ -155,8 +179,8 @@ class Mesh:
             missing = sorted(set(others) - set(links))
             note = f"; refused {len(refused)} connection(s) without this deployment's credentials: " \
                    f"{'; '.join(refused)}" if refused else ""
-            raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to rank "
-                              f"{missing}{note}", party=missing[0] if missing else None) from exc
+            raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to "
+                              f"{', '.join(map(who, missing))}{note}", party=missing[0] if missing else None) from exc
         except BaseException:
             for link in links.values():
                 link.close()
@@ -215,17 +239,21 @@ class Mesh:
         return self.exchange_text({j: payload for j in others}, others, label=label)
 
     def exchange_text(self, sends: dict[int, bytes], receives: list[int], *, label: str,
-                      limit: int = frames.MAX_PUBLIC_BYTES) -> dict[int, bytes]:
+                      limit: int = frames.MAX_PUBLIC_BYTES, patient: bool = False) -> dict[int, bytes]:
         """Send ``sends[j]`` (UTF-8 JSON) to party j and receive one JSON message of at most ``limit`` bytes
-        from each party in ``receives``, at once; return those, undecoded (1 round; public values only)."""
+        from each party in ``receives``, at once; return those, undecoded (1 round; public values only).
+        ``patient``: no deadline (see :meth:`_move`)."""
         for payload in sends.values():
             if len(payload) > frames.MAX_PUBLIC_BYTES:
                 raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
         into = {j: frames.Incoming(j, frames.JSON, label, limit=limit) for j in receives}
-        self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, label)
+        self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, label, patient)
         return {j: bytes(incoming.payload) for j, incoming in into.items()}
 
-    def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str) -> None:
+    def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str,
+              patient: bool = False) -> None:
+        """Move one round's messages. ``patient``: wait for them without a deadline (a server waiting for its
+        next request); a link that closes still ends the wait."""
         if self.delay_s and out:
             time.sleep(self.delay_s)
         pending: dict[int, list[memoryview]] = {}
@@ -263,7 +291,7 @@ class Mesh:
                     selector.register(self.links[j], events(j), j)
             deadline = time.monotonic() + self.timeout_s
             while working():
-                ready = selector.select(timeout=max(0.0, deadline - time.monotonic()))
+                ready = selector.select(timeout=None if patient else max(0.0, deadline - time.monotonic()))
                 if not ready:
                     owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
                     raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for "
@@ -379,10 +407,10 @@ class Mesh:
         return torch.stack(out), 1
 
 
-def _locate_by_rendezvous(timeout_s: float, processes: int):
+def _locate_by_rendezvous(timeout_s: float, processes: int, dealer: int | None):
     def locate(rank: int, mine: tuple[str, int], peers: list[int]) -> dict[int, tuple[str, int]]:
         rendezvous.publish_endpoint(rank, *mine, processes)
-        return rendezvous.endpoints(peers, processes=processes, timeout_s=timeout_s)
+        return rendezvous.endpoints(peers, processes=processes, timeout_s=timeout_s, dealer=dealer)
 
     return locate
 
