@@ -24,10 +24,10 @@ import torch
 from torch.distributed import ReduceOp
 
 from mpcdp.adapter.compat import comm
+from mpcdp.adapter.objects import MAX_OBJECT_BYTES
 from mpcdp.transport import costs, public
 from mpcdp.transport.mesh import Mesh
 
-MAX_OBJECT_BYTES = 1 << 20
 _DTYPES = (torch.int64, torch.float64)
 
 
