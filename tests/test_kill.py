@@ -126,10 +126,14 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
         # the progress bar has moved: the parties are releasing v_p
         _wait_for(lambda: re.search(r"\b[1-9]\d*/\d+ \[", launcher.text()) is not None, 90)
         time.sleep(delay)
+        # the launcher's children (its fork server, a resource tracker) and the fork server's: the parties and
+        # the dealer, forked in rank order
         children = _children(launcher.popen.pid)
+        server = [pid for pid in children if "forkserver" in open(f"/proc/{pid}/cmdline").read()]
+        assert len(server) == 1, children
+        children += _children(server[0])
         assert launcher.popen.poll() is None, "the run ended before the kill: make it longer"
-        # the harness starts the parties in rank order, then the dealer; skip a resource tracker if any
-        parties = sorted(pid for pid in children if "resource_tracker" not in open(f"/proc/{pid}/cmdline").read())
+        parties = sorted(_children(server[0]))
         os.kill(parties[victim], signal.SIGKILL)
         killed = time.monotonic()
         code = launcher.popen.wait(timeout=60)

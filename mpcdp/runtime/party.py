@@ -142,10 +142,20 @@ def _flush_and_exit(results, code: int) -> None:
     os._exit(code)  # skip interpreter teardown: the store's threads of a failed run must not keep us alive
 
 
+def _take_launcher_state(launcher: dict | None) -> None:
+    """Start from the launcher's environment and working directory of the moment it started this process
+    (a forked process would otherwise keep those of the fork server)."""
+    if launcher:
+        os.environ.clear()
+        os.environ.update(launcher["environ"])
+        os.chdir(launcher["cwd"])
+
+
 def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, board,
-                      log_path: str):
-    """Entry point of a spawned data-party process (see :mod:`mpcdp.runtime.harness`): steps and progress go
+                      log_path: str, launcher: dict | None = None):
+    """Entry point of a data-party process started by :mod:`mpcdp.runtime.harness`: steps and progress go
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
+    _take_launcher_state(launcher)
     _redirect_output(log_path)
     _share_the_cores(config.processes)
     plugins.load_from_environment()  # the registries' extensions the parent loaded (`mpcdp --plugin`)
@@ -180,8 +190,9 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     _flush_and_exit(results, 0)
 
 
-def run_dealer_process(config: MpcConfig, rendezvous: str, results, log_path: str):
-    """Entry point of the spawned dealer process."""
+def run_dealer_process(config: MpcConfig, rendezvous: str, results, log_path: str, launcher: dict | None = None):
+    """Entry point of the dealer process started by :mod:`mpcdp.runtime.harness`."""
+    _take_launcher_state(launcher)
     _redirect_output(log_path)
     rank = config.parties
     try:
