@@ -98,7 +98,11 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
             assert first.poll() is None, "the run ended before its first checkpoint"
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        parties = [int(p) for p in subprocess.run(["pgrep", "-P", str(first.pid)], capture_output=True,
+        # the parties and the dealer are forked, in rank order, by the launcher's fork server
+        server = subprocess.run(["pgrep", "-f", "-P", str(first.pid), "forkserver"], capture_output=True,
+                                text=True).stdout.split()
+        assert len(server) == 1, server
+        parties = [int(p) for p in subprocess.run(["pgrep", "-P", server[0]], capture_output=True,
                                                   text=True).stdout.split()]
         os.kill(sorted(parties)[1], signal.SIGKILL)
         assert first.wait(timeout=60) != 0
