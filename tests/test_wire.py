@@ -114,8 +114,14 @@ def test_tls_carries_every_message_and_gives_exact_results(config_for, tmp_path,
     torch.distributed process group; the sum is exact and the product within fixed-point error."""
     from mpcdp.transport.credentials import make_deployment
 
+    from mpcdp.runtime.harness import run_job
+
     monkeypatch.setenv("MPCDP_CREDENTIALS", str(make_deployment(tmp_path / "keys", 3)))
-    sealed = run_parties(every_message_on_mpcdp_links, config_for(3), args=(6,))
+    run = run_job(every_message_on_mpcdp_links, config_for(3), args=(6,))
+    sealed = run.values
+    # the dealer's report: what it sent for each request (a triple, then the wraps), and in all (its keys too)
+    assert len(run.dealer["request_bytes"]) == 2 and min(run.dealer["request_bytes"]) > 6 * 8
+    assert run.dealer["bytes_sent"] > sum(run.dealer["request_bytes"])
     assert [(r["links"], r["dealer_link"], r["process_group"]) for r in sealed] == [("TLSv1.3", "TLSv1.3", False)] * 3
     x = torch.linspace(-2.0, 2.0, 6, dtype=torch.float64)
     for r in sealed:

@@ -36,9 +36,10 @@ for _kind in KINDS:  # a request names its kind: serve each kind under its class
 
 
 def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeout_s: float,
-               security: LinkSecurity | None = None, insecure: bool = False, iface: str | None = None) -> list[int]:
+               security: LinkSecurity | None = None, insecure: bool = False,
+               iface: str | None = None) -> tuple[list[int], int]:
     """Run the dealer (rank ``parties``) until party 0 says ``terminate``; return the bytes it wrote to the
-    network for each request, in order.
+    network for each request, in order, and in all (its links' kernel counters, keys and TLS included).
 
     Raises:
         PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
@@ -52,7 +53,8 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
                            security=security, insecure=insecure, dealer=rank)
     mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
-        return dealer_link.serve(mesh, Dealer(parties), ALLOWED)
+        request_bytes = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
+        return request_bytes, mesh.wire_bytes_sent()
     except PeerLost as exc:  # ProtocolViolation included: name the party to everyone (first), then stop
         lost, by = losses.resolve(-1, exc.party)
         mesh.close(orderly=False)
