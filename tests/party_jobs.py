@@ -411,3 +411,13 @@ def every_message_on_mpcdp_links(ctx, n: int):
     product = ctx.reveal(multiply(ctx, sx, sy), label="product", reason="test")
     return {"sum": total, "product": product, "links": ctx.links,
             "dealer_link": ttp_provider.TTPClient.get().mesh.protection, "process_group": dist.is_initialized()}
+
+
+def first_secret_words(ctx):
+    """The first words this party's local generator and its dealer generator draw (secret in a real run)."""
+    from mpcdp.adapter import keyed
+    from mpcdp.adapter.compat import crypten, ttp_provider
+
+    local = keyed.ring((4,), generator=crypten.generators["local"][torch.device("cpu")])
+    dealer = keyed.ring((4,), generator=ttp_provider.TTPClient.get().get_generator())
+    return {"local": local.tolist(), "dealer": dealer.tolist(), "pid": os.getpid()}

@@ -132,3 +132,15 @@ def test_progress_reaches_the_launcher_and_ends_at_the_total(config_for):
     assert seen[-1] == (40, 40)
     assert all(total == 40 for _, total in seen) and [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert run.values[0] >= 80  # every step counted on the shared board path (handshake + opening per tick)
+
+
+def test_processes_forked_from_the_preloaded_server_draw_fresh_keys(config_for):
+    """Parties are forked from one fork server (its imports done once): every party of every run still draws
+    its own keys after the fork, so no two processes, in one run or across runs, share a secret stream."""
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import first_secret_words
+
+    runs = [run_parties(first_secret_words, config_for(3)) for _ in range(2)]
+    words = [tuple(r[kind]) for run in runs for r in run for kind in ("local", "dealer")]
+    assert len(set(words)) == len(words) == 12
+    assert len({r["pid"] for run in runs for r in run}) == 6

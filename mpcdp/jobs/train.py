@@ -244,6 +244,10 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                           f"Found `algorithm` {plan.algorithm!r}.")
     if resume and not checkpoint_dir:
         raise ConfigError("`resume` needs the checkpoint directory.")
+    if plan.backend == "mpc" and launch is None:
+        from mpcdp.runtime.harness import start_process_server
+
+        start_process_server()  # its imports overlap the data loading and calibration below
     data = load(plan.dataset)
     model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
     x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)

@@ -150,7 +150,7 @@ class RunResult:
     wall_s: float
 
 
-PRELOAD = ("mpcdp.adapter", "mpcdp.runtime.party", "mpcdp.mpc.context", "mpcdp.jobs.train")
+PRELOAD = ("mpcdp.adapter", "mpcdp.runtime.party", "mpcdp.mpc.context", "mpcdp.jobs.train", "torch._dynamo")
 
 
 def _process_context():
@@ -158,6 +158,15 @@ def _process_context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
+
+
+def start_process_server() -> None:
+    """Start the fork server now, so that its imports run while the launcher still prepares the job (loads
+    data, calibrates noise); the first run then forks at once. Idempotent."""
+    from multiprocessing import forkserver
+
+    _process_context()
+    forkserver.ensure_running()
 
 
 def run_parties(fn: Callable[..., Any], config: MpcConfig, **kwargs) -> list[Any]:
