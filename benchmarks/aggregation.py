@@ -11,7 +11,7 @@ For each number of parties m (separate processes + the dealer) and vector length
 * the floor: opening one d-element shared vector once with a bandwidth-optimal all-reduce, where inputting
   costs nothing (pairwise zero-sum masks): each party must send 2(m−1)/m · 8d bytes;
 * protocol rounds as counted by the context (metadata handshake + opening: 1 + 1 for 2 parties, 1 + 2 for
-  more — through party 0, or reduce-scatter + all-gather above 64 KiB);
+  more — through party 0, or reduce-scatter + all-gather once party 0 would relay more than 64 KiB);
 * wall time of the secure aggregation (median over repeats, slowest party) and, in the same run, of the
   plaintext-simulated equivalent (one process sums the m vectors with torch).
 """

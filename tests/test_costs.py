@@ -18,7 +18,12 @@ BIG = 10_000  # 80 KB: above the star threshold, so 3+ parties use reduce-scatte
 
 def test_opening_plans_and_their_bytes():
     assert costs.opening_plan(10, 2) == "direct" and costs.opening_plan(10**6, 2) == "direct"
-    assert costs.opening_plan(8192, 3) == "star" and costs.opening_plan(8193, 3) == "scatter"
+    # the star while party 0 relays at most 64 KiB ((m−1)·8d), the balanced plan above
+    assert costs.opening_plan(4096, 3) == "star" and costs.opening_plan(4097, 3) == "scatter"
+    assert costs.opening_plan(256, 33) == "star" and costs.opening_plan(257, 33) == "scatter"
+    for parties in (32, 64):  # d = 1,000: every party within 1.5× of the mean bytes
+        sent = [sum(costs.opening_bytes([1000], parties, r)) for r in range(parties)]
+        assert max(sent) <= 1.5 * sum(sent) / parties, (parties, max(sent), sum(sent) / parties)
     assert costs.chunk_sizes(10, 3) == [4, 3, 3]
     # star, 3 parties, 5 elements: party 0 receives two 40-byte shares and sends two sums back, each in a
     # frame with a 16-byte header

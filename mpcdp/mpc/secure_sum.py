@@ -19,7 +19,7 @@ Steps (every party j, in lockstep):
 
 Declared cost (:func:`declared_cost`): 1 metadata round (every party sends 2 int64 to every other), 0 bytes
 of shares, no dealer material. Opening the result afterwards (:meth:`~mpcdp.transport.mesh.Mesh.open_shares`)
-is 1 round between 2 parties (8d bytes each way); for more parties up to 64 KiB a star through party 0
+is 1 round between 2 parties (8d bytes each way); for more parties, while (m−1)·8d ≤ 64 KiB, a star through party 0
 (2 rounds; 8d bytes sent per party, (m−1)·8d by party 0), beyond it reduce-scatter + all-gather (2 rounds,
 ≈ 2(m−1)/m·8d bytes per party); plus a 16-byte frame header per message.
 Error of the opened aggregate: at most m·2^-(bits+1) per element (encoding only; the ring sum is exact).

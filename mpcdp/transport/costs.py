@@ -171,16 +171,19 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 # mpcdp's links (mpcdp.transport.mesh) carry each message in a frame: a 16-byte header (length, step tag, type,
 # message number) before the payload. (gloo would add a 96-byte header per message and a 48-byte receive
 # notification.)
-STAR_MAX_BYTES = 1 << 16
+RELAY_CAP_BYTES = 1 << 16
 
 
 def opening_plan(elements: int, parties: int) -> str:
-    """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.transport.mesh.Mesh`: ``direct`` (2 parties exchange shares, 1
-    round), ``star`` (shares to party 0, sum back: 2 rounds), or ``scatter`` (reduce-scatter then
-    all-gather over point-to-point links, 2 rounds; for vectors above 64 KiB)."""
+    """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.transport.mesh.Mesh`:
+    ``direct`` (2 parties exchange shares, 1 round), ``star`` (shares to party 0, sum back: 2 rounds; while
+    what party 0 relays, (m−1)·8d bytes each way, is at most :data:`RELAY_CAP_BYTES`), or ``scatter``
+    (reduce-scatter then all-gather over point-to-point links, 2 rounds, every party ≈ 2(m−1)/m·8d bytes)
+    above that cap. The star saves messages on small openings (2(m−1) in all instead of 2m(m−1)); above the
+    cap its busiest party would carry m/2 times the mean."""
     if parties == 2:
         return "direct"
-    return "star" if 8 * elements <= STAR_MAX_BYTES else "scatter"
+    return "star" if (parties - 1) * 8 * elements <= RELAY_CAP_BYTES else "scatter"
 
 
 def chunk_sizes(elements: int, parties: int) -> list[int]:

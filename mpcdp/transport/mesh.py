@@ -354,7 +354,8 @@ class Mesh:
         returns (the combination, rounds). Plans (:func:`mpcdp.transport.costs.opening_plan`):
 
         * ``direct`` (2 parties): each sends its share to the other. 1 round, 8d bytes each way.
-        * ``star`` (up to 64 KiB): shares to party 0, which combines them and sends the result back.
+        * ``star`` (while party 0 relays at most 64 KiB, (m−1)·8d): shares to party 0, which combines them
+          and sends the result back.
           2 rounds; party 0 sends and receives (m−1)·8d bytes, the others 8d. Party 0 sees each party's
           share — one additive share, uniformly masked, like any partial sum.
         * ``scatter`` (larger): the vector is cut into m chunks; party i combines chunk i of every share
