@@ -144,3 +144,12 @@ def test_processes_forked_from_the_preloaded_server_draw_fresh_keys(config_for):
     words = [tuple(r[kind]) for run in runs for r in run for kind in ("local", "dealer")]
     assert len(set(words)) == len(words) == 12
     assert len({r["pid"] for run in runs for r in run}) == 6
+
+
+def test_after_a_failed_run_the_next_run_starts_from_the_same_server(config_for):
+    """A run that fails ends with the usual named error; the fork server it came from stays usable, and the
+    next run on it completes."""
+    with pytest.raises(PartyFailed, match="party 1 failed"):
+        run_parties(raise_at, config_for(3), args=(1,))
+    sums = run_parties(sum_once, config_for(3), args=(torch.ones(3),))
+    assert all(torch.equal(s, torch.full((3,), 3.0, dtype=s.dtype)) for s in sums)
