@@ -181,7 +181,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     """Run ``fn(ctx, *args)`` on every data party, each in its own process, and collect the results.
 
     Args:
-        fn: a module-level function (it is imported by name in each spawned process) taking an
+        fn: a module-level function (it is imported by name in each party process) taking an
             :class:`~mpcdp.mpc.context.MpcContext` and returning plain, picklable data.
         config: the run's configuration (parties, provider, precision, timeout).
         args: arguments for every party; or ``party_args[j]`` for party j (its private inputs).

@@ -121,3 +121,18 @@ class Incoming:
         if self.target is None and length > self.limit:
             refuse("payload length", f"at most {self.limit} bytes", f"{length} bytes")
         return length
+
+
+def read_exactly(link, n: int) -> bytes:
+    """Exactly ``n`` bytes from a blocking socket (set-up messages: a rank, a store message's length and body).
+
+    Raises:
+        ConnectionError: the peer closed the connection first.
+    """
+    data = b""
+    while len(data) < n:
+        chunk = link.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection")
+        data += chunk
+    return data

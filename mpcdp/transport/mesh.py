@@ -160,7 +160,7 @@ class Mesh:
                 raw.settimeout(max(0.001, deadline - time.monotonic()))
                 try:
                     link = security.server.wrap_socket(raw, server_side=True) if security is not None else raw
-                    peer = struct.unpack("<i", _read_exactly(link, 4))[0]
+                    peer = struct.unpack("<i", frames.read_exactly(link, 4))[0]
                     if not rank < peer < processes or peer in links:
                         raise PeerLost(f"it announced rank {peer}", party=None)
                     if security is not None and security.peer_rank(link) != peer:
@@ -419,13 +419,3 @@ def _locate_by_rendezvous(timeout_s: float, processes: int, dealer: int | None):
 def _buffered(link: socket.socket) -> bool:
     """Whether a TLS link holds decrypted bytes that the selector will not announce."""
     return isinstance(link, ssl.SSLSocket) and link.pending() > 0
-
-
-def _read_exactly(link: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = link.recv(n - len(data))
-        if not chunk:
-            raise PeerLost("a peer closed its link during set-up", party=None)
-        data += chunk
-    return data

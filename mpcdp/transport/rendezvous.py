@@ -36,6 +36,7 @@ from urllib.parse import urlparse
 import torch.distributed as dist
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.transport import frames
 
 _store = None
 _server = None
@@ -198,24 +199,14 @@ def _write_message(link: socket.socket, message: dict) -> None:
 
 
 def _read_message(link: socket.socket):
-    head = _read_exactly(link, 4)
+    head = frames.read_exactly(link, 4)
     (n,) = struct.unpack("<I", head)
     if n > MAX_MESSAGE_BYTES:
         raise ValueError(f"a store message of {n} bytes")
     try:
-        return json.loads(_read_exactly(link, n).decode("utf-8"))
+        return json.loads(frames.read_exactly(link, n).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(str(exc)) from None
-
-
-def _read_exactly(link: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = link.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the rendezvous connection closed")
-        data += chunk
-    return data
 
 
 def who(rank: int, dealer: int | None) -> str:
