@@ -91,9 +91,19 @@ def tcp_bytes(fds: set[int] | None = None, *, exclude: set[int] = frozenset()) -
 
 def interface_counters(name: str) -> dict[str, int] | None:
     """Frame counters of network interface ``name`` as the kernel keeps them (bytes include the Ethernet
-    and IP/TCP headers); None if there is no such interface in this network namespace."""
-    base = f"/sys/class/net/{name}/statistics"
+    and IP/TCP headers); None if there is no such interface in this network namespace.
+
+    Read from one line of ``/proc/net/dev`` — one snapshot of the device's statistics — so that a packet
+    sent while reading cannot be counted in ``tx_packets`` but not in ``tx_bytes`` (separate sysfs files
+    are read at separate moments)."""
     try:
-        return {key: int(open(f"{base}/{key}").read()) for key in ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")}
+        with open("/proc/net/dev") as table:
+            lines = table.read().splitlines()[2:]
     except OSError:
         return None
+    for line in lines:
+        device, _, numbers = line.partition(":")
+        if device.strip() == name:
+            fields = [int(x) for x in numbers.split()]
+            return {"rx_bytes": fields[0], "rx_packets": fields[1], "tx_bytes": fields[8], "tx_packets": fields[9]}
+    return None
