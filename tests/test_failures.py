@@ -1,6 +1,7 @@
 """A failing, killed or silent party ends the run quickly with an error that names it; bad input and
 mismatched configurations are refused on every party before any share is sent."""
 
+import tempfile
 import time
 
 import pytest
@@ -85,10 +86,13 @@ def test_errors_keep_their_types_in_process():
     assert issubclass(InputError, ValueError) and issubclass(ConfigMismatchError, ValueError)
 
 
-def test_a_run_after_a_failure_works(config_for):
-    _fails(raise_at, config_for(2), args=(0,))
+def test_a_run_after_a_failure_works_and_neither_leaves_its_logs_behind(config_for, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the launcher keeps the parties' logs
+    err, _ = _fails(raise_at, config_for(2), args=(0,))
+    assert "deliberate failure injected at party 0" in str(err)  # the log tail was read before the clean-up
     results = run_parties(sum_several, config_for(2), party_args=[([torch.ones(2)],), ([torch.ones(2)],)])
     assert results[0]["opened"][0].tolist() == [2.0, 2.0]
+    assert list(tmp_path.glob("mpcdp-run-*")) == []
 
 
 def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():

@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import pickle
 import queue as queue_module
+import shutil
 import signal
 import socket
 import tempfile
@@ -272,6 +273,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     finally:
         _terminate(processes)
         results.close()
+        shutil.rmtree(logdir, ignore_errors=True)  # what a failure report needed is in it already
 
 
 def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
