@@ -145,3 +145,40 @@ def test_zcdp_budget_round_trip():
     assert zcdp_certificate(rho * 1.001, 1e-5).epsilon > 0.2  # the largest budget, not just a safe one
     with pytest.raises(ConfigError, match="`rho` must be a finite number > 0. Found -1"):
         zcdp_certificate(-1, 1e-5)
+
+
+@pytest.mark.parametrize("q", [1e-4, 3e-3, 0.05, 0.3, 0.9])
+def test_the_calibration_path_gives_dp_accountings_rdp_bit_for_bit(q):
+    """One table of forward differences for every order gives the library's per-order values exactly (the
+    calibration search would otherwise land on another σ than ``certify`` would)."""
+    import numpy as np
+    from dp_accounting.rdp import rdp_privacy_accountant as library
+
+    from mpcdp.accounting.certify import RDP_ORDERS
+    from mpcdp.accounting.wor_rdp import wor_gaussian_rdp
+
+    for z in (0.3, 0.8, 1.5, 4.0, 30.0, 900.0):
+        expected = library._compute_rdp_sample_wor_gaussian(q, z, RDP_ORDERS)
+        assert np.array_equal(wor_gaussian_rdp(q, z, RDP_ORDERS), expected), (q, z)
+
+
+def test_the_calibration_epsilon_equals_certify_and_other_events_fall_back():
+    from mpcdp.accounting.certify import RDP_ORDERS
+    from mpcdp.accounting.wor_rdp import calibration_epsilon
+
+    for sigma0, sigma in ((4e-2, 8e-4), (1e-2, 3e-4), (0.2, 5e-3)):
+        event = dpsrm_event(A9A, sigma0, sigma)
+        assert calibration_epsilon(event, 1e-5, RDP_ORDERS) == certify(event, 1e-5).epsilon
+    assert calibration_epsilon(full_batch_gaussian_event(1.0, 0.1, 10), 1e-5, RDP_ORDERS) is None
+    assert calibration_epsilon(dpsrm_event(A9A, 4e-2, 8e-4), 1e-5, [2, 3.5]) is None
+
+
+def test_a_search_that_disagrees_with_certify_is_redone_with_certify(monkeypatch):
+    """Should the calibration path ever differ from the library (another dp-accounting), the noise returned is
+    still the least that ``certify`` itself certifies."""
+    from mpcdp.accounting import wor_rdp
+
+    reference = noise_for(DpSrmSetting(n=5000, batch=50, batch0=100, steps=100), 1.0, 1e-5)
+    monkeypatch.setattr(wor_rdp, "calibration_epsilon", lambda event, delta, orders: 0.5 * certify(event, delta).epsilon)
+    redone = noise_for(DpSrmSetting(n=5000, batch=50, batch0=100, steps=100), 1.0, 1e-5)
+    assert redone.nu == reference.nu and redone.certificate.epsilon <= 1.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dp_accounting
 
-from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta
+from mpcdp.accounting.certify import Certificate, calibrate_event, check_delta
 from mpcdp.accounting.distributed import full_batch_noise_for
 
 
@@ -26,11 +26,9 @@ def dpsgd_noise_for(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: f
     check_delta(delta)
     scale = 2 * c / sum(batch)
 
-    def epsilon_of(z: float) -> float:
-        return certify(dpsgd_event(n, batch, steps, c, z * scale), delta).epsilon
-
-    z = calibrate(epsilon_of, epsilon, guess=1.0, rtol=1e-5)
-    return z * scale, certify(dpsgd_event(n, batch, steps, c, z * scale), delta)
+    z, certificate = calibrate_event(lambda v: dpsgd_event(n, batch, steps, c, v * scale), epsilon, delta,
+                                     guess=1.0, rtol=1e-5)
+    return z * scale, certificate
 
 
 def dpgd_noise_for(n_total: int, steps: int, c: float, epsilon: float, delta: float) -> tuple[float, Certificate]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta
+from mpcdp.accounting.certify import Certificate, calibrate_event, certify, check_delta
 from mpcdp.accounting.events import DpSrmSetting, dpsrm_event
 
 
@@ -37,9 +37,7 @@ def noise_for(setting: DpSrmSetting, epsilon: float, delta: float) -> DpSrmNoise
     """The least noise (σ0, σ) in the family σ0/σ = C1/C_eff whose certified ε is at most ``epsilon``."""
     _check(setting, delta)
 
-    def epsilon_of(nu: float) -> float:
-        return certify(dpsrm_event(setting, *setting.sigmas_for(nu)), delta).epsilon
-
-    nu = calibrate(epsilon_of, epsilon, guess=100.0, rtol=1e-5)
+    nu, certificate = calibrate_event(lambda v: dpsrm_event(setting, *setting.sigmas_for(v)), epsilon, delta,
+                                      guess=100.0, rtol=1e-5)
     sigma0, sigma = setting.sigmas_for(nu)
-    return DpSrmNoise(sigma0, sigma, nu, certify(dpsrm_event(setting, sigma0, sigma), delta))
+    return DpSrmNoise(sigma0, sigma, nu, certificate)

@@ -57,7 +57,8 @@ from mpcdp.cli.commands import (  # noqa: E402
     _cmd_privacy,
     _cmd_scale,
     _cmd_sweep,
-    _cmd_train)
+    _cmd_train,
+    warm_parties_for)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        warm_parties_for(sys.argv[1:] if argv is None else argv)
+    except SystemExit:  # a command line the real parser will explain
+        pass
     ns = build_parser().parse_args(argv)
     try:
         plugins.load(ns.plugin)

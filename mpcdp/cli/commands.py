@@ -157,6 +157,30 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     return 0
 
 
+def warm_parties_for(argv: list[str]) -> None:
+    """For ``mpcdp train``: start the parties' fork server before anything heavy is imported (its imports
+    then overlap this process's own), unless the run is plainly simulated."""
+    import tomllib
+
+    from mpcdp.runtime.process_server import start_process_server
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("command")
+    early.add_argument("protocol", nargs="?")
+    early.add_argument("--backend")
+    known, _ = early.parse_known_args(argv)
+    if known.command != "train" or not known.protocol:
+        return
+    protocol_path, backend = known.protocol, known.backend
+    try:
+        with open(protocol_path, "rb") as fh:
+            declared = tomllib.load(fh).get("backend")
+    except (OSError, tomllib.TOMLDecodeError):
+        declared = None  # plan_from names the problem
+    if (backend or declared) != "simulated":
+        start_process_server()
+
+
 def _cmd_train(ns: argparse.Namespace) -> int:
     from tqdm import tqdm
 

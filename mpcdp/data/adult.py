@@ -58,16 +58,19 @@ def _encode(path: pathlib.Path, attributes) -> tuple[np.ndarray, np.ndarray]:
     widths = [len(values) if values is not None else len(CUTS[name]) + 1 for name, values in attributes]
     offsets = np.cumsum([0] + widths)
     rows = [line for line in path.read_text().splitlines() if line and not line.startswith("|")]
+    table = [[f.strip() for f in row.split(",")] for row in rows]
     x = np.zeros((len(rows), offsets[-1]), dtype=np.float32)
-    y = np.empty(len(rows), dtype=np.float32)
-    for i, row in enumerate(rows):
-        fields = [f.strip() for f in row.split(",")]
-        for j, ((name, values), field) in enumerate(zip(attributes, fields)):
-            if field == "?":
-                continue
-            index = values.index(field) if values is not None else int(np.searchsorted(CUTS[name], float(field)))
-            x[i, offsets[j] + index] = 1.0
-        y[i] = 1.0 if fields[-1].rstrip(".") == ">50K" else -1.0
+    for j, (name, values) in enumerate(attributes):  # one column at a time
+        column = [fields[j] for fields in table]
+        present = np.array([field != "?" for field in column])
+        if values is not None:
+            position = {value: k for k, value in enumerate(values)}
+            index = np.array([position[field] if field != "?" else 0 for field in column])
+        else:
+            numbers = np.array([float(field) if field != "?" else 0.0 for field in column])
+            index = np.searchsorted(CUTS[name], numbers)
+        x[np.flatnonzero(present), offsets[j] + index[present]] = 1.0
+    y = np.array([1.0 if fields[-1].rstrip(".") == ">50K" else -1.0 for fields in table], dtype=np.float32)
     return x, y
 
 

@@ -245,7 +245,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     if resume and not checkpoint_dir:
         raise ConfigError("`resume` needs the checkpoint directory.")
     if plan.backend == "mpc" and launch is None:
-        from mpcdp.runtime.harness import start_process_server
+        from mpcdp.runtime.process_server import start_process_server
 
         start_process_server()  # its imports overlap the data loading and calibration below
     data = load(plan.dataset)

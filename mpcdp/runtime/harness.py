@@ -8,7 +8,7 @@ One harness for the CLI, the benchmarks and the tests:
   of the moment it is started, as a fresh interpreter would, and draws every key after the fork (from the
   OS CSPRNG, in :func:`mpcdp.adapter.start_party`), so no secret is shared between processes or runs;
 * the rendezvous is ``tcp://127.0.0.1:PORT`` with a port the OS handed out, new for every run;
-* results travel through a queue that is read *before* any process is joined, and are plain data; each
+* results travel through one pipe per process, read *before* any process is joined, and are plain data; each
   party's current step and progress sit in shared memory (:mod:`mpcdp.runtime.board`), polled, so steps
   cost the launcher nothing;
 * every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report;
@@ -21,10 +21,11 @@ One harness for the CLI, the benchmarks and the tests:
 from __future__ import annotations
 
 import dataclasses
+import gc
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
-import queue as queue_module
 import shutil
 import signal
 import socket
@@ -36,6 +37,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.errors import PartyFailed
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.party import run_dealer_process, run_party_process
+from mpcdp.runtime.process_server import process_context
 
 _POLL_S = 0.05
 _GRACE_S = 2.0  # after the first failure, time to hear from the other processes before judging
@@ -151,25 +153,6 @@ class RunResult:
     wall_s: float
 
 
-PRELOAD = ("mpcdp.adapter", "mpcdp.runtime.party", "mpcdp.mpc.context", "mpcdp.jobs.train", "torch._dynamo")
-
-
-def _process_context():
-    """The ``forkserver`` context, whose server imports :data:`PRELOAD` once before it forks any party."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD))
-    return ctx
-
-
-def start_process_server() -> None:
-    """Start the fork server now, so that its imports run while the launcher still prepares the job (loads
-    data, calibrates noise); the first run then forks at once. Idempotent."""
-    from multiprocessing import forkserver
-
-    _process_context()
-    forkserver.ensure_running()
-
-
 def run_parties(fn: Callable[..., Any], config: MpcConfig, **kwargs) -> list[Any]:
     """Run ``fn(ctx, *args)`` on every data party (see :func:`run_job`); return their results in rank order."""
     return run_job(fn, config, **kwargs).values
@@ -201,9 +184,9 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     if party_jobs is not None and len(party_jobs) != m:
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
-    ctx = _process_context()
+    ctx = process_context()
     launcher = {"environ": dict(os.environ), "cwd": os.getcwd()}
-    results: "multiprocessing.Queue" = ctx.Queue()
+    inbox = _Inbox(ctx, config.processes)
     board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
     logdir = tempfile.mkdtemp(prefix="mpcdp-run-")
@@ -215,10 +198,10 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
             party_job = party_jobs[rank] if party_jobs is not None else default_job
             party_arg = tuple(party_args[rank]) if party_args is not None else tuple(args)
             target, target_args = run_party_process, (rank, config, rendezvous, fn, party_arg, party_job,
-                                                      results, board, log_path, launcher)
+                                                      inbox.writers[rank], board, log_path, launcher)
             reports.append(PartyReport(rank=rank, role="party"))
         else:
-            target, target_args = run_dealer_process, (config, rendezvous, results, log_path, launcher)
+            target, target_args = run_dealer_process, (config, rendezvous, inbox.writers[rank], log_path, launcher)
             reports.append(PartyReport(rank=rank, role="dealer"))
         processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
     values: dict[int, Any] = {}
@@ -227,11 +210,15 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     deadline = start + config.timeout_s
     failed_at: float | None = None
     timed_out = False
+    collecting = gc.isenabled()
+    gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
     try:
         for process in processes:
             process.start()
+        inbox.started()
+        sentinels = [process.sentinel for process in processes]
         while True:
-            _drain(results, reports, values)
+            inbox.drain(reports, values)
             if progress is not None and board.progress(0) != shown and board.progress(0)[1] > 0:
                 shown = board.progress(0)
                 progress(*shown)
@@ -239,7 +226,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
             for rank, process in enumerate(processes):
                 report = reports[rank]
                 if report.status == "running" and process.exitcode is not None:
-                    _drain(results, reports, values)  # its last message may have just arrived
+                    inbox.drain(reports, values)  # its last message may have just arrived
                     if report.status == "running":
                         if report.role == "dealer" and process.exitcode == 0:
                             report.status, report.finished_at = "ok", now
@@ -257,12 +244,12 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
                     if report.status == "running":
                         report.status, report.finished_at = "timeout", now
                 break
-            time.sleep(_POLL_S)
+            inbox.drain(reports, values, wait_s=_POLL_S, wake_on=sentinels)
         if failed_at is None and not timed_out:
             if progress is not None and board.progress(0) != shown:
                 progress(*board.progress(0))
             _finish(processes, reports, deadline)
-            _drain(results, reports, values)  # the dealer's report
+            inbox.drain(reports, values)  # the dealer's report
             return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
                              wall_s=time.monotonic() - start)
         for rank, report in enumerate(reports):
@@ -271,26 +258,57 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
                 report.step, report.step_label = board.step(rank)
         raise _failure(reports, config, timed_out)
     finally:
+        if collecting:
+            gc.enable()
         _terminate(processes)
-        results.close()
+        inbox.close()
         shutil.rmtree(logdir, ignore_errors=True)  # what a failure report needed is in it already
 
 
-def _drain(results, reports: list[PartyReport], values: dict[int, Any]) -> None:
-    while True:
-        try:
-            message = results.get_nowait()
-        except queue_module.Empty:
-            return
-        kind, rank = message[0], message[1]
-        report = reports[rank]
-        report.finished_at = time.monotonic()
-        if kind == "ok":
-            report.status = "ok"
-            values[rank] = pickle.loads(message[2])
-        else:
-            _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
-            report.status = "error"
+class _Inbox:
+    """One pipe from each process to the launcher: no lock shared between writers and no feeder thread, so a
+    message is read as soon as it is written, and the launcher wakes on a message or a process's exit."""
+
+    def __init__(self, ctx, count: int):
+        pairs = [ctx.Pipe(duplex=False) for _ in range(count)]
+        self.readers = {rank: reader for rank, (reader, _) in enumerate(pairs)}
+        self.writers = [writer for _, writer in pairs]
+
+    def started(self) -> None:
+        """The processes hold their ends now; the launcher's copies would hide a writer's end of file."""
+        for writer in self.writers:
+            writer.close()
+
+    def drain(self, reports: list[PartyReport], values: dict[int, Any], *, wait_s: float = 0.0,
+              wake_on: Sequence[int] = ()) -> None:
+        """Take every message that has arrived; with ``wait_s`` > 0, first wait up to that long for a message
+        or for one of the ``wake_on`` sentinels."""
+        if wait_s > 0:
+            multiprocessing.connection.wait([*self.readers.values(), *wake_on], timeout=wait_s)
+        for rank, reader in list(self.readers.items()):
+            try:
+                while reader.poll():
+                    _take(reader.recv(), reports, values)
+            except (EOFError, OSError):  # the process closed its end (it exits after its one message)
+                reader.close()
+                del self.readers[rank]
+
+    def close(self) -> None:
+        for reader in self.readers.values():
+            reader.close()
+        self.readers.clear()
+
+
+def _take(message, reports: list[PartyReport], values: dict[int, Any]) -> None:
+    kind, rank = message[0], message[1]
+    report = reports[rank]
+    report.finished_at = time.monotonic()
+    if kind == "ok":
+        report.status = "ok"
+        values[rank] = pickle.loads(message[2])
+    else:
+        _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
+        report.status = "error"
 
 
 def _finish(processes: list, reports: list[PartyReport], deadline: float) -> None:
