@@ -421,3 +421,8 @@ def first_secret_words(ctx):
     local = keyed.ring((4,), generator=crypten.generators["local"][torch.device("cpu")])
     dealer = keyed.ring((4,), generator=ttp_provider.TTPClient.get().get_generator())
     return {"local": local.tolist(), "dealer": dealer.tolist(), "pid": os.getpid()}
+
+
+def torch_threads(ctx):
+    """This party process's torch intra-op thread count."""
+    return torch.get_num_threads()

@@ -157,3 +157,18 @@ def test_after_a_failed_run_the_next_run_starts_from_the_same_server(config_for)
         run_parties(raise_at, config_for(3), args=(1,))
     sums = run_parties(sum_once, config_for(3), args=(torch.ones(3),))
     assert all(torch.equal(s, torch.full((3,), 3.0, dtype=s.dtype)) for s in sums)
+
+
+def test_parties_on_one_host_split_its_cores_unless_told_otherwise(config_for, monkeypatch):
+    import os
+
+    from mpcdp.errors import ConfigError
+    from party_jobs import torch_threads
+
+    monkeypatch.delenv("MPCDP_THREADS", raising=False)
+    assert run_parties(torch_threads, config_for(3)) == [max(1, os.cpu_count() // 4)] * 3  # 3 parties + dealer
+    monkeypatch.setenv("MPCDP_THREADS", "3")
+    assert run_parties(torch_threads, config_for(2)) == [3, 3]
+    monkeypatch.setenv("MPCDP_THREADS", "two")
+    with pytest.raises(ConfigError, match="MPCDP_THREADS.*'two'"):
+        run_parties(torch_threads, config_for(2))

@@ -238,6 +238,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     party only). ``checkpoint_dir``/``checkpoint_every``: save every party's state every so many releases
     (checkpointable algorithms); ``resume``: continue from the newest release every party saved under
     ``checkpoint_dir`` (:mod:`mpcdp.learning.checkpoint`)."""
+    prepare_start = time.perf_counter()
     record, model = plan.record, plan.trained_model
     if (checkpoint_dir or resume) and not record.checkpointable:
         raise ConfigError(f"checkpoints exist for {sorted(n for n, a in ALGORITHMS.items() if a.checkpointable)} only. "
@@ -284,6 +285,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     if plan.backend == "simulated":
         warm_up()  # as every mpc party does before its clocks start
     start = time.perf_counter()
+    prepare_s = start - prepare_start  # data, calibration and certification, in this process
     if plan.backend == "simulated":
         cpu = time.process_time()
         result = train_simulated(shards, params, levels, dim=dim, runner=runner, checkpoint=checkpoint)
@@ -315,9 +317,13 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                   "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
     wall = time.perf_counter() - start
     common["releases"] = len(result.released)  # the privacy ledger: v_p⁰..v_pᵀ, each counted once
-    return _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
-                   passes=noise.passes, curve=curve,
-                   extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing})
+    evaluate_start = time.perf_counter()
+    report = _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
+                     passes=noise.passes, curve=curve,
+                     extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing,
+                            "prepare_s": round(prepare_s, 3)})
+    report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
+    return report
 
 
 def _privacy_pieces(certificate) -> dict[str, Any]:

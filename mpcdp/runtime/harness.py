@@ -37,7 +37,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.errors import PartyFailed
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.party import run_dealer_process, run_party_process
-from mpcdp.runtime.process_server import process_context
+from mpcdp.runtime.process_server import process_context, threads_per_process
 
 _POLL_S = 0.05
 _GRACE_S = 2.0  # after the first failure, time to hear from the other processes before judging
@@ -184,6 +184,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     if party_jobs is not None and len(party_jobs) != m:
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
+    threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
     ctx = process_context()
     launcher = {"environ": dict(os.environ), "cwd": os.getcwd()}
     inbox = _Inbox(ctx, config.processes)

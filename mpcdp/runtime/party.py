@@ -19,6 +19,7 @@ from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
 from mpcdp.runtime.endpoint import link_settings
+from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses
 
 
@@ -123,11 +124,10 @@ def _redirect_output(log_path: str) -> None:
 
 
 def _share_the_cores(processes: int) -> None:
-    """Processes started side by side on one host split its cores: torch's intra-op threads per process =
-    cores // processes (at least 1), so m parties on a small machine do not oversubscribe it."""
+    """Set this process's torch intra-op threads (:func:`~mpcdp.runtime.process_server.threads_per_process`)."""
     import torch
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // processes))
+    torch.set_num_threads(threads_per_process(processes))
 
 
 def _send(results, message: tuple) -> None:

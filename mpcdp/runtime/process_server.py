@@ -9,6 +9,11 @@ server first thing and let its imports run while the launcher loads data and cal
 from __future__ import annotations
 
 import multiprocessing
+import os
+
+from mpcdp.errors import ConfigError
+
+THREADS_VARIABLE = "MPCDP_THREADS"
 
 PRELOAD = ("mpcdp.adapter", "mpcdp.runtime.party", "mpcdp.mpc.context", "mpcdp.jobs.train", "torch._dynamo")
 
@@ -26,3 +31,20 @@ def start_process_server() -> None:
 
     process_context()
     forkserver.ensure_running()
+
+
+def threads_per_process(processes: int) -> int:
+    """torch intra-op threads for each of ``processes`` processes started side by side on this host: they
+    split its cores, cores // processes (at least 1), so m parties on a small machine do not oversubscribe
+    it; ``MPCDP_THREADS`` (a positive integer) sets the count instead.
+
+    Raises:
+        ConfigError: ``MPCDP_THREADS`` is not a positive integer.
+    """
+    chosen = os.environ.get(THREADS_VARIABLE)
+    if chosen is None or chosen == "":
+        return max(1, (os.cpu_count() or 1) // processes)
+    if not chosen.isdigit() or int(chosen) < 1:
+        raise ConfigError(f"`{THREADS_VARIABLE}` must be a positive integer (torch threads per party process). "
+                          f"Found {chosen!r}.")
+    return int(chosen)
