@@ -217,7 +217,6 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
         for process in processes:
             process.start()
         inbox.started()
-        sentinels = [process.sentinel for process in processes]
         while True:
             inbox.drain(reports, values)
             if progress is not None and board.progress(0) != shown and board.progress(0)[1] > 0:
@@ -245,7 +244,8 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
                     if report.status == "running":
                         report.status, report.finished_at = "timeout", now
                 break
-            inbox.drain(reports, values, wait_s=_POLL_S, wake_on=sentinels)
+            running = [p.sentinel for p, r in zip(processes, reports) if r.status == "running"]
+            inbox.drain(reports, values, wait_s=_POLL_S, wake_on=running)  # an exited process is seen once
         if failed_at is None and not timed_out:
             if progress is not None and board.progress(0) != shown:
                 progress(*board.progress(0))
@@ -295,8 +295,8 @@ class _Inbox:
                 del self.readers[rank]
 
     def close(self) -> None:
-        for reader in self.readers.values():
-            reader.close()
+        for end in [*self.readers.values(), *self.writers]:
+            end.close()
         self.readers.clear()
 
 
