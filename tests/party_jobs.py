@@ -426,3 +426,39 @@ def first_secret_words(ctx):
 def torch_threads(ctx):
     """This party process's torch intra-op thread count."""
     return torch.get_num_threads()
+
+
+def crypten_interop(ctx, value):
+    """mpcdp's secure sum handed to CrypTen and back, and a CrypTen input handed to mpcdp."""
+    from mpcdp.adapter.compat import crypten
+    from mpcdp.adapter.interop import from_crypten, to_crypten
+    from mpcdp.mpc.secure_sum import secure_sum
+    from mpcdp.mpc.shared import share_of
+
+    total = secure_sum(ctx, value)
+    openings, sent, rounds = len(ctx.openings), ctx.wire.bytes_sent, ctx.rounds
+    back = from_crypten(to_crypten(total))
+    round_trip = {"openings": len(ctx.openings) - openings, "bytes": ctx.wire.bytes_sent - sent,
+                  "rounds": ctx.rounds - rounds, "same_share": torch.equal(share_of(back), share_of(total)),
+                  "precision_bits": (back.precision_bits, total.precision_bits)}
+    as_crypten = to_crypten(total)
+    squared = from_crypten(as_crypten * as_crypten)  # CrypTen's multiplication on mpcdp's sum
+    positive = from_crypten(as_crypten > 0)  # a binary-shared comparison, converted back
+    party0 = from_crypten(crypten.cryptensor(value, src=0))  # CrypTen's input sharing, opened by mpcdp
+    return {"round_trip": round_trip,
+            "sum": ctx.reveal(total, label="sum", reason="test"),
+            "squared": ctx.reveal(squared, label="squared", reason="test"),
+            "positive": ctx.reveal(positive, label="positive", reason="test"),
+            "party0": ctx.reveal(party0, label="party 0's input", reason="test"),
+            "opened": [o.label for o in ctx.openings if o.kind == "release"]}
+
+
+def agree_or_refuse(ctx, description):
+    """The data agreement's outcome on this party: every party's record count, or the refusal."""
+    from mpcdp.data.agreement import agree_on_data
+    from mpcdp.errors import MpcdpError
+
+    try:
+        return {"sizes": agree_on_data(ctx, description)}
+    except MpcdpError as exc:
+        return {"error": type(exc).__name__, "message": str(exc), "party": exc.party}

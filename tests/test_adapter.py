@@ -73,3 +73,22 @@ def test_crypten_torch_function_dispatch_is_still_only_deprecated():
         "print(any('as a plain method is deprecated' in str(w.message) for w in caught))\n")
     assert result.returncode == 0, f"torch.cat on a CrypTensor now fails:\n{result.stderr[-2000:]}"
     assert result.stdout.split() == ["[1.0,", "1.0]", "True"]
+
+
+def test_shared_and_crypten_tensors_convert_into_each_other_without_opening(config_for):
+    """3 parties: mpcdp's secure sum becomes a CrypTen MPCTensor and back with the same share, no opening, no
+    byte; CrypTen multiplies and compares it; a CrypTen input comes back as an mpcdp Shared value."""
+    from party_jobs import crypten_interop
+
+    inputs = [torch.tensor([1.5, -2.0, 0.25]), torch.tensor([0.5, 1.0, -1.0]), torch.tensor([-1.0, 0.5, 2.0])]
+    results = run_parties(crypten_interop, config_for(3), party_args=[(x,) for x in inputs])
+    total = sum(inputs)
+    for r in results:
+        trip = r["round_trip"]
+        assert trip["same_share"] and trip["openings"] == 0 and trip["bytes"] == 0 and trip["rounds"] == 0
+        assert trip["precision_bits"][0] == trip["precision_bits"][1]
+        assert torch.allclose(r["sum"], total.double(), atol=1e-4)
+        assert torch.allclose(r["squared"], (total * total).double(), atol=1e-3)
+        assert r["positive"].tolist() == [float(v > 0) for v in total]
+        assert torch.allclose(r["party0"], inputs[0].double(), atol=1e-4)
+        assert r["opened"] == ["sum", "squared", "positive", "party 0's input"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mpcdp.errors import InputError
-from mpcdp.learning.cnn import CIFAR_CNN5, MNIST_CNN
+from mpcdp.learning.paper_networks import CIFAR_CNN5, MNIST_CNN
 
 
 def test_layer_shapes_are_the_papers():

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import torch
 
 from mpcdp.config import MpcConfig
-from mpcdp.learning.cnn import NETWORKS
+from mpcdp.learning.paper_networks import NETWORKS
 from mpcdp.transport import costs
 from mpcdp.noise.modes import in_mpc_modes
 from mpcdp.validation import check_choice as choose

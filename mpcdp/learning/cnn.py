@@ -1,19 +1,12 @@
-"""Paper 002 §6.2's convolutional networks, as flat parameter vectors with per-example gradients.
+"""A network as one flat parameter vector with per-example gradients (:class:`CnnSpec`).
 
-Layer shapes exactly as paper 002's Tables 5 and 6 (the parameter tensors that secure aggregation sums and
-noises one by one):
-
-* ``mnist-cnn`` (Table 5): conv 16×1×8×8 (stride 2, padding 3) → tanh → max-pool 2 (stride 1) → conv
-  32×16×4×4 (stride 2) → tanh → max-pool 2 (stride 1) → flatten 512 → fc 32×512 → tanh → fc 10×32, with
-  biases; 28×28 grey images. 26,010 parameters.
-* ``cifar-cnn5`` (Table 6, LeNet-5 shapes): conv 6×3×5×5 → tanh → max-pool 2 → conv 16×6×5×5 → tanh →
-  max-pool 2 → flatten 400 → fc 120×400 → tanh → fc 84×120 → tanh → fc 10×84, with biases; 32×32 colour
-  images. 62,006 parameters.
+Networks come from ``nn.Module`` s (:func:`mpcdp.learning.modules.from_module`): paper 002's CNNs
+(:mod:`mpcdp.learning.paper_networks`) and any user's.
 
 A model's parameters travel as one flat float64 vector θ (the order of :attr:`CnnSpec.layers`), so the
 DP machinery that works on vectors — clipping over all layers jointly, secure aggregation, one noise pool —
 applies unchanged; :meth:`CnnSpec.unflatten` gives the tensors back. Per-example gradients of the
-cross-entropy loss come from ``torch.func`` (vmap of grad over the batch), never a Python loop over examples.
+network's loss (cross-entropy unless the spec says otherwise) come from ``torch.func`` (vmap of grad over the batch), never a Python loop over examples.
 
 The network's own arithmetic (forward pass, per-example gradients) runs in float32, PyTorch's and Opacus'
 default and 1.8–3.7× faster here than float64 (benchmarks/results/cnn-speed.md); everything the privacy
@@ -40,12 +33,18 @@ COMPUTE_DTYPE = torch.float32
 
 @dataclasses.dataclass(frozen=True)
 class CnnSpec:
-    """A network: its parameter tensors (name, shape) in flat order, its input shape and its forward pass."""
+    """A network: its parameter tensors (name, shape) in flat order, its input shape, its forward pass
+    (parameters by name, batch → outputs) and its loss (outputs, labels → mean over the batch).
+
+    ``start``: θ⁰ for every seed (a module's own initial parameters, :func:`mpcdp.learning.modules.from_module`);
+    None: PyTorch's default initialisation from a seeded generator (:meth:`init`)."""
 
     name: str
     layers: tuple[tuple[str, tuple[int, ...]], ...]
     input_shape: tuple[int, ...]
     forward: Callable[[dict[str, torch.Tensor], torch.Tensor], torch.Tensor]
+    criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy
+    start: torch.Tensor | None = dataclasses.field(default=None, compare=False, repr=False)
 
     kind = "cnn"
     feature_rows = False
@@ -87,7 +86,10 @@ class CnnSpec:
         return torch.cat([params[name].reshape(-1) for name, _ in self.layers])
 
     def init(self, seed: int = 0) -> torch.Tensor:
-        """θ⁰: PyTorch's default initialisation (uniform ±1/√fan_in), from a seeded generator."""
+        """θ⁰: :attr:`start` if set, else PyTorch's default initialisation (uniform ±1/√fan_in) from a generator
+        seeded with ``seed``."""
+        if self.start is not None:
+            return self.start.clone()
         generator = torch.Generator().manual_seed(seed)
         params, fan_in = {}, 1
         for name, shape in self.layers:
@@ -108,8 +110,8 @@ class CnnSpec:
         return self.forward(self.unflatten(theta.to(COMPUTE_DTYPE)), x.to(COMPUTE_DTYPE))
 
     def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy over the batch (labels y: int64 class indices), as float64."""
-        return F.cross_entropy(self.logits(theta, x), y).to(torch.float64)
+        """The loss over the batch (by default mean cross-entropy; labels y: int64 class indices), as float64."""
+        return self.criterion(self.logits(theta, x), y).to(torch.float64)
 
     def error_rate(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
         with torch.no_grad():
@@ -122,9 +124,10 @@ class CnnSpec:
                              f"Found {tuple(x.shape)}.")
 
         def one(theta_, xi, yi):
-            return F.cross_entropy(self.forward(self.unflatten(theta_), xi.unsqueeze(0)), yi.unsqueeze(0))
+            return self.criterion(self.forward(self.unflatten(theta_), xi.unsqueeze(0)), yi.unsqueeze(0))
 
-        gradients = vmap(grad(one), in_dims=(None, 0, 0))(theta.to(COMPUTE_DTYPE), x.to(COMPUTE_DTYPE), y)
+        gradients = vmap(grad(one), in_dims=(None, 0, 0), randomness="different")(
+            theta.to(COMPUTE_DTYPE), x.to(COMPUTE_DTYPE), y)
         return gradients.to(torch.float64)
 
     def clipped_gradient_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, bound: float) -> torch.Tensor:
@@ -134,34 +137,3 @@ class CnnSpec:
     def per_example_gradients_at(self, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-example gradients at every θ_k (rows of ``thetas``): shape (k, n, dim)."""
         return torch.stack([self.per_example_gradients(theta, x, y) for theta in thetas])
-
-
-def _mnist_forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    h = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv1.weight"], p["conv1.bias"], stride=2, padding=3)), 2, 1)
-    h = F.max_pool2d(torch.tanh(F.conv2d(h, p["conv2.weight"], p["conv2.bias"], stride=2)), 2, 1)
-    h = torch.tanh(F.linear(h.flatten(1), p["fc1.weight"], p["fc1.bias"]))
-    return F.linear(h, p["fc2.weight"], p["fc2.bias"])
-
-
-def _cnn5_forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    h = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv1.weight"], p["conv1.bias"])), 2)
-    h = F.max_pool2d(torch.tanh(F.conv2d(h, p["conv2.weight"], p["conv2.bias"])), 2)
-    h = torch.tanh(F.linear(h.flatten(1), p["fc1.weight"], p["fc1.bias"]))
-    h = torch.tanh(F.linear(h, p["fc2.weight"], p["fc2.bias"]))
-    return F.linear(h, p["fc3.weight"], p["fc3.bias"])
-
-
-MNIST_CNN = CnnSpec(
-    "mnist-cnn",
-    (("conv1.weight", (16, 1, 8, 8)), ("conv1.bias", (16,)), ("conv2.weight", (32, 16, 4, 4)), ("conv2.bias", (32,)),
-     ("fc1.weight", (32, 512)), ("fc1.bias", (32,)), ("fc2.weight", (10, 32)), ("fc2.bias", (10,))),
-    (1, 28, 28), _mnist_forward)
-
-CIFAR_CNN5 = CnnSpec(
-    "cifar-cnn5",
-    (("conv1.weight", (6, 3, 5, 5)), ("conv1.bias", (6,)), ("conv2.weight", (16, 6, 5, 5)), ("conv2.bias", (16,)),
-     ("fc1.weight", (120, 400)), ("fc1.bias", (120,)), ("fc2.weight", (84, 120)), ("fc2.bias", (84,)),
-     ("fc3.weight", (10, 84)), ("fc3.bias", (10,))),
-    (3, 32, 32), _cnn5_forward)
-
-NETWORKS = {spec.name: spec for spec in (MNIST_CNN, CIFAR_CNN5)}

@@ -10,7 +10,7 @@ To extend: :func:`register` an object with that interface under a new name.
 from __future__ import annotations
 
 from mpcdp import registry
-from mpcdp.learning.cnn import NETWORKS
+from mpcdp.learning.paper_networks import NETWORKS
 from mpcdp.learning.logreg import LOGISTIC
 
 MODELS: dict[str, object] = {"logreg": LOGISTIC, **NETWORKS}
