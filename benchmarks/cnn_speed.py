@@ -16,7 +16,7 @@ from torch.func import grad, vmap
 
 from benchmarks.recording import record
 from mpcdp.data.mnist import load_mnist_5k
-from mpcdp.learning.cnn import MNIST_CNN
+from mpcdp.learning.paper_networks import MNIST_CNN
 
 
 def per_example_seconds(dtype: torch.dtype, batch: int, repeats: int) -> float:

@@ -5,3 +5,10 @@ Importing the package does nothing but define names; CrypTen is imported only wh
 """
 
 __version__ = "0.1.0"
+
+
+def train(*args, **kwargs):
+    """Train a model on the parties' own data, secure and certified (:func:`mpcdp.api.train`)."""
+    from mpcdp.api import train as _train
+
+    return _train(*args, **kwargs)

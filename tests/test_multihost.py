@@ -293,3 +293,58 @@ def test_every_byte_on_the_wire_is_inside_tls(hosts, deployment, tmp_path):
     plain = tcp_streams(_captured_run(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29508, tmp_path / "plain.bin",
                                       noisy))
     assert not any(tls_records_only(v) for v in plain.values())
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(hosts, deployment, tmp_path):
+    """launch/own_data_example.py on three emulated hosts: each party's CSV exists only in its own process's
+    private mount (written there from the party's stdin, at a path where every other process sees an empty
+    folder); a user's MLP, secure DDP-SRM over TLS, the same released model on every host, ε certified."""
+    import numpy as np
+
+    from mpcdp.data.registry import load
+
+    tag, addresses = hosts
+    data = load("a9a")
+    header = ",".join([*(f"a{i}" for i in range(data.x_train.shape[1])), "income_over_50k"])
+    rows = np.column_stack([data.x_train, (data.y_train > 0)]).astype(int)
+    csv = [header + "\n" + "\n".join(",".join(map(str, r)) for r in rows[j * 2000:(j + 1) * 2000]) + "\n"
+           for j in range(PARTIES)]
+    protocol = tmp_path / "own.toml"
+    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text().replace("passes = 1.0", "passes = 0.25"))
+    private = tmp_path / "private"
+    private.mkdir()
+    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29503",
+                  "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
+    procs = []
+    for rank in range(PARTIES + 1):
+        if rank < PARTIES:
+            script = (f"mount -t tmpfs tmpfs {private} && cat > {private}/mine.csv && exec {sys.executable} "
+                      f"{ROOT / 'launch' / 'own_data_example.py'} {private}/mine.csv {protocol}")
+            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "unshare", "--mount", "--propagation", "private",
+                   "sh", "-c", script]
+        else:
+            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
+                   "--iface", "eth-mpcdp", "--timeout", "300"]
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common), cwd=ROOT,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    outputs = []
+    try:
+        for rank, proc in enumerate(procs):  # every party gets its file before any is waited for
+            proc.stdin.write(csv[rank] if rank < PARTIES else "")
+            proc.stdin.close()
+            proc.stdin = None
+        for rank, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            proc.kill()
+    assert list(private.iterdir()) == []  # no party's file was ever visible outside its own process
+    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
+    assert all(r["records"] == [2000, 2000, 2000] for r in results)
+    assert len({r["theta_sha256"] for r in results}) == 1
+    assert all(0 < r["epsilon"] <= 1.0 and r["delta"] == 1e-5 for r in results)

@@ -193,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "--protocol P` (secure backend), or one process of `mpcdp cost`")
     party.add_argument("--protocol", default=None, help="for --job train: the protocol file (the same on every "
                                                         "host)")
+    party.add_argument("--data", default=None,
+                       help="for --job train: this party's own training file (.csv, .parquet, svmlight, .npz), read "
+                            "by this process only; the protocol's dataset is then not read")
+    party.add_argument("--test", default=None, help="with --data: this party's own held-out file")
+    party.add_argument("--label", default=None, help="with --data: the label column (.csv, .parquet)")
+    party.add_argument("--features", default=None,
+                       help="with --data: the feature columns, comma-separated (default: every other column), "
+                            "or the dimension of an svmlight file")
     party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
     party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
     party.add_argument("--sigma", type=float, default=1.0)

@@ -334,6 +334,13 @@ def _cmd_credentials(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _features(text: str | None) -> tuple[str, ...] | int | None:
+    """``--features``: a dimension (svmlight) or comma-separated column names."""
+    if text is None:
+        return None
+    return int(text) if text.isdigit() else tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import resolve, select_interface, select_link_security
@@ -352,6 +359,8 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
             print(json.dumps(report))
         return 0
+    if ns.data and ns.job != "train":
+        raise MpcdpError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
 
@@ -362,8 +371,15 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         settings.pop("parties")
         settings["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
         plan = dataclasses.replace(plan, mpc=settings)
-        result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous))
-        result.pop("test_error_curve", None)
+        if ns.data:
+            from mpcdp.jobs.own_data import PartySource, report, run_own_data_here
+
+            result = report(run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
+                                              plan.trained_model, rank=endpoint.rank,
+                                              rendezvous=endpoint.rendezvous))
+        else:
+            result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous))
+            result.pop("test_error_curve", None)
         result["rank"] = endpoint.rank
     elif ns.job == "cost":
         from mpcdp.jobs.cost import MODELS, check_choice, cost_job, cost_party

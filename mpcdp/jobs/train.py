@@ -37,6 +37,7 @@ from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.randomness import warn_reproducible
 from mpcdp.validation import check_integer, check_number, read_protocol
 
+OWN_FILES = ""  # a protocol without `dataset`: every party brings its own file (mpcdp.jobs.own_data)
 FULL_BATCH = tuple(name for name, a in ALGORITHMS.items() if a.full_batch)  # as registered at import
 
 
@@ -82,7 +83,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"protocol {path!r} lacks the [{missing.args[0]}] table") from None
     except (TypeError, ValueError):
         raise ConfigError(f"protocol {path!r}: [training] and [privacy] must be tables") from None
-    if not isinstance(protocol.get("dataset"), str):
+    if not isinstance(protocol.get("dataset", OWN_FILES), str):
         raise ConfigError(f"`dataset` must be a dataset name (a string). Found {protocol.get('dataset')!r}.")
     check_number(epsilon if epsilon is not None else privacy.get("epsilon"), "epsilon", low=0)
     check_number(privacy.get("delta"), "delta", low=0, high=1)
@@ -138,7 +139,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"[training] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a parameter of "
                           f"{record.name!r}; it takes {sorted(record.fields)}.")
     params = record.parse(training, m, passes)
-    return TrainPlan(protocol.get("name", path), record.name, protocol["dataset"], m, backend,
+    return TrainPlan(protocol.get("name", path), record.name, protocol.get("dataset", OWN_FILES), m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
                      params, passes, dict(protocol.get("mpc", {})), output, float(ratio), normalize_rows,
                      calibration, model_name, noise)
@@ -249,6 +250,9 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         from mpcdp.runtime.process_server import start_process_server
 
         start_process_server()  # its imports overlap the data loading and calibration below
+    if plan.dataset == OWN_FILES:
+        raise ConfigError(f"protocol {plan.name!r} names no `dataset`: every party brings its own file "
+                          f"(`mpcdp party --job train --data FILE`, or `mpcdp.train`).")
     data = load(plan.dataset)
     model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
     x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)

@@ -126,7 +126,7 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
 
     ``batch_sizes``/``batch0_sizes`` are every party's per-step batch (public), so each party knows the
     combined sizes B and B0 that divide the sums. ``model``: paper 002's logistic regression (§6.1) or one
-    of its CNNs (:mod:`mpcdp.learning.cnn`, §6.2) — clipping is over all parameters jointly. ``batch_key``:
+    of its CNNs (:mod:`mpcdp.learning.paper_networks`, §6.2) — clipping is over all parameters jointly. ``batch_key``:
     the party's secret key for its batch generator (secure training); None: batches follow ``params.seed``.
     ``on_release(state)`` is called after every release with the loop's state (:mod:`mpcdp.learning.checkpoint`
     saves it); ``resume`` is such a state: the run continues after its last release, exactly as it would have.

@@ -5,7 +5,7 @@ A user's network needs no change: :func:`from_module` reads its trainable parame
 ``named_parameters`` order), runs its own ``forward`` with θ's slices in their place, and takes a loss of
 (outputs, labels) — cross-entropy unless told otherwise. The result has the interface of every mpcdp model
 (:mod:`mpcdp.learning.models`), so DDP-SRM, DP-SGD and WD-DP train it as they train paper 002's CNNs, which
-are built the same way (:mod:`mpcdp.learning.cnn`).
+are built the same way (:mod:`mpcdp.learning.paper_networks`).
 
 Refused, with the reason: layers whose output for one example depends on the other examples of the batch
 (batch normalisation in any form) — a per-example gradient would then not be one example's, so clipping

@@ -1,0 +1,108 @@
+"""``mpcdp.train``: a party trains a model on its own data with the other parties, secure and certified.
+
+In the idiom of Opacus' ``PrivacyEngine`` and Flower's client: a user passes a model (any ``nn.Module``, or
+an mpcdp model name), their data file and a protocol, and gets back the trained model and its privacy
+certificate. Every party reads only its own file (:mod:`mpcdp.jobs.own_data`).
+
+* ``data`` one file: this host's party of a run across hosts. Where the run is comes from the environment, as
+  with ``torchrun``: ``RANK`` (this party), ``WORLD_SIZE`` (the number m of data parties),
+  ``MASTER_ADDR``/``MASTER_PORT`` (party 0's host) or ``RENDEZVOUS``; the dealer is one more process, ``mpcdp
+  party`` with ``RANK`` = m, on a host of its own. ``MPCDP_CREDENTIALS`` gives the deployment's TLS credentials.
+* ``data`` a list of files: every party on this host, each in its own process reading only its file (to
+  try a deployment out before spreading it over hosts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any, Sequence
+
+import torch
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """The trained model (the caller's ``nn.Module`` with the released parameters loaded, or θ for an mpcdp
+    model), its certificate (ε at δ, None without noise) and the held-out metrics: this party's own
+    (``held_out["own"]``) and the parties' count-weighted mean (``held_out["mean"]``)."""
+
+    model: Any
+    theta: torch.Tensor
+    epsilon: float | None
+    delta: float | None
+    held_out: dict
+    parties_records: list[int]
+    certificate: dict | None
+    reports: list[dict]
+
+
+def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, protocol: str,
+          label: str | None = None, features: Sequence[str] | int | None = None,
+          test: str | pathlib.Path | Sequence[str | pathlib.Path] | None = None, loss=None,
+          epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult:
+    """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
+    not read).
+
+    Args:
+        model: an ``nn.Module`` (trained through ``torch.func.functional_call``; cross-entropy unless ``loss``
+            is given; labels 0, 1, ...) or the name of an mpcdp model (``"logreg"``: labels −1/+1).
+        data: this party's file, or one file per party (see the module docstring).
+        protocol: the protocol file (TOML) — the same on every party.
+        label, features: how to read the files (:func:`mpcdp.data.party_file.load_party_file`).
+        test: this party's held-out file (or one per party).
+        loss: (outputs, labels) → mean loss, for an ``nn.Module``.
+        epsilon, seed: override the protocol's.
+        noise: False trains without noise (nothing certified; for comparisons).
+
+    Returns:
+        :class:`TrainResult`. Raises :class:`~mpcdp.errors.PartyFailed` (local runs) or the party's error.
+    """
+    from torch import nn
+
+    from mpcdp.errors import ConfigError
+    from mpcdp.jobs.own_data import ModuleRecipe, PartySource, run_own_data, run_own_data_here
+    from mpcdp.jobs.train import plan_from
+    from mpcdp.learning import models
+
+    features = tuple(features) if features is not None and not isinstance(features, int) else features
+    if isinstance(model, nn.Module):
+        trained = ModuleRecipe(model, loss)
+    elif isinstance(model, str):
+        trained = models.lookup(model)
+    else:
+        raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")
+    local = not isinstance(data, (str, pathlib.Path))
+    if local:
+        files = [str(f) for f in data]
+        tests = [None] * len(files) if test is None else [str(t) for t in test]
+        if len(tests) != len(files):
+            raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
+        plan = plan_from(protocol, backend="mpc", parties=len(files), epsilon=epsilon, seed=seed)
+        values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)], trained,
+                              noise=noise)
+        mine = values[0]
+    else:
+        from mpcdp.runtime.endpoint import resolve
+
+        endpoint = resolve(rank=None, parties=None, rendezvous=None)
+        plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
+        source = PartySource(str(data), None if test is None else str(test), label, features)
+        mine = run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
+                                 noise=noise)
+        values = [mine]
+    theta = mine["theta"]
+    if isinstance(model, nn.Module):
+        _load(model, theta)
+    return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
+                       mine["held_out"], mine["sizes"], mine["certificate"], values)
+
+
+def _load(module, theta: torch.Tensor) -> None:
+    """Put the released θ into ``module``'s trainable parameters (in ``named_parameters`` order)."""
+    start = 0
+    with torch.no_grad():
+        for parameter in (p for p in module.parameters() if p.requires_grad):
+            size = parameter.numel()
+            parameter.copy_(theta[start:start + size].reshape(parameter.shape).to(parameter.dtype))
+            start += size

@@ -1,0 +1,176 @@
+"""Training on data each party brings itself: every party reads only its own file, on its own host.
+
+One party's run (:func:`own_data_party`, the same on every party):
+
+1. read this party's training file (and its held-out file, if any) — :mod:`mpcdp.data.party_file`;
+2. agree in public on schema, record shape and label set, and learn every party's record count n_j
+   (:func:`mpcdp.data.agreement.agree_on_data`; a mismatch is refused on every party, naming it);
+3. calibrate and certify the noise for those n_j — every party computes the same certificate from the
+   same public inputs, and the parties check that they did (one public exchange of the noise levels);
+4. train as the protocol says (:func:`mpcdp.learning.backends.mpc_party`: clipped local gradients, secure
+   aggregation, noise sampled inside the MPC, only the noisy aggregate released);
+5. evaluate the released model on this party's held-out file, and open only the parties' count-weighted
+   mean of those metrics (a secure sum of n·loss, n·error and n: each party's own metrics and test count
+   stay with it).
+
+Security model: as every secure run (semi-honest parties, a dealer that colludes with no party). Disclosed
+beyond the released models: each party's schema hash, record shape, label set and record count, and the
+weighted mean test metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Sequence
+
+import torch
+
+from mpcdp.data.agreement import agree_on_data
+from mpcdp.data.party_file import PartyData, load_party_file
+from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.learning.backends import NoiseLevels, mpc_party
+from mpcdp.learning.dpsrm import Shard
+
+
+@dataclasses.dataclass(frozen=True)
+class PartySource:
+    """One party's files and how to read them (:func:`~mpcdp.data.party_file.load_party_file`)."""
+
+    train: str
+    test: str | None = None
+    label: str | None = None
+    features: tuple[str, ...] | int | None = None
+
+    def load(self) -> tuple[PartyData, PartyData | None]:
+        features = list(self.features) if isinstance(self.features, tuple) else self.features
+        train = load_party_file(self.train, label=self.label, features=features)
+        test = None if self.test is None else load_party_file(self.test, label=self.label, features=features)
+        if test is not None and test.schema_sha256 != train.schema_sha256:
+            raise ConfigError(f"held-out file {self.test!r} has another schema than training file {self.train!r}.")
+        return train, test
+
+
+def _check_labels(model, labels: list) -> None:
+    if model.kind == "logreg" and not set(labels) <= {-1, 1}:
+        raise ConfigError(f"logistic regression takes labels -1 and +1. Found {labels}.")
+    if model.kind == "cnn" and not all(isinstance(v, int) and v >= 0 for v in labels):
+        raise ConfigError(f"a network trained with cross-entropy takes class indices 0, 1, ... Found {labels}.")
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    flat = x.reshape(len(x), -1)
+    return (flat / flat.norm(dim=1, keepdim=True).clamp(min=1e-12)).reshape(x.shape)
+
+
+def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize_rows: bool) -> dict[str, Any]:
+    """This party's metrics on its held-out file, and the parties' count-weighted means (one secure sum,
+    one opening of three numbers)."""
+    from mpcdp.mpc.secure_sum import secure_sum
+
+    if test is None:
+        own, local = None, torch.zeros(3, dtype=torch.float64)
+    else:
+        x, y = torch.from_numpy(test.x).double(), model.labels(test.y)
+        if normalize_rows:
+            x = _unit_rows(x)
+        loss, error = float(model.loss(theta, x, y)), float(model.error_rate(theta, x, y))
+        own = {"test_loss": loss, "test_error": error, "test_records": len(y)}
+        local = torch.tensor([len(y) * loss, len(y) * error, float(len(y))], dtype=torch.float64)
+    total = ctx.reveal(secure_sum(ctx, local, field="held-out metrics"), label="held-out metrics",
+                       reason="count-weighted mean of the parties' test metrics")
+    count = float(total[2])
+    mean = None if count < 0.5 else {"test_loss": float(total[0]) / count, "test_error": float(total[1]) / count}
+    return {"own": own, "mean": mean}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleRecipe:
+    """A user's ``nn.Module`` and loss, made into an mpcdp model by each party once it knows its record shape
+    (:func:`~mpcdp.learning.modules.from_module`)."""
+
+    module: Any
+    loss: Any = None
+
+    def build(self, record_shape: tuple[int, ...]):
+        from mpcdp.learning.modules import from_module
+
+        kwargs = {} if self.loss is None else {"loss": self.loss}
+        return from_module(self.module, record_shape, **kwargs)
+
+
+def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) -> dict[str, Any]:
+    """One party of a run on its own data (see the module docstring). ``plan``: the protocol
+    (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``model``: an mpcdp model object
+    (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
+    ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
+    from mpcdp.jobs.train import plan_noise
+
+    train, test = source.load()
+    if isinstance(model, ModuleRecipe):
+        model = model.build(tuple(train.x.shape[1:]))
+    description = train.description()
+    _check_labels(model, description["labels"])
+    sizes = agree_on_data(ctx, description)
+    x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
+    if plan.normalize_rows:
+        x = _unit_rows(x)
+    model.check_inputs(tuple(x.shape[1:]), f"party {ctx.rank}'s file")
+    dim = model.dimension(x)
+    planned = plan_noise(plan, tuple(sizes), dim)
+    levels = planned.levels if noise else NoiseLevels(None, None)
+    certificate = planned.certificate if noise else None
+    agreed = {"epsilon": None if certificate is None else certificate.epsilon,
+              "sigma0": levels.sigma0, "sigma": levels.sigma, "steps": planned.steps}
+    everyone = ctx.exchange_public(agreed, label="noise agreement")
+    if any(other != everyone[0] for other in everyone):
+        odd = next(j for j, other in enumerate(everyone) if other != everyone[0])
+        raise ConfigMismatchError(f"party {odd} calibrated other noise than party 0 ({everyone[odd]} against "
+                                  f"{everyone[0]}): the parties run different mpcdp or dp-accounting versions",
+                                  party=odd)
+    runner = functools.partial(plan.record.runner, model=model)
+    out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
+    theta = out["result"].output(plan.output)
+    return {"theta": theta, "sizes": sizes, "epsilon": agreed["epsilon"], "delta": plan.delta if noise else None,
+            "certificate": None if certificate is None else dataclasses.asdict(certificate),
+            "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows), "releases": len(out["result"].released),
+            "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"]}
+
+
+def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True) -> list[dict[str, Any]]:
+    """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process."""
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_job
+
+    if len(sources) != plan.parties:
+        raise ConfigError(f"`sources` must give one file per party ({plan.parties}). Found {len(sources)}.")
+    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    run = run_job(own_data_party, config, party_args=[(plan, s, model, noise) for s in sources],
+                  job=_job(plan, noise))
+    return run.values
+
+
+def report(values: dict[str, Any]) -> dict[str, Any]:
+    """One party's result as plain JSON (the model as a list, the certificate's numbers)."""
+    certificate = values["certificate"] or {}
+    return {"theta": values["theta"].tolist(), "parties_records": values["sizes"], "epsilon": values["epsilon"],
+            "delta": values["delta"], "delta_certified": certificate.get("delta"),
+            "accounting": certificate.get("method"), "releases": values["releases"],
+            "held_out": values["held_out"], "online_s": values["online_s"], "presample_s": values["presample_s"],
+            "bytes_sent": values["bytes_sent"]}
+
+
+def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,
+                      noise: bool = True) -> dict[str, Any]:
+    """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
+    dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns."""
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.party import run_party
+
+    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    return run_party(rank=rank, config=config, rendezvous=rendezvous, fn=own_data_party,
+                     args=(plan, source, model, noise), job=_job(plan, noise))
+
+
+def _job(plan, noise: bool) -> dict[str, Any]:
+    return {"name": f"{plan.name} on the parties' own data", "algorithm": plan.algorithm, "noise": noise}

@@ -1,0 +1,123 @@
+"""Training on files each party reads itself: the same model as the shipped-data path given the same shards,
+held-out metrics per party and their secure weighted mean, and a mismatched file refused on every party."""
+
+import dataclasses
+import functools
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from mpcdp.config import MpcConfig
+from mpcdp.data.registry import load
+from mpcdp.data.split import split_indices
+from mpcdp.errors import PartyFailed
+from mpcdp.jobs.own_data import PartySource, run_own_data
+from mpcdp.jobs.train import plan_from, plan_noise
+from mpcdp.learning.backends import NoiseLevels, mpc_party
+from mpcdp.learning.dpsrm import Shard
+from mpcdp.learning.logreg import LOGISTIC
+from mpcdp.runtime.harness import run_parties
+
+PROTOCOL = "protocols/quickstart-a9a.toml"
+
+
+def _write(path, x, y, columns):
+    frame = pd.DataFrame(x, columns=columns)
+    frame["income_over_50k"] = y
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def party_files(tmp_path_factory):
+    """a9a's training rows split as the shipped path splits them, one CSV per party, and a third of the test
+    rows as each party's held-out CSV."""
+    folder = tmp_path_factory.mktemp("parties")
+    plan = plan_from(PROTOCOL, backend="mpc")
+    data = load(plan.dataset)
+    parts = split_indices(len(data.y_train), plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
+    tests = np.array_split(np.arange(len(data.y_test)), plan.parties)
+    columns = [f"a{i}" for i in range(data.x_train.shape[1])]
+    sources = [PartySource(_write(folder / f"party{j}.csv", data.x_train[idx], data.y_train[idx], columns),
+                           _write(folder / f"party{j}-test.csv", data.x_test[t], data.y_test[t], columns),
+                           label="income_over_50k")
+               for j, (idx, t) in enumerate(zip(parts, tests))]
+    return plan, data, parts, tests, sources
+
+
+def test_own_files_give_the_shipped_paths_model_bit_for_bit_without_noise(party_files):
+    plan, data, parts, _, sources = party_files
+    plan = dataclasses.replace(plan, output="last", mpc={**plan.mpc, "reproducible": True})
+    own = run_own_data(plan, sources, LOGISTIC, noise=False)
+    x, y = torch.from_numpy(data.x_train).double(), LOGISTIC.labels(data.y_train)
+    shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
+    params = plan_noise(plan, tuple(len(p) for p in parts), x.shape[1]).params
+    runner = functools.partial(plan.record.runner, model=LOGISTIC)
+    shipped = run_parties(mpc_party, MpcConfig(parties=plan.parties, reproducible=True),
+                          party_args=[(s, params, NoiseLevels.none(), x.shape[1], runner) for s in shards])
+    assert own[0]["sizes"] == [len(p) for p in parts]
+    assert torch.equal(own[0]["theta"], shipped[0]["result"].output("last"))
+    assert all(torch.equal(r["theta"], own[0]["theta"]) for r in own)
+
+
+def test_with_noise_each_party_reports_its_held_out_metrics_and_all_get_their_weighted_mean(party_files):
+    plan, data, _, tests, sources = party_files
+    results = run_own_data(plan, sources, LOGISTIC)
+    assert all(r["epsilon"] == results[0]["epsilon"] <= plan.epsilon for r in results)
+    assert results[0]["certificate"]["delta"] <= plan.delta
+    own = [r["held_out"]["own"] for r in results]
+    assert [o["test_records"] for o in own] == [len(t) for t in tests]
+    theta = results[0]["theta"]
+    x_test, y_test = torch.from_numpy(data.x_test).double(), LOGISTIC.labels(data.y_test)
+    whole = LOGISTIC.error_rate(theta, x_test, y_test)  # the pooled test set, which no party holds
+    mean = results[0]["held_out"]["mean"]
+    assert all(r["held_out"]["mean"] == mean for r in results)
+    assert mean["test_error"] == pytest.approx(whole, abs=1e-4)  # fixed point: 2^-16 per sum term
+    assert 0.1 < mean["test_error"] < 0.3
+
+
+def test_a_party_whose_file_has_another_schema_is_refused_before_any_share(party_files, tmp_path):
+    plan, data, parts, _, sources = party_files
+    odd = pd.read_csv(sources[2].train).rename(columns={"a5": "hours"})
+    odd.to_csv(tmp_path / "odd.csv", index=False)
+    changed = [*sources[:2], dataclasses.replace(sources[2], train=str(tmp_path / "odd.csv"), test=None)]
+    with pytest.raises(PartyFailed, match="party 2 failed.*schema_sha256") as info:
+        run_own_data(plan, changed, LOGISTIC)
+    assert info.value.party == 2
+    assert all(r.error_type == "ConfigMismatchError" for r in info.value.reports if r.role == "party")
+
+
+class _SmallMlp(torch.nn.Module):  # a user's model, not one of mpcdp's
+    def __init__(self, features: int):
+        super().__init__()
+        self.layers = torch.nn.Sequential(torch.nn.Linear(features, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def test_mpcdp_train_takes_a_users_module_and_each_partys_own_csv(party_files, tmp_path):
+    """The documented entry point: `mpcdp.train(module, files, protocol=...)` — secure DDP-SRM of a user's MLP,
+    each party reading only its own file; the module comes back with the released parameters, ε certified."""
+    import mpcdp
+
+    plan, data, parts, tests, _ = party_files
+    columns = [f"a{i}" for i in range(data.x_train.shape[1])]
+    files = [_write(tmp_path / f"p{j}.csv", data.x_train[idx[:2000]], (data.y_train[idx[:2000]] > 0).astype(int),
+                    columns) for j, idx in enumerate(parts)]
+    held = [_write(tmp_path / f"t{j}.csv", data.x_test[t[:1000]], (data.y_test[t[:1000]] > 0).astype(int), columns)
+            for j, t in enumerate(tests)]
+    torch.manual_seed(0)
+    module = _SmallMlp(len(columns))
+    before = [p.detach().clone() for p in module.parameters()]
+    result = mpcdp.train(module, files, test=held, label="income_over_50k", protocol=PROTOCOL)
+    assert result.model is module and result.parties_records == [2000, 2000, 2000]
+    assert result.epsilon <= plan.epsilon and result.certificate["delta"] <= plan.delta
+    after = list(module.parameters())
+    assert any(not torch.equal(a.detach(), b) for a, b in zip(after, before))  # the released model is loaded
+    flat = torch.cat([p.detach().reshape(-1).double() for p in after])
+    assert torch.allclose(flat, result.theta, atol=1e-6)
+    assert [r["held_out"]["own"]["test_records"] for r in result.reports] == [1000, 1000, 1000]
+    assert 0.0 < result.held_out["mean"]["test_error"] < 0.5
