@@ -431,7 +431,7 @@ def torch_threads(ctx):
 def crypten_interop(ctx, value):
     """mpcdp's secure sum handed to CrypTen and back, and a CrypTen input handed to mpcdp."""
     from mpcdp.adapter.compat import crypten
-    from mpcdp.adapter.interop import from_crypten, to_crypten
+    from mpcdp.mpc.crypten_interop import from_crypten, to_crypten
     from mpcdp.mpc.secure_sum import secure_sum
     from mpcdp.mpc.shared import share_of
 
@@ -455,7 +455,7 @@ def crypten_interop(ctx, value):
 
 def agree_or_refuse(ctx, description):
     """The data agreement's outcome on this party: every party's record count, or the refusal."""
-    from mpcdp.data.agreement import agree_on_data
+    from mpcdp.mpc.data_agreement import agree_on_data
     from mpcdp.errors import MpcdpError
 
     try:

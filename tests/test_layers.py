@@ -21,7 +21,7 @@ LAYERS = (
     ("accounting",),
     ("learning",),
     ("jobs",),
-    ("cli", "__main__", "__init__"),
+    ("cli", "__main__", "__init__", "api"),
 )
 LEVEL = {package: level for level, packages in enumerate(LAYERS) for package in packages}
 

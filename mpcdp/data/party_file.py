@@ -10,7 +10,7 @@ Formats (by the file's suffix):
 * ``.npz``: arrays ``x`` (records first, any shape after) and ``y``.
 
 What a party tells the others (:meth:`PartyData.description`, public, compared before any share moves by
-:func:`mpcdp.data.agreement.agree_on_data`): the schema's SHA-256 (feature names, dtypes, record shape), the
+:func:`mpcdp.mpc.data_agreement.agree_on_data`): the schema's SHA-256 (feature names, dtypes, record shape), the
 record shape, the label set, and its record count n_j (the sampling rate and WD-DP's weights need it).
 Nothing else about the records leaves the host.
 """

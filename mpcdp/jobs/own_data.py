@@ -4,7 +4,7 @@ One party's run (:func:`own_data_party`, the same on every party):
 
 1. read this party's training file (and its held-out file, if any) — :mod:`mpcdp.data.party_file`;
 2. agree in public on schema, record shape and label set, and learn every party's record count n_j
-   (:func:`mpcdp.data.agreement.agree_on_data`; a mismatch is refused on every party, naming it);
+   (:func:`mpcdp.mpc.data_agreement.agree_on_data`; a mismatch is refused on every party, naming it);
 3. calibrate and certify the noise for those n_j — every party computes the same certificate from the
    same public inputs, and the parties check that they did (one public exchange of the noise levels);
 4. train as the protocol says (:func:`mpcdp.learning.backends.mpc_party`: clipped local gradients, secure
@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import torch
 
-from mpcdp.data.agreement import agree_on_data
+from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
 from mpcdp.learning.backends import NoiseLevels, mpc_party
