@@ -37,9 +37,9 @@ class TrainResult:
     reports: list[dict]
 
 
-def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, protocol: str,
+def train(model, data, *, protocol: str,
           label: str | None = None, features: Sequence[str] | int | None = None,
-          test: str | pathlib.Path | Sequence[str | pathlib.Path] | None = None, loss=None,
+          test=None, loss=None,
           epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
@@ -47,7 +47,8 @@ def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, pro
     Args:
         model: an ``nn.Module`` (trained through ``torch.func.functional_call``; cross-entropy unless ``loss``
             is given; labels 0, 1, ...) or the name of an mpcdp model (``"logreg"``: labels −1/+1).
-        data: this party's file, or one file per party (see the module docstring).
+        data: this party's file or ``torch.utils.data.Dataset`` of (features, label) pairs, or a list of one per
+            party (see the module docstring).
         protocol: the protocol file (TOML) — the same on every party.
         label, features: how to read the files (:func:`mpcdp.data.party_file.load_party_file`).
         test: this party's held-out file (or one per party).
@@ -72,10 +73,10 @@ def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, pro
         trained = models.lookup(model)
     else:
         raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")
-    local = not isinstance(data, (str, pathlib.Path))
+    local = isinstance(data, (list, tuple))
     if local:
-        files = [str(f) for f in data]
-        tests = [None] * len(files) if test is None else [str(t) for t in test]
+        files = [_records(f) for f in data]
+        tests = [None] * len(files) if test is None else [_records(t) for t in test]
         if len(tests) != len(files):
             raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
         plan = plan_from(protocol, backend="mpc", parties=len(files), epsilon=epsilon, seed=seed)
@@ -87,7 +88,7 @@ def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, pro
 
         endpoint = resolve(rank=None, parties=None, rendezvous=None)
         plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
-        source = PartySource(str(data), None if test is None else str(test), label, features)
+        source = PartySource(_records(data), _records(test), label, features)
         mine = run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
                                  noise=noise)
         values = [mine]
@@ -96,6 +97,17 @@ def train(model, data: str | pathlib.Path | Sequence[str | pathlib.Path], *, pro
         _load(model, theta)
     return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
                        mine["held_out"], mine["sizes"], mine["certificate"], values)
+
+
+def _records(data):
+    """A file's path as a string, or the records of a Dataset held here (:func:`~mpcdp.data.party_file.from_dataset`)."""
+    from mpcdp.data.party_file import from_dataset
+
+    if data is None or isinstance(data, str):
+        return data
+    if isinstance(data, pathlib.Path):
+        return str(data)
+    return from_dataset(data)
 
 
 def _load(module, theta: torch.Tensor) -> None:

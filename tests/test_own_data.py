@@ -121,3 +121,21 @@ def test_mpcdp_train_takes_a_users_module_and_each_partys_own_csv(party_files, t
     assert torch.allclose(flat, result.theta, atol=1e-6)
     assert [r["held_out"]["own"]["test_records"] for r in result.reports] == [1000, 1000, 1000]
     assert 0.0 < result.held_out["mean"]["test_error"] < 0.5
+
+
+def test_mpcdp_train_takes_torch_datasets_and_refuses_one_of_another_width():
+    import mpcdp
+    from torch.utils.data import TensorDataset
+
+    g = torch.Generator().manual_seed(7)
+
+    def dataset(n, width=10):
+        x = torch.randn(n, width, generator=g)
+        return TensorDataset(x, (x[:, 0] > 0).long())
+
+    module = _SmallMlp(10)
+    result = mpcdp.train(module, [dataset(300), dataset(400), dataset(300)], protocol="protocols/own-data-mlp.toml")
+    assert result.parties_records == [300, 400, 300] and result.epsilon <= 1.0
+    with pytest.raises(PartyFailed, match="record_shape"):
+        mpcdp.train(_SmallMlp(10), [dataset(300), dataset(300), dataset(300, width=11)],
+                    protocol="protocols/own-data-mlp.toml")

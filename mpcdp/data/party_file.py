@@ -52,6 +52,28 @@ class PartyData:
                 "records": int(len(self.y))}
 
 
+def from_dataset(dataset, name: str = "a torch Dataset") -> PartyData:
+    """The records of a ``torch.utils.data.Dataset`` (or any sequence of (features, label) pairs) held in this
+    process, as :class:`PartyData` (features flattened to float64 after their own shape is kept)."""
+    import torch
+
+    try:
+        pairs = [dataset[i] for i in range(len(dataset))]
+    except TypeError as exc:
+        raise ConfigError(f"`data` must be a file or a Dataset of (features, label) pairs. Found "
+                          f"{type(dataset).__name__}.") from exc
+    if not pairs:
+        raise InputError(f"`data` ({name}) holds no records.")
+    x = torch.stack([torch.as_tensor(features) for features, _ in pairs])
+    y = np.asarray([torch.as_tensor(label).item() for _, label in pairs])
+    width = int(np.prod(x.shape[1:]))
+    data = PartyData(x.to(torch.float64).numpy(), y, tuple(f"x{i}" for i in range(width)),
+                     (str(x.dtype).replace("torch.", ""),) * width, name)
+    if not np.isfinite(data.x.reshape(len(data.x), -1)).all():
+        raise InputError(f"`data` ({name}) has NaN or Inf features.")
+    return data
+
+
 def _plain(value):
     """A label as JSON has it: an integer where it is one, else a float or a string."""
     value = value.item() if hasattr(value, "item") else value

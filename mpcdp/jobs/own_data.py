@@ -35,17 +35,22 @@ from mpcdp.learning.dpsrm import Shard
 
 @dataclasses.dataclass(frozen=True)
 class PartySource:
-    """One party's files and how to read them (:func:`~mpcdp.data.party_file.load_party_file`)."""
+    """One party's records and how to read them: files (:func:`~mpcdp.data.party_file.load_party_file`),
+    or records already in this process (:class:`~mpcdp.data.party_file.PartyData`, e.g. from a Dataset)."""
 
-    train: str
-    test: str | None = None
+    train: str | PartyData
+    test: str | PartyData | None = None
     label: str | None = None
     features: tuple[str, ...] | int | None = None
 
-    def load(self) -> tuple[PartyData, PartyData | None]:
+    def _read(self, source):
+        if source is None or isinstance(source, PartyData):
+            return source
         features = list(self.features) if isinstance(self.features, tuple) else self.features
-        train = load_party_file(self.train, label=self.label, features=features)
-        test = None if self.test is None else load_party_file(self.test, label=self.label, features=features)
+        return load_party_file(source, label=self.label, features=features)
+
+    def load(self) -> tuple[PartyData, PartyData | None]:
+        train, test = self._read(self.train), self._read(self.test)
         if test is not None and test.schema_sha256 != train.schema_sha256:
             raise ConfigError(f"held-out file {self.test!r} has another schema than training file {self.train!r}.")
         return train, test
