@@ -100,7 +100,8 @@ def train(model, data, *, protocol: str,
 
 
 def _records(data):
-    """A file's path as a string, or the records of a Dataset held here (:func:`~mpcdp.data.party_file.from_dataset`)."""
+    """A file's path as a string, or the records of a Dataset held here
+    (:func:`~mpcdp.data.party_file.from_dataset`)."""
     from mpcdp.data.party_file import from_dataset
 
     if data is None or isinstance(data, str):

@@ -32,7 +32,8 @@ def test_a_csv_with_a_label_column_gives_features_labels_and_a_public_descriptio
     ({}, {}, ConfigError, "`label` .* is required"),
     ({"label": "outcome"}, {}, ConfigError, "`label` column 'outcome' is not in"),
     ({"label": "label", "features": ["age", "weight"]}, {}, ConfigError, r"`features` \['weight'\]"),
-    ({"label": "label"}, {"city": ["a", "b", "c", "d"]}, ConfigError, "feature column 'city' .* has dtype .*: features must be numbers"),
+    ({"label": "label"}, {"city": ["a", "b", "c", "d"]}, ConfigError,
+     "feature column 'city' .* has dtype .*: features must be numbers"),
     ({"label": "label"}, {"blood": [1.0, np.nan, 2.0, np.inf]}, InputError, "2 records have NaN or Inf"),
 ])
 def test_a_bad_csv_is_refused_naming_the_field(tmp_path, kwargs, extra, error, text):
@@ -45,7 +46,8 @@ def test_svmlight_npz_and_parquet_files_and_unknown_or_empty_ones(tmp_path):
     svm = tmp_path / "mine.svm"
     svm.write_text("1 1:0.5 3:1\n-1 2:2\n")
     data = load_party_file(svm, features=5)
-    assert data.x.shape == (2, 5) and data.x[0].tolist() == [0.5, 0, 1, 0, 0] and data.description()["labels"] == [-1, 1]
+    assert data.x.shape == (2, 5) and data.x[0].tolist() == [0.5, 0, 1, 0, 0]
+    assert data.description()["labels"] == [-1, 1]
     np.savez(tmp_path / "images.npz", x=np.zeros((3, 1, 4, 4), dtype=np.float32), y=np.array([0, 2, 1]))
     images = load_party_file(tmp_path / "images.npz")
     assert images.description()["record_shape"] == [1, 4, 4] and images.description()["labels"] == [0, 1, 2]

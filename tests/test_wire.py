@@ -1,5 +1,5 @@
 """Peers that deviate on the wire cannot hurt the honest parties: every message is framed and checked, and
-no peer data is ever unpickled (README, "Threat model")."""
+no peer data is ever unpickled (mpcdp/README.md, "Threat model")."""
 
 import os
 import pickle

@@ -15,7 +15,7 @@ inside :class:`mpcdp.mpc.shared.Shared`.
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
 * :mod:`.objects`: the dealer's allow-list.
 
-Security model of the providers (README, "Threat model"):
+Security model of the providers (the guide mpcdp/README.md, "Threat model"):
 
 * ``dealer`` (CrypTen's TTP): an extra process of rank m that is never a data party generates the
   correlated randomness and hands each party its share. It never receives an opened value or an input

@@ -3,7 +3,7 @@
 
 Security model: the dealer generates all correlated randomness and hands each party its share. It never
 receives an opened value or an input share; security rests on it not colluding with any data party (with
-one, it recovers every value that was multiplied; README, "Threat model").
+one, it recovers every value that was multiplied; the guide mpcdp/README.md, "Threat model").
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ deployment's credentials). On that link:
 
 :class:`DealerClient` is what CrypTen reaches as ``TTPClient.get()``; :func:`serve` is the dealer's loop.
 
-Security model: the dealer is trusted not to collude with a data party (README, "Threat model"); the
+Security model: the dealer is trusted not to collude with a data party (the guide mpcdp/README.md, "Threat model"); the
 link keeps the network out of the keys and of party 0's material. Declared cost per request: 3 frames
 (48 bytes of headers), the request's JSON, the reply shape's JSON and 8 bytes per element of party 0's
 share, plus 2 emulated hops (``link_delay_ms``); per party at start-up, one 32-byte key.

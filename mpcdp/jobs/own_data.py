@@ -138,7 +138,8 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     theta = out["result"].output(plan.output)
     return {"theta": theta, "sizes": sizes, "epsilon": agreed["epsilon"], "delta": plan.delta if noise else None,
             "certificate": None if certificate is None else dataclasses.asdict(certificate),
-            "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows), "releases": len(out["result"].released),
+            "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows),
+            "releases": len(out["result"].released),
             "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"]}
 
 

@@ -12,7 +12,7 @@ plaintext. Every value that becomes plaintext to any party — an opening of sha
 value, a comparison result, a value sent in the clear, public metadata exchanged — passes through one choke
 point, :meth:`MpcContext._disclose`, which records it as an :class:`Opening` (label, elements, recipients,
 kind, reason, bytes, rounds) in :attr:`MpcContext.openings`. The kinds are closed (:data:`OPENING_KINDS`):
-the opening audit (``tests/test_audit.py``, README "Threat model") asserts that a DDP-SRM step discloses
+the opening audit (``tests/test_audit.py``, mpcdp/README.md "Threat model") asserts that a DDP-SRM step discloses
 masked protocol values, the sampler's accept bits and the released noisy v_p, and nothing else. Openings are
 counted in :mod:`mpcdp.transport.costs` and their bytes on the wire measured. ``ctx.rounds`` counts communication
 rounds (phases of messages sent together; an opening is 1 or 2, see

@@ -14,7 +14,7 @@ import torch
 from mpcdp.errors import SecretDisclosureError
 
 _HOW_TO_REVEAL = ("a Shared value is secret-shared among the parties and has no plaintext here; open it "
-                  "explicitly with ctx.reveal(x, reason=...) on every party (see README, 'Threat model')")
+                  "explicitly with ctx.reveal(x, reason=...) on every party (see mpcdp/README.md, 'Threat model')")
 
 
 class Shared:

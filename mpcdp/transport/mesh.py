@@ -26,7 +26,7 @@ Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` nam
 Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by
 the deployment's CA, and a peer is the rank its certificate names. Without them, links are plain TCP,
 refused across hosts unless ``--insecure-links`` is given. What travels is what the protocols open:
-uniformly masked shares, public values, and the dealer's keys and material (README, "Threat model").
+uniformly masked shares, public values, and the dealer's keys and material (the guide mpcdp/README.md, "Threat model").
 """
 
 from __future__ import annotations
