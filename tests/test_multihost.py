@@ -34,6 +34,21 @@ def _netns_unavailable() -> str | None:
 _REASON = _netns_unavailable()
 
 
+def _outputs(procs: list, timeout: int) -> list[str]:
+    """Every process's stdout, in rank order, once each has exited 0 (its stderr tail otherwise); every
+    process is killed on the way out."""
+    outputs = []
+    try:
+        for rank, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            proc.kill()
+    return outputs
+
+
 @pytest.fixture
 def hosts():
     tag = "t" + secrets.token_hex(3)
@@ -70,15 +85,7 @@ def test_parties_on_separate_hosts(hosts, deployment):
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "bash", str(ROOT / "launch" / "host.sh"),
                "--dim", str(DIM), "--seed", str(SEED), "--timeout", "90"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=150)
-            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
-            outputs.append(out)
-    finally:
-        for proc in procs:
-            proc.kill()
+    outputs = _outputs(procs, 150)
     results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
     assert outputs[PARTIES].strip() == ""  # the dealer prints nothing and sees no result
     exact = sum(local_vector(DIM, rank, SEED) for rank in range(PARTIES))
@@ -121,15 +128,7 @@ def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
                "--timeout", "90"]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=150)
-            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
-            outputs.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for proc in procs:
-            proc.kill()
+    outputs = [json.loads(out.strip().splitlines()[-1]) for out in _outputs(procs, 150)]
     run = summarize("logreg-ijcnn1", PARTIES, "rou", 1.0, 0.0, outputs[:PARTIES], outputs[PARTIES], 0.0)
     layer = run.layers[0]
     for rank in range(PARTIES):  # over both measured sections (a segment may leave just after a section ends)
@@ -185,15 +184,7 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path, deploy
                "--timeout", "120"]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = []
-    try:
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=200)
-            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
-            outputs.append(out)
-    finally:
-        for proc in procs:
-            proc.kill()
+    outputs = _outputs(procs, 200)
     hosted = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
     local = run_plan(plan_from(str(protocol)), curve=False)
     for rank, report in enumerate(hosted):
@@ -330,19 +321,11 @@ def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(ho
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common), cwd=ROOT,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
-    outputs = []
-    try:
-        for rank, proc in enumerate(procs):  # every party gets its file before any is waited for
-            proc.stdin.write(csv[rank] if rank < PARTIES else "")
-            proc.stdin.close()
-            proc.stdin = None
-        for rank, proc in enumerate(procs):
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-3000:]}"
-            outputs.append(out)
-    finally:
-        for proc in procs:
-            proc.kill()
+    for rank, proc in enumerate(procs):  # every party gets its file before any is waited for
+        proc.stdin.write(csv[rank] if rank < PARTIES else "")
+        proc.stdin.close()
+        proc.stdin = None
+    outputs = _outputs(procs, 300)
     assert list(private.iterdir()) == []  # no party's file was ever visible outside its own process
     results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
     assert all(r["records"] == [2000, 2000, 2000] for r in results)
