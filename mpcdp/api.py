@@ -6,8 +6,9 @@ certificate. Every party reads only its own file (:mod:`mpcdp.jobs.own_data`).
 
 * ``data`` one file: this host's party of a run across hosts. Where the run is comes from the environment, as
   with ``torchrun``: ``RANK`` (this party), ``WORLD_SIZE`` (the number m of data parties),
-  ``MASTER_ADDR``/``MASTER_PORT`` (party 0's host) or ``RENDEZVOUS``; the dealer is one more process, ``mpcdp
-  party`` with ``RANK`` = m, on a host of its own. ``MPCDP_CREDENTIALS`` gives the deployment's TLS credentials.
+  ``MASTER_ADDR``/``MASTER_PORT`` (party 0's host) or ``RENDEZVOUS``; the dealer is one more process with
+  ``RANK`` = m, on a host of its own: the same script (``train`` then serves as the dealer and returns None)
+  or ``mpcdp party``. ``MPCDP_CREDENTIALS`` gives the deployment's TLS credentials.
 * ``data`` a list of files: every party on this host, each in its own process reading only its file (to
   try a deployment out before spreading it over hosts).
 """
@@ -40,7 +41,7 @@ class TrainResult:
 def train(model, data, *, protocol: str,
           label: str | None = None, features: Sequence[str] | int | None = None,
           test=None, loss=None,
-          epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult:
+          epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
@@ -57,7 +58,8 @@ def train(model, data, *, protocol: str,
         noise: False trains without noise (nothing certified; for comparisons).
 
     Returns:
-        :class:`TrainResult`. Raises :class:`~mpcdp.errors.PartyFailed` (local runs) or the party's error.
+        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyFailed` (local
+        runs) or the party's error.
     """
     from torch import nn
 
@@ -88,6 +90,12 @@ def train(model, data, *, protocol: str,
 
         endpoint = resolve(rank=None, parties=None, rendezvous=None)
         plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
+        if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
+            from mpcdp.config import MpcConfig
+            from mpcdp.runtime.party import run_dealer
+
+            run_dealer(config=MpcConfig(parties=plan.parties, **plan.mpc), rendezvous=endpoint.rendezvous)
+            return None
         source = PartySource(_records(data), _records(test), label, features)
         mine = run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
                                  noise=noise)

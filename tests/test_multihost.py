@@ -315,9 +315,9 @@ def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(ho
                       f"{ROOT / 'launch' / 'own_data_example.py'} {private}/mine.csv {protocol}")
             cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "unshare", "--mount", "--propagation", "private",
                    "sh", "-c", script]
-        else:
-            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
-                   "--iface", "eth-mpcdp", "--timeout", "300"]
+        else:  # the dealer's host runs the same script (it reads no file)
+            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", sys.executable,
+                   str(ROOT / "launch" / "own_data_example.py"), "none.csv", str(protocol)]
         procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common), cwd=ROOT,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
@@ -331,3 +331,4 @@ def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(ho
     assert all(r["records"] == [2000, 2000, 2000] for r in results)
     assert len({r["theta_sha256"] for r in results}) == 1
     assert all(0 < r["epsilon"] <= 1.0 and r["delta"] == 1e-5 for r in results)
+    assert json.loads(outputs[PARTIES].strip().splitlines()[-1]) == {"role": "dealer"}
