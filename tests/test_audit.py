@@ -65,7 +65,7 @@ def test_masked_openings_are_uniform_words(audit):
     family-wise α = 0.001 over 64 bits). A protocol opening an unmasked fixed-point value fails this at its
     high bits, which are all 0 or all 1 for small numbers."""
     full = [v for label, _, _, kind, v in audit[0]["openings"]
-            if kind == "masked" and not label.startswith("rou-b2a")]  # B2A opens k-bit words, tested apart
+            if kind == "masked" and not label.endswith("-b2a")]  # B2A opens k-bit words, tested apart
     words = torch.cat([_words(v) for v in full])
     n = words.numel()
     assert n > 2000
@@ -73,6 +73,18 @@ def test_masked_openings_are_uniform_words(audit):
     for bit in range(64):
         ones = int(((words >> bit) & 1).sum())
         assert stats.binomtest(ones, n, 0.5).pvalue > alpha, f"bit {bit}: {ones} of {n} set"
+
+
+def test_b2a_openings_are_uniform_on_their_low_bits_and_zero_above(audit):
+    """B2A opens X ⊕ R on the k low bits only: every word below 2^k, each of its k bits set with probability
+    1/2 (binomial test per bit, family-wise α = 0.001)."""
+    words = torch.cat([_words(v) for label, _, _, kind, v in audit[0]["openings"]
+                       if kind == "masked" and label.endswith("-b2a")])
+    width = int(words.max()).bit_length()
+    assert words.numel() > 100 and 8 <= width <= 48 and int(words.min()) >= 0
+    for bit in range(width):
+        ones = int(((words >> bit) & 1).sum())
+        assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 0.001 / width, f"bit {bit}: {ones} set"
 
 
 def test_no_opened_word_is_a_secret(audit):
@@ -89,7 +101,7 @@ def test_no_opened_word_is_a_secret(audit):
     for party in audit:
         opened = set()
         for label, _, _, kind, values in party["openings"]:
-            if kind == "masked" and not label.startswith("rou-b2a"):
+            if kind == "masked" and not label.endswith("-b2a"):
                 opened |= set(_words(values).tolist())
         assert not opened & encoded
 
