@@ -8,6 +8,7 @@ column a number); the dealer runs the same with RANK=3 on a host of its own (its
 read). Prints this party's result as one JSON line.
 """
 
+import hashlib
 import json
 import os
 import sys
@@ -39,5 +40,4 @@ if __name__ == "__main__":
         print(json.dumps({"role": "dealer"}))
         raise SystemExit(0)
     print(json.dumps({"epsilon": result.epsilon, "delta": result.delta, "records": result.parties_records,
-                      "held_out": result.held_out, "theta_sha256": __import__("hashlib").sha256(
-                          result.theta.numpy().tobytes()).hexdigest()}))
+                      "held_out": result.held_out, "theta_sha256": hashlib.sha256(result.theta.numpy().tobytes()).hexdigest()}))

@@ -91,10 +91,10 @@ def train(model, data, *, protocol: str,
         endpoint = resolve(rank=None, parties=None, rendezvous=None)
         plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
         if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
-            from mpcdp.config import MpcConfig
+            from mpcdp.jobs.train import config_for
             from mpcdp.runtime.party import run_dealer
 
-            run_dealer(config=MpcConfig(parties=plan.parties, **plan.mpc), rendezvous=endpoint.rendezvous)
+            run_dealer(config=config_for(plan), rendezvous=endpoint.rendezvous)
             return None
         source = PartySource(_records(data), _records(test), label, features)
         mine = run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,

@@ -29,6 +29,7 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.jobs.train import config_for, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -63,11 +64,6 @@ def _check_labels(model, labels: list) -> None:
         raise ConfigError(f"a network trained with cross-entropy takes class indices 0, 1, ... Found {labels}.")
 
 
-def _unit_rows(x: torch.Tensor) -> torch.Tensor:
-    flat = x.reshape(len(x), -1)
-    return (flat / flat.norm(dim=1, keepdim=True).clamp(min=1e-12)).reshape(x.shape)
-
-
 def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize_rows: bool) -> dict[str, Any]:
     """This party's metrics on its held-out file, and the parties' count-weighted means (one secure sum,
     one opening of three numbers)."""
@@ -78,7 +74,7 @@ def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize
     else:
         x, y = torch.from_numpy(test.x).double(), model.labels(test.y)
         if normalize_rows:
-            x = _unit_rows(x)
+            x = unit_rows(x)
         loss, error = float(model.loss(theta, x, y)), float(model.error_rate(theta, x, y))
         own = {"test_loss": loss, "test_error": error, "test_records": len(y)}
         local = torch.tensor([len(y) * loss, len(y) * error, float(len(y))], dtype=torch.float64)
@@ -109,8 +105,6 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``model``: an mpcdp model object
     (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
     ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
-    from mpcdp.jobs.train import plan_noise
-
     train, test = source.load()
     if isinstance(model, ModuleRecipe):
         model = model.build(tuple(train.x.shape[1:]))
@@ -119,7 +113,7 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     sizes = agree_on_data(ctx, description)
     x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
     if plan.normalize_rows:
-        x = _unit_rows(x)
+        x = unit_rows(x)
     model.check_inputs(tuple(x.shape[1:]), f"party {ctx.rank}'s file")
     dim = model.dimension(x)
     planned = plan_noise(plan, tuple(sizes), dim)
@@ -145,12 +139,11 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
 
 def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True) -> list[dict[str, Any]]:
     """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process."""
-    from mpcdp.config import MpcConfig
     from mpcdp.runtime.harness import run_job
 
     if len(sources) != plan.parties:
         raise ConfigError(f"`sources` must give one file per party ({plan.parties}). Found {len(sources)}.")
-    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    config = config_for(plan)
     run = run_job(own_data_party, config, party_args=[(plan, s, model, noise) for s in sources],
                   job=_job(plan, noise))
     return run.values
@@ -170,10 +163,9 @@ def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous
                       noise: bool = True) -> dict[str, Any]:
     """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
     dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns."""
-    from mpcdp.config import MpcConfig
     from mpcdp.runtime.party import run_party
 
-    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    config = config_for(plan)
     return run_party(rank=rank, config=config, rendezvous=rendezvous, fn=own_data_party,
                      args=(plan, source, model, noise), job=_job(plan, noise))
 

@@ -163,7 +163,13 @@ def _noise_choice(protocol: dict, record: algorithms.Algorithm, parties: int, pa
     return choice
 
 
-def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+def config_for(plan: TrainPlan) -> MpcConfig:
+    """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties)."""
+    return MpcConfig(parties=plan.parties, **plan.mpc)
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Feature rows scaled to unit L2 norm (a protocol's ``normalize_rows``)."""
     return x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
 
 
@@ -175,7 +181,7 @@ def _training_optimum(dataset: str, normalize_rows: bool, model_name: str) -> fl
     data = load(dataset)
     x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)
     if normalize_rows:
-        x = _unit_rows(x)
+        x = unit_rows(x)
     theta = model.optimum(x, y)
     return None if theta is None else model.loss(theta, x, y).item()
 
@@ -258,7 +264,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)
     x_test, y_test = torch.from_numpy(data.x_test).double(), model.labels(data.y_test)
     if plan.normalize_rows:
-        x, x_test = _unit_rows(x), _unit_rows(x_test)
+        x, x_test = unit_rows(x), unit_rows(x_test)
     n, dim = len(y), model.dimension(x)
     parts = split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
@@ -297,7 +303,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     else:
         from mpcdp.runtime.harness import run_job
 
-        config = MpcConfig(parties=plan.parties, **plan.mpc)
+        config = config_for(plan)
         if config.reproducible:
             warn_reproducible("every party's mini-batches")
         run = (launch or run_job)(mpc_party, config,
