@@ -443,7 +443,7 @@ def crypten_interop(ctx, value):
                   "precision_bits": (back.precision_bits, total.precision_bits)}
     as_crypten = to_crypten(total)
     squared = from_crypten(as_crypten * as_crypten)  # CrypTen's multiplication on mpcdp's sum
-    positive = from_crypten(as_crypten > 0)  # a binary-shared comparison, converted back
+    positive = from_crypten((as_crypten > 0).to(crypten.mpc.binary))  # binary-shared: converted back by B2A
     party0 = from_crypten(crypten.cryptensor(value, src=0))  # CrypTen's input sharing, opened by mpcdp
     return {"round_trip": round_trip,
             "sum": ctx.reveal(total, label="sum", reason="test"),

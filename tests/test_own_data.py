@@ -14,7 +14,7 @@ from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
 from mpcdp.errors import PartyFailed
 from mpcdp.jobs.own_data import PartySource, run_own_data
-from mpcdp.jobs.train import plan_from, plan_noise
+from mpcdp.jobs.train import config_for, plan_from, plan_noise
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 from mpcdp.learning.logreg import LOGISTIC
@@ -38,7 +38,7 @@ def party_files(tmp_path_factory):
     plan = plan_from(PROTOCOL, backend="mpc")
     data = load(plan.dataset)
     parts = split_indices(len(data.y_train), plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
-    tests = np.array_split(np.arange(len(data.y_test)), plan.parties)
+    tests = np.split(np.arange(len(data.y_test)), [3000, 8000])  # uneven: the mean must weigh by count
     columns = [f"a{i}" for i in range(data.x_train.shape[1])]
     sources = [PartySource(_write(folder / f"party{j}.csv", data.x_train[idx], data.y_train[idx], columns),
                            _write(folder / f"party{j}-test.csv", data.x_test[t], data.y_test[t], columns),
@@ -172,3 +172,18 @@ def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(pa
     assert all(r["theta"] == reports[0]["theta"] and r["parties_records"] == [len(p) for p in parts] for r in reports)
     assert all(r["epsilon"] <= plan.epsilon and r["delta_certified"] <= plan.delta for r in reports)
     assert [r["held_out"]["own"]["test_records"] for r in reports] == [len(t) for t in tests]
+
+
+def test_a_party_started_with_another_epsilon_is_refused_naming_the_field(party_files):
+    """The protocol's settings are in every party's handshake: a host given another ε is refused before any
+    data is compared."""
+    from mpcdp.jobs import own_data
+    from mpcdp.runtime.harness import run_job
+
+    plan, _, _, _, sources = party_files
+    plans = [plan, plan, dataclasses.replace(plan, epsilon=0.6)]
+    with pytest.raises(PartyFailed, match="epsilon") as info:
+        run_job(own_data.own_data_party, config_for(plan),
+                party_args=[(p, s, LOGISTIC) for p, s in zip(plans, sources)],
+                party_jobs=[own_data._job(p, True) for p in plans])
+    assert "0.6" in str(info.value)

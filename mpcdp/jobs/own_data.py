@@ -171,4 +171,9 @@ def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous
 
 
 def _job(plan, noise: bool) -> dict[str, Any]:
-    return {"name": f"{plan.name} on the parties' own data", "algorithm": plan.algorithm, "noise": noise}
+    """What every party's handshake compares: the protocol's settings (a party started with another ε, δ or
+    training parameter is refused naming the field, before the data agreement)."""
+    return {"name": f"{plan.name} on the parties' own data", "algorithm": plan.algorithm, "noise": noise,
+            "epsilon": plan.epsilon, "delta": plan.delta, "params": dataclasses.asdict(plan.params),
+            "output": plan.output, "normalize_rows": plan.normalize_rows,
+            "noise_choice": dataclasses.asdict(plan.noise)}
