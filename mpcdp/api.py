@@ -8,7 +8,9 @@ certificate. Every party reads only its own file (:mod:`mpcdp.jobs.own_data`).
   with ``torchrun``: ``RANK`` (this party), ``WORLD_SIZE`` (the number m of data parties),
   ``MASTER_ADDR``/``MASTER_PORT`` (party 0's host) or ``RENDEZVOUS``; the dealer is one more process with
   ``RANK`` = m, on a host of its own: the same script (``train`` then serves as the dealer and returns None)
-  or ``mpcdp party``. ``MPCDP_CREDENTIALS`` gives the deployment's TLS credentials.
+  or ``mpcdp party``. Started by ``torchrun`` itself, ``WORLD_SIZE`` counts the dealer too (m + 1) and the
+  last rank is the dealer (:mod:`mpcdp.runtime.endpoint`). ``MPCDP_CREDENTIALS`` gives the deployment's TLS
+  credentials.
 * ``data`` a list of files: every party on this host, each in its own process reading only its file (to
   try a deployment out before spreading it over hosts).
 """

@@ -37,6 +37,20 @@ def test_endpoint_from_environment():
     assert explicit.rendezvous == "file:///tmp/x" and explicit.rank == 0
 
 
+def test_under_torchrun_world_size_counts_the_dealer():
+    """torchrun's WORLD_SIZE counts every process it started: 4 processes are 3 data parties and the dealer
+    (rank 3); the same variables without torchrun's mean 3 data parties (CrypTen's convention)."""
+    env = {"RANK": "3", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500",
+           "TORCHELASTIC_RUN_ID": "none"}
+    endpoint = resolve(rank=None, parties=None, rendezvous=None, environ=env)
+    assert (endpoint.rank, endpoint.parties) == (3, 3)  # the dealer
+    plain = {k: v for k, v in env.items() if not k.startswith("TORCHELASTIC")}
+    assert resolve(rank=None, parties=None, rendezvous=None, environ=plain).parties == 4
+    assert resolve(rank=None, parties=3, rendezvous=None, environ=env).parties == 3  # --parties is m
+    with pytest.raises(ConfigError, match="`WORLD_SIZE` under torchrun counts every process.*Found '1'"):
+        resolve(rank=None, parties=None, rendezvous=None, environ={**env, "RANK": "0", "WORLD_SIZE": "1"})
+
+
 @pytest.mark.parametrize("env, text", [
     ({"WORLD_SIZE": "3", "RENDEZVOUS": "tcp://h:1"}, "`--rank` is not given and the environment has no RANK."),
     ({"RANK": "x", "WORLD_SIZE": "3", "RENDEZVOUS": "tcp://h:1"}, "`RANK` must be an integer. Found 'x'."),

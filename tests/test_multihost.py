@@ -286,49 +286,127 @@ def test_every_byte_on_the_wire_is_inside_tls(hosts, deployment, tmp_path):
     assert not any(tls_records_only(v) for v in plain.values())
 
 
-@pytest.mark.netns
-@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(hosts, deployment, tmp_path):
-    """launch/own_data_example.py on three emulated hosts: each party's CSV exists only in its own process's
-    private mount (written there from the party's stdin, at a path where every other process sees an empty
-    folder); a user's MLP, secure DDP-SRM over TLS, the same released model on every host, ε certified."""
+def _party_csvs(rows_per_party: int, test_rows: int) -> tuple[list[str], list[str], tuple]:
+    """a9a's first rows as one training CSV text per party and a held-out CSV text per party (0/1 labels in
+    `income_over_50k`), with the arrays they hold."""
     import numpy as np
 
     from mpcdp.data.registry import load
 
-    tag, addresses = hosts
     data = load("a9a")
     header = ",".join([*(f"a{i}" for i in range(data.x_train.shape[1])), "income_over_50k"])
-    rows = np.column_stack([data.x_train, (data.y_train > 0)]).astype(int)
-    csv = [header + "\n" + "\n".join(",".join(map(str, r)) for r in rows[j * 2000:(j + 1) * 2000]) + "\n"
-           for j in range(PARTIES)]
-    protocol = tmp_path / "own.toml"
-    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text().replace("passes = 1.0", "passes = 0.25"))
-    private = tmp_path / "private"
-    private.mkdir()
-    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29503",
-                  "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
+
+    def text(x, y):
+        rows = np.column_stack([x, (y > 0)]).astype(int)
+        return header + "\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n"
+
+    train = [slice(j * rows_per_party, (j + 1) * rows_per_party) for j in range(PARTIES)]
+    test = [slice(j * test_rows, (j + 1) * test_rows) for j in range(PARTIES)]
+    return ([text(data.x_train[t], data.y_train[t]) for t in train],
+            [text(data.x_test[t], data.y_test[t]) for t in test], (data, train))
+
+
+def _example_on_hosts(tag: str, private: pathlib.Path, files: list[tuple[str, str]], launch: list[list[str]],
+                      args: list[str], env: dict) -> list[dict]:
+    """launch/own_data_example.py on every emulated host, started by ``launch[rank]`` (e.g. torchrun's
+    arguments before the script); each party's CSVs are written from its stdin into a tmpfs mounted in its
+    own process's private mount namespace, at a path where every other process sees an empty folder.
+    Returns every process's last JSON line, once all exited 0."""
+    script = str(ROOT / "launch" / "own_data_example.py")
     procs = []
     for rank in range(PARTIES + 1):
         if rank < PARTIES:
-            script = (f"mount -t tmpfs tmpfs {private} && cat > {private}/mine.csv && exec {sys.executable} "
-                      f"{ROOT / 'launch' / 'own_data_example.py'} {private}/mine.csv {protocol}")
+            shell = (f"mount -t tmpfs tmpfs {private} && head -c {len(files[rank][0])} > {private}/mine.csv && "
+                     f"cat > {private}/test.csv && exec {' '.join(launch[rank])} {script} {private}/mine.csv "
+                     f"--test {private}/test.csv {' '.join(args)}")
             cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "unshare", "--mount", "--propagation", "private",
-                   "sh", "-c", script]
+                   "sh", "-c", shell]
         else:  # the dealer's host runs the same script (it reads no file)
-            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", sys.executable,
-                   str(ROOT / "launch" / "own_data_example.py"), "none.csv", str(protocol)]
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common), cwd=ROOT,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
-    for rank, proc in enumerate(procs):  # every party gets its file before any is waited for
-        proc.stdin.write(csv[rank] if rank < PARTIES else "")
+            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", *launch[rank], script, "none.csv", *args]
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, **env(rank)), cwd=ROOT, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for rank, proc in enumerate(procs):  # every party gets its files before any is waited for
+        proc.stdin.write("".join(files[rank]) if rank < PARTIES else "")
         proc.stdin.close()
         proc.stdin = None
     outputs = _outputs(procs, 300)
     assert list(private.iterdir()) == []  # no party's file was ever visible outside its own process
-    results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
-    assert all(r["records"] == [2000, 2000, 2000] for r in results)
-    assert len({r["theta_sha256"] for r in results}) == 1
-    assert all(0 < r["epsilon"] <= 1.0 and r["delta"] == 1e-5 for r in results)
-    assert json.loads(outputs[PARTIES].strip().splitlines()[-1]) == {"role": "dealer"}
+    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(hosts, deployment, tmp_path):
+    """launch/own_data_example.py on three emulated hosts, each party's training and held-out CSVs visible to
+    its own process only: a user's MLP, secure DDP-SRM over TLS, the same released model on every host, ε
+    certified, each party's own held-out metrics and the parties' weighted mean reported."""
+    tag, addresses = hosts
+    train, test, _ = _party_csvs(2000, 500)
+    protocol = tmp_path / "own.toml"
+    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text().replace("passes = 1.0", "passes = 0.25"))
+    private = tmp_path / "private"
+    private.mkdir()
+    env = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29503",
+           "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
+    results = _example_on_hosts(tag, private, list(zip(train, test)), [[sys.executable]] * (PARTIES + 1),
+                                ["--protocol", str(protocol)], lambda rank: dict(env, RANK=str(rank)))
+    assert results[PARTIES] == {"role": "dealer"}
+    parties = results[:PARTIES]
+    assert all(r["records"] == [2000, 2000, 2000] for r in parties)
+    assert len({r["theta_sha256"] for r in parties}) == 1
+    assert all(0 < r["epsilon"] <= 1.0 and r["delta"] == 1e-5 for r in parties)
+    own = [r["held_out"]["own"] for r in parties]
+    assert [o["test_records"] for o in own] == [500] * PARTIES
+    assert all(0.0 <= o["test_error"] <= 1.0 and o["test_loss"] > 0 for o in own)
+    mean = parties[0]["held_out"]["mean"]  # equal counts: the weighted mean is the plain mean
+    assert all(r["held_out"]["mean"] == mean for r in parties)
+    assert mean["test_error"] == pytest.approx(sum(o["test_error"] for o in own) / PARTIES, abs=1e-4)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+def test_torchrun_on_each_host_trains_the_users_mlp_to_the_shipped_paths_model_bit_for_bit(hosts, deployment,
+                                                                                           tmp_path):
+    """The same example started the torchrun way on each of the four emulated hosts (static rendezvous at the
+    first host, WORLD_SIZE counting the dealer, mpcdp joining torchrun's store), noise off and batches drawn
+    from the protocol's seed: its model equals, byte for byte, the shipped path's (mpc_party given the same
+    shards in one launcher)."""
+    import functools
+    import hashlib
+    import importlib
+
+    from mpcdp.config import MpcConfig
+    from mpcdp.jobs.train import plan_from, plan_noise
+    from mpcdp.learning.backends import NoiseLevels, mpc_party
+    from mpcdp.learning.dpsrm import Shard
+    from mpcdp.learning.modules import from_module
+    from mpcdp.runtime.harness import run_parties
+
+    tag, addresses = hosts
+    train, test, (data, rows) = _party_csvs(1000, 200)
+    protocol = tmp_path / "own.toml"
+    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text()
+                        .replace("passes = 1.0", "passes = 0.25") + "reproducible = true\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    torchrun = [[str(ROOT / ".venv" / "bin" / "torchrun"), "--nnodes", str(PARTIES + 1), "--node_rank", str(rank),
+                 "--nproc_per_node", "1", "--master_addr", addresses[0], "--master_port", "29505"]
+                for rank in range(PARTIES + 1)]
+    env = {"MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
+    results = _example_on_hosts(tag, private, list(zip(train, test)), torchrun,
+                                ["--protocol", str(protocol), "--no-noise"], lambda rank: env)
+    assert results[PARTIES] == {"role": "dealer"}
+    assert all(r["epsilon"] is None and r["records"] == [1000] * PARTIES for r in results[:PARTIES])
+
+    example = importlib.import_module("launch.own_data_example")  # by name: the party processes unpickle it
+    torch.manual_seed(0)
+    model = from_module(example.SmallMlp(data.x_train.shape[1]), (data.x_train.shape[1],))
+    plan = plan_from(str(protocol), backend="mpc")
+    x = torch.from_numpy(data.x_train).double()
+    shards = [Shard(j, x[r], model.labels((data.y_train[r] > 0).astype(int))) for j, r in enumerate(rows)]
+    params = plan_noise(plan, (1000,) * PARTIES, model.dim).params
+    runner = functools.partial(plan.record.runner, model=model)
+    shipped = run_parties(mpc_party, MpcConfig(parties=PARTIES, reproducible=True),
+                          party_args=[(s, params, NoiseLevels.none(), model.dim, runner) for s in shards])
+    theta = shipped[0]["result"].output(plan.output)
+    assert {r["theta_sha256"] for r in results[:PARTIES]} == {hashlib.sha256(theta.numpy().tobytes()).hexdigest()}

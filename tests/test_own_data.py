@@ -187,3 +187,14 @@ def test_a_party_started_with_another_epsilon_is_refused_naming_the_field(party_
                 party_args=[(p, s, LOGISTIC) for p, s in zip(plans, sources)],
                 party_jobs=[own_data._job(p, True) for p in plans])
     assert "0.6" in str(info.value)
+
+
+def test_parties_whose_noise_calibration_differs_are_refused_naming_the_first_that_differs():
+    from mpcdp.errors import ConfigMismatchError
+    from mpcdp.jobs.own_data import check_noise_agreement
+
+    same = {"epsilon": 0.99, "sigma0": 1.5, "sigma": 2.0, "steps": 40}
+    check_noise_agreement([same, dict(same), dict(same)])
+    with pytest.raises(ConfigMismatchError, match=r"party 2 calibrated other noise than party 0 \(.*'sigma': 2.5") as info:
+        check_noise_agreement([same, dict(same), {**same, "sigma": 2.5}, {**same, "steps": 41}])
+    assert info.value.party == 2

@@ -8,7 +8,8 @@
 ``collab`` / ``decentralized``  papers 003 and 004.
 ``privacy``  calibrate DP-SRM/DDP-SRM noise and certify its ε on the release grid.
 ``party``  one process of a run on this host, finding the others by ``--rendezvous`` or the environment (RANK,
-    WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer.
+    WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer (under
+    torchrun, whose WORLD_SIZE counts the dealer: the last rank).
 
 ``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`).
 To add a command: its parser here, its function in :mod:`mpcdp.cli.commands`.
@@ -26,7 +27,7 @@ from mpcdp.errors import MpcdpError, PartyFailed
 
 def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
     parser.add_argument("--parties", type=int, required=parties_required, default=None,
-                        help="number of data parties m (env WORLD_SIZE for party/dealer)")
+                        help="number of data parties m (env WORLD_SIZE for party/dealer; under torchrun WORLD_SIZE − 1)")
     parser.add_argument("--provider", choices=["dealer", "tfp"], default="dealer",
                         help="correlated randomness: 'dealer' (separate process, default) or 'tfp' "
                              "(party 0; INSECURE, needs --insecure-dev)")

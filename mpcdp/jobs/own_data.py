@@ -85,6 +85,19 @@ def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize
     return {"own": own, "mean": mean}
 
 
+def check_noise_agreement(everyone: Sequence[dict[str, Any]]) -> None:
+    """Every party's calibrated noise (ε, σ₀, σ, steps), in rank order, must be party 0's.
+
+    Raises:
+        ConfigMismatchError: naming the first party whose calibration differs, and both values.
+    """
+    for j, other in enumerate(everyone):
+        if other != everyone[0]:
+            raise ConfigMismatchError(f"party {j} calibrated other noise than party 0 ({other} against "
+                                      f"{everyone[0]}): the parties run different mpcdp or dp-accounting "
+                                      f"versions", party=j)
+
+
 @dataclasses.dataclass(frozen=True)
 class ModuleRecipe:
     """A user's ``nn.Module`` and loss, made into an mpcdp model by each party once it knows its record shape
@@ -121,12 +134,7 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     certificate = planned.certificate if noise else None
     agreed = {"epsilon": None if certificate is None else certificate.epsilon,
               "sigma0": levels.sigma0, "sigma": levels.sigma, "steps": planned.steps}
-    everyone = ctx.exchange_public(agreed, label="noise agreement")
-    if any(other != everyone[0] for other in everyone):
-        odd = next(j for j, other in enumerate(everyone) if other != everyone[0])
-        raise ConfigMismatchError(f"party {odd} calibrated other noise than party 0 ({everyone[odd]} against "
-                                  f"{everyone[0]}): the parties run different mpcdp or dp-accounting versions",
-                                  party=odd)
+    check_noise_agreement(ctx.exchange_public(agreed, label="noise agreement"))
     runner = functools.partial(plan.record.runner, model=model)
     out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
     theta = out["result"].output(plan.output)

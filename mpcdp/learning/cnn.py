@@ -20,6 +20,7 @@ import dataclasses
 import math
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.func import grad, vmap
@@ -55,8 +56,8 @@ class CnnSpec:
 
     @staticmethod
     def labels(values) -> torch.Tensor:
-        """Class indices as int64."""
-        return torch.as_tensor(values).long()
+        """Class indices as int64 (a copy: the values may be a read-only array)."""
+        return torch.tensor(np.asarray(values), dtype=torch.long)
 
     def dimension(self, x: torch.Tensor) -> int:
         return self.dim

@@ -3,11 +3,18 @@
 The environment follows torch.distributed / CrypTen conventions, so the same party code runs under any
 launcher: ``RANK`` (0..m-1 for data parties, m for the dealer), ``WORLD_SIZE`` (the number m of *data*
 parties, CrypTen's convention), and ``RENDEZVOUS`` (``tcp://HOST:PORT``, ``file:///path`` or ``env://``)
-or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``). ``MPCDP_IFACE`` (or torch's
-``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links listen on, on multi-homed hosts
-(``--iface``); without it, the interface that routes to the rendezvous host. ``MPCDP_CREDENTIALS`` names the folder of this
-deployment's TLS credentials (``--credentials``) and ``MPCDP_INSECURE_LINKS=1`` allows plain links across
-hosts (``--insecure-links``). This module is the only place mpcdp reads them.
+or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``).
+
+Under ``torchrun`` (its worker environment has ``TORCHELASTIC_RUN_ID``) the same script runs unchanged on
+hosts started the torchrun way: there ``WORLD_SIZE`` counts every process torchrun started, so the data
+parties are ranks 0..``WORLD_SIZE``−2 and the last rank is the dealer, and the rendezvous joins the store
+torchrun's agent already keeps at ``MASTER_ADDR:MASTER_PORT`` (:func:`mpcdp.transport.rendezvous.open_store`).
+
+``MPCDP_IFACE`` (or torch's ``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links
+listen on, on multi-homed hosts (``--iface``); without it, the interface that routes to the rendezvous host.
+``MPCDP_CREDENTIALS`` names the folder of this deployment's TLS credentials (``--credentials``) and
+``MPCDP_INSECURE_LINKS=1`` allows plain links across hosts (``--insecure-links``). This module is the only
+place mpcdp reads them (the rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
 """
 
 from __future__ import annotations
@@ -41,7 +48,11 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
             raise ConfigError(f"`{key}` must be an integer. Found {env[key]!r}.") from None
 
     rank_ = pick(rank, "RANK", "--rank")
-    parties_ = pick(parties, "WORLD_SIZE", "--parties")
+    torchrun = parties is None and "TORCHELASTIC_RUN_ID" in env
+    parties_ = pick(parties, "WORLD_SIZE", "--parties") - (1 if torchrun else 0)
+    if torchrun and parties_ < 1:
+        raise ConfigError(f"`WORLD_SIZE` under torchrun counts every process, the dealer's included, so it must be "
+                          f"at least 2. Found {env['WORLD_SIZE']!r}.")
     if rendezvous is None:
         rendezvous = env.get("RENDEZVOUS")
     if rendezvous is None and "MASTER_ADDR" in env and "MASTER_PORT" in env:

@@ -4,7 +4,9 @@ Party 0's process hosts it (:class:`StoreServer`) at the rendezvous address (``t
 ``env://`` with ``MASTER_ADDR``/``MASTER_PORT``); with ``file:///path`` torch's ``FileStore`` on a shared
 file system plays the part. Every process, the dealer included, writes where its listener is
 (:func:`publish_endpoint`) and reads the others' (:func:`endpoints`). Later the store carries one more kind
-of value: who was lost and who noticed (:mod:`.losses`). No protocol data crosses the store: every share,
+of value: who was lost and who noticed (:mod:`.losses`). Under ``torchrun``, whose agent on the first host
+already keeps a store at ``MASTER_ADDR:MASTER_PORT`` (``TORCHELASTIC_USE_AGENT_STORE=True``), every process
+joins that store instead, under a key prefix of its own run and restart (:func:`agent_store`). No protocol data crosses the store: every share,
 key and dealer message moves on mpcdp's links (:mod:`.mesh`).
 
 Wire format: each request and reply is a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES`
@@ -16,6 +18,8 @@ the host presents rank 0's certificate, every client its own, and a client may w
 own rank only. Without them (one host, or ``--insecure-links``) the store is plain TCP and its public
 content (endpoints, loss reports) can be read and altered by the network: an altered endpoint makes a link
 fail to connect, an altered loss report changes whom an error message names; neither changes a result.
+torchrun's agent store is such a plain store even with credentials (the links stay TLS, so a forged
+endpoint still reaches no one but the rank whose certificate the link checks).
 Cost: per process one connection, one write and m reads of about 30 bytes at start-up.
 """
 
@@ -65,10 +69,33 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
         raise ConfigError(f"`rendezvous` must start with tcp://, file:// or env://. Found {rendezvous!r}.")
     if not host or not port:
         raise ConfigError(f"`rendezvous` {rendezvous!r} names no host and port (MASTER_ADDR, MASTER_PORT).")
+    if _torchrun_keeps(host, port):
+        _store = agent_store(host, int(port), timeout_s)
+        return _store
     if rank == 0:
         _server = StoreServer(int(port), security)
     _store = StoreClient(host, int(port), security=security, timeout_s=timeout_s)
     return _store
+
+
+def _torchrun_keeps(host: str, port) -> bool:
+    """Whether torchrun's agent keeps the store at host:port (its workers' environment says so)."""
+    env = os.environ
+    return (env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and env.get("MASTER_ADDR") == host
+            and env.get("MASTER_PORT") == str(port))
+
+
+def agent_store(host: str, port: int, timeout_s: float):
+    """torchrun's agent store at host:port, joined as a client (no process of the run hosts it), with the keys
+    of this run and restart apart from torchrun's own."""
+    prefix = f"mpcdp/{os.environ.get('TORCHELASTIC_RUN_ID', '')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    try:
+        client = dist.TCPStore(host, port, is_master=False,
+                               timeout=datetime.timedelta(seconds=float(timeout_s)), wait_for_workers=False)
+    except (RuntimeError, OSError) as exc:
+        raise PeerTimeout(f"Timed out after {timeout_s} s reaching torchrun's store at {host}:{port}: {exc}",
+                          party=0) from None
+    return dist.PrefixStore(prefix, client)
 
 
 class StoreServer:
