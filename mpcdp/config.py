@@ -15,7 +15,7 @@ from typing import Any
 
 from mpcdp.errors import ConfigError, InsecureProviderError, InsecureSettingWarning
 
-PROVIDERS = ("dealer", "tfp")
+PROVIDERS = ("dealer", "honest-majority", "tfp")
 
 
 def _require(condition: bool, field: str, rule: str, value: Any) -> None:
@@ -31,6 +31,9 @@ class MpcConfig:
         parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
         provider: where correlated randomness comes from. ``"dealer"`` (default): a separate process that
             holds no data and sees no opened value; secure if it does not collude with a party.
+            ``"honest-majority"``: parties 0, 1 and 2 make it themselves from replicated keys
+            (:mod:`mpcdp.adapter.replicated`); no dealer process; secure while at most one of those three
+            colludes (with any number of the others); needs parties >= 3.
             ``"tfp"``: party 0 generates it and can recover every other party's inputs — development
             only, refused unless ``insecure_dev`` is True.
         insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
@@ -56,6 +59,9 @@ class MpcConfig:
         _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
                  "parties", "an integer >= 2", self.parties)
         _require(self.provider in PROVIDERS, "provider", f"one of {list(PROVIDERS)}", self.provider)
+        if self.provider == "honest-majority" and self.parties < 3:
+            raise ConfigError(f"`provider` 'honest-majority' needs `parties` >= 3 (three of them make the "
+                              f"correlated randomness). Found parties={self.parties}.")
         _require(isinstance(self.insecure_dev, bool), "insecure_dev", "a bool", self.insecure_dev)
         _require(isinstance(self.precision_bits, int) and 8 <= self.precision_bits <= 24,
                  "precision_bits", "an integer in [8, 24]", self.precision_bits)

@@ -462,3 +462,34 @@ def agree_or_refuse(ctx, description):
         return {"sizes": agree_on_data(ctx, description)}
     except MpcdpError as exc:
         return {"error": type(exc).__name__, "message": str(exc), "party": exc.party}
+
+
+def material_of_every_kind(ctx, n: int):
+    """Every kind of correlated randomness once (the run's provider), with what each request cost."""
+    from mpcdp.transport import costs
+
+    with costs.section() as ledger:
+        out = {"products": adapter.dealer_products(n, 3, [(0, 1), (2, 2)]),
+               "ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)]),
+               "word_bits": adapter.dealer_word_bits(n, 13),
+               "masked40": adapter.dealer_masked_bits(n, 40),
+               "masked62": adapter.dealer_masked_bits(n, 62),
+               "masked64": adapter.dealer_masked_bits(n, 64),
+               "trunc": adapter.dealer_trunc_pairs(n, 16)}
+    out["ledger"] = ledger.to_dict()
+    return out
+
+
+def coalition_view(ctx, x: torch.Tensor | None, n: int):
+    """Beaver product of the victim's private x (its additive input: the others hold 0) with itself, as the
+    first material of the run; returns the opened ε = x − a and the part of the mask a this party can
+    re-derive from the component keys it holds (all of a's components a coalition holds add up)."""
+    from mpcdp.adapter import replicated
+    from mpcdp.mpc import ring
+
+    share = x if x is not None else torch.zeros(n, dtype=torch.int64)
+    products = ring.Products(ctx, n, 1, [(0, 0)], label="coalition")
+    products.open({0: share})
+    source = replicated.current()
+    known = {k: replicated.component_stream(key).words(n) for k, key in source.component_keys.items()}
+    return {"epsilon": products.eps[0], "components": known}

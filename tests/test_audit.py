@@ -1,6 +1,7 @@
 """The opening audit: what a DDP-SRM run lets the parties see.
 
-Three data parties and the dealer run DDP-SRM (paper 002, Algorithm 2) through the real party path with
+Three data parties and the dealer (with the ``honest-majority`` provider, the three parties alone) run
+DDP-SRM (paper 002, Algorithm 2) through the real party path with
 noise sampled inside the MPC. Every value that became plaintext passed through MpcContext's one choke point;
 the test checks the record is exactly: the handshake's public configuration and data check, masked protocol
 values (uniform
@@ -26,15 +27,16 @@ from party_jobs import audited_srm
 STEPS, DIM = 2, 30
 
 
-@pytest.fixture(scope="module")
-def audit():
+@pytest.fixture(scope="module", params=["dealer", "honest-majority"])
+def audit(request):
+    """The audited run with each provider: with the dealer, and with parties 0-2 making the material."""
     from mpcdp.config import MpcConfig
 
     data = load("breast-cancer")
     x, y = torch.from_numpy(data.x_train).double(), torch.from_numpy(data.y_train).double()
     shards = [Shard(j, x[i], y[i]) for j, i in enumerate(split_indices(len(y), 3, seed=0))]
     params = SrmParameters(steps=STEPS, batch=5, batch0=10, seed=1)
-    return run_parties(audited_srm, MpcConfig(parties=3, timeout_s=90.0),
+    return run_parties(audited_srm, MpcConfig(parties=3, provider=request.param, timeout_s=90.0),
                        party_args=[(s, params, NoiseLevels.for_sigmas(0.5, 0.5, dim=DIM), DIM) for s in shards])
 
 

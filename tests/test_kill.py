@@ -83,21 +83,24 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@pytest.fixture
-def protocol(tmp_path):
+@pytest.fixture(params=["dealer", "honest-majority"])
+def protocol(tmp_path, request):
+    """The protocol file, with each provider (no dealer process under `honest-majority`)."""
     path = tmp_path / "kill.toml"
-    path.write_text(PROTOCOL)
-    return str(path)
+    path.write_text(PROTOCOL + f'[mpc]\nprovider = "{request.param}"\n')
+    return str(path), request.param
 
 
 def test_separate_processes_name_the_killed_party(protocol):
+    protocol, provider = protocol
+    processes = PARTIES + (provider == "dealer")
     rng = random.Random()
     victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 2.0)
     port = str(free_port())
     procs = [Process([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "120"],
                      dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
                           MASTER_PORT=port))
-             for rank in range(PARTIES + 1)]
+             for rank in range(processes)]
     try:
         _wait_for(lambda: all("joined; training" in p.text() for p in procs[:PARTIES]), 90)
         time.sleep(delay)
@@ -119,6 +122,7 @@ def test_separate_processes_name_the_killed_party(protocol):
 
 
 def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protocol):
+    protocol, _ = protocol
     rng = random.Random()
     victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 1.0)
     launcher = Process([MPCDP, "train", protocol], dict(os.environ))

@@ -10,7 +10,8 @@ inside :class:`mpcdp.mpc.shared.Shared`.
 * :mod:`.group`: who this party is;
 * :mod:`.session`: a data party joining and leaving, and the CrypTen protocols mpcdp calls directly;
 * :mod:`.dealer`: the dealer process; :mod:`.dealer_link`: the wire protocol between it and the parties;
-* :mod:`.material`: each kind of correlated randomness, its dealer side and its party side together;
+* :mod:`.material`: each kind of correlated randomness, its dealer side, its party side and its dealer-free
+  side together; :mod:`.replicated`: the dealer-free provider's keys and primitives;
 * :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
 * :mod:`.objects`: the dealer's allow-list.
@@ -20,27 +21,40 @@ Security model of the providers (the guide mpcdp/README.md, "Threat model"):
 * ``dealer`` (CrypTen's TTP): an extra process of rank m that is never a data party generates the
   correlated randomness and hands each party its share. It never receives an opened value or an input
   share. Security rests on it not colluding with a party.
+* ``honest-majority``: no dealer. Parties 0, 1 and 2 make the material from replicated keys
+  (:mod:`.replicated`); secure while at most one of those three colludes, with any number of the other
+  parties. CrypTen's own dealer-bound protocols are refused under it.
 * ``tfp`` (CrypTen's default "trusted first party"): party 0 generates all correlated randomness in
   plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
   Development only; :class:`mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
 
-To extend: a new kind of dealer material is one class in :mod:`.material` (``serve`` and ``fetch``) added to
-``KINDS``; nothing else changes.
+To extend: a new kind of material is one class in :mod:`.material` (``serve``, ``fetch`` and ``generate``)
+added to ``KINDS``; nothing else changes.
 """
 
 from mpcdp.adapter import keyed, metering
 from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import rank, world_size  # noqa: F401
-from mpcdp.adapter.keyed import keyed_words, unkeyed_draws  # noqa: F401
+from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
+from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
 from mpcdp.adapter.session import (  # noqa: F401
     beaver_multiply, crypten_randn, start_party, stop_party)
 
 metering.install()
 keyed.install()
+
+
+
+def keyed_words() -> int:
+    """Words this process drew from CSPRNG-keyed streams: CrypTen's generators and the dealer-free provider's."""
+    from mpcdp.adapter import replicated
+
+    return keyed.keyed_words() + replicated.words_drawn()
+
 
 dealer_word_bits = WordBits.fetch
 dealer_masked_bits = MaskedBits.fetch

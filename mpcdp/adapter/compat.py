@@ -56,7 +56,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broke
         ) from e
     raise
 
-PROVIDERS = {"dealer": "TTP", "tfp": "TFP"}
+PROVIDERS = {"dealer": "TTP", "tfp": "TFP", "honest-majority": "TTP"}
+"""mpcdp's provider → CrypTen's. Under ``honest-majority`` CrypTen's TTP client is one that refuses
+(:class:`mpcdp.adapter.session.NoDealer`): CrypTen's own protocols need a dealer, mpcdp's do not."""
 
 
 def configure(provider: str, precision_bits: int, timeout_s: float) -> None:

@@ -74,7 +74,8 @@ class DealerClient:
                                     f"most {MAX_REPLY_ELEMENTS} elements", party=self.dealer)
         result = torch.empty(shape, dtype=torch.int64)
         self.mesh.exchange({}, {self.dealer: result.view(-1)}, label=REPLY_LABEL)
-        costs.record_dealer_request(self.mesh.wire_bytes_sent() - before)
+        kind = func_name[len("mpcdp_"):] if func_name.startswith("mpcdp_") else f"crypten {func_name}"
+        costs.record_dealer_request(self.mesh.wire_bytes_sent() - before, kind)
         metering.hop()
         return result
 

@@ -1,23 +1,29 @@
-"""The correlated randomness mpcdp's own integer protocols consume, one class per kind.
+"""The correlated randomness mpcdp's own integer protocols consume, one class per kind, from either provider.
 
-Each kind's :meth:`~Material.serve` (run by the dealer, returning party 0's share) and :meth:`~Material.fetch`
-(run by every data party, returning its shares) sit side by side, because they must draw from the generators
-the dealer shares with each party in exactly the same order: parties 1..m−1 draw their shares from their
-keyed generator, the dealer draws the same values for them, computes the correlated value and sends party 0
-the difference. The request that reaches the dealer is named after the class (:attr:`Material.request_name`),
-so there is no string to keep in step by hand.
+Each kind's :meth:`~Material.serve` (run by the dealer, returning party 0's share), :meth:`~Material.fetch`
+(run by every data party, returning its shares) and ``generate`` (the same material made by the data
+parties themselves under the ``honest-majority`` provider, :mod:`.replicated`) sit side by side. ``serve``
+and the dealer branch of ``fetch`` must draw from the generators the dealer shares with each party in exactly
+the same order: parties 1..m−1 draw their shares from their keyed generator, the dealer draws the same values
+for them, computes the correlated value and sends party 0 the difference. The request that reaches the
+dealer is named after the class (:attr:`Material.request_name`), so there is no string to keep in step by
+hand. ``fetch`` takes the dealer-free branch whenever the run has a :class:`~.replicated.ReplicatedSource`.
 
-Security (semi-honest, non-colluding dealer): each party's shares are pseudo-random under its 256-bit dealer
-key (:mod:`.keyed`); the dealer knows every mask. Declared cost: one dealer request per call from party 0,
-carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. The operation count of
-each kind is recorded in :mod:`mpcdp.transport.costs` under the kind's ``kind``.
+Security (semi-honest): with the dealer, each party's shares are pseudo-random under its 256-bit dealer key
+(:mod:`.keyed`), and the dealer knows every mask; without it, see :mod:`.replicated` (no coalition holding at
+most one of parties 0, 1, 2 knows a mask). Declared cost with the dealer: one request per call from party 0,
+carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. Without it: nothing for
+masks, products and ANDs; one round of one ring element per converted bit from party 0 to party 1 for
+``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element). The
+operation count of each kind is recorded in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and
+every request, its bytes and rounds under the class's name.
 """
 
 from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import keyed
+from mpcdp.adapter import keyed, replicated
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import rank
 from mpcdp.transport import costs
@@ -41,7 +47,10 @@ def _dealer_generator():
 
 
 class Material:
-    """One kind of dealer material. Subclasses define ``serve`` (dealer) and ``fetch`` (parties)."""
+    """One kind of correlated randomness. Subclasses define ``serve`` (dealer), ``fetch`` (parties) and
+    ``generate`` (parties, without a dealer); ``generator_rounds``: rounds ``generate`` communicates."""
+
+    generator_rounds = 0
 
     @classmethod
     def request_name(cls) -> str:
@@ -62,9 +71,19 @@ class WordBits(Material):
         bits = (word.unsqueeze(1) >> torch.arange(k)) & 1
         return bits - dealer._get_additive_PRSS((n, k), remove_rank=True)
 
+    generator_rounds = 1
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, k: int):
+        parts = source.random((n,), bits=k)
+        word = source.xor(source.own(parts), (n,), bits=k)
+        return word, source.additive(source.arithmetic_bits(parts, k), (n, k))
+
     @classmethod
     def fetch(cls, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("b2a_bits", n * k)
+        if (source := replicated.current()) is not None:
+            return source.serve(cls, n, k)
         generator = _dealer_generator()
         word = keyed.kbit((n,), bitlength=k, generator=generator)
         bits = cls.request(n, k) if rank() == 0 else keyed.ring((n, k), generator=generator)
@@ -79,10 +98,28 @@ class MaskedBits(Material):
         r = dealer._get_additive_PRSS((n,))
         return (r & ((1 << bits) - 1)) ^ dealer._get_binary_PRSS((n,), bitlength=share_bits(bits), remove_rank=True)
 
+    generator_rounds = 1
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, bits: int):
+        low = min(bits, 64)  # r = low bits (converted bit by bit) + 2^bits · a uniform ring element
+        parts = source.random((n,), bits=low)
+        high = source.random((n,)) if low < 64 else {}
+        arithmetic = source.arithmetic_bits(parts, low)
+        value = None
+        if arithmetic is not None:
+            value = (arithmetic * (1 << torch.arange(low))).sum(1)
+            if high:
+                value = value + (source.own(high) << low)
+        width = share_bits(bits) or 64
+        return source.additive(value, (n,)), source.xor(source.own(parts), (n,), bits=width)
+
     @classmethod
     def fetch(cls, n: int, bits: int, *, kind: str = "comparison") -> tuple[torch.Tensor, torch.Tensor]:
         """``kind``: the operation counted (a comparison or a conversion to binary)."""
         costs.record(kind, n)
+        if (source := replicated.current()) is not None:
+            return source.serve(cls, n, bits)
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
         low = cls.request(n, bits) if rank() == 0 else keyed.kbit((n,), bitlength=share_bits(bits), generator=generator)
@@ -98,9 +135,23 @@ class TruncPairs(Material):
         high = (r >> shift) & ((1 << (64 - shift)) - 1)
         return high - dealer._get_additive_PRSS((n,), remove_rank=True)
 
+    generator_rounds = 1
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, shift: int):
+        parts = source.random((n,))
+        bits = source.arithmetic_bits(parts, 64)  # r's 64 bits: floor(r / 2^shift) is their upper part
+        r = high = None
+        if bits is not None:
+            r = (bits * (1 << torch.arange(64))).sum(1)
+            high = (bits[:, shift:] * (1 << torch.arange(64 - shift))).sum(1)
+        return source.additive(r, (n,)), source.additive(high, (n,))
+
     @classmethod
     def fetch(cls, n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("trunc", n)
+        if (source := replicated.current()) is not None:
+            return source.serve(cls, n, shift)
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
         high = cls.request(n, shift) if rank() == 0 else keyed.ring((n,), generator=generator)
@@ -117,11 +168,23 @@ class Products(Material):
         c = torch.stack([a[:, u] * a[:, v] for u, v in pairs], 1)
         return c - dealer._get_additive_PRSS((n, len(pairs)), remove_rank=True)
 
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, variables: int, pairs: list[tuple[int, int]]):
+        a = source.random((n, variables))
+        mine, nxt = source.own(a), source.next_part(a)
+        c = None
+        if mine is not None:  # this generator's three of the nine cross terms of every product
+            c = torch.stack([mine[:, u] * mine[:, v] + mine[:, u] * nxt[:, v] + nxt[:, u] * mine[:, v]
+                             for u, v in pairs], 1)
+        return source.additive(mine, (n, variables)), source.additive(c, (n, len(pairs)))
+
     @classmethod
     def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         squares = sum(1 for u, v in pairs if u == v)
         costs.record("square", n * squares, calls=int(squares > 0))
         costs.record("mul", n * (len(pairs) - squares), calls=int(len(pairs) > squares))
+        if (source := replicated.current()) is not None:
+            return source.serve(cls, n, variables, pairs)
         generator = _dealer_generator()
         a = keyed.ring((n, variables), generator=generator)
         c = cls.request(n, variables, list(pairs)) if rank() == 0 else keyed.ring((n, len(pairs)), generator=generator)
@@ -138,9 +201,21 @@ class AndShifted(Material):
         c = torch.stack([a[:, u] & shift_word(a[:, v], s) for u, v, s in pairs], 1)
         return c ^ dealer._get_binary_PRSS((n, len(pairs)), remove_rank=True)
 
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, variables: int, pairs: list[tuple[int, int, int]]):
+        a = source.random((n, variables))
+        mine, nxt = source.own(a), source.next_part(a)
+        c = None
+        if mine is not None:
+            c = torch.stack([(mine[:, u] & shift_word(mine[:, v], s)) ^ (mine[:, u] & shift_word(nxt[:, v], s))
+                             ^ (nxt[:, u] & shift_word(mine[:, v], s)) for u, v, s in pairs], 1)
+        return source.xor(mine, (n, variables)), source.xor(c, (n, len(pairs)))
+
     @classmethod
     def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("and_words", n * len(pairs))
+        if (source := replicated.current()) is not None:
+            return source.serve(cls, n, variables, pairs)
         generator = _dealer_generator()
         a = keyed.kbit((n, variables), generator=generator)
         c = cls.request(n, variables, list(pairs)) if rank() == 0 else \

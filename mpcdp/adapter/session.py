@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import communicator, dealer_link, keyed, metering
+from mpcdp.adapter import communicator, dealer_link, keyed, metering, replicated
 from mpcdp.adapter.compat import MPCTensor, cfg, configure, crypten
+from mpcdp.errors import ConfigError
 from mpcdp.transport import rendezvous
 from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.mesh import Mesh, local_address
@@ -15,12 +16,31 @@ from mpcdp.transport.mesh import Mesh, local_address
 _dealer: dealer_link.DealerClient | None = None
 
 
+class NoDealer:
+    """What CrypTen reaches as its dealer under the ``honest-majority`` provider: there is none, so CrypTen's
+    own protocols that need dealer material (its Beaver products, its truncation for > 2 parties, its
+    Box–Muller) are refused, naming the provider; mpcdp's protocols take their material from
+    :mod:`.replicated`."""
+
+    def _refuse(self, what: str):
+        raise ConfigError(f"CrypTen's own {what} needs dealer material, and `provider` is 'honest-majority' "
+                          f"(no dealer). mpcdp's integer protocols (mpcdp.mpc.ring) run on it; use the "
+                          f"'dealer' provider for CrypTen's.")
+
+    def get_generator(self, device=None):
+        self._refuse("protocol")
+
+    def ttp_request(self, func_name: str, device, *args, **kwargs):
+        self._refuse(f"`{func_name}` protocol")
+
+
 def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, precision_bits: int,
                 timeout_s: float, link_delay_ms: float = 0.0, security: LinkSecurity | None = None,
                 insecure: bool = False, iface: str | None = None) -> Mesh:
     """Join the run as data party ``rank`` of ``parties``; return the links to the other data parties.
 
-    Blocks until every process (the dealer too, for the ``dealer`` provider) has connected. ``security`` and
+    Blocks until every process (the dealer too, for the ``dealer`` provider) has connected; under
+    ``honest-majority`` the parties then exchange the generators' keys (:mod:`.replicated`). ``security`` and
     ``insecure``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
     ``link_delay_ms`` > 0 emulates a slow network (once per round on the links, twice per dealer request).
     """
@@ -42,6 +62,9 @@ def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, 
                            dealer=dealer)
         _dealer = dealer_link.DealerClient(dealer_mesh, dealer)
         dealer_link.install_client(_dealer)
+    if provider == "honest-majority":
+        replicated.install(replicated.ReplicatedSource.establish(mesh))
+        dealer_link.install_client(NoDealer())
     return mesh
 
 
@@ -50,6 +73,7 @@ def stop_party(*, orderly: bool = True) -> None:
     global _dealer
     client, _dealer = _dealer, None
     dealer_link.install_client(None)
+    replicated.install(None)
     communicator.uninstall()
     if client is not None:
         try:

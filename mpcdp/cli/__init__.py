@@ -27,10 +27,12 @@ from mpcdp.errors import MpcdpError, PartyFailed
 
 def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
     parser.add_argument("--parties", type=int, required=parties_required, default=None,
-                        help="number of data parties m (env WORLD_SIZE for party/dealer; under torchrun WORLD_SIZE − 1)")
-    parser.add_argument("--provider", choices=["dealer", "tfp"], default="dealer",
-                        help="correlated randomness: 'dealer' (separate process, default) or 'tfp' "
-                             "(party 0; INSECURE, needs --insecure-dev)")
+                        help="number of data parties m (env WORLD_SIZE for party/dealer; under torchrun WORLD_SIZE − 1 with "
+                             "a dealer)")
+    parser.add_argument("--provider", choices=["dealer", "honest-majority", "tfp"], default=None,
+                        help="correlated randomness: 'dealer' (separate process, default), 'honest-majority' "
+                             "(parties 0-2 make it, no dealer; m >= 3) or 'tfp' (party 0; INSECURE, needs "
+                             "--insecure-dev); `party --job train`: the protocol's [mpc] provider unless given")
     parser.add_argument("--insecure-dev", action="store_true",
                         help="allow insecure development settings (prints a warning)")
     parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
@@ -111,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--reproducible", action="store_true",
                        help="secure backend: mini-batches from the protocol's seed (predictable; warns), as in "
                             "the simulated run")
+    train.add_argument("--provider", choices=["dealer", "honest-majority"], default=None,
+                       help="secure backend: where correlated randomness comes from (overrides [mpc] provider): "
+                            "the dealer process, or parties 0-2 themselves with no dealer (m >= 3)")
     _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
 

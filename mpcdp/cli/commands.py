@@ -12,7 +12,7 @@ from mpcdp.errors import ConfigError, MpcdpError
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
-    return MpcConfig(parties=parties, provider=ns.provider, insecure_dev=ns.insecure_dev,
+    return MpcConfig(parties=parties, provider=ns.provider or "dealer", insecure_dev=ns.insecure_dev,
                      precision_bits=ns.precision_bits, timeout_s=ns.timeout,
                      link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
 
@@ -190,6 +190,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
                      algorithm=ns.algorithm, size_ratio=ns.size_ratio)
     if ns.reproducible:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
+    if ns.provider:
+        plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": ns.provider})
     with tqdm(total=1, unit="step", desc=f"{plan.name} [{plan.backend}, {plan.parties} parties]",
               file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
@@ -348,7 +350,12 @@ def _cmd_party(ns: argparse.Namespace) -> int:
 
     from mpcdp.runtime.party import run_dealer
 
-    endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous)
+    if ns.provider is None and ns.job == "train" and ns.protocol:  # the protocol says, unless the command does
+        from mpcdp.validation import read_protocol
+
+        ns.provider = read_protocol(ns.protocol).get("mpc", {}).get("provider")
+    endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
+                       dealer=(ns.provider or "dealer") == "dealer")
     select_interface(ns.iface)
     select_link_security(ns.credentials, ns.insecure_links)
     config = _config(ns, endpoint.parties)

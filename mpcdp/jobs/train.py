@@ -317,6 +317,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
             common["re_served_releases"] = run.values[0]["re_served"]
             common["opened_releases"] = run.values[0]["opened_releases"]
         bytes_per_party = max(r["bytes_sent"] or 0 for r in run.values)
+        common["provider"] = config.provider
         if "link_wire_bytes" in run.values[0]:  # what the kernel sent on mpcdp's links (TLS records included)
             common["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
             common["links"] = run.values[0]["links"]

@@ -244,8 +244,10 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     if resumed is not None:
         extra["resume"] = resumed["state"]
     result = runner([shard], params, aggregate, dim=dim, batch_key=key, **extra, **_sizes(params, parties))
+    from mpcdp.adapter import material_bytes_sent  # the generators' material messages (no dealer)
+
     return {"result": result, "presample_s": presample_s, "online_s": time.perf_counter() - start,
-            "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds,
+            "bytes_sent": ctx.wire.bytes_sent + material_bytes_sent(), "rounds": ctx.rounds,
             "resumed_after": None if resumed is None else resumed["state"]["releases"] - 1,
             "re_served": sorted(replay), "link_wire_bytes": ctx.link_wire_bytes(), "links": ctx.links,
             "opened_releases": [o.label for o in ctx.openings if o.kind == "release"]}

@@ -7,7 +7,8 @@ or ``MASTER_ADDR`` + ``MASTER_PORT`` (then ``tcp://MASTER_ADDR:MASTER_PORT``).
 
 Under ``torchrun`` (its worker environment has ``TORCHELASTIC_RUN_ID``) the same script runs unchanged on
 hosts started the torchrun way: there ``WORLD_SIZE`` counts every process torchrun started, so the data
-parties are ranks 0..``WORLD_SIZE``−2 and the last rank is the dealer, and the rendezvous joins the store
+parties are ranks 0..``WORLD_SIZE``−2 and the last rank is the dealer (with the ``honest-majority``
+provider there is none, and every rank is a data party), and the rendezvous joins the store
 torchrun's agent already keeps at ``MASTER_ADDR:MASTER_PORT`` (:func:`mpcdp.transport.rendezvous.open_store`).
 
 ``MPCDP_IFACE`` (or torch's ``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links
@@ -34,7 +35,9 @@ class Endpoint:
 
 
 def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
-            environ: Mapping[str, str] | None = None) -> Endpoint:
+            environ: Mapping[str, str] | None = None, dealer: bool = True) -> Endpoint:
+    """This process's rank, the number of data parties and the rendezvous. ``dealer``: whether the run has a
+    dealer process (under torchrun it is one of ``WORLD_SIZE``; without one every rank is a data party)."""
     env = os.environ if environ is None else environ
 
     def pick(value, key: str, flag: str) -> int:
@@ -48,7 +51,7 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
             raise ConfigError(f"`{key}` must be an integer. Found {env[key]!r}.") from None
 
     rank_ = pick(rank, "RANK", "--rank")
-    torchrun = parties is None and "TORCHELASTIC_RUN_ID" in env
+    torchrun = parties is None and dealer and "TORCHELASTIC_RUN_ID" in env
     parties_ = pick(parties, "WORLD_SIZE", "--parties") - (1 if torchrun else 0)
     if torchrun and parties_ < 1:
         raise ConfigError(f"`WORLD_SIZE` under torchrun counts every process, the dealer's included, so it must be "
@@ -62,8 +65,9 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
                           "MASTER_ADDR + MASTER_PORT.")
     if not rendezvous.startswith(("tcp://", "file://", "env://")):
         raise ConfigError(f"`rendezvous` must start with tcp://, file:// or env://. Found {rendezvous!r}.")
-    if not 0 <= rank_ <= parties_:
-        raise ConfigError(f"`rank` must be in [0, {parties_}] ({parties_} = the dealer). Found {rank_}.")
+    if not 0 <= rank_ <= parties_ - (0 if dealer else 1):
+        raise ConfigError(f"`rank` must be in [0, {parties_}] ({parties_} = the dealer). Found {rank_}." if dealer
+                          else f"`rank` must be in [0, {parties_ - 1}] (no dealer). Found {rank_}.")
     return Endpoint(rank=rank_, parties=parties_, rendezvous=rendezvous)
 
 

@@ -16,7 +16,9 @@ parties is 1. A round costs one one-way network latency, whatever the number of 
 Bytes are what the kernel's TCP stack carried for this process (``TCP_INFO`` of every TCP socket; see
 :mod:`mpcdp.transport.wire`): TCP payload, without TCP/IP headers — on mpcdp's links the shares in their frames
 (CrypTen's messages included). Traffic with the dealer is kept apart: party 0 meters its
-requests; the dealer meters what it sends per request.
+requests; the dealer meters what it sends per request. Under the ``honest-majority`` provider there is no
+dealer: the generators' material messages are data-party traffic, metered per kind the same way
+(:func:`record_material`).
 
 Kinds (elements are counted, not calls):
   mul          Beaver products x·y of two different shared values (ring elements)
@@ -57,6 +59,11 @@ class Ledger:
         rounds: communication phases between data parties.
         dealer_requests: requests party 0 sent to the dealer (0 on other parties).
         dealer_request_bytes: bytes party 0 wrote to the dealer.
+        material_requests / material_bytes: per kind of correlated randomness (its class name in
+            :mod:`mpcdp.adapter.material`): requests for it, and the bytes this process sent to get it
+            (party 0's dealer requests; a generator's messages under ``honest-majority``).
+        material_rounds: communication phases spent on material (2 per dealer request on party 0; 1 per
+            dealer-free request that converts bits, on every party).
         bytes_sent / bytes_received: TCP payload bytes of this process over the section (dealer traffic
             included; see :meth:`party_bytes_sent`): what mpcdp's links moved (counted where they move it)
             plus the kernel's counts for every other TCP socket (the dealer's link, the rendezvous).
@@ -70,6 +77,9 @@ class Ledger:
     rounds: int = 0
     dealer_requests: int = 0
     dealer_request_bytes: int = 0
+    material_requests: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    material_bytes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    material_rounds: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
     link_sent: int = 0
@@ -90,7 +100,9 @@ class Ledger:
     def to_dict(self) -> dict:
         return {"ops": {k: self.ops.get(k, 0) for k in KINDS}, "calls": {k: self.calls.get(k, 0) for k in KINDS},
                 "rounds": self.rounds, "dealer_requests": self.dealer_requests,
-                "dealer_request_bytes": self.dealer_request_bytes, "bytes_sent": self.bytes_sent,
+                "dealer_request_bytes": self.dealer_request_bytes,
+                "material_requests": dict(self.material_requests), "material_bytes": dict(self.material_bytes),
+                "material_rounds": self.material_rounds, "bytes_sent": self.bytes_sent,
                 "bytes_received": self.bytes_received, "link_sent": self.link_sent,
                 "link_received": self.link_received, "kernel_link_sent": self.kernel_link_sent,
                 "wall_s": self.wall_s, "interface": self.interface}
@@ -128,10 +140,20 @@ def record_rounds(rounds: int) -> None:
         ledger.rounds += rounds
 
 
-def record_dealer_request(request_bytes: int) -> None:
+def record_dealer_request(request_bytes: int, kind: str = "crypten") -> None:
+    """Party 0 asked the dealer for ``kind`` material and wrote ``request_bytes`` for it."""
     for ledger in _active:
         ledger.dealer_requests += 1
         ledger.dealer_request_bytes += request_bytes
+    record_material(kind, request_bytes, rounds=2)
+
+
+def record_material(kind: str, sent_bytes: int, *, rounds: int) -> None:
+    """One request for ``kind`` material: this process sent ``sent_bytes`` for it over ``rounds`` phases."""
+    for ledger in _active:
+        ledger.material_requests[kind] += 1
+        ledger.material_bytes[kind] += int(sent_bytes)
+        ledger.material_rounds += int(rounds)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,145 @@
+"""The dealer-free provider: parties 0, 1 and 2 make every kind of correlated randomness from replicated keys.
+
+Real party processes and no dealer process. Every kind of material is checked exactly (every correlation,
+on every element), its cost is the declared one, the sampler gives the same values as with the dealer, a
+coalition with one generator learns nothing of a victim's input while two generators recover it, and the
+quick start trains with no dealer.
+"""
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+import torch
+from scipy import stats
+
+from mpcdp.config import MpcConfig
+from mpcdp.errors import ConfigError, PartyFailed
+from mpcdp.runtime.harness import run_job, run_parties
+from party_jobs import coalition_view, discrete_gaussian_pass, material_of_every_kind, product_with_view
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+N = 600
+HEADER = 16  # bytes of a frame header (mpcdp.transport.frames)
+
+
+def _sum(results, key, i):
+    return sum(r[key][i] for r in results)
+
+
+def _xor(results, key, i):
+    total = torch.zeros_like(results[0][key][i])
+    for r in results:
+        total ^= r[key][i]
+    return total
+
+
+@pytest.fixture(scope="module", params=[3, 5], ids=["3-parties", "5-parties"])
+def material(request):
+    run = run_job(material_of_every_kind, MpcConfig(parties=request.param, provider="honest-majority",
+                                                    timeout_s=90.0), args=(N,))
+    assert run.dealer is None and len(run.values) == request.param  # no dealer process
+    return run.values
+
+
+def test_every_kind_of_material_holds_its_correlation_on_every_element(material):
+    a, c = _sum(material, "products", 0), _sum(material, "products", 1)
+    assert torch.equal(c[:, 0], a[:, 0] * a[:, 1]) and torch.equal(c[:, 1], a[:, 2] * a[:, 2])
+    a, c = _xor(material, "ands", 0), _xor(material, "ands", 1)
+    assert torch.equal(c[:, 0], a[:, 0] & (a[:, 1] << 3)) and torch.equal(c[:, 1], a[:, 1] & (a[:, 0] >> 5))
+    word, bits = _xor(material, "word_bits", 0), _sum(material, "word_bits", 1)
+    assert 0 <= int(word.min()) and int(word.max()) < 2**13
+    assert torch.equal(bits, (word.unsqueeze(1) >> torch.arange(13)) & 1)
+    for key, width in (("masked40", 40), ("masked62", 62), ("masked64", 64)):
+        r, low = _sum(material, key, 0), _xor(material, key, 1)
+        assert torch.equal(r & (-1 if width == 64 else (1 << width) - 1), low), key
+    r, high = _sum(material, "trunc", 0), _sum(material, "trunc", 1)
+    assert torch.equal(high, (r >> 16) & ((1 << 48) - 1))
+
+
+def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
+    """α = 1e-3 each: the reconstructed masks and one share per party, as 64-bit words scaled to [0, 1), against
+    the uniform distribution; bits of the B2A words against Bernoulli(1/2) (binomial test)."""
+    def uniform(words):
+        return stats.kstest((words.reshape(-1).double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue
+
+    assert uniform(_sum(material, "products", 0)) > 1e-3
+    assert uniform(_xor(material, "ands", 0)) > 1e-3
+    assert uniform(_sum(material, "trunc", 0)) > 1e-3
+    for party in material:
+        assert uniform(party["products"][1]) > 1e-3 and uniform(party["ands"][1]) > 1e-3
+    ones = int(((_xor(material, "word_bits", 0).unsqueeze(1) >> torch.arange(13)) & 1).sum())
+    assert stats.binomtest(ones, N * 13).pvalue > 1e-3
+
+
+def test_material_costs_what_the_provider_declares(material):
+    """Masks, products and ANDs: no byte. Each bit converted to the ring: one ring element from party 0 to
+    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair)."""
+    ledgers = [r["ledger"] for r in material]
+    sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
+            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs")}
+    others = [0] * (len(ledgers) - 1)
+    assert sent["Products"] == sent["AndShifted"] == [0, *others]
+    assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
+    assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
+    assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
+    for ledger in ledgers:
+        assert ledger["material_requests"] == {"Products": 1, "AndShifted": 1, "WordBits": 1, "MaskedBits": 3,
+                                               "TruncPairs": 1}
+        assert ledger["material_rounds"] == 5 and ledger["dealer_requests"] == 0
+
+
+def test_the_sampler_gives_the_dealers_values_exactly_from_the_same_party_randomness():
+    """The material only masks: with the parties' random fields seeded alike, the in-MPC discrete Gaussian
+    accepts the same candidates with the same values under both providers."""
+    runs = {provider: run_parties(discrete_gaussian_pass, MpcConfig(parties=3, provider=provider, timeout_s=120),
+                                  args=(40.0, 400, 5)) for provider in ("dealer", "honest-majority")}
+    dealer, free = runs["dealer"][0], runs["honest-majority"][0]
+    assert torch.equal(dealer["accepted"], free["accepted"]) and torch.equal(dealer["values"], free["values"])
+    assert dealer["accepted"].float().mean().item() > 0.3
+    assert free["dealer_requests"] == 0 and dealer["dealer_requests"] > 0
+
+
+def _coalition(victim_x: torch.Tensor):
+    results = run_parties(coalition_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=90.0),
+                          party_args=[(None, N), (None, N), (victim_x, N)])
+    epsilon = results[0]["epsilon"]
+    assert all(torch.equal(r["epsilon"], epsilon) for r in results)
+
+    def recovered(coalition):  # ε plus every component of the mask the coalition holds
+        held = {k: words for j in coalition for k, words in results[j]["components"].items()}
+        return epsilon + sum(held.values())
+    return recovered
+
+
+def test_one_generator_learns_nothing_of_a_victims_input_two_recover_it():
+    """Victim party 2 multiplies its private x. Party 0 alone holds two of the mask's three components: ε plus
+    them is x minus the third, uniform whatever x is (KS at α = 1e-3). Parties 0 and 1 together hold all
+    three: they recover x exactly — the threshold is real, and the attack works when it should."""
+    x = torch.arange(N, dtype=torch.int64) * 1000 + 7  # far from uniform
+    recovered = _coalition(x)
+    alone = recovered([0])
+    assert not torch.equal(alone, x)
+    assert stats.kstest((alone.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-3
+    assert torch.equal(recovered([0, 1]), x)
+
+
+def test_too_few_parties_and_crypten_protocols_that_need_a_dealer_are_refused_by_name():
+    with pytest.raises(ConfigError, match="'honest-majority' needs `parties` >= 3.*Found parties=2"):
+        MpcConfig(parties=2, provider="honest-majority")
+    x = torch.ones(4, dtype=torch.float64)
+    with pytest.raises(PartyFailed) as info:
+        run_parties(product_with_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
+                    party_args=[(None, None, 4), (x, None, 4), (None, x, 4)])
+    assert "needs dealer material, and `provider` is 'honest-majority'" in str(info.value)
+
+
+def test_the_quick_start_trains_with_no_dealer_and_certifies_its_epsilon():
+    out = subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "train", "protocols/quickstart-a9a.toml",
+                          "--provider", "honest-majority"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["provider"] == "honest-majority" and report["dealer_bytes"] is None
+    assert 0.49 < report["epsilon"] <= 0.5 and report["delta_certified"] <= 1e-5
+    assert 0.1 < report["test_error"] < 0.25
