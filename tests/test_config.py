@@ -10,7 +10,7 @@ from mpcdp.runtime.endpoint import resolve
 @pytest.mark.parametrize("kwargs, text", [
     ({"parties": 1}, "`parties` must be an integer >= 2. Found 1."),
     ({"parties": 3.0}, "`parties` must be an integer >= 2. Found 3.0."),
-    ({"parties": 3, "provider": "ttp"}, "`provider` must be one of ['dealer', 'tfp']. Found 'ttp'."),
+    ({"parties": 3, "provider": "ttp"}, "`provider` must be one of ['dealer', 'honest-majority', 'tfp']. Found 'ttp'."),
     ({"parties": 3, "precision_bits": 40}, "`precision_bits` must be an integer in [8, 24]. Found 40."),
     ({"parties": 3, "timeout_s": 0}, "`timeout_s` must be a finite number > 0. Found 0."),
     ({"parties": 3, "timeout_s": float("nan")}, "`timeout_s` must be a finite number > 0. Found nan."),

@@ -233,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--link-delay-ms", type=float, default=0.0,
                       help="emulated one-way latency per round, injected at mpcdp's transport")
     cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
+    cost.add_argument("--provider", choices=["dealer", "honest-majority"], default="dealer",
+                      help="correlated randomness: the dealer process, or parties 0-2 with no dealer (m >= 3)")
     cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
     cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
     cost.set_defaults(func=_cmd_cost)

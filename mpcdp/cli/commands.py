@@ -257,7 +257,7 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
         bar.update(done - bar.n)
 
     run = run_cost(ns.model, ns.parties, ns.noise, sigma=ns.sigma, link_delay_ms=ns.link_delay_ms,
-                   timeout_s=ns.timeout, progress=progress)
+                   timeout_s=ns.timeout, progress=progress, provider=ns.provider)
     bar.close()
     command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["cost"] else None
     print(cost_report.markdown(run, command))

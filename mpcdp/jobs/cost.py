@@ -132,6 +132,7 @@ class CostRun:
     layers: list[dict[str, Any]]
     setup_s: float
     where: str = "local processes, loopback"
+    provider: str = "dealer"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -163,7 +164,7 @@ def _section_summary(per_party: list[dict[str, Any]], dealer_bytes: list[int]) -
 
 def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms: float,
               values: list[list[dict[str, Any]]], dealer_report: dict[str, Any] | None, wall_s: float,
-              where: str = "local processes, loopback") -> CostRun:
+              where: str = "local processes, loopback", provider: str = "dealer") -> CostRun:
     """Turn the parties' per-layer records (and the dealer's per-request bytes) into a :class:`CostRun`."""
     dealer_bytes = (dealer_report or {}).get("request_bytes", [])
     measured_s, rows = 0.0, []
@@ -177,7 +178,7 @@ def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms:
         row["plaintext_s"] = plaintext_seconds(parties, row["elements"], sigma)
         rows.append(row)
     return CostRun(model=model, parties=parties, noise=noise, sigma=sigma, link_delay_ms=link_delay_ms,
-                   layers=rows, setup_s=max(0.0, wall_s - measured_s), where=where)
+                   layers=rows, setup_s=max(0.0, wall_s - measured_s), where=where, provider=provider)
 
 
 def check_choice(model: str, noise: str) -> None:
@@ -186,15 +187,18 @@ def check_choice(model: str, noise: str) -> None:
 
 
 def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
-             timeout_s: float = 1800.0, progress: Callable[[int, int], None] | None = None) -> CostRun:
-    """Run the per-layer cost measurement on ``parties`` local processes (plus the dealer)."""
+             timeout_s: float = 1800.0, progress: Callable[[int, int], None] | None = None,
+             provider: str = "dealer") -> CostRun:
+    """Run the per-layer cost measurement on ``parties`` local processes (plus the dealer, with that provider;
+    under ``honest-majority`` the generators' material messages count as party bytes)."""
     from mpcdp.runtime.harness import run_job
 
     check_choice(model, noise)
-    config = MpcConfig(parties=parties, timeout_s=timeout_s, link_delay_ms=link_delay_ms)
+    config = MpcConfig(parties=parties, timeout_s=timeout_s, link_delay_ms=link_delay_ms, provider=provider)
     result = run_job(cost_party, config, args=(MODELS[model], noise, sigma), job=cost_job(model, noise, sigma),
                      progress=progress)
-    return summarize(model, parties, noise, sigma, link_delay_ms, result.values, result.dealer, result.wall_s)
+    return summarize(model, parties, noise, sigma, link_delay_ms, result.values, result.dealer, result.wall_s,
+                     provider=provider)
 
 
 def cost_job(model: str, noise: str, sigma: float) -> dict[str, Any]:

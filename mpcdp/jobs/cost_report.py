@@ -112,8 +112,10 @@ def markdown(run: CostRun, command: str | None = None) -> str:
     head = [f"# Cost per layer: {run.model}, {run.parties} parties, noise `{run.noise}`", ""]
     if command:
         head.append(f"Command: `{command}`  ")
-    head += [f"Machine: {platform.machine()}, Python {platform.python_version()}; {run.where}; one process per "
-             f"party plus the dealer. σ = {run.sigma}; injected one-way delay {run.link_delay_ms} ms per round. "
+    who = ("one process per party plus the dealer" if getattr(run, "provider", "dealer") == "dealer" else
+           "one process per party, no dealer (provider `honest-majority`: parties 0-2 make the material; their "
+           "messages for it are party bytes)")
+    head += [f"Machine: {platform.machine()}, Python {platform.python_version()}; {run.where}; {who}. σ = {run.sigma}; injected one-way delay {run.link_delay_ms} ms per round. "
              f"Process start-up and handshake ({run.setup_s:.1f} s) are not in the per-layer times.", "",
              "Per layer the parties sample d Gaussians inside the MPC (**noise**, data-independent, can run ahead) "
              "and then release Σ local + noise in one opening (**online**). Counts are elements (bit-ANDs = 64 × "
