@@ -49,6 +49,11 @@ def test_under_torchrun_world_size_counts_the_dealer():
     assert resolve(rank=None, parties=3, rendezvous=None, environ=env).parties == 3  # --parties is m
     with pytest.raises(ConfigError, match="`WORLD_SIZE` under torchrun counts every process.*Found '1'"):
         resolve(rank=None, parties=None, rendezvous=None, environ={**env, "RANK": "0", "WORLD_SIZE": "1"})
+    # without a dealer (the honest-majority provider) every process torchrun started is a data party
+    free = resolve(rank=None, parties=None, rendezvous=None, environ={**env, "RANK": "2"}, dealer=False)
+    assert (free.rank, free.parties) == (2, 4)
+    with pytest.raises(ConfigError, match=r"`rank` must be in \[0, 3\] \(no dealer\). Found 4."):
+        resolve(rank=None, parties=None, rendezvous=None, environ={**env, "RANK": "4"}, dealer=False)
 
 
 @pytest.mark.parametrize("env, text", [
