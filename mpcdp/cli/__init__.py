@@ -6,6 +6,7 @@
 ``train`` / ``compare`` / ``sweep`` / ``scale``  training from a protocol file (any registered algorithm, model and
     noise mode), secure and simulated, once, over seeds, over party sizes, over party counts.
 ``collab`` / ``decentralized``  papers 003 and 004.
+``audit``  plant canaries in a training run and lower-bound ε from what it released (:mod:`mpcdp.jobs.audit`).
 ``privacy``  calibrate DP-SRM/DDP-SRM noise and certify its ε on the release grid.
 ``party``  one process of a run on this host, finding the others by ``--rendezvous`` or the environment (RANK,
     WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer (under
@@ -50,6 +51,7 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
 
 from mpcdp.cli.commands import (  # noqa: E402
     _cmd_aggregate,
+    _cmd_audit,
     _cmd_collab,
     _cmd_compare,
     _cmd_cost,
@@ -118,6 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
                             "the dealer process, or parties 0-2 themselves with no dealer (m >= 3)")
     _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
+
+    audit = sub.add_parser("audit", help="measure privacy: plant canaries, train, and lower-bound ε from what the run "
+                                         "released, next to the certified ε")
+    audit.add_argument("protocol", help="a protocols/*.toml file")
+    audit.add_argument("--backend", choices=["mpc", "simulated"], default="simulated")
+    audit.add_argument("--setting", choices=["white-box", "black-box"], default="white-box",
+                       help="white-box: gradient canaries, every release observed; black-box: canary records, "
+                            "the final model only")
+    audit.add_argument("--canaries", type=int, default=1000, help="canaries of the one-run audit")
+    audit.add_argument("--runs", type=int, default=1, help="1: the one-run audit; more: one canary per run")
+    audit.add_argument("--confidence", type=float, default=0.95)
+    audit.add_argument("--seed", type=int, default=None, help="the planting party's coins (default: OS entropy)")
+    audit.add_argument("--out", default=None, help="also write PREFIX.md, .json and .png")
+    audit.set_defaults(func=_cmd_audit)
 
     compare = sub.add_parser("compare", help="the same training with secure and with simulated noise, over seeds")
     compare.add_argument("protocol")

@@ -209,6 +209,27 @@ def _cmd_train(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit(ns: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mpcdp.jobs import audit
+    from mpcdp.jobs.train import plan_from
+
+    if not 0 < ns.confidence < 1:
+        raise MpcdpError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
+    plan = plan_from(ns.protocol, backend=ns.backend)
+    with tqdm(total=ns.runs, unit="run", desc=f"audit {plan.name} [{ns.backend}, {ns.setting}]", file=sys.stderr) as bar:
+        report = audit.run_audit(plan, backend=ns.backend, setting=ns.setting, canaries=ns.canaries, runs=ns.runs,
+                                 confidence=ns.confidence, seed=ns.seed,
+                                 progress=lambda done, total: bar.update(done - bar.n))
+    if ns.out:
+        command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["audit"] else None
+        written = audit.write(report, ns.out, command)
+        print(written["markdown"], file=sys.stderr)
+    print(json.dumps({k: v for k, v in report.items() if k not in ("scores", "signs")}))
+    return 0
+
+
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.compare import compare
 
