@@ -9,11 +9,10 @@ import subprocess
 
 import numpy as np
 import pytest
-import torch
 from scipy import special
 
 from mpcdp.accounting import audit_bounds
-from mpcdp.jobs.audit import run_audit
+from mpcdp.jobs.audit import BUGS, broken_mechanism, run_audit
 from mpcdp.jobs.train import plan_from
 from mpcdp.learning import noise_modes
 
@@ -63,27 +62,12 @@ def test_the_one_run_bound_on_randomized_response_stays_below_the_truth_and_has_
     assert (bound.epsilon < 1.0) if holds else (bound.epsilon > 1.0)
 
 
-def _broken(monkeypatch, bug: str) -> None:
-    """Replace the simulated backend's discrete Gaussian rows with a broken mechanism."""
-    record = noise_modes.NOISE_MODES["dgauss"]
-    draw = record.simulated_rows
-
-    def rows(release, count, choice, parties, seed, stream):
-        good = draw(release, count, choice, parties, seed, stream)
-        if bug == "noise scaled by 0.1":
-            return torch.round(good.double() * 0.1).to(torch.int64)
-        if bug == "noise omitted":
-            return torch.zeros_like(good)
-        return good[:1].expand_as(good).clone()  # the same noise row every step
-
-    monkeypatch.setitem(noise_modes.NOISE_MODES, "dgauss", dataclasses.replace(record, simulated_rows=rows))
-
-
-@pytest.mark.parametrize("bug", ["noise scaled by 0.1", "noise omitted", "the same noise row every step"])
-def test_a_broken_mechanism_is_caught_its_lower_bound_exceeds_the_certified_epsilon(monkeypatch, bug):
-    _broken(monkeypatch, bug)
-    report = run_audit(plan_from(QUICKSTART, backend="simulated"), canaries=1000, seed=1)
+@pytest.mark.parametrize("bug", BUGS)
+def test_a_broken_mechanism_is_caught_its_lower_bound_exceeds_the_certified_epsilon(bug):
+    with broken_mechanism(bug):
+        report = run_audit(plan_from(QUICKSTART, backend="simulated"), canaries=1000, seed=1)
     assert report["epsilon_lower"] > report["epsilon_certified"], report
+    assert noise_modes.NOISE_MODES["dgauss"].simulated_rows.__name__ != "rows"  # intact again after the block
 
 
 def test_the_real_mechanism_never_contradicts_its_certificate_simulated_or_secure():
@@ -98,14 +82,14 @@ def test_the_real_mechanism_never_contradicts_its_certificate_simulated_or_secur
     assert secure["backend"] == "mpc" and math.isfinite(secure["epsilon_certified"])
 
 
-def test_many_runs_catch_a_mechanism_without_noise_and_pass_the_real_one(monkeypatch, tmp_path):
+def test_many_runs_catch_a_mechanism_without_noise_and_pass_the_real_one(tmp_path):
     protocol = tmp_path / "dpgd.toml"
     protocol.write_text(FULL_BATCH)
     plan = plan_from(str(protocol), backend="simulated")
     real = run_audit(plan, runs=40, seed=5)
     assert real["method"] == "many runs" and real["epsilon_lower"] <= real["epsilon_certified"]
-    _broken(monkeypatch, "noise omitted")
-    broken = run_audit(plan, runs=40, seed=5)
+    with broken_mechanism("noise omitted"):
+        broken = run_audit(plan, runs=40, seed=5)
     assert broken["epsilon_lower"] > broken["epsilon_certified"], broken
 
 

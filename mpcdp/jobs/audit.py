@@ -25,6 +25,7 @@ certified for the audited run (K more coordinates or K more records than the pla
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -41,6 +42,34 @@ from mpcdp.learning.backends import mpc_party, train_simulated
 from mpcdp.learning.dpsrm import Shard
 
 SETTINGS = ("white-box", "black-box")
+BUGS = ("noise scaled by 0.1", "noise omitted", "the same noise row every step")
+
+
+@contextlib.contextmanager
+def broken_mechanism(bug: str):
+    """Within the block, the simulated backend's discrete Gaussian noise is broken as ``bug`` says (one of
+    :data:`BUGS`) — to check that the audit catches it. Nothing else changes; the certificate still claims
+    the intact mechanism."""
+    from mpcdp.learning import noise_modes
+
+    if bug not in BUGS:
+        raise ConfigError(f"`bug` must be one of {list(BUGS)}. Found {bug!r}.")
+    record = noise_modes.NOISE_MODES["dgauss"]
+    draw = record.simulated_rows
+
+    def rows(release, count, choice, parties, seed, stream):
+        good = draw(release, count, choice, parties, seed, stream)
+        if bug == BUGS[0]:
+            return torch.round(good.double() * 0.1).to(torch.int64)
+        if bug == BUGS[1]:
+            return torch.zeros_like(good)
+        return good[:1].expand_as(good).clone()
+
+    noise_modes.NOISE_MODES["dgauss"] = dataclasses.replace(record, simulated_rows=rows)
+    try:
+        yield
+    finally:
+        noise_modes.NOISE_MODES["dgauss"] = record
 
 
 @dataclasses.dataclass(frozen=True)
