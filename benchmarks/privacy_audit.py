@@ -13,6 +13,7 @@ benchmarks/results/privacy-audit.md and .json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tomllib
 
@@ -32,9 +33,10 @@ def _interval(correct: int, guesses: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _audit(entry: dict, parties: int, confidence: float) -> dict:
+def _audit(entry: dict, parties: int, confidence: float, timeout_s: float = 3600.0) -> dict:
     backend = entry.get("backend", "simulated")
-    plan = plan_from(entry["protocol"], backend=backend, parties=parties)
+    plan = plan_from(entry["protocol"], backend=backend, parties=int(entry.get("parties", parties)))
+    plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": timeout_s})
     report = run_audit(plan, backend=backend, setting=entry.get("setting", "white-box"),
                        canaries=int(entry.get("canaries", 1000)), runs=int(entry.get("runs", 1)),
                        confidence=confidence, seed=entry.get("seed"))
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(ns.protocol, "rb") as handle:
         protocol = tomllib.load(handle)
     confidence, parties = float(protocol.get("confidence", 0.95)), int(protocol.get("parties", 3))
-    reports = [_audit(entry, parties, confidence) for entry in protocol.get("audit", [])]
+    timeout_s = float(protocol.get("timeout_s", 3600))
+    reports = [_audit(entry, parties, confidence, timeout_s) for entry in protocol.get("audit", [])]
     for entry in protocol.get("broken", []):
         with broken_mechanism(entry["bug"]):
             report = _audit({"protocol": entry["protocol"], "canaries": entry.get("canaries", 1000)}, parties,
@@ -62,12 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in reports:
         how = f"{r['canaries']} canaries, one run" if r["method"] == "one run" else f"{r['runs']} runs, 1 canary each"
         low, high = r["accuracy_interval"]
-        rows.append([r["protocol"], r["algorithm"], r["backend"], r["setting"], how, r.get("bug", "—"),
+        rows.append([r["protocol"], f"{r['algorithm']} (m = {r['parties']})", r["backend"], r["setting"], how, r.get("bug", "—"),
                      f"{r['correct']} / {r['guesses']} ({low:.2f}–{high:.2f})", f"{r['epsilon_lower']:.3f}",
                      f"{r['epsilon_certified']:.4f}", f"{r['tightness']:.2f}",
                      "**yes**" if r["epsilon_lower"] > r["epsilon_certified"] else "no", f"{r['wall_s']:.0f}"])
     markdown = (f"# Empirical privacy audit: lower bounds next to the certified ε\n\nCommand: `{command}`\n\n"
-                f"{parties} parties; lower bounds at {100 * confidence:.0f}% confidence (one run: Steinke, Nasr and "
+                f"{parties} parties unless the row's algorithm says otherwise (DP-SGD: 4, its batch of 100 split evenly); lower bounds at {100 * confidence:.0f}% confidence (one run: Steinke, Nasr and "
                 f"Jagielski 2023; many runs: Clopper–Pearson on a held-out half). 'correct / guesses': the guesses "
                 f"the bound used, with the accuracy's two-sided 95% Clopper–Pearson interval.\n\n"
                 + markdown_table(["protocol", "algorithm", "backend", "setting", "audit", "mechanism broken",

@@ -122,11 +122,11 @@ def many_runs(scores: Sequence[float], signs: Sequence[int], *, delta: float, co
         raise ConfigError(f"the many-run audit needs at least 4 runs with a score and a sign each. Found {runs}.")
     order = np.random.default_rng(seed).permutation(runs)
     pick, test = order[: runs // 2], order[runs // 2:]
-    threshold = _best_threshold(scores[pick], signs[pick], delta)
+    significance = (1 - confidence) / 2
+    threshold = _best_threshold(scores[pick], signs[pick], delta, significance)
     positives, negatives = signs[test] == 1, signs[test] == -1
     guessed = scores[test] > threshold
     false_neg, false_pos = int((~guessed & positives).sum()), int((guessed & negatives).sum())
-    significance = (1 - confidence) / 2
     fnr = clopper_pearson_upper(false_neg, int(positives.sum()), significance)
     fpr = clopper_pearson_upper(false_pos, int(negatives.sum()), significance)
     eps = max(_log_ratio(1 - delta - fnr, fpr), _log_ratio(1 - delta - fpr, fnr), 0.0)
@@ -140,17 +140,16 @@ def _log_ratio(a: float, b: float) -> float:
     return math.log(a / b) if a > 0 and b > 0 else 0.0
 
 
-def _best_threshold(scores: np.ndarray, signs: np.ndarray, delta: float) -> float:
-    """The threshold whose point estimate of the bound is highest on these runs (chosen, not yet tested)."""
-    candidates = np.unique(scores)
-    best, best_value = -math.inf, -math.inf
-    positives, negatives = max(1, int((signs == 1).sum())), max(1, int((signs == -1).sum()))
-    for threshold in candidates:
+def _best_threshold(scores: np.ndarray, signs: np.ndarray, delta: float, significance: float) -> float:
+    """The threshold whose bound, computed on these runs as on the test half (Clopper–Pearson upper bounds on
+    both rates), is highest: chosen here, tested on the other half."""
+    positives, negatives = int((signs == 1).sum()), int((signs == -1).sum())
+    best, best_value = float(np.median(scores)), -math.inf
+    for threshold in np.unique(scores):
         guessed = scores > threshold
-        fnr = ((~guessed) & (signs == 1)).sum() / positives
-        fpr = (guessed & (signs == -1)).sum() / negatives
-        value = max(_log_ratio(1 - delta - fnr, max(fpr, 0.5 / negatives)),
-                    _log_ratio(1 - delta - fpr, max(fnr, 0.5 / positives)))
+        fnr = clopper_pearson_upper(int(((~guessed) & (signs == 1)).sum()), positives, significance)
+        fpr = clopper_pearson_upper(int((guessed & (signs == -1)).sum()), negatives, significance)
+        value = max(_log_ratio(1 - delta - fnr, fpr), _log_ratio(1 - delta - fpr, fnr))
         if value > best_value:
             best, best_value = float(threshold), value
     return best

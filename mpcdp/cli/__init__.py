@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--runs", type=int, default=1, help="1: the one-run audit; more: one canary per run")
     audit.add_argument("--confidence", type=float, default=0.95)
     audit.add_argument("--seed", type=int, default=None, help="the planting party's coins (default: OS entropy)")
+    audit.add_argument("--timeout", type=float, default=None,
+                       help="secure backend: per-party timeout in seconds (overrides [mpc] timeout_s; the canary "
+                            "coordinates' noise is sampled inside the MPC too)")
     audit.add_argument("--out", default=None, help="also write PREFIX.md, .json and .png")
     audit.set_defaults(func=_cmd_audit)
 

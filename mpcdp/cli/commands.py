@@ -218,6 +218,8 @@ def _cmd_audit(ns: argparse.Namespace) -> int:
     if not 0 < ns.confidence < 1:
         raise MpcdpError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
     plan = plan_from(ns.protocol, backend=ns.backend)
+    if ns.timeout is not None:
+        plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": ns.timeout})
     with tqdm(total=ns.runs, unit="run", desc=f"audit {plan.name} [{ns.backend}, {ns.setting}]", file=sys.stderr) as bar:
         report = audit.run_audit(plan, backend=ns.backend, setting=ns.setting, canaries=ns.canaries, runs=ns.runs,
                                  confidence=ns.confidence, seed=ns.seed,

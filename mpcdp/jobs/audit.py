@@ -145,6 +145,8 @@ def white_box_scores(released: np.ndarray, kinds: list[int], mu: tuple[float, fl
         # the noise's scale as released (a robust estimate over every canary coordinate), not as claimed: the
         # same when the mechanism is right, and the attack's edge when it is not
         spread = 1.4826 * float(np.median(np.abs(values - np.median(values))))
+        if values.size < 30:  # too few values to estimate it (one canary, few releases): the certified scale
+            spread = sigma[kind]
         m, s, q = mu[kind], max(spread, 1e-4 * sigma[kind]), min(max(rates[kind], 1e-12), 1.0)
         if q >= 1.0:
             plus, minus = -(values - m) ** 2, -(values + m) ** 2
