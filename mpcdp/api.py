@@ -90,10 +90,10 @@ def train(model, data, *, protocol: str,
     else:
         from mpcdp.runtime.endpoint import resolve
 
-        from mpcdp.validation import read_protocol
+        from mpcdp.jobs.train import protocol_provider
 
-        provider = read_protocol(protocol).get("mpc", {}).get("provider", "dealer")
-        endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=provider == "dealer")
+        endpoint = resolve(rank=None, parties=None, rendezvous=None,
+                           dealer=(protocol_provider(protocol) or "dealer") == "dealer")
         plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
         if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
             from mpcdp.jobs.train import config_for

@@ -374,9 +374,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.runtime.party import run_dealer
 
     if ns.provider is None and ns.job == "train" and ns.protocol:  # the protocol says, unless the command does
-        from mpcdp.validation import read_protocol
+        from mpcdp.jobs.train import protocol_provider
 
-        ns.provider = read_protocol(ns.protocol).get("mpc", {}).get("provider")
+        ns.provider = protocol_provider(ns.protocol)
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
                        dealer=(ns.provider or "dealer") == "dealer")
     select_interface(ns.iface)

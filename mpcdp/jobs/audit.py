@@ -37,7 +37,7 @@ import torch
 
 from mpcdp.accounting import audit_bounds
 from mpcdp.errors import ConfigError
-from mpcdp.jobs.train import TrainPlan, config_for, plan_noise, unit_rows
+from mpcdp.jobs.train import TrainPlan, config_for, plan_noise, training_split, unit_rows
 from mpcdp.learning.backends import mpc_party, train_simulated
 from mpcdp.learning.dpsrm import Shard
 
@@ -175,19 +175,6 @@ def _canaries_for(plan: TrainPlan, noise, sizes: tuple[int, ...], dim: int, coun
     return Canaries(count, dim, (first.sensitivity / 2, later.sensitivity / 2), rates, separate, seed)
 
 
-def _data(plan: TrainPlan):
-    from mpcdp.data.registry import load
-    from mpcdp.data.split import split_indices
-
-    model = plan.trained_model
-    data = load(plan.dataset)
-    x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)
-    if plan.normalize_rows:
-        x = unit_rows(x)
-    parts = split_indices(len(y), plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
-    return model, x, y, parts
-
-
 def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, runners: list[Callable]):
     """One training run, simulated or on the party processes; what party 0's runner returned."""
     if backend == "simulated":
@@ -202,7 +189,8 @@ def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, 
 
 def white_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -> dict[str, Any]:
     """One run with ``count`` gradient canaries; their signs and scores, and the run's certificate."""
-    model, x, y, parts = _data(plan)
+    model = plan.trained_model
+    _, x, y, parts = training_split(plan)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes, dim = tuple(len(p) for p in parts), model.dimension(x)
     noise = plan_noise(plan, sizes, dim + count)
@@ -220,7 +208,8 @@ def white_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -
 
 def black_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -> dict[str, Any]:
     """One run with ``count`` input-space canaries in party 0's data; scores from the final model only."""
-    model, x, y, parts = _data(plan)
+    model = plan.trained_model
+    _, x, y, parts = training_split(plan)
     if model.kind != "logreg":
         raise ConfigError(f"the black-box audit plants logistic-regression records. Found model {model.name!r}.")
     rng = np.random.default_rng(seed)

@@ -236,6 +236,27 @@ def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> 
             **({} if plan.noise == NoiseChoice() else {"noise": dataclasses.asdict(plan.noise)})}
 
 
+def protocol_provider(path: str) -> str | None:
+    """The ``[mpc] provider`` a protocol file names (None: it names none), read before the run's size is known
+    (it decides whether a dealer is one of the processes)."""
+    return read_protocol(path).get("mpc", {}).get("provider")
+
+
+def training_split(plan: TrainPlan):
+    """``plan``'s shipped dataset, its training rows as the model takes them (rows at unit norm if the plan
+    says so) and every party's row indices: (data, x, y, parts)."""
+    if plan.dataset == OWN_FILES:
+        raise ConfigError(f"protocol {plan.name!r} names no `dataset`: every party brings its own file "
+                          f"(`mpcdp party --job train --data FILE`, or `mpcdp.train`).")
+    model = plan.trained_model
+    data = load(plan.dataset)
+    model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
+    x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)
+    if plan.normalize_rows:
+        x = unit_rows(x)
+    return data, x, y, split_indices(len(y), plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
+
+
 def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None, *,
              curve: bool = True, launch: Callable[..., Any] | None = None, checkpoint_dir: str | None = None,
              checkpoint_every: int | None = None, resume: bool = False) -> dict[str, Any]:
@@ -256,17 +277,11 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         from mpcdp.runtime.process_server import start_process_server
 
         start_process_server()  # its imports overlap the data loading and calibration below
-    if plan.dataset == OWN_FILES:
-        raise ConfigError(f"protocol {plan.name!r} names no `dataset`: every party brings its own file "
-                          f"(`mpcdp party --job train --data FILE`, or `mpcdp.train`).")
-    data = load(plan.dataset)
-    model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
-    x, y = torch.from_numpy(data.x_train).double(), model.labels(data.y_train)
+    data, x, y, parts = training_split(plan)
     x_test, y_test = torch.from_numpy(data.x_test).double(), model.labels(data.y_test)
     if plan.normalize_rows:
-        x, x_test = unit_rows(x), unit_rows(x_test)
-    n, dim = len(y), model.dimension(x)
-    parts = split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed)
+        x_test = unit_rows(x_test)
+    dim = model.dimension(x)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
     common = {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
