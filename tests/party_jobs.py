@@ -493,3 +493,21 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     source = replicated.current()
     known = {k: replicated.component_stream(key).words(n) for k, key in source.component_keys.items()}
     return {"epsilon": products.eps[0], "components": known}
+
+
+def generator_one_view(ctx, n: int):
+    """Comparison masks of the dealer-free provider, with every message party 1 receives while they are made
+    recorded (its whole incoming view of the material)."""
+    from mpcdp.adapter import replicated
+
+    source = replicated.current()
+    seen = []
+    exchange = source.mesh.exchange
+
+    def recording(sends, receives, *, label):
+        exchange(sends, receives, label=label)
+        seen.extend(t.clone() for t in receives.values())
+
+    source.mesh.exchange = recording
+    adapter.dealer_masked_bits(n, 40)
+    return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)

@@ -17,7 +17,8 @@ from scipy import stats
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, PartyFailed
 from mpcdp.runtime.harness import run_job, run_parties
-from party_jobs import coalition_view, discrete_gaussian_pass, material_of_every_kind, product_with_view
+from party_jobs import (coalition_view, discrete_gaussian_pass, generator_one_view, material_of_every_kind,
+                        product_with_view)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 600
@@ -124,6 +125,16 @@ def test_one_generator_learns_nothing_of_a_victims_input_two_recover_it():
     assert not torch.equal(alone, x)
     assert stats.kstest((alone.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
     assert torch.equal(recovered([0, 1]), x)
+
+
+def test_what_party_1_receives_while_bits_are_made_is_uniform_words():
+    """Party 1 receives one ring element per converted bit, e = u − α with α from a stream only parties 0 and
+    2 hold: uniform 64-bit words (KS at α = 1e-5), not the 0/1 values of u it would see unmasked."""
+    views = run_parties(generator_one_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
+                        args=(200,))
+    seen = views[1]
+    assert seen.numel() == 200 * 40 and views[0].numel() == 0 and views[2].numel() == 0
+    assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
 
 
 def test_too_few_parties_and_crypten_protocols_that_need_a_dealer_are_refused_by_name():
