@@ -11,7 +11,10 @@ deployment's credentials). On that link:
   "kwargs"}``, or ``"terminate"``), which the dealer checks against its allow-list
   (:func:`.objects.check_request`) before it serves anything;
 * the dealer answers with the shape (JSON, ``dealer reply shape``) and party 0's share (int64,
-  ``dealer reply``), which party 0 checks against :data:`MAX_REPLY_ELEMENTS`.
+  ``dealer reply``). Party 0 knows from its own request which shape the reply must have
+  (:func:`.objects.reply_shape`) and refuses any other — and any over :data:`MAX_REPLY_ELEMENTS` — with
+  :class:`~mpcdp.errors.ProtocolViolation` naming the dealer (``party`` = the dealer's rank), before it
+  allocates the reply or reads a byte of it.
 
 :class:`DealerClient` is what CrypTen reaches as ``TTPClient.get()``; :func:`serve` is the dealer's loop.
 
@@ -29,7 +32,7 @@ import torch
 
 from mpcdp.adapter import keyed, metering, objects
 from mpcdp.adapter.compat import ttp_provider
-from mpcdp.errors import ProtocolViolation
+from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.randomness import KEY_BYTES, secure_key
 from mpcdp.transport import costs, public
 from mpcdp.transport.mesh import Mesh
@@ -62,22 +65,32 @@ class DealerClient:
             raise RuntimeError("only party 0 sends requests to the dealer")
         message = {"function": func_name, "device": None if device is None else str(device), "args": list(args),
                    "kwargs": dict(kwargs)}
+        expected = objects.reply_shape(message)
+        if math.prod(expected) > MAX_REPLY_ELEMENTS:
+            raise ConfigError(f"a dealer request for {func_name!r} of shape {list(expected)} exceeds the "
+                              f"{MAX_REPLY_ELEMENTS} elements a reply may have: use smaller batches")
         metering.count_dealer_request()
         metering.hop()
         before = self.mesh.wire_bytes_sent()
         self.mesh.exchange_text({self.dealer: public.encode(message)}, [], label=REQUEST_LABEL)
         raw = self.mesh.exchange_text({}, [self.dealer], label=SHAPE_LABEL, limit=4096)[self.dealer]
-        shape = public.decode(raw, peer=self.dealer, label=SHAPE_LABEL)
-        if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                                                for n in shape) and math.prod(shape) <= MAX_REPLY_ELEMENTS):
-            raise ProtocolViolation(f"the dealer announced a reply of shape {str(shape)[:80]}; expected a list of at "
-                                    f"most {MAX_REPLY_ELEMENTS} elements", party=self.dealer)
+        shape = self._check_shape(public.decode(raw, peer=self.dealer, label=SHAPE_LABEL), func_name, expected)
         result = torch.empty(shape, dtype=torch.int64)
         self.mesh.exchange({}, {self.dealer: result.view(-1)}, label=REPLY_LABEL)
         kind = func_name[len("mpcdp_"):] if func_name.startswith("mpcdp_") else f"crypten {func_name}"
         costs.record_dealer_request(self.mesh.wire_bytes_sent() - before, kind)
         metering.hop()
         return result
+
+    def _check_shape(self, shape, func_name: str, expected: tuple[int, ...]) -> tuple[int, ...]:
+        """The announced reply shape if it is the one the request asks for (which is within
+        :data:`MAX_REPLY_ELEMENTS`), else :class:`~mpcdp.errors.ProtocolViolation` naming the dealer."""
+        if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape)
+                and tuple(shape) == expected):
+            raise ProtocolViolation(f"the dealer (rank {self.dealer}) announced a reply of shape {str(shape)[:80]} "
+                                    f"to a {func_name!r} request, which asks for shape {list(expected)}",
+                                    party=self.dealer)
+        return expected
 
     def terminate(self) -> None:
         """Party 0 tells the dealer the run is over."""

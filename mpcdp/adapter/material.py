@@ -56,6 +56,12 @@ class Material:
     def request_name(cls) -> str:
         return f"mpcdp_{cls.__name__}"
 
+    @staticmethod
+    def reply_shape(n: int, *args) -> tuple[int, ...]:
+        """The shape of party 0's share that ``serve`` returns for these arguments (checked before the reply is
+        received, :mod:`.dealer_link`): one row per element unless the kind says otherwise."""
+        return (n,)
+
     @classmethod
     def request(cls, *args):
         """Party 0 asks the dealer for its share."""
@@ -64,6 +70,10 @@ class Material:
 
 class WordBits(Material):
     """n random k-bit words R: a XOR share of R, shape (n,), and additive shares of its k bits, (n, k)."""
+
+    @staticmethod
+    def reply_shape(n: int, k: int) -> tuple[int, ...]:
+        return (n, k)
 
     @staticmethod
     def serve(dealer, n: int, k: int):
@@ -163,6 +173,10 @@ class Products(Material):
     pair (u, v), (n, pairs), additively shared."""
 
     @staticmethod
+    def reply_shape(n: int, variables: int, pairs: list) -> tuple[int, ...]:
+        return (n, len(pairs))
+
+    @staticmethod
     def serve(dealer, n: int, variables: int, pairs: list[tuple[int, int]]):
         a = dealer._get_additive_PRSS((n, variables))
         c = torch.stack([a[:, u] * a[:, v] for u, v in pairs], 1)
@@ -194,6 +208,10 @@ class Products(Material):
 class AndShifted(Material):
     """Shifted ANDs: a uniform 64-bit word mask per variable and, per pair (u, v, s), mask_u AND (mask_v
     shifted by s), XOR-shared."""
+
+    @staticmethod
+    def reply_shape(n: int, variables: int, pairs: list) -> tuple[int, ...]:
+        return (n, len(pairs))
 
     @staticmethod
     def serve(dealer, n: int, variables: int, pairs: list[tuple[int, int, int]]):

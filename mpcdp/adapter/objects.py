@@ -7,13 +7,20 @@ function is one of CrypTen's material kinds or mpcdp's own (:data:`mpcdp.adapter
 only the torch operations CrypTen's Beaver products use. Anything else stops the dealer with
 :class:`~mpcdp.errors.ProtocolViolation` naming party 0.
 
+Party 0, in turn, knows from its own request what shape the reply must have (:func:`reply_shape`: the
+shapes CrypTen's TTP methods return for their arguments, and each material kind's ``reply_shape``), and
+refuses a reply announcing any other before it allocates anything (:mod:`.dealer_link`).
+
 Security model: the dealer and party 0 exchange public sizes and names only; each side checks what it
 reads.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import torch
 
 from mpcdp.errors import ProtocolViolation
 
@@ -39,3 +46,36 @@ def check_request(message: Any, allowed: tuple[str, ...]) -> None:
         refuse(f"a request for {function!r} with malformed arguments")
     if function == "additive" and (len(args) < 3 or args[2] not in BEAVER_OPS):
         refuse(f"an `additive` request for the operation {args[2] if len(args) > 2 else None!r}")
+
+
+def reply_shape(message: dict) -> tuple[int, ...]:
+    """The shape of the share the dealer must return for party 0's own ``message`` (a request that
+    :func:`check_request` accepts): CrypTen's ``square``/``wraps``/``B2A`` return their size, ``binary`` the
+    broadcast of its two sizes, ``additive`` the result of its torch operation on tensors of its two sizes
+    (computed on the meta device: shapes only, nothing allocated), mpcdp's kinds their ``reply_shape``.
+
+    Raises:
+        ValueError: the request is not one this function knows (party 0's own request: a bug, not a peer's).
+    """
+    from mpcdp.adapter.material import KINDS
+
+    function, args, kwargs = message["function"], message["args"], message["kwargs"]
+    if function in ("square", "wraps", "B2A"):
+        return _sizes(args[0])
+    if function == "binary":
+        return tuple(torch.broadcast_shapes(_sizes(args[0]), _sizes(args[1])))
+    if function == "additive":
+        a, b = (torch.empty(_sizes(size), device="meta") for size in args[:2])
+        return tuple(getattr(torch, args[2])(a, b, *args[3:], **kwargs).shape)
+    for kind in KINDS:
+        if function == kind.request_name():
+            return tuple(int(n) for n in kind.reply_shape(*args, **kwargs))
+    raise ValueError(f"no reply shape is known for a dealer request for {function!r}")
+
+
+def _sizes(size: Any) -> tuple[int, ...]:
+    shape = tuple(size)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape) or \
+            math.prod(shape) > 1 << 62:
+        raise ValueError(f"a dealer request's size must be a list of non-negative integers. Found {str(size)[:80]}")
+    return shape

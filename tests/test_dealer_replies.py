@@ -1,0 +1,133 @@
+"""Party 0 checks every dealer reply against its own request before it allocates anything: the real dealer's
+replies of every kind pass, and a dealer announcing another shape — or one of 2^28 elements — is refused as a
+ProtocolViolation naming the dealer. Party 0, party 1 and the dealer are joined by real loopback links."""
+
+import math
+import threading
+
+import pytest
+import torch
+
+from mpcdp.adapter import dealer_link, keyed, objects
+from mpcdp.adapter.dealer import ALLOWED, Dealer
+from mpcdp.adapter.material import KINDS
+from mpcdp.errors import ProtocolViolation
+from mpcdp.randomness import secure_key
+from mpcdp.transport import public
+from mpcdp.transport.mesh import Mesh
+
+DEALER = 2
+
+
+def _meshes(timeout_s: float) -> dict[int, Mesh]:
+    """Parties 0 and 1 and the dealer (rank 2), each joined to the others by a loopback TCP link."""
+    endpoints, met = {}, threading.Barrier(3)
+    links: dict[int, dict] = {}
+
+    def locate(rank, mine, peers):
+        endpoints[rank] = mine
+        met.wait(timeout=timeout_s)
+        return {peer: endpoints[peer] for peer in peers}
+
+    def connect(rank):
+        links[rank] = Mesh.establish(rank, 3, address="127.0.0.1", timeout_s=timeout_s, locate=locate, dealer=DEALER)
+
+    threads = [threading.Thread(target=connect, args=(rank,)) for rank in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s)
+    party_links = [{DEALER: links[rank][DEALER]} for rank in (0, 1)]
+    meshes = {rank: Mesh(rank, 3, party_links[rank], timeout_s=timeout_s, counted=False, dealer=DEALER)
+              for rank in (0, 1)}
+    meshes[DEALER] = Mesh(DEALER, 3, links[DEALER], timeout_s=timeout_s, counted=False, dealer=DEALER)
+    meshes["party links"] = [links[0][1], links[1][0]]
+    return meshes
+
+
+def _in_thread(target, *args):
+    errors: list[BaseException] = []
+
+    def run():
+        try:
+            target(*args)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, errors
+
+
+def _clients(meshes):
+    """Party 1's and party 0's dealer clients (each receives its key from the dealer)."""
+    party1, _ = _in_thread(dealer_link.DealerClient, meshes[1], DEALER)
+    client = dealer_link.DealerClient(meshes[0], DEALER)
+    party1.join(10)
+    return client
+
+
+def _close(meshes):
+    for rank in (0, 1, DEALER):
+        meshes[rank].close(orderly=False)
+    for link in meshes["party links"]:
+        link.close()
+
+
+def _rogue_dealer(mesh: Mesh, shape, send_body: bool) -> None:
+    """A dealer that keys the parties as the real one does, then answers party 0's first request with
+    ``shape`` (and, if ``send_body``, that many elements)."""
+    mesh.exchange({j: keyed.key_tensor(secure_key()) for j in mesh.links}, {}, label=dealer_link.KEY_LABEL)
+    mesh.exchange_text({}, [0], label=dealer_link.REQUEST_LABEL, limit=objects.MAX_OBJECT_BYTES, patient=True)
+    mesh.exchange_text({0: public.encode(shape)}, [], label=dealer_link.SHAPE_LABEL)
+    if send_body:
+        mesh.exchange({0: torch.zeros(math.prod(shape), dtype=torch.int64)}, {}, label=dealer_link.REPLY_LABEL)
+
+
+REQUESTS = [  # (function, args, the shape the reply must have) — every kind the dealer serves
+    ("additive", ([3, 4], [4, 5], "matmul"), [3, 5]),
+    ("additive", ([2, 3], [3], "mul"), [2, 3]),
+    ("square", ([7],), [7]),
+    ("binary", ([2, 1], [1, 6]), [2, 6]),
+    ("wraps", ([3, 2],), [3, 2]),
+    ("B2A", ([5],), [5]),
+    ("mpcdp_WordBits", (4, 13), [4, 13]),
+    ("mpcdp_MaskedBits", (4, 40), [4]),
+    ("mpcdp_TruncPairs", (4, 16), [4]),
+    ("mpcdp_Products", (4, 3, [[0, 1], [2, 2]]), [4, 2]),
+    ("mpcdp_AndShifted", (4, 2, [[0, 1, 3], [1, 0, -5], [1, 1, 0]]), [4, 3]),
+]
+
+
+def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
+    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 5
+    meshes = _meshes(timeout_s=20.0)
+    try:
+        dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)
+        client = _clients(meshes)
+        for function, args, shape in REQUESTS:
+            assert list(client.ttp_request(function, None, *args).shape) == shape, function
+        client.terminate()
+        dealer.join(10)
+        assert not errors, errors
+    finally:
+        _close(meshes)
+
+
+@pytest.mark.parametrize("announced, send_body", [([5], True), ([4, 1], True), ([1 << 28], False), ("4", False)],
+                         ids=["one-more", "another-rank", "2^28-elements", "not-a-list"])
+def test_a_reply_of_another_shape_is_refused_naming_the_dealer_before_it_is_allocated(announced, send_body):
+    """Party 0 asked for 4 masked bits (shape [4]). Before the check, a [5] or [4, 1] reply was taken as it
+    came, and 2^28 elements were allocated (2 GiB) and waited for until the deadline (PeerTimeout)."""
+    meshes = _meshes(timeout_s=3.0)
+    try:
+        rogue, errors = _in_thread(_rogue_dealer, meshes[DEALER], announced, send_body)
+        client = _clients(meshes)
+        with pytest.raises(ProtocolViolation) as info:
+            client.ttp_request("mpcdp_MaskedBits", None, 4, 40)
+        assert info.value.party == DEALER
+        assert str(info.value).startswith(f"the dealer (rank {DEALER}) announced a reply of shape "), str(info.value)
+        assert "which asks for shape [4]" in str(info.value)
+        rogue.join(10)
+    finally:
+        _close(meshes)
