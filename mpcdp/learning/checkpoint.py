@@ -6,8 +6,12 @@ the MPC), the privacy ledger (which releases were made, the run's certified ε, 
 secrets needed to continue exactly: its mini-batch key and its shares of the in-MPC noise rows still to be used
 (a share alone is uniformly random; all parties' shares together are the noise), and the fingerprint of the
 run's configuration. Who can read it: the party itself only — a checkpoint directory must stay on the party's
-own disk, like its data. Writes are atomic (a temporary file, then ``os.replace``): a process killed while
-writing leaves the previous checkpoint intact.
+own disk, like its data. ``DIR`` and ``DIR/party-<rank>`` are created with mode 0700, or, if they exist, must
+be directories of this user that no other user can write (else :class:`~mpcdp.errors.ConfigError` naming the
+folder); every checkpoint and journal is created 0600 under a temporary name, then moved into place with
+``os.replace`` (:mod:`mpcdp.private_files`): no other user can open it at any moment, and a process killed
+while writing leaves the previous checkpoint intact. Checkpoints and journals are read back only from
+folders that pass the same check, so a file another user could have placed there is never loaded.
 
 Every opened release is also journaled, whether or not a checkpoint follows it
 (``DIR/party-<rank>/opened-<k>.pt``, public values). The run's fingerprint binds the configuration and
@@ -35,6 +39,7 @@ import torch
 
 from mpcdp.config import fingerprint
 from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.private_files import check_private_folder, private_folder, private_writer
 
 _NAME = re.compile(r"release-(\d{6})\.pt$")
 _OPENED = re.compile(r"opened-(\d{6})\.pt$")
@@ -52,12 +57,15 @@ def shard_digest(x: torch.Tensor, y: torch.Tensor) -> str:
 
 
 def _atomic_save(obj: Any, final: pathlib.Path) -> None:
-    temporary = final.with_suffix(".tmp")
-    with open(temporary, "wb") as fh:
-        torch.save(obj, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(temporary, final)
+    """``obj`` saved to ``final``: a file private from creation, replaced atomically."""
+    with private_writer(final) as handle:
+        torch.save(obj, handle)
+
+
+def _private_party_dir(directory: str | os.PathLike, rank: int) -> pathlib.Path:
+    """``DIR/party-<rank>``, created 0700 (``DIR`` too) or checked (see the module docstring)."""
+    private_folder(directory, what="checkpoint")
+    return private_folder(party_dir(directory, rank), what="checkpoint")
 
 
 def party_dir(directory: str | os.PathLike, rank: int) -> pathlib.Path:
@@ -71,6 +79,7 @@ class Checkpointer:
                  description: dict[str, Any]):
         if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
             raise ConfigError(f"`checkpoint_every` must be an integer >= 1. Found {every!r}.")
+        self.directory, self.rank = directory, rank
         self.folder = party_dir(directory, rank)
         self.every, self.total = every, total
         self.description = description
@@ -82,7 +91,7 @@ class Checkpointer:
         releases = state["releases"]
         if releases % self.every and releases != self.total:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = _private_party_dir(self.directory, self.rank)
         payload = {"state": state, "secrets": self.secrets, "description": self.description,
                    "fingerprint": self.fingerprint,
                    "ledger": {**self.ledger, "releases": list(range(releases))}}
@@ -90,7 +99,7 @@ class Checkpointer:
 
     def journal(self, release: int, value: torch.Tensor) -> None:
         """Record that release ``release`` was opened with ``value`` (before the loop uses it)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = _private_party_dir(self.directory, self.rank)
         _atomic_save(value.detach().to(torch.float64).clone(), self.folder / f"opened-{release:06d}.pt")
 
 
@@ -99,6 +108,7 @@ def journaled(directory: str | os.PathLike, rank: int, after: int) -> dict[int, 
     folder = party_dir(directory, rank)
     if not folder.is_dir():
         return {}
+    check_private_folder(folder, what="checkpoint")
     found = {}
     for path in folder.iterdir():
         m = _OPENED.search(path.name)
@@ -118,6 +128,9 @@ def available(directory: str | os.PathLike, rank: int) -> list[int]:
 def load(directory: str | os.PathLike, rank: int, release: int, description: dict[str, Any]) -> dict:
     """This party's checkpoint after ``release``; refused if another configuration wrote it."""
     path = party_dir(directory, rank) / f"release-{release:06d}.pt"
+    for folder in (pathlib.Path(directory), path.parent):  # a file another user could plant is never unpickled
+        if folder.is_dir():
+            check_private_folder(folder, what="checkpoint")
     try:
         payload = torch.load(path, weights_only=False)
     except FileNotFoundError:

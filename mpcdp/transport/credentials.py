@@ -12,6 +12,11 @@ the deployment's CA and that its common name is the rank it claims. A process wi
 this deployment cannot complete the handshake. One with another rank's certificate is refused, because it
 cannot claim a rank it holds no key for.
 
+Files: the output folder is created with mode 0700, or, if it exists, must be a directory of this user that
+no other user can write (else :class:`~mpcdp.errors.ConfigError`, naming the folder and a foreign owner's
+uid). Every key is created 0600 under a temporary name and moved into place (:mod:`mpcdp.private_files`): no
+other user can open it at any moment. Certificates are public and are written 0644 the same way.
+
 Security model: authenticity and confidentiality of mpcdp's links against the network, given that the
 deployment CA's key is kept apart. TLS does not make a party honest: the protocols stay semi-honest.
 """
@@ -25,8 +30,10 @@ import pathlib
 import ssl
 
 from mpcdp.errors import ConfigError
+from mpcdp.private_files import private_folder, write_private
 
 VALID_DAYS = 365
+PUBLIC_FILE_MODE = 0o644  # certificates: handed to every host
 
 
 def subject_name(rank: int) -> str:
@@ -34,7 +41,13 @@ def subject_name(rank: int) -> str:
 
 
 def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpcdp deployment") -> pathlib.Path:
-    """Write a CA and the certificates of ranks 0..``parties`` (the last is the dealer's) into ``folder``."""
+    """Write a CA and the certificates of ranks 0..``parties`` (the last is the dealer's) into ``folder``
+    (files and folder private as the module docstring says).
+
+    Raises:
+        ConfigError: ``parties`` is not an integer >= 2, or ``folder`` exists and is a link, is owned by another
+            user or is writable by others.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -42,8 +55,7 @@ def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpc
 
     if not (isinstance(parties, int) and not isinstance(parties, bool) and parties >= 2):
         raise ConfigError(f"`parties` must be an integer >= 2. Found {parties!r}.")
-    out = pathlib.Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    out = private_folder(folder, what="credentials `--out`")
     now = datetime.datetime.now(datetime.timezone.utc)
 
     def named(common: str) -> x509.Name:
@@ -51,9 +63,11 @@ def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpc
                           x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
     def write_key(path: pathlib.Path, key) -> None:
-        path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-        path.chmod(0o600)
+        write_private(path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption()), durable=False)
+
+    def write_certificate(path: pathlib.Path, cert) -> None:
+        write_private(path, cert.public_bytes(serialization.Encoding.PEM), mode=PUBLIC_FILE_MODE, durable=False)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (x509.CertificateBuilder().subject_name(named("mpcdp deployment CA")).issuer_name(named("mpcdp deployment CA"))
@@ -66,7 +80,7 @@ def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpc
                                             data_encipherment=False, key_agreement=False, encipher_only=False,
                                             decipher_only=False), critical=True)
                .sign(ca_key, hashes.SHA256()))
-    (out / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    write_certificate(out / "ca.pem", ca_cert)
     write_key(out / "ca-key.pem", ca_key)
     for rank in range(parties + 1):
         key = ec.generate_private_key(ec.SECP256R1())
@@ -78,7 +92,7 @@ def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpc
                 .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH,
                                                       x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
                 .sign(ca_key, hashes.SHA256()))
-        (out / f"party-{rank}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        write_certificate(out / f"party-{rank}.pem", cert)
         write_key(out / f"party-{rank}-key.pem", key)
     return out
 
