@@ -42,20 +42,25 @@ class TrainResult:
 
 def train(model, data, *, protocol: str,
           label: str | None = None, features: Sequence[str] | int | None = None,
-          test=None, loss=None,
+          test=None, loss=None, classes: int | None = None,
           epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
     Args:
         model: an ``nn.Module`` (trained through ``torch.func.functional_call``; cross-entropy unless ``loss``
-            is given; labels 0, 1, ...) or the name of an mpcdp model (``"logreg"``: labels −1/+1).
+            is given; labels the class indices 0..C−1) or the name of an mpcdp model (``"logreg"``: labels
+            −1/+1).
         data: this party's file or ``torch.utils.data.Dataset`` of (features, label) pairs, or a list of one per
             party (see the module docstring).
         protocol: the protocol file (TOML) — the same on every party.
         label, features: how to read the files (:func:`mpcdp.data.party_file.load_party_file`).
         test: this party's held-out file (or one per party).
         loss: (outputs, labels) → mean loss, for an ``nn.Module``.
+        classes: C, the number of classes of an ``nn.Module`` (default: the width of its output for one record;
+            a single output counts as 2). Every party checks its own labels against 0..C−1 and refuses a file
+            with another label locally, without showing it; the parties agree on C alone, never on label values
+            (:mod:`mpcdp.jobs.own_data`).
         epsilon, seed: override the protocol's.
         noise: False trains without noise (nothing certified; for comparisons).
 
@@ -72,8 +77,11 @@ def train(model, data, *, protocol: str,
 
     features = tuple(features) if features is not None and not isinstance(features, int) else features
     if isinstance(model, nn.Module):
-        trained = ModuleRecipe(model, loss)
+        trained = ModuleRecipe(model, loss, classes)
     elif isinstance(model, str):
+        if classes is not None:
+            raise ConfigError(f"`classes` is for an nn.Module; the mpcdp model {model!r} has its own. Found "
+                              f"{classes!r}.")
         trained = models.lookup(model)
     else:
         raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")

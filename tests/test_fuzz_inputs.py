@@ -155,7 +155,7 @@ def _shards(victim: int, defect: str, position: int) -> list[Shard]:
     return shards
 
 
-EXPECTED = {"nan": "`features` contain 1 NaN/Inf values", "inf": "`features` contain 1 NaN/Inf values",
+EXPECTED = {"nan": "`features` contain NaN/Inf values", "inf": "`features` contain NaN/Inf values",
             "empty": "`features` are empty (0 records)", "labels": "`labels` has 7 entries for 12 feature rows",
             "columns": "`features` shapes differ between parties"}
 

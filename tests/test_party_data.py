@@ -1,5 +1,6 @@
-"""A party's own file: formats, the errors that name the field, and the public agreement on schema, record
-shape and labels that every party checks before any share moves."""
+"""A party's own file: formats, the errors that name the field (never a label value nor a count of bad
+entries), the local check of labels against the model's classes, and the public agreement on schema, record
+shape and class count that every party checks before any share moves."""
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ def test_a_csv_with_a_label_column_gives_features_labels_and_a_public_descriptio
     data = load_party_file(_csv(tmp_path / "mine.csv"), label="label")
     assert data.x.shape == (4, 2) and data.x.dtype == np.float64 and data.names == ("age", "income")
     description = data.description()
-    assert description["records"] == 4 and description["labels"] == [0, 1] and description["record_shape"] == [2]
+    assert description == {"schema_sha256": data.schema_sha256, "record_shape": [2], "records": 4}  # no labels
     other = load_party_file(_csv(tmp_path / "theirs.csv", rows=6), label="label")
     assert other.schema_sha256 == data.schema_sha256  # the schema, not the records, is hashed
     reordered = load_party_file(tmp_path / "mine.csv", label="label", features=["income", "age"])
@@ -34,7 +35,10 @@ def test_a_csv_with_a_label_column_gives_features_labels_and_a_public_descriptio
     ({"label": "label", "features": ["age", "weight"]}, {}, ConfigError, r"`features` \['weight'\]"),
     ({"label": "label"}, {"city": ["a", "b", "c", "d"]}, ConfigError,
      "feature column 'city' .* has dtype .*: features must be numbers"),
-    ({"label": "label"}, {"blood": [1.0, np.nan, 2.0, np.inf]}, InputError, "2 records have NaN or Inf"),
+    ({"label": "label"}, {"blood": [1.0, np.nan, 2.0, np.inf]}, InputError,
+     "has NaN or Inf values in feature column 'blood'.$"),
+    ({"label": "outcome"}, {"outcome": [0.0, np.nan, 1.0, np.inf]}, InputError,
+     "has NaN or Inf values in its label column 'outcome'.$"),
 ])
 def test_a_bad_csv_is_refused_naming_the_field(tmp_path, kwargs, extra, error, text):
     path = _csv(tmp_path / "mine.csv", **extra)
@@ -47,10 +51,13 @@ def test_svmlight_npz_and_parquet_files_and_unknown_or_empty_ones(tmp_path):
     svm.write_text("1 1:0.5 3:1\n-1 2:2\n")
     data = load_party_file(svm, features=5)
     assert data.x.shape == (2, 5) and data.x[0].tolist() == [0.5, 0, 1, 0, 0]
-    assert data.description()["labels"] == [-1, 1]
+    assert data.y.tolist() == [1, -1]
     np.savez(tmp_path / "images.npz", x=np.zeros((3, 1, 4, 4), dtype=np.float32), y=np.array([0, 2, 1]))
     images = load_party_file(tmp_path / "images.npz")
-    assert images.description()["record_shape"] == [1, 4, 4] and images.description()["labels"] == [0, 1, 2]
+    assert images.description()["record_shape"] == [1, 4, 4] and images.y.tolist() == [0, 2, 1]
+    np.savez(tmp_path / "nan.npz", x=np.zeros((3, 2)), y=np.array([0.0, np.nan, 1.0]))
+    with pytest.raises(InputError, match="has NaN or Inf values in its labels.$"):
+        load_party_file(tmp_path / "nan.npz")
     frame = pd.DataFrame({"a": [1.0, 2.0], "label": [0, 1]})
     try:
         import pyarrow  # noqa: F401
@@ -74,14 +81,16 @@ def test_svmlight_npz_and_parquet_files_and_unknown_or_empty_ones(tmp_path):
 def test_the_parties_agree_on_schema_shape_and_labels_or_every_party_refuses_naming_the_first_odd_one(config_for):
     from party_jobs import agree_or_refuse
 
-    base = {"schema_sha256": "a" * 64, "record_shape": [2], "labels": [0, 1], "records": 10}
+    base = {"schema_sha256": "a" * 64, "record_shape": [2], "classes": 2, "records": 10}
     agreed = run_parties(agree_or_refuse, config_for(3), party_args=[({**base, "records": n},) for n in (10, 20, 5)])
     assert [r["sizes"] for r in agreed] == [[10, 20, 5]] * 3
-    cases = [("schema_sha256", "b" * 64, "ConfigMismatchError"), ("labels", [0, 2], "ConfigMismatchError"),
-             ("record_shape", [3], "ConfigMismatchError"), ("records", 0, "InputError")]
+    cases = [("schema_sha256", "b" * 64, "ConfigMismatchError"), ("classes", 3, "ConfigMismatchError"),
+             ("record_shape", [3], "ConfigMismatchError"), ("records", 0, "InputError"),
+             ("labels", [0, 1], "ConfigMismatchError")]  # a description with label values is refused
     descriptions = [[base, base, {**base, field: value}] for field, value, _ in cases]
     for (field, value, kind), args in zip(cases, descriptions):
         results = run_parties(agree_or_refuse, config_for(3), party_args=[(d,) for d in args])
         assert {r["error"] for r in results} == {kind}, field  # refused on every party
         assert all(r["party"] == 2 and field in r["message"] and r["message"] == results[0]["message"]
                    for r in results), results[0]["message"]
+        assert "a" * 13 not in results[0]["message"] and "b" * 13 not in results[0]["message"]  # hash prefixes only

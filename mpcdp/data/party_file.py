@@ -11,8 +11,13 @@ Formats (by the file's suffix):
 
 What a party tells the others (:meth:`PartyData.description`, public, compared before any share moves by
 :func:`mpcdp.mpc.data_agreement.agree_on_data`): the schema's SHA-256 (feature names, dtypes, record shape), the
-record shape, the label set, and its record count n_j (the sampling rate and WD-DP's weights need it).
-Nothing else about the records leaves the host.
+record shape and its record count n_j (the sampling rate and WD-DP's weights need it); the run adds the
+model's class count (:mod:`mpcdp.jobs.own_data`). No label value, no label set and nothing else about the
+records leaves the host: each party checks its own labels against the model's classes
+(:func:`check_labels`), refusing them locally without showing any.
+
+A file with a NaN or Inf feature or label is refused here, locally, naming the column but neither the
+value nor how many entries are affected (:class:`~mpcdp.errors.InputError`).
 """
 
 from __future__ import annotations
@@ -46,10 +51,34 @@ class PartyData:
         return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
 
     def description(self) -> dict:
-        """What this party discloses about its data (see the module docstring)."""
-        labels = sorted({_plain(v) for v in np.unique(self.y)})
-        return {"schema_sha256": self.schema_sha256, "record_shape": list(self.x.shape[1:]), "labels": labels,
+        """What this party discloses about its data (see the module docstring): no label value."""
+        return {"schema_sha256": self.schema_sha256, "record_shape": list(self.x.shape[1:]),
                 "records": int(len(self.y))}
+
+
+def check_labels(data: PartyData, classes: int, described: str, *, values: Sequence[int] | None = None,
+                 column: str | None = None) -> None:
+    """Refuse, locally, records whose label is not one of the model's ``classes`` classes: the class indices
+    0..classes−1, or the given ``values`` (``described``: how the error names them, with the count). The
+    error names the file, the column and the classes, never a label value nor how many records are affected.
+
+    Raises:
+        InputError: a label is not a number, is NaN/Inf, or is not one of the classes.
+    """
+    where = f"`label` column {column!r} of {data.source!r}" if column else f"the labels of {data.source!r}"
+    y = np.asarray(data.y)
+    if y.dtype.kind not in "biuf":
+        raise InputError(f"{where} are not numbers: the model takes {described} (encode the classes as those)")
+    y = y.astype(np.float64)
+    if not np.isfinite(y).all():
+        raise InputError(f"{where} has NaN or Inf values")
+    if values is not None:
+        fits = np.isin(y, np.asarray(values, dtype=np.float64)).all()
+    else:
+        fits = bool(((y >= 0) & (y < classes) & (y == np.floor(y))).all())
+    if not fits:
+        raise InputError(f"{where} has values outside {described} (the values are not shown: they are this "
+                         f"party's data)")
 
 
 def from_dataset(dataset, name: str = "a torch Dataset") -> PartyData:
@@ -69,17 +98,19 @@ def from_dataset(dataset, name: str = "a torch Dataset") -> PartyData:
     width = int(np.prod(x.shape[1:]))
     data = PartyData(x.to(torch.float64).numpy(), y, tuple(f"x{i}" for i in range(width)),
                      (str(x.dtype).replace("torch.", ""),) * width, name)
-    if not np.isfinite(data.x.reshape(len(data.x), -1)).all():
-        raise InputError(f"`data` ({name}) has NaN or Inf features.")
+    _refuse_non_finite(data, f"`data` ({name})")
     return data
 
 
-def _plain(value):
-    """A label as JSON has it: an integer where it is one, else a float or a string."""
-    value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, (bool, int, float)):
-        return int(value) if float(value).is_integer() else float(value)
-    return str(value)
+def _refuse_non_finite(data: PartyData, where: str, label: str | None = None) -> None:
+    """A NaN/Inf feature or label refused, naming the first such column (no count, no value)."""
+    rows = data.x.reshape(len(data.x), -1)
+    bad = ~np.isfinite(rows).all(axis=0)
+    if bad.any():
+        raise InputError(f"{where} has NaN or Inf values in feature column {data.names[int(np.argmax(bad))]!r}.")
+    y = np.asarray(data.y)
+    if y.dtype.kind in "biuf" and not np.isfinite(y.astype(np.float64)).all():
+        raise InputError(f"{where} has NaN or Inf values in its label{f' column {label!r}' if label else 's'}.")
 
 
 def load_party_file(path: str | pathlib.Path, *, label: str | None = None,
@@ -94,7 +125,8 @@ def load_party_file(path: str | pathlib.Path, *, label: str | None = None,
 
     Raises:
         ConfigError: unknown format, missing file, label column or feature column, a non-numeric feature.
-        InputError: no records, or a NaN/Inf feature or label (naming the column and how many rows).
+        InputError: no records, or a NaN/Inf feature or label (naming the column; neither the value nor how
+            many entries).
     """
     path = pathlib.Path(path)
     if not path.is_file():
@@ -111,9 +143,7 @@ def load_party_file(path: str | pathlib.Path, *, label: str | None = None,
                           f"{', '.join(SVMLIGHT_SUFFIXES)} or .npz).")
     if len(data.y) == 0:
         raise InputError(f"`data` file {str(path)!r} holds no records.")
-    bad = ~np.isfinite(data.x.reshape(len(data.x), -1)).all(axis=1)
-    if bad.any():
-        raise InputError(f"`data` file {str(path)!r}: {int(bad.sum())} records have NaN or Inf features.")
+    _refuse_non_finite(data, f"`data` file {str(path)!r}", label)
     return data
 
 
@@ -144,9 +174,6 @@ def _table(path: pathlib.Path, suffix: str, label: str | None, features) -> Part
             raise ConfigError(f"feature column {column!r} of {str(path)!r} has dtype {frame[column].dtype}: "
                               f"features must be numbers (encode categories first).")
     y = frame[label].to_numpy()
-    if y.dtype.kind in "fc" and not np.isfinite(y).all():
-        raise InputError(f"`label` column {label!r} of {str(path)!r}: {int((~np.isfinite(y)).sum())} rows are "
-                         f"NaN or Inf.")
     x = frame[names].to_numpy(dtype=np.float64)
     return PartyData(x, y, tuple(str(c) for c in names), tuple(str(frame[c].dtype) for c in names), str(path))
 

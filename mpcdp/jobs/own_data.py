@@ -3,7 +3,8 @@
 One party's run (:func:`own_data_party`, the same on every party):
 
 1. read this party's training file (and its held-out file, if any) — :mod:`mpcdp.data.party_file`;
-2. agree in public on schema, record shape and label set, and learn every party's record count n_j
+2. check locally that every label is one of the model's classes (:func:`model_classes`), then agree in public
+   on schema, record shape and the class count, and learn every party's record count n_j
    (:func:`mpcdp.mpc.data_agreement.agree_on_data`; a mismatch is refused on every party, naming it);
 3. calibrate and certify the noise for those n_j — every party computes the same certificate from the
    same public inputs, and the parties check that they did (one public exchange of the noise levels);
@@ -13,9 +14,17 @@ One party's run (:func:`own_data_party`, the same on every party):
    mean of those metrics (a secure sum of n·loss, n·error and n: each party's own metrics and test count
    stay with it).
 
+Labels: a model has a fixed number of classes. Logistic regression takes −1 and +1. A network takes the
+class indices 0..C−1, where C is the ``classes`` the user declares (:func:`mpcdp.train`), or else the
+width of the network's output for one record (a single output counts as 2 classes, 0 and 1: one logit of
+a binary classifier). Each party checks its own training and held-out labels against those classes before
+anything leaves it. A label that is not one is refused on that party alone, naming the column and the
+class count but no label value and no count of records. The parties then agree on C only, so every
+party's label i means class i. Which classes a party holds is never disclosed: a party may lack some.
+
 Security model: as every secure run (semi-honest parties, a dealer that colludes with no party). Disclosed
-beyond the released models: each party's schema hash, record shape, label set and record count, and the
-weighted mean test metrics.
+beyond the released models: each party's schema hash, record shape and record count, the model's class
+count, and the weighted mean test metrics.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any, Sequence
 import torch
 
 from mpcdp.mpc.data_agreement import agree_on_data
-from mpcdp.data.party_file import PartyData, load_party_file
+from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
 from mpcdp.jobs.train import config_for, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
@@ -57,11 +66,54 @@ class PartySource:
         return train, test
 
 
-def _check_labels(model, labels: list) -> None:
-    if model.kind == "logreg" and not set(labels) <= {-1, 1}:
-        raise ConfigError(f"logistic regression takes labels -1 and +1. Found {labels}.")
-    if model.kind == "cnn" and not all(isinstance(v, int) and v >= 0 for v in labels):
-        raise ConfigError(f"a network trained with cross-entropy takes class indices 0, 1, ... Found {labels}.")
+@dataclasses.dataclass(frozen=True)
+class Classes:
+    """The labels a model takes: ``count`` classes, the class indices 0..count−1 unless ``values`` lists the
+    labels in class order; ``described``: how errors name them."""
+
+    count: int
+    described: str
+    values: tuple[int, ...] | None = None
+
+    def check(self, data: PartyData, column: str | None) -> None:
+        """Refuse ``data`` locally if a label is not one of these classes (no label value shown)."""
+        check_labels(data, self.count, self.described, values=self.values, column=column)
+
+
+def model_classes(model, declared: int | None = None) -> Classes:
+    """The classes ``model`` takes (see the module docstring): −1/+1 for logistic regression, else the class
+    indices 0..C−1 with C = ``declared``, or the model's own ``classes``, or its output width.
+
+    Raises:
+        ConfigError: ``declared`` is not an integer >= 2 (or not 2 for logistic regression), or the network
+            cannot take one record of its input shape, or its output for one record is not a vector of scores.
+    """
+    _check_declared(declared)
+    if model.kind == "logreg":
+        if declared not in (None, 2):
+            raise ConfigError(f"`classes` for logistic regression is 2 (labels -1 and +1). Found {declared!r}.")
+        return Classes(2, "the 2 classes of logistic regression, -1 and +1", (-1, 1))
+    count = declared or getattr(model, "classes", None) or max(2, _output_width(model))
+    return Classes(count, f"the model's {count} classes, the class indices 0..{count - 1}")
+
+
+def _check_declared(declared) -> None:
+    if declared is not None and not (isinstance(declared, int) and not isinstance(declared, bool) and declared >= 2):
+        raise ConfigError(f"`classes` must be an integer >= 2. Found {declared!r}.")
+
+
+def _output_width(model) -> int:
+    """The width of a network's output for one record of zeros (one forward pass; no data involved)."""
+    try:
+        with torch.no_grad():
+            out = model.logits(model.init(0), torch.zeros((1, *model.input_shape), dtype=torch.float64))
+    except Exception as exc:  # noqa: BLE001 - the user's forward: report what it said about shapes
+        raise ConfigError(f"`model` {model.name!r} cannot take this party's records of shape {model.input_shape}: "
+                          f"{type(exc).__name__}: {str(exc)[:300]}") from None
+    if out.ndim != 2:
+        raise ConfigError(f"`model` {model.name!r} gives an output of shape {tuple(out.shape[1:])} for one record; "
+                          f"its class count cannot be read from it: declare `classes`")
+    return int(out.shape[1])
 
 
 def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize_rows: bool) -> dict[str, Any]:
@@ -105,6 +157,10 @@ class ModuleRecipe:
 
     module: Any
     loss: Any = None
+    classes: int | None = None  # the class count; None: the module's output width (:func:`model_classes`)
+
+    def __post_init__(self):
+        _check_declared(self.classes)
 
     def build(self, record_shape: tuple[int, ...]):
         from mpcdp.learning.modules import from_module
@@ -119,11 +175,13 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
     ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
     train, test = source.load()
+    declared = model.classes if isinstance(model, ModuleRecipe) else None
     if isinstance(model, ModuleRecipe):
         model = model.build(tuple(train.x.shape[1:]))
-    description = train.description()
-    _check_labels(model, description["labels"])
-    sizes = agree_on_data(ctx, description)
+    classes = model_classes(model, declared)
+    for data in (train, test) if test is not None else (train,):
+        classes.check(data, source.label)
+    sizes = agree_on_data(ctx, {**train.description(), "classes": classes.count})
     x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
     if plan.normalize_rows:
         x = unit_rows(x)

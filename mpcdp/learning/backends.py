@@ -157,16 +157,16 @@ def _opened_since(ctx: MpcContext, checkpoint: dict | None, resumed: dict | None
 
 def shard_problem(shard: Shard) -> str | None:
     """What is wrong with a party's training data, or None: empty, rows and labels of different lengths,
-    NaN/Inf features or labels."""
+    NaN/Inf features or labels. The text goes to every party: it names the field, never a value nor how many
+    entries are affected."""
     n = int(shard.x.shape[0]) if shard.x.ndim else 0
     if n == 0:
         return "`features` are empty (0 records)"
     if len(shard.y) != n:
         return f"`labels` has {len(shard.y)} entries for {n} feature rows"
     for field, values in (("features", shard.x), ("labels", shard.y)):
-        bad = int((~torch.isfinite(values.to(torch.float64))).sum())
-        if bad:
-            return f"`{field}` contain {bad} NaN/Inf values"
+        if not bool(torch.isfinite(values.to(torch.float64)).all()):
+            return f"`{field}` contain NaN/Inf values"
     return None
 
 
