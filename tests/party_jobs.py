@@ -383,16 +383,19 @@ def rogue_dealer_request(ctx, what: str, log_dir: str):
 
     from mpcdp.adapter.compat import ttp_provider
 
-    if ctx.rank == 0:
+    if ctx.rank == 0:  # a rogue party 0 sends the raw request: its own client refuses to make these
+        from mpcdp.transport import public
+
         client = ttp_provider.TTPClient.get()
         if what == "pickle":  # a well-framed request whose payload is a pickle, not JSON
             raw = pickle.dumps(PickleBomb(os.path.join(log_dir, "executed")))
             client.mesh.exchange_text({client.dealer: raw}, [], label="dealer request")
             time.sleep(60)
-        elif what == "method":
-            client.ttp_request("_setup_generators", None)
         else:
-            client.ttp_request("additive", None, (2,), (2,), "save")
+            function, args = ("_setup_generators", []) if what == "method" else ("additive", [[2], [2], "save"])
+            raw = public.encode({"function": function, "device": None, "args": args, "kwargs": {}})
+            client.mesh.exchange_text({client.dealer: raw}, [], label="dealer request")
+            client.mesh.exchange_text({}, [client.dealer], label="dealer reply shape", limit=4096)
     return sum_once(ctx, torch.ones(3))
 
 

@@ -11,7 +11,7 @@ import torch
 from mpcdp.adapter import dealer_link, keyed, objects
 from mpcdp.adapter.dealer import ALLOWED, Dealer
 from mpcdp.adapter.material import KINDS
-from mpcdp.errors import ProtocolViolation
+from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.randomness import secure_key
 from mpcdp.transport import public
 from mpcdp.transport.mesh import Mesh
@@ -107,6 +107,9 @@ def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
         client = _clients(meshes)
         for function, args, shape in REQUESTS:
             assert list(client.ttp_request(function, None, *args).shape) == shape, function
+        with pytest.raises(ConfigError, match="exceeds the 268435456 elements a reply may have"):
+            client.ttp_request("square", None, [1 << 14, 1 << 15])  # refused before it is sent
+        assert list(client.ttp_request("square", None, [3]).shape) == [3]  # the link is still in step
         client.terminate()
         dealer.join(10)
         assert not errors, errors
@@ -131,3 +134,11 @@ def test_a_reply_of_another_shape_is_refused_naming_the_dealer_before_it_is_allo
         rogue.join(10)
     finally:
         _close(meshes)
+
+
+def test_party_0_makes_no_request_whose_reply_shape_it_cannot_predict():
+    for function, args in (("additive", [[2], [2], "save"]), ("_setup_generators", []), ("mpcdp_Unknown", [3])):
+        with pytest.raises(ValueError, match="dealer request"):
+            objects.reply_shape({"function": function, "device": None, "args": args, "kwargs": {}})
+    assert objects.reply_shape({"function": "additive", "device": None, "kwargs": {"stride": 2},
+                                "args": [[1, 1, 9, 9], [4, 1, 3, 3], "conv2d"]}) == (1, 4, 4, 4)

@@ -65,6 +65,9 @@ def reply_shape(message: dict) -> tuple[int, ...]:
     if function == "binary":
         return tuple(torch.broadcast_shapes(_sizes(args[0]), _sizes(args[1])))
     if function == "additive":
+        if len(args) < 3 or args[2] not in BEAVER_OPS:
+            raise ValueError(f"an `additive` dealer request is for one of {list(BEAVER_OPS)}. Found "
+                             f"{args[2] if len(args) > 2 else None!r}")
         a, b = (torch.empty(_sizes(size), device="meta") for size in args[:2])
         return tuple(getattr(torch, args[2])(a, b, *args[3:], **kwargs).shape)
     for kind in KINDS:
