@@ -11,7 +11,8 @@ then closes its links. Then (:func:`resolve`):
   started arriving and did not finish before the deadline or before a long silence and a close
   (``short``, :mod:`.mesh`) — names its sender, whatever anyone reports;
 * any other process (its link closed, or it timed out with nothing partial) waits for the reports —
-  until every process has reported or is itself accused, at most :data:`REPORT_WAIT_S` — and weighs them
+  until every process has reported or is reported gone or deviating, at most :data:`REPORT_WAIT_S` — and
+  weighs them
   (:func:`judge`). It never believes a report that names itself. Evidence ranks ``violation`` > ``short``
   > ``timeout`` > ``closed``. A ``closed`` accusation against a process that reported is explained by that
   report (an honest process reports before it closes its links) and set aside. An accusation made by a
@@ -135,8 +136,13 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
         except Exception:  # noqa: BLE001 - the store's host, party 0's process, is gone
             return Verdict((0,), store_lost=True) if me != 0 else _alone(me, suspect, kind)
         if settled(reports, info.processes) or time.monotonic() > deadline:
-            return judge(me, reports)
+            break
         time.sleep(_POLL_S)
+    try:  # once more: a report read in this pass may answer one written while the pass read others
+        reports = rendezvous.read_reports(info.processes)
+    except Exception:  # noqa: BLE001 - the store went with its host: judge what was read
+        pass
+    return judge(me, reports)
 
 
 def _alone(me: int, suspect: int | None, kind: str) -> Verdict:
@@ -144,9 +150,10 @@ def _alone(me: int, suspect: int | None, kind: str) -> Verdict:
 
 
 def settled(reports: dict, processes: int) -> bool:
-    """Whether no report is still to come: every process has reported or is accused by a report."""
-    accused = {r.suspect for r in reports.values() if isinstance(r, rendezvous.Report)}
-    return all(rank in reports or rank in accused for rank in range(processes))
+    """Whether no report is still to come: every process has reported, or is reported gone or deviating (a
+    process accused only of a timeout may be alive, about to report what it saw)."""
+    gone = {r.suspect for r in reports.values() if isinstance(r, rendezvous.Report) and r.evidence != "timeout"}
+    return all(rank in reports or rank in gone for rank in range(processes))
 
 
 def _accusations(me: int, reports: dict) -> list[Accusation]:
