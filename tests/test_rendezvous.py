@@ -127,6 +127,6 @@ def test_with_credentials_a_process_may_write_only_its_own_endpoint_and_report(t
         other = make_deployment(tmp_path / "other", 2)
         with pytest.raises((PeerLost, ProtocolViolation)):
             rendezvous.StoreClient("127.0.0.1", port, security=LinkSecurity(other, 1), timeout_s=5.0).get("x")
-        assert "refused rank 1 (127.0.0.1): rank 1 may not write mpcdp/endpoint/2" in capfd.readouterr().err
+        assert "refused a connection from rank 1 (127.0.0.1): rank 1 may not write mpcdp/endpoint/2" in capfd.readouterr().err
     finally:
         server.close()

@@ -71,7 +71,7 @@ def test_a_malformed_loss_report_is_refused_on_write_naming_the_origin(server, c
         raw = _send(store.address[1], _request({"op": "set", "key": REPORT_PREFIX + "2", "value": value}))
         assert _closed(raw), value
     assert store.values == {}
-    assert "the rendezvous refused 127.0.0.1: a malformed value for mpcdp/report/2" in capfd.readouterr().err
+    assert "the rendezvous refused a connection from 127.0.0.1: a malformed value for mpcdp/report/2" in capfd.readouterr().err
     _honest_client_is_served(store.address[1])
 
 

@@ -431,8 +431,8 @@ class StoreServer:
             self.refusals[source] = count
             shown = count == 1 and len(self.refusals) <= _SHOWN_SOURCES
         if shown:
-            print(f"mpcdp party 0: the rendezvous refused {source}: {why} (later refusals from it are counted, "
-                  f"not shown)", file=sys.stderr, flush=True)
+            print(f"mpcdp party 0: the rendezvous refused a connection from {source}: {why} (later refusals "
+                  f"from it are counted, not shown)", file=sys.stderr, flush=True)
 
 
 def _shut(link: socket.socket) -> None:
