@@ -49,7 +49,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.errors import ConfigError, InsecureSettingWarning, MpcdpError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import costs, frames, rendezvous, wire
 from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
@@ -300,14 +300,7 @@ class Mesh:
             while working():
                 ready = selector.select(timeout=None if patient else max(0.0, deadline - time.monotonic()))
                 if not ready:
-                    unfinished = sorted(j for j, incoming in into.items() if incoming.started)
-                    if unfinished:
-                        raise self._unfinished(unfinished[0], into[unfinished[0]], label,
-                                               f"then nothing until the deadline ({self.timeout_s} s)")
-                    owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
-                    raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for "
-                                      f"{', '.join(map(self.name, owed))} ({self.name(self.rank)}'s link, step "
-                                      f"{label!r})", party=owed[0])
+                    raise self._deadline_passed(pending, into, label)
                 for key, mask in ready:
                     j = key.data
                     link = key.fileobj
@@ -353,6 +346,18 @@ class Mesh:
             self.bytes_received += moved_in
             if self.counted:
                 costs.record_link(moved_out, moved_in)
+
+    def _deadline_passed(self, pending: dict[int, list], into: dict[int, "frames.Incoming"],
+                         label: str) -> MpcdpError:
+        """The error at a round's deadline: direct evidence against the first sender whose frame started
+        arriving and is unfinished, else a timeout naming the parties still owed data."""
+        unfinished = sorted(j for j, incoming in into.items() if incoming.started)
+        if unfinished:
+            return self._unfinished(unfinished[0], into[unfinished[0]], label,
+                                    f"then nothing until the deadline ({self.timeout_s} s)")
+        owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
+        return PeerTimeout(f"Timed out after {self.timeout_s} s waiting for {', '.join(map(self.name, owed))} "
+                           f"({self.name(self.rank)}'s link, step {label!r})", party=owed[0])
 
     def _closed_on(self, j: int, incoming: "frames.Incoming", last_byte: float | None, label: str) -> PeerLost:
         """The error for party j's link closing while its message is awaited: a plain loss, or, when j fell
