@@ -514,3 +514,48 @@ def generator_one_view(ctx, n: int):
     source.mesh.exchange = recording
     adapter.dealer_masked_bits(n, 40)
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
+
+
+def forge_blame_then_garble(ctx, rogue: int, accused: int, at: int):
+    """Rounds of secure sum + opening; at round ``at`` party ``rogue`` writes a loss report naming ``accused``
+    (a garbled frame), then sends party 0 garbage in place of its share and stays connected."""
+    from mpcdp.transport import rendezvous
+
+    mesh = ctx._mesh
+    for r in range(3):
+        shared = secure_sum(ctx, torch.ones(50))
+        if ctx.rank == rogue and r == at:
+            rendezvous.publish_report(rogue, accused, "violation")
+            mesh.links[0].setblocking(True)
+            mesh.links[0].sendall(os.urandom(16 + 8 * 50))
+            time.sleep(60)
+        ctx.reveal(shared, label="sum", reason="test")
+    return "done"
+
+
+def short_frame_then_wait(ctx, rogue: int, at: int, honest_timeout: float, rogue_timeout: float | None):
+    """Every party waits at most ``honest_timeout`` per round. At round ``at`` party ``rogue`` announces its
+    share's frame to party 0 but sends 8 bytes less, then either waits for party 0's sum with a shorter
+    timeout of its own (``rogue_timeout``: its own timeout fires, naming party 0, and it stops as mpcdp does)
+    or, with None, writes a report naming party 0 itself and stays connected."""
+    from mpcdp.transport import frames, rendezvous
+
+    mesh = ctx._mesh
+    mesh.timeout_s = honest_timeout
+    for r in range(3):
+        shared = secure_sum(ctx, torch.ones(50))
+        if ctx.rank == rogue and r == at:
+            length = 8 * 50
+            header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, mesh._next_out[0],
+                                        frames.tag_of("sum"), length)
+            mesh.links[0].setblocking(True)
+            mesh.links[0].sendall(header + bytes(length - 8))
+            mesh.links[0].setblocking(False)
+            mesh._next_out[0] += 1
+            if rogue_timeout is None:
+                rendezvous.publish_report(rogue, 0, "timeout")
+                time.sleep(60)
+            mesh.timeout_s = rogue_timeout
+            mesh.exchange({}, {0: torch.empty(50, dtype=torch.int64)}, label="sum (sum)")
+        ctx.reveal(shared, label="sum", reason="test")
+    return "done"

@@ -1,11 +1,12 @@
-"""The rendezvous store: what it accepts, what it refuses, and how a run of another size is named."""
+"""The rendezvous store: where it listens, what it accepts, what it refuses, and how a run of another size
+or an endpoint outside the run's network is named."""
 
 import socket
 import struct
 
 import pytest
 
-from mpcdp.errors import ConfigMismatchError, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.errors import ConfigError, ConfigMismatchError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.runtime.harness import free_port
 from mpcdp.transport import rendezvous
 from mpcdp.transport.credentials import LinkSecurity, make_deployment
@@ -14,13 +15,13 @@ from mpcdp.transport.credentials import LinkSecurity, make_deployment
 @pytest.fixture
 def store():
     port = free_port()
-    server = rendezvous.StoreServer(port)
+    server = rendezvous.StoreServer(port, processes=4)
     client = rendezvous.StoreClient("127.0.0.1", port, timeout_s=5.0)
-    previous = rendezvous._store
-    rendezvous._store = client
+    previous = rendezvous._store, rendezvous._run
+    rendezvous._store, rendezvous._run = client, rendezvous.Run(rank=0, processes=4, secure=False)
     yield port, client
-    rendezvous._store = previous
-    server.listener.close()
+    rendezvous._store, rendezvous._run = previous
+    server.close()
 
 
 def test_a_process_expecting_another_run_size_is_refused_naming_it(store):
@@ -35,46 +36,97 @@ def test_a_process_expecting_another_run_size_is_refused_naming_it(store):
 def test_a_missing_process_is_named_and_a_reported_loss_stops_the_wait(store):
     with pytest.raises(PeerTimeout, match="waiting at the rendezvous for party 2"):
         rendezvous.endpoints([2], processes=4, timeout_s=0.3, dealer=3)
-    _, client = store
-    assert client.compare_set(rendezvous.LOST_KEY, "", "2 0") == b"2 0"
-    assert client.compare_set(rendezvous.LOST_KEY, "", "1 0") == b"2 0"  # the first report counts
-    with pytest.raises(PeerLost, match="party 2 did not join the run") as info:
+    rendezvous.publish_report(1, 2, "timeout")
+    assert rendezvous.read_reports(4) == {1: rendezvous.Report(1, 2, "timeout")}
+    with pytest.raises(PeerLost, match="another process of the run stopped"):
         rendezvous.endpoints([2], processes=4, timeout_s=30.0, dealer=3)
-    assert info.value.party == 2
 
 
-def test_a_malformed_endpoint_or_request_is_refused(store):
+def test_a_malformed_endpoint_or_request_is_refused(store, tmp_path):
     port, client = store
-    client.set(rendezvous.ENDPOINT_PREFIX + "1", "not-an-address 1 4")
-    with pytest.raises(ProtocolViolation, match="no valid endpoint for rank 1"):
-        rendezvous.endpoints([1], processes=4, timeout_s=1.0)
+    with pytest.raises(ConfigError, match="malformed value for mpcdp/endpoint/1"):
+        client.set(rendezvous.ENDPOINT_PREFIX + "1", "not-an-address 1 4")
     raw = socket.create_connection(("127.0.0.1", port))
     raw.sendall(struct.pack("<I", 1 << 30))  # a length beyond the limit: the store closes the connection
     raw.settimeout(5.0)
-    assert raw.recv(1) == b""
+    assert b'"error"' in raw.recv(4096) and raw.recv(1) == b""
     raw = socket.create_connection(("127.0.0.1", port))
     payload = b"\x80\x04\x95"  # a pickle's first bytes, not JSON
     raw.sendall(struct.pack("<I", len(payload)) + payload)
     raw.settimeout(5.0)
-    assert raw.recv(1) == b""
+    assert b'"error"' in raw.recv(4096) and raw.recv(1) == b""
     assert client.get("mpcdp/anything") == b""  # the store itself is still up
+    # a store that checks nothing on write (a file store, torchrun's agent store): the reader refuses it
+    file_store = __import__("torch.distributed", fromlist=["FileStore"]).FileStore(str(tmp_path / "f"), 1)
+    file_store.set(rendezvous.ENDPOINT_PREFIX + "1", "not-an-address 1 4")
+    rendezvous._store = file_store
+    with pytest.raises(ProtocolViolation, match="no valid endpoint for rank 1") as info:
+        rendezvous.endpoints([1], processes=4, timeout_s=1.0)
+    assert info.value.party == 1
 
 
-def test_with_credentials_a_process_may_publish_only_its_own_endpoint(tmp_path):
+def test_a_store_for_loopback_listens_on_loopback_only(store):
+    port, _ = store
+    assert rendezvous._store.link.getpeername() == ("127.0.0.1", port)
+    with pytest.raises(ConnectionRefusedError):  # another address of this host: nobody listens there
+        socket.create_connection(("127.0.0.2", port), timeout=2.0)
+    assert rendezvous.bind_address("127.0.0.1") == "127.0.0.1"
+    assert rendezvous.bind_address("localhost") == "127.0.0.1"
+
+
+def test_a_rendezvous_host_that_is_not_this_hosts_listens_where_the_route_leaves(capfd):
+    chosen = rendezvous.bind_address("192.0.2.1")  # TEST-NET-1: never a local address
+    assert chosen != "0.0.0.0" and rendezvous._is_local(chosen)
+    assert "192.0.2.1" in capfd.readouterr().err
+
+
+def test_a_plain_endpoint_outside_the_runs_network_is_refused_naming_its_rank(store):
+    _, client = store
+    client.set(rendezvous.ENDPOINT_PREFIX + "1", "10.9.9.9 4000 4")  # e.g. written by a process outside the run
+    client.set(rendezvous.ENDPOINT_PREFIX + "2", "127.0.0.1 4001 4")
+    with pytest.raises(ProtocolViolation, match="endpoint for party 1 outside this run's network 127.0.0.0/8") as info:
+        rendezvous.endpoints([1, 2], processes=4, timeout_s=2.0, listening="127.0.0.1")
+    assert info.value.party == 1
+    assert rendezvous.endpoints([2], processes=4, timeout_s=2.0, listening="127.0.0.1") == {2: ("127.0.0.1", 4001)}
+    try:
+        rendezvous.declare_network("10.9.0.0/16")  # MPCDP_NETWORK
+        with pytest.warns(UserWarning, match="plain TCP"):
+            assert rendezvous.endpoints([1], processes=4, timeout_s=2.0, listening="10.9.0.5") == {1: ("10.9.9.9", 4000)}
+    finally:
+        rendezvous.declare_network(None)
+    # with credentials the links check every peer's certificate: the address is not restricted
+    rendezvous._run.secure = True
+    assert rendezvous.endpoints([1], processes=4, timeout_s=2.0, listening="127.0.0.1") == {1: ("10.9.9.9", 4000)}
+
+
+def test_the_declared_network_is_an_ipv4_cidr():
+    from mpcdp.runtime.endpoint import network_setting
+
+    assert network_setting({"MPCDP_NETWORK": "10.0.0.0/16"}) == "10.0.0.0/16"
+    assert network_setting({}) is None
+    with pytest.raises(ConfigError, match="`MPCDP_NETWORK` must be an IPv4 network.*'ten'"):
+        network_setting({"MPCDP_NETWORK": "ten"})
+
+
+def test_with_credentials_a_process_may_write_only_its_own_endpoint_and_report(tmp_path, capfd):
     keys = make_deployment(tmp_path / "keys", 2)
     port = free_port()
-    server = rendezvous.StoreServer(port, LinkSecurity(keys, 0))
+    server = rendezvous.StoreServer(port, LinkSecurity(keys, 0), processes=3)
     try:
         one = rendezvous.StoreClient("127.0.0.1", port, security=LinkSecurity(keys, 1), timeout_s=5.0)
         one.set(rendezvous.ENDPOINT_PREFIX + "1", "127.0.0.1 4000 3")
         assert one.get(rendezvous.ENDPOINT_PREFIX + "1") == b"127.0.0.1 4000 3"
-        with pytest.raises(PeerLost, match="rendezvous store"):
+        with pytest.raises(ConfigError, match="rank 1 may not write mpcdp/endpoint/2"):
             one.set(rendezvous.ENDPOINT_PREFIX + "2", "127.0.0.1 4666 3")
+        with pytest.raises(ConfigError, match="rank 1 may not write mpcdp/report/0"):
+            one.set(rendezvous.REPORT_PREFIX + "0", '{"suspect":2,"evidence":"violation"}')
+        one.set(rendezvous.REPORT_PREFIX + "1", '{"suspect":2,"evidence":"violation"}')  # its own: reconnects
         two = rendezvous.StoreClient("127.0.0.1", port, security=LinkSecurity(keys, 2), timeout_s=5.0)
         assert two.get(rendezvous.ENDPOINT_PREFIX + "2") == b""
         # a process without this deployment's certificate gets no answer
         other = make_deployment(tmp_path / "other", 2)
         with pytest.raises((PeerLost, ProtocolViolation)):
             rendezvous.StoreClient("127.0.0.1", port, security=LinkSecurity(other, 1), timeout_s=5.0).get("x")
+        assert "refused a connection from rank 1 (127.0.0.1): rank 1 may not write mpcdp/endpoint/2" in capfd.readouterr().err
     finally:
-        server.listener.close()
+        server.close()

@@ -55,11 +55,12 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
     try:
         request_bytes = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
         return request_bytes, mesh.wire_bytes_sent()
-    except PeerLost as exc:  # ProtocolViolation included: name the party to everyone (first), then stop
-        lost, by = losses.resolve(-1, exc.party)
+    except PeerLost as exc:  # ProtocolViolation included: report it (first), close, then name whom to blame
+        losses.report(rank, exc)
         mesh.close(orderly=False)
+        verdict = losses.resolve(rank, exc)
         if isinstance(exc, ProtocolViolation):
             raise
-        raise PartyLost(losses.message(lost, by, "the dealer", str(exc)), party=lost) from exc
+        raise PartyLost(losses.message(verdict, "the dealer", str(exc)), party=verdict.party) from exc
     finally:
         mesh.close()

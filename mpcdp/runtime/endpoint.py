@@ -14,8 +14,10 @@ torchrun's agent already keeps at ``MASTER_ADDR:MASTER_PORT`` (:func:`mpcdp.tran
 ``MPCDP_IFACE`` (or torch's ``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links
 listen on, on multi-homed hosts (``--iface``); without it, the interface that routes to the rendezvous host.
 ``MPCDP_CREDENTIALS`` names the folder of this deployment's TLS credentials (``--credentials``) and
-``MPCDP_INSECURE_LINKS=1`` allows plain links across hosts (``--insecure-links``). This module is the only
-place mpcdp reads them (the rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
+``MPCDP_INSECURE_LINKS=1`` allows plain links across hosts (``--insecure-links``); ``MPCDP_NETWORK=CIDR``
+declares the network inside which a process accepts the others' endpoints from a plain (credential-less)
+rendezvous store (default: loopback, or the subnet of the interface it listens on;
+:func:`mpcdp.transport.rendezvous.declared_network`). This module is the only place mpcdp reads them (the rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
 """
 
 from __future__ import annotations
@@ -105,3 +107,21 @@ def select_link_security(credentials: str | None, insecure_links: bool) -> None:
         os.environ["MPCDP_CREDENTIALS"] = str(credentials)
     if insecure_links:
         os.environ["MPCDP_INSECURE_LINKS"] = "1"
+
+
+def network_setting(environ: Mapping[str, str] | None = None) -> str | None:
+    """``MPCDP_NETWORK``, the declared network of a plain run (an IPv4 CIDR such as ``10.0.0.0/16``), or None.
+
+    Raises:
+        ConfigError: it is not an IPv4 network.
+    """
+    import ipaddress
+
+    env = os.environ if environ is None else environ
+    value = env.get("MPCDP_NETWORK") or None
+    if value is not None:
+        try:
+            ipaddress.IPv4Network(value, strict=False)
+        except ValueError:
+            raise ConfigError(f"`MPCDP_NETWORK` must be an IPv4 network such as 10.0.0.0/16. Found {value!r}.") from None
+    return value

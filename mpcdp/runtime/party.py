@@ -18,9 +18,10 @@ from typing import Any, Callable, Sequence
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
-from mpcdp.runtime.endpoint import link_settings
+from mpcdp.runtime.endpoint import link_settings, network_setting
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses
+from mpcdp.transport.rendezvous import declare_network
 
 
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
@@ -40,27 +41,19 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     ctx = None
     try:
         links = link_settings(rank)
+        declare_network(network_setting())
         mesh = adapter.start_party(rank=rank, parties=config.parties, rendezvous_url=rendezvous,
                                    provider=config.provider, precision_bits=config.precision_bits,
                                    timeout_s=config.timeout_s, link_delay_ms=config.link_delay_ms,
                                    security=links.security, insecure=links.insecure, iface=links.iface)
         ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
-    except PeerLost as exc:  # a link closed, or a peer sent what the protocol does not expect (ProtocolViolation)
-        _stop_on_loss(rank, exc.party, str(exc), exc, announce, ctx)
-    except PeerTimeout as exc:  # a peer owes data (or never joined): report it so the others name it too
-        losses.resolve(rank, exc.party)
-        if ctx is not None:
-            ctx.close(orderly=False)
-        adapter.stop_party(orderly=False)
-        if announce is not None:
-            announce(exc)
-        losses.linger(rank)
-        raise
+    except (PeerLost, PeerTimeout) as exc:  # a link closed or timed out, or a peer deviated (ProtocolViolation)
+        _stop_on_loss(rank, exc, str(exc), announce, ctx)
     except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
         if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
-        _stop_on_loss(rank, None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", exc,
+        _stop_on_loss(rank, exc, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                       announce, ctx)
     ctx.close()
     try:
@@ -78,23 +71,31 @@ def _network_failure(exc: RuntimeError) -> bool:
             or "gloo" in text or "Connection" in text or "connection" in text)
 
 
-def _stop_on_loss(rank: int, noticed: int | None, detail: str, exc: BaseException,
+def _stop_on_loss(rank: int, exc: BaseException, detail: str,
                   announce: Callable[[BaseException], None] | None, ctx):
-    """Agree with the others on which party was lost (:mod:`mpcdp.transport.losses`) and stop, naming it.
+    """Agree with the others on whom to name (:mod:`mpcdp.transport.losses`) and stop, naming it.
 
-    The report goes into the store first; then this party's links close, so that the parties waiting on it
-    notice at once and read the report while party 0 still hosts the store."""
+    This party's report goes into the store first; then its links close, so that the parties waiting on it
+    notice at once (and find its report already there); then it weighs the reports, unless it holds direct
+    evidence of its own. A timeout that the reports confirm (or cannot contradict) is raised as it is; else
+    the error names the party the reports point to. Party 0 then keeps the store up for the others."""
     from mpcdp import adapter
 
-    lost, by = losses.resolve(rank, noticed)
+    losses.report(rank, exc)
     if ctx is not None:
         ctx.close(orderly=False)
     adapter.stop_party(orderly=False)
-    error = PartyLost(losses.message(lost, by, f"party {rank}", detail), party=lost)
-    error.__cause__ = exc
+    verdict = losses.resolve(rank, exc)
+    if isinstance(exc, PeerTimeout) and verdict.suspects in ((), (exc.party,)):
+        error: BaseException = exc
+    else:
+        error = PartyLost(losses.message(verdict, f"party {rank}", detail), party=verdict.party)
+        error.__cause__ = exc
     if announce is not None:
         announce(error)
     losses.linger(rank)
+    if error is exc:
+        raise exc
     raise error from exc
 
 
@@ -106,6 +107,7 @@ def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
     from mpcdp import adapter
 
     links = link_settings(config.parties)
+    declare_network(network_setting())
     start = time.perf_counter()
     request_bytes, bytes_sent = adapter.run_dealer(parties=config.parties, rendezvous_url=rendezvous,
                                                    precision_bits=config.precision_bits, timeout_s=config.timeout_s,

@@ -79,6 +79,17 @@ class Incoming:
     def expect(self, number: int) -> None:
         self.number = number
 
+    @property
+    def started(self) -> bool:
+        """Whether part of this message (of its header or payload) has arrived and it is not complete."""
+        return not self.done and (self.filled > 0 or self.payload is not None)
+
+    def progress(self) -> str:
+        """How much of the frame arrived: "N of its M bytes" (M once the header is in)."""
+        if self.payload is None:
+            return f"{self.filled} bytes of its {HEADER_BYTES}-byte header"
+        return f"{HEADER_BYTES + self.filled} of its {HEADER_BYTES + len(self.payload)} bytes"
+
     def window(self) -> memoryview:
         """Where the next received bytes go."""
         if self.payload is None:

@@ -1,27 +1,101 @@
-"""Naming the party that was lost, on every surviving process, wherever it runs.
+"""Naming the party that was lost or deviated, on every surviving process, wherever it runs.
 
-When a party dies, the others notice at different places: the one reading from its link sees it close, but a
-party blocked on a third party's link sees *that* party go away when it gives up — a cascade in which every
-process would blame its own neighbour. So the first process to notice a loss writes "party j, noticed by i"
-into the run's rendezvous key-value store (:mod:`.rendezvous`, hosted by party 0's process, which
-every process including the dealer already reaches), with compare-and-set so that only the first report
-counts; every process that stops on a network failure reads that key and names party j. If the store itself
-is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps the store up for
-:data:`LINGER_S` seconds after a failure so that the others can read it.
+When a run fails, processes notice at different places: the one reading a garbled or unfinished frame has
+direct evidence against its sender; a process blocked on a third party's link only sees *that* party close
+its link when it stops — a cascade in which every process would blame its neighbour. So every process that
+stops writes its own loss report into the run's rendezvous store (:mod:`.rendezvous`, hosted by party 0's
+process): ``mpcdp/report/<its rank>`` = whom it suspects and on what evidence (:func:`report`), and only
+then closes its links. Then (:func:`resolve`):
 
-Public metadata only: who was lost and who noticed. Cost: one store round trip per failing process.
+* a process with **direct evidence** — a frame that is not the expected one (``violation``), or a frame that
+  started arriving and did not finish before the deadline or before a long silence and a close
+  (``short``, :mod:`.mesh`) — names its sender, whatever anyone reports;
+* any other process (its link closed, or it timed out with nothing partial) waits for the reports —
+  until every process has reported or is reported gone or deviating, at most :data:`REPORT_WAIT_S` — and
+  weighs them
+  (:func:`judge`). It never believes a report that names itself. Evidence ranks ``violation`` > ``short``
+  > ``timeout`` > ``closed``. A ``closed`` accusation against a process that reported is explained by that
+  report (an honest process reports before it closes its links) and set aside. An accusation made by a
+  process that is itself accused with evidence at least as strong (``violation`` and ``short`` count as
+  equally strong here: both are observed bytes that the accused could claim too) is discounted; when two
+  processes accuse each other so, both are named ("party 0 or party 2: each accuses the other"). Of what
+  remains, the suspect with the strongest evidence from the most distinct reporters is named.
+
+If the store is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps
+the store up until the reports are in (at most :data:`LINGER_S`) so that the others can read them
+(:func:`linger`).
+
+Security model: under TLS the store lets a process write only its own report (a rogue can name only itself
+as the reporter), and every report is schema-checked by the store and by every reader (a malformed one
+names its writer, never stops the reader). A report is one process's word: a rogue that reports first no
+longer decides whom the others name, but a rogue with no one holding direct evidence against it can still
+accuse another; the message lists who reported what. Without credentials the store is plain and anyone who
+reaches it can write a report for a rank that has not written one. Party 0 hosts the store and could rewrite
+any report. Reports carry public metadata only: ranks and evidence kinds. Cost: one write and at most a few
+dozen reads (of about 50 bytes) per failing process.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 
+from mpcdp.errors import PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import rendezvous
 
-KEY = rendezvous.LOST_KEY
-LINGER_S = 3.0
+REPORT_WAIT_S = 2.0
+LINGER_S = 4.0
 _READ_TIMEOUT_S = 2.0
+_POLL_S = 0.1
+DIRECT = ("violation", "short")
+STRENGTH = {"violation": 3, "short": 3, "malformed": 3, "timeout": 2, "closed": 1}
+PREFERENCE = {"violation": 5, "malformed": 5, "short": 4, "timeout": 2, "closed": 1}
+WHAT = {"violation": "sent a frame that is not the expected one", "short": "left a frame unfinished",
+        "malformed": "wrote a malformed loss report", "timeout": "sent nothing within the timeout",
+        "closed": "closed its link"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Accusation:
+    reporter: int
+    suspect: int
+    kind: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Whom a process names: one suspect, two (each accuses the other, or equal evidence), or none."""
+    suspects: tuple[int, ...] = ()
+    accusations: tuple[Accusation, ...] = ()  # the evidence behind it
+    own: bool = False  # this process's own direct evidence
+    mutual: bool = False
+    store_lost: bool = False
+
+    @property
+    def party(self) -> int | None:
+        return self.suspects[0] if len(self.suspects) == 1 else None
+
+
+def evidence_of(exc: BaseException | None) -> str:
+    """The evidence kind an error is: its ``evidence`` if it carries one (:mod:`.mesh`), else by type."""
+    kind = getattr(exc, "evidence", None)
+    if kind in DIRECT:
+        return kind
+    if isinstance(exc, ProtocolViolation):
+        return "violation"
+    if isinstance(exc, PeerTimeout):
+        return "timeout"
+    if isinstance(exc, PeerLost):
+        return "closed"
+    return "none"
+
+
+def _suspect_of(me: int, exc: BaseException | None) -> tuple[int | None, str]:
+    suspect, kind = getattr(exc, "party", None), evidence_of(exc)
+    if not isinstance(suspect, int) or isinstance(suspect, bool) or suspect == me or suspect < 0 or kind == "none":
+        return None, "none"
+    return suspect, kind
 
 
 def _store():
@@ -32,40 +106,134 @@ def _store():
     return store
 
 
-def resolve(me: int, noticed: int | None) -> tuple[int | None, int | None]:
-    """Agree on the lost party: report ``noticed`` (the party whose link failed here; None if unknown) unless
-    someone reported first; return (lost party, the process that noticed it), or (None, None) if unknown."""
+def report(me: int, exc: BaseException | None) -> None:
+    """Write this process's loss report (whom ``exc`` names, on what evidence); never raises: a store that
+    refuses or is gone is noticed by :func:`resolve`."""
+    suspect, kind = _suspect_of(me, exc)
     try:
-        store = _store()
-    except Exception:  # noqa: BLE001 - no process group at all: nothing to agree through
-        return noticed, me if noticed is not None else None
-    deadline = time.monotonic() + _READ_TIMEOUT_S
+        _store()
+        rendezvous.publish_report(me, suspect, kind)
+    except Exception:  # noqa: BLE001 - the store's host is gone, or it refused: resolve() says whom to name
+        pass
+
+
+def resolve(me: int, exc: BaseException | None) -> Verdict:
+    """Whom this process names after ``exc``: its own direct evidence at once, else the run's reports."""
+    suspect, kind = _suspect_of(me, exc)
+    if kind in DIRECT:
+        return Verdict((suspect,), (Accusation(me, suspect, kind),), own=True)
+    info = rendezvous.run()
+    try:
+        _store()
+    except Exception:  # noqa: BLE001 - no rendezvous joined at all: nothing to agree through
+        return _alone(me, suspect, kind)
+    if info is None:
+        return _alone(me, suspect, kind)
+    deadline = time.monotonic() + REPORT_WAIT_S
     while True:
         try:
-            if noticed is not None:
-                current = store.compare_set(KEY, "", f"{noticed} {me}").decode()
-            elif store.check([KEY]):
-                current = store.get(KEY).decode()
-            else:
-                current = ""
+            reports = rendezvous.read_reports(info.processes)
         except Exception:  # noqa: BLE001 - the store's host, party 0's process, is gone
-            return (0, None) if me != 0 else (noticed, me)
-        if current:
-            lost, by = (int(v) for v in current.split())
-            return lost, by
-        if time.monotonic() > deadline:
-            return None, None
-        time.sleep(0.1)  # someone else may be about to report
+            return Verdict((0,), store_lost=True) if me != 0 else _alone(me, suspect, kind)
+        if settled(reports, info.processes) or time.monotonic() > deadline:
+            break
+        time.sleep(_POLL_S)
+    try:  # once more: a report read in this pass may answer one written while the pass read others
+        reports = rendezvous.read_reports(info.processes)
+    except Exception:  # noqa: BLE001 - the store went with its host: judge what was read
+        pass
+    return judge(me, reports)
+
+
+def _alone(me: int, suspect: int | None, kind: str) -> Verdict:
+    return Verdict() if suspect is None else Verdict((suspect,), (Accusation(me, suspect, kind),))
+
+
+def settled(reports: dict, processes: int) -> bool:
+    """Whether no report is still to come: every process has reported, or is reported gone or deviating (a
+    process accused only of a timeout may be alive, about to report what it saw)."""
+    gone = {r.suspect for r in reports.values() if isinstance(r, rendezvous.Report) and r.evidence != "timeout"}
+    return all(rank in reports or rank in gone for rank in range(processes))
+
+
+def _accusations(me: int, reports: dict) -> list[Accusation]:
+    """The reports as accusations, less those naming ``me``; a malformed report accuses its writer (``me``
+    read it)."""
+    found = []
+    for writer, rep in reports.items():
+        if not isinstance(rep, rendezvous.Report):
+            if writer != me:
+                found.append(Accusation(me, writer, "malformed"))
+        elif rep.suspect is not None and rep.suspect not in (me, writer):
+            found.append(Accusation(writer, rep.suspect, rep.evidence))
+    return found
+
+
+def judge(me: int, reports: dict) -> Verdict:
+    """Weigh the run's reports as this process (``me``) sees them (the rules in the module docstring)."""
+    live = [a for a in _accusations(me, reports) if not (a.kind == "closed" and a.suspect in reports)]
+    if not live:
+        return Verdict()
+
+    def discounted(a: Accusation) -> bool:
+        return any(b.suspect == a.reporter and STRENGTH[b.kind] >= STRENGTH[a.kind] for b in live)
+
+    valid = [a for a in live if not discounted(a)]
+    candidates: list[tuple[tuple, tuple[int, ...], tuple[Accusation, ...], bool]] = []
+    for suspect in {a.suspect for a in valid}:
+        against = tuple(a for a in valid if a.suspect == suspect)
+        key = (max(PREFERENCE[a.kind] for a in against), len({a.reporter for a in against}))
+        candidates.append((key, (suspect,), against, False))
+    for a in live:
+        for b in live:
+            if a.reporter < b.reporter and (a.reporter, a.suspect) == (b.suspect, b.reporter) \
+                    and STRENGTH[a.kind] == STRENGTH[b.kind]:
+                key = (max(PREFERENCE[a.kind], PREFERENCE[b.kind]), 1)
+                candidates.append((key, tuple(sorted((a.suspect, b.suspect))), (a, b), True))
+    if not candidates:
+        return Verdict()
+    best = max(key for key, *_ in candidates)
+    chosen = [c for c in candidates if c[0] == best]
+    suspects = tuple(sorted({s for c in chosen for s in c[1]}))
+    return Verdict(suspects, tuple(a for c in chosen for a in c[2]), mutual=any(c[3] for c in chosen))
 
 
 def linger(rank: int) -> None:
-    """Party 0 hosts the store: keep it up briefly after a failure so that the others can read the report."""
-    if rank == 0:
-        time.sleep(LINGER_S)
+    """Party 0 hosts the store: keep it up until every report is in (then a moment for the others to read
+    it), at most :data:`LINGER_S`."""
+    if rank != 0:
+        return
+    info = rendezvous.run()
+    deadline = time.monotonic() + LINGER_S
+    while info is not None and time.monotonic() < deadline:
+        try:
+            if settled(rendezvous.read_reports(info.processes), info.processes):
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+                return
+        except Exception:  # noqa: BLE001 - its own store failed: nothing left to wait for
+            return
+        time.sleep(_POLL_S)
 
 
-def message(lost: int | None, by: int | None, me: str, detail: str) -> str:
-    if lost is None:
+def message(verdict: Verdict, me: str, detail: str) -> str:
+    """What a process says when it stops after a loss: whom it names, on whose word, and its own detail."""
+    info = rendezvous.run()
+
+    def who(rank: int) -> str:
+        return rendezvous.who(rank, info.dealer if info is not None else None)
+
+    if verdict.store_lost:
+        return f"{me} stopped: party 0 was lost (the rendezvous store it hosts is unreachable) — {detail}"
+    if not verdict.suspects:
         return f"{me} stopped: a party of the run was lost or left without finishing ({detail})"
-    seen = "" if by is None else (" (noticed by the dealer)" if by < 0 else f" (noticed by party {by})")
-    return f"{me} stopped: party {lost} was lost{seen} — {detail}"
+    if verdict.own:
+        return f"{me} stopped: {who(verdict.suspects[0])} was lost (noticed by {me}) — {detail}"
+    evidence = "; ".join(f"{who(a.reporter)}: {who(a.suspect)} {WHAT[a.kind]}" for a in verdict.accusations)
+    if len(verdict.suspects) > 1:
+        named = " or ".join(who(s) for s in verdict.suspects)
+        why = "each accuses the other" if verdict.mutual else "equal evidence against each"
+        return f"{me} stopped: {named} was lost: {why} ({evidence}) — {detail}"
+    reporters = sorted({a.reporter for a in verdict.accusations})
+    noticed = " and ".join(who(r) for r in reporters)
+    return f"{me} stopped: {who(verdict.suspects[0])} was lost (noticed by {noticed}) — reports: {evidence}; " \
+           f"here: {detail}"

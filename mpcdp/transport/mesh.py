@@ -21,7 +21,12 @@ and one of its link to the dealer (metered as dealer traffic). Links are full-du
 tensors travel as raw words, public metadata as JSON (:mod:`.public`).
 
 Failures: a peer that closes its link raises :class:`~mpcdp.errors.PeerLost` naming it; a peer silent for
-``timeout_s`` raises :class:`~mpcdp.errors.PeerTimeout` naming the parties still owed data.
+``timeout_s`` raises :class:`~mpcdp.errors.PeerTimeout` naming the parties still owed data. A frame that has
+started arriving (part of its header or payload) and is still unfinished at the deadline, or whose sender
+falls silent for :data:`STALL_S` and then closes its link, is direct evidence against its sender: a
+:class:`~mpcdp.errors.ProtocolViolation` naming it, with ``evidence = "short"``, stronger than any timeout or
+report of its own (:mod:`.losses`). A link closed sooner after the frame's last byte is a plain loss: an
+honest process that stops mid-send (after writing its loss report) closes its links that way.
 
 Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by
 the deployment's CA, and a peer is the rank its certificate names. Without them, links are plain TCP,
@@ -44,7 +49,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.errors import ConfigError, InsecureSettingWarning, MpcdpError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import costs, frames, rendezvous, wire
 from mpcdp.transport.credentials import LinkSecurity, is_loopback
 
@@ -82,6 +87,7 @@ def interface_address(iface: str) -> str:
 
 
 _JOIN_BYTES = 1 << 16
+STALL_S = 2.0  # a frame's sender silent this long, then closing its link: it left the frame unfinished
 
 
 class Mesh:
@@ -268,6 +274,7 @@ class Mesh:
             self._next_in[j] += 1
         sent = {j: 0 for j in out}
         got = {j: 0 for j in into}
+        last_byte: dict[int, float] = {}  # when the latest byte from each sender arrived in this round
         selector = selectors.DefaultSelector()
         # Links this round neither writes to nor still reads from are watched for closing: a peer that stops
         # (e.g. on a protocol violation it saw) must stop this party too, not leave it waiting for a third. A
@@ -293,10 +300,7 @@ class Mesh:
             while working():
                 ready = selector.select(timeout=None if patient else max(0.0, deadline - time.monotonic()))
                 if not ready:
-                    owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
-                    raise PeerTimeout(f"Timed out after {self.timeout_s} s waiting for "
-                                      f"{', '.join(map(self.name, owed))} ({self.name(self.rank)}'s link, step "
-                                      f"{label!r})", party=owed[0])
+                    raise self._deadline_passed(pending, into, label)
                 for key, mask in ready:
                     j = key.data
                     link = key.fileobj
@@ -307,9 +311,9 @@ class Mesh:
                             while not into[j].done:
                                 n = link.recv_into(into[j].window())
                                 if n == 0:
-                                    raise PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link)",
-                                                   party=j)
+                                    raise self._closed_on(j, into[j], last_byte.get(j), label)
                                 got[j] += n
+                                last_byte[j] = time.monotonic()
                                 into[j].advance(n, me=self.rank)
                                 if not _buffered(link):
                                     break
@@ -330,6 +334,11 @@ class Mesh:
                         selector.modify(link, remaining, j)
                     else:
                         selector.unregister(link)
+        except PeerLost as exc:  # a link closed: a frame stalled on another is the stronger evidence
+            stalled = None if isinstance(exc, ProtocolViolation) else self._stalled(into, last_byte, label)
+            if stalled is None:
+                raise
+            raise stalled from exc
         finally:
             selector.close()
             moved_out, moved_in = sum(sent.values()), sum(got.values())
@@ -337,6 +346,44 @@ class Mesh:
             self.bytes_received += moved_in
             if self.counted:
                 costs.record_link(moved_out, moved_in)
+
+    def _deadline_passed(self, pending: dict[int, list], into: dict[int, "frames.Incoming"],
+                         label: str) -> MpcdpError:
+        """The error at a round's deadline: direct evidence against the first sender whose frame started
+        arriving and is unfinished, else a timeout naming the parties still owed data."""
+        unfinished = sorted(j for j, incoming in into.items() if incoming.started)
+        if unfinished:
+            return self._unfinished(unfinished[0], into[unfinished[0]], label,
+                                    f"then nothing until the deadline ({self.timeout_s} s)")
+        owed = sorted(j for j in self.links if pending.get(j) or (j in into and not into[j].done))
+        return PeerTimeout(f"Timed out after {self.timeout_s} s waiting for {', '.join(map(self.name, owed))} "
+                           f"({self.name(self.rank)}'s link, step {label!r})", party=owed[0])
+
+    def _closed_on(self, j: int, incoming: "frames.Incoming", last_byte: float | None, label: str) -> PeerLost:
+        """The error for party j's link closing while its message is awaited: a plain loss, or, when j fell
+        silent for :data:`STALL_S` in the middle of a frame before closing, direct evidence against it."""
+        silent = time.monotonic() - last_byte if last_byte is not None else 0.0
+        if incoming.started and silent >= STALL_S:
+            return self._unfinished(j, incoming, label, f"then nothing for {silent:.1f} s, and closed its link")
+        return PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link)", party=j)
+
+    def _stalled(self, into: dict[int, "frames.Incoming"], last_byte: dict[int, float],
+                 label: str) -> ProtocolViolation | None:
+        """Direct evidence against the first sender whose frame has been unfinished and silent for
+        :data:`STALL_S`, if any."""
+        now = time.monotonic()
+        for j in sorted(into):
+            silent = now - last_byte.get(j, now)
+            if into[j].started and silent >= STALL_S:
+                return self._unfinished(j, into[j], label, f"then nothing for {silent:.1f} s")
+        return None
+
+    def _unfinished(self, j: int, incoming: "frames.Incoming", label: str, then: str) -> ProtocolViolation:
+        """Direct evidence against party j: it started a frame at step ``label`` and did not finish it."""
+        error = ProtocolViolation(f"{self.name(j)} left a frame unfinished on {self.name(self.rank)}'s link at step "
+                                  f"{label!r}: it sent {incoming.progress()}, {then}", party=j)
+        error.evidence = "short"
+        return error
 
     @staticmethod
     def _send_some(link: socket.socket, queue: list[memoryview]) -> int:
@@ -411,7 +458,8 @@ class Mesh:
 def _locate_by_rendezvous(timeout_s: float, processes: int, dealer: int | None):
     def locate(rank: int, mine: tuple[str, int], peers: list[int]) -> dict[int, tuple[str, int]]:
         rendezvous.publish_endpoint(rank, *mine, processes)
-        return rendezvous.endpoints(peers, processes=processes, timeout_s=timeout_s, dealer=dealer)
+        return rendezvous.endpoints(peers, processes=processes, timeout_s=timeout_s, dealer=dealer,
+                                    listening=mine[0])
 
     return locate
 

@@ -1,53 +1,74 @@
 """The run's rendezvous: a small key-value store through which the processes find each other's links.
 
-Party 0's process hosts it (:class:`StoreServer`) at the rendezvous address (``tcp://HOST:PORT``, or
+Party 0's process hosts it (:class:`~.store.StoreServer`) at the rendezvous address (``tcp://HOST:PORT``, or
 ``env://`` with ``MASTER_ADDR``/``MASTER_PORT``); with ``file:///path`` torch's ``FileStore`` on a shared
 file system plays the part. Every process, the dealer included, writes where its listener is
-(:func:`publish_endpoint`) and reads the others' (:func:`endpoints`). Later the store carries one more kind
-of value: who was lost and who noticed (:mod:`.losses`). Under ``torchrun``, whose agent on the first host
-already keeps a store at ``MASTER_ADDR:MASTER_PORT`` (``TORCHELASTIC_USE_AGENT_STORE=True``), every process
-joins that store instead, under a key prefix of its own run and restart (:func:`agent_store`). No protocol data crosses the store: every share,
-key and dealer message moves on mpcdp's links (:mod:`.mesh`).
+(:func:`publish_endpoint`) and reads the others' (:func:`endpoints`). When a run fails, each process writes
+its own loss report there (:func:`publish_report`, :mod:`.losses`). Under ``torchrun``, whose agent on the
+first host already keeps a store at ``MASTER_ADDR:MASTER_PORT`` (``TORCHELASTIC_USE_AGENT_STORE=True``),
+every process joins that store instead, under a key prefix of its own run and restart (:func:`agent_store`).
+No protocol data crosses the store: every share, key and dealer message moves on mpcdp's links (:mod:`.mesh`).
+The wire format, the schema of every value and the server's bounds are in :mod:`.store`.
 
-Wire format: each request and reply is a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES`
-of UTF-8 JSON (``{"op": "set" | "get" | "cas", "key", "value", "expected"}`` → ``{"value"}``); anything else
-closes the connection. Nothing is unpickled.
+Where the store listens (:func:`bind_address`): on the rendezvous host's address only (127.0.0.1 for local
+runs; ``MASTER_ADDR`` for env://), never on every interface. If that host is not an address of party 0's
+host (a name for another host, a NAT's public address), the store listens on the address through which
+party 0's host reaches it, and says so on stderr.
 
 Security model: with credentials (:mod:`.credentials`) the store's connections are TLS 1.3 like the links:
-the host presents rank 0's certificate, every client its own, and a client may write the endpoint of its
-own rank only. Without them (one host, or ``--insecure-links``) the store is plain TCP and its public
-content (endpoints, loss reports) can be read and altered by the network: an altered endpoint makes a link
-fail to connect, an altered loss report changes whom an error message names; neither changes a result.
-torchrun's agent store is such a plain store even with credentials (the links stay TLS, so a forged
+the host presents rank 0's certificate, every client its own, and a client may write its own rank's
+endpoint and report only. Without them (one host, or ``--insecure-links``) the store is plain TCP: anyone
+who reaches it can write a rank's endpoint or report first. Each process then accepts endpoints only inside
+the run's declared network (:func:`declared_network`: loopback when it listens on loopback, else the subnet
+of the interface it listens on, or ``MPCDP_NETWORK``) and refuses any other, naming the rank; loss reports
+are weighed, not trusted (:mod:`.losses`). Every value read is parsed against the store's schema, a
+malformed one names the rank of its key. torchrun's agent store is plain even with credentials: it checks
+nothing on write, and what is read from it is schema-checked all the same (the links stay TLS, so a forged
 endpoint still reaches no one but the rank whose certificate the link checks).
-Cost: per process one connection, one write and m reads of about 30 bytes at start-up.
+Cost: per process one connection, two writes and m reads of about 30 bytes at start-up.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import ipaddress
 import json
 import os
 import socket
-import ssl
 import struct
 import sys
-import threading
 import time
+import warnings
 from urllib.parse import urlparse
 
 import torch.distributed as dist
 
-from mpcdp.errors import ConfigError, ConfigMismatchError, PeerLost, PeerTimeout, ProtocolViolation
-from mpcdp.transport import frames
+from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarning, PeerLost, PeerTimeout, \
+    ProtocolViolation
+from mpcdp.transport.store import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, StoreClient,
+                                   StoreServer, parse_endpoint, parse_report)
+
+__all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
+           "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
+           "publish_endpoint", "publish_report", "read_reports", "run", "who", "current", "close_store"]
 
 _store = None
 _server = None
+_run = None
+_network: ipaddress.IPv4Network | None = None  # MPCDP_NETWORK, as the runtime declared it
 _POLL_S = 0.02
-MAX_MESSAGE_BYTES = 1 << 16
-ENDPOINT_PREFIX = "mpcdp/endpoint/"
-LOST_KEY = "mpcdp/lost"  # "j i": party j was lost, noticed by process i (:mod:`.losses`)
+_REPORT_POLL_S = 0.25
+
+
+@dataclasses.dataclass
+class Run:
+    """What this process knows of its run: its rank, how many processes, whether the store is TLS, and the
+    dealer's rank (known once :func:`endpoints` was called; None without a dealer)."""
+    rank: int
+    processes: int
+    secure: bool
+    dealer: int | None = None
 
 
 def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, security=None):
@@ -55,7 +76,8 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
 
     ``security``: this rank's :class:`~.credentials.LinkSecurity`; the store's connections are then TLS.
     """
-    global _store, _server
+    global _store, _server, _run
+    _run = Run(rank, processes, security is not None)
     parsed = urlparse(rendezvous)
     if parsed.scheme == "file":
         _store = dist.FileStore(parsed.path, processes)
@@ -73,9 +95,55 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
         _store = agent_store(host, int(port), timeout_s)
         return _store
     if rank == 0:
-        _server = StoreServer(int(port), security)
+        if _server is not None:
+            _server.close()
+        _server = StoreServer(int(port), security, host=bind_address(host), processes=processes)
+        host = _server.address[0]  # party 0 reaches its own store where it listens (behind a NAT too)
     _store = StoreClient(host, int(port), security=security, timeout_s=timeout_s)
     return _store
+
+
+def bind_address(host: str) -> str:
+    """The address party 0's store listens on for the rendezvous host ``host``: that host's own address when
+    it is one of this host's, else (a name for another host, a NAT's public address) the address through
+    which this host reaches it, with a line on stderr.
+
+    Raises:
+        ConfigError: ``host`` does not resolve, or no route leads to it.
+    """
+    try:
+        address = socket.gethostbyname(host)
+    except OSError as exc:
+        raise ConfigError(f"the rendezvous host {host!r} does not resolve on party 0's host ({exc})") from None
+    if _is_local(address):
+        if ipaddress.IPv4Address(address).is_unspecified:
+            print(f"mpcdp party 0: the rendezvous host {host!r} is {address}: the store listens on every "
+                  f"interface of this host", file=sys.stderr, flush=True)
+        return address
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((address, 9))  # UDP connect sends nothing; it only picks a route
+        chosen = probe.getsockname()[0]
+    except OSError as exc:
+        raise ConfigError(f"the rendezvous host {host!r} ({address}) is not reachable from party 0's host "
+                          f"({exc})") from None
+    finally:
+        probe.close()
+    print(f"mpcdp party 0: the rendezvous host {host!r} ({address}) is not an address of this host; the store "
+          f"listens on {chosen}, the address through which this host reaches it (behind a NAT, forward the "
+          f"port to {chosen})", file=sys.stderr, flush=True)
+    return chosen
+
+
+def _is_local(address: str) -> bool:
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.bind((address, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def _torchrun_keeps(host: str, port) -> bool:
@@ -87,7 +155,8 @@ def _torchrun_keeps(host: str, port) -> bool:
 
 def agent_store(host: str, port: int, timeout_s: float):
     """torchrun's agent store at host:port, joined as a client (no process of the run hosts it), with the keys
-    of this run and restart apart from torchrun's own."""
+    of this run and restart apart from torchrun's own. It is a plain store that checks nothing on write;
+    every value mpcdp reads from it is schema-checked (:func:`endpoints`, :func:`read_reports`)."""
     prefix = f"mpcdp/{os.environ.get('TORCHELASTIC_RUN_ID', '')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
     try:
         client = dist.TCPStore(host, port, is_master=False,
@@ -96,144 +165,6 @@ def agent_store(host: str, port: int, timeout_s: float):
         raise PeerTimeout(f"Timed out after {timeout_s} s reaching torchrun's store at {host}:{port}: {exc}",
                           party=0) from None
     return dist.PrefixStore(prefix, client)
-
-
-class StoreServer:
-    """The key-value store party 0 hosts, one thread per connected process (daemon threads)."""
-
-    def __init__(self, port: int, security=None):
-        self.values: dict[str, str] = {}
-        self.lock = threading.Lock()
-        self.security = security
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.listener.bind(("", port))
-        except OSError as exc:
-            raise ConfigError(f"the rendezvous port {port} cannot be opened on party 0's host: {exc}") from None
-        self.listener.listen(64)
-        threading.Thread(target=self._accept, daemon=True, name="mpcdp-rendezvous").start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
-
-    def _serve(self, raw: socket.socket) -> None:
-        try:
-            raw.settimeout(None)
-            origin = raw.getpeername()[0]
-            try:
-                link = self.security.server.wrap_socket(raw, server_side=True) if self.security else raw
-            except (ssl.SSLError, OSError) as exc:
-                print(f"mpcdp party 0: refused a connection from {origin} to the rendezvous: {exc}",
-                      file=sys.stderr, flush=True)
-                raise
-            writer = self.security.peer_rank(link) if self.security else None
-            while True:
-                request = _read_message(link)
-                reply = self._apply(request, writer)
-                _write_message(link, reply)
-        except (OSError, ssl.SSLError, ValueError):
-            raw.close()
-
-    def _apply(self, request, writer: int | None) -> dict:
-        if not isinstance(request, dict) or not isinstance(request.get("key"), str):
-            raise ValueError("not a store request")
-        op, key = request.get("op"), request["key"]
-        with self.lock:
-            if op == "get":
-                return {"value": self.values.get(key)}
-            value = request.get("value")
-            if not isinstance(value, str):
-                raise ValueError("no value")
-            if key.startswith(ENDPOINT_PREFIX) and self.security is not None and key != ENDPOINT_PREFIX + str(writer):
-                raise ValueError(f"rank {writer} may not write {key}")
-            if op == "set":
-                self.values[key] = value
-            elif op == "cas":
-                if self.values.get(key, "") == request.get("expected", ""):
-                    self.values[key] = value
-            else:
-                raise ValueError(f"unknown op {op!r}")
-            return {"value": self.values.get(key)}
-
-
-class StoreClient:
-    """A connection to the rendezvous (the subset of torch's ``Store`` API mpcdp uses)."""
-
-    def __init__(self, host: str, port: int, *, security=None, timeout_s: float):
-        deadline = time.monotonic() + timeout_s
-        self.timeout_s = float(timeout_s)
-        while True:
-            try:
-                raw = socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic()))
-                break
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    raise PeerTimeout(f"Timed out after {timeout_s} s reaching the rendezvous at {host}:{port} "
-                                      f"(party 0's host): {exc}", party=0) from None
-                time.sleep(0.05)
-        if security is not None:
-            try:
-                raw = security.client.wrap_socket(raw, server_side=False)
-            except (ssl.SSLError, OSError) as exc:
-                raise ProtocolViolation(f"the TLS handshake with the rendezvous at {host}:{port} failed: {exc}",
-                                        party=0) from None
-            if security.peer_rank(raw) != 0:
-                raise ProtocolViolation(f"the rendezvous at {host}:{port} presented the certificate of "
-                                        f"{security.peer_rank(raw)!r}, not party 0's", party=0)
-        self.link = raw
-        self.lock = threading.Lock()
-
-    def set_timeout(self, timeout: datetime.timedelta) -> None:
-        self.timeout_s = timeout.total_seconds()
-
-    def _ask(self, request: dict) -> str | None:
-        with self.lock:
-            self.link.settimeout(self.timeout_s)
-            try:
-                _write_message(self.link, request)
-                reply = _read_message(self.link)
-            except (OSError, ValueError) as exc:
-                raise PeerLost(f"the rendezvous store (party 0's process) failed: {exc}", party=0) from None
-        value = reply.get("value") if isinstance(reply, dict) else None
-        if value is not None and not isinstance(value, str):
-            raise ProtocolViolation("the rendezvous store sent a malformed reply", party=0)
-        return value
-
-    def set(self, key: str, value: str) -> None:
-        self._ask({"op": "set", "key": key, "value": value})
-
-    def get(self, key: str) -> bytes:
-        value = self._ask({"op": "get", "key": key})
-        return b"" if value is None else value.encode()
-
-    def check(self, keys: list[str]) -> bool:
-        return all(self._ask({"op": "get", "key": key}) is not None for key in keys)
-
-    def compare_set(self, key: str, expected: str, desired: str) -> bytes:
-        value = self._ask({"op": "cas", "key": key, "expected": expected, "value": desired})
-        return b"" if value is None else value.encode()
-
-
-def _write_message(link: socket.socket, message: dict) -> None:
-    data = json.dumps(message, separators=(",", ":")).encode()
-    link.sendall(struct.pack("<I", len(data)) + data)
-
-
-def _read_message(link: socket.socket):
-    head = frames.read_exactly(link, 4)
-    (n,) = struct.unpack("<I", head)
-    if n > MAX_MESSAGE_BYTES:
-        raise ValueError(f"a store message of {n} bytes")
-    try:
-        return json.loads(frames.read_exactly(link, n).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(str(exc)) from None
 
 
 def who(rank: int, dealer: int | None) -> str:
@@ -246,6 +177,11 @@ def current():
     return _store
 
 
+def run() -> Run | None:
+    """What this process knows of the run it joined (None: none joined)."""
+    return _run
+
+
 def close_store() -> None:
     global _store
     _store = None
@@ -255,37 +191,111 @@ def _key(rank: int) -> str:
     return f"{ENDPOINT_PREFIX}{rank}"
 
 
+def _read(key: str) -> bytes | None:
+    """A key's value, or None if nobody wrote it (torch's stores block on a missing key: check first)."""
+    fetch = getattr(_store, "fetch", None)
+    if fetch is not None:
+        return fetch(key)
+    return _store.get(key) if _store.check([key]) else None
+
+
 def publish_endpoint(rank: int, host: str, port: int, processes: int) -> None:
     """Write where this process listens, and how many processes it expects in the run (public)."""
     _store.set(_key(rank), f"{host} {int(port)} {int(processes)}")
 
 
-def endpoints(ranks: list[int], *, processes: int, timeout_s: float,
-              dealer: int | None = None) -> dict[int, tuple[str, int]]:
+def publish_report(rank: int, suspect: int | None, evidence: str) -> None:
+    """Write this process's loss report (public; each rank writes its own once, :mod:`.losses`)."""
+    _store.set(f"{REPORT_PREFIX}{rank}", json.dumps({"suspect": suspect, "evidence": evidence},
+                                                    separators=(",", ":")))
+
+
+def read_reports(processes: int) -> dict[int, Report | str]:
+    """Every loss report written so far, by writer rank; a malformed one as the text of why (schema-checked
+    here whatever store holds it)."""
+    found: dict[int, Report | str] = {}
+    for rank in range(processes):
+        raw = _read(f"{REPORT_PREFIX}{rank}")
+        if raw is None:
+            continue
+        try:
+            found[rank] = parse_report(raw.decode("utf-8"), rank)
+        except (UnicodeDecodeError, ValueError) as exc:
+            found[rank] = f"a malformed loss report ({exc})"
+    return found
+
+
+def declare_network(cidr: str | None) -> None:
+    """The network this run's plain endpoints must lie in (``MPCDP_NETWORK``, read by the runtime); None:
+    derive it from where this process listens (:func:`declared_network`)."""
+    global _network
+    _network = None if cidr is None else ipaddress.IPv4Network(cidr, strict=False)
+
+
+def declared_network(listening: str) -> ipaddress.IPv4Network:
+    """The network inside which this process accepts a plain endpoint: ``MPCDP_NETWORK`` if declared, else
+    127.0.0.0/8 when it listens on loopback, else the IPv4 subnet of the interface holding ``listening``
+    (its address and netmask), else ``listening`` alone."""
+    if _network is not None:
+        return _network
+    address = ipaddress.IPv4Address(listening)
+    if address.is_loopback:
+        return ipaddress.IPv4Network("127.0.0.0/8")
+    netmask = _interface_netmask(listening)
+    return ipaddress.IPv4Network(f"{listening}/{netmask or 32}", strict=False)
+
+
+def _interface_netmask(address: str) -> str | None:
+    """The netmask of the interface whose (primary) IPv4 address is ``address`` (Linux), or None."""
+    import fcntl
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name[:15].encode())
+            try:
+                if socket.inet_ntoa(fcntl.ioctl(probe.fileno(), 0x8915, request)[20:24]) != address:  # SIOCGIFADDR
+                    continue
+                return socket.inet_ntoa(fcntl.ioctl(probe.fileno(), 0x891B, request)[20:24])  # SIOCGIFNETMASK
+            except OSError:
+                continue
+    finally:
+        probe.close()
+    return None
+
+
+def endpoints(ranks: list[int], *, processes: int, timeout_s: float, dealer: int | None = None,
+              listening: str | None = None) -> dict[int, tuple[str, int]]:
     """Where each of ``ranks`` listens, waiting for them to publish it for up to ``timeout_s``.
+
+    ``listening``: the address this process listens on; where the store is plain (no credentials), an
+    endpoint outside :func:`declared_network` of it is refused.
 
     Raises:
         ConfigMismatchError: a rank expects a run of another size, naming it.
         PeerTimeout: naming the first rank that did not publish in time.
-        ProtocolViolation: a value that is not an IPv4 address, a port and a count, naming its rank.
+        ProtocolViolation: a value that is not an IPv4 address, a port and a count, or (plain store) an
+            address outside the run's network, naming its rank.
+        PeerLost: another process reported a loss while this one waited (named by :mod:`.losses`).
     """
+    if _run is not None:
+        _run.dealer = dealer
+    network = _plain_network(listening)
     deadline = time.monotonic() + timeout_s
+    next_report_check = time.monotonic()
     found: dict[int, tuple[str, int]] = {}
     while True:
         for rank in ranks:
-            if rank in found or not _store.check([_key(rank)]):
-                continue
-            host, port, theirs = _parse(rank, _store.get(_key(rank)))
-            if theirs != processes:
-                raise ConfigMismatchError(
-                    f"{who(rank, dealer)} joined a run of {theirs} processes, this one expects {processes} "
-                    f"(`parties` differs, or the dealer is on for one and off for the other)", party=rank)
-            found[rank] = host, port
+            raw = None if rank in found else _read(_key(rank))
+            if raw is not None:
+                found[rank] = _accept_endpoint(rank, raw, processes, dealer, network)
         if len(found) == len(ranks):
             return found
-        if _store.check([LOST_KEY]):  # another process already gave up on someone: stop with it
-            lost = int(_store.get(LOST_KEY).decode().split()[0])
-            raise PeerLost(f"{who(lost, dealer)} did not join the run", party=lost)
+        if time.monotonic() >= next_report_check:
+            next_report_check = time.monotonic() + _REPORT_POLL_S
+            if read_reports(processes):  # another process already gave up: stop with it
+                raise PeerLost("another process of the run stopped while this one waited at the rendezvous",
+                               party=None)
         if time.monotonic() > deadline:
             missing = sorted(set(ranks) - set(found))
             raise PeerTimeout(f"Timed out after {timeout_s} s waiting at the rendezvous for "
@@ -293,14 +303,35 @@ def endpoints(ranks: list[int], *, processes: int, timeout_s: float,
         time.sleep(_POLL_S)
 
 
-def _parse(rank: int, raw: bytes) -> tuple[str, int, int]:
+def _plain_network(listening: str | None) -> ipaddress.IPv4Network | None:
+    """The network endpoints must lie in, where the store is plain; None under TLS (links check ranks)."""
+    if listening is None or (_run is not None and _run.secure):
+        return None
+    network = declared_network(listening)
+    if not network.subnet_of(ipaddress.IPv4Network("127.0.0.0/8")):
+        rank = _run.rank if _run is not None else "?"
+        warnings.warn(f"rank {rank}: the rendezvous store is plain TCP (--insecure-links): endpoints are accepted "
+                      f"only inside {network} (MPCDP_NETWORK), and anyone on that network can still write one",
+                      InsecureSettingWarning, stacklevel=3)
+    return network
+
+
+def _accept_endpoint(rank: int, raw: bytes, processes: int, dealer: int | None,
+                     network: ipaddress.IPv4Network | None) -> tuple[str, int]:
     try:
-        host, port, processes = raw.decode("ascii").split(" ")
-        ipaddress.IPv4Address(host)
-        if not 0 < int(port) < 65536:
-            raise ValueError(port)
-        return host, int(port), int(processes)
+        host, port, theirs = parse_endpoint(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolViolation(f"the rendezvous holds no valid endpoint for rank {rank} ({exc}); expected "
                                 f"'IPv4 port processes'", party=rank) from None
-
+    if theirs != processes:
+        raise ConfigMismatchError(
+            f"{who(rank, dealer)} joined a run of {theirs} processes, this one expects {processes} "
+            f"(`parties` differs, or the dealer is on for one and off for the other)", party=rank)
+    if network is not None and ipaddress.IPv4Address(host) not in network:
+        message = (f"the rendezvous holds an endpoint for {who(rank, dealer)} outside this run's network "
+                   f"{network}: {host}:{port}. The store is plain TCP (no credentials), so a process outside the "
+                   f"run may have written it; refused. If the run spans a wider network, declare it with "
+                   f"MPCDP_NETWORK=CIDR.")
+        print(f"mpcdp: {message}", file=sys.stderr, flush=True)
+        raise ProtocolViolation(message, party=rank)
+    return host, port

@@ -1,0 +1,551 @@
+"""The rendezvous key-value store itself: its wire format, the schema of every value it holds, the server party
+0's process hosts and the client every process holds (:mod:`.rendezvous` says what the run keeps in it).
+
+Wire format: each request and reply is a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES`
+of UTF-8 JSON nested at most :data:`MAX_JSON_DEPTH` deep (checked before it is parsed):
+``{"op": "get", "key"}`` or ``{"op": "set", "key", "value"}`` → ``{"value"}``, or ``{"error"}`` followed by
+the connection's close. Nothing is unpickled.
+
+Schema: only two families of keys may be written, two keys per rank of the run (rank < ``processes``):
+
+* ``mpcdp/endpoint/<rank>``: ``'IPv4 port processes'`` (where that rank listens, :func:`parse_endpoint`);
+* ``mpcdp/report/<rank>``: ``{"suspect": j | null, "evidence": kind}``, that rank's loss report
+  (:func:`parse_report`, :mod:`.losses`).
+
+Every value is parsed against that schema by the server when it is written and again by every reader (a
+torchrun agent store or a file store has no such server). Each key is written once: a second write of
+another value is refused (two processes claiming one rank).
+
+Security model: with credentials the store's connections are TLS 1.3, the server presents rank 0's
+certificate and every client its own, and a client may write only the keys of its own rank: a member can
+publish no endpoint and no loss report but its own. Without them (one host, or ``--insecure-links``) any
+process that reaches the store can write any rank's key once, within the schema; readers then accept
+endpoints only inside the run's network (:func:`mpcdp.transport.rendezvous.endpoints`).
+
+Bounds: the listener binds one address (the rendezvous host's, :func:`mpcdp.transport.rendezvous.bind_address`);
+at most ``max_connections`` connections are served at once (one thread each; one more is closed at once);
+under TLS a rank holds one connection (its newest); the TLS handshake and the first request must complete
+within ``request_s`` of the connection's accept, on the connection's own thread, and every later request
+within ``request_s`` of its first byte; between requests a connection may stay idle while the store runs
+(the run's processes hold theirs from the rendezvous to the end of the run). Keys are bounded by the schema
+(two per rank) and stored bytes by :attr:`StoreServer.max_stored_bytes`. Every refusal closes the connection
+and is reported once per source (the writer's rank, or its address) on party 0's stderr.
+Cost: one thread and one connection per process of the run; requests of at most a few hundred bytes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import struct
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+from mpcdp.errors import ConfigError, PeerLost, PeerTimeout, ProtocolViolation
+
+MAX_MESSAGE_BYTES = 4096
+MAX_VALUE_BYTES = 256
+MAX_JSON_DEPTH = 2
+MAX_RANKS = 4096
+REQUEST_S = 5.0
+ENDPOINT_PREFIX = "mpcdp/endpoint/"
+REPORT_PREFIX = "mpcdp/report/"
+EVIDENCE = ("violation", "short", "timeout", "closed", "none")
+_SHOWN_SOURCES = 32  # refusals reported on stderr: the first from each source, for this many sources
+
+
+class Report(NamedTuple):
+    """One process's loss report: whom it suspects (None: nobody) and on what evidence (:data:`EVIDENCE`)."""
+    writer: int
+    suspect: int | None
+    evidence: str
+
+
+# -- schema -----------------------------------------------------------------------------------------------
+
+def key_rank(key: str) -> tuple[str, int] | None:
+    """(prefix, rank) of a writable key (``mpcdp/endpoint/<rank>``, ``mpcdp/report/<rank>``), else None."""
+    for prefix in (ENDPOINT_PREFIX, REPORT_PREFIX):
+        tail = key[len(prefix):] if key.startswith(prefix) else ""
+        if tail.isascii() and tail.isdigit() and len(tail) <= 4 and (tail == "0" or not tail.startswith("0")):
+            return prefix, int(tail)
+    return None
+
+
+def parse_endpoint(text: str) -> tuple[str, int, int]:
+    """``'IPv4 port processes'`` → (host, port, processes).
+
+    Raises:
+        ValueError: any other text.
+    """
+    parts = text.split(" ")
+    if len(parts) != 3 or not all(p.isascii() and p for p in parts):
+        raise ValueError(f"{_shown(text)} is not 'IPv4 port processes'")
+    host, port, processes = parts
+    ipaddress.IPv4Address(host)
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"port {_shown(port)} is not in 1..65535")
+    if not (processes.isdigit() and 0 < int(processes) <= MAX_RANKS):
+        raise ValueError(f"process count {_shown(processes)} is not in 1..{MAX_RANKS}")
+    return host, int(port), int(processes)
+
+
+def parse_report(text: str, writer: int) -> Report:
+    """``{"suspect": j | null, "evidence": kind}`` written by rank ``writer`` → :class:`Report`.
+
+    Raises:
+        ValueError: not that schema (other fields, a suspect that is the writer or not a rank, an unknown
+            kind, a suspect without evidence or evidence without a suspect).
+    """
+    if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
+        raise ValueError(f"a report of more than {MAX_VALUE_BYTES} bytes")
+    value = loads_bounded(text.encode("utf-8"), MAX_JSON_DEPTH)
+    if not isinstance(value, dict) or set(value) != {"suspect", "evidence"}:
+        raise ValueError(f"{_shown(text)} is not {{'suspect', 'evidence'}}")
+    suspect, evidence = value["suspect"], value["evidence"]
+    if evidence not in EVIDENCE:
+        raise ValueError(f"evidence {_shown(str(evidence))} is not one of {', '.join(EVIDENCE)}")
+    if suspect is None:
+        if evidence != "none":
+            raise ValueError("evidence without a suspect")
+        return Report(writer, None, "none")
+    if isinstance(suspect, bool) or not isinstance(suspect, int) or not 0 <= suspect < MAX_RANKS:
+        raise ValueError(f"suspect {_shown(str(suspect))} is not a rank")
+    if suspect == writer or evidence == "none":
+        raise ValueError("a report that names its own writer, or a suspect without evidence")
+    return Report(writer, suspect, evidence)
+
+
+def json_depth(text: str) -> int:
+    """How deep the arrays and objects of a JSON text nest (strings skipped), without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(data: bytes, depth: int):
+    """UTF-8 JSON nested at most ``depth`` deep (checked first), without NaN or infinities.
+
+    Raises:
+        ValueError: anything else.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 ({exc.reason})") from None
+    if json_depth(text) > depth:
+        raise ValueError(f"JSON nested deeper than {depth}")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """Hostile text as an error shows it: quoted, escaped and cut."""
+    return repr(text[:limit]) + ("…" if len(text) > limit else "")
+
+
+# -- wire -------------------------------------------------------------------------------------------------
+
+def write_message(link: socket.socket, message: dict) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    link.sendall(struct.pack("<I", len(data)) + data)
+
+
+def read_reply(link: socket.socket) -> dict:
+    """A reply from the store (the link's own timeout applies).
+
+    Raises:
+        ValueError: a reply over the size or depth caps, or not an object.
+        ConnectionError: the store closed the connection.
+    """
+    (n,) = struct.unpack("<I", _recv_exactly(link, 4, None))
+    if n > MAX_MESSAGE_BYTES:
+        raise ValueError(f"a reply of {n} bytes")
+    reply = loads_bounded(_recv_exactly(link, n, None), MAX_JSON_DEPTH)
+    if not isinstance(reply, dict):
+        raise ValueError("a reply that is not an object")
+    return reply
+
+
+def _recv_exactly(link: socket.socket, n: int, deadline: float | None) -> bytes:
+    """Exactly ``n`` bytes; with a ``deadline`` (time.monotonic()) all of them must arrive before it.
+
+    Raises:
+        socket.timeout: the deadline passed. ConnectionError: the peer closed first.
+    """
+    data = b""
+    while len(data) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("deadline")
+            link.settimeout(left)
+        chunk = link.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the peer closed the connection")
+        data += chunk
+    return data
+
+
+# -- server -----------------------------------------------------------------------------------------------
+
+class _Refused(Exception):
+    """A request or connection the store refuses (the text says why)."""
+
+
+class _Left(Exception):
+    """The client closed its connection between requests."""
+
+
+class StoreServer:
+    """The key-value store party 0 hosts at ``host:port``, one thread per connection (daemon threads).
+
+    Counters for whoever watches it: :attr:`active` and :attr:`peak` connections, :attr:`stored_bytes`,
+    :attr:`refusals` (count per source).
+    """
+
+    def __init__(self, port: int, security=None, *, host: str = "127.0.0.1", processes: int | None = None,
+                 request_s: float = REQUEST_S, max_connections: int | None = None):
+        self.security = security
+        self.ranks = processes or MAX_RANKS
+        self.request_s = float(request_s)
+        self.max_connections = max_connections or (max(16, 2 * processes + 8) if processes else 64)
+        self.max_stored_bytes = 2 * min(self.ranks, 1024) * (MAX_VALUE_BYTES + 32)
+        self.values: dict[str, str] = {}
+        self.stored_bytes = 0
+        self.active = self.peak = 0
+        self.refusals: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self._by_rank: dict[int, socket.socket] = {}
+        self._open: set[socket.socket] = set()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.listener.bind((host, port))
+        except OSError as exc:
+            self.listener.close()
+            raise ConfigError(f"the rendezvous {host}:{port} cannot be opened on party 0's host: {exc}") from None
+        self.listener.listen(64)
+        self.address = self.listener.getsockname()
+        threading.Thread(target=self._accept, daemon=True, name="mpcdp-rendezvous").start()
+
+    def close(self) -> None:
+        """Stop accepting and close every connection."""
+        self.listener.close()
+        with self.lock:
+            for link in list(self._open):
+                _shut(link)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, origin = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                admitted = self.active < self.max_connections
+                if admitted:
+                    self.active += 1
+                    self.peak = max(self.peak, self.active)
+                    self._open.add(raw)
+            if not admitted:
+                raw.close()
+                self._refuse(origin[0], f"more than {self.max_connections} connections at once")
+                continue
+            try:
+                threading.Thread(target=self._serve, args=(raw, origin[0]), daemon=True,
+                                 name="mpcdp-rendezvous-client").start()
+            except RuntimeError:  # no thread to be had: refuse this one
+                self._release(raw, None)
+                self._refuse(origin[0], "no thread left to serve it")
+
+    def _serve(self, raw: socket.socket, origin: str) -> None:
+        source, writer, link = origin, None, raw
+        try:
+            deadline = time.monotonic() + self.request_s
+            link = self._handshake(raw, origin, deadline)
+            if self.security is not None:
+                writer = self.security.peer_rank(link)
+                source = f"rank {writer} ({origin})"
+                self._hold(writer, link)
+            while True:
+                request = self._next_request(link, deadline)
+                deadline = None
+                reply = self._apply(request, writer)
+                link.settimeout(self.request_s)
+                write_message(link, reply)
+        except _Left:
+            pass
+        except _Refused as exc:
+            self._refuse(source, str(exc))
+            if self.security is None or link is not raw:
+                self._tell(link, str(exc))
+        except (OSError, ValueError) as exc:  # ssl.SSLError and ConnectionError are OSErrors
+            self._refuse(source, f"its connection failed ({type(exc).__name__}: {str(exc)[:120]})")
+        except Exception as exc:  # noqa: BLE001 - nothing a client sends may end the store's host
+            self._refuse(source, f"a request the store could not take ({type(exc).__name__})")
+        finally:
+            self._release(raw, writer, link)
+
+    def _handshake(self, raw: socket.socket, origin: str, deadline: float) -> socket.socket:
+        """TLS (with credentials) under the connection's first deadline; the peer's rank must be named."""
+        if self.security is None:
+            return raw
+        raw.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            link = self.security.server.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            raise _Refused(f"its TLS handshake failed or did not end within {self.request_s} s: {exc}") from None
+        if self.security.peer_rank(link) is None:
+            raise _Refused("its certificate names no rank")
+        with self.lock:
+            self._open.add(link)
+        return link
+
+    def _hold(self, rank: int, link: socket.socket) -> None:
+        """A rank holds one connection: its newest (the older one is closed)."""
+        with self.lock:
+            older = self._by_rank.get(rank)
+            self._by_rank[rank] = link
+        if older is not None:
+            _shut(older)
+
+    def _release(self, raw: socket.socket, writer: int | None, link: socket.socket | None = None) -> None:
+        for end in {raw, link} - {None}:
+            end.close()
+        with self.lock:
+            self.active -= 1
+            self._open.discard(raw)
+            self._open.discard(link)
+            if writer is not None and self._by_rank.get(writer) is link:
+                del self._by_rank[writer]
+
+    def _next_request(self, link: socket.socket, first_deadline: float | None):
+        """The next request: its first byte by ``first_deadline`` (None: whenever), the rest within
+        ``request_s`` of that byte."""
+        link.settimeout(None if first_deadline is None else max(0.001, first_deadline - time.monotonic()))
+        try:
+            first = link.recv(1)
+        except socket.timeout:
+            raise _Refused(f"it sent no request within {self.request_s} s of connecting") from None
+        if not first:
+            raise _Left()
+        deadline = time.monotonic() + self.request_s
+        if first_deadline is not None:
+            deadline = min(deadline, first_deadline)
+        try:
+            (n,) = struct.unpack("<I", first + _recv_exactly(link, 3, deadline))
+            if n > MAX_MESSAGE_BYTES:
+                raise _Refused(f"a message of {n} bytes (at most {MAX_MESSAGE_BYTES})")
+            body = _recv_exactly(link, n, deadline)
+        except socket.timeout:
+            raise _Refused(f"a request did not arrive in full within {self.request_s} s of its first byte") from None
+        except ConnectionError:
+            raise _Refused("it closed the connection in the middle of a request") from None
+        try:
+            return loads_bounded(body, MAX_JSON_DEPTH)
+        except ValueError as exc:
+            raise _Refused(f"a request that is not store JSON: {exc}") from None
+
+    def _apply(self, request, writer: int | None) -> dict:
+        if not isinstance(request, dict) or not isinstance(request.get("key"), str):
+            raise _Refused("not a store request")
+        op, key = request.get("op"), request["key"]
+        if op == "get" and set(request) == {"op", "key"}:
+            with self.lock:
+                return {"value": self.values.get(key)}
+        if op != "set" or set(request) != {"op", "key", "value"} or not isinstance(request["value"], str):
+            raise _Refused(f"not a store request (op {_shown(str(op))})")
+        value = request["value"]
+        self._check_write(key, value, writer)
+        with self.lock:
+            held = self.values.get(key)
+            if held is not None and held != value:
+                raise _Refused(f"{key} is written already (each key once: another process claims that rank)")
+            if held is None:
+                size = len(key) + len(value)
+                if self.stored_bytes + size > self.max_stored_bytes:
+                    raise _Refused(f"the store holds {self.stored_bytes} bytes already")
+                self.values[key] = value
+                self.stored_bytes += size
+        return {"value": value}
+
+    def _check_write(self, key: str, value: str, writer: int | None) -> None:
+        """The key is a rank's endpoint or report, of a rank of the run, the writer's own under TLS, and the
+        value fits that key's schema."""
+        family = key_rank(key)
+        if family is None:
+            raise _Refused(f"it may not write {_shown(key)} (only mpcdp/endpoint/<rank> and mpcdp/report/<rank>)")
+        prefix, rank = family
+        if rank >= self.ranks:
+            raise _Refused(f"it may not write {key}: the run has ranks 0..{self.ranks - 1}")
+        if self.security is not None and rank != writer:
+            raise _Refused(f"rank {writer} may not write {key} (another rank's)")
+        if len(value.encode("utf-8")) > MAX_VALUE_BYTES:
+            raise _Refused(f"a value of more than {MAX_VALUE_BYTES} bytes for {key}")
+        try:
+            if prefix == ENDPOINT_PREFIX:
+                parse_endpoint(value)
+            else:
+                parse_report(value, rank)
+        except ValueError as exc:
+            raise _Refused(f"a malformed value for {key}: {exc}") from None
+
+    def _tell(self, link: socket.socket, why: str) -> None:
+        try:
+            link.settimeout(1.0)
+            write_message(link, {"error": why})
+        except (OSError, ValueError):
+            pass
+
+    def _refuse(self, source: str, why: str) -> None:
+        """Count a refusal; show the first one from each source (for the first few sources) on stderr."""
+        with self.lock:
+            count = self.refusals.get(source, 0) + 1
+            self.refusals[source] = count
+            shown = count == 1 and len(self.refusals) <= _SHOWN_SOURCES
+        if shown:
+            print(f"mpcdp party 0: the rendezvous refused a connection from {source}: {why} (later refusals "
+                  f"from it are counted, not shown)", file=sys.stderr, flush=True)
+
+
+def _shut(link: socket.socket) -> None:
+    try:
+        link.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+# -- client -----------------------------------------------------------------------------------------------
+
+class StoreClient:
+    """A connection to the rendezvous (the subset of torch's ``Store`` API mpcdp uses). A connection the
+    store closed (it was full, or this rank connected again) is made anew for the next request."""
+
+    def __init__(self, host: str, port: int, *, security=None, timeout_s: float):
+        self.host, self.port, self.security = host, port, security
+        self.timeout_s = float(timeout_s)
+        self.link: socket.socket | None = None
+        self.lock = threading.Lock()
+        with self.lock:
+            self._connect(time.monotonic() + self.timeout_s)
+
+    def set_timeout(self, timeout: datetime.timedelta) -> None:
+        self.timeout_s = timeout.total_seconds()
+
+    def _connect(self, deadline: float) -> None:
+        where = f"the rendezvous at {self.host}:{self.port} (party 0's host)"
+        while True:
+            try:
+                raw = socket.create_connection((self.host, self.port),
+                                               timeout=max(0.1, deadline - time.monotonic()))
+                self.link = self._secure(raw, where)
+                return
+            except ProtocolViolation:
+                raise
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise PeerTimeout(f"Timed out after {self.timeout_s} s reaching {where}: {exc}", party=0) from None
+                time.sleep(0.05)
+
+    def _secure(self, raw: socket.socket, where: str) -> socket.socket:
+        if self.security is None:
+            return raw
+        try:
+            link = self.security.client.wrap_socket(raw, server_side=False)
+        except (ssl.SSLEOFError, ConnectionError, socket.timeout):
+            raw.close()
+            raise
+        except (ssl.SSLError, OSError) as exc:
+            raw.close()
+            raise ProtocolViolation(f"the TLS handshake with {where} failed: {exc}", party=0) from None
+        if self.security.peer_rank(link) != 0:
+            link.close()
+            raise ProtocolViolation(f"{where} presented the certificate of {self.security.peer_rank(link)!r}, "
+                                    f"not party 0's", party=0)
+        return link
+
+    def _drop(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+
+    def _ask(self, request: dict) -> str | None:
+        with self.lock:
+            reply = self._exchange(request)
+        if "error" in reply:
+            raise ConfigError(f"the rendezvous refused this process's request for {request.get('key')!r}: "
+                              f"{str(reply['error'])[:300]}")
+        value = reply.get("value")
+        if value is not None and not isinstance(value, str):
+            raise ProtocolViolation("the rendezvous store sent a malformed reply", party=0)
+        return value
+
+    def _exchange(self, request: dict) -> dict:
+        """One request and its reply, connecting again (until the timeout) if the store closed the link."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                if self.link is None:
+                    self._connect(deadline)
+                self.link.settimeout(max(0.05, deadline - time.monotonic()))
+                write_message(self.link, request)
+                reply = read_reply(self.link)
+                if "error" in reply:
+                    self._drop()
+                return reply
+            except (ssl.SSLEOFError, ConnectionError) as exc:  # closed by the store: connect again
+                self._drop()
+                failure = exc
+            except ssl.SSLError as exc:
+                self._drop()
+                raise ProtocolViolation(f"the rendezvous store's TLS failed: {exc}", party=0) from None
+            except (OSError, ValueError) as exc:
+                self._drop()
+                raise PeerLost(f"the rendezvous store (party 0's process) failed: {exc}", party=0) from None
+            except PeerTimeout as exc:
+                raise PeerLost(f"the rendezvous store (party 0's process) is gone: {exc}", party=0) from None
+            if time.monotonic() > deadline:
+                raise PeerLost(f"the rendezvous store (party 0's process) failed: {failure}", party=0)
+            time.sleep(0.05)
+
+    def set(self, key: str, value: str) -> None:
+        self._ask({"op": "set", "key": key, "value": value})
+
+    def get(self, key: str) -> bytes:
+        value = self._ask({"op": "get", "key": key})
+        return b"" if value is None else value.encode()
+
+    def fetch(self, key: str) -> bytes | None:
+        """The value of ``key``, or None if it is not written (one round trip)."""
+        value = self._ask({"op": "get", "key": key})
+        return None if value is None else value.encode()
+
+    def check(self, keys: list[str]) -> bool:
+        return all(self._ask({"op": "get", "key": key}) is not None for key in keys)
