@@ -202,41 +202,53 @@ def _pump(source: socket.socket, sink: socket.socket, seen: bytearray) -> None:
         sink.sendall(chunk)
 
 
-def _local_attacker(before: set[int], report, stop) -> None:
-    """As user `nobody`: find the run's store (the first new listener on this host), read party 0's endpoint,
-    point it at a relay of its own, and relay whatever comes; report what the store answered and what the relay
-    saw."""
+def _local_attacker(host: str, report, stop) -> None:
+    """As user `nobody` on the emulated ``host``: find the run's store among the listeners that appear there (it
+    answers a store request), read party 0's endpoint, point it at a relay of its own, and relay whatever comes;
+    report what the store answered and what the relay saw."""
+    import ctypes
+
+    netns = os.open(f"/var/run/netns/{host}", os.O_RDONLY)
+    assert ctypes.CDLL(None, use_errno=True).setns(netns, 0x40000000) == 0  # CLONE_NEWNET
     "127.0.0.1".encode("idna")  # load what resolving an address needs while its files are still readable
     os.setgroups([])
     os.setgid(NOBODY)
     os.setuid(NOBODY)
-    replies, streams, lock = [], [], threading.Lock()
+    replies, streams, lock, probed = [], [], threading.Lock(), {p for p, _ in _listeners()}
     report.send("ready")
-    store = _wait_for(lambda: [p for p, _ in _listeners() if p not in before], 120, "the run's store")[0]
-    try:
-        link = socket.create_connection(("127.0.0.1", store), timeout=5)
-        endpoint = None
-        for _ in range(500):
-            reply = _ask_store(link, {"op": "get", "key": "mpcdp/endpoint/0"})
-            if not isinstance(reply, dict):
-                break
-            replies.append(reply)
-            if reply.get("value"):
-                endpoint = reply["value"].split()
-                break
-            time.sleep(0.002)
-        if endpoint is not None:
-            relay = socket.create_server(("127.0.0.1", 0))
-            threading.Thread(target=_relay, args=(relay, (endpoint[0], int(endpoint[1])), streams, lock),
-                             daemon=True).start()
-            redirected = f"127.0.0.1 {relay.getsockname()[1]} {endpoint[2]}"
-            replies.append(_ask_store(link, {"op": "set", "key": "mpcdp/endpoint/0", "value": redirected}))
-    except OSError as exc:
-        replies.append(None)
-        print(f"attacker: {exc}", file=sys.stderr)
+    deadline = time.monotonic() + 120
+    while not stop.is_set() and time.monotonic() < deadline and not replies:
+        for port in [p for p, _ in _listeners() if p not in probed]:
+            probed.add(port)
+            replies += _redirect_endpoint_0(port, streams, lock)
+        time.sleep(0.002)
     stop.wait(300)
     with lock:
         report.send({"replies": replies, "streams": [(d, bytes(s)) for d, s in streams]})
+
+
+def _redirect_endpoint_0(port: int, streams: list, lock: threading.Lock) -> list[dict]:
+    """If a store listens at ``port``: wait for party 0's endpoint, relay it and point the store at the relay;
+    every answer the store gave."""
+    try:
+        link = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except OSError:
+        return []
+    answers = []
+    for _ in range(2000):
+        reply = _ask_store(link, {"op": "get", "key": "mpcdp/endpoint/0"})
+        if not isinstance(reply, dict):
+            return answers  # not a store that talks to strangers
+        answers.append(reply)
+        if reply.get("value"):
+            host, target, processes = reply["value"].split()
+            relay = socket.create_server(("127.0.0.1", 0))
+            threading.Thread(target=_relay, args=(relay, (host, int(target)), streams, lock), daemon=True).start()
+            answers.append(_ask_store(link, {"op": "set", "key": "mpcdp/endpoint/0",
+                                             "value": f"127.0.0.1 {relay.getsockname()[1]} {processes}"}))
+            return answers
+        time.sleep(0.001)
+    return answers
 
 
 def _plain_frames(direction: str, stream: bytes) -> int:
@@ -249,29 +261,38 @@ def _plain_frames(direction: str, stream: bytes) -> int:
     return found
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="simulating another user needs root (setuid)")
+@pytest.mark.netns
+@pytest.mark.skipif(NETNS_UNAVAILABLE is not None, reason=NETNS_UNAVAILABLE or "")
 def test_an_unprivileged_local_user_can_neither_redirect_nor_read_a_local_run(tmp_path):
+    """`mpcdp train` as the README runs the main job, on a host (an emulated one: only this run's listeners are
+    there) where user `nobody` tries to take party 0's place through the rendezvous and relay its links."""
     protocol = tmp_path / "small.toml"
     protocol.write_text(SMALL_PROTOCOL)
+    tag = "l" + secrets.token_hex(3)
+    script = str(ROOT / "launch" / "netns.sh")
     fork = multiprocessing.get_context("fork")
     report, theirs = fork.Pipe()
     stop = fork.Event()
-    attacker = fork.Process(target=_local_attacker, args=({p for p, _ in _listeners()}, theirs, stop), daemon=True)
-    attacker.start()
+    attacker = None
     try:
+        subprocess.run(["bash", script, "up", tag, "1"], check=True, capture_output=True)
+        attacker = fork.Process(target=_local_attacker, args=(f"{tag}-h0", theirs, stop), daemon=True)
+        attacker.start()
         assert report.poll(30) and report.recv() == "ready"
         env = {k: v for k, v in os.environ.items() if k not in ("MPCDP_CREDENTIALS", "MPCDP_INSECURE_LINKS")}
-        run = subprocess.run([MPCDP, "train", str(protocol)], env=env, cwd=ROOT, capture_output=True, text=True,
-                             timeout=240)
+        run = subprocess.run(["ip", "netns", "exec", f"{tag}-h0", MPCDP, "train", str(protocol)], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=240)
         stop.set()
         assert report.poll(30)
         seen = report.recv()
     finally:
         stop.set()
-        attacker.join(timeout=10)
-        attacker.kill()
+        if attacker is not None:
+            attacker.join(timeout=10)
+            attacker.kill()
+        subprocess.run(["bash", script, "down", tag], check=False)
     # the store gave the attacker nothing (no endpoint to redirect) and nothing reached it through a relay
-    assert seen["replies"] in ([], [None]), seen["replies"]
+    assert seen["replies"] == [], seen["replies"]
     assert all(_plain_frames(d, s) == 0 and tls_records_only(s) for d, s in seen["streams"]), \
         [(d, s[:24]) for d, s in seen["streams"]]
     # the honest run finished unharmed, over TLS (or stopped naming the problem)
