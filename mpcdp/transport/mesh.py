@@ -125,7 +125,7 @@ class Mesh:
         authenticated and encrypted, and a connection that does not present this deployment's certificate
         for the rank it claims is refused (and reported on stderr) while the genuine process is awaited.
         Without it, links are plain TCP only with ``insecure`` (``--insecure-links``), on one host as across
-        hosts, which warns (:data:`~mpcdp.runtime.endpoint.INSECURE_LINKS_WARNING`).
+        hosts, which warns (:data:`INSECURE_LINKS_WARNING`).
 
         The listener serves each accepted connection's handshake and rank announcement without blocking,
         under its own deadline (:data:`HANDSHAKE_S`), at most :data:`MAX_PENDING` at once: a connection that
