@@ -2,12 +2,14 @@
 
     .venv/bin/python -m benchmarks.links [--repeats 2]
 
-Two workloads, each run plain and over TLS 1.3 (credentials from :func:`mpcdp.transport.credentials.make_deployment`),
-alternating so that machine drift hits both alike:
+Two workloads, each run plain (``MPCDP_INSECURE_LINKS=1``, knowingly) and over TLS 1.3 as every local run is by
+default (the launcher's throwaway deployment, :func:`mpcdp.runtime.harness.throwaway_deployment`), alternating so
+that machine drift hits both alike:
 
-* a9a DDP-SRM (`protocols/quickstart-a9a.toml`, secure): the in-MPC noise pre-sampling and online times,
-  the bytes the kernel sent on the busiest party's links (frames plus TLS records and handshakes) and the
-  bytes the dealer sent;
+* a9a DDP-SRM (`protocols/quickstart-a9a.toml`, secure; the README's main job): the training's wall time
+  (``wall_s``: the processes' start, links, handshake, noise pre-sampling and online steps), the in-MPC noise
+  pre-sampling and online times, the bytes the kernel sent on the busiest party's links (frames plus TLS records
+  and handshakes) and the bytes the dealer sent;
 * the MNIST-CNN cost harness (`mpcdp cost --model mnist-cnn`, dgauss noise for every layer): the same two
   numbers per section (noise, release), summed over layers.
 
@@ -20,11 +22,11 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
+import warnings
 
 from benchmarks import recording
+from mpcdp.errors import InsecureSettingWarning
 from mpcdp.jobs.report import markdown_table
-from mpcdp.transport.credentials import make_deployment
 
 
 def _training(protocol: str) -> dict:
@@ -32,7 +34,7 @@ def _training(protocol: str) -> dict:
 
     report = run_plan(plan_from(protocol, backend="mpc"), curve=False)
     return {"links": report["links"], "bytes": report["link_wire_bytes_per_party"],
-            "dealer_bytes": report["dealer_bytes"], "presample_s": report["presample_s"],
+            "dealer_bytes": report["dealer_bytes"], "wall_s": report["wall_s"], "presample_s": report["presample_s"],
             "online_s": report["online_s"]}
 
 
@@ -59,18 +61,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="mnist-cnn")
     parser.add_argument("--out", default="benchmarks/results/links")
     ns = parser.parse_args(argv)
+    warnings.simplefilter("ignore", InsecureSettingWarning)  # the plain runs are plain knowingly, to compare
     command = ("python -m benchmarks.links " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    keys = tempfile.mkdtemp(prefix="mpcdp-links-")
-    make_deployment(keys, 3)
+    os.environ.pop("MPCDP_CREDENTIALS", None)  # TLS: each run's own throwaway deployment, as `mpcdp train` makes
     runs: dict[str, list[dict]] = {"plain": [], "tls": []}
     for _ in range(ns.repeats):
         for mode in ("plain", "tls"):
-            if mode == "tls":
-                os.environ["MPCDP_CREDENTIALS"] = keys
+            if mode == "plain":
+                os.environ["MPCDP_INSECURE_LINKS"] = "1"
             else:
-                os.environ.pop("MPCDP_CREDENTIALS", None)
+                os.environ.pop("MPCDP_INSECURE_LINKS", None)
             runs[mode].append({"training": _training(ns.protocol), "cost": _cost(ns.model, 3)})
-    os.environ.pop("MPCDP_CREDENTIALS", None)
+    os.environ.pop("MPCDP_INSECURE_LINKS", None)
 
     def med(mode: str, part: str, key: str) -> float:
         return statistics.median(r[part][key] for r in runs[mode])
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for part, key, what in (("training", "bytes", "a9a DDP-SRM: bytes on the busiest party's links"),
                             ("training", "dealer_bytes", "a9a DDP-SRM: bytes the dealer sent"),
+                            ("training", "wall_s", "a9a DDP-SRM: training wall s"),
                             ("training", "presample_s", "a9a DDP-SRM: noise pre-sampling s"),
                             ("training", "online_s", "a9a DDP-SRM: online s"),
                             ("cost", "noise_bytes", f"{ns.model} cost, noise: bytes (busiest party)"),
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         fmt = (lambda v: f"{v:,.0f}") if "bytes" in key else (lambda v: f"{v:.3f}")
         rows.append([what, fmt(plain), fmt(tls), f"{tls / plain:.3f}"])
     assert all(r["training"]["links"] == "TLSv1.3" for r in runs["tls"])
+    assert all(r["training"]["links"] == "plain TCP" for r in runs["plain"])
     markdown = (f"# TLS 1.3 on mpcdp's links: cost against plain TCP\n\nCommand: `{command}`. Three parties and the "
                 f"dealer as local processes; median of {ns.repeats} alternating runs per mode. Bytes: what the kernel "
                 f"sent on the data parties' links (frames, TLS records and handshakes), and what the dealer sent on its "

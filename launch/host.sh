@@ -6,6 +6,9 @@
 #   WORLD_SIZE   m, the number of data parties
 #   MASTER_ADDR, MASTER_PORT   where rank 0 listens (or RENDEZVOUS=tcp://HOST:PORT)
 #   MPCDP_IFACE  optional: the network interface to listen on (default: the one that routes to MASTER_ADDR)
+#   MPCDP_CREDENTIALS  the deployment's TLS credentials (`mpcdp credentials`; or --credentials DIR): required,
+#                on one host too, unless --insecure-links (plain TCP, readable and alterable by anyone who
+#                reaches the links)
 # Extra arguments go to `mpcdp party` (e.g. --dim 123 --timeout 120). Every process must get the same ones;
 # the parties compare configurations before any data moves.
 #

@@ -10,3 +10,13 @@ def config_for():
         kwargs.setdefault("timeout_s", 90.0)
         return MpcConfig(parties=parties, **kwargs)
     return make
+
+
+@pytest.fixture
+def deployment(tmp_path):
+    """Credentials for processes a test starts on their own, as on separate hosts (no launcher keys a deployment
+    for them): a CA and the certificates of ranks 0..5 (a rank m = the dealer for up to 5 parties), made as
+    `mpcdp credentials` makes them. Pass it as MPCDP_CREDENTIALS or `--credentials`."""
+    from mpcdp.transport.credentials import make_deployment
+
+    return make_deployment(tmp_path / "credentials", 5)

@@ -559,3 +559,47 @@ def short_frame_then_wait(ctx, rogue: int, at: int, honest_timeout: float, rogue
             mesh.exchange({}, {0: torch.empty(50, dtype=torch.int64)}, label="sum (sum)")
         ctx.reveal(shared, label="sum", reason="test")
     return "done"
+
+
+def credentials_in_use(ctx, fail_at: int, note: str):
+    """What the launcher gave this party to secure its links: the folder, its mode and files, and the links'
+    protection; party ``fail_at`` writes the folder's path to ``note`` and fails."""
+    import stat
+
+    folder = os.environ.get("MPCDP_CREDENTIALS")
+    if ctx.rank == fail_at:
+        with open(note, "w") as fh:
+            fh.write(folder or "")
+        raise RuntimeError(f"deliberate failure at party {fail_at}")
+    return {"folder": folder, "mode": stat.S_IMODE(os.stat(folder).st_mode) if folder else None,
+            "files": sorted(os.listdir(folder)) if folder else [], "links": ctx.links}
+
+
+def separate_process(rank: int, parties: int, rendezvous: str, timeout_s: float, environ: dict, log_path: str,
+                     out):
+    """A process started on its own, as on its own host, with ``environ`` (its credentials), its output in
+    ``log_path``: each party opens the sum of the ranks; reports (rank, outcome, value)."""
+    import sys
+
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.party import run_dealer, run_party
+
+    os.environ.clear()
+    os.environ.update(environ)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    config = MpcConfig(parties=parties, timeout_s=timeout_s)
+    try:
+        if rank == parties:
+            run_dealer(config=config, rendezvous=rendezvous)
+            out.put((rank, "ok", None))
+        else:
+            value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=sum_once,
+                              args=(torch.full((3,), float(rank)),), job={"fn": "sum_once"})
+            out.put((rank, "ok", value.tolist()))
+    except BaseException as exc:  # noqa: BLE001 - the test reads how it ended
+        out.put((rank, type(exc).__name__, str(exc)))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()

@@ -95,10 +95,12 @@ def test_a_run_after_a_failure_works_and_neither_leaves_its_logs_behind(config_f
     assert list(tmp_path.glob("mpcdp-run-*")) == []
 
 
-def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation():
+def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation(deployment, monkeypatch):
     """On separate hosts no harness watches: the per-party timeout reaches every blocking operation, and
     the error names the silent party."""
     import multiprocessing
+
+    monkeypatch.setenv("MPCDP_CREDENTIALS", str(deployment))  # no launcher keys them a deployment
 
     from mpcdp.runtime.harness import free_port
     from party_jobs import standalone_process

@@ -15,7 +15,7 @@ import torch
 from scipy import stats
 
 from mpcdp.config import MpcConfig
-from mpcdp.errors import ConfigError, PartyFailed
+from mpcdp.errors import ConfigError, InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.harness import run_job, run_parties
 from party_jobs import (coalition_view, discrete_gaussian_pass, generator_one_view, material_of_every_kind,
                         product_with_view)
@@ -38,8 +38,11 @@ def _xor(results, key, i):
 
 @pytest.fixture(scope="module", params=[3, 5], ids=["3-parties", "5-parties"])
 def material(request):
-    run = run_job(material_of_every_kind, MpcConfig(parties=request.param, provider="honest-majority",
-                                                    timeout_s=90.0), args=(N,))
+    # plain links, knowingly: the material's bytes are compared with its frames on the wire (TLS adds records)
+    with pytest.MonkeyPatch.context() as patch, pytest.warns(InsecureSettingWarning):
+        patch.setenv("MPCDP_INSECURE_LINKS", "1")
+        run = run_job(material_of_every_kind, MpcConfig(parties=request.param, provider="honest-majority",
+                                                        timeout_s=90.0), args=(N,))
     assert run.dealer is None and len(run.values) == request.param  # no dealer process
     return run.values
 

@@ -91,7 +91,7 @@ def protocol(tmp_path, request):
     return str(path), request.param
 
 
-def test_separate_processes_name_the_killed_party(protocol):
+def test_separate_processes_name_the_killed_party(protocol, deployment):
     protocol, provider = protocol
     processes = PARTIES + (provider == "dealer")
     rng = random.Random()
@@ -99,7 +99,7 @@ def test_separate_processes_name_the_killed_party(protocol):
     port = str(free_port())
     procs = [Process([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "120"],
                      dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
-                          MASTER_PORT=port))
+                          MASTER_PORT=port, MPCDP_CREDENTIALS=str(deployment)))
              for rank in range(processes)]
     try:
         _wait_for(lambda: all("joined; training" in p.text() for p in procs[:PARTIES]), 90)

@@ -143,7 +143,7 @@ def test_mpcdp_train_takes_torch_datasets_and_refuses_one_of_another_width():
                     protocol="protocols/own-data-mlp.toml")
 
 
-def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(party_files):
+def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(party_files, deployment):
     """`mpcdp party --job train --data FILE` on each of three processes (and the dealer), as on separate hosts:
     every party prints the same released model and the certified ε."""
     import json
@@ -155,7 +155,8 @@ def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(pa
 
     plan, _, parts, tests, sources = party_files
     mpcdp = str(pathlib.Path(__file__).resolve().parents[1] / ".venv" / "bin" / "mpcdp")
-    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
     procs = []
     for rank in range(4):
         own = (["--data", sources[rank].train, "--test", sources[rank].test, "--label", "income_over_50k"]

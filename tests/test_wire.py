@@ -129,7 +129,10 @@ def test_tls_carries_every_message_and_gives_exact_results(config_for, tmp_path,
         assert (r["product"] - x * x.flip(0)).abs().max().item() <= 4 * 2.0**-16
 
 
-def test_plain_links_across_hosts_are_refused_without_the_flag():
+@pytest.mark.parametrize("address", ["10.213.0.2", "127.0.0.1"])
+def test_plain_links_are_refused_without_the_flag_on_one_host_as_across_hosts(address):
+    """Without credentials a process started on its own refuses plain links, over loopback too (another user of
+    the host could relay them); `--insecure-links` goes on, warning what it exposes and how to close it."""
     from mpcdp.errors import ConfigError
     from mpcdp.transport.mesh import Mesh
 
@@ -137,7 +140,8 @@ def test_plain_links_across_hosts_are_refused_without_the_flag():
         raise AssertionError("no address may be published before the refusal")
 
     with pytest.raises(ConfigError, match="must be authenticated.*--credentials DIR.*--insecure-links"):
-        Mesh.establish(1, 3, address="10.213.0.2", locate=never, timeout_s=1.0)
-    # with the flag it warns and goes on (to bind that address, which this machine does not have)
-    with pytest.warns(UserWarning, match="plain TCP"), pytest.raises((AssertionError, OSError)):
-        Mesh.establish(1, 3, address="10.213.0.2", locate=never, timeout_s=1.0, insecure=True)
+        Mesh.establish(1, 3, address=address, locate=never, timeout_s=1.0)
+    # with the flag it warns and goes on (to bind the address, or to publish it)
+    with pytest.warns(UserWarning, match="plain TCP.*every share.*dealer's keys.*released.*rendezvous.*"
+                                         "drop --insecure-links"), pytest.raises((AssertionError, OSError)):
+        Mesh.establish(1, 3, address=address, locate=never, timeout_s=1.0, insecure=True)

@@ -210,7 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="folder of this deployment's TLS credentials (`mpcdp credentials`): ca.pem and this "
                             "rank's party-<rank>.pem and key; env MPCDP_CREDENTIALS")
     party.add_argument("--insecure-links", action="store_true",
-                       help="allow plain TCP between parties on separate hosts (warns)")
+                       help="use plain TCP links without credentials, on one host as across hosts: anyone who "
+                            "reaches them can read and alter every share, the dealer's keys and the release "
+                            "(warns; env MPCDP_INSECURE_LINKS=1)")
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
     party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",

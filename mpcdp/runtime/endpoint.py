@@ -13,11 +13,16 @@ torchrun's agent already keeps at ``MASTER_ADDR:MASTER_PORT`` (:func:`mpcdp.tran
 
 ``MPCDP_IFACE`` (or torch's ``GLOO_SOCKET_IFNAME``) picks the network interface whose address the links
 listen on, on multi-homed hosts (``--iface``); without it, the interface that routes to the rendezvous host.
-``MPCDP_CREDENTIALS`` names the folder of this deployment's TLS credentials (``--credentials``) and
-``MPCDP_INSECURE_LINKS=1`` allows plain links across hosts (``--insecure-links``); ``MPCDP_NETWORK=CIDR``
-declares the network inside which a process accepts the others' endpoints from a plain (credential-less)
-rendezvous store (default: loopback, or the subnet of the interface it listens on;
-:func:`mpcdp.transport.rendezvous.declared_network`). This module is the only place mpcdp reads them (the rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
+``MPCDP_CREDENTIALS`` names the folder of this deployment's TLS credentials (``--credentials``). A process
+started on its own (``mpcdp party``, ``launch/host.sh``, ``mpcdp.train`` under ``RANK``, torchrun) has no
+launcher to key a deployment for it, so it needs them, on one host as across hosts; only
+``MPCDP_INSECURE_LINKS=1`` (``--insecure-links``) lets it use plain links instead, and that warns, saying what
+it exposes (:data:`mpcdp.transport.mesh.INSECURE_LINKS_WARNING`). The local launcher
+(:mod:`mpcdp.runtime.harness`) keys a throwaway deployment for each run unless one of the two is set.
+``MPCDP_NETWORK=CIDR`` declares the network inside which a process accepts the others' endpoints from a plain
+(credential-less) rendezvous store (default: loopback, or the subnet of the interface it listens on;
+:func:`mpcdp.transport.rendezvous.declared_network`). This module is the only place mpcdp reads them (the
+rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
 """
 
 from __future__ import annotations
@@ -81,8 +86,8 @@ def select_interface(iface: str | None) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class LinkSettings:
-    """How this process's links are made: its TLS credentials (or None), whether plain links across hosts
-    are allowed, and the interface to listen on (None: the one that routes to the rendezvous host)."""
+    """How this process's links are made: its TLS credentials (or None), whether plain links are allowed
+    (``--insecure-links``), and the interface to listen on (None: the one that routes to the rendezvous host)."""
     security: object | None
     insecure: bool
     iface: str | None
@@ -102,7 +107,7 @@ def link_settings(rank: int, environ: Mapping[str, str] | None = None) -> LinkSe
 
 
 def select_link_security(credentials: str | None, insecure_links: bool) -> None:
-    """Make this process and the party processes it starts use ``credentials`` / allow plain cross-host links."""
+    """Make this process and the party processes it starts use ``credentials`` / allow plain links."""
     if credentials:
         os.environ["MPCDP_CREDENTIALS"] = str(credentials)
     if insecure_links:

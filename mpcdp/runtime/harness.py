@@ -8,6 +8,11 @@ One harness for the CLI, the benchmarks and the tests:
   of the moment it is started, as a fresh interpreter would, and draws every key after the fork (from the
   OS CSPRNG, in :func:`mpcdp.adapter.start_party`), so no secret is shared between processes or runs;
 * the rendezvous is ``tcp://127.0.0.1:PORT`` with a port the OS handed out, new for every run;
+* every link and the rendezvous store are TLS 1.3, mutually authenticated, as across hosts: without a
+  deployment of the user's own (``MPCDP_CREDENTIALS``) the launcher keys a throwaway one for the run
+  (:func:`throwaway_deployment`), unless plain links are asked for knowingly (``MPCDP_INSECURE_LINKS=1``,
+  for harnesses that compare the frames on the wire; it warns). So another user of this host cannot read,
+  alter or join a local run through loopback;
 * results travel through one pipe per process, read *before* any process is joined, and are plain data; each
   party's current step and progress sit in shared memory (:mod:`mpcdp.runtime.board`), polled, so steps
   cost the launcher nothing;
@@ -20,6 +25,7 @@ One harness for the CLI, the benchmarks and the tests:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import multiprocessing
@@ -31,16 +37,19 @@ import signal
 import socket
 import tempfile
 import time
-from typing import Any, Callable, Sequence
+import warnings
+from typing import Any, Callable, Iterator, Sequence
 
 from mpcdp.config import MpcConfig
-from mpcdp.errors import PartyFailed
+from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.party import run_dealer_process, run_party_process
 from mpcdp.runtime.process_server import process_context, threads_per_process
+from mpcdp.transport.mesh import INSECURE_LINKS_WARNING
 
 _POLL_S = 0.05
-_GRACE_S = 2.0  # after the first failure, time to hear from the other processes before judging
+_GRACE_S = 5.0  # after the first failure, time to hear from the other processes before judging (they weigh
+# the loss reports for up to 2 s, party 0 keeps the store up for up to 4 s: mpcdp.transport.losses)
 _LOG_TAIL_LINES = 25
 
 
@@ -185,8 +194,51 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
     threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
-    ctx = process_context()
     launcher = {"environ": dict(os.environ), "cwd": os.getcwd()}
+    with throwaway_deployment(launcher["environ"], m):
+        return _launch(fn, config, launcher, args=args, party_args=party_args, default_job=default_job,
+                       party_jobs=party_jobs, progress=progress)
+
+
+@contextlib.contextmanager
+def throwaway_deployment(environ: dict[str, str], parties: int) -> Iterator[str | None]:
+    """Key a deployment for one local run into ``environ`` (the children's environment), and remove it after.
+
+    Unless ``environ`` already names the user's credentials (``MPCDP_CREDENTIALS``) or asks for plain links
+    (``MPCDP_INSECURE_LINKS=1``, which warns here too): a CA and the certificates of ranks 0..``parties`` go into a
+    fresh folder only this user may enter (``tempfile.mkdtemp``: mode 0700, keys 0600). The CA's key is deleted
+    at once: the run needs only the certificates, so no one can mint another for it. The folder is removed when
+    the run ends, however it ends. One deployment per run, not one per launcher process: keying costs a few
+    milliseconds (a P-256 key and certificate per rank: 3 ms for 3 parties and the dealer), and a folder that
+    lives only as long as its run leaves no private key on disk between runs.
+    """
+    if environ.get("MPCDP_CREDENTIALS"):
+        yield environ["MPCDP_CREDENTIALS"]
+        return
+    if environ.get("MPCDP_INSECURE_LINKS") == "1":
+        warnings.warn(f"the harness: {INSECURE_LINKS_WARNING}", InsecureSettingWarning, stacklevel=4)
+        yield None
+        return
+    from mpcdp.transport.credentials import make_deployment
+
+    folder = tempfile.mkdtemp(prefix="mpcdp-keys-")
+    try:
+        make_deployment(folder, parties)
+        os.remove(os.path.join(folder, "ca-key.pem"))
+        environ["MPCDP_CREDENTIALS"] = folder
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any], *, args: Sequence[Any],
+            party_args: Sequence[Sequence[Any]] | None, default_job: dict[str, Any],
+            party_jobs: Sequence[dict[str, Any]] | None,
+            progress: Callable[[int, int], None] | None) -> RunResult:
+    """Start every process of the run with ``launcher``'s environment and working directory, watch them,
+    and collect the results (:func:`run_job`)."""
+    m = config.parties
+    ctx = process_context()
     inbox = _Inbox(ctx, config.processes)
     board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"

@@ -28,10 +28,14 @@ falls silent for :data:`STALL_S` and then closes its link, is direct evidence ag
 report of its own (:mod:`.losses`). A link closed sooner after the frame's last byte is a plain loss: an
 honest process that stops mid-send (after writing its loss report) closes its links that way.
 
-Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by
-the deployment's CA, and a peer is the rank its certificate names. Without them, links are plain TCP,
-refused across hosts unless ``--insecure-links`` is given. What travels is what the protocols open:
-uniformly masked shares, public values, and the dealer's keys and material (the guide mpcdp/README.md, "Threat model").
+Security model: every link is TLS 1.3, mutually authenticated by the deployment's CA (:mod:`.credentials`;
+local runs get a throwaway deployment from the launcher, :mod:`mpcdp.runtime.harness`), and a peer is the rank
+its certificate names. Plain TCP only with ``--insecure-links``, on one host as across hosts, which warns
+(:data:`INSECURE_LINKS_WARNING`). Whoever can reach a listener is hostile until proven: each accepted
+connection gets :data:`HANDSHAKE_S` seconds to finish its handshake and announce its rank, served without
+blocking the others, at most :data:`MAX_PENDING` at once; a connection that fails is closed, reported once,
+and the genuine process still awaited. What travels is what the protocols open: uniformly masked shares,
+public values, and the dealer's keys and material (the guide mpcdp/README.md, "Threat model").
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ import torch
 
 from mpcdp.errors import ConfigError, InsecureSettingWarning, MpcdpError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import costs, frames, rendezvous, wire
-from mpcdp.transport.credentials import LinkSecurity, is_loopback
+from mpcdp.transport.credentials import LinkSecurity
 
 
 def local_address(rendezvous: str, iface: str | None = None) -> str:
@@ -88,6 +92,8 @@ def interface_address(iface: str) -> str:
 
 _JOIN_BYTES = 1 << 16
 STALL_S = 2.0  # a frame's sender silent this long, then closing its link: it left the frame unfinished
+HANDSHAKE_S = 5.0  # an accepted connection has this long to finish its TLS handshake and announce its rank
+MAX_PENDING = 32  # accepted connections in that phase at once; later ones wait in the kernel's backlog
 
 
 class Mesh:
@@ -124,69 +130,27 @@ class Mesh:
         ``security``: this rank's TLS 1.3 credentials (:mod:`.credentials`); every link is then mutually
         authenticated and encrypted, and a connection that does not present this deployment's certificate
         for the rank it claims is refused (and reported on stderr) while the genuine process is awaited.
-        Without it, links are plain TCP: allowed on one host (loopback), and across hosts only with
-        ``insecure`` (``--insecure-links``), which warns.
-        """
-        if security is None and not is_loopback(address):
-            if not insecure:
-                raise ConfigError(
-                    f"party {rank} reaches the others over {address}, not loopback: links across hosts must be "
-                    f"authenticated. Give every party its credentials (`--credentials DIR`, made by `mpcdp "
-                    f"credentials`), or pass `--insecure-links` to send plain TCP knowingly.", party=rank)
-            warnings.warn(f"party {rank}: links across hosts are plain TCP (--insecure-links): anyone on the "
-                          f"network can read and alter what the parties open", InsecureSettingWarning, stacklevel=2)
-        def who(j: int) -> str:
-            return rendezvous.who(j, dealer)
+        Without it, links are plain TCP only with ``insecure`` (``--insecure-links``), on one host as across
+        hosts, which warns (:data:`INSECURE_LINKS_WARNING`).
 
+        The listener serves each accepted connection's handshake and rank announcement without blocking,
+        under its own deadline (:data:`HANDSHAKE_S`), at most :data:`MAX_PENDING` at once: a connection that
+        fails, stalls or claims a rank it may not is closed and reported once (its origin address), and the
+        genuine process is awaited until the run's deadline. No thread is started.
+        """
+        if security is None:
+            _consent_to_plain_links(rank, insecure)
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind((address, 0))
-        listener.listen(processes)
+        listener.listen(MAX_PENDING + processes)
         others = [j for j in range(processes) if j != rank]
         endpoints = (locate or _locate_by_rendezvous(timeout_s, processes, dealer))(rank, (address, listener.getsockname()[1]), others)
         links: dict[int, socket.socket] = {}
-        refused: list[str] = []
         deadline = time.monotonic() + timeout_s
         try:
             for peer in range(rank):
-                link = socket.create_connection(tuple(endpoints[peer]), timeout=timeout_s)
-                if security is not None:
-                    try:
-                        link = security.client.wrap_socket(link, server_side=False)
-                    except (ssl.SSLError, OSError) as exc:
-                        raise ProtocolViolation(f"the TLS handshake with {who(peer)} failed ({who(rank)}'s "
-                                                f"link): {exc}", party=peer) from None
-                    if security.peer_rank(link) != peer:
-                        raise ProtocolViolation(f"the process at {who(peer)}'s address presented the "
-                                                f"certificate of {security.peer_rank(link)!r}", party=peer)
-                link.sendall(struct.pack("<i", rank))
-                links[peer] = link
-            while len(links) < processes - 1:
-                listener.settimeout(max(0.001, deadline - time.monotonic()))
-                raw, origin = listener.accept()
-                raw.settimeout(max(0.001, deadline - time.monotonic()))
-                try:
-                    link = security.server.wrap_socket(raw, server_side=True) if security is not None else raw
-                    peer = struct.unpack("<i", frames.read_exactly(link, 4))[0]
-                    if not rank < peer < processes or peer in links:
-                        raise PeerLost(f"it announced rank {peer}", party=None)
-                    if security is not None and security.peer_rank(link) != peer:
-                        raise PeerLost(f"it announced rank {peer} with the certificate of "
-                                       f"{security.peer_rank(link)!r}", party=None)
-                except (ssl.SSLError, OSError, PeerLost) as exc:
-                    raw.close()
-                    if security is None:
-                        raise PeerLost(f"unexpected connection from {origin[0]}: {exc}", party=None) from None
-                    refused.append(f"{origin[0]} ({exc})")
-                    print(f"mpcdp {who(rank)}: refused a connection from {origin[0]}: {exc}", file=sys.stderr,
-                          flush=True)
-                    continue
-                links[peer] = link
-        except socket.timeout as exc:
-            missing = sorted(set(others) - set(links))
-            note = f"; refused {len(refused)} connection(s) without this deployment's credentials: " \
-                   f"{'; '.join(refused)}" if refused else ""
-            raise PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to "
-                              f"{', '.join(map(who, missing))}{note}", party=missing[0] if missing else None) from exc
+                links[peer] = _connect(rank, peer, tuple(endpoints[peer]), security, timeout_s, dealer)
+            _Arrivals(rank, processes, security, dealer).accept(listener, links, deadline, timeout_s)
         except BaseException:
             for link in links.values():
                 link.close()
@@ -467,3 +431,192 @@ def _locate_by_rendezvous(timeout_s: float, processes: int, dealer: int | None):
 def _buffered(link: socket.socket) -> bool:
     """Whether a TLS link holds decrypted bytes that the selector will not announce."""
     return isinstance(link, ssl.SSLSocket) and link.pending() > 0
+
+
+INSECURE_LINKS_WARNING = (
+    "plain links (--insecure-links, MPCDP_INSECURE_LINKS=1): this process's links and the rendezvous store are "
+    "plain TCP, neither authenticated nor encrypted. Anyone who can reach them - another host on the network, or "
+    "another user of this host over loopback - can read and alter every share the parties exchange, the "
+    "dealer's keys and material, the released values, and the rendezvous (and so join the run in a party's "
+    "place). To close them, drop --insecure-links (unset MPCDP_INSECURE_LINKS) and give every process the "
+    "deployment's credentials (`mpcdp credentials`, then --credentials DIR or MPCDP_CREDENTIALS); local runs "
+    "(`mpcdp train`, the harness) make their own.")
+
+
+def _consent_to_plain_links(rank: int, insecure: bool) -> None:
+    """Plain links only when asked for (``--insecure-links``), with a warning that says what they expose."""
+    if not insecure:
+        raise ConfigError(
+            f"party {rank} has no TLS credentials: links must be authenticated, on one host as across hosts. "
+            f"Give every process its credentials (`--credentials DIR` or MPCDP_CREDENTIALS, made by `mpcdp "
+            f"credentials`; local runs such as `mpcdp train` make their own), or pass `--insecure-links` to send "
+            f"plain TCP knowingly.", party=rank)
+    warnings.warn(f"party {rank}: {INSECURE_LINKS_WARNING}", InsecureSettingWarning, stacklevel=3)
+
+
+def _connect(rank: int, peer: int, endpoint: tuple[str, int], security: LinkSecurity | None, timeout_s: float,
+             dealer: int | None) -> socket.socket:
+    """The link from this process to ``peer`` (a lower rank) at ``endpoint``: TLS checked to be ``peer``'s
+    certificate where there is ``security``; this rank announced."""
+    try:
+        link = socket.create_connection(endpoint, timeout=timeout_s)
+    except socket.timeout:
+        raise PeerTimeout(f"Timed out after {timeout_s} s connecting to {rendezvous.who(peer, dealer)} at "
+                          f"{endpoint[0]}:{endpoint[1]}", party=peer) from None
+    if security is not None:
+        try:
+            link = security.client.wrap_socket(link, server_side=False)
+        except (ssl.SSLError, OSError) as exc:
+            link.close()
+            raise ProtocolViolation(f"the TLS handshake with {rendezvous.who(peer, dealer)} failed "
+                                    f"({rendezvous.who(rank, dealer)}'s link): {exc}", party=peer) from None
+        if security.peer_rank(link) != peer:
+            link.close()
+            raise ProtocolViolation(f"the process at {rendezvous.who(peer, dealer)}'s address presented the "
+                                    f"certificate of {security.peer_rank(link)!r}", party=peer)
+    link.sendall(struct.pack("<i", rank))
+    return link
+
+
+class _Arrival:
+    """One accepted connection, until it has finished its TLS handshake (with ``security``) and announced its
+    rank in 4 bytes; non-blocking, so that it never holds up the listener or another arrival."""
+
+    def __init__(self, raw: socket.socket, origin: str, security: LinkSecurity | None, expires: float):
+        raw.setblocking(False)
+        self.origin, self.expires = origin, expires
+        self.link = security.server.wrap_socket(raw, server_side=True, do_handshake_on_connect=False) \
+            if security is not None else raw
+        self.shaking = security is not None
+        self.announced = b""
+
+    def step(self) -> int:
+        """Go as far as the bytes at hand allow; return the selector events to wait for next, or 0 once the
+        rank is announced.
+
+        Raises:
+            OSError, ssl.SSLError: the handshake failed or the connection closed.
+        """
+        try:
+            if self.shaking:
+                self.link.do_handshake()
+                self.shaking = False
+            while len(self.announced) < 4:
+                chunk = self.link.recv(4 - len(self.announced))
+                if not chunk:
+                    raise ConnectionError("it closed the connection")
+                self.announced += chunk
+            return 0
+        except ssl.SSLWantWriteError:
+            return selectors.EVENT_WRITE
+        except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
+            return selectors.EVENT_READ
+
+
+class _Arrivals:
+    """The accepting side of :meth:`Mesh.establish`: the links from every higher rank, taken from whoever
+    connects to the listener, each connection checked on its own (:class:`_Arrival`)."""
+
+    def __init__(self, rank: int, processes: int, security: LinkSecurity | None, dealer: int | None):
+        self.rank, self.processes, self.security, self.dealer = rank, processes, security, dealer
+        self.pending: dict[socket.socket, _Arrival] = {}
+        self.refused: list[str] = []
+        self.selector = selectors.DefaultSelector()
+
+    def accept(self, listener: socket.socket, links: dict[int, socket.socket], deadline: float,
+               timeout_s: float) -> None:
+        """Add the links of ranks ``rank``+1.. to ``links``; raise :class:`PeerTimeout` at ``deadline``."""
+        listener.setblocking(False)
+        listening = False
+        try:
+            while len(links) < self.processes - 1:
+                now = time.monotonic()
+                for arrival in [a for a in self.pending.values() if a.expires <= now]:
+                    self._refuse(arrival, f"no TLS handshake and rank within {HANDSHAKE_S:g} s" if self.security
+                                 else f"no rank within {HANDSHAKE_S:g} s")
+                if now >= deadline:
+                    raise self._timeout(links, timeout_s)
+                if listening != (len(self.pending) < MAX_PENDING):
+                    listening = not listening
+                    (self.selector.register if listening else self.selector.unregister)(
+                        *((listener, selectors.EVENT_READ, None) if listening else (listener,)))
+                wake = min([deadline, *(a.expires for a in self.pending.values())])
+                for key, _ in self.selector.select(timeout=max(0.0, wake - now)):
+                    if key.data is None:
+                        self._take(listener, links)
+                    else:
+                        self._advance(key.data, links)
+        finally:
+            for arrival in list(self.pending.values()):
+                self._refuse(arrival, "still unfinished when every process had its link")
+            self.selector.close()
+
+    def _take(self, listener: socket.socket, links: dict[int, socket.socket]) -> None:
+        while len(self.pending) < MAX_PENDING:
+            try:
+                raw, origin = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # e.g. out of file descriptors: leave it in the backlog for now
+                print(f"mpcdp {self._who(self.rank)}: could not accept a connection: {exc}", file=sys.stderr,
+                      flush=True)
+                return
+            try:
+                arrival = _Arrival(raw, origin[0], self.security, time.monotonic() + HANDSHAKE_S)
+            except (ssl.SSLError, OSError) as exc:
+                raw.close()
+                self._report(origin[0], str(exc))
+                continue
+            self.pending[arrival.link] = arrival
+            self.selector.register(arrival.link, selectors.EVENT_READ, arrival)
+            self._advance(arrival, links)
+
+    def _advance(self, arrival: _Arrival, links: dict[int, socket.socket]) -> None:
+        try:
+            events = arrival.step()
+        except (ssl.SSLError, OSError) as exc:
+            self._refuse(arrival, str(exc) or type(exc).__name__)
+            return
+        if events:
+            self.selector.modify(arrival.link, events, arrival)
+            return
+        peer = struct.unpack("<i", arrival.announced)[0]
+        problem = self._claim_problem(peer, arrival.link, links)
+        if problem:
+            self._refuse(arrival, problem)
+            return
+        self.selector.unregister(arrival.link)
+        del self.pending[arrival.link]
+        links[peer] = arrival.link
+
+    def _claim_problem(self, peer: int, link: socket.socket, links: dict[int, socket.socket]) -> str | None:
+        if not self.rank < peer < self.processes:
+            return f"it announced rank {peer}, not one that connects to {self._who(self.rank)}"
+        if peer in links:
+            return f"it announced rank {peer}, which already has its link"
+        if self.security is not None and self.security.peer_rank(link) != peer:
+            return f"it announced rank {peer} with the certificate of {self.security.peer_rank(link)!r}"
+        return None
+
+    def _refuse(self, arrival: _Arrival, why: str) -> None:
+        self.pending.pop(arrival.link, None)
+        try:
+            self.selector.unregister(arrival.link)
+        except (KeyError, ValueError):
+            pass
+        arrival.link.close()
+        self._report(arrival.origin, why)
+
+    def _report(self, origin: str, why: str) -> None:
+        self.refused.append(f"{origin} ({why})")
+        print(f"mpcdp {self._who(self.rank)}: refused a connection from {origin}: {why}", file=sys.stderr,
+              flush=True)
+
+    def _timeout(self, links: dict[int, socket.socket], timeout_s: float) -> PeerTimeout:
+        missing = sorted(set(range(self.processes)) - set(links) - {self.rank})
+        note = f"; refused {len(self.refused)} connection(s): {'; '.join(self.refused[:10])}" if self.refused else ""
+        return PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to "
+                           f"{', '.join(map(self._who, missing))}{note}", party=missing[0] if missing else None)
+
+    def _who(self, j: int) -> str:
+        return rendezvous.who(j, self.dealer)
