@@ -121,8 +121,8 @@ def test_one_steps_curve_is_the_amplified_gaussian_in_both_directions(rate, z):
     """g(ε) = ∫(A − e^ε·B)_+ for ε >= 0 and ∫(B − e^ε·A)_+ below 0, A = (1−γ)N(0, z²) + γN(1, z²), B = N(0, z²),
     by quadrature on a fine grid."""
     y = np.linspace(-14 * z, 1 + 14 * z, 400_001)
-    a = ((1 - rate) * np.exp(-y**2 / (2 * z * z)) + rate * np.exp(-(y - 1) ** 2 / (2 * z * z))) / (z * math.sqrt(2 * math.pi))
     b = np.exp(-y**2 / (2 * z * z)) / (z * math.sqrt(2 * math.pi))
+    a = (1 - rate) * b + rate * np.exp(-(y - 1) ** 2 / (2 * z * z)) / (z * math.sqrt(2 * math.pi))
     for eps in (-1.0, -0.2, -0.01, 0.0, 0.01, 0.1, 0.5):
         upper, lower = (a, b) if eps >= 0 else (b, a)
         integral = integrate.trapezoid(np.maximum(upper - math.exp(eps) * lower, 0), y)
