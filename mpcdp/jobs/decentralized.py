@@ -18,7 +18,9 @@ method(s), seed, backend; ``[deepq]`` the controller's settings (:class:`~mpcdp.
 
 Security model: honest-but-curious nodes; the global model after every update is public (the paper's assumption).
 Each node's data is protected by the Gaussian noise it adds itself; certificates come from dp-accounting.
-Randomness: numpy PCG64 generators seeded from the protocol's seed — reproducible, not a CSPRNG.
+Randomness: the simulation and ``reproducible`` node processes use numpy PCG64 generators seeded from the
+protocol's seed — reproducible, not a CSPRNG; otherwise each node process keys its batch order and noise by the
+OS CSPRNG (ChaCha20 streams, :mod:`mpcdp.randomness`).
 """
 
 from __future__ import annotations
@@ -283,13 +285,13 @@ def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: 
                batches_per_pass: list[int]) -> dict[str, Any]:
     """One node as a party process: wait for the global model, update it, hand it to the next holder.
 
-    The node's batch order, gradient noise and Deep-Q exploration come from a generator keyed by the OS
-    CSPRNG, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
+    The node's batch order and gradient noise come from ChaCha20 streams under keys from the OS CSPRNG, its
+    Deep-Q exploration from a generator seeded by it, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
     plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
     if not ctx.config.reproducible:
         from mpcdp.randomness import KeyedStream, batch_key, secure_key
 
-        node.rng = np.random.default_rng(batch_key())
+        node.rng = KeyedStream(secure_key(), b"mpcdp/node-batches")
         node.noise_source = KeyedStream(secure_key(), b"mpcdp/node-noise")
         deepq_seed = batch_key()
     visits = plan.visits if method == "dpsgd5" else 1

@@ -27,7 +27,7 @@ from mpcdp.accounting.baselines import dpsgd_event, dpsgd_noise_for
 from mpcdp.accounting.certify import Certificate, zcdp_budget_for
 from mpcdp.accounting.distributed import aggregate_noise_for, local_noise_for
 from mpcdp.accounting.dpsrm import noise_for
-from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event
+from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event, without_amplification
 from mpcdp.accounting.released import ReleaseKind
 from mpcdp.errors import ConfigError
 from mpcdp import registry
@@ -164,16 +164,32 @@ def lookup(name: str) -> Algorithm:
     return registry.find(ALGORITHMS, name, "algorithm")
 
 
-def plan_noise(algorithm: Algorithm, params: Any, setting: Setting) -> PlanNoise:
-    """Calibrate and certify ``algorithm``'s releases for ``setting`` with the setting's noise mode."""
+UNAMPLIFIED = ("batches public (a reproducible run's follow the protocol's seed): certified without amplification "
+               "by subsampling (sampling rate 1)")
+
+
+def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_batches: bool = False) -> PlanNoise:
+    """Calibrate and certify ``algorithm``'s releases for ``setting`` with the setting's noise mode.
+
+    ``public_batches``: the run's batches are known to others (``reproducible`` secure runs draw them from the
+    protocol's seed). The noise stays what the protocol calibrates (so the run equals its simulation), and the
+    certificate is that of the same releases on their whole batches: no ε amplified by subsampling is printed."""
     releases = algorithm.releases(params, setting)
     if not releases.kinds:
         return PlanNoise(releases.steps, releases.params, releases.passes, NoiseLevels.none(), None, releases.report)
-    noise = setting.noise.record.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
-                                           calibrate=releases.calibrate, event_of=releases.event_of,
-                                           parties=setting.parties, choice=setting.noise)
+    mode = setting.noise.record
+    noise = mode.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
+                           calibrate=releases.calibrate, event_of=releases.event_of,
+                           parties=setting.parties, choice=setting.noise)
     levels = NoiseLevels(noise.releases[0], noise.releases[-1], setting.noise)
-    return PlanNoise(releases.steps, releases.params, releases.passes, levels, noise.certificate, releases.report)
+    certificate, report = noise.certificate, dict(releases.report)
+    if public_batches:
+        certificate = mode.certify(releases.kinds, noise.releases, certificate.pieces["delta_gaussian"],
+                                   lambda sigmas: without_amplification(releases.event_of(sigmas)),
+                                   setting.parties, setting.noise)
+        certificate = dataclasses.replace(certificate, method=f"{UNAMPLIFIED}; {certificate.method}")
+        report["subsampling_amplification"] = "none: " + UNAMPLIFIED
+    return PlanNoise(releases.steps, releases.params, releases.passes, levels, certificate, report)
 
 
 # -- parameter readers ------------------------------------------------------------------------------------
