@@ -304,9 +304,10 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         start, cpu = time.perf_counter(), time.process_time()
         central = record.run_central(shards, plan.params, _setting(plan, sizes, dim))
         timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
-        return _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
-                       levels=None, steps=central.steps, passes=central.passes, curve=curve,
-                       extra={**timing, **common, **central.report})
+        report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
+                         levels=None, steps=central.steps, passes=central.passes, curve=curve,
+                         extra={**timing, **common, **central.report})
+        return _uncertified(report, central.not_certified_because)
     noise = plan_noise(plan, sizes, dim)
     steps, params, levels, certificate = noise.steps, noise.params, noise.levels, noise.certificate
     common.update(noise.report)
@@ -361,6 +362,17 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                             "prepare_s": round(prepare_s, 3)})
     report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
     return report
+
+
+def _uncertified(report: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    """``report`` with its certificate moved out of the certified fields when it does not cover what the run
+    releases: ``epsilon`` and ``delta_certified`` None, the numbers as ``epsilon_idealised_noise`` /
+    ``delta_idealised_noise``, and the reason."""
+    if reason is None:
+        return report
+    return {**report, "epsilon": None, "delta_certified": None, "epsilon_not_certified_because": reason,
+            "epsilon_idealised_noise": report["epsilon"], "delta_idealised_noise": report["delta_certified"],
+            "accounting": f"not certified ({reason}); for idealised noise: {report['accounting']}"}
 
 
 def _privacy_pieces(certificate) -> dict[str, Any]:

@@ -93,13 +93,15 @@ class PlanNoise:
 
 @dataclasses.dataclass(frozen=True)
 class CentralRun:
-    """What a central-only algorithm's own run returns."""
+    """What a central-only algorithm's own run returns. ``not_certified_because``: set when ``certificate``
+    does not cover the bits the run releases (it is then printed under another name, with this reason)."""
 
     result: Any
     certificate: Certificate
     steps: int
     passes: float
     report: dict
+    not_certified_because: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,7 +342,13 @@ def _run_dpagd(shards: Sequence, params: AgdParameters, setting: Setting) -> Cen
     rho, certificate = zcdp_budget_for(setting.epsilon, setting.delta)
     result = run_dpagd(shards, dataclasses.replace(params, rho_total=rho), dim=setting.dim)
     return CentralRun(result, certificate, len(result.iterates) - 1, result.data_passes,
-                      {"bytes_per_party": 0, "rho_zcdp": rho})
+                      {"bytes_per_party": 0, "rho_zcdp": rho}, not_certified_because=DPAGD_NOT_CERTIFIED)
+
+
+DPAGD_NOT_CERTIFIED = (
+    "DP-AGD's zCDP accounting holds for exact real-valued Gaussian noise and an exact exponential mechanism; the run "
+    "releases float64 Box–Muller Gaussians and float Gumbel-max selections, whose rounding no certificate here "
+    "covers, so its ε (for idealised noise, epsilon_idealised_noise) is not certified")
 
 
 register(Algorithm(
