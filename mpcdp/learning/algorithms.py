@@ -186,6 +186,9 @@ def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_ba
     levels = NoiseLevels(noise.releases[0], noise.releases[-1], setting.noise)
     certificate, report = noise.certificate, dict(releases.report)
     if public_batches:
+        if mode.certify is None:
+            raise ConfigError(f"[noise] `mode` = {mode.name!r} cannot certify a run whose batches are public: set "
+                              f"[mpc] `reproducible` = false, or use a mode that registers `certify`")
         certificate = mode.certify(releases.kinds, noise.releases, certificate.pieces["delta_gaussian"],
                                    lambda sigmas: without_amplification(releases.event_of(sigmas)),
                                    setting.parties, setting.noise)
