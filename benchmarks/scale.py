@@ -113,7 +113,8 @@ def training(protocol: str, parties: int, per_party_batch: int) -> dict:
         out[algorithm] = {"wall_s": wall, "online_s": a["online_s"], "presample_s": a["presample_s"],
                           "setup_s": a["setup_s"], "test_error": a["test_error"], "test_error_simulated": b["test_error"],
                           "test_loss": a["test_loss"], "test_loss_simulated": b["test_loss"],
-                          "steps": a["iterations"], "epsilon": a["epsilon"], "bytes_per_party": a["bytes_per_party"],
+                          "steps": a["iterations"], "epsilon": b["epsilon"],  # secret batches; the reproducible run's: unamplified
+                          "epsilon_reproducible": a["epsilon"], "bytes_per_party": a["bytes_per_party"],
                           "same_model_bytes": a["model_sha256"] == b["model_sha256"]}
     return out
 

@@ -7,16 +7,24 @@ Every random choice on a secret path is keyed by :func:`secrets.token_bytes` (th
   under 256-bit keys, replacing CrypTen's Mersenne-Twister generators (installed by
   :mod:`mpcdp.adapter`);
 * each party's random bits for the in-MPC sampler and the distributed-noise mode (:mod:`mpcdp.noise`);
-* each party's mini-batch sampling in secure training (:func:`batch_key`), each owner's Laplace noise in
-  paper 003's collaboration and each node's noise in paper 004's node processes.
+* each party's mini-batches in secure training — a :class:`KeyedStream` under the party's secret
+  :func:`batch_key`, read by :func:`sample_without_replacement` (:func:`batch_source`) — each owner's Laplace
+  noise in paper 003's collaboration, and each node's batch order (:func:`permutation`) and noise in paper 004's
+  node processes.
+
+Mini-batches: every step draws a fresh, uniform, fixed-size batch without replacement (the scheme the
+certificates account for) by a partial Fisher–Yates shuffle whose indices are rejection-sampled from 64-bit
+keystream words, so each ordered batch of distinct indices has probability exactly (n − b)!/n!.
 
 A :class:`KeyedStream` is the ChaCha20 keystream under a 256-bit key, read as one byte stream, so two holders
 of a key draw the same words whatever sizes they request them in, and nobody without the key can tell them
 from uniform.
 
 Reproducibility is explicit: ``[mpc] reproducible = true`` (``MpcConfig.reproducible``) makes secure training
-draw its mini-batches from the protocol's seed — needed to compare a secure run with a simulated one batch for
-batch — and :func:`warn_reproducible` says so on stderr. Masks, dealer randomness and in-MPC noise are never
+draw its mini-batches from the protocol's seed with NumPy's generator, exactly as the simulated backend does —
+needed to compare a secure run with a simulated one batch for batch — and :func:`warn_reproducible` says so on
+stderr. A seeded batch is public to anyone who knows the seed, so such a run's certificate claims no
+amplification by subsampling (:mod:`mpcdp.learning.noise_modes`). Masks, dealer randomness and in-MPC noise are never
 seeded by it: they do not change what is released beyond fixed-point rounding.
 """
 
@@ -90,6 +98,59 @@ class KeyedStream:
 def batch_key() -> int:
     """A 128-bit key for a party's mini-batch generator in secure training (unpredictable to the others)."""
     return secrets.randbits(128)
+
+
+def _uniform_indices(stream: KeyedStream, bounds: list[int]) -> list[int]:
+    """One uniform integer in [0, k) per bound k (1 <= k < 2^64): a 64-bit word w, rejected while
+    w >= 2^64 − (2^64 mod k) (a fresh word each time), then w mod k — exactly uniform."""
+    words = np.frombuffer(stream.read(8 * len(bounds)), dtype="<u8").tolist()
+    out = []
+    for word, bound in zip(words, bounds):
+        limit = (1 << 64) - ((1 << 64) % bound)
+        while word >= limit:
+            word = int.from_bytes(stream.read(8), "little")
+        out.append(word % bound)
+    return out
+
+
+def _partial_shuffle(stream: KeyedStream, n: int, size: int) -> np.ndarray:
+    """The first ``size`` entries of a Fisher–Yates shuffle of 0..n−1 (positions moved kept in a dict: O(size))."""
+    moved: dict[int, int] = {}
+    out = np.empty(size, dtype=np.int64)
+    for i, offset in enumerate(_uniform_indices(stream, [n - i for i in range(size)])):
+        j = i + offset
+        out[i] = moved.get(j, j)
+        moved[j] = moved.get(i, i)
+    return out
+
+
+def sample_without_replacement(source, n: int, size: int) -> np.ndarray:
+    """``size`` distinct indices of 0..n−1, uniform over ordered samples: from a :class:`KeyedStream` (secure
+    training) by a partial Fisher–Yates shuffle, or from a seeded NumPy generator (``choice(n, size,
+    replace=False)``: reproducible runs and the simulated backend)."""
+    if not (isinstance(n, int) and isinstance(size, int) and 0 <= size <= n):
+        raise ValueError(f"`size` must be an integer in [0, n = {n}]. Found {size!r}.")
+    if isinstance(source, KeyedStream):
+        return _partial_shuffle(source, n, size)
+    if isinstance(source, np.random.Generator):
+        return source.choice(n, size=size, replace=False)
+    raise TypeError(f"no batch sampler for {type(source).__name__}")
+
+
+def permutation(source, n: int) -> np.ndarray:
+    """A uniform permutation of 0..n−1 from a :class:`KeyedStream` or a seeded NumPy generator."""
+    if isinstance(source, np.random.Generator):
+        return source.permutation(n)
+    return sample_without_replacement(source, n, n)
+
+
+def batch_source(key: int | None, seed: int, party: int):
+    """Where a party's mini-batches come from: a :class:`KeyedStream` under its secret ``key``
+    (:func:`batch_key`; the stream domain names ``seed`` and ``party``, so the same key gives independent streams
+    per use), or — ``key`` None, reproducible — NumPy's generator of (seed, party)."""
+    if key is None:
+        return np.random.default_rng([seed, party])
+    return KeyedStream(int(key).to_bytes(16, "little"), b"mpcdp/batches|%d|%d" % (seed, party))
 
 
 def warn_reproducible(what: str) -> None:

@@ -116,3 +116,21 @@ def test_output_rules(cancer):
     assert torch.equal(result.output("last"), result.iterates[-1])
     with pytest.raises(ConfigError, match="`output` must be one of \\['paper', 'last', 'average'\\]. Found 'best'"):
         result.output("best")
+
+
+def test_dpagd_reports_no_certified_epsilon_and_says_why(tmp_path):
+    """DP-AGD releases float Gaussian and Gumbel noise; its zCDP ε holds for idealised noise only, so a report
+    gives no certified ε (``epsilon`` None), the idealised one under its own name, and the reason."""
+    from mpcdp.accounting.certify import zcdp_budget_for
+    from mpcdp.jobs.train import plan_from, run_plan
+
+    path = tmp_path / "p.toml"
+    path.write_text('dataset = "breast-cancer"\nalgorithm = "dp-agd"\nbackend = "simulated"\n[privacy]\n'
+                    'epsilon = 3.0\ndelta = 1e-3\n[training]\nparties = 1\ninitial_steps = 10\nmax_steps = 30\n')
+    report = run_plan(plan_from(str(path)), curve=False)
+    assert report["epsilon"] is None and report["delta_certified"] is None
+    assert "epsilon_certified" not in report
+    assert "Box–Muller" in report["epsilon_not_certified_because"]
+    assert report["accounting"].startswith("not certified")
+    assert report["epsilon_idealised_noise"] == zcdp_budget_for(3.0, 1e-3)[1].epsilon <= 3.0
+    assert report["epsilon_target"] == 3.0

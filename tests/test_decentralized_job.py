@@ -138,3 +138,23 @@ def test_ordering_verdicts_use_seed_paired_differences():
     results = [r if r["method"] != "algorithm1" else {**r, "accuracy": r["accuracy"] - 0.2} for r in results]
     (row,) = sweep.ordering(results, [("model", "paper")], [1.0])
     assert row["alg1_vs_dpsgd5"] == "reversed"
+
+
+def test_deepq_prints_no_certified_epsilon_and_says_why(tmp_path):
+    """Algorithm 2's local/global decisions follow private losses and are public: its report has no
+    ``epsilon_certified``; it states the reason and gives the gradient releases' ε under a name that excludes
+    the decisions. Algorithm 1 (no decisions) keeps its certificate; the sweep's summary follows both."""
+    plan = job.plan_from(_protocol(tmp_path))
+    deepq = job.run_method(plan, "algorithm2", backend="simulated")
+    alg1 = job.run_method(plan, "algorithm1", backend="simulated")
+    assert "epsilon_certified" not in deepq and "epsilon_all_classes" not in deepq
+    assert "decisions" in deepq["epsilon_not_certified_because"]
+    assert 0 < deepq["epsilon_gradient_releases_only"] <= plan.epsilon
+    assert deepq["epsilon_all_classes_gradient_releases_only"] >= deepq["epsilon_gradient_releases_only"]
+    assert alg1["epsilon_certified"] == deepq["epsilon_gradient_releases_only"]  # the same releases' accounting
+    assert "epsilon_not_certified_because" not in alg1
+    kept = [{**r, "accuracy_global": r.get("accuracy_global", 0.5), "global_fraction": 0.5}
+            for r in (deepq, alg1, job.run_method(plan, "dpsgd5", backend="simulated"))]
+    (row,) = sweep.summarise([{**r, "accuracy": r["accuracy"]} for r in kept] +
+                             [{**alg1, "method": "noiseless"}], [(plan.budget, plan.calibration)], [plan.epsilon])
+    assert "algorithm2_certified" not in row and row["algorithm2_gradient_releases_only"] > 0

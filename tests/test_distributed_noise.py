@@ -1,6 +1,7 @@
 """Distributed noise (``[noise] mode = "distributed"``): every party adds its own discrete Gaussian; the
-certificate against t colluders is rebuilt from the printed grid with dp-accounting directly, and the noise
-the parties add is what the certificate describes."""
+certificate against t colluders is rebuilt from the printed grid with an independent implementation of the
+general without-replacement RDP bound (Wang, Balle, Kasiviswanathan 2019, Thm 9, which needs only the base's RDP
+curve), and the noise the parties add is what the certificate describes."""
 
 from __future__ import annotations
 
@@ -35,10 +36,39 @@ def _plan(protocol: str, parties: int, colluders: int, mode: str = "distributed"
     return dataclasses.replace(plan, noise=NoiseChoice(mode, colluders))
 
 
-def _rdp_epsilon(event, delta: float) -> float:
+def _gaussian_wor_epsilon(event, delta: float) -> float:
+    """dp-accounting's sampled-Gaussian formula (Thm 27: exact Gaussian base only), for comparison."""
     accountant = rdp.RdpAccountant(orders=ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     accountant.compose(event)
     return accountant.get_epsilon(delta)
+
+
+def _log_sum(logs: list[float]) -> float:
+    top = max(logs)
+    return top + math.log(sum(math.exp(v - top) for v in logs))
+
+
+def _thm9_rdp(rate: float, z: float, alpha: int) -> float:
+    """Wang, Balle, Kasiviswanathan 2019, Thm 9 with ε(j) = j/(2z²) and ε(∞) = ∞, term by term."""
+    if rate == 1:
+        return alpha / (2 * z * z)
+
+    def log_binomial(j: int) -> float:
+        return math.lgamma(alpha + 1) - math.lgamma(j + 1) - math.lgamma(alpha - j + 1)
+
+    eps2 = 2 / (2 * z * z)
+    logs = [0.0, 2 * math.log(rate) + log_binomial(2) + math.log(min(4 * math.expm1(eps2), 2 * math.exp(eps2)))]
+    logs += [j * math.log(rate) + log_binomial(j) + (j - 1) * j / (2 * z * z) + math.log(2) for j in range(3, alpha + 1)]
+    return _log_sum(logs) / (alpha - 1)
+
+
+def _general_epsilon(leaves: list[tuple[float, float, int]], delta: float) -> float:
+    """ε at ``delta`` of the composed (rate, z, count) leaves by the general bound, dp-accounting's conversion."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+    from mpcdp.accounting.certify import RDP_ORDERS
+
+    curve = [sum(count * _thm9_rdp(rate, z, a) for rate, z, count in leaves) for a in RDP_ORDERS]
+    return compute_epsilon(RDP_ORDERS, curve, delta)[0]
 
 
 @pytest.mark.parametrize("protocol, parties, colluders", [
@@ -62,21 +92,15 @@ def test_the_certificate_rebuilt_from_the_printed_grid_holds(protocol, parties, 
         z.append(math.sqrt(honest) * sigma_p / kind["sensitivity_units"])
         assert kind["noise_multiplier"] == pytest.approx(z[-1], rel=1e-9)
     delta_accountant, steps = pieces["delta_gaussian"], noise.steps
+    j = min(range(parties), key=lambda i: sizes[i])
     if plan.algorithm == "dp-gd":
-        event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(z[0]), steps)
+        leaves = [(1.0, z[0], steps)]
     elif plan.algorithm == "dp-sgd":
-        j = min(range(parties), key=lambda i: sizes[i])
-        step = dp_accounting.SampledWithoutReplacementDpEvent(sizes[j], noise.params.batch,
-                                                              dp_accounting.GaussianDpEvent(z[0]))
-        event = dp_accounting.SelfComposedDpEvent(step, steps)
+        leaves = [(noise.params.batch / sizes[j], z[0], steps)]
     else:
-        j = min(range(parties), key=lambda i: sizes[i])
-        first = dp_accounting.SampledWithoutReplacementDpEvent(sizes[j], noise.params.batch0,
-                                                               dp_accounting.GaussianDpEvent(z[0]))
-        later = dp_accounting.SampledWithoutReplacementDpEvent(sizes[j], noise.params.batch,
-                                                               dp_accounting.GaussianDpEvent(z[1]))
-        event = dp_accounting.ComposedDpEvent([first, dp_accounting.SelfComposedDpEvent(later, steps)])
-    epsilon = _rdp_epsilon(event, delta_accountant)  # RDP, never the Gaussian-only GDP conversion
+        leaves = [(noise.params.batch0 / sizes[j], z[0], 1), (noise.params.batch / sizes[j], z[1], steps)]
+    epsilon = _general_epsilon(leaves, delta_accountant)  # RDP curve only, never Gaussian-only formulas
+    assert pieces["epsilon_accountant"] == pytest.approx(epsilon, rel=1e-9)
     coordinates = parties * dim * sum(kind["rows"] for kind in pieces["releases"])
     assert pieces["noise_coordinates"] == coordinates
     eta = max(dg.plan_for(kind["sigma_units_per_party"]).eta_dg for kind in pieces["releases"])
@@ -96,6 +120,48 @@ def test_every_shipped_distributed_protocol_certifies_its_target():
         certificate = plan_noise(plan, sizes, 123).certificate
         assert certificate.pieces["colluders"] == plan.noise.colluders
         assert certificate.epsilon <= plan.epsilon and certificate.delta <= plan.delta
+
+
+def test_the_general_bound_is_never_below_the_gaussian_only_formula():
+    """Thm 9 drops Thm 27's Gaussian-only tightening of the higher-order terms, so at every order it is at least
+    dp-accounting's sampled-Gaussian value (and equals the base's curve at rate 1)."""
+    from mpcdp.accounting.certify import RDP_ORDERS
+    from mpcdp.accounting.wor_general import gaussian_curve, subsampled_rdp
+    from mpcdp.accounting.wor_rdp import wor_gaussian_rdp
+
+    looser = 0
+    for rate in (0.001, 0.005, 0.03, 0.2):
+        for z in (0.7, 1.3, 2.6, 6.0):
+            general = subsampled_rdp(rate, gaussian_curve(z), RDP_ORDERS)
+            gaussian_only = wor_gaussian_rdp(rate, z, RDP_ORDERS)
+            assert (general >= gaussian_only * (1 - 1e-12)).all(), (rate, z)
+            looser += int((general > gaussian_only * (1 + 1e-6)).any())
+            assert general[5] == pytest.approx(_thm9_rdp(rate, z, RDP_ORDERS[5]), rel=1e-12)
+    assert looser > 0
+    assert subsampled_rdp(1.0, gaussian_curve(2.0), [2, 8]).tolist() == [2 / 8, 8 / 8]
+
+
+def test_the_distributed_quick_start_is_certified_by_the_general_bound_and_meets_its_target():
+    """The shipped distributed quick start: the printed accountant ε is the general bound's (0.499503 at its σ),
+    at least what dp-accounting's Gaussian-only formula gives at the same σ (0.499404), and the whole certificate
+    stays within the protocol's (ε, δ)."""
+    plan = plan_from("protocols/quickstart-a9a-distributed.toml", backend="simulated")
+    sizes = tuple(len(p) for p in split_indices(32561, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed))
+    noise = plan_noise(plan, sizes, 123)
+    certificate, pieces = noise.certificate, noise.certificate.pieces
+    z0, z = (kind["noise_multiplier"] for kind in pieces["releases"])
+    n = min(sizes)
+    first = dp_accounting.SampledWithoutReplacementDpEvent(n, noise.params.batch0, dp_accounting.GaussianDpEvent(z0))
+    later = dp_accounting.SampledWithoutReplacementDpEvent(n, noise.params.batch, dp_accounting.GaussianDpEvent(z))
+    event = dp_accounting.ComposedDpEvent([first, dp_accounting.SelfComposedDpEvent(later, noise.steps)])
+    old = _gaussian_wor_epsilon(event, pieces["delta_gaussian"])
+    general = _general_epsilon([(noise.params.batch0 / n, z0, 1), (noise.params.batch / n, z, noise.steps)],
+                               pieces["delta_gaussian"])
+    assert pieces["epsilon_accountant"] == pytest.approx(general, rel=1e-9)
+    assert pieces["epsilon_accountant"] >= old
+    assert round(pieces["epsilon_accountant"], 6) == 0.499503 and round(old, 6) == 0.499404
+    assert "Thm 9" in certificate.method
+    assert certificate.epsilon <= plan.epsilon and certificate.delta <= plan.delta
 
 
 def test_full_batch_distributed_noise_is_scaled_up_for_the_rdp_conversion():

@@ -47,10 +47,11 @@ def party_files(tmp_path_factory):
     return plan, data, parts, tests, sources
 
 
-def test_own_files_give_the_shipped_paths_model_bit_for_bit_without_noise(party_files):
+def test_own_files_give_the_shipped_paths_model_bit_for_bit_without_noise(party_files, capfd):
     plan, data, parts, _, sources = party_files
     plan = dataclasses.replace(plan, output="last", mpc={**plan.mpc, "reproducible": True})
     own = run_own_data(plan, sources, LOGISTIC, noise=False)
+    assert "WARNING: reproducible mode: every party's mini-batches" in capfd.readouterr().err  # honoured: warned
     x, y = torch.from_numpy(data.x_train).double(), LOGISTIC.labels(data.y_train)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     params = plan_noise(plan, tuple(len(p) for p in parts), x.shape[1]).params

@@ -195,7 +195,8 @@ def smoothness(lam: float = 0.0) -> float:
 
 def algorithm2_noise(epsilon: float | None, delta: float, *, eta: float, lam: float, radius: float | None,
                      batch_size: int, classes: int, budget: str, calibration: str = "paper", coordinates: int = 1):
-    """(grad noise std, certificate) of Algorithm 2: Lemma 5 bounds one global release's sensitivity by
+    """(grad noise std, certificate of its gradient releases only — the Deep-Q decisions are not covered, so
+    reports print it as not certified) of Algorithm 2: Lemma 5 bounds one global release's sensitivity by
     max_k 2η_k·L/b — the same Δ as Algorithm 1 — provided η <= 1/(2μ); each example then reaches exactly one
     global release (the first global update after its mini-batch), so the certificate is Algorithm 1's."""
     check_number(eta, "eta", low=0)

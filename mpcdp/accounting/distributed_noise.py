@@ -16,10 +16,12 @@ Certificate, for every such C:
    Rényi divergence of every order α >= 1 by α·Δ_int²/(2kσ_p²) + τ·d, τ = 10·Σ_{i=1}^{k−1} e^(−2π²σ_p²·i/(i+1)).
    With r = 2τ·d·kσ_p²/Δ_int² that is at most the RDP curve α·Δ_int²/(2σ_eff²) of a Gaussian with
    σ_eff² = kσ_p²/(1 + r) (α >= 1). More honest parties only add independent noise (post-processing), so the
-   k = m − t case covers every smaller coalition. The RDP accountant (sampling without replacement uses only
-   the base mechanism's RDP curve, Wang, Balle and Kasiviswanathan 2019) then certifies the run with noise
-   multiplier z_eff = σ_eff/Δ_int for each kind (:func:`honest_noise_multiplier`). The exact μ-GDP
-   conversion is not used: the sum of discrete Gaussians is not a Gaussian.
+   k = m − t case covers every smaller coalition. The run is then certified from that RDP curve alone, with
+   noise multiplier z_eff = σ_eff/Δ_int for each kind (:func:`honest_noise_multiplier`): sampling without
+   replacement by the general bound of Wang, Balle and Kasiviswanathan 2019 (Thm 9,
+   :mod:`mpcdp.accounting.wor_general`), which needs only the base's RDP curve. dp-accounting's sampled-Gaussian
+   formula (their Thm 27) is not used — its higher-order terms hold for an exact Gaussian base only — nor is the
+   exact μ-GDP conversion: the sum of discrete Gaussians is not a Gaussian.
 2. Sampler: on its support S the sampler's pmf is within e^(±η_dg) of D_{σ_p}(·|S) (enumerated,
    :attr:`~mpcdp.noise.discrete_gaussian.SamplerPlan.eta_dg`), so within e^(±(η_dg + 2·tail)) of D_{σ_p},
    where tail >= D_{σ_p}'s mass off S. By Poisson summation Σ_n e^(−n²/2σ²) >= √(2π)·σ, so
@@ -40,9 +42,10 @@ from typing import Callable, Sequence
 
 import dp_accounting
 
-from mpcdp.accounting.certify import Certificate, calibrate as calibrate_scale, certify
+from mpcdp.accounting.certify import Certificate, calibrate as calibrate_scale
 from mpcdp.accounting.grid import GridRelease, Residual
 from mpcdp.accounting.released import ACCOUNTANT, GridNoise, ReleaseKind
+from mpcdp.accounting.wor_general import certify_general
 from mpcdp.errors import ConfigError
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.fixed_point import SIGMA_UNITS
@@ -109,16 +112,17 @@ def certify_distributed(kinds: Sequence[ReleaseKind], releases: Sequence[GridRel
                         parties: Parties) -> Certificate:
     """The certificate of distributed noise on the release grids against any ``parties.colluders`` colluders."""
     z_eff = [honest_noise_multiplier(r, parties) for r in releases]
-    accountant = certify(event_of(tuple(z * r.sensitivity for z, r in zip(z_eff, releases))), delta, rdp_only=True)
+    accountant = certify_general(event_of(tuple(z * r.sensitivity for z, r in zip(z_eff, releases))), delta)
     extra = residual([(r, k.rows) for r, k in zip(releases, kinds)], parties)
     pieces = extra.delta_pieces(accountant.epsilon, accountant.delta)
     return Certificate(
         epsilon=accountant.epsilon + extra.epsilon,
         delta=accountant.delta + pieces["delta_truncation"] + pieces["delta_residual"],
         method=(f"RDP of the honest parties' summed discrete Gaussians (KLS 2021 Prop. 14; m = {parties.parties}, "
-                f"up to t = {parties.colluders} colluding), plus the sampler's residual"),
+                f"up to t = {parties.colluders} colluding), sampling without replacement by the general bound "
+                f"(Wang, Balle, Kasiviswanathan 2019, Thm 9), plus the sampler's residual"),
         order=accountant.order,
-        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT,
+        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT, "sampling_bound": "wang-balle-kasiviswanathan-2019-thm9",
                 "epsilon_accountant": accountant.epsilon, "epsilon_residual": extra.epsilon,
                 "delta_gaussian": accountant.delta, **pieces, "noise_coordinates": extra.coordinates,
                 "parties": parties.parties, "colluders": parties.colluders,
@@ -149,7 +153,7 @@ def calibrate_distributed(kinds: Sequence[ReleaseKind], dim: int, epsilon: float
                           parties: Parties) -> GridNoise:
     """Distributed noise for every release kind so that the released bits are (ε, δ)-DP against any coalition
     of at most t parties: the algorithm's own σ per kind, scaled up by one common factor until the RDP
-    accountant certifies it (the algorithm's calibrator may use a tighter, Gaussian-only conversion)."""
+    general bound certifies it (the algorithm's calibrator may use a tighter, Gaussian-only accountant)."""
     kinds = tuple(kinds)
     if not kinds or any(k.rows < 1 or not k.sensitivity > 0 for k in kinds):
         raise ConfigError(f"every release kind needs rows >= 1 and a sensitivity > 0. Found {kinds!r}.")
@@ -158,7 +162,7 @@ def calibrate_distributed(kinds: Sequence[ReleaseKind], dim: int, epsilon: float
     sigmas = tuple(calibrate(epsilon_left, delta_left))
 
     def rdp_epsilon(scale: float) -> float:
-        return certify(event_of(tuple(scale * s for s in sigmas)), delta_left, rdp_only=True).epsilon
+        return certify_general(event_of(tuple(scale * s for s in sigmas)), delta_left).epsilon
 
     scale = 1.0 if rdp_epsilon(1.0) <= epsilon_left else calibrate_scale(rdp_epsilon, epsilon_left, guess=1.0)
     releases = tuple(GridRelease(k.sensitivity, dim, scale * s / k.sensitivity) for k, s in zip(kinds, sigmas))

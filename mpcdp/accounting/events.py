@@ -112,3 +112,16 @@ def full_batch_gaussian_event(sigma: float, sensitivity: float, steps: int) -> d
 def laplace_event(scale: float, l1_sensitivity: float, steps: int) -> dp_accounting.DpEvent:
     """T Laplace releases (paper 003, Theorem 1): each (l1_sensitivity/scale)-DP."""
     return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale / l1_sensitivity), steps)
+
+
+def without_amplification(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+    """``event`` with every sampling step replaced by the mechanism on its whole batch (sampling rate 1): the
+    event of a run whose batches are public (a ``reproducible`` run's follow the protocol's seed), so that
+    subsampling hides nothing and amplifies nothing."""
+    if isinstance(event, (dp_accounting.SampledWithoutReplacementDpEvent, dp_accounting.PoissonSampledDpEvent)):
+        return without_amplification(event.event)
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return dp_accounting.SelfComposedDpEvent(without_amplification(event.event), event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return dp_accounting.ComposedDpEvent([without_amplification(e) for e in event.events])
+    return event

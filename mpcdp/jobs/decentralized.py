@@ -18,7 +18,9 @@ method(s), seed, backend; ``[deepq]`` the controller's settings (:class:`~mpcdp.
 
 Security model: honest-but-curious nodes; the global model after every update is public (the paper's assumption).
 Each node's data is protected by the Gaussian noise it adds itself; certificates come from dp-accounting.
-Randomness: numpy PCG64 generators seeded from the protocol's seed — reproducible, not a CSPRNG.
+Randomness: the simulation and ``reproducible`` node processes use numpy PCG64 generators seeded from the
+protocol's seed — reproducible, not a CSPRNG; otherwise each node process keys its batch order and noise by the
+OS CSPRNG (ChaCha20 streams, :mod:`mpcdp.randomness`).
 """
 
 from __future__ import annotations
@@ -217,8 +219,7 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
         "nodes": plan.nodes, "per_node": nodes[0].size, "batch_size": batch_size, "budget": plan.budget,
         "calibration": plan.calibration,
         "epsilon": None if method == "noiseless" else epsilon, "delta": delta, "grad_noise_std": std,
-        "epsilon_certified": None if cert is None else cert.epsilon_released,
-        "epsilon_all_classes": None if cert is None else cert.epsilon_all_classes + cert.epsilon_residual,
+        **_epsilon_fields(method, cert),
         **({} if cert is None else {"epsilon_accountant": cert.epsilon, "epsilon_residual": cert.epsilon_residual,
                                     "delta_gaussian": cert.delta, "delta_truncation": cert.delta_truncation,
                                     "delta_residual": cert.delta_residual, "noise_coordinates": cert.noise_coordinates,
@@ -235,6 +236,26 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
     if "bytes_per_node" in out:
         report["bytes_per_node"] = out["bytes_per_node"]
     return report
+
+
+DECISIONS_NOT_COVERED = (
+    "Algorithm 2's local/global decisions are made by each node's Deep-Q controller from its private losses and are "
+    "visible to every node (who touched the global model at each turn); no mechanism bounds what they reveal, so "
+    "the ε of the gradient releases alone is printed, as epsilon_gradient_releases_only, and nothing is certified")
+
+
+def _epsilon_fields(method: str, cert) -> dict[str, Any]:
+    """The certificate's ε fields of a report: ``epsilon_certified`` (and ``epsilon_all_classes``) where the
+    certificate covers everything the run reveals; for Algorithm 2, whose decisions it does not cover, the same
+    numbers under names that say they exclude the decisions, and the reason."""
+    if cert is None:
+        return {"epsilon_certified": None, "epsilon_all_classes": None}
+    released, all_classes = cert.epsilon_released, cert.epsilon_all_classes + cert.epsilon_residual
+    if method == "algorithm2":
+        return {"epsilon_not_certified_because": DECISIONS_NOT_COVERED,
+                "epsilon_gradient_releases_only": released,
+                "epsilon_all_classes_gradient_releases_only": all_classes}
+    return {"epsilon_certified": released, "epsilon_all_classes": all_classes}
 
 
 def _simulate(plan, method, nodes, classes, seed, epsilon, delta) -> dict[str, Any]:
@@ -283,13 +304,13 @@ def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: 
                batches_per_pass: list[int]) -> dict[str, Any]:
     """One node as a party process: wait for the global model, update it, hand it to the next holder.
 
-    The node's batch order, gradient noise and Deep-Q exploration come from a generator keyed by the OS
-    CSPRNG, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
+    The node's batch order and gradient noise come from ChaCha20 streams under keys from the OS CSPRNG, its
+    Deep-Q exploration from a generator seeded by it, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
     plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
     if not ctx.config.reproducible:
         from mpcdp.randomness import KeyedStream, batch_key, secure_key
 
-        node.rng = np.random.default_rng(batch_key())
+        node.rng = KeyedStream(secure_key(), b"mpcdp/node-batches")
         node.noise_source = KeyedStream(secure_key(), b"mpcdp/node-noise")
         deepq_seed = batch_key()
     visits = plan.visits if method == "dpsgd5" else 1

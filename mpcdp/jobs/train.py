@@ -164,8 +164,13 @@ def _noise_choice(protocol: dict, record: algorithms.Algorithm, parties: int, pa
 
 
 def config_for(plan: TrainPlan) -> MpcConfig:
-    """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties)."""
-    return MpcConfig(parties=plan.parties, **plan.mpc)
+    """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties). Every secure training
+    path (``mpcdp train``, ``mpcdp party --job train`` with or without ``--data``, ``mpcdp compare``, ``mpcdp
+    audit``) takes its configuration here, so a ``reproducible`` one is warned about here, once per run."""
+    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    if config.reproducible:
+        warn_reproducible("every party's mini-batches")
+    return config
 
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
@@ -215,10 +220,18 @@ def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
     return launch
 
 
+def public_batches(plan: TrainPlan) -> bool:
+    """Whether ``plan``'s batches are public: a secure run that is ``reproducible`` draws them from the
+    protocol's seed, which every party (and anyone with the protocol file) knows."""
+    return plan.backend != "simulated" and bool(plan.mpc.get("reproducible", False))
+
+
 def plan_noise(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> PlanNoise:
     """Calibrate and certify ``plan``'s releases for parties of ``sizes`` records and models of ``dim``
-    parameters (every algorithm whose releases go through the MPC)."""
-    return algorithms.plan_noise(plan.record, plan.params, _setting(plan, sizes, dim))
+    parameters (every algorithm whose releases go through the MPC). A reproducible secure run keeps the
+    calibrated noise and is certified without amplification by subsampling (:func:`public_batches`)."""
+    return algorithms.plan_noise(plan.record, plan.params, _setting(plan, sizes, dim),
+                                 public_batches=public_batches(plan))
 
 
 def _setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
@@ -291,9 +304,10 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         start, cpu = time.perf_counter(), time.process_time()
         central = record.run_central(shards, plan.params, _setting(plan, sizes, dim))
         timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
-        return _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
-                       levels=None, steps=central.steps, passes=central.passes, curve=curve,
-                       extra={**timing, **common, **central.report})
+        report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
+                         levels=None, steps=central.steps, passes=central.passes, curve=curve,
+                         extra={**timing, **common, **central.report})
+        return _uncertified(report, central.not_certified_because)
     noise = plan_noise(plan, sizes, dim)
     steps, params, levels, certificate = noise.steps, noise.params, noise.levels, noise.certificate
     common.update(noise.report)
@@ -319,8 +333,6 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         from mpcdp.runtime.harness import run_job
 
         config = config_for(plan)
-        if config.reproducible:
-            warn_reproducible("every party's mini-batches")
         run = (launch or run_job)(mpc_party, config,
                                   party_args=[(s, params, levels, dim, runner, checkpoint) for s in shards],
                                   job={"name": record.display_name(plan.parties), "protocol": plan.name,
@@ -350,6 +362,17 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                             "prepare_s": round(prepare_s, 3)})
     report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
     return report
+
+
+def _uncertified(report: dict[str, Any], reason: str | None) -> dict[str, Any]:
+    """``report`` with its certificate moved out of the certified fields when it does not cover what the run
+    releases: ``epsilon`` and ``delta_certified`` None, the numbers as ``epsilon_idealised_noise`` /
+    ``delta_idealised_noise``, and the reason."""
+    if reason is None:
+        return report
+    return {**report, "epsilon": None, "delta_certified": None, "epsilon_not_certified_because": reason,
+            "epsilon_idealised_noise": report["epsilon"], "delta_idealised_noise": report["delta_certified"],
+            "accounting": f"not certified ({reason}); for idealised noise: {report['accounting']}"}
 
 
 def _privacy_pieces(certificate) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from mpcdp.accounting.baselines import dpsgd_event, dpsgd_noise_for
 from mpcdp.accounting.certify import Certificate, zcdp_budget_for
 from mpcdp.accounting.distributed import aggregate_noise_for, local_noise_for
 from mpcdp.accounting.dpsrm import noise_for
-from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event
+from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussian_event, without_amplification
 from mpcdp.accounting.released import ReleaseKind
 from mpcdp.errors import ConfigError
 from mpcdp import registry
@@ -93,13 +93,15 @@ class PlanNoise:
 
 @dataclasses.dataclass(frozen=True)
 class CentralRun:
-    """What a central-only algorithm's own run returns."""
+    """What a central-only algorithm's own run returns. ``not_certified_because``: set when ``certificate``
+    does not cover the bits the run releases (it is then printed under another name, with this reason)."""
 
     result: Any
     certificate: Certificate
     steps: int
     passes: float
     report: dict
+    not_certified_because: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,16 +166,35 @@ def lookup(name: str) -> Algorithm:
     return registry.find(ALGORITHMS, name, "algorithm")
 
 
-def plan_noise(algorithm: Algorithm, params: Any, setting: Setting) -> PlanNoise:
-    """Calibrate and certify ``algorithm``'s releases for ``setting`` with the setting's noise mode."""
+UNAMPLIFIED = ("batches public (a reproducible run's follow the protocol's seed): certified without amplification "
+               "by subsampling (sampling rate 1)")
+
+
+def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_batches: bool = False) -> PlanNoise:
+    """Calibrate and certify ``algorithm``'s releases for ``setting`` with the setting's noise mode.
+
+    ``public_batches``: the run's batches are known to others (``reproducible`` secure runs draw them from the
+    protocol's seed). The noise stays what the protocol calibrates (so the run equals its simulation), and the
+    certificate is that of the same releases on their whole batches: no ε amplified by subsampling is printed."""
     releases = algorithm.releases(params, setting)
     if not releases.kinds:
         return PlanNoise(releases.steps, releases.params, releases.passes, NoiseLevels.none(), None, releases.report)
-    noise = setting.noise.record.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
-                                           calibrate=releases.calibrate, event_of=releases.event_of,
-                                           parties=setting.parties, choice=setting.noise)
+    mode = setting.noise.record
+    noise = mode.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
+                           calibrate=releases.calibrate, event_of=releases.event_of,
+                           parties=setting.parties, choice=setting.noise)
     levels = NoiseLevels(noise.releases[0], noise.releases[-1], setting.noise)
-    return PlanNoise(releases.steps, releases.params, releases.passes, levels, noise.certificate, releases.report)
+    certificate, report = noise.certificate, dict(releases.report)
+    if public_batches:
+        if mode.certify is None:
+            raise ConfigError(f"[noise] `mode` = {mode.name!r} cannot certify a run whose batches are public: set "
+                              f"[mpc] `reproducible` = false, or use a mode that registers `certify`")
+        certificate = mode.certify(releases.kinds, noise.releases, certificate.pieces["delta_gaussian"],
+                                   lambda sigmas: without_amplification(releases.event_of(sigmas)),
+                                   setting.parties, setting.noise)
+        certificate = dataclasses.replace(certificate, method=f"{UNAMPLIFIED}; {certificate.method}")
+        report["subsampling_amplification"] = "none: " + UNAMPLIFIED
+    return PlanNoise(releases.steps, releases.params, releases.passes, levels, certificate, report)
 
 
 # -- parameter readers ------------------------------------------------------------------------------------
@@ -324,7 +345,13 @@ def _run_dpagd(shards: Sequence, params: AgdParameters, setting: Setting) -> Cen
     rho, certificate = zcdp_budget_for(setting.epsilon, setting.delta)
     result = run_dpagd(shards, dataclasses.replace(params, rho_total=rho), dim=setting.dim)
     return CentralRun(result, certificate, len(result.iterates) - 1, result.data_passes,
-                      {"bytes_per_party": 0, "rho_zcdp": rho})
+                      {"bytes_per_party": 0, "rho_zcdp": rho}, not_certified_because=DPAGD_NOT_CERTIFIED)
+
+
+DPAGD_NOT_CERTIFIED = (
+    "DP-AGD's zCDP accounting holds for exact real-valued Gaussian noise and an exact exponential mechanism; the run "
+    "releases float64 Box–Muller Gaussians and float Gumbel-max selections, whose rounding no certificate here "
+    "covers, so its ε (for idealised noise, epsilon_idealised_noise) is not certified")
 
 
 register(Algorithm(

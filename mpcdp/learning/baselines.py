@@ -27,6 +27,7 @@ import torch
 from mpcdp.errors import ConfigError
 from mpcdp.learning.dpsrm import Aggregate, Shard, SrmResult
 from mpcdp.learning.logreg import LOGISTIC, clipped_gradient_sum
+from mpcdp.randomness import batch_source, sample_without_replacement
 from mpcdp.validation import require_integers, require_positive
 
 
@@ -70,12 +71,11 @@ def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate
     """DP-SGD (or DP-GD with ``params.full_batch``) over the shards held here; the output is the last iterate,
     or θ_R for RRPSGD (``params.random_round``). ``model``: logistic regression, or a CNN of
     :mod:`mpcdp.learning.cnn` (mini-batch only). ``batch_key``: a secret key for the mini-batch generators
-    (secure training, :func:`mpcdp.randomness.batch_key`); None draws them from ``params.seed``."""
+    (secure training, :func:`mpcdp.randomness.batch_key`: ChaCha20 streams); None draws them from ``params.seed``."""
     if params.full_batch and model is not LOGISTIC:
         raise ConfigError(f"full-batch training is implemented for logistic regression only. Found model "
                           f"{getattr(model, 'name', model)!r}.")
-    rngs = {s.party: np.random.default_rng([params.seed + 1, s.party] if batch_key is None
-                                           else [batch_key, params.seed + 1, s.party]) for s in shards}
+    rngs = {s.party: batch_source(batch_key, params.seed + 1, s.party) for s in shards}
     if params.full_batch:  # every record of the shards held here, each row weighted by 1/(its party's divisor)
         pooled_x = torch.cat([s.x for s in shards])
         pooled_y = torch.cat([s.y for s in shards])
@@ -93,7 +93,7 @@ def run_sgd(shards: Sequence[Shard], params: SgdParameters, aggregate: Aggregate
             for s in shards:
                 if params.batch > len(s.y):
                     raise ConfigError(f"`batch` {params.batch} exceeds party {s.party}'s {len(s.y)} records")
-                idx = torch.from_numpy(rngs[s.party].choice(len(s.y), size=params.batch, replace=False))
+                idx = torch.from_numpy(sample_without_replacement(rngs[s.party], len(s.y), params.batch))
                 local += model.clipped_gradient_sum(theta, s.x[idx], s.y[idx], params.c1) / \
                     party_divisor(params, s, batch_sizes)
         v = aggregate(t, local)

@@ -17,8 +17,10 @@ is terminal (y_j = r_j in eq. (11)).
 
 Security model: the controller is private to its node and trained on that node's losses only. Its *decisions* are
 not: whether a node touched the global model at a turn is visible to every node, and it is a function of the node's
-private data. Theorem 5 (and the certificate mpcdp prints) covers the released model values given the sequence of
-actions, not the action sequence itself.
+private data. Theorem 5 covers the released model values given the sequence of actions, not the action sequence
+itself, and no mechanism here bounds what the actions reveal: mpcdp prints no certified ε for Algorithm 2 (its
+reports carry ``epsilon_not_certified_because`` and the gradient releases' ε as
+``epsilon_gradient_releases_only``, :mod:`mpcdp.jobs.decentralized`).
 
 Declared cost per decision: one forward pass (in·128 + 128·2 multiply-adds), one Adam step on a mini-batch of 10
 (≈ 3 forward-backward passes' worth), every C decisions a copy of the network; nothing communicated.

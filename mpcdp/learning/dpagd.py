@@ -14,6 +14,13 @@ filter is valid for zCDP/RDP, Feldman & Zrnic 2021), certified in (ε, δ) by
   * if α = 0 wins, the gradient budget grows to (1 + growth)·ρ_ng: a fresh gradient at the extra budget,
     combined with the old one by precision weights (Lee & Kifer's GradAvg), and the selection is repeated.
 The run stops before any release would overdraw ρ_total. Every α_max update uses released values only.
+
+Security model: that accounting is for idealised noise — exact real-valued Gaussians and an exact exponential
+mechanism. What the run releases is float64 noise (:func:`mpcdp.noise.modes.csprng_normal`'s Box–Muller and
+:func:`_csprng_gumbel`'s float Gumbel-max), whose rounding no mpcdp certificate covers (floating-point noise can
+leak, Mironov 2012). Reports therefore print no certified ε for DP-AGD: ``epsilon`` is None, and the idealised ε
+is ``epsilon_idealised_noise`` with ``epsilon_not_certified_because``
+(:data:`mpcdp.learning.algorithms.DPAGD_NOT_CERTIFIED`). It is a plaintext baseline, for comparison only.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import torch
 from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
 from mpcdp.learning.logreg import LOGISTIC
+from mpcdp.randomness import batch_source, sample_without_replacement
 from mpcdp.validation import require_integers, require_positive
 
 
@@ -95,13 +96,14 @@ OUTPUT_RULES = ("paper", "last", "average")
 
 
 def _batches(shard: Shard, size: int, steps: int, seed: int, key: int | None = None) -> list[np.ndarray]:
-    """A fresh uniform batch without replacement at every release, from a generator of (seed, party), keyed
-    by the party's secret ``key`` in secure training (:func:`mpcdp.randomness.batch_key`)."""
-    rng = np.random.default_rng([seed, shard.party] if key is None else [key, seed, shard.party])
+    """A fresh uniform batch without replacement at every release: from the ChaCha20 stream under the party's
+    secret ``key`` in secure training (:func:`mpcdp.randomness.batch_key`), or from NumPy's generator of
+    (seed, party) when ``key`` is None (simulated and reproducible runs) — :func:`mpcdp.randomness.batch_source`."""
+    source = batch_source(key, seed, shard.party)
     n = len(shard.y)
     if size > n:
         raise ConfigError(f"`batch` {size} exceeds party {shard.party}'s {n} records")
-    return [rng.choice(n, size=size, replace=False) for _ in range(steps)]
+    return [sample_without_replacement(source, n, size) for _ in range(steps)]
 
 
 def _state(release: int, theta, v_p, thetas, iterates, released, norms) -> dict:

@@ -24,9 +24,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from mpcdp.accounting.distributed_noise import Parties, calibrate_distributed, party_plan
+from mpcdp.accounting.distributed_noise import Parties, calibrate_distributed, certify_distributed, party_plan
 from mpcdp.accounting.grid import GridRelease
-from mpcdp.accounting.released import calibrate_on_grid
+from mpcdp.accounting.released import calibrate_on_grid, certify_on_grid
 from mpcdp.errors import ConfigError
 from mpcdp import registry
 from mpcdp.learning.release_noise import secure_rows as dgauss_secure_rows, simulated_rows as dgauss_simulated_rows
@@ -68,6 +68,8 @@ class NoiseMode:
         simulated_rows: (release, rows, choice, parties, seed, stream) -> int64 Tensor, the summed noise drawn
             in plaintext.
         takes_colluders: the mode has a collusion threshold.
+        certify: (kinds, releases, δ, event_of, parties: int, choice) -> Certificate, the certificate of
+            releases already on their grids for another event (e.g. without amplification by subsampling).
     """
 
     name: str
@@ -76,6 +78,7 @@ class NoiseMode:
     secure_rows: Callable
     simulated_rows: Callable
     takes_colluders: bool = False
+    certify: Callable | None = None
 
 
 NOISE_MODES: dict[str, NoiseMode] = {}
@@ -95,7 +98,8 @@ register(NoiseMode(
               "that misses one data party)",
     _dgauss_calibrate,
     lambda ctx, release, rows, choice: dgauss_secure_rows(ctx, release, rows),
-    lambda release, rows, choice, parties, seed, stream: dgauss_simulated_rows(release, rows, seed=seed, stream=stream)))
+    lambda release, rows, choice, parties, seed, stream: dgauss_simulated_rows(release, rows, seed=seed, stream=stream),
+    certify=lambda kinds, releases, delta, event_of, parties, choice: certify_on_grid(kinds, releases, delta, event_of)))
 
 
 def _distributed_calibrate(kinds, dim, epsilon, delta, *, calibrate, event_of, parties, choice):
@@ -130,4 +134,6 @@ def _distributed_simulated(release: GridRelease, rows: int, choice: NoiseChoice,
 register(NoiseMode(
     "distributed", "every party adds its own discrete Gaussian of σ/√(m − t) to its share (private against any "
                    "t = `colluders` parties; no sampling inside the MPC)",
-    _distributed_calibrate, _distributed_secure, _distributed_simulated, takes_colluders=True))
+    _distributed_calibrate, _distributed_secure, _distributed_simulated, takes_colluders=True,
+    certify=lambda kinds, releases, delta, event_of, parties, choice: certify_distributed(
+        kinds, releases, delta, event_of, Parties(parties, choice.colluders))))

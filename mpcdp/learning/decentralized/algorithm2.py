@@ -1,6 +1,11 @@
 """Paper 004's Algorithm 2: every node keeps a private local model and its Deep-Q controller
-(:mod:`mpcdp.learning.deepq`, Algorithm 3) chooses a local step or a noisy global one (eqs. (9)–(10)); the
-certificate is Algorithm 1's (Lemma 5, Theorem 5; :func:`mpcdp.accounting.decentralized.algorithm2_noise`)."""
+(:mod:`mpcdp.learning.deepq`, Algorithm 3) chooses a local step or a noisy global one (eqs. (9)–(10)).
+
+Security model: the gradient releases are accounted as Algorithm 1's (Lemma 5, Theorem 5;
+:func:`mpcdp.accounting.decentralized.algorithm2_noise`), but the controller's decisions — which node updated the
+public global model at which turn — are functions of each node's private losses, visible to every node, and not
+made private. That ε therefore covers the gradient releases only and is never printed as certified
+(:data:`mpcdp.jobs.decentralized.DECISIONS_NOT_COVERED`)."""
 
 from __future__ import annotations
 

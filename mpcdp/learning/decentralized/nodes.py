@@ -11,7 +11,7 @@ import numpy as np
 from mpcdp.accounting.grid import GridRelease
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.noise.discrete_gaussian import sample_plain
-from mpcdp.randomness import KeyedStream, secure_key, word_source
+from mpcdp.randomness import KeyedStream, permutation, secure_key, word_source
 from mpcdp.validation import check_integer, check_number
 
 
@@ -27,7 +27,7 @@ class NodeState:
     y: np.ndarray
     batch_size: int
     max_passes: int = 1
-    rng: np.random.Generator = dataclasses.field(default_factory=np.random.default_rng)
+    rng: object = dataclasses.field(default_factory=np.random.default_rng)  # KeyedStream or seeded NumPy generator
     name: str = "node"
     noise_source: object = None  # KeyedStream (default: a fresh OS-CSPRNG key) or a seeded NumPy generator
     passes_done: int = 0
@@ -74,7 +74,7 @@ class NodeState:
         if not self.active:
             raise InputError(f"{self.name}: all {self.max_passes} pass(es) over its data are used up.")
         if self._order is None:
-            self._order = self.rng.permutation(self.size)
+            self._order = permutation(self.rng, self.size)
             self._position = 0
             self.history.append([])
         batch = self._order[self._position:self._position + self.batch_size]
