@@ -44,7 +44,21 @@ def test_noise_prints_a_validated_json_line_with_costs():
     assert report["samples"] == 3000 and report["validation"] == "passed"
     assert report["max_abs"] <= report["support"]
     assert report["bytes_per_party"] > 0 and report["dealer_bytes"] > 0 and report["rounds"] > 10
+    assert report["total_bytes"] == sum(report["bytes_by_party"]) + report["dealer_bytes"]
     assert "sample" in result.stderr  # the progress bar
+
+
+def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
+    """Under the dealer-free provider the parties send unequal amounts: the total is the sum of every party's
+    own ledger (no dealer), not the busiest party's times m."""
+    result = _run("noise", "--parties", "3", "--provider", "honest-majority", "--samples", "2000")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    ledgers = report["bytes_by_party"]
+    assert len(ledgers) == 3 and all(b > 0 for b in ledgers) and report["dealer_bytes"] == 0
+    assert len(set(ledgers)) > 1  # unequal: the busiest party's times 3 would overstate the total
+    assert report["total_bytes"] == sum(ledgers) and report["bytes_per_party"] == max(ledgers)
+    assert report["bytes_per_sample"] == sum(ledgers) / 2000
 
 
 def test_noise_plaintext_mode_runs_without_parties(tmp_path):

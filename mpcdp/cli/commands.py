@@ -53,10 +53,11 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         start = time.perf_counter()
         block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
         values, wall = block.values.numpy(), time.perf_counter() - start
-        summary = {"parties": 0, "bytes_per_party": 0, "dealer_bytes": 0, "rounds": 0, "support": block.support}
+        summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
+                   "bytes_per_sample": 0.0, "rounds": 0, "support": block.support}
         accepted = candidates = None
     else:
-        from mpcdp.jobs.noise import noise_party
+        from mpcdp.jobs.noise import cost_summary, noise_party
         from mpcdp.runtime.harness import run_job
 
         config = _config(ns, ns.parties)
@@ -69,10 +70,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
                                   "chunk": chunk}, progress=progress)
         first = result.values[0]
         values, wall = first["values"], max(r["wall_s"] for r in result.values)
-        sent = [r["bytes_sent"] for r in result.values]
-        summary = {"parties": ns.parties, "bytes_per_party": None if None in sent else max(sent),
-                   "dealer_bytes": (result.dealer or {}).get("bytes_sent", 0),
-                   "rounds": max(r["rounds"] for r in result.values), "support": first["support"]}
+        summary = cost_summary(result.values, result.dealer, ns.samples)
         accepted, candidates = first["accepted"], first["candidates"]
     if ns.out:
         np.save(ns.out, values)
@@ -85,8 +83,6 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
         "acceptance_rate": accepted / candidates if candidates else None,
         **summary, "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
-        "bytes_per_sample": None if summary["bytes_per_party"] is None else
-        (summary["bytes_per_party"] * summary["parties"] + summary["dealer_bytes"]) / values.size,
         "validation": "passed" if check.passed else "; ".join(check.failures),
     }
     print(json.dumps(report))
