@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
@@ -134,3 +136,24 @@ def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
     assert len(report["epsilon_by_party"]) == 16 and report["epsilon"] <= 0.05  # protocol: certified σ_j
     refused = _run("train", "protocols/uneven-breast-cancer.toml", "--algorithm", "wd-dp-local")
     assert refused.returncode != 0 and "--backend simulated" in refused.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aggregate", "--dim", "0"], "`--dim` must be >= 1. Found 0."),
+    (["noise", "--samples", "0"], "`--samples` must be >= 1. Found 0."),
+    (["privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "10", "--batch", "2", "--batch0", "2", "--steps", "3"],
+     "`--epsilon` must be a finite number > 0. Found -1.0."),
+    (["audit", "protocols/quickstart-a9a.toml", "--confidence", "1.5"], "`--confidence` must be in (0, 1). Found 1.5."),
+    (["cost", "--parties", "1"], "`--parties` must be >= 2. Found 1."),
+    (["cost", "--rerender"], "`--rerender` needs `--out PREFIX`"),
+])
+def test_bad_command_line_input_is_a_config_error_naming_the_flag(argv, message):
+    """The commands refuse bad input as every other layer does: a ConfigError (exit status 2), naming the flag
+    and the value."""
+    from mpcdp.cli import build_parser
+    from mpcdp.errors import ConfigError
+
+    ns = build_parser().parse_args(argv)
+    with pytest.raises(ConfigError) as info:
+        ns.func(ns)
+    assert message in str(info.value)

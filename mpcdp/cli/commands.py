@@ -8,7 +8,7 @@ import json
 import sys
 
 from mpcdp.config import MpcConfig
-from mpcdp.errors import ConfigError, MpcdpError
+from mpcdp.errors import ConfigError
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
@@ -22,7 +22,7 @@ def _cmd_aggregate(ns: argparse.Namespace) -> int:
     from mpcdp.runtime.harness import run_parties
 
     if ns.dim < 1:
-        raise MpcdpError(f"`--dim` must be >= 1. Found {ns.dim}.")
+        raise ConfigError(f"`--dim` must be >= 1. Found {ns.dim}.")
     config = _config(ns, ns.parties)
     import time
 
@@ -47,7 +47,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     from mpcdp.noise.validate import validate_normal
 
     if ns.samples < 1:
-        raise MpcdpError(f"`--samples` must be >= 1. Found {ns.samples}.")
+        raise ConfigError(f"`--samples` must be >= 1. Found {ns.samples}.")
     chunk = max(1, min(ns.samples, ns.chunk))
     if ns.mode == "plaintext":
         start = time.perf_counter()
@@ -97,11 +97,11 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     from mpcdp.accounting.paper import paper_epsilon, theorem41_sigmas
 
     if not (math.isfinite(ns.epsilon) and ns.epsilon > 0):
-        raise MpcdpError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
+        raise ConfigError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
     setting = DpSrmSetting(n=tuple(ns.n), batch=tuple(ns.batch), batch0=tuple(ns.batch0), steps=ns.steps,
                            c1=ns.c1, c2=ns.c2, gamma=ns.gamma)
     if ns.dim < 1:
-        raise MpcdpError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
+        raise ConfigError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
     from mpcdp.jobs.train import srm_noise
 
     released = srm_noise(setting, ns.dim, ns.epsilon, ns.delta)
@@ -195,8 +195,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
             bar.update(done - bar.n)
 
         if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
-            raise MpcdpError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
-                             f"keeps saving into the directory it resumes from")
+            raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
+                              f"keeps saving into the directory it resumes from")
         report = run_plan(plan, progress=progress, checkpoint_dir=ns.resume or ns.checkpoint,
                           checkpoint_every=ns.checkpoint_every, resume=bool(ns.resume))
         bar.update(bar.total - bar.n)
@@ -212,7 +212,7 @@ def _cmd_audit(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.train import plan_from
 
     if not 0 < ns.confidence < 1:
-        raise MpcdpError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
+        raise ConfigError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
     plan = plan_from(ns.protocol, backend=ns.backend)
     if ns.timeout is not None:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": ns.timeout})
@@ -262,14 +262,14 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
 
     if ns.rerender:
         if not ns.out:
-            raise MpcdpError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
+            raise ConfigError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
         paths = cost_report.rerender(ns.out)
         print("wrote " + ", ".join(paths.values()), file=sys.stderr)
         return 0
     if ns.parties < 2:
-        raise MpcdpError(f"`--parties` must be >= 2. Found {ns.parties}.")
+        raise ConfigError(f"`--parties` must be >= 2. Found {ns.parties}.")
     if not (ns.sigma > 0):
-        raise MpcdpError(f"`--sigma` must be > 0. Found {ns.sigma}.")
+        raise ConfigError(f"`--sigma` must be > 0. Found {ns.sigma}.")
     bar = tqdm(total=len(MODELS[ns.model]), unit="layer", file=sys.stderr, desc=f"{ns.model} ({ns.parties} parties)")
 
     def progress(done: int, total: int) -> None:
@@ -380,18 +380,18 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
         if config.provider != "dealer":
-            raise MpcdpError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
+            raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
         report = run_dealer(config=config, rendezvous=endpoint.rendezvous)
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
             print(json.dumps(report))
         return 0
     if ns.data and ns.job != "train":
-        raise MpcdpError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
+        raise ConfigError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
 
         if not ns.protocol:
-            raise MpcdpError("`--protocol` is required with `--job train`.")
+            raise ConfigError("`--protocol` is required with `--job train`.")
         plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
         settings = config.to_dict()
         settings.pop("parties")
