@@ -156,25 +156,31 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
 def warm_parties_for(argv: list[str]) -> None:
     """For ``mpcdp train``: start the parties' fork server before anything heavy is imported (its imports
     then overlap this process's own), unless the run is plainly simulated."""
-    import tomllib
-
     from mpcdp.runtime.process_server import start_process_server
 
+    if wants_warm_parties(argv):
+        start_process_server()
+
+
+def wants_warm_parties(argv: list[str]) -> bool:
+    """Whether ``argv`` is an ``mpcdp train`` whose run may be secure (the command line or the protocol file
+    says nothing else): its parties are worth starting early."""
+    import tomllib
+
     early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--plugin", action="append")  # the global option before the command
     early.add_argument("command")
     early.add_argument("protocol", nargs="?")
     early.add_argument("--backend")
     known, _ = early.parse_known_args(argv)
     if known.command != "train" or not known.protocol:
-        return
-    protocol_path, backend = known.protocol, known.backend
+        return False
     try:
-        with open(protocol_path, "rb") as fh:
+        with open(known.protocol, "rb") as fh:
             declared = tomllib.load(fh).get("backend")
     except (OSError, tomllib.TOMLDecodeError):
         declared = None  # plan_from names the problem
-    if (backend or declared) != "simulated":
-        start_process_server()
+    return (known.backend or declared) != "simulated"
 
 
 def _cmd_train(ns: argparse.Namespace) -> int:
