@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
@@ -44,7 +46,21 @@ def test_noise_prints_a_validated_json_line_with_costs():
     assert report["samples"] == 3000 and report["validation"] == "passed"
     assert report["max_abs"] <= report["support"]
     assert report["bytes_per_party"] > 0 and report["dealer_bytes"] > 0 and report["rounds"] > 10
+    assert report["total_bytes"] == sum(report["bytes_by_party"]) + report["dealer_bytes"]
     assert "sample" in result.stderr  # the progress bar
+
+
+def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
+    """Under the dealer-free provider the parties send unequal amounts: the total is the sum of every party's
+    own ledger (no dealer), not the busiest party's times m."""
+    result = _run("noise", "--parties", "3", "--provider", "honest-majority", "--samples", "2000")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    ledgers = report["bytes_by_party"]
+    assert len(ledgers) == 3 and all(b > 0 for b in ledgers) and report["dealer_bytes"] == 0
+    assert len(set(ledgers)) > 1  # unequal: the busiest party's times 3 would overstate the total
+    assert report["total_bytes"] == sum(ledgers) and report["bytes_per_party"] == max(ledgers)
+    assert report["bytes_per_sample"] == sum(ledgers) / 2000
 
 
 def test_noise_plaintext_mode_runs_without_parties(tmp_path):
@@ -120,3 +136,24 @@ def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
     assert len(report["epsilon_by_party"]) == 16 and report["epsilon"] <= 0.05  # protocol: certified σ_j
     refused = _run("train", "protocols/uneven-breast-cancer.toml", "--algorithm", "wd-dp-local")
     assert refused.returncode != 0 and "--backend simulated" in refused.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aggregate", "--dim", "0"], "`--dim` must be >= 1. Found 0."),
+    (["noise", "--samples", "0"], "`--samples` must be >= 1. Found 0."),
+    (["privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "10", "--batch", "2", "--batch0", "2", "--steps", "3"],
+     "`--epsilon` must be a finite number > 0. Found -1.0."),
+    (["audit", "protocols/quickstart-a9a.toml", "--confidence", "1.5"], "`--confidence` must be in (0, 1). Found 1.5."),
+    (["cost", "--parties", "1"], "`--parties` must be >= 2. Found 1."),
+    (["cost", "--rerender"], "`--rerender` needs `--out PREFIX`"),
+])
+def test_bad_command_line_input_is_a_config_error_naming_the_flag(argv, message):
+    """The commands refuse bad input as every other layer does: a ConfigError (exit status 2), naming the flag
+    and the value."""
+    from mpcdp.cli import build_parser
+    from mpcdp.errors import ConfigError
+
+    ns = build_parser().parse_args(argv)
+    with pytest.raises(ConfigError) as info:
+        ns.func(ns)
+    assert message in str(info.value)

@@ -52,7 +52,7 @@ def test_config_mismatch_is_refused_before_any_share(config_for):
     err, _ = _fails(sum_once, config_for(3), args=(torch.ones(4),), party_jobs=jobs)
     assert err.party == 2
     assert "ConfigMismatchError" in str(err)
-    assert "`job.dim`: party 0 = 4, party 1 = 4, party 2 = 5" in str(err)
+    assert "`dim`: party 0 = 4, party 1 = 4, party 2 = 5" in str(err)
     assert "checked before any share was sent" in str(err)
 
 

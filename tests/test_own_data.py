@@ -178,19 +178,24 @@ def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(pa
     assert [r["held_out"]["own"]["test_records"] for r in reports] == [len(t) for t in tests]
 
 
-def test_a_party_started_with_another_epsilon_is_refused_naming_the_field(party_files):
-    """The protocol's settings are in every party's handshake: a host given another ε is refused before any
-    data is compared."""
+@pytest.mark.parametrize("field", ["epsilon", "params.c1"])
+def test_a_party_started_with_another_epsilon_or_clipping_constant_is_refused_naming_the_field(party_files, field):
+    """The resolved protocol is in every party's handshake: a host given another ε or clipping constant is
+    refused, naming the field and every party's value, before any data is compared."""
     from mpcdp.jobs import own_data
     from mpcdp.runtime.harness import run_job
 
     plan, _, _, _, sources = party_files
-    plans = [plan, plan, dataclasses.replace(plan, epsilon=0.6)]
-    with pytest.raises(PartyFailed, match="epsilon") as info:
+    odd = (dataclasses.replace(plan, epsilon=0.6) if field == "epsilon"
+           else dataclasses.replace(plan, params=dataclasses.replace(plan.params, c1=0.6)))
+    plans = [plan, plan, odd]
+    with pytest.raises(PartyFailed) as info:
         run_job(own_data.own_data_party, config_for(plan),
                 party_args=[(p, s, LOGISTIC) for p, s in zip(plans, sources)],
                 party_jobs=[own_data._job(p, True) for p in plans])
-    assert "0.6" in str(info.value)
+    was = plan.epsilon if field == "epsilon" else plan.params.c1
+    assert f"`{field}`: party 0 = {was!r}, party 1 = {was!r}, party 2 = 0.6" in str(info.value)
+    assert "checked before any share was sent" in str(info.value)
 
 
 def test_parties_whose_noise_calibration_differs_are_refused_naming_the_first_that_differs():

@@ -84,3 +84,17 @@ def test_registries_refuse_a_second_record_of_the_same_name_and_name_the_known_o
 def test_an_unknown_plugin_is_a_clear_error(capsys):
     assert cli.main(["--plugin", "no_such_module_here", "train", "x.toml"]) == 2
     assert "`--plugin` 'no_such_module_here' cannot be imported" in capsys.readouterr().err
+
+
+def test_a_plugins_sampler_is_a_choice_of_the_command_line_and_train_still_starts_its_parties_early(monkeypatch):
+    """Plugins load before the parser is built: `--mode` and `--noise` take a sampler a plugin registers, and
+    `mpcdp --plugin M train P` is still recognised as a secure training run (its parties start early)."""
+    monkeypatch.setenv(plugins.ENVIRONMENT, "")
+    ns = cli.parse_arguments(["--plugin", "toy_sampler", "noise", "--mode", "toy-dgauss", "--samples", "10"])
+    assert ns.mode == "toy-dgauss" and ns.plugin == ["toy_sampler"]
+    assert cli.parse_arguments(["--plugin", "toy_sampler", "cost", "--noise", "toy-dgauss"]).noise == "toy-dgauss"
+    from mpcdp.cli.commands import wants_warm_parties
+
+    protocol = "protocols/quickstart-a9a.toml"
+    assert wants_warm_parties(["--plugin", "toy_algorithm", "train", protocol])
+    assert not wants_warm_parties(["--plugin", "toy_algorithm", "train", protocol, "--backend", "simulated"])

@@ -12,7 +12,8 @@
     WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer (under
     torchrun, whose WORLD_SIZE counts the dealer: the last rank).
 
-``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`).
+``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`),
+before the parser is built: what it registers can be named on the command line.
 To add a command: its parser here, its function in :mod:`mpcdp.cli.commands`.
 """
 
@@ -263,14 +264,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def named_plugins(argv: list[str]) -> list[str]:
+    """The modules ``argv`` names with ``--plugin``, read before the parser is built."""
+    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    early.add_argument("--plugin", action="append", default=[])
+    known, _ = early.parse_known_args(argv)
+    return known.plugin
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed once the plugins it names are loaded, so that the algorithms, models and samplers they
+    register are choices of the command line like mpcdp's own.
+
+    Raises:
+        ConfigError: a plugin cannot be imported.
+        SystemExit: argparse refused the command line (it has printed why).
+    """
+    plugins.load(named_plugins(argv))
+    ns = build_parser().parse_args(argv)
+    plugins.load(ns.plugin)  # an abbreviated `--plug`, which only the full parser reads
+    return ns
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        warm_parties_for(sys.argv[1:] if argv is None else argv)
+        plugins.load(named_plugins(argv))
+    except MpcdpError as exc:
+        print(f"mpcdp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        warm_parties_for(argv)
     except SystemExit:  # a command line the real parser will explain
         pass
-    ns = build_parser().parse_args(argv)
     try:
-        plugins.load(ns.plugin)
+        ns = parse_arguments(argv)
     except MpcdpError as exc:
         print(f"mpcdp: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ import json
 import sys
 
 from mpcdp.config import MpcConfig
-from mpcdp.errors import ConfigError, MpcdpError
+from mpcdp.errors import ConfigError
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
@@ -22,7 +22,7 @@ def _cmd_aggregate(ns: argparse.Namespace) -> int:
     from mpcdp.runtime.harness import run_parties
 
     if ns.dim < 1:
-        raise MpcdpError(f"`--dim` must be >= 1. Found {ns.dim}.")
+        raise ConfigError(f"`--dim` must be >= 1. Found {ns.dim}.")
     config = _config(ns, ns.parties)
     import time
 
@@ -47,16 +47,17 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     from mpcdp.noise.validate import validate_normal
 
     if ns.samples < 1:
-        raise MpcdpError(f"`--samples` must be >= 1. Found {ns.samples}.")
+        raise ConfigError(f"`--samples` must be >= 1. Found {ns.samples}.")
     chunk = max(1, min(ns.samples, ns.chunk))
     if ns.mode == "plaintext":
         start = time.perf_counter()
         block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
         values, wall = block.values.numpy(), time.perf_counter() - start
-        summary = {"parties": 0, "bytes_per_party": 0, "dealer_bytes": 0, "rounds": 0, "support": block.support}
+        summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
+                   "bytes_per_sample": 0.0, "rounds": 0, "support": block.support}
         accepted = candidates = None
     else:
-        from mpcdp.jobs.noise import noise_party
+        from mpcdp.jobs.noise import cost_summary, noise_party
         from mpcdp.runtime.harness import run_job
 
         config = _config(ns, ns.parties)
@@ -69,10 +70,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
                                   "chunk": chunk}, progress=progress)
         first = result.values[0]
         values, wall = first["values"], max(r["wall_s"] for r in result.values)
-        sent = [r["bytes_sent"] for r in result.values]
-        summary = {"parties": ns.parties, "bytes_per_party": None if None in sent else max(sent),
-                   "dealer_bytes": (result.dealer or {}).get("bytes_sent", 0),
-                   "rounds": max(r["rounds"] for r in result.values), "support": first["support"]}
+        summary = cost_summary(result.values, result.dealer, ns.samples)
         accepted, candidates = first["accepted"], first["candidates"]
     if ns.out:
         np.save(ns.out, values)
@@ -85,8 +83,6 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
         "acceptance_rate": accepted / candidates if candidates else None,
         **summary, "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
-        "bytes_per_sample": None if summary["bytes_per_party"] is None else
-        (summary["bytes_per_party"] * summary["parties"] + summary["dealer_bytes"]) / values.size,
         "validation": "passed" if check.passed else "; ".join(check.failures),
     }
     print(json.dumps(report))
@@ -101,11 +97,11 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     from mpcdp.accounting.paper import paper_epsilon, theorem41_sigmas
 
     if not (math.isfinite(ns.epsilon) and ns.epsilon > 0):
-        raise MpcdpError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
+        raise ConfigError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
     setting = DpSrmSetting(n=tuple(ns.n), batch=tuple(ns.batch), batch0=tuple(ns.batch0), steps=ns.steps,
                            c1=ns.c1, c2=ns.c2, gamma=ns.gamma)
     if ns.dim < 1:
-        raise MpcdpError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
+        raise ConfigError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
     from mpcdp.jobs.train import srm_noise
 
     released = srm_noise(setting, ns.dim, ns.epsilon, ns.delta)
@@ -160,25 +156,31 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
 def warm_parties_for(argv: list[str]) -> None:
     """For ``mpcdp train``: start the parties' fork server before anything heavy is imported (its imports
     then overlap this process's own), unless the run is plainly simulated."""
-    import tomllib
-
     from mpcdp.runtime.process_server import start_process_server
 
+    if wants_warm_parties(argv):
+        start_process_server()
+
+
+def wants_warm_parties(argv: list[str]) -> bool:
+    """Whether ``argv`` is an ``mpcdp train`` whose run may be secure (the command line or the protocol file
+    says nothing else): its parties are worth starting early."""
+    import tomllib
+
     early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--plugin", action="append")  # the global option before the command
     early.add_argument("command")
     early.add_argument("protocol", nargs="?")
     early.add_argument("--backend")
     known, _ = early.parse_known_args(argv)
     if known.command != "train" or not known.protocol:
-        return
-    protocol_path, backend = known.protocol, known.backend
+        return False
     try:
-        with open(protocol_path, "rb") as fh:
+        with open(known.protocol, "rb") as fh:
             declared = tomllib.load(fh).get("backend")
     except (OSError, tomllib.TOMLDecodeError):
         declared = None  # plan_from names the problem
-    if (backend or declared) != "simulated":
-        start_process_server()
+    return (known.backend or declared) != "simulated"
 
 
 def _cmd_train(ns: argparse.Namespace) -> int:
@@ -199,8 +201,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
             bar.update(done - bar.n)
 
         if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
-            raise MpcdpError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
-                             f"keeps saving into the directory it resumes from")
+            raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
+                              f"keeps saving into the directory it resumes from")
         report = run_plan(plan, progress=progress, checkpoint_dir=ns.resume or ns.checkpoint,
                           checkpoint_every=ns.checkpoint_every, resume=bool(ns.resume))
         bar.update(bar.total - bar.n)
@@ -216,7 +218,7 @@ def _cmd_audit(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.train import plan_from
 
     if not 0 < ns.confidence < 1:
-        raise MpcdpError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
+        raise ConfigError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
     plan = plan_from(ns.protocol, backend=ns.backend)
     if ns.timeout is not None:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": ns.timeout})
@@ -266,14 +268,14 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
 
     if ns.rerender:
         if not ns.out:
-            raise MpcdpError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
+            raise ConfigError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
         paths = cost_report.rerender(ns.out)
         print("wrote " + ", ".join(paths.values()), file=sys.stderr)
         return 0
     if ns.parties < 2:
-        raise MpcdpError(f"`--parties` must be >= 2. Found {ns.parties}.")
+        raise ConfigError(f"`--parties` must be >= 2. Found {ns.parties}.")
     if not (ns.sigma > 0):
-        raise MpcdpError(f"`--sigma` must be > 0. Found {ns.sigma}.")
+        raise ConfigError(f"`--sigma` must be > 0. Found {ns.sigma}.")
     bar = tqdm(total=len(MODELS[ns.model]), unit="layer", file=sys.stderr, desc=f"{ns.model} ({ns.parties} parties)")
 
     def progress(done: int, total: int) -> None:
@@ -384,18 +386,18 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
         if config.provider != "dealer":
-            raise MpcdpError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
+            raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
         report = run_dealer(config=config, rendezvous=endpoint.rendezvous)
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
             print(json.dumps(report))
         return 0
     if ns.data and ns.job != "train":
-        raise MpcdpError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
+        raise ConfigError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
 
         if not ns.protocol:
-            raise MpcdpError("`--protocol` is required with `--job train`.")
+            raise ConfigError("`--protocol` is required with `--job train`.")
         plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
         settings = config.to_dict()
         settings.pop("parties")

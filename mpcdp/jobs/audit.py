@@ -37,7 +37,7 @@ import torch
 
 from mpcdp.accounting import audit_bounds
 from mpcdp.errors import ConfigError
-from mpcdp.jobs.train import TrainPlan, config_for, plan_noise, training_split, unit_rows
+from mpcdp.jobs.train import TrainPlan, config_for, handshake_description, plan_noise, training_split, unit_rows
 from mpcdp.learning.backends import mpc_party, train_simulated
 from mpcdp.learning.dpsrm import Shard
 
@@ -175,15 +175,18 @@ def _canaries_for(plan: TrainPlan, noise, sizes: tuple[int, ...], dim: int, coun
     return Canaries(count, dim, (first.sensitivity / 2, later.sensitivity / 2), rates, separate, seed)
 
 
-def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, runners: list[Callable]):
-    """One training run, simulated or on the party processes; what party 0's runner returned."""
+def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, runners: list[Callable],
+           audit: dict[str, Any]):
+    """One training run, simulated or on the party processes; what party 0's runner returned. ``audit``: the
+    audit's public settings (setting and canary count; never the canaries' signs or seed), for the handshake."""
     if backend == "simulated":
         return train_simulated(shards, noise.params, noise.levels, dim=dim, runner=runners[0])
     from mpcdp.runtime.harness import run_job
 
     run = run_job(mpc_party, config_for(plan),
                   party_args=[(s, noise.params, noise.levels, dim, r) for s, r in zip(shards, runners)],
-                  job={"name": "audit", "protocol": plan.name, "dim": dim, "party_sizes": [len(s.y) for s in shards]})
+                  job=handshake_description(plan, run="audit", noise=noise, dim=dim,
+                                            party_sizes=[len(s.y) for s in shards], audit=audit))
     return run.values[0]["result"]
 
 
@@ -197,7 +200,7 @@ def white_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -
     canaries = _canaries_for(plan, noise, sizes, dim, count, seed)
     base = functools.partial(plan.record.runner, model=model)
     runners = [CanaryRunner(base, canaries, planting=(j == 0)) for j in range(len(shards))]
-    run = _train(plan, backend, shards, noise, dim + count, runners)
+    run = _train(plan, backend, shards, noise, dim + count, runners, {"setting": "white-box", "canaries": count})
     levels = noise.levels
     sigma = (levels.first.noise_multiplier * levels.first.sensitivity,
              levels.later.noise_multiplier * levels.later.sensitivity)
@@ -227,7 +230,8 @@ def black_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -
     sizes, dim = tuple(len(s.y) for s in shards), model.dimension(x)
     noise = plan_noise(plan, sizes, dim)
     base = functools.partial(plan.record.runner, model=model)
-    result = _train(plan, backend, shards, noise, dim, [base] * len(shards))
+    result = _train(plan, backend, shards, noise, dim, [base] * len(shards),
+                    {"setting": "black-box", "canaries": count})
     theta = result.output(plan.output)
     return {"signs": signs, "scores": (planted @ theta).numpy(), "certificate": noise.certificate}
 

@@ -2,7 +2,7 @@
 
 Opening the noise defeats its purpose; this job exists to validate the sampler against N(0, σ²) and to
 measure its cost. The sampling is metered on its own (bytes each party sent, rounds, wall time), apart from
-the validation openings.
+the validation openings; :func:`cost_summary` adds up what every process measured.
 """
 
 from __future__ import annotations
@@ -39,3 +39,18 @@ def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: in
     return {"values": np.concatenate(opened) if opened else None, "bytes_sent": meter.bytes_sent,
             "rounds": rounds, "wall_s": wall, "candidates": candidates, "accepted": accepted,
             "sigma": block.sigma, "support": block.support, "event": repr(block.event)}
+
+
+def cost_summary(parties: list[dict[str, Any]], dealer: dict[str, Any] | None, samples: int) -> dict[str, Any]:
+    """What the sampling cost, from every process's own ledger: each party's bytes (``bytes_by_party``, rank
+    order; None if a party could not meter them), the busiest party's, the dealer's (0 without one), and the
+    true total — every party's plus the dealer's, not the busiest party's times m (parties send unequal
+    amounts under a dealer-free provider) — and that total per sample."""
+    sent = [r["bytes_sent"] for r in parties]
+    metered = None not in sent
+    dealer_bytes = (dealer or {}).get("bytes_sent") or 0
+    total = sum(sent) + dealer_bytes if metered else None
+    return {"parties": len(parties), "bytes_by_party": sent, "bytes_per_party": max(sent) if metered else None,
+            "dealer_bytes": dealer_bytes, "total_bytes": total,
+            "bytes_per_sample": None if total is None else total / samples,
+            "rounds": max(r["rounds"] for r in parties), "support": parties[0]["support"]}

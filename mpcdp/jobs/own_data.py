@@ -38,7 +38,7 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
-from mpcdp.jobs.train import config_for, plan_noise, unit_rows
+from mpcdp.jobs.train import config_for, handshake_description, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -237,9 +237,8 @@ def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous
 
 
 def _job(plan, noise: bool) -> dict[str, Any]:
-    """What every party's handshake compares: the protocol's settings (a party started with another ε, δ or
-    training parameter is refused naming the field, before the data agreement)."""
-    return {"name": f"{plan.name} on the parties' own data", "algorithm": plan.algorithm, "noise": noise,
-            "epsilon": plan.epsilon, "delta": plan.delta, "params": dataclasses.asdict(plan.params),
-            "output": plan.output, "normalize_rows": plan.normalize_rows,
-            "noise_choice": dataclasses.asdict(plan.noise)}
+    """What every party's handshake compares (:func:`~mpcdp.jobs.train.handshake_description`): the resolved
+    protocol (a party started with another ε, δ, clipping constant or training parameter is refused naming the
+    field, before the data agreement). The noise is calibrated after the handshake, from the record counts the
+    data agreement makes public; the noise agreement compares it."""
+    return handshake_description(plan, run=f"{plan.name} on the parties' own data", noised=noise)

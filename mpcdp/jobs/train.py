@@ -17,7 +17,7 @@ import hashlib
 import pathlib
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -249,6 +249,51 @@ def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> 
             **({} if plan.noise == NoiseChoice() else {"noise": dataclasses.asdict(plan.noise)})}
 
 
+def handshake_description(plan: TrainPlan, *, run: str, noise: PlanNoise | None = None, dim: int | None = None,
+                          party_sizes: Sequence[int] | None = None, **extra: Any) -> dict[str, Any]:
+    """What every party of a secure run on ``plan`` compares in its handshake, before any share
+    (:meth:`mpcdp.mpc.context.MpcContext.join`, which adds the MPC configuration: precision, provider,
+    time-outs): the whole resolved plan, i.e. every parameter that changes the released bits or the certificate.
+    The one description of shipped-data training, own-data training and the audit; a party whose protocol file
+    differs is refused on every party, naming the field and each party's value.
+
+    ``run``: what runs (the algorithm's display name, "audit", ...); ``noise``: the calibrated releases
+    (steps, the algorithm's resolved hyper-parameters, σ of every release kind on its grid, the certificate
+    with its mechanism and accountant ids), None where they are calibrated after the handshake (own data:
+    each party's record count is learned then, and the noise agreement compares the calibration);
+    ``dim``/``party_sizes``: the model's size and the shipped split's part sizes; ``extra``: the path's own
+    public settings.
+
+    Public values only: protocol parameters, the shipped dataset's name and split (public by design, as is the
+    shipped data), and what is computed from them. Never a data value or a count the protocol does not already
+    make public (own-data paths pass no sizes)."""
+    described: dict[str, Any] = {
+        "run": run, "protocol": plan.name, "algorithm": plan.algorithm, "dataset": plan.dataset,
+        "parties": plan.parties, "backend": plan.backend, "epsilon": plan.epsilon, "delta": plan.delta,
+        "calibration": plan.calibration, "params": _public_form(plan.params), "passes": plan.passes,
+        "output": plan.output, "size_ratio": plan.size_ratio, "normalize_rows": plan.normalize_rows,
+        "model": plan.model, "noise": _public_form(plan.noise)}
+    if dim is not None:
+        described["dim"] = dim
+    if party_sizes is not None:
+        described["party_sizes"] = [int(n) for n in party_sizes]
+    if noise is not None:
+        described.update(steps=noise.steps, resolved_params=_public_form(noise.params),
+                         releases=_public_form(noise.levels), certificate=_public_form(noise.certificate))
+    return {**described, **extra}
+
+
+def _public_form(value: Any) -> Any:
+    """``value`` as plain JSON types for a handshake (dataclasses as their fields, recursively)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _public_form(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(key): _public_form(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_public_form(inner) for inner in value]
+    return value
+
+
 def protocol_provider(path: str) -> str | None:
     """The ``[mpc] provider`` a protocol file names (None: it names none), read before the run's size is known
     (it decides whether a dealer is one of the processes)."""
@@ -335,8 +380,8 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         config = config_for(plan)
         run = (launch or run_job)(mpc_party, config,
                                   party_args=[(s, params, levels, dim, runner, checkpoint) for s in shards],
-                                  job={"name": record.display_name(plan.parties), "protocol": plan.name,
-                                       "steps": steps, "dim": dim, "party_sizes": list(sizes)},
+                                  job=handshake_description(plan, run=record.display_name(plan.parties),
+                                                            noise=noise, dim=dim, party_sizes=sizes),
                                   progress=progress)
         result = run.values[0]["result"]
         common["resumed_after_release"] = run.values[0].get("resumed_after")

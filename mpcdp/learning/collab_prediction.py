@@ -121,20 +121,6 @@ def theorem3_distance(sizes: Sequence[int], epsilons: Sequence[float], *, xi: fl
     return 4.0 * theorem3_gap(sizes, epsilons, xi=xi, c2=c2) / strong_convexity
 
 
-def fit_constant(observed: Sequence[float], predicted_shape: Sequence[float]) -> float:
-    """The constant c minimising Σ (log observed − log(c·shape))²: c = exp(mean(log observed − log shape)).
-
-    For drawing a theorem's curve through measured gaps (Figs. 4–5, 9–10 fit lines of the predicted slope).
-    """
-    observed, shape = np.asarray(observed, dtype=float), np.asarray(predicted_shape, dtype=float)
-    if observed.shape != shape.shape or observed.size == 0:
-        raise ConfigError(f"`observed` and `predicted_shape` need the same non-zero length. Found {observed.size} "
-                          f"and {shape.size}.")
-    if not (np.all(observed > 0) and np.all(shape > 0) and np.all(np.isfinite(observed))):
-        raise ConfigError("`observed` and `predicted_shape` must be finite and > 0 (fitted on a log scale).")
-    return float(np.exp(np.mean(np.log(observed) - np.log(shape))))
-
-
 def select_owners(sizes: Sequence[int], epsilons: Sequence[float], *,
                   always_include: Sequence[int] = ()) -> tuple[int, ...]:
     """The subset of owners (sorted indices) with the smallest predicted gap, √S/n (Theorems 2 and 3 agree).

@@ -90,10 +90,26 @@ def _gather_public(mesh: Mesh, rank: int, value: Any, *, label: str) -> list[Any
     return everyone
 
 
+_FIELDS_SHOWN = 8  # a mismatch names this many fields, the first ones as described (the rest are counted)
+
+
+def _as_described(handshake: Any) -> Any:
+    """A party's handshake as :func:`describe_mismatch` names it: the job's fields by their own names (the
+    resolved plan, e.g. `epsilon`), then the MPC configuration's as ``mpc.<field>``."""
+    if not isinstance(handshake, dict):
+        return {"handshake": handshake}
+    description = handshake.get("description", handshake)
+    if isinstance(description, dict) and isinstance(description.get("job"), dict):
+        return {**description["job"], "mpc": description.get("config")}
+    return description
+
+
 def describe_mismatch(descriptions: list[dict[str, Any]]) -> tuple[str, int]:
-    """Human-readable list of the fields on which parties differ, and the first party that differs."""
+    """Human-readable list of the fields on which parties differ (in the order the descriptions list them:
+    a description that puts its inputs before what is computed from them names the cause first), and the
+    first party that differs."""
     flat = [_flatten("", d, {}) for d in descriptions]
-    keys = sorted(set().union(*flat))
+    keys = list(dict.fromkeys(key for f in flat for key in f))
     lines, first = [], None
     for key in keys:
         values = [f.get(key, "<missing>") for f in flat]
@@ -101,6 +117,8 @@ def describe_mismatch(descriptions: list[dict[str, Any]]) -> tuple[str, int]:
             odd = [r for r, v in enumerate(values) if v != values[0]]
             first = odd[0] if first is None else min(first, odd[0])
             lines.append(f"`{key}`: " + ", ".join(f"party {r} = {v!r}" for r, v in enumerate(values)))
+    if len(lines) > _FIELDS_SHOWN:
+        lines = lines[:_FIELDS_SHOWN] + [f"and {len(lines) - _FIELDS_SHOWN} more fields"]
     return "; ".join(lines), (first if first is not None else 0)
 
 
@@ -156,8 +174,7 @@ class MpcContext:
         mine = {"fingerprint": fingerprint(description), "description": description}
         everyone = _gather_public(mesh, rank, mine, label="handshake")
         if any(not isinstance(other, dict) or other.get("fingerprint") != mine["fingerprint"] for other in everyone):
-            detail, first = describe_mismatch([other.get("description", other) if isinstance(other, dict)
-                                               else {"handshake": other} for other in everyone])
+            detail, first = describe_mismatch([_as_described(other) for other in everyone])
             raise ConfigMismatchError(
                 f"parties run different configurations (checked before any share was sent): {detail}",
                 party=first)

@@ -118,10 +118,6 @@ def register_links(fds: set[int]) -> None:
     _links.update(fds)
 
 
-def link_fds() -> set[int]:
-    return _links
-
-
 def record_link(sent: int, received: int) -> None:
     """Bytes moved on mpcdp's links (called by the transport, the choke point)."""
     for ledger in _active:

@@ -51,7 +51,7 @@ from mpcdp.transport.store import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PR
 
 __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
-           "publish_endpoint", "publish_report", "read_reports", "run", "who", "current", "close_store"]
+           "publish_endpoint", "publish_report", "read_reports", "run", "who", "current"]
 
 _store = None
 _server = None
@@ -180,11 +180,6 @@ def current():
 def run() -> Run | None:
     """What this process knows of the run it joined (None: none joined)."""
     return _run
-
-
-def close_store() -> None:
-    global _store
-    _store = None
 
 
 def _key(rank: int) -> str:

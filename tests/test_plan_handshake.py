@@ -1,0 +1,63 @@
+"""One handshake over the whole resolved plan: parties started on their own (as on separate hosts) whose
+protocol files differ in a parameter that changes the released bits or the certificate are refused on every
+party, naming the field and each party's value, before any share is sent."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from mpcdp.runtime.harness import free_port
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
+PARTIES = 2
+PROTOCOL = """name = "handshake-test"
+dataset = "breast-cancer"
+algorithm = "dp-sgd"
+[privacy]
+epsilon = {epsilon}
+delta = 1e-3
+[training]
+parties = 2
+batch = 20
+passes = 1
+c1 = {clip}
+learning_rate = 0.1
+seed = 0
+"""
+
+
+def _protocols(tmp_path, odd: dict[str, float]) -> list[str]:
+    """Party 0's protocol file (and the dealer's) and party 1's, which differs in ``odd``."""
+    paths = []
+    for rank, settings in enumerate([{"epsilon": 0.5, "clip": 1.0}, {"epsilon": 0.5, "clip": 1.0, **odd}]):
+        path = tmp_path / f"party{rank}.toml"
+        path.write_text(PROTOCOL.format(**settings))
+        paths.append(str(path))
+    return paths + [paths[0]]  # the dealer reads party 0's
+
+
+@pytest.mark.parametrize("odd, field, shown", [({"epsilon": 0.2}, "`epsilon`", "party 0 = 0.5, party 1 = 0.2"),
+                                               ({"clip": 2.0}, "`params.c1`", "party 0 = 1.0, party 1 = 2.0")])
+def test_separate_parties_whose_protocols_differ_are_refused_naming_the_field(tmp_path, deployment, odd, field,
+                                                                               shown):
+    port = str(free_port())
+    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "60"],
+                              env=dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
+                                       MASTER_PORT=port, MPCDP_CREDENTIALS=str(deployment)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for rank, protocol in enumerate(_protocols(tmp_path, odd))]
+    try:
+        done = [proc.communicate(timeout=120) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    for rank in range(PARTIES):
+        code, err = procs[rank].returncode, done[rank][1]
+        assert code != 0, f"party {rank} exited 0: {err[-1500:]}"
+        assert f"{field}: {shown}" in err, (rank, err[-1500:])
+        assert "checked before any share was sent" in err, (rank, err[-1500:])
+        assert "joined; training" not in err  # no party got past the handshake
+    assert procs[PARTIES].returncode != 0, "the dealer served a run that was refused"
