@@ -6,7 +6,7 @@ import pytest
 from mpcdp.errors import PartyFailed
 from mpcdp.runtime.harness import run_job
 from mpcdp.transport import losses
-from mpcdp.transport.store import Report
+from mpcdp.transport.store_values import Report
 from party_jobs import forge_blame_then_garble, short_frame_then_wait
 
 

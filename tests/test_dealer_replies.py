@@ -141,6 +141,6 @@ def test_a_reply_of_another_shape_is_refused_naming_the_dealer_before_it_is_allo
 def test_party_0_makes_no_request_whose_reply_shape_it_cannot_predict():
     for function, args in (("additive", [[2], [2], "save"]), ("_setup_generators", []), ("mpcdp_Unknown", [3])):
         with pytest.raises(ValueError, match="dealer request"):
-            objects.reply_shape({"function": function, "device": None, "args": args, "kwargs": {}})
+            objects.reply_shape({"function": function, "device": None, "args": args, "kwargs": {}}, KINDS)
     assert objects.reply_shape({"function": "additive", "device": None, "kwargs": {"stride": 2},
                                 "args": [[1, 1, 9, 9], [4, 1, 3, 3], "conv2d"]}) == (1, 4, 4, 4)

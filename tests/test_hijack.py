@@ -24,7 +24,7 @@ import torch
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.harness import free_port, run_parties
 from mpcdp.transport import frames
-from mpcdp.transport.mesh import HANDSHAKE_S, MAX_PENDING
+from mpcdp.transport.joining import HANDSHAKE_S, MAX_PENDING
 from party_jobs import credentials_in_use
 from sniff import tls_records_only
 from test_multihost import _REASON as NETNS_UNAVAILABLE

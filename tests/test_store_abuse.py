@@ -12,7 +12,8 @@ import pytest
 from mpcdp.errors import ConfigError
 from mpcdp.runtime.harness import free_port
 from mpcdp.transport import losses, rendezvous
-from mpcdp.transport.store import MAX_MESSAGE_BYTES, REPORT_PREFIX, StoreClient, StoreServer
+from mpcdp.transport.store import StoreClient, StoreServer
+from mpcdp.transport.store_values import MAX_MESSAGE_BYTES, REPORT_PREFIX
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from mpcdp.adapter.material import KINDS
 from mpcdp.errors import PartyLost, PeerLost, ProtocolViolation
 from mpcdp.transport import losses, rendezvous
 from mpcdp.transport.credentials import LinkSecurity
-from mpcdp.transport.mesh import Mesh, local_address
+from mpcdp.transport.joining import local_address
+from mpcdp.transport.mesh import Mesh
 
 
 class Dealer(ttp_provider.TTPServer):

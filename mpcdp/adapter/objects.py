@@ -48,17 +48,16 @@ def check_request(message: Any, allowed: tuple[str, ...]) -> None:
         refuse(f"an `additive` request for the operation {args[2] if len(args) > 2 else None!r}")
 
 
-def reply_shape(message: dict) -> tuple[int, ...]:
+def reply_shape(message: dict, kinds: tuple = ()) -> tuple[int, ...]:
     """The shape of the share the dealer must return for party 0's own ``message`` (a request that
     :func:`check_request` accepts): CrypTen's ``square``/``wraps``/``B2A`` return their size, ``binary`` the
     broadcast of its two sizes, ``additive`` the result of its torch operation on tensors of its two sizes
-    (computed on the meta device: shapes only, nothing allocated), mpcdp's kinds their ``reply_shape``.
+    (computed on the meta device: shapes only, nothing allocated), mpcdp's material ``kinds`` (the classes of
+    :data:`mpcdp.adapter.material.KINDS`, passed in: this module sits below the material) their ``reply_shape``.
 
     Raises:
         ValueError: the request is not one this function knows (party 0's own request: a bug, not a peer's).
     """
-    from mpcdp.adapter.material import KINDS
-
     function, args, kwargs = message["function"], message["args"], message["kwargs"]
     if function in ("square", "wraps", "B2A"):
         return _sizes(args[0])
@@ -70,7 +69,7 @@ def reply_shape(message: dict) -> tuple[int, ...]:
                              f"{args[2] if len(args) > 2 else None!r}")
         a, b = (torch.empty(_sizes(size), device="meta") for size in args[:2])
         return tuple(getattr(torch, args[2])(a, b, *args[3:], **kwargs).shape)
-    for kind in KINDS:
+    for kind in kinds:
         if function == kind.request_name():
             return tuple(int(n) for n in kind.reply_shape(*args, **kwargs))
     raise ValueError(f"no reply shape is known for a dealer request for {function!r}")

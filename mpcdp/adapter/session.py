@@ -11,7 +11,8 @@ from mpcdp.adapter.compat import MPCTensor, cfg, configure, crypten
 from mpcdp.errors import ConfigError
 from mpcdp.transport import rendezvous
 from mpcdp.transport.credentials import LinkSecurity
-from mpcdp.transport.mesh import Mesh, local_address
+from mpcdp.transport.joining import local_address
+from mpcdp.transport.mesh import Mesh
 
 _dealer: dealer_link.DealerClient | None = None
 

@@ -17,7 +17,7 @@ listen on, on multi-homed hosts (``--iface``); without it, the interface that ro
 started on its own (``mpcdp party``, ``launch/host.sh``, ``mpcdp.train`` under ``RANK``, torchrun) has no
 launcher to key a deployment for it, so it needs them, on one host as across hosts; only
 ``MPCDP_INSECURE_LINKS=1`` (``--insecure-links``) lets it use plain links instead, and that warns, saying what
-it exposes (:data:`mpcdp.transport.mesh.INSECURE_LINKS_WARNING`). The local launcher
+it exposes (:data:`mpcdp.transport.joining.INSECURE_LINKS_WARNING`). The local launcher
 (:mod:`mpcdp.runtime.harness`) keys a throwaway deployment for each run unless one of the two is set.
 ``MPCDP_NETWORK=CIDR`` declares the network inside which a process accepts the others' endpoints from a plain
 (credential-less) rendezvous store (default: loopback, or the subnet of the interface it listens on;

@@ -45,7 +45,7 @@ from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.party import run_dealer_process, run_party_process
 from mpcdp.runtime.process_server import process_context, threads_per_process
-from mpcdp.transport.mesh import INSECURE_LINKS_WARNING
+from mpcdp.transport.joining import INSECURE_LINKS_WARNING
 
 _POLL_S = 0.05
 _GRACE_S = 5.0  # after the first failure, time to hear from the other processes before judging (they weigh

@@ -46,8 +46,9 @@ import torch.distributed as dist
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarning, PeerLost, PeerTimeout, \
     ProtocolViolation
-from mpcdp.transport.store import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, StoreClient,
-                                   StoreServer, parse_endpoint, parse_report)
+from mpcdp.transport.store import StoreClient, StoreServer
+from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, parse_endpoint,
+                                          parse_report)
 
 __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
