@@ -310,7 +310,8 @@ accepted = []
 original = socket.socket.accept
 def accept(self):
     link, origin = original(self)
-    print("ACCEPTED", origin[0], flush=True)
+    if origin[0] != self.getsockname()[0]:  # not its own client (as rank 0 it also hosts a store of its own)
+        print("ACCEPTED", origin[0], flush=True)
     return link, origin
 socket.socket.accept = accept
 from mpcdp.config import MpcConfig
