@@ -48,7 +48,7 @@ from mpcdp.runtime.process_server import process_context, threads_per_process
 from mpcdp.transport.joining import INSECURE_LINKS_WARNING
 
 _POLL_S = 0.05
-_GRACE_S = 5.0  # after the first failure, time to hear from the other processes before judging (they weigh
+_GRACE_S = 3.0  # after the first failure, time to hear from the other processes before judging (they weigh
 # the loss reports for up to 2 s, party 0 keeps the store up for up to 4 s: mpcdp.transport.losses)
 _LOG_TAIL_LINES = 25
 
