@@ -115,6 +115,8 @@ class LinkSecurity:
     def _context(protocol: int, files: list[pathlib.Path]) -> ssl.SSLContext:
         context = ssl.SSLContext(protocol)
         context.minimum_version = ssl.TLSVersion.TLSv1_3
+        if protocol == ssl.PROTOCOL_TLS_SERVER:
+            context.num_tickets = 0  # no session resumption between mpcdp's processes: no tickets to make and send
         context.check_hostname = False  # identities are ranks, checked by check_peer
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(cafile=str(files[0]))
