@@ -47,12 +47,12 @@ def check_delta(delta: float) -> None:
         raise ConfigError(f"`delta` must be in (0, 1). Found {delta!r}.")
 
 
-def _flatten(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
+def leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
     """(leaf event, multiplicity) pairs of a tree of Composed / SelfComposed events."""
     if isinstance(event, dp_accounting.ComposedDpEvent):
-        return [pair for child in event.events for pair in _flatten(child)]
+        return [pair for child in event.events for pair in leaves(child)]
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return [(leaf, count * event.count) for leaf, count in _flatten(event.event)]
+        return [(leaf, count * event.count) for leaf, count in leaves(event.event)]
     return [(event, 1)]
 
 
@@ -83,14 +83,14 @@ def certify(event: dp_accounting.DpEvent, delta: float, *, rdp_only: bool = Fals
     Gaussians (:mod:`mpcdp.accounting.distributed_noise`): the exact μ-GDP conversion holds for Gaussians
     only."""
     check_delta(delta)
-    leaves = _flatten(event)
-    kinds = {type(leaf) for leaf, _ in leaves}
+    flat = leaves(event)
+    kinds = {type(leaf) for leaf, _ in flat}
     if kinds == {dp_accounting.GaussianDpEvent} and not rdp_only:
-        inverse_sq = sum(count / leaf.noise_multiplier**2 for leaf, count in leaves)
+        inverse_sq = sum(count / leaf.noise_multiplier**2 for leaf, count in flat)
         mu = math.sqrt(inverse_sq)
         return Certificate(gdp_epsilon(mu, delta), delta, f"exact Gaussian composition (μ-GDP, μ = {mu:.6g})")
     if kinds == {dp_accounting.LaplaceDpEvent}:
-        epsilon = sum(count / leaf.noise_multiplier for leaf, count in leaves)
+        epsilon = sum(count / leaf.noise_multiplier for leaf, count in flat)
         return Certificate(epsilon, 0.0, "pure-ε composition of Laplace releases")
     accountant = rdp.RdpAccountant(orders=RDP_ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     if not accountant.supports(event):

@@ -40,6 +40,7 @@ import numbers
 import dp_accounting
 from dp_accounting import pld
 
+from mpcdp.accounting.certify import leaves
 from mpcdp.errors import ConfigError
 
 # The released mechanism's version (recorded results state it; change it when the released distribution changes).
@@ -156,14 +157,6 @@ def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
     return dp_accounting.SelfComposedDpEvent(one, queries) if queries else dp_accounting.NoOpDpEvent()
 
 
-def _leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        return [pair for child in event.events for pair in _leaves(child)]
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        return [(leaf, count * event.count) for leaf, count in _leaves(event.event)]
-    return [(event, 1)]
-
-
 def pure_epsilon(event: dp_accounting.DpEvent) -> float:
     """Σ count/noise_multiplier over the Laplace leaves (basic composition of pure DP; δ = 0).
 
@@ -171,7 +164,7 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float:
         dp_accounting.UnsupportedEventError: a leaf that is neither Laplace, non-private nor a no-op.
     """
     terms = []
-    for leaf, count in _leaves(event):
+    for leaf, count in leaves(event):
         if isinstance(leaf, dp_accounting.NoOpDpEvent) or count == 0:
             continue
         if isinstance(leaf, dp_accounting.NonPrivateDpEvent):

@@ -29,7 +29,7 @@ import numpy as np
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy import special
 
-from mpcdp.accounting.certify import RDP_ORDERS, Certificate, check_delta
+from mpcdp.accounting.certify import RDP_ORDERS, Certificate, check_delta, leaves
 from mpcdp.errors import ConfigError
 
 METHOD = ("RDP, replace-one, sampling without replacement by the general bound (Wang, Balle, Kasiviswanathan "
@@ -68,30 +68,26 @@ def gaussian_curve(noise_multiplier: float) -> Callable[[np.ndarray], np.ndarray
     return lambda orders: np.asarray(orders, dtype=np.float64) / (2.0 * noise_multiplier**2)
 
 
-def _leaves(event: dp_accounting.DpEvent, count: int, out: list) -> None:
+def _leaves(event: dp_accounting.DpEvent) -> list[tuple[float, float, int]]:
     """(rate, noise multiplier, count) of each Gaussian-dominated leaf of a Composed / SelfComposed tree."""
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        _leaves(event.event, event.count * count, out)
-    elif isinstance(event, dp_accounting.ComposedDpEvent):
-        for child in event.events:
-            _leaves(child, count, out)
-    elif (isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent)
-          and isinstance(event.event, dp_accounting.GaussianDpEvent)):
-        out.append((event.sample_size / event.source_dataset_size, event.event.noise_multiplier, count))
-    elif isinstance(event, dp_accounting.GaussianDpEvent):
-        out.append((1.0, event.noise_multiplier, count))
-    else:
-        raise dp_accounting.UnsupportedEventError(
-            f"the general without-replacement bound covers Gaussian-dominated releases on batches sampled without "
-            f"replacement (or full batches) only; found {event!r}")
+    out = []
+    for leaf, count in leaves(event):
+        if (isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
+                and isinstance(leaf.event, dp_accounting.GaussianDpEvent)):
+            out.append((leaf.sample_size / leaf.source_dataset_size, leaf.event.noise_multiplier, count))
+        elif isinstance(leaf, dp_accounting.GaussianDpEvent):
+            out.append((1.0, leaf.noise_multiplier, count))
+        else:
+            raise dp_accounting.UnsupportedEventError(
+                f"the general without-replacement bound covers Gaussian-dominated releases on batches sampled "
+                f"without replacement (or full batches) only; found {leaf!r}")
+    return out
 
 
 def composed_rdp(event: dp_accounting.DpEvent, orders: Sequence[int] = RDP_ORDERS) -> np.ndarray:
     """The RDP curve at ``orders`` of ``event``, every Gaussian in it read as "at most this Gaussian's RDP"."""
-    leaves: list = []
-    _leaves(event, 1, leaves)
     total = np.zeros(len(orders), dtype=np.float64)
-    for rate, z, count in leaves:
+    for rate, z, count in _leaves(event):
         total += count * subsampled_rdp(rate, gaussian_curve(z), orders)
     return total
 

@@ -74,7 +74,7 @@ from dp_accounting.pld import pld_pmf
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from scipy import optimize, special
 
-from mpcdp.accounting.certify import RDP_ORDERS, Certificate, calibrate, certify, check_delta
+from mpcdp.accounting.certify import RDP_ORDERS, Certificate, calibrate, certify, check_delta, leaves
 from mpcdp.errors import ConfigError
 
 INTERVAL = 1e-4  # h: the loss grid of the certificate
@@ -112,30 +112,27 @@ def steps_of(event: dp_accounting.DpEvent) -> tuple[Step, ...]:
     Raises:
         dp_accounting.UnsupportedEventError: any other event.
     """
-    out: list[Step] = []
-    _collect(event, 1, out)
+    out = _collect(event)
     merged: dict[tuple, int] = {}
     for step in out:
         merged[step.rate, step.z] = merged.get((step.rate, step.z), 0) + step.count
     return tuple(Step(rate, z, count) for (rate, z), count in merged.items())
 
 
-def _collect(event: dp_accounting.DpEvent, count: int, out: list[Step]) -> None:
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        _collect(event.event, event.count * count, out)
-    elif isinstance(event, dp_accounting.ComposedDpEvent):
-        for child in event.events:
-            _collect(child, count, out)
-    elif (isinstance(event, dp_accounting.SampledWithoutReplacementDpEvent)
-          and isinstance(event.event, dp_accounting.GaussianDpEvent)):
-        rate = fractions.Fraction(event.sample_size, event.source_dataset_size)
-        out.append(Step(rate, float(event.event.noise_multiplier), count))
-    elif isinstance(event, dp_accounting.GaussianDpEvent):
-        out.append(Step(fractions.Fraction(1), float(event.noise_multiplier), count))
-    else:
-        raise dp_accounting.UnsupportedEventError(
-            f"the without-replacement PLD accountant covers Gaussians on batches sampled without replacement; "
-            f"found {event!r}")
+def _collect(event: dp_accounting.DpEvent) -> list[Step]:
+    out = []
+    for leaf, count in leaves(event):
+        if (isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
+                and isinstance(leaf.event, dp_accounting.GaussianDpEvent)):
+            rate = fractions.Fraction(leaf.sample_size, leaf.source_dataset_size)
+            out.append(Step(rate, float(leaf.event.noise_multiplier), count))
+        elif isinstance(leaf, dp_accounting.GaussianDpEvent):
+            out.append(Step(fractions.Fraction(1), float(leaf.noise_multiplier), count))
+        else:
+            raise dp_accounting.UnsupportedEventError(
+                f"the without-replacement PLD accountant covers Gaussians on batches sampled without replacement; "
+                f"found {leaf!r}")
+    return out
 
 
 # -- one step: the dominating pair's curve ------------------------------------------------------------------
