@@ -24,7 +24,6 @@ deployment CA's key is kept apart. TLS does not make a party honest: the protoco
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import os
 import pathlib
 import ssl
@@ -136,10 +135,3 @@ class LinkSecurity:
                     tail = value[len("mpcdp party "):]
                     return int(tail) if tail.isdigit() else None
         return None
-
-
-def is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
