@@ -29,7 +29,7 @@ from mpcdp.errors import ConfigError
 # distribution changes (grid, rounding, sampler constants) and ACCOUNTANT whenever the certification does.
 MECHANISM = ("dgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), discrete Gaussian "
              "sampler (5 pieces, 7 bit groups, cut t >= 48)")
-ACCOUNTANT = (f"mpcdp-certify/2 (round(σZ) reference, residual ε + 2Dη, e^(Dη)(δ + e^ε·D·tail)); "
+ACCOUNTANT = (f"mpcdp-certify/3 (without-replacement Gaussians by the PLD accountant; round(σZ) reference, residual ε + 2Dη, e^(Dη)(δ + e^ε·D·tail)); "
               f"dp-accounting {importlib.metadata.version('dp-accounting')}")
 
 
@@ -67,7 +67,7 @@ def certify_on_grid(kinds: Sequence[ReleaseKind], releases: Sequence[GridRelease
         delta=accountant.delta + pieces["delta_truncation"] + pieces["delta_residual"],
         method=f"{accountant.method}, on the release grid with integer sensitivity, plus the sampler's residual",
         order=accountant.order,
-        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT,
+        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT, **core_pieces(accountant),
                 "epsilon_accountant": accountant.epsilon, "epsilon_residual": extra.epsilon,
                 "delta_gaussian": accountant.delta, **pieces, "noise_coordinates": extra.coordinates,
                 "releases": [{"kind": k.name, "rows": k.rows, "dim": r.dim, "precision": r.precision,
@@ -75,6 +75,18 @@ def certify_on_grid(kinds: Sequence[ReleaseKind], releases: Sequence[GridRelease
                               "sigma_units": r.plan.sigma, "noise_multiplier": r.released_noise_multiplier,
                               "sigma": r.sigma, "rounding_overhead": r.rounding_overhead}
                              for k, r in zip(kinds, releases)]})
+
+
+def core_pieces(accountant: Certificate) -> dict:
+    """What the continuous accountant adds to a grid certificate: its method, its own version (the PLD
+    accountant's) and the RDP ε of the same event where it printed one."""
+    extra = accountant.pieces or {}
+    out = {"accountant_method": accountant.method}
+    if "accountant" in extra:
+        out["accountant_core"] = extra["accountant"]
+    if "epsilon_rdp" in extra:
+        out["epsilon_rdp"] = extra["epsilon_rdp"]
+    return out
 
 
 def calibrate_on_grid(kinds: Sequence[ReleaseKind], dim: int, epsilon: float, delta: float, *,

@@ -13,7 +13,7 @@ adjacency, and every integer α >= 2,
 
 A Gaussian-dominated base has ε(∞) = ∞, so both min{2, ·} are 2. γ = 1 is the base itself. Steps compose by
 adding RDP at each order; the (ε, δ) conversion is dp-accounting's own (``compute_epsilon``, the same one
-:func:`mpcdp.accounting.certify.certify` uses for RDP).
+:func:`mpcdp.accounting.certify.certify_rdp` uses).
 
 Security model: none — public arithmetic over public parameters. The terms are summed in log space (numpy's
 logaddexp), exact up to float rounding of a few ulps relative; the curve it feeds is a bound, not an estimate.

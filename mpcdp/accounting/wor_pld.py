@@ -1,8 +1,8 @@
 """A tight accountant for what mpcdp runs: a fresh fixed-size batch drawn uniformly without replacement at every
 step, replace-one adjacency, Gaussian noise — composed as a privacy-loss distribution (PLD).
 
-Security model: none — public arithmetic on public parameters. It bounds the privacy of the mechanism; it is the
-certificate only where a caller prints it (today :mod:`mpcdp.accounting.certify` still certifies with RDP).
+Security model: none — public arithmetic on public parameters. It is the certificate of every Gaussian release on
+batches sampled without replacement (:func:`mpcdp.accounting.certify.certify` dispatches here).
 
 **One step.** A step draws b of the n records uniformly without replacement (rate γ = b/n) and releases
 f(batch) + N(0, σ²·I), where replacing one record moves f by at most Δ in L2; z = σ/Δ is the event's noise
@@ -74,7 +74,7 @@ from dp_accounting.pld import pld_pmf
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from scipy import optimize, special
 
-from mpcdp.accounting.certify import RDP_ORDERS, Certificate, calibrate, certify, check_delta, leaves
+from mpcdp.accounting.certify import RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, leaves
 from mpcdp.errors import ConfigError
 
 INTERVAL = 1e-4  # h: the loss grid of the certificate
@@ -107,7 +107,7 @@ class Step:
 
 def steps_of(event: dp_accounting.DpEvent) -> tuple[Step, ...]:
     """The steps of a tree of Composed / SelfComposed events over sampled-without-replacement Gaussians (and
-    plain Gaussians, rate 1) — what :func:`mpcdp.accounting.certify.certify` takes for these mechanisms.
+    plain Gaussians, rate 1).
 
     Raises:
         dp_accounting.UnsupportedEventError: any other event.
@@ -270,11 +270,11 @@ def pld_delta(event: dp_accounting.DpEvent, epsilon: float, interval: float = IN
 
 
 def epsilon_rdp(event: dp_accounting.DpEvent, delta: float) -> float:
-    """dp-accounting's RDP ε for the same event (what :func:`~mpcdp.accounting.certify.certify` prints today)."""
+    """dp-accounting's RDP ε for the same event (the bound this accountant replaced, printed beside it)."""
     from mpcdp.accounting.wor_rdp import calibration_epsilon
 
     value = calibration_epsilon(event, delta, RDP_ORDERS)
-    return value if value is not None else certify(event, delta).epsilon
+    return value if value is not None else certify_rdp(event, delta).epsilon
 
 
 def certify_pld(event: dp_accounting.DpEvent, delta: float, *, interval: float = INTERVAL,

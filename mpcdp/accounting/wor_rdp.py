@@ -1,16 +1,17 @@
-"""The ε that :func:`mpcdp.accounting.certify.certify` returns for trees of Gaussians on batches sampled without
-replacement, computed several times faster — for noise calibration, which evaluates it at many noise levels.
+"""The ε that :func:`mpcdp.accounting.certify.certify_rdp` returns for trees of Gaussians on batches sampled without
+replacement, computed several times faster — the RDP ε printed beside every PLD certificate (``epsilon_rdp``), and
+the calibration of RDP-certified events.
 
 dp-accounting's replace-one bound (Wang, Balle, Kasiviswanathan 2019, Thm 27) needs, at each integer order
 α, the forward differences of exp(cgf) up to order α; the library recomputes that table for every order
 (Σ α² work over the orders, ≈ 0.14 s per noise level on :data:`~mpcdp.accounting.certify.RDP_ORDERS`).
 The difference of order i at 0 depends on cgf(0..i+1) only and is computed by the same operations whatever
 the table's length, so one table up to the largest order gives every order's entries bit for bit. The rest
-is the library's own per-order sum and its own conversion to (ε, δ), so the result equals ``certify``'s
+is the library's own per-order sum and its own conversion to (ε, δ), so the result equals ``certify_rdp``'s
 exactly (tested on a grid of rates and noise multipliers).
 
-Security model: none — public arithmetic. The printed certificate never comes from here: calibration
-searches with :func:`calibration_epsilon`, and the chosen noise is certified by ``certify`` itself.
+Security model: none — public arithmetic. No certificate comes from here: it is a comparison value, or a search
+step whose result ``certify_rdp`` certifies itself.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ def _leaves(event: dp_accounting.DpEvent, count: int, out: list) -> bool:
 
 
 def calibration_epsilon(event: dp_accounting.DpEvent, delta: float, orders: Sequence[int]) -> float | None:
-    """``certify(event, delta).epsilon`` with the RDP accountant at ``orders``, bit for bit, or None when
-    the event is not a tree of sampled-without-replacement Gaussians (the caller then uses ``certify``)."""
+    """``certify_rdp(event, delta).epsilon`` with the RDP accountant at ``orders``, bit for bit, or None when
+    the event is not a tree of sampled-without-replacement Gaussians (the caller then uses ``certify_rdp``)."""
     leaves: list = []
     if (_get_forward_diffs is None or not _leaves(event, 1, leaves)
             or any(a != int(a) or not 2 <= a <= _EXACT_UP_TO for a in orders)):

@@ -115,9 +115,9 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     rows = [
         (f"released on the grid (d = {ns.dim}): ε = accountant {pieces['epsilon_accountant']:.6f} + residual "
          f"{pieces['epsilon_residual']:.2g}", released.releases[0].sigma, released.releases[1].sigma,
-         f"{cert.epsilon:.4f} (order {cert.order:g})"),
-        ("continuous Gaussian, same target (dp-accounting RDP, replace-one, WOR)", noise.sigma0, noise.sigma,
-         f"{noise.certificate.epsilon:.4f} (order {noise.certificate.order:g})"),
+         f"{cert.epsilon:.4f} (RDP would print {pieces['epsilon_rdp']:.4f})"),
+        ("continuous Gaussian, same target (PLD, replace-one, WOR)", noise.sigma0, noise.sigma,
+         f"{noise.certificate.epsilon:.4f} (RDP would print {noise.certificate.pieces['epsilon_rdp']:.4f})"),
         ("paper's Lemma 3.7 + 3.9 for the same noise", noise.sigma0, noise.sigma,
          f"{fmt(paper_eps)}" + (f" (α = {paper_alpha})" if paper_alpha else " (no α in Lemma 3.7's range)")),
         (f"paper's Theorem 4.1 noise for ε = {ns.epsilon} (β = {theorem.beta:.3f}, conditions "
@@ -135,17 +135,19 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
         print(f"  {kind['kind']}: grid 2^-{kind['precision']}, Δ = {kind['sensitivity']:.6g} → Δ_int = "
               f"{kind['sensitivity_units']} units, σ = {kind['sigma_units']:.1f} units, noise multiplier "
               f"{kind['noise_multiplier']:.6g} (rounding overhead {kind['rounding_overhead']:.2g})")
-    print(f"  mechanism: {pieces['mechanism']}; accountant: {pieces['accountant']}")
+    print(f"  mechanism: {pieces['mechanism']}; accountant: {pieces['accountant']}; {pieces['accountant_core']}")
     print(json.dumps({
         "epsilon_released": cert.epsilon, "delta_released": cert.delta,
-        **{key: pieces[key] for key in ("epsilon_accountant", "epsilon_residual", "delta_gaussian",
-                                        "delta_truncation", "delta_residual", "mechanism", "accountant")},
+        **{key: pieces[key] for key in ("epsilon_accountant", "epsilon_rdp", "epsilon_residual", "delta_gaussian",
+                                        "delta_truncation", "delta_residual", "mechanism", "accountant",
+                                        "accountant_core")},
         "release_grid": pieces["releases"],
         "sigma0_released": released.releases[0].sigma, "sigma_released": released.releases[1].sigma,
         "epsilon_target": ns.epsilon, "delta": ns.delta, "sigma0": noise.sigma0, "sigma": noise.sigma,
         "noise_multiplier0": setting.noise_multipliers(noise.sigma0, noise.sigma)[0],
         "noise_multiplier": setting.noise_multipliers(noise.sigma0, noise.sigma)[1], "nu": noise.nu,
-        "epsilon_certified": noise.certificate.epsilon, "rdp_order": noise.certificate.order,
+        "epsilon_certified": noise.certificate.epsilon,
+        "epsilon_rdp_continuous": noise.certificate.pieces["epsilon_rdp"],
         "epsilon_paper_lemma37": None if math.isinf(paper_eps) else paper_eps,
         "theorem41_sigma0": theorem.sigma0, "theorem41_sigma": theorem.sigma, "theorem41_beta": theorem.beta,
         "theorem41_conditions_hold": theorem.conditions_hold,

@@ -424,7 +424,8 @@ def _privacy_pieces(certificate) -> dict[str, Any]:
     """The certificate's terms (mechanism and accountant versions, ε and δ pieces, the grid of each release
     kind), for a report; empty for a certificate without a grid."""
     pieces = getattr(certificate, "pieces", None) or {}
-    return {key: pieces[key] for key in ("mechanism", "accountant", "epsilon_accountant", "epsilon_residual",
+    return {key: pieces[key] for key in ("mechanism", "accountant", "accountant_core", "epsilon_accountant",
+                                         "epsilon_rdp", "epsilon_residual",
                                          "delta_gaussian", "delta_truncation", "delta_residual",
                                          "noise_coordinates", "colluders") if key in pieces} | (
         {"release_grid": pieces["releases"]} if "releases" in pieces else {})
