@@ -77,9 +77,10 @@ def _pm(pair: tuple[float, float], digits: int = 4) -> str:
 def markdown(table: list[dict], command: str, seeds: int) -> str:
     lines = ["# Paper 002 Table 2 on a9a (δ = 1e-5)", "",
              f"Command: `{command}` — seeds 0..{seeds - 1} (hyper-parameters were chosen on seeds 100, 101; "
-             "see tune-dpsrm-a9a.md and tune-baselines-a9a.md). Mean (std) over the seeds. ε is certified by "
-             "dp-accounting for every row (RDP replace-one without replacement, exact GDP for DP-GD, a zCDP "
-             "filter for DP-AGD). Test loss = the paper's \"test error\" column; the output rule of each row is "
+             "see tune-dpsrm-a9a.md and tune-baselines-a9a.md). Mean (std) over the seeds. ε is certified for every "
+             "row except DP-AGD's (the PLD accountant for fixed-size batches without replacement, replace-one; "
+             "exact GDP for DP-GD; DP-AGD's zCDP filter is for idealised float noise and printed as not "
+             "certified). Test loss = the paper's \"test error\" column; the output rule of each row is "
              "named (paper: the algorithm's own — DP-SRM's uniformly drawn θ̃, RRPSGD's random round; average: "
              "tail average of the iterates, post-processing). CPU s: process CPU seconds of training "
              "(simulated) or online wall seconds (mpc, 10 parties + dealer on 2 cores).", ""]
