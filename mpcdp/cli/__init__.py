@@ -14,7 +14,9 @@
 
 ``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`),
 before the parser is built: what it registers can be named on the command line.
-To add a command: its parser here, its function in :mod:`mpcdp.cli.commands`.
+To add a command: a function here that adds its subparser and registers its function
+(``_<command>_parser(sub)``, beside the others), a call to it in :func:`build_parser`, and the function in
+:mod:`mpcdp.cli.commands`.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ from mpcdp.cli.commands import (  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``mpcdp`` parser: the global options, then one subparser per command, in the order of ``--help``."""
     from mpcdp import __version__
-    from mpcdp.noise.modes import SAMPLERS, in_mpc_modes
 
     parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
@@ -77,13 +79,35 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import MODULE first (repeatable): a module that registers algorithms, models or noise "
                              "modes (mpcdp.learning.algorithms, .models, .noise_modes)")
     sub = parser.add_subparsers(dest="command", required=True)
+    _aggregate_parser(sub)
+    _noise_parser(sub)
+    _train_parser(sub)
+    _audit_parser(sub)
+    _compare_parser(sub)
+    _sweep_parser(sub)
+    _scale_parser(sub)
+    _collab_parser(sub)
+    _decentralized_parser(sub)
+    _privacy_parser(sub)
+    _party_parser(sub)
+    _credentials_parser(sub)
+    _cost_parser(sub)
+    return parser
 
+
+def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp aggregate``: local m-party secure aggregation (:func:`~mpcdp.cli.commands._cmd_aggregate`)."""
     agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
     _add_mpc_options(agg, parties_required=False)
     agg.add_argument("--dim", type=int, default=123, help="length of each party's vector")
     agg.add_argument("--seed", type=int, default=None,
                      help="seed the parties' demo vectors (default: OS randomness)")
     agg.set_defaults(func=_cmd_aggregate, parties=3)
+
+
+def _noise_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp noise``: the in-MPC Gaussian samplers, validated (:func:`~mpcdp.cli.commands._cmd_noise`)."""
+    from mpcdp.noise.modes import SAMPLERS
 
     noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
     _add_mpc_options(noise, parties_required=False)
@@ -98,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
 
+
+def _train_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp train``: training from a protocol file (:func:`~mpcdp.cli.commands._cmd_train`)."""
     train = sub.add_parser("train", help="training from a protocol file: any registered algorithm (srm = DP-SRM / "
                                            "DDP-SRM, storm, dp-sgd, rrpsgd, dp-gd, dp-agd, jayaraman, wd-dp, "
                                            "wd-dp-local), noise mode ([noise] mode = dgauss | distributed) and model")
@@ -122,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
 
+
+def _audit_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp audit``: canaries planted in a run, ε lower-bounded (:func:`~mpcdp.cli.commands._cmd_audit`)."""
     audit = sub.add_parser("audit", help="measure privacy: plant canaries, train, and lower-bound ε from what the run "
                                          "released, next to the certified ε")
     audit.add_argument("protocol", help="a protocols/*.toml file")
@@ -139,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--out", default=None, help="also write PREFIX.md, .json and .png")
     audit.set_defaults(func=_cmd_audit)
 
+
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp compare``: secure against simulated noise, over seeds (:func:`~mpcdp.cli.commands._cmd_compare`)."""
     compare = sub.add_parser("compare", help="the same training with secure and with simulated noise, over seeds")
     compare.add_argument("protocol")
     compare.add_argument("--seeds", type=int, default=5)
@@ -148,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_variant_options(compare)
     compare.set_defaults(func=_cmd_compare)
 
+
+def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp sweep``: paper 000's uneven-parties sweep (:func:`~mpcdp.cli.commands._cmd_sweep`)."""
     sweep = sub.add_parser("sweep", help="paper 000's uneven-parties sweep: accuracy and optimal gap versus "
                                          "u = n_max/n_min for WD-DP, Jayaraman and the central baseline")
     sweep.add_argument("protocol", help="a protocol file with a [sweep] table, e.g. protocols/uneven-a9a.toml")
@@ -157,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md and PREFIX.png from PREFIX.json")
     sweep.set_defaults(func=_cmd_sweep)
 
+
+def _scale_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp scale``: one protocol over party counts (:func:`~mpcdp.cli.commands._cmd_scale`)."""
     scale = sub.add_parser("scale", help="one protocol at m = 1, 2, 4, 8 parties: test error against wall time "
                                          "(paper 002 Fig. 3(g, h))")
     scale.add_argument("protocol", help="a protocols/*.toml file (its batch must split evenly over every m)")
@@ -167,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--out", required=True, help="output prefix: writes PREFIX.md, PREFIX.json, PREFIX.png")
     scale.set_defaults(func=_cmd_scale)
 
+
+def _collab_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp collab``: paper 003's Laplace gradient queries (:func:`~mpcdp.cli.commands._cmd_collab`)."""
     collab = sub.add_parser("collab", help="paper 003: owners answer gradient queries with Laplace noise; the fitness "
                                            "gap predicted (Theorems 2-3), then measured; --sweep for the figures")
     collab.add_argument("protocol")
@@ -176,6 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     collab.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
     collab.add_argument("--runs", type=int, help="runs per sweep point (default: the protocol's)")
     collab.set_defaults(func=_cmd_collab)
+
+
+def _decentralized_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp decentralized``: paper 004's hand-on training (:func:`~mpcdp.cli.commands._cmd_decentralized`)."""
     decentral = sub.add_parser("decentralized", help="paper 004: nodes hand a public model on, each adding its own "
                                "Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)")
     decentral.add_argument("protocol")
@@ -188,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     decentral.add_argument("--runs", type=int, help="seeds per sweep point (default: the protocol's)")
     decentral.set_defaults(func=_cmd_decentralized)
 
+
+def _privacy_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp privacy``: DP-SRM/DDP-SRM noise calibrated and certified (:func:`~mpcdp.cli.commands._cmd_privacy`)."""
     privacy = sub.add_parser("privacy", help="calibrate DP-SRM/DDP-SRM noise and certify its ε")
     privacy.add_argument("--epsilon", type=float, required=True)
     privacy.add_argument("--delta", type=float, required=True)
@@ -201,8 +250,18 @@ def build_parser() -> argparse.ArgumentParser:
     privacy.add_argument("--dim", type=int, default=123, help="d, the model's parameters (a9a logistic: 123)")
     privacy.set_defaults(func=_cmd_privacy)
 
+
+def _party_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp party``: one process of a run, for separate hosts (:func:`~mpcdp.cli.commands._cmd_party`)."""
     party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
     _add_mpc_options(party, parties_required=False)
+    _add_party_link_options(party)
+    _add_party_job_options(party)
+    party.set_defaults(func=_cmd_party)
+
+
+def _add_party_link_options(party: argparse.ArgumentParser) -> None:
+    """``mpcdp party``'s place in the run: its rank, the rendezvous, its interface and its link credentials."""
     party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
     party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
     party.add_argument("--iface", default=None,
@@ -214,6 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="use plain TCP links without credentials, on one host as across hosts: anyone who "
                             "reaches them can read and alter every share, the dealer's keys and the release "
                             "(warns; env MPCDP_INSECURE_LINKS=1)")
+
+
+def _add_party_job_options(party: argparse.ArgumentParser) -> None:
+    """``mpcdp party``'s job (``--job``) and the options of each job: the demo, training and the cost."""
+    from mpcdp.noise.modes import in_mpc_modes
+
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
     party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
@@ -236,14 +301,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="emulated one-way latency per round (every process must get the same)")
     party.add_argument("--meter-iface", default=None,
                        help="for --job cost: also meter this network interface's frame counters")
-    party.set_defaults(func=_cmd_party)
 
+
+def _credentials_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp credentials``: a deployment's CA and certificates (:func:`~mpcdp.cli.commands._cmd_credentials`)."""
     keys = sub.add_parser("credentials", help="key a deployment: a CA and a TLS certificate for each rank "
                                               "(ranks 0..m-1 the parties, m the dealer)")
     keys.add_argument("--parties", type=int, required=True, help="m, the number of data parties")
     keys.add_argument("--out", required=True, help="folder to write ca.pem, ca-key.pem and party-<rank>[-key].pem")
     keys.add_argument("--name", default="mpcdp deployment", help="the deployment's name (certificate organisation)")
     keys.set_defaults(func=_cmd_credentials)
+
+
+def _cost_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp cost``: per-layer cost of secure aggregation + in-MPC noise (:func:`~mpcdp.cli.commands._cmd_cost`)."""
+    from mpcdp.noise.modes import in_mpc_modes
 
     cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
                                        "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")
@@ -260,8 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
     cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
     cost.set_defaults(func=_cmd_cost)
-
-    return parser
 
 
 def named_plugins(argv: list[str]) -> list[str]:

@@ -326,45 +326,22 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     ``checkpoint_dir`` (:mod:`mpcdp.learning.checkpoint`)."""
     prepare_start = time.perf_counter()
     record, model = plan.record, plan.trained_model
-    if (checkpoint_dir or resume) and not record.checkpointable:
-        raise ConfigError(f"checkpoints exist for {sorted(n for n, a in ALGORITHMS.items() if a.checkpointable)} only. "
-                          f"Found `algorithm` {plan.algorithm!r}.")
-    if resume and not checkpoint_dir:
-        raise ConfigError("`resume` needs the checkpoint directory.")
+    _check_checkpoint_request(plan, checkpoint_dir, resume)
     if plan.backend == "mpc" and launch is None:
         from mpcdp.runtime.process_server import start_process_server
 
         start_process_server()  # its imports overlap the data loading and calibration below
     data, x, y, parts = training_split(plan)
-    x_test, y_test = torch.from_numpy(data.x_test).double(), model.labels(data.y_test)
-    if plan.normalize_rows:
-        x_test = unit_rows(x_test)
+    x_test, y_test = _test_rows(plan, data)
     dim = model.dimension(x)
     shards = [Shard(j, x[idx], y[idx]) for j, idx in enumerate(parts)]
     sizes = tuple(len(p) for p in parts)
-    common = {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
-              "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped",
-              "noise_mode": plan.noise.mode, **({"colluders": plan.noise.colluders} if plan.noise.colluders else {})}
+    common = _common_fields(plan, sizes)
     if record.run_central is not None:
-        start, cpu = time.perf_counter(), time.process_time()
-        central = record.run_central(shards, plan.params, _setting(plan, sizes, dim))
-        timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
-        report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
-                         levels=None, steps=central.steps, passes=central.passes, curve=curve,
-                         extra={**timing, **common, **central.report})
-        return _uncertified(report, central.not_certified_because)
+        return _central_report(plan, data, shards, sizes, dim, (x, y, x_test, y_test), curve=curve, common=common)
     noise = plan_noise(plan, sizes, dim)
-    steps, params, levels, certificate = noise.steps, noise.params, noise.levels, noise.certificate
     common.update(noise.report)
-    bytes_per_party = 0
-    checkpoint = None
-    if checkpoint_dir:
-        every = checkpoint_every if checkpoint_every is not None else max(1, steps // 10)
-        if not resume and pathlib.Path(checkpoint_dir).exists() and any(pathlib.Path(checkpoint_dir).iterdir()):
-            raise ConfigError(f"checkpoint directory {checkpoint_dir!r} is not empty: resume from it (`--resume`) "
-                              f"or choose a new one")
-        checkpoint = {"dir": str(checkpoint_dir), "every": every, "resume": resume,
-                      "description": checkpoint_description(plan, levels, steps)}
+    checkpoint = _checkpoint_spec(plan, noise, checkpoint_dir, checkpoint_every, resume)
     runner = functools.partial(record.runner, model=model)
     if plan.backend == "simulated":
         warm_up()  # as every mpc party does before its clocks start
@@ -372,41 +349,106 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     prepare_s = start - prepare_start  # data, calibration and certification, in this process
     if plan.backend == "simulated":
         cpu = time.process_time()
-        result = train_simulated(shards, params, levels, dim=dim, runner=runner, checkpoint=checkpoint)
-        timing = {"cpu_s": round(time.process_time() - cpu, 3)}
+        result = train_simulated(shards, noise.params, noise.levels, dim=dim, runner=runner, checkpoint=checkpoint)
+        bytes_per_party, timing = 0, {"cpu_s": round(time.process_time() - cpu, 3)}
     else:
-        from mpcdp.runtime.harness import run_job
-
-        config = config_for(plan)
-        run = (launch or run_job)(mpc_party, config,
-                                  party_args=[(s, params, levels, dim, runner, checkpoint) for s in shards],
-                                  job=handshake_description(plan, run=record.display_name(plan.parties),
-                                                            noise=noise, dim=dim, party_sizes=sizes),
-                                  progress=progress)
-        result = run.values[0]["result"]
-        common["resumed_after_release"] = run.values[0].get("resumed_after")
-        if common["resumed_after_release"] is not None:  # what this run opened and what it re-served
-            common["re_served_releases"] = run.values[0]["re_served"]
-            common["opened_releases"] = run.values[0]["opened_releases"]
-        bytes_per_party = max(r["bytes_sent"] or 0 for r in run.values)
-        common["provider"] = config.provider
-        if "link_wire_bytes" in run.values[0]:  # what the kernel sent on mpcdp's links (TLS records included)
-            common["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
-            common["links"] = run.values[0]["links"]
-        timing = {"setup_s": round(time.perf_counter() - start - max(r["presample_s"] + r["online_s"]
-                                                                   for r in run.values), 3),
-                  "presample_s": max(r["presample_s"] for r in run.values),
-                  "online_s": max(r["online_s"] for r in run.values),
-                  "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
+        result, bytes_per_party, fields, timing = _train_secure(plan, noise, shards, sizes, dim, runner, checkpoint,
+                                                                launch=launch, progress=progress, start=start)
+        common.update(fields)
     wall = time.perf_counter() - start
     common["releases"] = len(result.released)  # the privacy ledger: v_p⁰..v_pᵀ, each counted once
     evaluate_start = time.perf_counter()
-    report = _report(plan, data, result, x, y, x_test, y_test, certificate=certificate, levels=levels, steps=steps,
-                     passes=noise.passes, curve=curve,
+    report = _report(plan, data, result, x, y, x_test, y_test, certificate=noise.certificate, levels=noise.levels,
+                     steps=noise.steps, passes=noise.passes, curve=curve,
                      extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing,
                             "prepare_s": round(prepare_s, 3)})
     report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
     return report
+
+
+def _check_checkpoint_request(plan: TrainPlan, checkpoint_dir: str | None, resume: bool) -> None:
+    """Refuse checkpoints for an algorithm that cannot take them, and a resume without a directory."""
+    if (checkpoint_dir or resume) and not plan.record.checkpointable:
+        raise ConfigError(f"checkpoints exist for {sorted(n for n, a in ALGORITHMS.items() if a.checkpointable)} only. "
+                          f"Found `algorithm` {plan.algorithm!r}.")
+    if resume and not checkpoint_dir:
+        raise ConfigError("`resume` needs the checkpoint directory.")
+
+
+def _test_rows(plan: TrainPlan, data) -> tuple[torch.Tensor, torch.Tensor]:
+    """``data``'s held-out rows and labels as ``plan``'s model takes them (rows at unit norm if the plan says
+    so, as the training rows)."""
+    x_test, y_test = torch.from_numpy(data.x_test).double(), plan.trained_model.labels(data.y_test)
+    if plan.normalize_rows:
+        x_test = unit_rows(x_test)
+    return x_test, y_test
+
+
+def _common_fields(plan: TrainPlan, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """The report fields every run of ``plan`` has, central or distributed: the split, the calibration, the
+    features' scaling and the noise mode."""
+    return {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
+            "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped",
+            "noise_mode": plan.noise.mode, **({"colluders": plan.noise.colluders} if plan.noise.colluders else {})}
+
+
+def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int, ...], dim: int, rows: tuple, *,
+                    curve: bool, common: dict[str, Any]) -> dict[str, Any]:
+    """Run a central-only algorithm (no secure run: the record's own ``run_central`` takes every shard and
+    returns the result and its certificate) and report it; ``rows``: (x, y, x_test, y_test)."""
+    x, y, x_test, y_test = rows
+    start, cpu = time.perf_counter(), time.process_time()
+    central = plan.record.run_central(shards, plan.params, _setting(plan, sizes, dim))
+    timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+    report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
+                     levels=None, steps=central.steps, passes=central.passes, curve=curve,
+                     extra={**timing, **common, **central.report})
+    return _uncertified(report, central.not_certified_because)
+
+
+def _checkpoint_spec(plan: TrainPlan, noise: PlanNoise, checkpoint_dir: str | None, checkpoint_every: int | None,
+                     resume: bool) -> dict[str, Any] | None:
+    """Where and how often the parties save their state (None: no checkpoints): every ``checkpoint_every``
+    releases, by default a tenth of the run. A fresh run refuses a directory that is not empty."""
+    if not checkpoint_dir:
+        return None
+    every = checkpoint_every if checkpoint_every is not None else max(1, noise.steps // 10)
+    if not resume and pathlib.Path(checkpoint_dir).exists() and any(pathlib.Path(checkpoint_dir).iterdir()):
+        raise ConfigError(f"checkpoint directory {checkpoint_dir!r} is not empty: resume from it (`--resume`) "
+                          f"or choose a new one")
+    return {"dir": str(checkpoint_dir), "every": every, "resume": resume,
+            "description": checkpoint_description(plan, noise.levels, noise.steps)}
+
+
+def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes: tuple[int, ...], dim: int,
+                  runner: Callable[..., Any], checkpoint: dict[str, Any] | None, *, launch: Callable[..., Any] | None,
+                  progress: Callable[[int, int], None] | None, start: float) -> tuple[Any, int, dict, dict]:
+    """Train with the secure backend: one party process per shard of ``sizes`` records (``launch``, by default
+    all on this host), after a handshake on the plan. Returns (party 0's result, the most bytes a party sent, the
+    run's report fields, its timing since ``start``)."""
+    from mpcdp.runtime.harness import run_job
+
+    config = config_for(plan)
+    run = (launch or run_job)(mpc_party, config,
+                              party_args=[(s, noise.params, noise.levels, dim, runner, checkpoint) for s in shards],
+                              job=handshake_description(plan, run=plan.record.display_name(plan.parties),
+                                                        noise=noise, dim=dim, party_sizes=sizes),
+                              progress=progress)
+    first = run.values[0]
+    fields: dict[str, Any] = {"resumed_after_release": first.get("resumed_after")}
+    if fields["resumed_after_release"] is not None:  # what this run opened and what it re-served
+        fields["re_served_releases"] = first["re_served"]
+        fields["opened_releases"] = first["opened_releases"]
+    fields["provider"] = config.provider
+    if "link_wire_bytes" in first:  # what the kernel sent on mpcdp's links (TLS records included)
+        fields["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
+        fields["links"] = first["links"]
+    timing = {"setup_s": round(time.perf_counter() - start - max(r["presample_s"] + r["online_s"]
+                                                               for r in run.values), 3),
+              "presample_s": max(r["presample_s"] for r in run.values),
+              "online_s": max(r["online_s"] for r in run.values),
+              "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
+    return first["result"], max(r["bytes_sent"] or 0 for r in run.values), fields, timing
 
 
 def _uncertified(report: dict[str, Any], reason: str | None) -> dict[str, Any]:

@@ -340,6 +340,40 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
         positions: the index in ``sizes`` of each owner held here (default 0, 1, ...).
         aggregate: the cross-party sum of Σ_{owners here} (n_ℓ/n)·Q̃_ℓ (default: identity).
     """
+    _check_run(owners, algorithm=algorithm, steps=steps, rho=rho, c1=c1, theta_max=theta_max)
+    generators = _noise_sources(owners, generator, generators)
+    sizes, positions = _placement(owners, sizes, positions)
+    weights = owner_weights(sizes)
+    local_weights = [weights[p] for p in positions]
+    dim = cost.features(owners[0].x[:1]).shape[1]
+    theta = torch.zeros(dim, dtype=DTYPE) if theta0 is None else _check_theta(theta0, dim).clone()
+    if algorithm == 2:
+        theta = project_box(theta, theta_max)
+    iterates, averages = [theta], ([theta] if algorithm == 2 else None)
+    released: list[list[dp_accounting.DpEvent]] = [[] for _ in owners]
+    for k in range(1, steps):
+        local = _query_owners(owners, cost, theta, xi=xi, steps=steps, weights=local_weights, generators=generators,
+                              released=released)
+        aggregate_k = local if aggregate is None else aggregate(k, local)
+        if algorithm == 1:
+            new_theta = algorithm1_step(theta, aggregate_k, cost, k=k, rho=rho, steps=steps)
+        else:
+            new_theta = algorithm2_step(theta, aggregate_k, cost, k=k, c1=c1, theta_max=theta_max)
+            averages.append(averaging_step(averages[-1], theta, k=k, steps=steps))
+        theta = new_theta
+        iterates.append(theta)
+    scales = tuple(0.0 if math.isinf(o.epsilon) else laplace_grid(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon,
+                                                                   dim=dim).scale for o in owners)
+    events = tuple(dp_accounting.ComposedDpEvent(list(e)) for e in released)
+    final = iterates[-1] if algorithm == 1 else averages[-1]
+    return CollabRun(algorithm, iterates, averages, final, scales, events)
+
+
+def _check_run(owners: Sequence[Owner], *, algorithm: int, steps: int, rho: float | None, c1: float | None,
+               theta_max: float) -> None:
+    """Refuse a run :func:`run_collab` cannot make: an unknown algorithm, a horizon that is not a positive
+    integer, no owners, a missing or non-positive step size, a bounded Θ for Algorithm 1, or owners whose
+    features differ in width."""
     if algorithm not in (1, 2):
         raise ConfigError(f"`algorithm` must be 1 or 2. Found {algorithm!r}.")
     if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
@@ -356,6 +390,13 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
     dims = {o.x.shape[1] for o in owners}
     if len(dims) != 1:
         raise InputError(f"owners' features differ in width: {sorted(dims)}")
+
+
+def _noise_sources(owners: Sequence[Owner], generator: torch.Generator | KeyedStream | None,
+                   generators: Sequence[torch.Generator | KeyedStream] | None
+                   ) -> Sequence[torch.Generator | KeyedStream]:
+    """One noise source per owner held here: ``generators`` as given, else ``generator`` shared by every owner
+    in turn (by default a :class:`~mpcdp.randomness.KeyedStream` keyed by the OS CSPRNG)."""
     if generators is None:
         if generator is None:
             generator = KeyedStream(secure_key(), b"mpcdp/laplace")
@@ -363,37 +404,32 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
     if len(generators) != len(owners):
         raise ConfigError(f"`generators` needs one entry per owner held here ({len(owners)}). "
                           f"Found {len(generators)}.")
+    return generators
+
+
+def _placement(owners: Sequence[Owner], sizes: Sequence[int] | None,
+               positions: Sequence[int] | None) -> tuple[list[int], list[int]]:
+    """Every owner's record count and the index of each owner held here among them (by default the owners
+    held here are all of them, in order), checked against the owners' own counts."""
     sizes = [o.n for o in owners] if sizes is None else list(sizes)
     positions = list(range(len(owners))) if positions is None else list(positions)
     if len(positions) != len(owners) or any(sizes[p] != o.n for p, o in zip(positions, owners)):
         raise ConfigError(f"`sizes` {sizes} at `positions` {positions} must be the owners' own record counts "
                           f"{[o.n for o in owners]}.")
-    weights = owner_weights(sizes)
-    dim = cost.features(owners[0].x[:1]).shape[1]
-    theta = torch.zeros(dim, dtype=DTYPE) if theta0 is None else _check_theta(theta0, dim).clone()
-    if algorithm == 2:
-        theta = project_box(theta, theta_max)
-    iterates, averages = [theta], ([theta] if algorithm == 2 else None)
-    released: list[list[dp_accounting.DpEvent]] = [[] for _ in owners]
-    for k in range(1, steps):
-        local = torch.zeros(dim, dtype=DTYPE)
-        for j, owner in enumerate(owners):
-            response, event = respond(owner, cost, theta, xi=xi, steps=steps, generator=generators[j])
-            local += weights[positions[j]] * response
-            released[j].append(event)
-        aggregate_k = local if aggregate is None else aggregate(k, local)
-        if algorithm == 1:
-            new_theta = algorithm1_step(theta, aggregate_k, cost, k=k, rho=rho, steps=steps)
-        else:
-            new_theta = algorithm2_step(theta, aggregate_k, cost, k=k, c1=c1, theta_max=theta_max)
-            averages.append(averaging_step(averages[-1], theta, k=k, steps=steps))
-        theta = new_theta
-        iterates.append(theta)
-    scales = tuple(0.0 if math.isinf(o.epsilon) else laplace_grid(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon,
-                                                                   dim=dim).scale for o in owners)
-    events = tuple(dp_accounting.ComposedDpEvent(list(e)) for e in released)
-    final = iterates[-1] if algorithm == 1 else averages[-1]
-    return CollabRun(algorithm, iterates, averages, final, scales, events)
+    return sizes, positions
+
+
+def _query_owners(owners: Sequence[Owner], cost: Cost, theta: torch.Tensor, *, xi: float, steps: int,
+                  weights: Sequence[float], generators: Sequence[torch.Generator | KeyedStream],
+                  released: list[list[dp_accounting.DpEvent]]) -> torch.Tensor:
+    """One round's query to the owners held here, in turn: each answers θ[k] (:func:`respond`) and its event is
+    appended to ``released``; returns Σ_{owners here} (n_ℓ/n)·Q̃_ℓ, ``weights`` being their n_ℓ/n."""
+    local = torch.zeros(theta.shape[0], dtype=DTYPE)
+    for j, owner in enumerate(owners):
+        response, event = respond(owner, cost, theta, xi=xi, steps=steps, generator=generators[j])
+        local += weights[j] * response
+        released[j].append(event)
+    return local
 
 
 def pooled_cost(cost: Cost, owners: Sequence[Owner], theta: torch.Tensor) -> float:

@@ -243,6 +243,43 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any],
     board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
     logdir = tempfile.mkdtemp(prefix="mpcdp-run-")
+    processes, reports = _processes(ctx, config, launcher, inbox, board, rendezvous, logdir, fn=fn, args=args,
+                                    party_args=party_args, default_job=default_job, party_jobs=party_jobs)
+    values: dict[int, Any] = {}
+    relay = _ProgressRelay(board, progress)
+    start = time.monotonic()
+    deadline = start + config.timeout_s
+    collecting = gc.isenabled()
+    gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
+    try:
+        for process in processes:
+            process.start()
+        inbox.started()
+        failed, timed_out = _watch(processes, reports, values, inbox, relay, parties=m, deadline=deadline)
+        if not failed and not timed_out:
+            relay.final()
+            _finish(processes, reports, deadline)
+            inbox.drain(reports, values)  # the dealer's report
+            return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
+                             wall_s=time.monotonic() - start)
+        _attach_evidence(reports, board, logdir)
+        raise _failure(reports, config, timed_out)
+    finally:
+        if collecting:
+            gc.enable()
+        _terminate(processes)
+        inbox.close()
+        shutil.rmtree(logdir, ignore_errors=True)  # what a failure report needed is in it already
+
+
+def _processes(ctx, config: MpcConfig, launcher: dict[str, Any], inbox: "_Inbox", board: StatusBoard,
+               rendezvous: str, logdir: str, *, fn: Callable[..., Any], args: Sequence[Any],
+               party_args: Sequence[Sequence[Any]] | None, default_job: dict[str, Any],
+               party_jobs: Sequence[dict[str, Any]] | None) -> tuple[list[multiprocessing.Process], list[PartyReport]]:
+    """The run's processes, not started yet, and a report for each, in rank order: data parties 0..m−1 (each
+    with its arguments and job description), then the dealer where there is one. Each process writes its log
+    to ``logdir``/rank<r>.log and its result to its own pipe of ``inbox``."""
+    m = config.parties
     processes: list[multiprocessing.Process] = []
     reports: list[PartyReport] = []
     for rank in range(config.processes):
@@ -257,65 +294,78 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any],
             target, target_args = run_dealer_process, (config, rendezvous, inbox.writers[rank], log_path, launcher)
             reports.append(PartyReport(rank=rank, role="dealer"))
         processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
-    values: dict[int, Any] = {}
-    shown = (0, 0)
-    start = time.monotonic()
-    deadline = start + config.timeout_s
+    return processes, reports
+
+
+def _watch(processes: list, reports: list[PartyReport], values: dict[int, Any], inbox: "_Inbox",
+           relay: "_ProgressRelay", *, parties: int, deadline: float) -> tuple[bool, bool]:
+    """Take the processes' messages and notice their exits until every data party has reported success, or a
+    process has failed and the others have had :data:`_GRACE_S` to report (or have all stopped), or the
+    deadline passes (the processes still running are then marked ``timeout``). Returns (a process failed,
+    the deadline passed)."""
     failed_at: float | None = None
-    timed_out = False
-    collecting = gc.isenabled()
-    gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
-    try:
-        for process in processes:
-            process.start()
-        inbox.started()
-        while True:
-            inbox.drain(reports, values)
-            if progress is not None and board.progress(0) != shown and board.progress(0)[1] > 0:
-                shown = board.progress(0)
-                progress(*shown)
-            now = time.monotonic()
-            for rank, process in enumerate(processes):
-                report = reports[rank]
-                if report.status == "running" and process.exitcode is not None:
-                    inbox.drain(reports, values)  # its last message may have just arrived
-                    if report.status == "running":
-                        if report.role == "dealer" and process.exitcode == 0:
-                            report.status, report.finished_at = "ok", now
-                        else:
-                            report.status, report.exitcode, report.finished_at = "died", process.exitcode, now
-            if any(r.status in ("error", "died") for r in reports) and failed_at is None:
-                failed_at = now
-            parties_done = all(r.status == "ok" for r in reports[:m])
-            if parties_done or (failed_at is not None and (
-                    now - failed_at > _GRACE_S or all(r.status != "running" for r in reports))):
-                break
-            if now > deadline:
-                timed_out = True
-                for report in reports:
-                    if report.status == "running":
-                        report.status, report.finished_at = "timeout", now
-                break
-            running = [p.sentinel for p, r in zip(processes, reports) if r.status == "running"]
-            inbox.drain(reports, values, wait_s=_POLL_S, wake_on=running)  # an exited process is seen once
-        if failed_at is None and not timed_out:
-            if progress is not None and board.progress(0) != shown:
-                progress(*board.progress(0))
-            _finish(processes, reports, deadline)
-            inbox.drain(reports, values)  # the dealer's report
-            return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
-                             wall_s=time.monotonic() - start)
-        for rank, report in enumerate(reports):
-            report.log_tail = _read_tail(os.path.join(logdir, f"rank{rank}.log"))
-            if report.role == "party":
-                report.step, report.step_label = board.step(rank)
-        raise _failure(reports, config, timed_out)
-    finally:
-        if collecting:
-            gc.enable()
-        _terminate(processes)
-        inbox.close()
-        shutil.rmtree(logdir, ignore_errors=True)  # what a failure report needed is in it already
+    while True:
+        inbox.drain(reports, values)
+        relay.poll()
+        now = time.monotonic()
+        _note_exits(processes, reports, values, inbox, now)
+        if any(r.status in ("error", "died") for r in reports) and failed_at is None:
+            failed_at = now
+        parties_done = all(r.status == "ok" for r in reports[:parties])
+        if parties_done or (failed_at is not None and (
+                now - failed_at > _GRACE_S or all(r.status != "running" for r in reports))):
+            return failed_at is not None, False
+        if now > deadline:
+            for report in reports:
+                if report.status == "running":
+                    report.status, report.finished_at = "timeout", now
+            return failed_at is not None, True
+        running = [p.sentinel for p, r in zip(processes, reports) if r.status == "running"]
+        inbox.drain(reports, values, wait_s=_POLL_S, wake_on=running)  # an exited process is seen once
+
+
+def _note_exits(processes: list, reports: list[PartyReport], values: dict[int, Any], inbox: "_Inbox",
+                now: float) -> None:
+    """Mark each process that has exited without reporting: a dealer that exited with code 0 is done (``ok``);
+    any other such process ``died``. Its last message is taken first, in case it has just arrived."""
+    for rank, process in enumerate(processes):
+        report = reports[rank]
+        if report.status == "running" and process.exitcode is not None:
+            inbox.drain(reports, values)  # its last message may have just arrived
+            if report.status == "running":
+                if report.role == "dealer" and process.exitcode == 0:
+                    report.status, report.finished_at = "ok", now
+                else:
+                    report.status, report.exitcode, report.finished_at = "died", process.exitcode, now
+
+
+def _attach_evidence(reports: list[PartyReport], board: StatusBoard, logdir: str) -> None:
+    """Give each report of a failed run its process's log tail and, for data parties, the last step it entered
+    (from the status board), for the failure report (:func:`_failure`)."""
+    for rank, report in enumerate(reports):
+        report.log_tail = _read_tail(os.path.join(logdir, f"rank{rank}.log"))
+        if report.role == "party":
+            report.step, report.step_label = board.step(rank)
+
+
+class _ProgressRelay:
+    """Passes data party 0's progress (done, total) from the status board to the caller's
+    ``progress`` callback, once per change; nothing when there is no callback."""
+
+    def __init__(self, board: StatusBoard, progress: Callable[[int, int], None] | None):
+        self.board, self.progress = board, progress
+        self.shown = (0, 0)
+
+    def poll(self) -> None:
+        """While the run goes on: report the progress if it changed and the run's length is known."""
+        if self.progress is not None and self.board.progress(0) != self.shown and self.board.progress(0)[1] > 0:
+            self.shown = self.board.progress(0)
+            self.progress(*self.shown)
+
+    def final(self) -> None:
+        """Once every party has finished: report the last progress if it was not shown yet."""
+        if self.progress is not None and self.board.progress(0) != self.shown:
+            self.progress(*self.board.progress(0))
 
 
 class _Inbox:

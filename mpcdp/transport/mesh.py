@@ -141,9 +141,31 @@ class Mesh:
     def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str,
               patient: bool = False) -> None:
         """Move one round's messages. ``patient``: wait for them without a deadline (a server waiting for its
-        next request); a link that closes still ends the wait."""
+        next request); a link that closes still ends the wait.
+
+        Phases: the emulated delay, the frames to send (:meth:`_frames_out`), the steps awaited
+        (:meth:`_expect_in`), the transfer itself (:meth:`_transfer`), and the byte tallies (:meth:`_tally`), which
+        count what moved however the round ends."""
         if self.delay_s and out:
             time.sleep(self.delay_s)
+        pending = self._frames_out(out, label)
+        self._expect_in(into)
+        sent = {j: 0 for j in out}
+        got = {j: 0 for j in into}
+        last_byte: dict[int, float] = {}  # when the latest byte from each sender arrived in this round
+        try:
+            self._transfer(pending, into, label, patient, sent, got, last_byte)
+        except PeerLost as exc:  # a link closed: a frame stalled on another is the stronger evidence
+            stalled = None if isinstance(exc, ProtocolViolation) else self._stalled(into, last_byte, label)
+            if stalled is None:
+                raise
+            raise stalled from exc
+        finally:
+            self._tally(sum(sent.values()), sum(got.values()))
+
+    def _frames_out(self, out: dict[int, tuple[int, memoryview]], label: str) -> dict[int, list[memoryview]]:
+        """Frame each outgoing payload (its header numbered with the link's next outgoing step) and queue it for
+        sending: party j → the frame's parts still to write."""
         pending: dict[int, list[memoryview]] = {}
         for j, (code, payload) in out.items():
             header = frames.header(code, self._next_out[j], label, len(payload))
@@ -151,13 +173,25 @@ class Mesh:
             # a small message leaves in one write (one packet, as without a frame); a large one in two
             pending[j] = [memoryview(header + payload)] if len(payload) <= _JOIN_BYTES \
                 else [memoryview(header), payload]
+        return pending
+
+    def _expect_in(self, into: dict[int, "frames.Incoming"]) -> None:
+        """Tell each awaited frame the step number its header must carry (the link's next incoming step)."""
         for j, incoming in into.items():
             incoming.expect(self._next_in[j])
             self._next_in[j] += 1
-        sent = {j: 0 for j in out}
-        got = {j: 0 for j in into}
-        last_byte: dict[int, float] = {}  # when the latest byte from each sender arrived in this round
-        selector = selectors.DefaultSelector()
+
+    def _transfer(self, pending: dict[int, list[memoryview]], into: dict[int, "frames.Incoming"], label: str,
+                  patient: bool, sent: dict[int, int], got: dict[int, int], last_byte: dict[int, float]) -> None:
+        """Write every queued frame and read every awaited one, all links at once through one selector, until
+        the round is done; count the bytes into ``sent``/``got`` and note each sender's latest byte in
+        ``last_byte`` as they move.
+
+        Raises:
+            PeerLost: a link closed or failed (a :class:`~mpcdp.errors.ProtocolViolation`: a frame was not the
+                one expected).
+            MpcdpError: the deadline passed (:meth:`_deadline_passed`).
+        """
         # Links this round neither writes to nor still reads from are watched for closing: a peer that stops
         # (e.g. on a protocol violation it saw) must stop this party too, not leave it waiting for a third. A
         # peer that finished sends a goodbye frame before closing; one that stopped early closes without.
@@ -174,6 +208,7 @@ class Mesh:
         def working() -> bool:
             return any(pending.values()) or any(not incoming.done for incoming in into.values())
 
+        selector = selectors.DefaultSelector()
         try:
             for j in self.links:
                 if events(j):
@@ -190,22 +225,12 @@ class Mesh:
                         if mask & selectors.EVENT_WRITE and pending.get(j):
                             sent[j] += self._send_some(link, pending[j])
                         if mask & selectors.EVENT_READ and j in into and not into[j].done:
-                            while not into[j].done:
-                                n = link.recv_into(into[j].window())
-                                if n == 0:
-                                    raise self._closed_on(j, into[j], last_byte.get(j), label)
-                                got[j] += n
-                                last_byte[j] = time.monotonic()
-                                into[j].advance(n, me=self.rank)
-                                if not _buffered(link):
-                                    break
+                            self._receive_some(link, j, into[j], label, got, last_byte)
                             if into[j].done:
                                 watched.add(j)
                         elif mask & selectors.EVENT_READ and j in watched:
                             watched.discard(j)  # the peer is ahead of us (its next message is here) or gone
-                            if not socket.socket.recv(link, 1, socket.MSG_PEEK):
-                                raise PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link, "
-                                               f"step {label!r})", party=j)
+                            self._check_open(link, j, label)
                     except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                         pass
                     except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as exc:
@@ -216,18 +241,42 @@ class Mesh:
                         selector.modify(link, remaining, j)
                     else:
                         selector.unregister(link)
-        except PeerLost as exc:  # a link closed: a frame stalled on another is the stronger evidence
-            stalled = None if isinstance(exc, ProtocolViolation) else self._stalled(into, last_byte, label)
-            if stalled is None:
-                raise
-            raise stalled from exc
         finally:
             selector.close()
-            moved_out, moved_in = sum(sent.values()), sum(got.values())
-            self.bytes_sent += moved_out
-            self.bytes_received += moved_in
-            if self.counted:
-                costs.record_link(moved_out, moved_in)
+
+    def _receive_some(self, link: socket.socket, j: int, incoming: "frames.Incoming", label: str,
+                      got: dict[int, int], last_byte: dict[int, float]) -> None:
+        """Read what party j's link holds now into its awaited frame (including the bytes a TLS link has already
+        decrypted, which the selector will not announce), counting each read into ``got[j]`` and its time into
+        ``last_byte[j]`` before the frame checks it.
+
+        Raises:
+            PeerLost: the link closed (:meth:`_closed_on`: a plain loss, or direct evidence of a stalled frame).
+            ProtocolViolation: the frame is not the one expected here.
+        """
+        while not incoming.done:
+            n = link.recv_into(incoming.window())
+            if n == 0:
+                raise self._closed_on(j, incoming, last_byte.get(j), label)
+            got[j] += n
+            last_byte[j] = time.monotonic()
+            incoming.advance(n, me=self.rank)
+            if not _buffered(link):
+                break
+
+    def _check_open(self, link: socket.socket, j: int, label: str) -> None:
+        """A watched link became readable: the peer is ahead of us (its next message is here, left unread) or
+        has closed its link, which raises :class:`~mpcdp.errors.PeerLost` naming it."""
+        if not socket.socket.recv(link, 1, socket.MSG_PEEK):
+            raise PeerLost(f"connection closed by {self.name(j)} ({self.name(self.rank)}'s link, "
+                           f"step {label!r})", party=j)
+
+    def _tally(self, moved_out: int, moved_in: int) -> None:
+        """Add one round's bytes to this mesh's totals and, for counted links, to the cost ledgers."""
+        self.bytes_sent += moved_out
+        self.bytes_received += moved_in
+        if self.counted:
+            costs.record_link(moved_out, moved_in)
 
     def _deadline_passed(self, pending: dict[int, list], into: dict[int, "frames.Incoming"],
                          label: str) -> MpcdpError:
