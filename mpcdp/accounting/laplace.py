@@ -40,7 +40,7 @@ import numbers
 import dp_accounting
 from dp_accounting import pld
 
-from mpcdp.accounting.certify import leaves
+from mpcdp.accounting.basics import leaves
 from mpcdp.errors import ConfigError
 
 # The released mechanism's version (recorded results state it; change it when the released distribution changes).

@@ -28,7 +28,7 @@ import dp_accounting
 import numpy as np
 from scipy import fft, special
 
-from mpcdp.accounting.certify import check_delta
+from mpcdp.accounting.basics import check_delta
 from mpcdp.accounting.wor_pld import STEP_TAIL, _loss_edge, steps_of
 
 BUCKET = 2.5e-5  # the loss buckets' width

@@ -29,7 +29,7 @@ import numpy as np
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy import special
 
-from mpcdp.accounting.certify import RDP_ORDERS, Certificate, check_delta, leaves
+from mpcdp.accounting.basics import RDP_ORDERS, Certificate, check_delta, leaves
 from mpcdp.errors import ConfigError
 
 METHOD = ("RDP, replace-one, sampling without replacement by the general bound (Wang, Balle, Kasiviswanathan "

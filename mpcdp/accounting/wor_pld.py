@@ -74,7 +74,7 @@ from dp_accounting.pld import pld_pmf
 from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from scipy import optimize, special
 
-from mpcdp.accounting.certify import RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, leaves
+from mpcdp.accounting.basics import RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, leaves
 from mpcdp.errors import ConfigError
 
 INTERVAL = 1e-4  # h: the loss grid of the certificate
