@@ -7,10 +7,12 @@ import sys
 
 import pytest
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=pathlib.Path(__file__).resolve().parents[1])
+                          cwd=ROOT)
 
 
 def test_aggregate_prints_one_checked_json_line():
@@ -123,14 +125,19 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
 
 
 def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
-    """The shipped paper 000 protocol, cut to 4 parties: Jayaraman at u = 3 on both backends."""
-    result = _run("compare", "protocols/uneven-breast-cancer.toml", "--seeds", "1", "--parties", "4",
-                  "--algorithm", "jayaraman", "--size-ratio", "3", "--out", str(tmp_path))
+    """The shipped paper 000 protocol, cut to 4 parties: Jayaraman at u = 3 on both backends (100 of its 1,000
+    steps, in a copy: the overrides are what is tested)."""
+    shipped = (ROOT / "protocols" / "uneven-breast-cancer.toml").read_text()
+    assert "steps = 1000" in shipped
+    short = tmp_path / "uneven-breast-cancer.toml"
+    short.write_text(shipped.replace("steps = 1000", "steps = 100"))
+    result = _run("compare", str(short), "--seeds", "1", "--parties", "4",
+                  "--algorithm", "jayaraman", "--size-ratio", "3", "--out", str(tmp_path / "compare"))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["parties"] == 4 and summary["epsilon"] <= 0.05
     assert set(summary["optimal_gap"]) == {"mpc", "simulated", "difference", "within_noise"}
-    local = _run("train", "protocols/uneven-breast-cancer.toml", "--backend", "simulated", "--algorithm",
+    local = _run("train", str(short), "--backend", "simulated", "--algorithm",
                  "wd-dp-local", "--size-ratio", "9")
     assert local.returncode == 0, local.stderr
     report = json.loads(local.stdout.strip().splitlines()[-1])
