@@ -100,8 +100,7 @@ def train(model, data, *, protocol: str,
 
         from mpcdp.jobs.train import protocol_provider
 
-        endpoint = resolve(rank=None, parties=None, rendezvous=None,
-                           dealer=(protocol_provider(protocol) or "dealer") == "dealer")
+        endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=protocol_provider(protocol).has_dealer)
         plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
         if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
             from mpcdp.jobs.train import config_for

@@ -10,12 +10,10 @@ import dataclasses
 import hashlib
 import json
 import math
-import warnings
 from typing import Any
 
-from mpcdp.errors import ConfigError, InsecureProviderError, InsecureSettingWarning
-
-PROVIDERS = ("dealer", "honest-majority", "tfp")
+from mpcdp import providers
+from mpcdp.errors import ConfigError
 
 
 def _require(condition: bool, field: str, rule: str, value: Any) -> None:
@@ -29,8 +27,10 @@ class MpcConfig:
 
     Attributes:
         parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
-        provider: where correlated randomness comes from. ``"dealer"`` (default): a separate process that
-            holds no data and sees no opened value; secure if it does not collude with a party.
+        provider: where correlated randomness comes from: the name of a record of
+            :data:`mpcdp.providers.PROVIDERS` (:attr:`provider_record`), which checks this configuration too.
+            ``"dealer"`` (default): a separate process that holds no data and sees no opened value; secure if
+            it does not collude with a party.
             ``"honest-majority"``: parties 0, 1 and 2 make it themselves from replicated keys
             (:mod:`mpcdp.adapter.replicated`); no dealer process; secure while at most one of those three
             colludes (with any number of the others); needs parties >= 3.
@@ -48,7 +48,7 @@ class MpcConfig:
     """
 
     parties: int
-    provider: str = "dealer"
+    provider: str = providers.DEFAULT
     insecure_dev: bool = False
     precision_bits: int = 16
     timeout_s: float = 120.0
@@ -58,10 +58,7 @@ class MpcConfig:
     def __post_init__(self) -> None:
         _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
                  "parties", "an integer >= 2", self.parties)
-        _require(self.provider in PROVIDERS, "provider", f"one of {list(PROVIDERS)}", self.provider)
-        if self.provider == "honest-majority" and self.parties < 3:
-            raise ConfigError(f"`provider` 'honest-majority' needs `parties` >= 3 (three of them make the "
-                              f"correlated randomness). Found parties={self.parties}.")
+        record = providers.lookup(self.provider)
         _require(isinstance(self.insecure_dev, bool), "insecure_dev", "a bool", self.insecure_dev)
         _require(isinstance(self.precision_bits, int) and 8 <= self.precision_bits <= 24,
                  "precision_bits", "an integer in [8, 24]", self.precision_bits)
@@ -71,20 +68,18 @@ class MpcConfig:
                  and 0 <= self.link_delay_ms <= 10_000, "link_delay_ms", "a number in [0, 10000]",
                  self.link_delay_ms)
         _require(isinstance(self.reproducible, bool), "reproducible", "a bool", self.reproducible)
-        if self.provider == "tfp":
-            if not self.insecure_dev:
-                raise InsecureProviderError(
-                    "`provider` 'tfp' lets party 0 recover every other party's inputs; it needs the explicit "
-                    "development flag `insecure_dev=True` (CLI: --insecure-dev). Found provider='tfp', "
-                    "insecure_dev=False.")
-            warnings.warn("INSECURE: provider 'tfp' — party 0 generates all correlated randomness and can "
-                          "recover every other party's inputs. Development only.",
-                          InsecureSettingWarning, stacklevel=3)
+        record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
+        providers.check_declared(record, self)
+
+    @property
+    def provider_record(self) -> providers.Provider:
+        """The :class:`~mpcdp.providers.Provider` that :attr:`provider` names."""
+        return providers.lookup(self.provider)
 
     @property
     def processes(self) -> int:
         """OS processes of a run: the data parties, plus the dealer when there is one."""
-        return self.parties + (1 if self.provider == "dealer" else 0)
+        return self.parties + (1 if self.provider_record.has_dealer else 0)
 
     @property
     def fixed_point_resolution(self) -> float:

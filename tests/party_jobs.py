@@ -483,6 +483,16 @@ def material_of_every_kind(ctx, n: int):
     return out
 
 
+def material_and_provider(ctx, n: int):
+    """A product and comparison masks from the run's provider, with the provider's name and what it counted
+    serving (a provider without a ``served`` count: None)."""
+    record = adapter.provider()
+    products = adapter.dealer_products(n, 2, [(0, 1)])
+    masked = adapter.dealer_masked_bits(n, 40)
+    return {"provider": record.name, "served": dict(getattr(record, "served", None) or {}) or None,
+            "products": products, "masked": masked}
+
+
 def coalition_view(ctx, x: torch.Tensor | None, n: int):
     """Beaver product of the victim's private x (its additive input: the others hold 0) with itself, as the
     first material of the run; returns the opened ε = x − a and the part of the mask a this party can
@@ -493,7 +503,7 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     share = x if x is not None else torch.zeros(n, dtype=torch.int64)
     products = ring.Products(ctx, n, 1, [(0, 0)], label="coalition")
     products.open({0: share})
-    source = replicated.current()
+    source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     known = {k: replicated.component_stream(key).words(n) for k, key in source.component_keys.items()}
     return {"epsilon": products.eps[0], "components": known}
 
@@ -501,9 +511,7 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
 def generator_one_view(ctx, n: int):
     """Comparison masks of the dealer-free provider, with every message party 1 receives while they are made
     recorded (its whole incoming view of the material)."""
-    from mpcdp.adapter import replicated
-
-    source = replicated.current()
+    source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     seen = []
     exchange = source.mesh.exchange
 

@@ -1,14 +1,15 @@
 """The adapter to CrypTen: the one package of mpcdp that touches CrypTen, split by job.
 
 Everything CrypTen keeps in globals (the ``cfg`` singleton, the communicator behind ``comm.get()``, the
-``crypten.generators`` PRNG table, the dealer client behind ``TTPClient.get()``, the tuple provider chosen by
-a config string) is touched here and nowhere else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
+``crypten.generators`` PRNG table, the dealer client behind ``TTPClient.get()``, CrypTen's tuple provider chosen
+by the run's provider record) is touched here and nowhere else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
 inside :class:`mpcdp.mpc.shared.Shared`.
 
 * :mod:`.compat`: making CrypTen 0.4.1 import on torch 2.13, and the only ``import crypten`` of mpcdp;
 * :mod:`.communicator`: CrypTen's communicator over mpcdp's links (no gloo process group exists);
-* :mod:`.group`: who this party is;
-* :mod:`.session`: a data party joining and leaving, and the CrypTen protocols mpcdp calls directly;
+* :mod:`.group`: who this party is, and the run's provider;
+* :mod:`.session`: a data party joining and leaving (the building blocks a provider sets its material source
+  up with), and the CrypTen protocols mpcdp calls directly;
 * :mod:`.dealer`: the dealer process; :mod:`.dealer_link`: the wire protocol between it and the parties;
 * :mod:`.material`: each kind of correlated randomness, its dealer side, its party side and its dealer-free
   side together; :mod:`.replicated`: the dealer-free provider's keys and primitives;
@@ -16,7 +17,8 @@ inside :class:`mpcdp.mpc.shared.Shared`.
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
 * :mod:`.objects`: the dealer's allow-list.
 
-Security model of the providers (the guide mpcdp/README.md, "Threat model"):
+Security model of the providers (their records are in :mod:`mpcdp.providers`, which states the same; the
+guide mpcdp/README.md, "Threat model"):
 
 * ``dealer`` (CrypTen's TTP): an extra process of rank m that is never a data party generates the
   correlated randomness and hands each party its share. It never receives an opened value or an input
@@ -28,14 +30,15 @@ Security model of the providers (the guide mpcdp/README.md, "Threat model"):
   plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
   Development only; :class:`mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
 
-To extend: a new kind of material is one class in :mod:`.material` (``serve``, ``fetch`` and ``generate``)
-added to ``KINDS``; nothing else changes.
+To extend: a new kind of material is one class in :mod:`.material` (``fetch``, ``serve``, ``from_dealer``
+and ``generate``) added to ``KINDS``; nothing else changes. A new provider is one record in
+:mod:`mpcdp.providers` (its "How to add a provider").
 """
 
 from mpcdp.adapter import keyed, metering
-from mpcdp.adapter.compat import PROVIDERS, install_torch_compat  # noqa: F401
+from mpcdp.adapter.compat import install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
-from mpcdp.adapter.group import rank, world_size  # noqa: F401
+from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)

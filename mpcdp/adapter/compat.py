@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from mpcdp.providers import CRYPTEN_PROVIDERS
+
 
 _LEGACY_ONNX_REGISTRATION = "torch.onnx._internal.registration"
 _CURRENT_ONNX_REGISTRATION = "torch.onnx._internal.torchscript_exporter.registration"
@@ -56,15 +58,12 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised only on a broke
         ) from e
     raise
 
-PROVIDERS = {"dealer": "TTP", "tfp": "TFP", "honest-majority": "TTP"}
-"""mpcdp's provider → CrypTen's. Under ``honest-majority`` CrypTen's TTP client is one that refuses
-(:class:`mpcdp.adapter.session.NoDealer`): CrypTen's own protocols need a dealer, mpcdp's do not."""
 
-
-def configure(provider: str, precision_bits: int, timeout_s: float) -> None:
-    """CrypTen's global configuration for this process."""
-    if provider not in PROVIDERS:
-        raise ValueError(f"`provider` must be one of {sorted(PROVIDERS)}. Found {provider!r}.")
-    cfg.mpc.provider = PROVIDERS[provider]
+def configure(crypten_provider: str, precision_bits: int, timeout_s: float) -> None:
+    """CrypTen's global configuration for this process: its provider (``"TTP"``, a dealer client, or ``"TFP"``,
+    party 0: :attr:`mpcdp.providers.Provider.crypten_provider`) and its fixed-point precision."""
+    if crypten_provider not in CRYPTEN_PROVIDERS:
+        raise ValueError(f"CrypTen's provider must be one of {list(CRYPTEN_PROVIDERS)}. Found {crypten_provider!r}.")
+    cfg.mpc.provider = crypten_provider
     cfg.encoder.precision_bits = int(precision_bits)
     cfg.communicator.verbose = False

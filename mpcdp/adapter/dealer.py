@@ -46,7 +46,7 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
         PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
         ProtocolViolation: party 0 sent what the dealer does not serve, or a frame that is not the expected one.
     """
-    configure("dealer", precision_bits, timeout_s)
+    configure("TTP", precision_bits, timeout_s)  # CrypTen's dealer methods
     rank = parties
     rendezvous.open_store(rendezvous_url, rank=rank, processes=parties + 1, timeout_s=timeout_s,
                           security=security)

@@ -97,6 +97,14 @@ class DealerClient:
         """Party 0 tells the dealer the run is over."""
         self.mesh.exchange_text({self.dealer: public.encode("terminate")}, [], label=REQUEST_LABEL)
 
+    def close(self, *, orderly: bool = True) -> None:
+        """Leave: party 0 tells the dealer the run is over (``orderly``), then the link closes."""
+        try:
+            if orderly and self.mesh.rank == 0:
+                self.terminate()
+        finally:
+            self.mesh.close(orderly=orderly)
+
 
 def install_client(client: DealerClient | None) -> None:
     """Make ``client`` what CrypTen's providers and :mod:`.material` reach as ``TTPClient.get()``."""

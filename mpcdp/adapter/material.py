@@ -1,13 +1,15 @@
-"""The correlated randomness mpcdp's own integer protocols consume, one class per kind, from either provider.
+"""The correlated randomness mpcdp's own integer protocols consume, one class per kind, from any provider.
 
-Each kind's :meth:`~Material.serve` (run by the dealer, returning party 0's share), :meth:`~Material.fetch`
-(run by every data party, returning its shares) and ``generate`` (the same material made by the data
-parties themselves under the ``honest-majority`` provider, :mod:`.replicated`) sit side by side. ``serve``
-and the dealer branch of ``fetch`` must draw from the generators the dealer shares with each party in exactly
-the same order: parties 1..m−1 draw their shares from their keyed generator, the dealer draws the same values
-for them, computes the correlated value and sends party 0 the difference. The request that reaches the
-dealer is named after the class (:attr:`Material.request_name`), so there is no string to keep in step by
-hand. ``fetch`` takes the dealer-free branch whenever the run has a :class:`~.replicated.ReplicatedSource`.
+Each kind's :meth:`~Material.fetch` (run by every data party, returning its shares) counts the operation and
+asks the run's provider (:func:`.group.provider`, a record of :mod:`mpcdp.providers`) to serve it; it never
+looks at which provider that is. Beside it sit what the built-in providers serve it from: ``serve`` (run by
+the dealer, returning party 0's share) with ``from_dealer`` (the parties' side of it, under a provider with a
+dealer), and ``generate`` (the same material made by the data parties themselves under ``honest-majority``,
+:mod:`.replicated`). ``serve`` and ``from_dealer`` must draw from the generators the dealer shares with each
+party in exactly the same order: parties 1..m−1 draw their shares from their keyed generator, the dealer
+draws the same values for them, computes the correlated value and sends party 0 the difference. The request
+that reaches the dealer is named after the class (:attr:`Material.request_name`), so there is no string to
+keep in step by hand.
 
 Security (semi-honest): with the dealer, each party's shares are pseudo-random under its 256-bit dealer key
 (:mod:`.keyed`), and the dealer knows every mask; without it, see :mod:`.replicated` (no coalition holding at
@@ -25,7 +27,7 @@ import torch
 
 from mpcdp.adapter import keyed, replicated
 from mpcdp.adapter.compat import cfg, ttp_provider
-from mpcdp.adapter.group import rank
+from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
 
 
@@ -47,8 +49,9 @@ def _dealer_generator():
 
 
 class Material:
-    """One kind of correlated randomness. Subclasses define ``serve`` (dealer), ``fetch`` (parties) and
-    ``generate`` (parties, without a dealer); ``generator_rounds``: rounds ``generate`` communicates."""
+    """One kind of correlated randomness. Subclasses define ``fetch`` (parties: count, then ask the provider),
+    ``serve`` (dealer), ``from_dealer`` (parties, with a dealer) and ``generate`` (parties, without a dealer);
+    ``generator_rounds``: rounds ``generate`` communicates."""
 
     generator_rounds = 0
 
@@ -92,8 +95,10 @@ class WordBits(Material):
     @classmethod
     def fetch(cls, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("b2a_bits", n * k)
-        if (source := replicated.current()) is not None:
-            return source.serve(cls, n, k)
+        return provider().serve(cls, n, k)
+
+    @classmethod
+    def from_dealer(cls, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         word = keyed.kbit((n,), bitlength=k, generator=generator)
         bits = cls.request(n, k) if rank() == 0 else keyed.ring((n, k), generator=generator)
@@ -128,8 +133,10 @@ class MaskedBits(Material):
     def fetch(cls, n: int, bits: int, *, kind: str = "comparison") -> tuple[torch.Tensor, torch.Tensor]:
         """``kind``: the operation counted (a comparison or a conversion to binary)."""
         costs.record(kind, n)
-        if (source := replicated.current()) is not None:
-            return source.serve(cls, n, bits)
+        return provider().serve(cls, n, bits)
+
+    @classmethod
+    def from_dealer(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
         low = cls.request(n, bits) if rank() == 0 else keyed.kbit((n,), bitlength=share_bits(bits), generator=generator)
@@ -160,8 +167,10 @@ class TruncPairs(Material):
     @classmethod
     def fetch(cls, n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("trunc", n)
-        if (source := replicated.current()) is not None:
-            return source.serve(cls, n, shift)
+        return provider().serve(cls, n, shift)
+
+    @classmethod
+    def from_dealer(cls, n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
         high = cls.request(n, shift) if rank() == 0 else keyed.ring((n,), generator=generator)
@@ -197,8 +206,10 @@ class Products(Material):
         squares = sum(1 for u, v in pairs if u == v)
         costs.record("square", n * squares, calls=int(squares > 0))
         costs.record("mul", n * (len(pairs) - squares), calls=int(len(pairs) > squares))
-        if (source := replicated.current()) is not None:
-            return source.serve(cls, n, variables, pairs)
+        return provider().serve(cls, n, variables, pairs)
+
+    @classmethod
+    def from_dealer(cls, n: int, variables: int, pairs: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.ring((n, variables), generator=generator)
         c = cls.request(n, variables, list(pairs)) if rank() == 0 else keyed.ring((n, len(pairs)), generator=generator)
@@ -232,8 +243,11 @@ class AndShifted(Material):
     @classmethod
     def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("and_words", n * len(pairs))
-        if (source := replicated.current()) is not None:
-            return source.serve(cls, n, variables, pairs)
+        return provider().serve(cls, n, variables, pairs)
+
+    @classmethod
+    def from_dealer(cls, n: int, variables: int,
+                    pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.kbit((n, variables), generator=generator)
         c = cls.request(n, variables, list(pairs)) if rank() == 0 else \

@@ -193,6 +193,8 @@ def component_stream(key: bytes) -> KeyedStream:
 
 
 def install(source: ReplicatedSource | None) -> None:
+    """Count ``source``'s draws and messages from now on (:func:`words_drawn`, :func:`bytes_sent`); the
+    material itself is served by the run's provider (:mod:`mpcdp.providers`), which holds the source."""
     global _source, _bytes_sent
     _source, _bytes_sent = source, 0
 
@@ -207,8 +209,3 @@ def words_drawn() -> int:
 def bytes_sent() -> int:
     """Bytes this party sent to make material since its run started (0 off the generators and with a dealer)."""
     return _bytes_sent
-
-
-def current() -> ReplicatedSource | None:
-    """This party's source when the run's provider is ``honest-majority``, else None."""
-    return _source

@@ -1,12 +1,16 @@
 """A data party's life in a secure run: joining (the rendezvous, its links to every other process, CrypTen's
-communicator over them, keyed generators, the dealer link), the two CrypTen protocols mpcdp calls directly,
-and leaving."""
+communicator over them, keyed generators, then the run's provider sets up its material source), the two
+CrypTen protocols mpcdp calls directly, and leaving.
+
+Which provider, and what it sets up, is the provider's record (:mod:`mpcdp.providers`); this module only
+offers the building blocks (:class:`SourceKit`) and never compares a provider's name."""
 
 from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import communicator, dealer_link, keyed, metering, replicated
+from mpcdp import providers
+from mpcdp.adapter import communicator, dealer_link, group, keyed, metering, replicated
 from mpcdp.adapter.compat import MPCTensor, cfg, configure, crypten
 from mpcdp.errors import ConfigError
 from mpcdp.transport import rendezvous
@@ -14,17 +18,18 @@ from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.joining import local_address
 from mpcdp.transport.mesh import Mesh
 
-_dealer: dealer_link.DealerClient | None = None
-
 
 class NoDealer:
-    """What CrypTen reaches as its dealer under the ``honest-majority`` provider: there is none, so CrypTen's
-    own protocols that need dealer material (its Beaver products, its truncation for > 2 parties, its
-    Box–Muller) are refused, naming the provider; mpcdp's protocols take their material from
-    :mod:`.replicated`."""
+    """What CrypTen reaches as its dealer under a provider without one (``honest-majority``): there is none,
+    so CrypTen's own protocols that need dealer material (its Beaver products, its truncation for > 2
+    parties, its Box–Muller) are refused, naming the provider; mpcdp's protocols take their material from
+    the provider (:mod:`.replicated`)."""
+
+    def __init__(self, provider: str):
+        self.provider = provider
 
     def _refuse(self, what: str):
-        raise ConfigError(f"CrypTen's own {what} needs dealer material, and `provider` is 'honest-majority' "
+        raise ConfigError(f"CrypTen's own {what} needs dealer material, and `provider` is {self.provider!r} "
                           f"(no dealer). mpcdp's integer protocols (mpcdp.mpc.ring) run on it; use the "
                           f"'dealer' provider for CrypTen's.")
 
@@ -35,20 +40,51 @@ class NoDealer:
         self._refuse(f"`{func_name}` protocol")
 
 
+class SourceKit:
+    """The building blocks a provider's :meth:`~mpcdp.providers.Provider.start` sets up this party's material
+    source with, once every link of the run is up. Whatever it installs, :func:`stop_party` uninstalls."""
+
+    def __init__(self, *, rank: int, processes: int, links: dict, dealer: int | None, timeout_s: float):
+        self.rank, self.processes, self.links, self.dealer = rank, processes, links, dealer
+        self.timeout_s = timeout_s
+
+    def connect_dealer(self) -> dealer_link.DealerClient:
+        """This party's end of its link to the dealer (rank m; the provider declares ``has_dealer``): it receives
+        its 256-bit key, and becomes what CrypTen and :mod:`.material` reach as the dealer."""
+        if self.dealer is None:
+            raise ConfigError("a provider without a dealer process (`has_dealer` False) asked for the dealer's link")
+        mesh = Mesh(self.rank, self.processes, {self.dealer: self.links[self.dealer]}, timeout_s=self.timeout_s,
+                    counted=False, dealer=self.dealer)
+        client = dealer_link.DealerClient(mesh, self.dealer)
+        dealer_link.install_client(client)
+        return client
+
+    def replicated_source(self, mesh: Mesh) -> replicated.ReplicatedSource:
+        """The dealer-free keys of parties 0, 1 and 2 over ``mesh`` (one round; :mod:`.replicated`), metered."""
+        source = replicated.ReplicatedSource.establish(mesh)
+        replicated.install(source)
+        return source
+
+    def refuse_crypten_dealer(self, provider: str) -> None:
+        """Make CrypTen's dealer one that refuses every request, naming ``provider`` (:class:`NoDealer`)."""
+        dealer_link.install_client(NoDealer(provider))
+
+
 def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, precision_bits: int,
                 timeout_s: float, link_delay_ms: float = 0.0, security: LinkSecurity | None = None,
                 insecure: bool = False, iface: str | None = None) -> Mesh:
     """Join the run as data party ``rank`` of ``parties``; return the links to the other data parties.
 
-    Blocks until every process (the dealer too, for the ``dealer`` provider) has connected; under
-    ``honest-majority`` the parties then exchange the generators' keys (:mod:`.replicated`). ``security`` and
-    ``insecure``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
+    Blocks until every process (the dealer too, for a provider with one) has connected; then the provider
+    ``provider`` (a name in :data:`mpcdp.providers.PROVIDERS`) sets up this party's material source
+    (:meth:`~mpcdp.providers.Provider.start`: the dealer's key, or the generators' keys of ``honest-majority``).
+    ``security`` and ``insecure``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
     ``link_delay_ms`` > 0 emulates a slow network (once per round on the links, twice per dealer request).
     """
-    global _dealer
+    record = providers.lookup(provider)
     metering.set_link_delay(link_delay_ms)
-    configure(provider, precision_bits, timeout_s)
-    dealer = parties if provider == "dealer" else None
+    configure(record.crypten_provider, precision_bits, timeout_s)
+    dealer = parties if record.has_dealer else None
     processes = parties + (dealer is not None)
     rendezvous.open_store(rendezvous_url, rank=rank, processes=processes, timeout_s=timeout_s,
                           security=security)
@@ -58,30 +94,20 @@ def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, 
                 delay_s=link_delay_ms / 1000.0, dealer=dealer)
     communicator.install(communicator.MeshCommunicator(mesh))
     keyed.key_party_generators(mesh)
-    if dealer is not None:
-        dealer_mesh = Mesh(rank, processes, {dealer: links[dealer]}, timeout_s=timeout_s, counted=False,
-                           dealer=dealer)
-        _dealer = dealer_link.DealerClient(dealer_mesh, dealer)
-        dealer_link.install_client(_dealer)
-    if provider == "honest-majority":
-        replicated.install(replicated.ReplicatedSource.establish(mesh))
-        dealer_link.install_client(NoDealer())
+    group.use_provider(record)
+    record.start(mesh, SourceKit(rank=rank, processes=processes, links=links, dealer=dealer, timeout_s=timeout_s))
     return mesh
 
 
 def stop_party(*, orderly: bool = True) -> None:
-    """Leave the run: party 0 tells the dealer to stop (``orderly``), and the dealer link closes."""
-    global _dealer
-    client, _dealer = _dealer, None
+    """Leave the run: what the kit installed is uninstalled, then the provider stops (with a dealer: party 0
+    tells it to stop, ``orderly``, and the dealer link closes)."""
+    record = group.use_provider(None)
     dealer_link.install_client(None)
     replicated.install(None)
     communicator.uninstall()
-    if client is not None:
-        try:
-            if orderly and client.mesh.rank == 0:
-                client.terminate()
-        finally:
-            client.mesh.close(orderly=orderly)
+    if record is not None:
+        record.stop(orderly=orderly)
 
 
 def beaver_multiply(share_x: torch.Tensor, share_y: torch.Tensor, precision_bits: int) -> torch.Tensor:

@@ -12,8 +12,8 @@
     WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer (under
     torchrun, whose WORLD_SIZE counts the dealer: the last rank).
 
-``--plugin MODULE`` imports a module that registers algorithms, models or noise modes first (:mod:`mpcdp.plugins`),
-before the parser is built: what it registers can be named on the command line.
+``--plugin MODULE`` imports a module that registers algorithms, models, noise modes or providers first
+(:mod:`mpcdp.plugins`), before the parser is built: what it registers can be named on the command line.
 To add a command: a function here that adds its subparser and registers its function
 (``_<command>_parser(sub)``, beside the others), a call to it in :func:`build_parser`, and the function in
 :mod:`mpcdp.cli.commands`.
@@ -25,18 +25,30 @@ import argparse
 import sys
 import warnings
 
-from mpcdp import plugins
+from mpcdp import plugins, providers
 from mpcdp.errors import MpcdpError, PartyFailed
+
+
+def _provider_help(names: list[str]) -> str:
+    """The providers ``names`` (records of :data:`mpcdp.providers.PROVIDERS`), each with what it declares."""
+    described = []
+    for name in names:
+        record = providers.PROVIDERS[name]
+        notes = [record.summary, "default" if name == providers.DEFAULT else None,
+                 None if record.has_dealer else "no dealer",
+                 f"m >= {record.min_parties}" if record.min_parties > 2 else None,
+                 "INSECURE, needs --insecure-dev" if record.insecure else None]
+        described.append(f"'{name}' ({'; '.join(note for note in notes if note)})")
+    return ", ".join(described)
 
 
 def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
     parser.add_argument("--parties", type=int, required=parties_required, default=None,
                         help="number of data parties m (env WORLD_SIZE for party/dealer; under torchrun WORLD_SIZE − 1 with "
                              "a dealer)")
-    parser.add_argument("--provider", choices=["dealer", "honest-majority", "tfp"], default=None,
-                        help="correlated randomness: 'dealer' (separate process, default), 'honest-majority' "
-                             "(parties 0-2 make it, no dealer; m >= 3) or 'tfp' (party 0; INSECURE, needs "
-                             "--insecure-dev); `party --job train`: the protocol's [mpc] provider unless given")
+    parser.add_argument("--provider", choices=providers.names(), default=None,
+                        help=f"correlated randomness: {_provider_help(providers.names())}; `party --job train`: "
+                             f"the protocol's [mpc] provider unless given")
     parser.add_argument("--insecure-dev", action="store_true",
                         help="allow insecure development settings (prints a warning)")
     parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
@@ -76,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="import MODULE first (repeatable): a module that registers algorithms, models or noise "
-                             "modes (mpcdp.learning.algorithms, .models, .noise_modes)")
+                        help="import MODULE first (repeatable): a module that registers algorithms, models, noise "
+                             "modes or providers (mpcdp.learning.algorithms, .models, .noise_modes, "
+                             "mpcdp.providers)")
     sub = parser.add_subparsers(dest="command", required=True)
     _aggregate_parser(sub)
     _noise_parser(sub)
@@ -143,9 +156,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--reproducible", action="store_true",
                        help="secure backend: mini-batches from the protocol's seed (predictable; warns), as in "
                             "the simulated run")
-    train.add_argument("--provider", choices=["dealer", "honest-majority"], default=None,
-                       help="secure backend: where correlated randomness comes from (overrides [mpc] provider): "
-                            "the dealer process, or parties 0-2 themselves with no dealer (m >= 3)")
+    train.add_argument("--provider", choices=providers.names(insecure=False), default=None,
+                       help=f"secure backend: where correlated randomness comes from (overrides [mpc] provider): "
+                            f"{_provider_help(providers.names(insecure=False))}")
     _add_variant_options(train)
     train.set_defaults(func=_cmd_train)
 
@@ -327,8 +340,8 @@ def _cost_parser(sub: argparse._SubParsersAction) -> None:
     cost.add_argument("--link-delay-ms", type=float, default=0.0,
                       help="emulated one-way latency per round, injected at mpcdp's transport")
     cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
-    cost.add_argument("--provider", choices=["dealer", "honest-majority"], default="dealer",
-                      help="correlated randomness: the dealer process, or parties 0-2 with no dealer (m >= 3)")
+    cost.add_argument("--provider", choices=providers.names(insecure=False), default=providers.DEFAULT,
+                      help=f"correlated randomness: {_provider_help(providers.names(insecure=False))}")
     cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
     cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
     cost.set_defaults(func=_cmd_cost)

@@ -7,12 +7,13 @@ import dataclasses
 import json
 import sys
 
+from mpcdp import providers
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
-    return MpcConfig(parties=parties, provider=ns.provider or "dealer", insecure_dev=ns.insecure_dev,
+    return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
                      precision_bits=ns.precision_bits, timeout_s=ns.timeout,
                      link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
 
@@ -380,14 +381,14 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     if ns.provider is None and ns.job == "train" and ns.protocol:  # the protocol says, unless the command does
         from mpcdp.jobs.train import protocol_provider
 
-        ns.provider = protocol_provider(ns.protocol)
+        ns.provider = protocol_provider(ns.protocol).name
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
-                       dealer=(ns.provider or "dealer") == "dealer")
+                       dealer=providers.lookup(ns.provider or providers.DEFAULT).has_dealer)
     select_interface(ns.iface)
     select_link_security(ns.credentials, ns.insecure_links)
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
-        if config.provider != "dealer":
+        if not config.provider_record.has_dealer:
             raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
         report = run_dealer(config=config, rendezvous=endpoint.rendezvous)
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import torch
 
+from mpcdp import providers
 from mpcdp.config import MpcConfig
 from mpcdp.learning.paper_networks import NETWORKS
 from mpcdp.transport import costs
@@ -132,7 +133,7 @@ class CostRun:
     layers: list[dict[str, Any]]
     setup_s: float
     where: str = "local processes, loopback"
-    provider: str = "dealer"
+    provider: str = providers.DEFAULT
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -164,7 +165,7 @@ def _section_summary(per_party: list[dict[str, Any]], dealer_bytes: list[int]) -
 
 def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms: float,
               values: list[list[dict[str, Any]]], dealer_report: dict[str, Any] | None, wall_s: float,
-              where: str = "local processes, loopback", provider: str = "dealer") -> CostRun:
+              where: str = "local processes, loopback", provider: str = providers.DEFAULT) -> CostRun:
     """Turn the parties' per-layer records (and the dealer's per-request bytes) into a :class:`CostRun`."""
     dealer_bytes = (dealer_report or {}).get("request_bytes", [])
     measured_s, rows = 0.0, []
@@ -188,7 +189,7 @@ def check_choice(model: str, noise: str) -> None:
 
 def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, link_delay_ms: float = 0.0,
              timeout_s: float = 1800.0, progress: Callable[[int, int], None] | None = None,
-             provider: str = "dealer") -> CostRun:
+             provider: str = providers.DEFAULT) -> CostRun:
     """Run the per-layer cost measurement on ``parties`` local processes (plus the dealer, with that provider;
     under ``honest-majority`` the generators' material messages count as party bytes)."""
     from mpcdp.runtime.harness import run_job

@@ -13,6 +13,7 @@ import json
 import platform
 from typing import Any
 
+from mpcdp import providers
 from mpcdp.jobs.cost import OBLIVC_GATE_BYTES, OBLIVC_PAPER, OBLIVC_REBUILT, CostRun
 from mpcdp.transport.costs import LAN, WAN, WORD_BITS
 
@@ -112,9 +113,10 @@ def markdown(run: CostRun, command: str | None = None) -> str:
     head = [f"# Cost per layer: {run.model}, {run.parties} parties, noise `{run.noise}`", ""]
     if command:
         head.append(f"Command: `{command}`  ")
-    who = ("one process per party plus the dealer" if getattr(run, "provider", "dealer") == "dealer" else
-           "one process per party, no dealer (provider `honest-majority`: parties 0-2 make the material; their "
-           "messages for it are party bytes)")
+    provider = providers.lookup(getattr(run, "provider", providers.DEFAULT))
+    who = ("one process per party plus the dealer" if provider.has_dealer else
+           f"one process per party, no dealer (provider `{provider.name}`: {provider.summary}; their messages "
+           f"for it are party bytes)")
     head += [f"Machine: {platform.machine()}, Python {platform.python_version()}; {run.where}; {who}. σ = {run.sigma}; injected one-way delay {run.link_delay_ms} ms per round. "
              f"Process start-up and handshake ({run.setup_s:.1f} s) are not in the per-layer times.", "",
              "Per layer the parties sample d Gaussians inside the MPC (**noise**, data-independent, can run ahead) "

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from mpcdp import providers
 from mpcdp.accounting.distributed import CALIBRATIONS
 from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
@@ -276,10 +277,9 @@ def _public_form(value: Any) -> Any:
     return value
 
 
-def protocol_provider(path: str) -> str | None:
-    """The ``[mpc] provider`` a protocol file names (None: it names none), read before the run's size is known
-    (it decides whether a dealer is one of the processes)."""
-    return read_protocol(path).get("mpc", {}).get("provider")
+def protocol_provider(path: str) -> providers.Provider:
+    """The provider a protocol's ``[mpc] provider`` names (the default if none), read first: is a dealer a process?"""
+    return providers.lookup(read_protocol(path).get("mpc", {}).get("provider", providers.DEFAULT))
 
 
 def training_split(plan: TrainPlan):

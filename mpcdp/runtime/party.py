@@ -175,8 +175,8 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     _freeze_inherited_objects()
     _take_launcher_state(launcher)
     _redirect_output(log_path)
-    _share_the_cores(config.processes)
     plugins.load_from_environment()  # the registries' extensions the parent loaded (`mpcdp --plugin`)
+    _share_the_cores(config.processes)  # after the plugins: a plugin's provider says whether a dealer runs
 
     def on_step(step: int, label: str) -> None:
         board.note_step(rank, step, label)
