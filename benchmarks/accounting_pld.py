@@ -5,8 +5,8 @@ without replacement.
 
 For each protocol, at its own target (ε, δ) and with the continuous accountants (the release grid's residual,
 ≈1e-5 in ε, is the same for both and left out): the noise multiplier z of releases 1..T that dp-accounting's RDP
-bound calibrates (what mpcdp certifies today) and the one the PLD accountant calibrates (σ scaled by one common
-factor, so release 0 keeps its ratio), the ratio of the two; the PLD's ε at today's noise; the explicit pair's
+bound calibrates (what mpcdp certified with before `mpcdp-certify/3`) and the one the PLD accountant calibrates (σ scaled by one common
+factor, so release 0 keeps its ratio), the ratio of the two; the PLD's ε at the RDP bound's noise; the explicit pair's
 floor (:func:`mpcdp.accounting.wor_bounds.floor_epsilon`, a lower bound on what any accountant may certify) at
 both noise levels; the lower end of the discretisation bracket at the PLD's noise; and the wall time of the PLD
 calibration plus its certificate, caches cold (the RDP comparison value included).
@@ -20,6 +20,7 @@ import time
 
 from benchmarks import recording
 from mpcdp.accounting import wor_bounds, wor_pld
+from mpcdp.accounting.basics import calibrate
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
 from mpcdp.jobs.report import markdown_table
@@ -46,7 +47,11 @@ def row(name: str, width: float) -> dict:
     """One protocol's comparison (see the module docstring)."""
     plan, releases = _releases(name)
     epsilon, delta = plan.epsilon, plan.delta
-    rdp_sigmas = tuple(releases.calibrate(epsilon, delta))
+    certified = tuple(releases.calibrate(epsilon, delta))  # the protocol's own calibration (the PLD's, or
+    # the distributed mode's general bound): RDP's noise is found from it by one common factor
+    rdp_scale = calibrate(lambda v: wor_pld.epsilon_rdp(releases.event_of(tuple(v * s for s in certified)), delta),
+                          epsilon, guess=1.0, rtol=1e-6)
+    rdp_sigmas = tuple(rdp_scale * s for s in certified)
 
     def event_at(scale: float):
         return releases.event_of(tuple(scale * s for s in rdp_sigmas))
@@ -57,15 +62,15 @@ def row(name: str, width: float) -> dict:
     start = time.perf_counter()
     scale, certificate = wor_pld.calibrate_event_pld(event_at, epsilon, delta, guess=1.0)
     seconds = time.perf_counter() - start
-    today = event_at(1.0)
+    at_rdp = event_at(1.0)
     return {"protocol": name, "algorithm": plan.algorithm, "parties": plan.parties, "noise_mode": plan.noise.mode,
             "epsilon": epsilon, "delta": delta,
             "steps": [{"rate": str(s.rate), "rate_float": float(s.rate), "count": s.count, "z_rdp": s.z,
                        "z_pld": s.z * scale} for s in steps],
             "z_rdp": later.z, "z_pld": later.z * scale, "ratio": scale,
             "epsilon_rdp": certificate.pieces["epsilon_rdp"], "epsilon_pld": certificate.epsilon,
-            "epsilon_pld_at_rdp_noise": wor_pld.pld_epsilon(today, delta),
-            "floor_at_rdp_noise": wor_bounds.floor_epsilon(today, delta, width),
+            "epsilon_pld_at_rdp_noise": wor_pld.pld_epsilon(at_rdp, delta),
+            "floor_at_rdp_noise": wor_bounds.floor_epsilon(at_rdp, delta, width),
             "floor_at_pld_noise": wor_bounds.floor_epsilon(event_at(scale), delta, width),
             "bracket_lower_at_pld_noise": wor_bounds.dominating_lower_epsilon(event_at(scale), delta, width),
             "calibration_s": round(seconds, 3)}
