@@ -122,7 +122,8 @@ def markdown(summary: dict[str, Any], command: str, protocol: dict[str, Any]) ->
              f"Command: `{command}`. Simulated seeds {protocol['seeds']} "
              f"({', '.join(f'{d}: {s}' for d, s in protocol.get('seeds_for', {}).items()) or 'every dataset'}), "
              f"secure seeds {protocol['secure_seeds']}; "
-             "δ = 1e-5; every ε certified by dp-accounting (RDP, replace-one, sampling without replacement); "
+             "δ = 1e-5; every ε certified by the PLD accountant for fixed-size batches without replacement "
+             "(replace-one, `mpcdp-certify/3`); "
              "hyper-parameters from benchmarks.tune_cnn on seed 100. Test error = misclassification rate of the "
              "last iterate on the dataset's test split.", "",
              "## Test error at equal certified ε (simulated backend, 4 parties)", "",

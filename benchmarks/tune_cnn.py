@@ -76,8 +76,8 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]], command: str, seeds: list[int]) -> str:
     lines = ["# DDP-SRM and DP-SGD hyper-parameter search on paper 002's MNIST CNN (central, simulated)", "",
-             f"Command: `{command}`; tuning seeds {seeds}; δ = 1e-5, C1 = 1.5; every σ certified by dp-accounting "
-             "(RDP, replace-one, sampling without replacement). σ is the noise std on the averaged gradient.", ""]
+             f"Command: `{command}`; tuning seeds {seeds}; δ = 1e-5, C1 = 1.5; every σ certified by the "
+             "accountant of its time (see the stamp below; since `mpcdp-certify/3` the PLD accountant). σ is the noise std on the averaged gradient.", ""]
     for search in dict.fromkeys(r["search"] for r in rows):
         dataset = next(r["dataset"] for r in rows if r["search"] == search)
         lines += [f"## {dataset}", "", "Best per algorithm and ε:", "",

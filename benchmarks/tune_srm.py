@@ -75,8 +75,8 @@ def summarize(runs: list[dict]) -> dict:
 
 def markdown(summary: dict, command: str, seeds: list[int]) -> str:
     lines = ["# DP-SRM hyper-parameter search on a9a (simulated, central, 4 passes)", "",
-             f"Command: `{command}`; tuning seeds {seeds}; δ = 1e-5; every σ certified by dp-accounting (RDP, "
-             "replace-one, without replacement). Mean test loss over the tuning seeds.", "",
+             f"Command: `{command}`; tuning seeds {seeds}; δ = 1e-5; every σ certified by the accountant of "
+             "its time (see the stamp below; since `mpcdp-certify/3` the PLD accountant, replace-one, without replacement). Mean test loss over the tuning seeds.", "",
              "## Best configuration per ε and output rule", "",
              "| ε | output | b | b0 | C1 | C2 = γ | ζ | L | σ | test loss (uniform / last / average) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
