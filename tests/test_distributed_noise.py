@@ -23,7 +23,7 @@ from mpcdp.accounting.grid import GridRelease
 from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, plan_noise
-from mpcdp.learning.noise_modes import NOISE_MODES, NoiseChoice
+from mpcdp.learning.mechanisms import MECHANISMS as NOISE_MODES, NoiseChoice
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.runtime.harness import run_parties
 from mpcdp.validation import read_protocol
