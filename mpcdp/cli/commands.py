@@ -43,7 +43,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     import numpy as np
     from tqdm import tqdm
 
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
     from mpcdp.noise.rou import ACCEPTANCE
     from mpcdp.noise.validate import validate_normal
 

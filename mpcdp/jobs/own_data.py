@@ -188,7 +188,7 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     model.check_inputs(tuple(x.shape[1:]), f"party {ctx.rank}'s file")
     dim = model.dimension(x)
     planned = plan_noise(plan, tuple(sizes), dim)
-    levels = planned.levels if noise else NoiseLevels(None, None)
+    levels = planned.levels if noise else NoiseLevels.none()
     certificate = planned.certificate if noise else None
     agreed = {"epsilon": None if certificate is None else certificate.epsilon,
               "sigma0": levels.sigma0, "sigma": levels.sigma, "steps": planned.steps}

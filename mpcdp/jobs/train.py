@@ -1,5 +1,5 @@
 """`mpcdp train PROTOCOL.toml`: any algorithm of the registry (:mod:`mpcdp.learning.algorithms`) on a shipped
-dataset, with any model of :mod:`mpcdp.learning.models` and any noise mode of :mod:`mpcdp.learning.noise_modes`,
+dataset, with any model of :mod:`mpcdp.learning.models` and any noise mode of :mod:`mpcdp.learning.mechanisms`,
 secure (party processes) or simulated, with noise calibrated and ε certified for the released bits.
 
 This module is protocol parsing plus one generic run path; it names no algorithm. Protocol fields beyond the
@@ -32,7 +32,7 @@ from mpcdp.learning.algorithms import ALGORITHMS, PlanNoise, Setting, srm_releas
 from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
 from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard
 from mpcdp.learning.logreg import warm_up
-from mpcdp.learning.noise_modes import NoiseChoice
+from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.jobs.train_report import plan_report as _report, uncertified as _uncertified, unit_rows
 from mpcdp.randomness import warn_reproducible
