@@ -574,7 +574,9 @@ def credentials_in_use(ctx, fail_at: int, note: str):
     protection; party ``fail_at`` writes the folder's path to ``note`` and fails."""
     import stat
 
-    folder = os.environ.get("MPCDP_CREDENTIALS")
+    from mpcdp.runtime.party import current_settings
+
+    folder = current_settings().credentials
     if ctx.rank == fail_at:
         with open(note, "w") as fh:
             fh.write(folder or "")
@@ -611,3 +613,11 @@ def separate_process(rank: int, parties: int, rendezvous: str, timeout_s: float,
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+
+
+def run_environment(ctx):
+    """What a party process finds of mpcdp's own in its environment, the plugins it imported, and its links."""
+    import sys
+
+    return {"mpcdp_variables": sorted(k for k in os.environ if k.startswith("MPCDP_")),
+            "toy_provider_imported": "toy_provider" in sys.modules, "links": ctx.links}

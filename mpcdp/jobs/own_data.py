@@ -226,14 +226,15 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,
-                      noise: bool = True) -> dict[str, Any]:
+                      noise: bool = True, settings=None) -> dict[str, Any]:
     """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
-    dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns."""
+    dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns. ``settings``: the run's
+    :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment)."""
     from mpcdp.runtime.party import run_party
 
     config = config_for(plan)
     return run_party(rank=rank, config=config, rendezvous=rendezvous, fn=own_data_party,
-                     args=(plan, source, model, noise), job=_job(plan, noise))
+                     args=(plan, source, model, noise), job=_job(plan, noise), settings=settings)
 
 
 def _job(plan, noise: bool) -> dict[str, Any]:
