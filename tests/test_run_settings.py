@@ -2,9 +2,11 @@
 the user's environment) into a frozen RunSettings and handed to every process; the launcher writes no
 environment variable for its children."""
 
+import sys
+
 import pytest
 
-from mpcdp import plugins
+from mpcdp import plugins, providers
 from mpcdp.errors import ConfigError
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.harness import run_parties
@@ -41,6 +43,9 @@ def test_a_local_run_hands_its_processes_the_settings_not_environment_variables(
     for name in ("MPCDP_CREDENTIALS", "MPCDP_INSECURE_LINKS", "MPCDP_IFACE", "MPCDP_PLUGINS", "MPCDP_NETWORK"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(plugins, "_LOADED", [])
+    monkeypatch.setattr(providers, "PROVIDERS", dict(providers.PROVIDERS))  # the toy registers in a copy
+    monkeypatch.delitem(sys.modules, "toy_provider", raising=False)
     plugins.load(["toy_provider"])  # as `mpcdp --plugin toy_provider` does in the launcher
+    sys.modules.pop("toy_provider", None)  # monkeypatch restores what was there before
     seen = run_parties(run_environment, config_for(3))
     assert all(r == {"mpcdp_variables": [], "toy_provider_imported": True, "links": "TLSv1.3"} for r in seen), seen
