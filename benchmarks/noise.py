@@ -24,7 +24,7 @@ from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import noise_party
 from mpcdp.transport.wire import WireMeter
-from mpcdp.noise.modes import NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 from mpcdp.noise.rou import ACCEPTANCE, support_bound
 from mpcdp.noise.validate import validate_normal
 from mpcdp.runtime.harness import run_job

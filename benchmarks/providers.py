@@ -27,7 +27,7 @@ PROVIDERS = ("dealer", "honest-majority")
 
 def gaussian_party(ctx, samples: int, sigma: float) -> dict:
     """Draw ``samples`` discrete Gaussians inside the MPC (never opened); what it cost this party."""
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
     from mpcdp.transport import costs
 
     start = time.perf_counter()

@@ -18,7 +18,7 @@ from benchmarks import recording
 from mpcdp.accounting.distributed_noise import MECHANISM as DISTRIBUTED_MECHANISM
 from mpcdp.jobs.report import markdown_table, mean_pm
 from mpcdp.jobs.train import plan_from, run_plan
-from mpcdp.learning.noise_modes import NoiseChoice
+from mpcdp.learning.mechanisms import NoiseChoice
 
 
 def main(argv: list[str] | None = None) -> int:

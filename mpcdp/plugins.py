@@ -1,9 +1,10 @@
 """Modules that extend mpcdp's registries (algorithms, models, noise modes), imported by name.
 
-``mpcdp --plugin MODULE`` imports MODULE before the command runs and records it in the environment variable
-``MPCDP_PLUGINS``, so that every party process the run starts (which inherits the environment) imports it
-too before it touches a registry. A plugin is code the user chose to run on their own host; nothing from a
-peer names one.
+``mpcdp --plugin MODULE`` imports MODULE before the command runs and records it (:func:`loaded`); the run's
+:class:`~mpcdp.runtime.endpoint.RunSettings` carries the list to every party process it starts, which imports
+them before it touches a registry. ``MPCDP_PLUGINS`` (comma-separated) names plugins from the user's
+environment, for processes started on their own. A plugin is code the user chose to run on their own host;
+nothing from a peer names one.
 """
 
 from __future__ import annotations
@@ -16,21 +17,21 @@ from mpcdp.errors import ConfigError
 ENVIRONMENT = "MPCDP_PLUGINS"
 
 
-def _listed() -> list[str]:
-    return [name for name in os.environ.get(ENVIRONMENT, "").split(",") if name]
+_LOADED: list[str] = []
 
 
-def load(modules: list[str]) -> None:
-    """Import ``modules`` and add them to :data:`ENVIRONMENT` for the processes started from here."""
+def listed(environ=None) -> list[str]:
+    """The modules this process loaded (:func:`load`), then those the environment's :data:`ENVIRONMENT` names."""
+    env = os.environ if environ is None else environ
+    return list(dict.fromkeys([*_LOADED, *(name for name in env.get(ENVIRONMENT, "").split(",") if name)]))
+
+
+def load(modules) -> None:
+    """Import ``modules`` and record them, for the processes started from here (:func:`listed`)."""
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as exc:
             raise ConfigError(f"`--plugin` {name!r} cannot be imported: {exc}") from None
-    listed = _listed()
-    os.environ[ENVIRONMENT] = ",".join(listed + [name for name in modules if name not in listed])
-
-
-def load_from_environment() -> None:
-    """Import every module :data:`ENVIRONMENT` names (in a party process, before it runs its job)."""
-    load(_listed())
+        if name not in _LOADED:
+            _LOADED.append(name)

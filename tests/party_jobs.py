@@ -137,7 +137,7 @@ def rou_samples(ctx, count: int, sigma: float, seed: int | None):
 
 def noise_modes(ctx, mode: str, count: int, sigma: float, colluders: int, seed: int | None):
     """Sample noise in a mode; open it (validation only); also return this party's own contribution."""
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 
     spec = NoiseSpec(sigma=sigma, mode=mode, colluders=colluders, seed=seed)
     block = sample_noise(ctx, spec, (count,))
@@ -168,7 +168,7 @@ def profiled_rou(ctx, count: int):
 
 def noisy_aggregation_steps(ctx, local_rows: torch.Tensor, sigma: float):
     """Pre-sample a T×d secret-shared noise block, then per step add row t to the secure aggregate."""
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 
     steps, dim = local_rows.shape
     block = sample_noise(ctx, NoiseSpec(sigma=sigma, sensitivity=1.0), (steps, dim))
@@ -212,7 +212,7 @@ def metered_cases(ctx, big: int):
     """One of each small known case, every one in its own cost section; returns the ledgers and openings."""
     from mpcdp.mpc import ring
     from mpcdp.transport import costs
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 
     out = {}
 
@@ -249,7 +249,7 @@ def audited_srm(ctx, shard, params, noise, dim):
 
     from mpcdp.learning import backends
     from mpcdp.learning.dpsrm import run_srm
-    from mpcdp.learning.noise_modes import NOISE_MODES
+    from mpcdp.learning.mechanisms import MECHANISMS as NOISE_MODES
 
     ctx.keep_values = True
     blocks, locals_ = [], []
@@ -304,7 +304,7 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
 
 def distributed_rows_party(ctx, release, rows: int, choice):
     """This party's share of the distributed noise (its own samples) and the opened sum (test only)."""
-    from mpcdp.learning.noise_modes import NOISE_MODES
+    from mpcdp.learning.mechanisms import MECHANISMS as NOISE_MODES
     from mpcdp.mpc.shared import share_of
 
     shares = NOISE_MODES["distributed"].secure_rows(ctx, release, rows, choice)
@@ -574,7 +574,9 @@ def credentials_in_use(ctx, fail_at: int, note: str):
     protection; party ``fail_at`` writes the folder's path to ``note`` and fails."""
     import stat
 
-    folder = os.environ.get("MPCDP_CREDENTIALS")
+    from mpcdp.runtime.party import current_settings
+
+    folder = current_settings().credentials
     if ctx.rank == fail_at:
         with open(note, "w") as fh:
             fh.write(folder or "")
@@ -611,3 +613,11 @@ def separate_process(rank: int, parties: int, rendezvous: str, timeout_s: float,
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+
+
+def run_environment(ctx):
+    """What a party process finds of mpcdp's own in its environment, the plugins it imported, and its links."""
+    import sys
+
+    return {"mpcdp_variables": sorted(k for k in os.environ if k.startswith("MPCDP_")),
+            "toy_provider_imported": "toy_provider" in sys.modules, "links": ctx.links}

@@ -23,7 +23,7 @@ from mpcdp.accounting.grid import GridRelease
 from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, plan_noise
-from mpcdp.learning.noise_modes import NOISE_MODES, NoiseChoice
+from mpcdp.learning.mechanisms import MECHANISMS as NOISE_MODES, NoiseChoice
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.runtime.harness import run_parties
 from mpcdp.validation import read_protocol
@@ -229,6 +229,7 @@ def test_distributed_noise_trains_end_to_end_and_prints_its_certificate(tmp_path
 
     report = run_plan(plan_from(str(path), backend=backend), curve=False)
     assert report["noise_mode"] == "distributed" and report["colluders"] == 1
+    assert report["mechanism"] == NOISE_MODES["distributed"].id  # the run's stamp is its mechanism's id
     assert report["accounting"].startswith("RDP of the honest parties' summed discrete Gaussians")
     assert report["epsilon"] <= 3.0 and report["delta_certified"] <= 1e-3
     assert report["test_error"] < 0.25

@@ -9,7 +9,8 @@ from scipy import stats
 
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, InsecureSettingWarning
-from mpcdp.noise.modes import BOXMULLER_SUPPORT, NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+from mpcdp.noise.modes import BOXMULLER_SUPPORT
 from mpcdp.noise.validate import validate_normal
 from mpcdp.runtime.harness import run_parties
 from party_jobs import noise_modes

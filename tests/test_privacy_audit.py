@@ -14,7 +14,7 @@ from scipy import special
 from mpcdp.accounting import audit_bounds
 from mpcdp.jobs.audit import BUGS, broken_mechanism, run_audit
 from mpcdp.jobs.train import plan_from
-from mpcdp.learning import noise_modes
+from mpcdp.learning import mechanisms
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUICKSTART = "protocols/quickstart-a9a.toml"
@@ -67,7 +67,7 @@ def test_a_broken_mechanism_is_caught_its_lower_bound_exceeds_the_certified_epsi
     with broken_mechanism(bug):
         report = run_audit(plan_from(QUICKSTART, backend="simulated"), canaries=1000, seed=1)
     assert report["epsilon_lower"] > report["epsilon_certified"], report
-    assert noise_modes.NOISE_MODES["dgauss"].simulated_rows.__name__ != "rows"  # intact again after the block
+    assert mechanisms.MECHANISMS["dgauss"].simulated_rows.__name__ != "rows"  # intact again after the block
 
 
 def test_the_real_mechanism_never_contradicts_its_certificate_simulated_or_secure():

@@ -7,7 +7,7 @@ import pytest
 
 from mpcdp import cli, plugins
 from mpcdp.errors import ConfigError
-from mpcdp.learning import algorithms, noise_modes
+from mpcdp.learning import algorithms, mechanisms
 
 PROTOCOL = """
 name = "toy"
@@ -76,7 +76,7 @@ def test_registries_refuse_a_second_record_of_the_same_name_and_name_the_known_o
     with pytest.raises(ConfigError, match="already registered"):
         algorithms.register(algorithms.ALGORITHMS["momentum-gd"])
     with pytest.raises(ConfigError, match="already registered"):
-        noise_modes.register(noise_modes.NOISE_MODES["every-party"])
+        mechanisms.register(mechanisms.MECHANISMS["every-party"])
     with pytest.raises(ConfigError, match=r"`algorithm` must be one of .*momentum-gd.*Found 'no-such'"):
         algorithms.lookup("no-such")
 

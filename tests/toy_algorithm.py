@@ -12,10 +12,10 @@ import dataclasses
 import torch
 
 from mpcdp.accounting.distributed import full_batch_noise_for
-from mpcdp.accounting.distributed_noise import Parties, calibrate_distributed
+from mpcdp.accounting.distributed_noise import DISTRIBUTED, Parties, calibrate_distributed
 from mpcdp.accounting.events import full_batch_gaussian_event
 from mpcdp.accounting.released import ReleaseKind
-from mpcdp.learning import algorithms, noise_modes
+from mpcdp.learning import algorithms, mechanisms
 from mpcdp.learning.dpsrm import SrmResult
 
 
@@ -70,13 +70,19 @@ def _every_party_calibrate(kinds, dim, epsilon, delta, *, calibrate, event_of, p
                                  parties=Parties(parties, parties - 1))
 
 
-def _every_party(choice: noise_modes.NoiseChoice, parties: int) -> noise_modes.NoiseChoice:
+def _every_party(choice: mechanisms.NoiseChoice, parties: int) -> mechanisms.NoiseChoice:
     return dataclasses.replace(choice, mode="distributed", colluders=parties - 1)
 
 
-noise_modes.register(noise_modes.NoiseMode(
-    "every-party", "every party adds a full-σ discrete Gaussian of its own (a toy)", _every_party_calibrate,
-    lambda ctx, release, rows, choice: noise_modes.NOISE_MODES["distributed"].secure_rows(
+_DISTRIBUTED = mechanisms.MECHANISMS["distributed"]
+
+mechanisms.register(mechanisms.MechanismRecord(
+    name="every-party", id=DISTRIBUTED.id, summary="every party adds a full-σ discrete Gaussian of its own (a toy)",
+    calibrate=_every_party_calibrate, plan=DISTRIBUTED.plan, residual=DISTRIBUTED.residual,
+    certify=lambda kinds, releases, delta, event_of, parties, choice: _DISTRIBUTED.certify(
+        kinds, releases, delta, event_of, parties, _every_party(choice, parties)),
+    secure_rows=lambda ctx, release, rows, choice: _DISTRIBUTED.secure_rows(
         ctx, release, rows, _every_party(choice, ctx.parties)),
-    lambda release, rows, choice, parties, seed, stream: noise_modes.NOISE_MODES["distributed"].simulated_rows(
-        release, rows, _every_party(choice, parties), parties, seed, stream)))
+    simulated_rows=lambda release, rows, choice, parties, seed, stream: _DISTRIBUTED.simulated_rows(
+        release, rows, _every_party(choice, parties), parties, seed, stream),
+    draw=_DISTRIBUTED.draw))

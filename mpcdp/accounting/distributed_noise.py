@@ -32,11 +32,16 @@ Certificate, for every such C:
 Compared with the in-MPC sampler (``dgauss``): no sampling cost inside the MPC, no dealer trusted with the
 noise, but more noise in total, σ_units·√(m/(m − t)) when nobody colludes, and a guarantee that holds only
 against coalitions of at most t parties.
+
+Calibration and certification run the one path of :mod:`mpcdp.accounting.released`
+(:func:`~mpcdp.accounting.released.calibrate_on_grid`, :func:`~mpcdp.accounting.released.certify_on_grid`)
+with :data:`DISTRIBUTED`, this mechanism's plan, residual, noise multiplier and accountant, as parameters; the
+one difference in calibration is :func:`_scale`: the algorithm's σs scaled up by one common factor until the
+RDP general bound certifies them (the algorithm's calibrator may use a tighter, Gaussian-only accountant).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Callable, Sequence
 
@@ -44,35 +49,18 @@ import dp_accounting
 
 from mpcdp.accounting.certify import Certificate, calibrate as calibrate_scale
 from mpcdp.accounting.grid import GridRelease, Residual
-from mpcdp.accounting.released import ACCOUNTANT, GridNoise, ReleaseKind
+from mpcdp.accounting.released import (GridAccounting, GridNoise, Parties, ReleaseKind, calibrate_on_grid,
+                                       certify_on_grid)
 from mpcdp.accounting.wor_general import certify_general
-from mpcdp.errors import ConfigError
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.fixed_point import SIGMA_UNITS
+
+__all__ = ["DISTRIBUTED", "MECHANISM", "Parties", "calibrate_distributed", "certify_distributed",
+           "honest_noise_multiplier", "party_plan", "residual"]
 
 MECHANISM = ("ddgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
              "its own discrete Gaussian sample (5 pieces, 7 bit groups, cut t >= 48) of σ_units/√(m − t); "
              "KLS 2021 Prop. 14 for the honest parties' sum")
-
-
-@dataclasses.dataclass(frozen=True)
-class Parties:
-    """Who adds noise: ``parties`` m, of whom up to ``colluders`` t may pool what they know (0 <= t < m)."""
-
-    parties: int
-    colluders: int
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.parties, int) and self.parties >= 1):
-            raise ConfigError(f"`parties` must be an integer >= 1. Found {self.parties!r}.")
-        if not (isinstance(self.colluders, int) and not isinstance(self.colluders, bool)
-                and 0 <= self.colluders < self.parties):
-            raise ConfigError(f"`colluders` must be an integer in [0, parties − 1] = [0, {self.parties - 1}]. "
-                              f"Found {self.colluders!r}.")
-
-    @property
-    def honest(self) -> int:
-        return self.parties - self.colluders
 
 
 def party_plan(release: GridRelease, parties: Parties) -> dg.SamplerPlan:
@@ -107,67 +95,49 @@ def residual(releases: Sequence[tuple[GridRelease, int]], parties: Parties) -> R
     return Residual(coordinates, eta, max(_tail(p) for p in plans))
 
 
+def _reserve_bounds(parties: Parties) -> tuple[float, float]:
+    """(η, tail), twice those expected at the smallest per-party σ a release grid gives (σ_units >= 2^20.5, so
+    σ_p >= 2^20.5/√(m − t)); the final certificate is checked."""
+    plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2 * parties.honest))
+    return 2 * (plan.eta_dg + 2 * _tail(plan)), 2 * _tail(plan)
+
+
+def _scale(sigmas: tuple[float, ...], event_of, epsilon: float, delta: float) -> float:
+    """One common factor for the algorithm's σs so that the RDP general bound certifies ε at δ."""
+    def rdp_epsilon(scale: float) -> float:
+        return certify_general(event_of(tuple(scale * s for s in sigmas)), delta).epsilon
+
+    return 1.0 if rdp_epsilon(1.0) <= epsilon else calibrate_scale(rdp_epsilon, epsilon, guess=1.0)
+
+
+def _method(accountant: Certificate, parties: Parties) -> str:
+    return (f"RDP of the honest parties' summed discrete Gaussians (KLS 2021 Prop. 14; m = {parties.parties}, "
+            f"up to t = {parties.colluders} colluding), sampling without replacement by the general bound "
+            f"(Wang, Balle, Kasiviswanathan 2019, Thm 9), plus the sampler's residual")
+
+
+DISTRIBUTED = GridAccounting(
+    name="distributed", id=MECHANISM, plan=party_plan, residual=residual, noise_multiplier=honest_noise_multiplier,
+    accountant=certify_general, reserve_bounds=_reserve_bounds, per_party=True, method=_method,
+    pieces=lambda accountant, parties: {"sampling_bound": "wang-balle-kasiviswanathan-2019-thm9",
+                                        "parties": parties.parties, "colluders": parties.colluders},
+    release_pieces=lambda r, z, parties: {"sigma_units_per_party": party_plan(r, parties).sigma,
+                                          "noise_multiplier": z, "sigma": z * r.sensitivity},
+    scale=_scale, remedy="lower `colluders` or raise `delta`")
+"""Every party's own discrete Gaussian (noise mode ``distributed``)."""
+
+
 def certify_distributed(kinds: Sequence[ReleaseKind], releases: Sequence[GridRelease], delta: float,
                         event_of: Callable[[tuple[float, ...]], dp_accounting.DpEvent],
                         parties: Parties) -> Certificate:
-    """The certificate of distributed noise on the release grids against any ``parties.colluders`` colluders."""
-    z_eff = [honest_noise_multiplier(r, parties) for r in releases]
-    accountant = certify_general(event_of(tuple(z * r.sensitivity for z, r in zip(z_eff, releases))), delta)
-    extra = residual([(r, k.rows) for r, k in zip(releases, kinds)], parties)
-    pieces = extra.delta_pieces(accountant.epsilon, accountant.delta)
-    return Certificate(
-        epsilon=accountant.epsilon + extra.epsilon,
-        delta=accountant.delta + pieces["delta_truncation"] + pieces["delta_residual"],
-        method=(f"RDP of the honest parties' summed discrete Gaussians (KLS 2021 Prop. 14; m = {parties.parties}, "
-                f"up to t = {parties.colluders} colluding), sampling without replacement by the general bound "
-                f"(Wang, Balle, Kasiviswanathan 2019, Thm 9), plus the sampler's residual"),
-        order=accountant.order,
-        pieces={"mechanism": MECHANISM, "accountant": ACCOUNTANT, "sampling_bound": "wang-balle-kasiviswanathan-2019-thm9",
-                "epsilon_accountant": accountant.epsilon, "epsilon_residual": extra.epsilon,
-                "delta_gaussian": accountant.delta, **pieces, "noise_coordinates": extra.coordinates,
-                "parties": parties.parties, "colluders": parties.colluders,
-                "releases": [{"kind": k.name, "rows": k.rows, "dim": r.dim, "precision": r.precision,
-                              "sensitivity": r.sensitivity, "sensitivity_units": r.sensitivity_units,
-                              "sigma_units_per_party": party_plan(r, parties).sigma,
-                              "noise_multiplier": z, "sigma": z * r.sensitivity,
-                              "rounding_overhead": r.rounding_overhead}
-                             for k, r, z in zip(kinds, releases, z_eff)]})
-
-
-def _reserve(epsilon: float, delta: float, coordinates: int, parties: Parties) -> tuple[float, float]:
-    """(ε, δ) left for the accountant after twice the residual expected at the smallest per-party σ a
-    release grid gives (σ_units >= 2^20.5, so σ_p >= 2^20.5/√(m − t)); the final certificate is checked."""
-    plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2 * parties.honest))
-    eta, tail = 2 * (plan.eta_dg + 2 * _tail(plan)), 2 * _tail(plan)
-    eps = epsilon - 2 * coordinates * eta
-    dlt = delta / math.exp(coordinates * eta) - math.exp(epsilon) * coordinates * tail
-    if eps <= 0 or dlt <= 0:
-        raise ConfigError(f"`epsilon` = {epsilon} and `delta` = {delta} leave nothing for the accountant after the "
-                          f"sampler's residual over {coordinates} noise coordinates: lower `epsilon` or raise `delta`")
-    return eps, dlt
+    """:func:`~mpcdp.accounting.released.certify_on_grid` with :data:`DISTRIBUTED` (kept for plugins)."""
+    return certify_on_grid(kinds, releases, delta, event_of, DISTRIBUTED, parties)
 
 
 def calibrate_distributed(kinds: Sequence[ReleaseKind], dim: int, epsilon: float, delta: float, *,
                           calibrate: Callable[[float, float], Sequence[float]],
                           event_of: Callable[[tuple[float, ...]], dp_accounting.DpEvent],
                           parties: Parties) -> GridNoise:
-    """Distributed noise for every release kind so that the released bits are (ε, δ)-DP against any coalition
-    of at most t parties: the algorithm's own σ per kind, scaled up by one common factor until the RDP
-    general bound certifies it (the algorithm's calibrator may use a tighter, Gaussian-only accountant)."""
-    kinds = tuple(kinds)
-    if not kinds or any(k.rows < 1 or not k.sensitivity > 0 for k in kinds):
-        raise ConfigError(f"every release kind needs rows >= 1 and a sensitivity > 0. Found {kinds!r}.")
-    coordinates = parties.parties * dim * sum(k.rows for k in kinds)
-    epsilon_left, delta_left = _reserve(epsilon, delta, coordinates, parties)
-    sigmas = tuple(calibrate(epsilon_left, delta_left))
-
-    def rdp_epsilon(scale: float) -> float:
-        return certify_general(event_of(tuple(scale * s for s in sigmas)), delta_left).epsilon
-
-    scale = 1.0 if rdp_epsilon(1.0) <= epsilon_left else calibrate_scale(rdp_epsilon, epsilon_left, guess=1.0)
-    releases = tuple(GridRelease(k.sensitivity, dim, scale * s / k.sensitivity) for k, s in zip(kinds, sigmas))
-    certificate = certify_distributed(kinds, releases, delta_left, event_of, parties)
-    if certificate.epsilon > epsilon or certificate.delta > delta:
-        raise ConfigError(f"distributed noise certifies ({certificate.epsilon:.6g}, {certificate.delta:.3g}), above the "
-                          f"target ({epsilon}, {delta}): lower `colluders` or raise `delta`")
-    return GridNoise(kinds, releases, certificate)
+    """:func:`~mpcdp.accounting.released.calibrate_on_grid` with :data:`DISTRIBUTED` (kept for plugins)."""
+    return calibrate_on_grid(kinds, dim, epsilon, delta, calibrate=calibrate, event_of=event_of,
+                             mechanism=DISTRIBUTED, parties=parties)

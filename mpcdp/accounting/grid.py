@@ -130,11 +130,13 @@ def residual(releases: list[tuple[GridRelease, int]]) -> Residual:
     return Residual(coordinates, eta, tail)
 
 
-def reserve(epsilon: float, delta: float, coordinates: int) -> tuple[float, float]:
+def reserve(epsilon: float, delta: float, coordinates: int, eta: float | None = None,
+            tail: float | None = None) -> tuple[float, float]:
     """(ε, δ) to calibrate the accountant for, so that adding the residual of ``coordinates`` noise coordinates
-    stays within the target (η at its bound, the truncation at ε's e^ε)."""
-    eta = eta_bound()
-    tail = dg.plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01
+    stays within the target (η at its bound, the truncation at ε's e^ε). ``eta``, ``tail``: a mechanism's bounds
+    at the smallest σ a release grid gives (default: the in-MPC sampler's, :func:`eta_bound`)."""
+    eta = eta_bound() if eta is None else eta
+    tail = dg.plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01 if tail is None else tail
     eps = epsilon - 2 * coordinates * eta
     grow = math.exp(coordinates * eta)
     dlt = delta / grow - math.exp(epsilon) * coordinates * tail

@@ -7,14 +7,15 @@ offers the building blocks (:class:`SourceKit`) and never compares a provider's 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from mpcdp import providers
 from mpcdp.adapter import communicator, dealer_link, group, keyed, metering, replicated
 from mpcdp.adapter.compat import MPCTensor, cfg, configure, crypten
+from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError
 from mpcdp.transport import rendezvous
-from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.joining import local_address
 from mpcdp.transport.mesh import Mesh
 
@@ -70,22 +71,23 @@ class SourceKit:
         dealer_link.install_client(NoDealer(provider))
 
 
-def start_party(*, rank: int, parties: int, rendezvous_url: str, provider: str, precision_bits: int,
-                timeout_s: float, link_delay_ms: float = 0.0, security: LinkSecurity | None = None,
-                insecure: bool = False, iface: str | None = None) -> Mesh:
-    """Join the run as data party ``rank`` of ``parties``; return the links to the other data parties.
+def start_party(*, rank: int, config: MpcConfig, rendezvous_url: str, links: Any) -> Mesh:
+    """Join the run as data party ``rank`` of ``config.parties``; return the links to the other data parties.
 
-    Blocks until every process (the dealer too, for a provider with one) has connected; then the provider
-    ``provider`` (a name in :data:`mpcdp.providers.PROVIDERS`) sets up this party's material source
-    (:meth:`~mpcdp.providers.Provider.start`: the dealer's key, or the generators' keys of ``honest-majority``).
-    ``security`` and ``insecure``: how the links are secured (:meth:`~mpcdp.transport.mesh.Mesh.establish`).
-    ``link_delay_ms`` > 0 emulates a slow network (once per round on the links, twice per dealer request).
+    Blocks until every process (the dealer too, for a provider with one) has connected; then the run's provider
+    (``config.provider_record``, a record of :data:`mpcdp.providers.PROVIDERS`) sets up this party's material
+    source (:meth:`~mpcdp.providers.Provider.start`: the dealer's key, or the generators' keys of
+    ``honest-majority``). ``links`` (:class:`mpcdp.runtime.endpoint.LinkSettings`): how the links are secured
+    and where they listen (:meth:`~mpcdp.transport.mesh.Mesh.establish`). ``config.link_delay_ms`` > 0 emulates a
+    slow network (once per round on the links, twice per dealer request).
     """
-    record = providers.lookup(provider)
+    record = config.provider_record
+    parties, timeout_s, link_delay_ms = config.parties, config.timeout_s, config.link_delay_ms
+    security, insecure, iface = links.security, links.insecure, links.iface
     metering.set_link_delay(link_delay_ms)
-    configure(record.crypten_provider, precision_bits, timeout_s)
+    configure(record.crypten_provider, config.precision_bits, timeout_s)
     dealer = parties if record.has_dealer else None
-    processes = parties + (dealer is not None)
+    processes = config.processes
     rendezvous.open_store(rendezvous_url, rank=rank, processes=processes, timeout_s=timeout_s,
                           security=security)
     links = Mesh.establish(rank, processes, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,

@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mpcdp {__version__}")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                         help="import MODULE first (repeatable): a module that registers algorithms, models, noise "
-                             "modes or providers (mpcdp.learning.algorithms, .models, .noise_modes, "
+                             "modes or providers (mpcdp.learning.algorithms, .models, .mechanisms, "
                              "mpcdp.providers)")
     sub = parser.add_subparsers(dest="command", required=True)
     _aggregate_parser(sub)
@@ -120,13 +120,13 @@ def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
 
 def _noise_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp noise``: the in-MPC Gaussian samplers, validated (:func:`~mpcdp.cli.commands._cmd_noise`)."""
-    from mpcdp.noise.modes import SAMPLERS
+    from mpcdp.learning.mechanisms import MECHANISMS
 
     noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
     _add_mpc_options(noise, parties_required=False)
     noise.add_argument("--samples", type=int, default=100_000)
-    noise.add_argument("--mode", choices=list(SAMPLERS), default="dgauss",
-                       help="; ".join(f"{name}: {s.summary}" for name, s in SAMPLERS.items()))
+    noise.add_argument("--mode", choices=list(MECHANISMS), default="dgauss",
+                       help="; ".join(f"{name}: {s.summary}" for name, s in MECHANISMS.items()))
     noise.add_argument("--sigma", type=float, default=1.0)
     noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
     noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
@@ -290,7 +290,7 @@ def _add_party_link_options(party: argparse.ArgumentParser) -> None:
 
 def _add_party_job_options(party: argparse.ArgumentParser) -> None:
     """``mpcdp party``'s job (``--job``) and the options of each job: the demo, training and the cost."""
-    from mpcdp.noise.modes import in_mpc_modes
+    from mpcdp.learning.mechanisms import in_mpc_modes
 
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
@@ -328,7 +328,7 @@ def _credentials_parser(sub: argparse._SubParsersAction) -> None:
 
 def _cost_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp cost``: per-layer cost of secure aggregation + in-MPC noise (:func:`~mpcdp.cli.commands._cmd_cost`)."""
-    from mpcdp.noise.modes import in_mpc_modes
+    from mpcdp.learning.mechanisms import in_mpc_modes
 
     cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
                                        "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")

@@ -43,7 +43,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     import numpy as np
     from tqdm import tqdm
 
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
     from mpcdp.noise.rou import ACCEPTANCE
     from mpcdp.noise.validate import validate_normal
 
@@ -373,7 +373,7 @@ def _features(text: str | None) -> tuple[str, ...] | int | None:
 
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
-    from mpcdp.runtime.endpoint import resolve, select_interface, select_link_security
+    from mpcdp.runtime.endpoint import read_settings, resolve
     from mpcdp.runtime.party import run_party
 
     from mpcdp.runtime.party import run_dealer
@@ -384,13 +384,12 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         ns.provider = protocol_provider(ns.protocol).name
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
                        dealer=providers.lookup(ns.provider or providers.DEFAULT).has_dealer)
-    select_interface(ns.iface)
-    select_link_security(ns.credentials, ns.insecure_links)
+    settings = read_settings(credentials=ns.credentials, insecure_links=ns.insecure_links, iface=ns.iface)
     config = _config(ns, endpoint.parties)
     if endpoint.rank == endpoint.parties:
         if not config.provider_record.has_dealer:
             raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
-        report = run_dealer(config=config, rendezvous=endpoint.rendezvous)
+        report = run_dealer(config=config, rendezvous=endpoint.rendezvous, settings=settings)
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
             print(json.dumps(report))
         return 0
@@ -402,18 +401,18 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         if not ns.protocol:
             raise ConfigError("`--protocol` is required with `--job train`.")
         plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
-        settings = config.to_dict()
-        settings.pop("parties")
-        settings["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
-        plan = dataclasses.replace(plan, mpc=settings)
+        mpc = config.to_dict()
+        mpc.pop("parties")
+        mpc["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
+        plan = dataclasses.replace(plan, mpc=mpc)
         if ns.data:
             from mpcdp.jobs.own_data import PartySource, report, run_own_data_here
 
             result = report(run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
                                               plan.trained_model, rank=endpoint.rank,
-                                              rendezvous=endpoint.rendezvous))
+                                              rendezvous=endpoint.rendezvous, settings=settings))
         else:
-            result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous))
+            result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous, settings))
             result.pop("test_error_curve", None)
         result["rank"] = endpoint.rank
     elif ns.job == "cost":
@@ -422,9 +421,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         check_choice(ns.model, ns.noise)
         result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=cost_party,
                            args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
-                           job=cost_job(ns.model, ns.noise, ns.sigma))
+                           job=cost_job(ns.model, ns.noise, ns.sigma), settings=settings)
     else:
         result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
-                           args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim})
+                           args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim}, settings=settings)
     print(json.dumps(result))
     return 0

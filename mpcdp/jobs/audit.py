@@ -50,11 +50,11 @@ def broken_mechanism(bug: str):
     """Within the block, the simulated backend's discrete Gaussian noise is broken as ``bug`` says (one of
     :data:`BUGS`) — to check that the audit catches it. Nothing else changes; the certificate still claims
     the intact mechanism."""
-    from mpcdp.learning import noise_modes
+    from mpcdp.learning import mechanisms
 
     if bug not in BUGS:
         raise ConfigError(f"`bug` must be one of {list(BUGS)}. Found {bug!r}.")
-    record = noise_modes.NOISE_MODES["dgauss"]
+    record = mechanisms.MECHANISMS["dgauss"]
     draw = record.simulated_rows
 
     def rows(release, count, choice, parties, seed, stream):
@@ -65,11 +65,11 @@ def broken_mechanism(bug: str):
             return torch.zeros_like(good)
         return good[:1].expand_as(good).clone()
 
-    noise_modes.NOISE_MODES["dgauss"] = dataclasses.replace(record, simulated_rows=rows)
+    mechanisms.MECHANISMS["dgauss"] = dataclasses.replace(record, simulated_rows=rows)
     try:
         yield
     finally:
-        noise_modes.NOISE_MODES["dgauss"] = record
+        mechanisms.MECHANISMS["dgauss"] = record
 
 
 @dataclasses.dataclass(frozen=True)

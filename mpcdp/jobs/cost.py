@@ -32,7 +32,7 @@ from mpcdp import providers
 from mpcdp.config import MpcConfig
 from mpcdp.learning.paper_networks import NETWORKS
 from mpcdp.transport import costs
-from mpcdp.noise.modes import in_mpc_modes
+from mpcdp.learning.mechanisms import in_mpc_modes
 from mpcdp.validation import check_choice as choose
 
 # Paper 002 parameter tensors (Tables 4–6). a9a and ijcnn1: the logistic-regression gradient.
@@ -88,7 +88,7 @@ def cost_party(ctx, layers: list[tuple[str, tuple[int, ...]]], noise: str, sigma
     """Party function: for each layer, sample d Gaussians (``noise`` mode) then release the noisy sum.
     ``interface``: also meter that network interface (for runs on emulated hosts)."""
     from mpcdp.mpc.release import noisy_release
-    from mpcdp.noise.modes import NoiseSpec, sample_noise
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 
     spec = NoiseSpec(sigma=sigma, mode=noise)
     # warm-up (first calls pay for lazy initialisation): not reported

@@ -14,7 +14,7 @@ import numpy as np
 
 from mpcdp.mpc.context import MpcContext
 from mpcdp.transport.wire import WireMeter
-from mpcdp.noise.modes import NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 
 
 def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: int | None,

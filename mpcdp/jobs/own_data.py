@@ -188,7 +188,7 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     model.check_inputs(tuple(x.shape[1:]), f"party {ctx.rank}'s file")
     dim = model.dimension(x)
     planned = plan_noise(plan, tuple(sizes), dim)
-    levels = planned.levels if noise else NoiseLevels(None, None)
+    levels = planned.levels if noise else NoiseLevels.none()
     certificate = planned.certificate if noise else None
     agreed = {"epsilon": None if certificate is None else certificate.epsilon,
               "sigma0": levels.sigma0, "sigma": levels.sigma, "steps": planned.steps}
@@ -226,14 +226,15 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,
-                      noise: bool = True) -> dict[str, Any]:
+                      noise: bool = True, settings=None) -> dict[str, Any]:
     """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
-    dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns."""
+    dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns. ``settings``: the run's
+    :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment)."""
     from mpcdp.runtime.party import run_party
 
     config = config_for(plan)
     return run_party(rank=rank, config=config, rendezvous=rendezvous, fn=own_data_party,
-                     args=(plan, source, model, noise), job=_job(plan, noise))
+                     args=(plan, source, model, noise), job=_job(plan, noise), settings=settings)
 
 
 def _job(plan, noise: bool) -> dict[str, Any]:

@@ -26,11 +26,13 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
                  default: Callable[[Any], Any] | None = None, mechanism: str | None = None) -> dict[str, Any]:
     """Write the three files of ``out``; return the table, the plot's path and the record. The record and the
     table name the versions of the released mechanism and of the accountant, and the mechanism of the record
-    they replace when it differs. ``mechanism``: the released mechanism's version when it is not the
-    Gaussian one of :mod:`mpcdp.accounting.released` (paper 003's discrete Laplace)."""
-    from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+    they replace when it differs. ``mechanism``: the released mechanism's version (paper 003's discrete
+    Laplace); else the record's own ``mechanism`` (a run's, its mechanism's ``id``); else the in-MPC discrete
+    Gaussian's (:data:`mpcdp.learning.mechanisms.MECHANISMS` ``['dgauss'].id``)."""
+    from mpcdp.accounting.released import ACCOUNTANT
+    from mpcdp.learning.mechanisms import MECHANISMS
 
-    MECHANISM = mechanism or MECHANISM  # noqa: N806 - the version this record states
+    MECHANISM = mechanism or record.get("mechanism") or MECHANISMS["dgauss"].id  # noqa: N806 - this record's
 
     prefix = pathlib.Path(out)
     prefix.parent.mkdir(parents=True, exist_ok=True)

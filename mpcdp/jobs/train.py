@@ -1,5 +1,5 @@
 """`mpcdp train PROTOCOL.toml`: any algorithm of the registry (:mod:`mpcdp.learning.algorithms`) on a shipped
-dataset, with any model of :mod:`mpcdp.learning.models` and any noise mode of :mod:`mpcdp.learning.noise_modes`,
+dataset, with any model of :mod:`mpcdp.learning.models` and any noise mode of :mod:`mpcdp.learning.mechanisms`,
 secure (party processes) or simulated, with noise calibrated and ε certified for the released bits.
 
 This module is protocol parsing plus one generic run path; it names no algorithm. Protocol fields beyond the
@@ -32,7 +32,7 @@ from mpcdp.learning.algorithms import ALGORITHMS, PlanNoise, Setting, srm_releas
 from mpcdp.learning.backends import NoiseLevels, mpc_party, train_simulated
 from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard
 from mpcdp.learning.logreg import warm_up
-from mpcdp.learning.noise_modes import NoiseChoice
+from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.jobs.train_report import plan_report as _report, uncertified as _uncertified, unit_rows
 from mpcdp.randomness import warn_reproducible
@@ -181,9 +181,10 @@ def srm_noise(setting, dim: int, epsilon: float, delta: float):
     return calibrate_on_grid(kinds, dim, epsilon, delta, calibrate=calibrate, event_of=event_of)
 
 
-def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
+def host_launcher(rank: int, rendezvous: str, settings=None) -> Callable[..., Any]:
     """A launcher for :func:`run_plan` that runs only data party ``rank`` of a secure run, in this process, on
     this host (the other parties and the dealer run the same command on theirs: `mpcdp party --job train`).
+    ``settings``: the run's :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment).
 
     Every party holds the whole shipped dataset only because the demo splits it the same way on every host;
     each party trains on its own part and sends nothing but masked shares."""
@@ -197,7 +198,7 @@ def host_launcher(rank: int, rendezvous: str) -> Callable[..., Any]:
     def launch(fn, config, *, party_args, job, progress=None):
         start = time.perf_counter()
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=party_args[rank], job=job,
-                          on_step=joined)
+                          on_step=joined, settings=settings)
         return RunResult(values=[value], dealer=None, wall_s=time.perf_counter() - start)
 
     return launch

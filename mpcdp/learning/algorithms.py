@@ -37,7 +37,7 @@ from mpcdp.learning.dpagd import AgdParameters, run_dpagd
 from mpcdp.learning.dpsrm import SrmParameters, run_srm
 from mpcdp.learning.local_noise import run_local_then_average
 from mpcdp.learning.logreg import warm_up
-from mpcdp.learning.noise_modes import NoiseChoice
+from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.validation import check_integer
 
 
@@ -183,7 +183,7 @@ def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_ba
     noise = mode.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
                            calibrate=releases.calibrate, event_of=releases.event_of,
                            parties=setting.parties, choice=setting.noise)
-    levels = NoiseLevels(noise.releases[0], noise.releases[-1], setting.noise)
+    levels = NoiseLevels(noise.releases, setting.noise, tuple(k.rows for k in releases.kinds))
     certificate, report = noise.certificate, dict(releases.report)
     if public_batches:
         if mode.certify is None:

@@ -31,37 +31,56 @@ from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
-from mpcdp.learning.noise_modes import NoiseChoice
+from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.randomness import batch_key
 
 
 @dataclasses.dataclass(frozen=True)
 class NoiseLevels:
-    """The release kinds of a run: ``first`` for release 0, ``later`` for releases 1..T (the same kind for
-    algorithms with one); both None: no noise. ``choice``: how the noise is made
-    (:mod:`mpcdp.learning.noise_modes`)."""
+    """The release kinds of a run on their grids, in order (empty: no noise), with ``rows``, how many
+    releases each kind covers (release 0 onwards; empty: release 0 is the first kind's, releases 1..T the last
+    kind's), and ``choice``, how the noise is made (:mod:`mpcdp.learning.mechanisms`). :attr:`first` and
+    :attr:`later` are the first and the last kinds (what algorithms with one or two kinds have)."""
 
-    first: GridRelease | None
-    later: GridRelease | None
+    releases: tuple[GridRelease, ...] = ()
     choice: NoiseChoice = NoiseChoice()
+    rows: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if (self.first is None) != (self.later is None):
-            raise ConfigError("`first` and `later` release kinds must both be set or both be None (noiseless)")
+        object.__setattr__(self, "releases", tuple(self.releases))
+        object.__setattr__(self, "rows", tuple(self.rows))
+        if any(r is None for r in self.releases):
+            raise ConfigError("every release kind must be set (no release kinds at all: noiseless)")
+        if self.rows and (len(self.rows) != len(self.releases) or min(self.rows) < 1):
+            raise ConfigError(f"`rows` needs one count >= 1 per release kind. Found {self.rows!r} for "
+                              f"{len(self.releases)} kinds.")
 
     @classmethod
     def none(cls) -> "NoiseLevels":
-        return cls(None, None)
+        return cls()
 
     @classmethod
     def for_sigmas(cls, sigma0: float, sigma: float, *, dim: int, sensitivity0: float = 1.0,
                    sensitivity: float = 1.0) -> "NoiseLevels":
         """Release kinds whose noise is about ``sigma0`` and ``sigma`` (real units) for the given sensitivities."""
-        return cls(GridRelease(sensitivity0, dim, sigma0 / sensitivity0), GridRelease(sensitivity, dim, sigma / sensitivity))
+        return cls((GridRelease(sensitivity0, dim, sigma0 / sensitivity0), GridRelease(sensitivity, dim, sigma / sensitivity)))
 
     @property
     def noiseless(self) -> bool:
-        return self.first is None
+        return not self.releases
+
+    @property
+    def first(self) -> GridRelease | None:
+        return self.releases[0] if self.releases else None
+
+    @property
+    def later(self) -> GridRelease | None:
+        return self.releases[-1] if self.releases else None
+
+    @property
+    def sigmas(self) -> tuple[float, ...]:
+        """The released noise's standard deviation of every kind (real units)."""
+        return tuple(r.sigma for r in self.releases)
 
     @property
     def sigma0(self) -> float:
@@ -72,6 +91,33 @@ class NoiseLevels:
     def sigma(self) -> float:
         """The released noise's standard deviation of releases 1..T (real units)."""
         return 0.0 if self.later is None else self.later.sigma
+
+    def blocks(self, steps: int) -> list[tuple[GridRelease, int, int]]:
+        """(release kind, rows to draw, first release it serves) per noise block of a run of ``steps``
+        releases after release 0: block 0 serves release 0; with ``rows`` for more than two kinds, kind i
+        serves its own rows, the last kind every release after; otherwise the last kind releases 1..T."""
+        if self.noiseless:
+            return []
+        if len(self.releases) <= 2 or not self.rows:
+            return [(self.releases[0], 1, 0), (self.releases[-1], steps, 1)]
+        out, start = [], 0
+        for i, (release, count) in enumerate(zip(self.releases, self.rows)):
+            last = i == len(self.releases) - 1
+            out.append((release, max(count, steps + 1 - start) if last else count, start))
+            start += count
+        return out
+
+
+def draw_blocks(noise: NoiseLevels, steps: int, draw: Callable[[GridRelease, int, int], Any]) -> list:
+    """``draw(release, rows, block index)`` for every block of :meth:`NoiseLevels.blocks`."""
+    return [draw(release, count, i) for i, (release, count, _) in enumerate(noise.blocks(steps))]
+
+
+def block_row(noise: NoiseLevels, steps: int, t: int) -> tuple[int, int]:
+    """(block, row) that release ``t`` takes its noise from."""
+    starts = [start for _, _, start in noise.blocks(steps)]
+    block = max(i for i, start in enumerate(starts) if start <= t)
+    return block, t - starts[block]
 
 
 def _sizes(params, parties: int) -> dict[str, list[int]]:
@@ -98,23 +144,27 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
     :func:`mpc_party` (one checkpoint folder, ``party-0``)."""
     resumed = _resume_payload(None, checkpoint, 0)
     if resumed is not None:
-        rows0, rows = resumed["secrets"]["noise0"], resumed["secrets"]["noise"]
+        stored = resumed["secrets"]
+        blocks = [stored["noise0"], stored["noise"], *stored.get("noise_more", [])]
     elif noise.noiseless:
-        rows0 = rows = None
+        blocks = []
     else:
         draw = noise.choice.record.simulated_rows
-        rows0 = draw(noise.first, 1, noise.choice, len(shards), noise_seed, 0)
-        rows = draw(noise.later, params.steps, noise.choice, len(shards), noise_seed, 1)
+        blocks = draw_blocks(noise, params.steps,
+                             lambda release, count, i: draw(release, count, noise.choice, len(shards), noise_seed, i))
+    kinds = noise.blocks(params.steps)
 
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
-        if rows is None:
+        if not blocks or blocks[0] is None:
             return total
-        release, row = (noise.first, rows0[0]) if t == 0 else (noise.later, rows[t - 1])
+        block, offset = block_row(noise, params.steps, t)
+        release, row = kinds[block][0], blocks[block][offset]
         return (encode(total, release.precision) + row).to(torch.float64) * 2.0**-release.precision
 
     saver, extra = _checkpointing(checkpoint, 0, params, {"sigma0": noise.sigma0, "sigma": noise.sigma})
     if saver is not None:
-        saver.secrets = {"noise0": rows0, "noise": rows}
+        saver.secrets = {"noise0": blocks[0] if blocks else None, "noise": blocks[1] if blocks else None,
+                         **({"noise_more": blocks[2:]} if len(blocks) > 2 else {})}
     if resumed is not None:
         extra["resume"] = resumed["state"]
     return runner(shards, params, aggregate, dim=dim, **extra, **_sizes(params, len(shards)))
@@ -186,6 +236,29 @@ def check_shards(ctx: MpcContext, shard: Shard) -> None:
                          + ", ".join(f"party {r} = {s}" for r, s in enumerate(shapes)), party=odd)
 
 
+def _secure_blocks(ctx: MpcContext, noise: NoiseLevels, steps: int, resumed: dict | None) -> list[Shared]:
+    """This party's shares of the run's noise blocks: drawn by the run's mechanism, or those checkpointed."""
+    if resumed is not None:
+        stored = resumed["secrets"]
+        if stored["noise0"] is None:
+            return []
+        return [Shared(stored[k], stored[f"{k}_bits"]) for k in ("noise0", "noise")] + \
+            [Shared(v, bits) for v, bits in zip(stored.get("noise_more", []), stored.get("noise_more_bits", []))]
+    draw = noise.choice.record.secure_rows
+    return draw_blocks(noise, steps, lambda release, count, i: draw(ctx, release, count, noise.choice))
+
+
+def _stored_blocks(blocks: list[Shared]) -> dict[str, Any]:
+    """The checkpointed form of this party's noise blocks (release 0's, releases 1..T's, any more kinds')."""
+    out: dict[str, Any] = {"noise0": None, "noise": None, "noise0_bits": None, "noise_bits": None}
+    for key, block in zip(("noise0", "noise"), blocks):
+        out[key], out[f"{key}_bits"] = share_of(block), block.precision_bits
+    if len(blocks) > 2:
+        out["noise_more"] = [share_of(b) for b in blocks[2:]]
+        out["noise_more_bits"] = [b.precision_bits for b in blocks[2:]]
+    return out
+
+
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
               runner: Callable = run_srm, checkpoint: dict | None = None) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
@@ -205,23 +278,15 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     replay = _opened_since(ctx, checkpoint, resumed)
     warm_up()
     start = time.perf_counter()
-    if resumed is not None:
-        stored = resumed["secrets"]
-        rows0 = None if stored["noise0"] is None else Shared(stored["noise0"], stored["noise0_bits"])
-        rows = None if stored["noise"] is None else Shared(stored["noise"], stored["noise_bits"])
-    elif noise.noiseless:
-        rows0 = rows = None
-    else:
-        draw = noise.choice.record.secure_rows
-        rows0 = draw(ctx, noise.first, 1, noise.choice)
-        rows = draw(ctx, noise.later, params.steps, noise.choice)
+    blocks = _secure_blocks(ctx, noise, params.steps, resumed)
     presample_s = time.perf_counter() - start
 
     def aggregate(t: int, local: torch.Tensor) -> torch.Tensor:
         if t in replay:  # opened before the restart: served again, never opened again
             released = replay[t]
         else:
-            noise_row = None if rows is None else (rows0.select_row(0) if t == 0 else rows.select_row(t - 1))
+            noise_row = None if not blocks else blocks[block_row(noise, params.steps, t)[0]].select_row(
+                block_row(noise, params.steps, t)[1])
             released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
                                      field="local gradient terms")
         if saver is not None:
@@ -237,10 +302,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
         key = None if ctx.config.reproducible else batch_key()
     saver, extra = _checkpointing(checkpoint, ctx.rank, params, {"sigma0": noise.sigma0, "sigma": noise.sigma})
     if saver is not None:  # this party's own secrets, kept on its own disk only
-        saver.secrets = {"batch_key": key, "noise0": None if rows0 is None else share_of(rows0),
-                         "noise": None if rows is None else share_of(rows),
-                         "noise0_bits": None if rows0 is None else rows0.precision_bits,
-                         "noise_bits": None if rows is None else rows.precision_bits}
+        saver.secrets = {"batch_key": key, **_stored_blocks(blocks)}
     if resumed is not None:
         extra["resume"] = resumed["state"]
     result = runner([shard], params, aggregate, dim=dim, batch_key=key, **extra, **_sizes(params, parties))

@@ -22,7 +22,9 @@ it exposes (:data:`mpcdp.transport.joining.INSECURE_LINKS_WARNING`). The local l
 ``MPCDP_NETWORK=CIDR`` declares the network inside which a process accepts the others' endpoints from a plain
 (credential-less) rendezvous store (default: loopback, or the subnet of the interface it listens on;
 :func:`mpcdp.transport.rendezvous.declared_network`). This module is the only place mpcdp reads them (the
-rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables).
+rendezvous also reads torchrun's ``TORCHELASTIC_*`` variables): :func:`read_settings` turns them, and the command
+line's flags, into one frozen :class:`RunSettings`, which the launcher hands to every process it starts. They
+are the user's inputs only: mpcdp never writes them for its own children.
 """
 
 from __future__ import annotations
@@ -78,12 +80,6 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
     return Endpoint(rank=rank_, parties=parties_, rendezvous=rendezvous)
 
 
-def select_interface(iface: str | None) -> None:
-    """Make this process and the party processes it starts listen on ``iface``'s address."""
-    if iface:
-        os.environ["MPCDP_IFACE"] = iface
-
-
 @dataclasses.dataclass(frozen=True)
 class LinkSettings:
     """How this process's links are made: its TLS credentials (or None), whether plain links are allowed
@@ -93,25 +89,50 @@ class LinkSettings:
     iface: str | None
 
 
-def link_settings(rank: int, environ: Mapping[str, str] | None = None) -> LinkSettings:
-    """This rank's :class:`LinkSettings`, from ``MPCDP_CREDENTIALS`` (a
-    :class:`~mpcdp.transport.credentials.LinkSecurity` is loaded), ``MPCDP_INSECURE_LINKS`` and
-    ``MPCDP_IFACE`` / ``GLOO_SOCKET_IFNAME``."""
-    from mpcdp.transport.credentials import LinkSecurity
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """What every process of a run needs besides its :class:`~mpcdp.config.MpcConfig`, decided once by whoever
+    starts it and handed to each process as this one object (never through environment variables written for
+    the children).
+
+    Attributes:
+        credentials: the deployment's TLS credentials folder (``--credentials`` / ``MPCDP_CREDENTIALS``; the local
+            launcher's throwaway deployment), or None.
+        insecure_links: plain links allowed (``--insecure-links`` / ``MPCDP_INSECURE_LINKS=1``; warns).
+        iface: the interface whose address the links listen on (``--iface`` / ``MPCDP_IFACE`` /
+            ``GLOO_SOCKET_IFNAME``), or None for the one that routes to the rendezvous host.
+        network: the declared network of a plain run (``MPCDP_NETWORK``), or None.
+        plugins: the ``--plugin`` modules every process imports before its job (and ``MPCDP_PLUGINS``).
+    """
+
+    credentials: str | None = None
+    insecure_links: bool = False
+    iface: str | None = None
+    network: str | None = None
+    plugins: tuple[str, ...] = ()
+
+    def links(self, rank: int) -> LinkSettings:
+        """This rank's :class:`LinkSettings` (its :class:`~mpcdp.transport.credentials.LinkSecurity` loaded
+        from :attr:`credentials`)."""
+        from mpcdp.transport.credentials import LinkSecurity
+
+        return LinkSettings(security=LinkSecurity(self.credentials, rank) if self.credentials else None,
+                            insecure=self.insecure_links, iface=self.iface)
+
+
+def read_settings(environ: Mapping[str, str] | None = None, *, credentials: str | None = None,
+                  insecure_links: bool = False, iface: str | None = None,
+                  plugins: tuple[str, ...] = ()) -> RunSettings:
+    """The run's :class:`RunSettings`: the command line's values (the keyword arguments) first, then the
+    user's environment (see the module docstring) — the one place mpcdp reads those variables."""
+    from mpcdp import plugins as plugin_modules
 
     env = os.environ if environ is None else environ
-    folder = env.get("MPCDP_CREDENTIALS")
-    return LinkSettings(security=LinkSecurity(folder, rank) if folder else None,
-                        insecure=env.get("MPCDP_INSECURE_LINKS", "") == "1",
-                        iface=env.get("MPCDP_IFACE") or env.get("GLOO_SOCKET_IFNAME") or None)
-
-
-def select_link_security(credentials: str | None, insecure_links: bool) -> None:
-    """Make this process and the party processes it starts use ``credentials`` / allow plain links."""
-    if credentials:
-        os.environ["MPCDP_CREDENTIALS"] = str(credentials)
-    if insecure_links:
-        os.environ["MPCDP_INSECURE_LINKS"] = "1"
+    listed = [*plugin_modules.listed(env), *plugins]
+    return RunSettings(credentials=str(credentials) if credentials else env.get("MPCDP_CREDENTIALS") or None,
+                       insecure_links=insecure_links or env.get("MPCDP_INSECURE_LINKS", "") == "1",
+                       iface=iface or env.get("MPCDP_IFACE") or env.get("GLOO_SOCKET_IFNAME") or None,
+                       network=network_setting(env), plugins=tuple(dict.fromkeys(listed)))
 
 
 def network_setting(environ: Mapping[str, str] | None = None) -> str | None:

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator, Sequence
 from mpcdp.config import MpcConfig
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.board import StatusBoard
+from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.party import run_dealer_process, run_party_process
 from mpcdp.runtime.process_server import process_context, threads_per_process
 from mpcdp.transport.joining import INSECURE_LINKS_WARNING
@@ -195,29 +196,30 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
     threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
     launcher = {"environ": dict(os.environ), "cwd": os.getcwd()}
-    with throwaway_deployment(launcher["environ"], m):
-        return _launch(fn, config, launcher, args=args, party_args=party_args, default_job=default_job,
+    with throwaway_deployment(read_settings(launcher["environ"]), m) as settings:
+        return _launch(fn, config, settings, launcher, args=args, party_args=party_args, default_job=default_job,
                        party_jobs=party_jobs, progress=progress)
 
 
 @contextlib.contextmanager
-def throwaway_deployment(environ: dict[str, str], parties: int) -> Iterator[str | None]:
-    """Key a deployment for one local run into ``environ`` (the children's environment), and remove it after.
+def throwaway_deployment(settings: RunSettings, parties: int) -> Iterator[RunSettings]:
+    """The run's settings with a deployment keyed for this one local run, removed after it.
 
-    Unless ``environ`` already names the user's credentials (``MPCDP_CREDENTIALS``) or asks for plain links
+    Unless ``settings`` already name the user's credentials (``MPCDP_CREDENTIALS``) or allow plain links
     (``MPCDP_INSECURE_LINKS=1``, which warns here too): a CA and the certificates of ranks 0..``parties`` go into a
     fresh folder only this user may enter (``tempfile.mkdtemp``: mode 0700, keys 0600). The CA's key is deleted
     at once: the run needs only the certificates, so no one can mint another for it. The folder is removed when
     the run ends, however it ends. One deployment per run, not one per launcher process: keying costs a few
     milliseconds (a P-256 key and certificate per rank: 3 ms for 3 parties and the dealer), and a folder that
-    lives only as long as its run leaves no private key on disk between runs.
+    lives only as long as its run leaves no private key on disk between runs. The folder reaches the processes
+    in the settings they are started with, not in their environment.
     """
-    if environ.get("MPCDP_CREDENTIALS"):
-        yield environ["MPCDP_CREDENTIALS"]
+    if settings.credentials:
+        yield settings
         return
-    if environ.get("MPCDP_INSECURE_LINKS") == "1":
+    if settings.insecure_links:
         warnings.warn(f"the harness: {INSECURE_LINKS_WARNING}", InsecureSettingWarning, stacklevel=4)
-        yield None
+        yield settings
         return
     from mpcdp.transport.credentials import make_deployment
 
@@ -225,13 +227,13 @@ def throwaway_deployment(environ: dict[str, str], parties: int) -> Iterator[str 
     try:
         make_deployment(folder, parties)
         os.remove(os.path.join(folder, "ca-key.pem"))
-        environ["MPCDP_CREDENTIALS"] = folder
-        yield folder
+        yield dataclasses.replace(settings, credentials=folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any], *, args: Sequence[Any],
+def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, launcher: dict[str, Any], *,
+            args: Sequence[Any],
             party_args: Sequence[Sequence[Any]] | None, default_job: dict[str, Any],
             party_jobs: Sequence[dict[str, Any]] | None,
             progress: Callable[[int, int], None] | None) -> RunResult:
@@ -243,8 +245,8 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any],
     board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
     logdir = tempfile.mkdtemp(prefix="mpcdp-run-")
-    processes, reports = _processes(ctx, config, launcher, inbox, board, rendezvous, logdir, fn=fn, args=args,
-                                    party_args=party_args, default_job=default_job, party_jobs=party_jobs)
+    processes, reports = _processes(ctx, config, settings, launcher, inbox, board, rendezvous, logdir, fn=fn,
+                                    args=args, party_args=party_args, default_job=default_job, party_jobs=party_jobs)
     values: dict[int, Any] = {}
     relay = _ProgressRelay(board, progress)
     start = time.monotonic()
@@ -272,8 +274,8 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, launcher: dict[str, Any],
         shutil.rmtree(logdir, ignore_errors=True)  # what a failure report needed is in it already
 
 
-def _processes(ctx, config: MpcConfig, launcher: dict[str, Any], inbox: "_Inbox", board: StatusBoard,
-               rendezvous: str, logdir: str, *, fn: Callable[..., Any], args: Sequence[Any],
+def _processes(ctx, config: MpcConfig, settings: RunSettings, launcher: dict[str, Any], inbox: "_Inbox",
+               board: StatusBoard, rendezvous: str, logdir: str, *, fn: Callable[..., Any], args: Sequence[Any],
                party_args: Sequence[Sequence[Any]] | None, default_job: dict[str, Any],
                party_jobs: Sequence[dict[str, Any]] | None) -> tuple[list[multiprocessing.Process], list[PartyReport]]:
     """The run's processes, not started yet, and a report for each, in rank order: data parties 0..m−1 (each
@@ -287,11 +289,12 @@ def _processes(ctx, config: MpcConfig, launcher: dict[str, Any], inbox: "_Inbox"
         if rank < m:
             party_job = party_jobs[rank] if party_jobs is not None else default_job
             party_arg = tuple(party_args[rank]) if party_args is not None else tuple(args)
-            target, target_args = run_party_process, (rank, config, rendezvous, fn, party_arg, party_job,
+            target, target_args = run_party_process, (rank, config, settings, rendezvous, fn, party_arg, party_job,
                                                       inbox.writers[rank], board, log_path, launcher)
             reports.append(PartyReport(rank=rank, role="party"))
         else:
-            target, target_args = run_dealer_process, (config, rendezvous, inbox.writers[rank], log_path, launcher)
+            target, target_args = run_dealer_process, (config, settings, rendezvous, inbox.writers[rank], log_path,
+                                                       launcher)
             reports.append(PartyReport(rank=rank, role="dealer"))
         processes.append(ctx.Process(target=target, args=target_args, name=f"mpcdp-rank{rank}", daemon=True))
     return processes, reports

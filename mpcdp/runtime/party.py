@@ -18,17 +18,35 @@ from typing import Any, Callable, Sequence
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
-from mpcdp.runtime.endpoint import link_settings, network_setting
+from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses
 from mpcdp.transport.rendezvous import declare_network
 
 
+_settings: RunSettings | None = None
+
+
+def current_settings() -> RunSettings | None:
+    """The settings of the run this process serves in (None before :func:`run_party` / :func:`run_dealer`)."""
+    return _settings
+
+
+def _use(settings: RunSettings | None) -> RunSettings:
+    global _settings
+    _settings = read_settings() if settings is None else settings
+    return _settings
+
+
 def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[..., Any], args: Sequence[Any],
               job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
               on_progress: Callable[[int, int], None] | None = None,
-              announce: Callable[[BaseException], None] | None = None) -> Any:
+              announce: Callable[[BaseException], None] | None = None,
+              settings: RunSettings | None = None) -> Any:
     """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
+
+    ``settings``: the run's links, network and plugins (:class:`~mpcdp.runtime.endpoint.RunSettings`; None: read
+    from this process's environment, for a process started on its own).
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
     When a peer is lost or deviates, this party closes its links at once, agrees with the others on whom
@@ -40,12 +58,9 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
 
     ctx = None
     try:
-        links = link_settings(rank)
-        declare_network(network_setting())
-        mesh = adapter.start_party(rank=rank, parties=config.parties, rendezvous_url=rendezvous,
-                                   provider=config.provider, precision_bits=config.precision_bits,
-                                   timeout_s=config.timeout_s, link_delay_ms=config.link_delay_ms,
-                                   security=links.security, insecure=links.insecure, iface=links.iface)
+        settings = _use(settings)
+        declare_network(settings.network)
+        mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous, links=settings.links(rank))
         ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
     except (PeerLost, PeerTimeout) as exc:  # a link closed or timed out, or a peer deviated (ProtocolViolation)
@@ -99,15 +114,16 @@ def _stop_on_loss(rank: int, exc: BaseException, detail: str,
     raise error from exc
 
 
-def run_dealer(*, config: MpcConfig, rendezvous: str) -> dict[str, Any]:
+def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | None = None) -> dict[str, Any]:
     """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
-    total and per request (in the order party 0 made them)."""
+    total and per request (in the order party 0 made them). ``settings`` as for :func:`run_party`."""
     import time
 
     from mpcdp import adapter
 
-    links = link_settings(config.parties)
-    declare_network(network_setting())
+    settings = _use(settings)
+    links = settings.links(config.parties)
+    declare_network(settings.network)
     start = time.perf_counter()
     request_bytes, bytes_sent = adapter.run_dealer(parties=config.parties, rendezvous_url=rendezvous,
                                                    precision_bits=config.precision_bits, timeout_s=config.timeout_s,
@@ -168,14 +184,14 @@ def _take_launcher_state(launcher: dict | None) -> None:
         os.chdir(launcher["cwd"])
 
 
-def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, job, results, board,
-                      log_path: str, launcher: dict | None = None):
+def run_party_process(rank: int, config: MpcConfig, settings: RunSettings, rendezvous: str, fn, args, job, results,
+                      board, log_path: str, launcher: dict | None = None):
     """Entry point of a data-party process started by :mod:`mpcdp.runtime.harness`: steps and progress go
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _freeze_inherited_objects()
     _take_launcher_state(launcher)
     _redirect_output(log_path)
-    plugins.load_from_environment()  # the registries' extensions the parent loaded (`mpcdp --plugin`)
+    plugins.load(settings.plugins)  # the registries' extensions the launcher loaded (`mpcdp --plugin`)
     _share_the_cores(config.processes)  # after the plugins: a plugin's provider says whether a dealer runs
 
     def on_step(step: int, label: str) -> None:
@@ -192,7 +208,7 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
 
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
-                          on_step=on_step, on_progress=on_progress, announce=announce)
+                          on_step=on_step, on_progress=on_progress, announce=announce, settings=settings)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
         traceback.print_exc()
         if not announced:
@@ -208,14 +224,15 @@ def run_party_process(rank: int, config: MpcConfig, rendezvous: str, fn, args, j
     _flush_and_exit(results, 0)
 
 
-def run_dealer_process(config: MpcConfig, rendezvous: str, results, log_path: str, launcher: dict | None = None):
+def run_dealer_process(config: MpcConfig, settings: RunSettings, rendezvous: str, results, log_path: str,
+                       launcher: dict | None = None):
     """Entry point of the dealer process started by :mod:`mpcdp.runtime.harness`."""
     _freeze_inherited_objects()
     _take_launcher_state(launcher)
     _redirect_output(log_path)
     rank = config.parties
     try:
-        report = run_dealer(config=config, rendezvous=rendezvous)
+        report = run_dealer(config=config, rendezvous=rendezvous, settings=settings)
     except BaseException as exc:  # noqa: BLE001
         traceback.print_exc()
         _report_error(results, rank, exc)

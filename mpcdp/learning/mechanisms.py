@@ -1,0 +1,226 @@
+"""Every way of making noise, as records of one registry, :data:`MECHANISMS` (``[noise] mode`` of a protocol,
+``mpcdp noise --mode``, ``mpcdp cost --noise``, ``mpcdp party --noise``).
+
+A :class:`Mechanism` is what training certifies and draws and what the cost harness measures, in one record,
+so ``mpcdp cost --noise distributed`` draws exactly what a ``distributed`` training run draws. Training
+mechanisms (``training`` True): ``dgauss`` (the default; the exact discrete Gaussian inside the MPC) and
+``distributed`` (every party's own discrete Gaussian of σ/√(m − t)), whose members are in
+:mod:`mpcdp.learning.noise_modes` and whose accounting is the one path of :mod:`mpcdp.accounting.released`.
+Comparison-only samplers (``training`` False: not certified for training; their training members refuse):
+``rou``, ``boxmuller`` and ``plaintext`` of :mod:`mpcdp.noise.modes`. Security model and declared cost: as each
+member's module states them (semi-honest parties, non-colluding dealer; ``distributed``: at most t colluders).
+
+Why here: a record needs the accountants (``calibrate``, ``certify``: :mod:`mpcdp.accounting`) and the
+learning layer's noise rows, and the layering (tests/test_layers.py) lets only ``learning`` and above see
+both; the samplers of :mod:`mpcdp.noise` stay below it as plain draw functions, registered here.
+
+How to add a mechanism: write an object with every member of :class:`Mechanism` — a name, a version ``id``
+(change it whenever the released distribution changes), the per-party sampler ``plan`` and its ``residual``,
+``calibrate`` and ``certify`` (usually :func:`~mpcdp.learning.noise_modes.grid_calibrate` and
+:func:`~mpcdp.learning.noise_modes.grid_certify` of a :class:`~mpcdp.accounting.released.GridAccounting` that
+states its plan, residual and accountant), ``secure_rows`` and ``simulated_rows`` (the same distribution, in
+the MPC and in plaintext), ``draw`` for ``mpcdp noise``/``cost`` — usually a :class:`MechanismRecord` — and
+:func:`register` it (in a plugin: ``mpcdp --plugin MODULE``). Its docstring states its security model and
+declared cost. A sampler that no accountant certifies registers with ``training=False``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from mpcdp import registry
+from mpcdp.accounting.distributed_noise import DISTRIBUTED
+from mpcdp.accounting.released import DGAUSS
+from mpcdp.errors import ConfigError, InsecureSettingWarning
+from mpcdp.learning import noise_modes as nm
+from mpcdp.noise.modes import NoiseBlock, draw_boxmuller, draw_plaintext, draw_rou
+from mpcdp.validation import check_integer, require_positive
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """A way to make noise (every record of :data:`MECHANISMS` has these members; checked at registration).
+
+    Attributes:
+        name: the protocol value and the command-line choice.
+        id: the version string stamped into every certificate and report of a run with this noise.
+        summary: one line for the help and the docs.
+        training: certified for training (False: comparison only; the training members refuse).
+        in_mpc: it runs among the parties (``draw`` needs a context).
+        takes_colluders: it has a collusion threshold t (``[noise] colluders``).
+    """
+
+    name: str
+    id: str
+    summary: str
+    training: bool
+    in_mpc: bool
+    takes_colluders: bool
+
+    def plan(self, release: Any, parties: Any) -> Any:
+        """The sampler plan one party runs for a GridRelease, for a :class:`~mpcdp.accounting.released.Parties`."""
+
+    def residual(self, releases: Any, parties: Any) -> Any:
+        """The sampler's Residual over [(release, rows)]."""
+
+    def calibrate(self, kinds, dim, epsilon, delta, *, calibrate, event_of, parties, choice) -> Any:
+        """The releases and their certificate (GridNoise) for the target (ε, δ); ``parties`` an int."""
+
+    def certify(self, kinds, releases, delta, event_of, parties, choice) -> Any:
+        """The certificate of releases already on their grids, for another event."""
+
+    def secure_rows(self, ctx, release, rows, choice) -> Any:
+        """This party's share (Shared, grid units) of ``rows`` × d noise values; every party calls it."""
+
+    def simulated_rows(self, release, rows, choice, parties, seed, stream) -> Any:
+        """The summed noise of ``rows`` × d values drawn in plaintext (int64 grid units)."""
+
+    def draw(self, ctx, spec, count, shape) -> Any:
+        """A NoiseBlock of ``shape`` for a :class:`NoiseSpec` (``mpcdp noise``, ``mpcdp cost``)."""
+
+
+def _not_for_training(name: str) -> Callable:
+    def refuse(*args, **kwargs):
+        raise ConfigError(f"noise mode {name!r} is for comparison only: it is not certified for training "
+                          f"(training modes: {training_modes()})")
+    return refuse
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MechanismRecord:
+    """The shipped records' form of :class:`Mechanism`: its members as fields (see there)."""
+
+    name: str
+    id: str
+    summary: str
+    draw: Callable
+    plan: Callable | None = None
+    residual: Callable | None = None
+    calibrate: Callable | None = None
+    certify: Callable | None = None
+    secure_rows: Callable | None = None
+    simulated_rows: Callable | None = None
+    training: bool = True
+    in_mpc: bool = True
+    takes_colluders: bool = False
+
+    def __post_init__(self) -> None:
+        for member in ("plan", "residual", "calibrate", "certify", "secure_rows", "simulated_rows"):
+            if getattr(self, member) is None:
+                if self.training:
+                    raise ConfigError(f"training mechanism {self.name!r} needs `{member}`")
+                object.__setattr__(self, member, _not_for_training(self.name))
+
+
+MECHANISMS: dict[str, Mechanism] = {}
+
+_TYPES = {"name": str, "id": str, "summary": str, "training": bool, "in_mpc": bool, "takes_colluders": bool}
+
+
+def register(record: Mechanism) -> Mechanism:
+    """Add ``record`` under its name (a new name only), after checking it has every member of :class:`Mechanism`."""
+    registry.check_members(record, Mechanism, _TYPES, "mechanism")
+    return registry.add(MECHANISMS, record.name, record, "mechanism")
+
+
+def lookup(name: Any, field: str = "mode") -> Mechanism:
+    return registry.find(MECHANISMS, name, field)
+
+
+def training_modes() -> list[str]:
+    return sorted(name for name, m in MECHANISMS.items() if m.training)
+
+
+def in_mpc_modes() -> list[str]:
+    """The names of the mechanisms that run among the parties (choices of `mpcdp cost` and `mpcdp party`)."""
+    return [name for name, m in MECHANISMS.items() if m.in_mpc]
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseChoice:
+    """A run's noise mode and its parameters, as the protocol's ``[noise]`` table gives them."""
+
+    mode: str = "dgauss"
+    colluders: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MECHANISMS or not MECHANISMS[self.mode].training:
+            raise ConfigError(f"[noise] `mode` must be one of {training_modes()}. Found {self.mode!r}.")
+        check_integer(self.colluders, "colluders", minimum=0)
+        if self.colluders and not MECHANISMS[self.mode].takes_colluders:
+            raise ConfigError(f"[noise] `colluders` applies to {sorted(k for k, v in MECHANISMS.items() if v.takes_colluders)}"
+                              f" only; mode {self.mode!r} draws its noise inside the MPC. Found {self.colluders}.")
+
+    @property
+    def record(self) -> Mechanism:
+        return MECHANISMS[self.mode]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NoiseSpec:
+    """What noise to draw: ``sigma`` = noise_multiplier · ``sensitivity`` (both public).
+
+    Attributes:
+        sigma: standard deviation per coordinate, > 0.
+        sensitivity: the L2 sensitivity of one row's release (for the event's noise multiplier), > 0.
+        mode: a name in :data:`MECHANISMS`.
+        colluders: t, the colluding parties ``distributed`` mode tolerates (0 <= t < m).
+        uniform_bits: bits per uniform for ``rou`` (16..18).
+        seed: reproducible (insecure) randomness for tests and simulation; None = OS CSPRNG.
+    """
+
+    sigma: float
+    sensitivity: float = 1.0
+    mode: str = "rou"
+    colluders: int = 0
+    uniform_bits: int = 16
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MECHANISMS:
+            raise ConfigError(f"`mode` must be one of {list(MECHANISMS)}. Found {self.mode!r}.")
+        require_positive(self, ("sigma", "sensitivity"))
+        if not (isinstance(self.colluders, int) and self.colluders >= 0):
+            raise ConfigError(f"`colluders` must be an integer >= 0. Found {self.colluders!r}.")
+        if not 16 <= self.uniform_bits <= 18:
+            raise ConfigError(f"`uniform_bits` must be in [16, 18]. Found {self.uniform_bits!r}.")
+        if self.seed is not None:
+            warnings.warn("reproducible noise seed set: the noise is predictable — for tests and simulation only",
+                          InsecureSettingWarning, stacklevel=3)
+
+
+def sample_noise(ctx, spec: NoiseSpec, shape: tuple[int, ...]) -> NoiseBlock:
+    """Noise of ``shape`` for ``spec`` (every party calls it together; ``ctx`` may be None for plaintext)."""
+    mechanism = MECHANISMS[spec.mode]
+    if mechanism.in_mpc and ctx is None:
+        raise ValueError(f"mode {spec.mode!r} runs inside the MPC and needs a context")
+    return mechanism.draw(ctx, spec, int(np.prod(shape)), shape)
+
+
+register(MechanismRecord(
+    name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss,
+    summary="the exact discrete Gaussian sampled inside the MPC (private against any coalition without the dealer "
+            "that misses one data party; what training releases)",
+    plan=DGAUSS.plan, residual=DGAUSS.residual, calibrate=nm.grid_calibrate(DGAUSS), certify=nm.grid_certify(DGAUSS),
+    secure_rows=nm.dgauss_secure, simulated_rows=nm.dgauss_simulated))
+register(MechanismRecord(
+    name="rou", id="rou/1: ratio-of-uniforms inside the MPC (not certified)", draw=draw_rou, training=False,
+    summary="ratio-of-uniforms inside the MPC (holes in its tails: for cost comparison only)"))
+register(MechanismRecord(
+    name="distributed", id=DISTRIBUTED.id, draw=nm.draw_distributed, takes_colluders=True,
+    summary="every party adds its own discrete Gaussian of σ/√(m − t) to its share (private against any "
+            "t = `colluders` parties; no sampling inside the MPC)",
+    plan=DISTRIBUTED.plan, residual=DISTRIBUTED.residual, calibrate=nm.grid_calibrate(DISTRIBUTED),
+    certify=nm.grid_certify(DISTRIBUTED), secure_rows=nm.distributed_secure,
+    simulated_rows=nm.distributed_simulated))
+register(MechanismRecord(
+    name="boxmuller", id="boxmuller/1: CrypTen's randn (not certified)", draw=draw_boxmuller, training=False,
+    summary="CrypTen's Box–Muller (measurably not N(0, σ²): comparison only)"))
+register(MechanismRecord(
+    name="plaintext", id="plaintext/1: float64 Gaussian in plaintext (not certified)", draw=draw_plaintext,
+    training=False, in_mpc=False,
+    summary="float64 Gaussian in plaintext (the simulated equivalent; protects nothing)"))
