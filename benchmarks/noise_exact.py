@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(measure(config, mode, c["samples"], c["sigma"]) | {"repeat": repeat})
     lines = ["# Exact discrete Gaussian vs ratio-of-uniforms inside the MPC", "",
              f"Command: `{command}`  ",
-             f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback; "
+             f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 links (the harness default); "
              f"{c['samples']:,} samples per call, σ = {c['sigma']}.", "",
              "| mode | run | busiest party B/sample | dealer B/sample | total B/sample | rounds | µs/sample | "
              "acceptance | validation (α = 0.001) |", "|---|---|---|---|---|---|---|---|---|"]
