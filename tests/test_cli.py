@@ -167,3 +167,15 @@ def test_bad_command_line_input_is_a_config_error_naming_the_flag(argv, message)
     with pytest.raises(ConfigError) as info:
         ns.func(ns)
     assert message in str(info.value)
+
+
+def test_help_prints_the_help_and_nothing_else():
+    """`mpcdp --help` is the help on stdout, with no error from the start-up pre-parser on stderr."""
+    result = _run("--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage: mpcdp")
+    assert result.stderr == ""
+    from mpcdp.cli.commands import wants_warm_parties
+
+    assert not wants_warm_parties(["--help"]) and not wants_warm_parties([])
+    assert wants_warm_parties(["train", "protocols/quickstart-a9a.toml"])
+    assert not wants_warm_parties(["train", "protocols/quickstart-a9a.toml", "--backend", "simulated"])

@@ -170,12 +170,15 @@ def wants_warm_parties(argv: list[str]) -> bool:
     says nothing else): its parties are worth starting early."""
     import tomllib
 
-    early = argparse.ArgumentParser(add_help=False)
+    early = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     early.add_argument("--plugin", action="append")  # the global option before the command
-    early.add_argument("command")
+    early.add_argument("command", nargs="?")
     early.add_argument("protocol", nargs="?")
     early.add_argument("--backend")
-    known, _ = early.parse_known_args(argv)
+    try:
+        known, _ = early.parse_known_args(argv)
+    except argparse.ArgumentError:  # the full parser names the problem
+        return False
     if known.command != "train" or not known.protocol:
         return False
     try:
