@@ -158,3 +158,16 @@ def test_deepq_prints_no_certified_epsilon_and_says_why(tmp_path):
     (row,) = sweep.summarise([{**r, "accuracy": r["accuracy"]} for r in kept] +
                              [{**alg1, "method": "noiseless"}], [(plan.budget, plan.calibration)], [plan.epsilon])
     assert "algorithm2_certified" not in row and row["algorithm2_gradient_releases_only"] > 0
+
+
+def test_a_reports_mechanism_is_the_id_of_the_mechanism_record_the_nodes_use(tmp_path, monkeypatch):
+    """The stamp comes from the run's mechanism record (:mod:`mpcdp.learning.mechanisms`), as training's does: a
+    new version of the record's id shows in the report, and a run without noise stamps nothing."""
+    from mpcdp.learning import mechanisms
+
+    plan = job.plan_from(_protocol(tmp_path))
+    record = mechanisms.lookup(job.NOISE)
+    assert job.run_method(plan, "algorithm1", backend="simulated")["mechanism"] == record.id
+    monkeypatch.setitem(mechanisms.MECHANISMS, job.NOISE, dataclasses.replace(record, id="dgauss-grid/next"))
+    assert job.run_method(plan, "algorithm1", backend="simulated")["mechanism"] == "dgauss-grid/next"
+    assert "mechanism" not in job.run_method(plan, "noiseless", backend="simulated")

@@ -192,7 +192,7 @@ def test_a_party_started_with_another_epsilon_or_clipping_constant_is_refused_na
     with pytest.raises(PartyFailed) as info:
         run_job(own_data.own_data_party, config_for(plan),
                 party_args=[(p, s, LOGISTIC) for p, s in zip(plans, sources)],
-                party_jobs=[own_data._job(p, True) for p in plans])
+                party_jobs=[own_data._job(p, True).describe(p) for p in plans])
     was = plan.epsilon if field == "epsilon" else plan.params.c1
     assert f"`{field}`: party 0 = {was!r}, party 1 = {was!r}, party 2 = 0.6" in str(info.value)
     assert "checked before any share was sent" in str(info.value)

@@ -1,11 +1,14 @@
 """One handshake over the whole resolved plan: parties started on their own (as on separate hosts) whose
 protocol files differ in a parameter that changes the released bits or the certificate are refused on every
-party, naming the field and each party's value, before any share is sent."""
+party, naming the field and each party's value, before any share is sent — on shipped data and on each party's
+own file alike (both start through :mod:`mpcdp.jobs.secure_run`)."""
 
 import os
 import pathlib
 import subprocess
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from mpcdp.runtime.harness import free_port
@@ -39,12 +42,28 @@ def _protocols(tmp_path, odd: dict[str, float]) -> list[str]:
     return paths + [paths[0]]  # the dealer reads party 0's
 
 
-@pytest.mark.parametrize("odd, field, shown", [({"epsilon": 0.2}, "`epsilon`", "party 0 = 0.5, party 1 = 0.2"),
-                                               ({"clip": 2.0}, "`params.c1`", "party 0 = 1.0, party 1 = 2.0")])
+def _own_files(tmp_path) -> list[list[str]]:
+    """Each data party's `--data` arguments: its own small CSV (label ±1 in column `y`); the dealer has none."""
+    rng = np.random.default_rng(0)
+    arguments = []
+    for rank in range(PARTIES):
+        frame = pd.DataFrame(rng.random((30, 4)), columns=[f"f{i}" for i in range(4)])
+        frame["y"] = rng.choice([-1, 1], size=30)
+        frame.to_csv(tmp_path / f"own{rank}.csv", index=False)
+        arguments.append(["--data", str(tmp_path / f"own{rank}.csv"), "--label", "y"])
+    return arguments + [[]]
+
+
+@pytest.mark.parametrize("odd, field, shown, own_data", [
+    ({"epsilon": 0.2}, "`epsilon`", "party 0 = 0.5, party 1 = 0.2", False),
+    ({"clip": 2.0}, "`params.c1`", "party 0 = 1.0, party 1 = 2.0", False),
+    ({"clip": 2.0}, "`params.c1`", "party 0 = 1.0, party 1 = 2.0", True)])
 def test_separate_parties_whose_protocols_differ_are_refused_naming_the_field(tmp_path, deployment, odd, field,
-                                                                               shown):
+                                                                               shown, own_data):
     port = str(free_port())
-    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "60"],
+    data = _own_files(tmp_path) if own_data else [[]] * (PARTIES + 1)
+    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "60",
+                               *data[rank]],
                               env=dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
                                        MASTER_PORT=port, MPCDP_CREDENTIALS=str(deployment)),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

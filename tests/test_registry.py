@@ -98,3 +98,68 @@ def test_a_plugins_sampler_is_a_choice_of_the_command_line_and_train_still_start
     protocol = "protocols/quickstart-a9a.toml"
     assert wants_warm_parties(["--plugin", "toy_algorithm", "train", protocol])
     assert not wants_warm_parties(["--plugin", "toy_algorithm", "train", protocol, "--backend", "simulated"])
+
+
+def _logistic_without(member: str, **changed):
+    """An object with every member of the shipped logistic model except ``member``, and the ``changed`` ones."""
+    import types
+
+    from mpcdp.learning.logreg import LOGISTIC
+    from mpcdp.learning.models import Model
+    from mpcdp.registry import members
+
+    return types.SimpleNamespace(**{m: getattr(LOGISTIC, m) for m in members(Model) if m != member}, **changed)
+
+
+@pytest.mark.parametrize("missing", ["clipped_gradient_sum", "feature_rows", "optimum"])
+def test_a_model_lacking_a_member_of_the_interface_is_refused_when_registered_naming_it(missing):
+    from mpcdp.learning import models
+
+    with pytest.raises(ConfigError, match=f"mpcdp.learning.models.Model: .* lacks `{missing}`$"):
+        models.register("half-a-model", _logistic_without(missing))
+    assert "half-a-model" not in models.MODELS
+    with pytest.raises(ConfigError, match=r"a model's `feature_rows` must be a bool: .* has 'yes'"):
+        models.register("half-a-model", _logistic_without("feature_rows", feature_rows="yes"))
+
+
+def test_the_shipped_models_and_a_users_wrapped_module_have_every_member_of_the_model_interface():
+    import torch
+
+    from mpcdp.learning import models
+    from mpcdp.learning.modules import from_module
+
+    assert set(models.MODELS) >= {"logreg", "mnist-cnn", "cifar-cnn5"}
+    for model in models.MODELS.values():
+        assert models.check(model) is model and isinstance(model, models.Model)
+    users = from_module(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)), (4,))
+    assert models.check(users) is users and users.kind == "cnn" and users.feature_rows is False
+
+
+def test_an_algorithm_whose_runner_lacks_an_argument_of_the_interface_is_refused_naming_it():
+    import dataclasses
+
+    import toy_algorithm
+
+    record = algorithms.ALGORITHMS["momentum-gd"]
+    for registered in algorithms.ALGORITHMS.values():  # the shipped runners and the toy's take every argument
+        if registered.runner is not None:
+            algorithms.check_runner(registered.runner, registered.name, checkpointable=registered.checkpointable)
+
+    def no_model(shards, params, aggregate, *, dim, batch_sizes, batch0_sizes, batch_key=None):
+        return toy_algorithm.run_momentum(shards, params, aggregate, dim=dim, model=None)
+
+    with pytest.raises(ConfigError, match=r"algorithms.Runner: algorithm 'no-model''s runner lacks `model`$"):
+        algorithms.register(dataclasses.replace(record, name="no-model", runner=no_model))
+    def plain(shards, params, aggregate, *, dim, model, batch_sizes, batch0_sizes, batch_key=None):
+        return toy_algorithm.run_momentum(shards, params, aggregate, dim=dim, model=model)
+
+    algorithms.check_runner(plain, "plain")
+    with pytest.raises(ConfigError, match=r"'resumable''s runner lacks `resume`, `on_release`$"):
+        algorithms.register(dataclasses.replace(record, name="resumable", runner=plain, checkpointable=True))
+
+    def odd(shards, params, aggregate, *, dim, model, batch_sizes, batch0_sizes, batch_key=None, momentum2):
+        return None
+
+    with pytest.raises(ConfigError, match=r"'odd''s runner requires `momentum2`, which the training paths do not"):
+        algorithms.register(dataclasses.replace(record, name="odd", runner=odd))
+    assert not {"no-model", "resumable", "odd"} & set(algorithms.ALGORITHMS)

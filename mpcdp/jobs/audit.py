@@ -37,7 +37,8 @@ import torch
 
 from mpcdp.accounting import audit_bounds
 from mpcdp.errors import ConfigError
-from mpcdp.jobs.train import TrainPlan, config_for, handshake_description, plan_noise, training_split, unit_rows
+from mpcdp.jobs.secure_run import Job, secure_run
+from mpcdp.jobs.train import TrainPlan, plan_noise, training_split, unit_rows
 from mpcdp.learning.backends import mpc_party, train_simulated
 from mpcdp.learning.dpsrm import Shard
 
@@ -181,12 +182,9 @@ def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, 
     audit's public settings (setting and canary count; never the canaries' signs or seed), for the handshake."""
     if backend == "simulated":
         return train_simulated(shards, noise.params, noise.levels, dim=dim, runner=runners[0])
-    from mpcdp.runtime.harness import run_job
-
-    run = run_job(mpc_party, config_for(plan),
-                  party_args=[(s, noise.params, noise.levels, dim, r) for s, r in zip(shards, runners)],
-                  job=handshake_description(plan, run="audit", noise=noise, dim=dim,
-                                            party_sizes=[len(s.y) for s in shards], audit=audit))
+    job = Job("audit", noise=noise, dim=dim, party_sizes=tuple(len(s.y) for s in shards), public={"audit": audit})
+    run = secure_run(plan, mpc_party, [(s, noise.params, noise.levels, dim, r) for s, r in zip(shards, runners)],
+                     job=job)
     return run.values[0]["result"]
 
 

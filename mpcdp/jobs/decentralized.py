@@ -33,11 +33,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mpcdp.accounting.released import ACCOUNTANT, MECHANISM
+from mpcdp.accounting.released import ACCOUNTANT
 from mpcdp.errors import ConfigError
 from mpcdp.execution import PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import read_protocol
-from mpcdp.learning import decentralized as dec
+from mpcdp.learning import decentralized as dec, mechanisms
 from mpcdp.learning.deepq import DeepQSettings
 
 __all__ = ["METHODS", "BACKENDS", "DecentralizedPlan", "plan_from", "features", "run_method", "turn_order",
@@ -46,6 +46,8 @@ __all__ = ["METHODS", "BACKENDS", "DecentralizedPlan", "plan_from", "features", 
 METHODS = ("algorithm1", "algorithm2", "dpsgd5", "noiseless")
 BACKENDS = (SIMULATED, PROCESSES)
 DATASETS = ("mnist-5k", "fashion-mnist")
+# The mechanism every node's release uses (the exact discrete Gaussian on its grid): its record's id stamps reports.
+NOISE = "dgauss"
 _RUN_FIELDS = {"nodes", "batch_size", "eta", "lam", "budget", "epsilon", "delta", "visits", "methods", "seed",
                "backend", "per_node", "calibration"}
 
@@ -223,7 +225,7 @@ def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = 
         **({} if cert is None else {"epsilon_accountant": cert.epsilon, "epsilon_residual": cert.epsilon_residual,
                                     "delta_gaussian": cert.delta, "delta_truncation": cert.delta_truncation,
                                     "delta_residual": cert.delta_residual, "noise_coordinates": cert.noise_coordinates,
-                                    "mechanism": MECHANISM, "accountant": ACCOUNTANT}),
+                                    "mechanism": mechanisms.lookup(NOISE).id, "accountant": ACCOUNTANT}),
         "updates": out["updates"], "accuracy": dec.accuracy(out["w"], x_test, y_test),
         "wall_s": round(time.perf_counter() - start, 4), "w": out["w"],
     }

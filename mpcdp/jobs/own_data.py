@@ -38,7 +38,8 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
-from mpcdp.jobs.train import config_for, handshake_description, plan_noise, unit_rows
+from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
+from mpcdp.jobs.train import plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -205,14 +206,9 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
 
 def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True) -> list[dict[str, Any]]:
     """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process."""
-    from mpcdp.runtime.harness import run_job
-
     if len(sources) != plan.parties:
         raise ConfigError(f"`sources` must give one file per party ({plan.parties}). Found {len(sources)}.")
-    config = config_for(plan)
-    run = run_job(own_data_party, config, party_args=[(plan, s, model, noise) for s in sources],
-                  job=_job(plan, noise))
-    return run.values
+    return secure_run(plan, own_data_party, [(plan, s, model, noise) for s in sources], job=_job(plan, noise)).values
 
 
 def report(values: dict[str, Any]) -> dict[str, Any]:
@@ -230,16 +226,13 @@ def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous
     """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
     dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns. ``settings``: the run's
     :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment)."""
-    from mpcdp.runtime.party import run_party
-
-    config = config_for(plan)
-    return run_party(rank=rank, config=config, rendezvous=rendezvous, fn=own_data_party,
-                     args=(plan, source, model, noise), job=_job(plan, noise), settings=settings)
+    return secure_run_here(plan, own_data_party, (plan, source, model, noise), job=_job(plan, noise), rank=rank,
+                           rendezvous=rendezvous, settings=settings)
 
 
-def _job(plan, noise: bool) -> dict[str, Any]:
-    """What every party's handshake compares (:func:`~mpcdp.jobs.train.handshake_description`): the resolved
-    protocol (a party started with another ε, δ, clipping constant or training parameter is refused naming the
-    field, before the data agreement). The noise is calibrated after the handshake, from the record counts the
-    data agreement makes public; the noise agreement compares it."""
-    return handshake_description(plan, run=f"{plan.name} on the parties' own data", noised=noise)
+def _job(plan, noise: bool) -> Job:
+    """What every party's handshake compares (:class:`~mpcdp.jobs.secure_run.Job`): the resolved protocol (a
+    party started with another ε, δ, clipping constant or training parameter is refused naming the field,
+    before the data agreement). The noise is calibrated after the handshake, from the record counts the data
+    agreement makes public; the noise agreement compares it."""
+    return Job(f"{plan.name} on the parties' own data", public={"noised": noise})

@@ -14,15 +14,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
-import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
 from mpcdp import providers
 from mpcdp.accounting.distributed import CALIBRATIONS
-from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
 from mpcdp.errors import ConfigError
@@ -34,8 +32,9 @@ from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard
 from mpcdp.learning.logreg import warm_up
 from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.accounting.released import calibrate_on_grid
+from mpcdp.jobs.secure_run import Job, Launcher, secure_run
+from mpcdp.jobs.secure_run import config_for, host_launcher  # noqa: F401 - re-exported for callers of this module
 from mpcdp.jobs.train_report import plan_report as _report, uncertified as _uncertified, unit_rows
-from mpcdp.randomness import warn_reproducible
 from mpcdp.validation import check_integer, check_number, read_protocol
 
 OWN_FILES = ""  # a protocol without `dataset`: every party brings its own file (mpcdp.jobs.own_data)
@@ -164,44 +163,11 @@ def _noise_choice(protocol: dict, record: algorithms.Algorithm, parties: int, pa
     return choice
 
 
-def config_for(plan: TrainPlan) -> MpcConfig:
-    """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties). Every secure training
-    path (``mpcdp train``, ``mpcdp party --job train`` with or without ``--data``, ``mpcdp compare``, ``mpcdp
-    audit``) takes its configuration here, so a ``reproducible`` one is warned about here, once per run."""
-    config = MpcConfig(parties=plan.parties, **plan.mpc)
-    if config.reproducible:
-        warn_reproducible("every party's mini-batches")
-    return config
-
-
 @functools.lru_cache(maxsize=32)
 def srm_noise(setting, dim: int, epsilon: float, delta: float):
     """DP-SRM's two release kinds on their grids with the in-MPC sampler (``mpcdp privacy``)."""
     kinds, calibrate, event_of = srm_releases(setting)
     return calibrate_on_grid(kinds, dim, epsilon, delta, calibrate=calibrate, event_of=event_of)
-
-
-def host_launcher(rank: int, rendezvous: str, settings=None) -> Callable[..., Any]:
-    """A launcher for :func:`run_plan` that runs only data party ``rank`` of a secure run, in this process, on
-    this host (the other parties and the dealer run the same command on theirs: `mpcdp party --job train`).
-    ``settings``: the run's :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment).
-
-    Every party holds the whole shipped dataset only because the demo splits it the same way on every host;
-    each party trains on its own part and sends nothing but masked shares."""
-    from mpcdp.runtime.harness import RunResult
-    from mpcdp.runtime.party import run_party
-
-    def joined(step: int, label: str) -> None:
-        if step == 1:  # the handshake is done: every party is in and the run has started
-            print(f"mpcdp party {rank}: joined; training", file=sys.stderr, flush=True)
-
-    def launch(fn, config, *, party_args, job, progress=None):
-        start = time.perf_counter()
-        value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=party_args[rank], job=job,
-                          on_step=joined, settings=settings)
-        return RunResult(values=[value], dealer=None, wall_s=time.perf_counter() - start)
-
-    return launch
 
 
 def public_batches(plan: TrainPlan) -> bool:
@@ -233,51 +199,6 @@ def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> 
             **({} if plan.noise == NoiseChoice() else {"noise": dataclasses.asdict(plan.noise)})}
 
 
-def handshake_description(plan: TrainPlan, *, run: str, noise: PlanNoise | None = None, dim: int | None = None,
-                          party_sizes: Sequence[int] | None = None, **extra: Any) -> dict[str, Any]:
-    """What every party of a secure run on ``plan`` compares in its handshake, before any share
-    (:meth:`mpcdp.mpc.context.MpcContext.join`, which adds the MPC configuration: precision, provider,
-    time-outs): the whole resolved plan, i.e. every parameter that changes the released bits or the certificate.
-    The one description of shipped-data training, own-data training and the audit; a party whose protocol file
-    differs is refused on every party, naming the field and each party's value.
-
-    ``run``: what runs (the algorithm's display name, "audit", ...); ``noise``: the calibrated releases
-    (steps, the algorithm's resolved hyper-parameters, σ of every release kind on its grid, the certificate
-    with its mechanism and accountant ids), None where they are calibrated after the handshake (own data:
-    each party's record count is learned then, and the noise agreement compares the calibration);
-    ``dim``/``party_sizes``: the model's size and the shipped split's part sizes; ``extra``: the path's own
-    public settings.
-
-    Public values only: protocol parameters, the shipped dataset's name and split (public by design, as is the
-    shipped data), and what is computed from them. Never a data value or a count the protocol does not already
-    make public (own-data paths pass no sizes)."""
-    described: dict[str, Any] = {
-        "run": run, "protocol": plan.name, "algorithm": plan.algorithm, "dataset": plan.dataset,
-        "parties": plan.parties, "backend": plan.backend, "epsilon": plan.epsilon, "delta": plan.delta,
-        "calibration": plan.calibration, "params": _public_form(plan.params), "passes": plan.passes,
-        "output": plan.output, "size_ratio": plan.size_ratio, "normalize_rows": plan.normalize_rows,
-        "model": plan.model, "noise": _public_form(plan.noise)}
-    if dim is not None:
-        described["dim"] = dim
-    if party_sizes is not None:
-        described["party_sizes"] = [int(n) for n in party_sizes]
-    if noise is not None:
-        described.update(steps=noise.steps, resolved_params=_public_form(noise.params),
-                         releases=_public_form(noise.levels), certificate=_public_form(noise.certificate))
-    return {**described, **extra}
-
-
-def _public_form(value: Any) -> Any:
-    """``value`` as plain JSON types for a handshake (dataclasses as their fields, recursively)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _public_form(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(key): _public_form(inner) for key, inner in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_public_form(inner) for inner in value]
-    return value
-
-
 def protocol_provider(path: str) -> providers.Provider:
     """The provider a protocol's ``[mpc] provider`` names (the default if none), read first: is a dealer a process?"""
     return providers.lookup(read_protocol(path).get("mpc", {}).get("provider", providers.DEFAULT))
@@ -299,13 +220,13 @@ def training_split(plan: TrainPlan):
 
 
 def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None, *,
-             curve: bool = True, launch: Callable[..., Any] | None = None, checkpoint_dir: str | None = None,
+             curve: bool = True, launch: Launcher | None = None, checkpoint_dir: str | None = None,
              checkpoint_every: int | None = None, resume: bool = False) -> dict[str, Any]:
     """Train as ``plan`` says and report (the JSON line of `mpcdp train`). ``curve``: also the test error of
-    every iterate (for plots; sweeps skip it). ``launch``: how the secure run's parties start —
-    :func:`~mpcdp.runtime.harness.run_job` (all here, the default) or :func:`host_launcher` (this host's
-    party only). ``checkpoint_dir``/``checkpoint_every``: save every party's state every so many releases
-    (checkpointable algorithms); ``resume``: continue from the newest release every party saved under
+    every iterate (for plots; sweeps skip it). ``launch``: how the secure run's parties start
+    (:class:`~mpcdp.jobs.secure_run.Launcher`): :func:`~mpcdp.runtime.harness.run_job` (all here, the default)
+    or :func:`~mpcdp.jobs.secure_run.host_launcher` (this host's party only). ``checkpoint_dir``/
+    ``checkpoint_every``: save every party's state every so many releases (checkpointable algorithms); ``resume``: continue from the newest release every party saved under
     ``checkpoint_dir`` (:mod:`mpcdp.learning.checkpoint`)."""
     prepare_start = time.perf_counter()
     record, model = plan.record, plan.trained_model
@@ -404,25 +325,20 @@ def _checkpoint_spec(plan: TrainPlan, noise: PlanNoise, checkpoint_dir: str | No
 
 
 def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes: tuple[int, ...], dim: int,
-                  runner: Callable[..., Any], checkpoint: dict[str, Any] | None, *, launch: Callable[..., Any] | None,
+                  runner: Callable[..., Any], checkpoint: dict[str, Any] | None, *, launch: Launcher | None,
                   progress: Callable[[int, int], None] | None, start: float) -> tuple[Any, int, dict, dict]:
     """Train with the secure backend: one party process per shard of ``sizes`` records (``launch``, by default
-    all on this host), after a handshake on the plan. Returns (party 0's result, the most bytes a party sent, the
-    run's report fields, its timing since ``start``)."""
-    from mpcdp.runtime.harness import run_job
-
-    config = config_for(plan)
-    run = (launch or run_job)(mpc_party, config,
-                              party_args=[(s, noise.params, noise.levels, dim, runner, checkpoint) for s in shards],
-                              job=handshake_description(plan, run=plan.record.display_name(plan.parties),
-                                                        noise=noise, dim=dim, party_sizes=sizes),
-                              progress=progress)
+    all on this host), after a handshake on the plan (:func:`~mpcdp.jobs.secure_run.secure_run`). Returns
+    (party 0's result, the most bytes a party sent, the run's report fields, its timing since ``start``)."""
+    job = Job(plan.record.display_name(plan.parties), noise=noise, dim=dim, party_sizes=sizes)
+    run = secure_run(plan, mpc_party, [(s, noise.params, noise.levels, dim, runner, checkpoint) for s in shards],
+                     job=job, launch=launch, progress=progress)
     first = run.values[0]
     fields: dict[str, Any] = {"resumed_after_release": first.get("resumed_after")}
     if fields["resumed_after_release"] is not None:  # what this run opened and what it re-served
         fields["re_served_releases"] = first["re_served"]
         fields["opened_releases"] = first["opened_releases"]
-    fields["provider"] = config.provider
+    fields["provider"] = plan.mpc.get("provider", providers.DEFAULT)  # as the run's MpcConfig names it
     if "link_wire_bytes" in first:  # what the kernel sent on mpcdp's links (TLS records included)
         fields["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
         fields["links"] = first["links"]

@@ -12,14 +12,16 @@ noisy sum per step. Central-only algorithms (DP-AGD, WD-DP's local-noise Algorit
 ``run_central``.
 
 To extend: write an :class:`Algorithm` record (a parameters type, ``parse``, ``releases`` and a ``runner``
-with the signature of :func:`~mpcdp.learning.dpsrm.run_srm`) and :func:`register` it. ``mpcdp train`` then
+with the interface of :class:`Runner`, as :func:`~mpcdp.learning.dpsrm.run_srm` has) and :func:`register` it
+(the runner is checked then; a missing argument is refused by name). ``mpcdp train`` then
 accepts its name in a protocol's ``algorithm`` field (tests/toy_algorithm.py is a complete example).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+import inspect
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import dp_accounting
 
@@ -34,10 +36,11 @@ from mpcdp import registry
 from mpcdp.learning.backends import NoiseLevels
 from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
-from mpcdp.learning.dpsrm import SrmParameters, run_srm
+from mpcdp.learning.dpsrm import Aggregate, Shard, SrmParameters, SrmResult, run_srm
 from mpcdp.learning.local_noise import run_local_then_average
 from mpcdp.learning.logreg import warm_up
 from mpcdp.learning.mechanisms import NoiseChoice
+from mpcdp.learning.models import Model
 from mpcdp.validation import check_integer
 
 
@@ -104,6 +107,66 @@ class CentralRun:
     not_certified_because: str | None = None
 
 
+@runtime_checkable
+class Runner(Protocol):
+    """The training loop of an algorithm whose releases go through the MPC (``Algorithm.runner``): the same
+    function runs on every party process (``shards``: its own one) and in simulation (every shard).
+
+    ``aggregate(t, local)`` returns release t: the sum over every party of ``local`` with the release's noise
+    (through the MPC, or simulated); the runner calls it once per release, in order, and opens nothing else.
+    ``dim``: θ's length; ``model``: a :class:`~mpcdp.learning.models.Model`; ``batch_sizes``/``batch0_sizes``:
+    every party's per-step batch (public; 0 for full-batch parameters); ``batch_key``: this party's secret key
+    for its batch draws (None: batches follow the parameters' seed). A checkpointable algorithm's runner also
+    takes ``resume`` (a saved state to continue from) and ``on_release`` (called with the state after each
+    release) — :data:`CHECKPOINT_ARGUMENTS`. Returns the run's :class:`~mpcdp.learning.dpsrm.SrmResult` (its
+    ``released`` values, in order, and ``output(rule)``)."""
+
+    def __call__(self, shards: Sequence[Shard], params: Any, aggregate: Aggregate, *, dim: int, model: Model,
+                 batch_sizes: Sequence[int], batch0_sizes: Sequence[int], batch_key: int | None = None) -> SrmResult:
+        ...
+
+
+CHECKPOINT_ARGUMENTS = ("resume", "on_release")
+
+
+def check_runner(runner: Any, name: str, *, checkpointable: bool = False) -> None:
+    """Refuse a ``runner`` (of algorithm ``name``) that cannot be called as :class:`Runner` says: not callable,
+    lacking an argument the training paths pass (named), or requiring one they do not always pass."""
+    if not callable(runner):
+        raise ConfigError(f"algorithm {name!r}'s `runner` must be callable. Found {runner!r}.")
+    try:
+        signature = inspect.signature(runner)
+    except (TypeError, ValueError):  # a callable whose signature Python cannot read: trusted as it is
+        return
+    interface = list(inspect.signature(Runner.__call__).parameters.values())[1:]  # after self
+    positional = [p.name for p in interface if p.kind is p.POSITIONAL_OR_KEYWORD]
+    keywords = [p.name for p in interface if p.kind is p.KEYWORD_ONLY] + list(CHECKPOINT_ARGUMENTS * checkpointable)
+    missing = _missing_arguments(signature, positional, keywords)
+    if missing:
+        raise ConfigError(f"a runner must take every argument of {Runner.__module__}.Runner: algorithm {name!r}'s "
+                          f"runner lacks {', '.join(f'`{m}`' for m in missing)}")
+    always = {p.name for p in interface if p.kind is p.KEYWORD_ONLY and p.default is p.empty}
+    slots = _positional(signature)[:len(positional)]
+    required = [p.name for p in signature.parameters.values() if p.default is p.empty and p.name not in always
+                and p.name not in slots and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required:
+        raise ConfigError(f"algorithm {name!r}'s runner requires {', '.join(f'`{r}`' for r in required)}, which "
+                          f"the training paths do not always pass (give it a default)")
+
+
+def _positional(signature: inspect.Signature) -> list[str]:
+    return [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _missing_arguments(signature: inspect.Signature, positional: list[str], keywords: list[str]) -> list[str]:
+    """The arguments of ``positional`` (passed by position) and ``keywords`` (by name) ``signature`` cannot take."""
+    kinds = {p.kind for p in signature.parameters.values()}
+    takes_any_keyword = inspect.Parameter.VAR_KEYWORD in kinds
+    missing = [] if inspect.Parameter.VAR_POSITIONAL in kinds else positional[len(_positional(signature)):]
+    by_name = {p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return missing + [k for k in keywords if not takes_any_keyword and k not in by_name]
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """One training algorithm.
@@ -116,7 +179,7 @@ class Algorithm:
             raises ConfigError naming the field.
         fields: the ``[training]`` keys it takes (anything else is refused, naming the key).
         releases: (parameters, Setting) -> Releases, for an algorithm whose releases go through the MPC.
-        runner: the training loop, signature of :func:`~mpcdp.learning.dpsrm.run_srm`.
+        runner: the training loop (:class:`Runner`), e.g. :func:`~mpcdp.learning.dpsrm.run_srm`.
         run_central: (shards, parameters, Setting) -> CentralRun, for a central-only algorithm.
         central_only: why it has no secure run (None: it has one).
         full_batch: ``passes`` means full-batch steps (``steps`` in the protocol).
@@ -133,7 +196,7 @@ class Algorithm:
     parse: Callable[[dict, int, float], Any]
     fields: frozenset[str]
     releases: Callable[[Any, Setting], Releases] | None = None
-    runner: Callable | None = None
+    runner: Runner | None = None
     run_central: Callable[[Sequence, Any, Setting], CentralRun] | None = None
     central_only: str | None = None
     full_batch: bool = False
@@ -158,7 +221,10 @@ ALGORITHMS: dict[str, Algorithm] = {}
 
 
 def register(algorithm: Algorithm) -> Algorithm:
-    """Add ``algorithm`` to the registry (its name must be new)."""
+    """Add ``algorithm`` to the registry (its name must be new), after checking its ``runner`` against
+    :class:`Runner` (a ConfigError naming the argument it lacks)."""
+    if algorithm.runner is not None:
+        check_runner(algorithm.runner, algorithm.name, checkpointable=algorithm.checkpointable)
     return registry.add(ALGORITHMS, algorithm.name, algorithm, "algorithm")
 
 
