@@ -80,3 +80,21 @@ def test_separate_parties_whose_protocols_differ_are_refused_naming_the_field(tm
         assert "checked before any share was sent" in err, (rank, err[-1500:])
         assert "joined; training" not in err  # no party got past the handshake
     assert procs[PARTIES].returncode != 0, "the dealer served a run that was refused"
+
+
+def test_every_field_of_a_resolved_plan_is_in_the_handshake(tmp_path):
+    """The handshake covers the whole plan: each field of TrainPlan (a new one too) is compared before any share,
+    the ``[mpc]`` table as the MPC configuration the handshake adds (MpcContext.join)."""
+    import dataclasses
+
+    from mpcdp.jobs.secure_run import Job, Plan
+    from mpcdp.jobs.train import TrainPlan, plan_from
+    from mpcdp.registry import members
+
+    plan = plan_from(_protocols(tmp_path, {})[0])
+    described = Job("test").describe(plan)
+    fields = {f.name for f in dataclasses.fields(TrainPlan)}
+    compared = {"protocol" if f == "name" else f for f in fields - {"mpc"}}  # the plan's name, as "protocol"
+    assert compared <= set(described), compared - set(described)
+    assert set(members(Plan)) == fields  # the secure run's written interface of a plan is the whole plan
+    assert described["params"]["c1"] == 1.0 and described["epsilon"] == 0.5 and described["protocol"] == plan.name

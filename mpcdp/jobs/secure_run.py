@@ -29,10 +29,31 @@ from mpcdp.config import MpcConfig
 from mpcdp.randomness import warn_reproducible
 
 if TYPE_CHECKING:
-    from mpcdp.jobs.train import TrainPlan
     from mpcdp.learning.algorithms import PlanNoise
     from mpcdp.runtime.endpoint import RunSettings
     from mpcdp.runtime.harness import RunResult
+
+
+class Plan(Protocol):
+    """What a secure run reads of a resolved protocol (:class:`mpcdp.jobs.train.TrainPlan` has it): every field
+    that changes the released bits or the certificate, and ``mpc``, the ``[mpc]`` table of its configuration."""
+
+    name: str
+    algorithm: str
+    dataset: str
+    parties: int
+    backend: str
+    epsilon: float
+    delta: float
+    calibration: str
+    params: Any
+    passes: float
+    output: str
+    size_ratio: float
+    normalize_rows: bool
+    model: str
+    noise: Any
+    mpc: dict
 
 
 class Launcher(Protocol):
@@ -58,13 +79,13 @@ class Job:
     party_sizes: tuple[int, ...] | None = None
     public: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-    def describe(self, plan: TrainPlan) -> dict[str, Any]:
+    def describe(self, plan: Plan) -> dict[str, Any]:
         """The handshake description of this job on ``plan``."""
         return handshake_description(plan, run=self.run, noise=self.noise, dim=self.dim,
                                      party_sizes=self.party_sizes, **self.public)
 
 
-def secure_run(plan: TrainPlan, fn: Callable[..., Any], party_args: Sequence[Sequence[Any]], *, job: Job,
+def secure_run(plan: Plan, fn: Callable[..., Any], party_args: Sequence[Sequence[Any]], *, job: Job,
                launch: Launcher | None = None, progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Run ``fn(ctx, *party_args[j])`` on every party j of ``plan``'s secure run after the handshake on ``job``;
     ``launch``: how the parties start (None: all here, :func:`~mpcdp.runtime.harness.run_job`); ``progress``:
@@ -81,7 +102,7 @@ def secure_run(plan: TrainPlan, fn: Callable[..., Any], party_args: Sequence[Seq
     return launch(fn, config_for(plan), party_args=party_args, job=job.describe(plan), progress=progress)
 
 
-def secure_run_here(plan: TrainPlan, fn: Callable[..., Any], args: Sequence[Any], *, job: Job, rank: int,
+def secure_run_here(plan: Plan, fn: Callable[..., Any], args: Sequence[Any], *, job: Job, rank: int,
                     rendezvous: str, settings: RunSettings | None = None,
                     on_step: Callable[[int, str], None] | None = None) -> Any:
     """Data party ``rank`` of ``plan``'s secure run, in this process, joining the others at ``rendezvous`` (they
@@ -123,7 +144,7 @@ def _join(fn: Callable[..., Any], config: MpcConfig, args: Sequence[Any], job: d
                      settings=settings)
 
 
-def config_for(plan: TrainPlan) -> MpcConfig:
+def config_for(plan: Plan) -> MpcConfig:
     """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties). Every secure training
     path (``mpcdp train``, ``mpcdp party --job train`` with or without ``--data``, ``mpcdp compare``, ``mpcdp
     audit``) takes its configuration here, so a ``reproducible`` one is warned about here, once per run."""
@@ -133,7 +154,7 @@ def config_for(plan: TrainPlan) -> MpcConfig:
     return config
 
 
-def handshake_description(plan: TrainPlan, *, run: str, noise: PlanNoise | None = None, dim: int | None = None,
+def handshake_description(plan: Plan, *, run: str, noise: PlanNoise | None = None, dim: int | None = None,
                           party_sizes: Sequence[int] | None = None, **extra: Any) -> dict[str, Any]:
     """What every party of a secure run on ``plan`` compares in its handshake, before any share
     (:meth:`mpcdp.mpc.context.MpcContext.join`, which adds the MPC configuration: precision, provider,

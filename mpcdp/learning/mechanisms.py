@@ -21,7 +21,10 @@ How to add a mechanism: write an object with every member of :class:`Mechanism` 
 states its plan, residual and accountant), ``secure_rows`` and ``simulated_rows`` (the same distribution, in
 the MPC and in plaintext), ``draw`` for ``mpcdp noise``/``cost`` — usually a :class:`MechanismRecord` — and
 :func:`register` it (in a plugin: ``mpcdp --plugin MODULE``). Its docstring states its security model and
-declared cost. A sampler that no accountant certifies registers with ``training=False``.
+declared cost. A sampler that no accountant certifies registers with ``training=False``. Two complete examples,
+one file each: tests/toy_sampler.py (a comparison-only sampler, named by ``mpcdp noise --mode`` and ``mpcdp cost
+--noise``) and the ``every-party`` record of tests/toy_algorithm.py (a training mechanism, certified and run by
+``mpcdp train``); tests/test_registry.py runs both through the command line.
 """
 
 from __future__ import annotations
