@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+from mpcdp.accounting.released import ACCOUNTANT
+from mpcdp.learning.mechanisms import MECHANISMS
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -122,6 +125,12 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
     png = (tmp_path / "test_error.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "within seed noise" in result.stderr
+    # the record goes through the one writer, stamped with the compared runs' mechanism and the accountant
+    record = json.loads((tmp_path / "compare.json").read_text())
+    assert record["summary"]["seeds"] == 2 and len(record["runs"]["mpc"]) == 2
+    assert record["mechanism"] == MECHANISMS["dgauss"].id and record["accountant"] == ACCOUNTANT
+    assert (tmp_path / "compare.md").read_text().endswith(f"Mechanism: {record['mechanism']}.\n"
+                                                          f"Accountant: {ACCOUNTANT}.\n")
 
 
 def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
