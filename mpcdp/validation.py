@@ -1,4 +1,10 @@
-"""Field checks shared by the frozen configuration dataclasses (messages name the field and echo the value)."""
+"""The one set of field checks: a number in a range (:func:`check_number`), an integer (:func:`check_integer`), a
+bool (:func:`check_bool`), a string (:func:`check_string`), one of a set of choices (:func:`check_choice`), a
+protocol table (:func:`check_table`, :func:`read_protocol`). Every refusal is a :class:`~mpcdp.errors.ConfigError`
+that names the field, the rule and the value it found, in one wording: ``"`field` must be RULE. Found VALUE."``
+
+STYLE: a module that takes a configuration field checks it here rather than by hand (``tests/test_field_checks.py``
+walks the package for hand-written numeric-type checks that raise a ConfigError)."""
 
 from __future__ import annotations
 
