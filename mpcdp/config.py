@@ -9,16 +9,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from typing import Any
 
 from mpcdp import providers
-from mpcdp.errors import ConfigError
-
-
-def _require(condition: bool, field: str, rule: str, value: Any) -> None:
-    if not condition:
-        raise ConfigError(f"`{field}` must be {rule}. Found {value!r}.")
+from mpcdp.validation import check_bool, check_integer, check_number
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -56,18 +50,13 @@ class MpcConfig:
     reproducible: bool = False
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
-                 "parties", "an integer >= 2", self.parties)
+        check_integer(self.parties, "parties", minimum=2)
         record = providers.lookup(self.provider)
-        _require(isinstance(self.insecure_dev, bool), "insecure_dev", "a bool", self.insecure_dev)
-        _require(isinstance(self.precision_bits, int) and 8 <= self.precision_bits <= 24,
-                 "precision_bits", "an integer in [8, 24]", self.precision_bits)
-        _require(isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s)
-                 and self.timeout_s > 0, "timeout_s", "a finite number > 0", self.timeout_s)
-        _require(isinstance(self.link_delay_ms, (int, float)) and math.isfinite(self.link_delay_ms)
-                 and 0 <= self.link_delay_ms <= 10_000, "link_delay_ms", "a number in [0, 10000]",
-                 self.link_delay_ms)
-        _require(isinstance(self.reproducible, bool), "reproducible", "a bool", self.reproducible)
+        check_bool(self.insecure_dev, "insecure_dev")
+        check_integer(self.precision_bits, "precision_bits", minimum=8, maximum=24)
+        check_number(self.timeout_s, "timeout_s", low=0)
+        check_number(self.link_delay_ms, "link_delay_ms", low=0, high=10_000, low_open=False, high_open=False)
+        check_bool(self.reproducible, "reproducible")
         record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
         providers.check_declared(record, self)
 

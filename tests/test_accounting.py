@@ -129,7 +129,7 @@ def test_bad_settings_are_named(kwargs, text):
 def test_bad_epsilon_and_delta_are_named():
     with pytest.raises(ConfigError, match=r"`epsilon` must be a finite number > 0. Found 0"):
         noise_for(A9A, 0.0, 1e-5)
-    with pytest.raises(ConfigError, match=r"`delta` must be in \(0, 1\). Found 1.0"):
+    with pytest.raises(ConfigError, match=r"`delta` must be a finite number in \(0, 1\). Found 1.0"):
         noise_for(A9A, 0.5, 1.0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -7,6 +7,9 @@ import sys
 
 import pytest
 
+from mpcdp.accounting.released import ACCOUNTANT
+from mpcdp.learning.mechanisms import MECHANISMS
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -35,7 +38,7 @@ def test_bad_arguments_are_named():
     assert result.returncode == 2
     assert "`parties` must be an integer >= 2. Found 1." in result.stderr
     result = _run("aggregate", "--dim", "0")
-    assert result.returncode == 2 and "`--dim` must be >= 1. Found 0." in result.stderr
+    assert result.returncode == 2 and "`--dim` must be an integer >= 1. Found 0." in result.stderr
 
 
 def test_noise_prints_a_validated_json_line_with_costs():
@@ -122,6 +125,12 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
     png = (tmp_path / "test_error.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "within seed noise" in result.stderr
+    # the record goes through the one writer, stamped with the compared runs' mechanism and the accountant
+    record = json.loads((tmp_path / "compare.json").read_text())
+    assert record["summary"]["seeds"] == 2 and len(record["runs"]["mpc"]) == 2
+    assert record["mechanism"] == MECHANISMS["dgauss"].id and record["accountant"] == ACCOUNTANT
+    assert (tmp_path / "compare.md").read_text().endswith(f"Mechanism: {record['mechanism']}.\n"
+                                                          f"Accountant: {ACCOUNTANT}.\n")
 
 
 def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
@@ -149,12 +158,13 @@ def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["aggregate", "--dim", "0"], "`--dim` must be >= 1. Found 0."),
-    (["noise", "--samples", "0"], "`--samples` must be >= 1. Found 0."),
+    (["aggregate", "--dim", "0"], "`--dim` must be an integer >= 1. Found 0."),
+    (["noise", "--samples", "0"], "`--samples` must be an integer >= 1. Found 0."),
     (["privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "10", "--batch", "2", "--batch0", "2", "--steps", "3"],
      "`--epsilon` must be a finite number > 0. Found -1.0."),
-    (["audit", "protocols/quickstart-a9a.toml", "--confidence", "1.5"], "`--confidence` must be in (0, 1). Found 1.5."),
-    (["cost", "--parties", "1"], "`--parties` must be >= 2. Found 1."),
+    (["audit", "protocols/quickstart-a9a.toml", "--confidence", "1.5"],
+     "`--confidence` must be a finite number in (0, 1). Found 1.5."),
+    (["cost", "--parties", "1"], "`--parties` must be an integer >= 2. Found 1."),
     (["cost", "--rerender"], "`--rerender` needs `--out PREFIX`"),
 ])
 def test_bad_command_line_input_is_a_config_error_naming_the_flag(argv, message):

@@ -253,11 +253,11 @@ def test_excluding_small_conservative_owners_fig6():
 @pytest.mark.parametrize("epsilon", [0.0, -1, float("nan")])
 def test_nonpositive_epsilon_is_rejected(epsilon):
     x, y = _synthetic(5, 0, "regression")
-    with pytest.raises(ConfigError, match=r"`epsilon` \(owner 'bank'\) must be > 0 .* Found"):
+    with pytest.raises(ConfigError, match=r"`epsilon` \(owner 'bank'\) must be a number > 0 .* Found"):
         Owner(x, y, epsilon=epsilon, name="bank")
-    with pytest.raises(ConfigError, match=r"`epsilon_l` must be > 0 .* Found"):
+    with pytest.raises(ConfigError, match=r"`epsilon_l` must be a number > 0 .* Found"):
         laplace_scale(xi=1.0, steps=10, n_l=5, epsilon_l=epsilon)
-    with pytest.raises(ConfigError, match=r"`epsilons` \(owner 1\) must be > 0"):
+    with pytest.raises(ConfigError, match=r"`epsilons` \(owner 1\) must be a number > 0"):
         theorem3_gap([5, 5], [1.0, epsilon], xi=1.0, c2=1.0)
 
 

@@ -52,7 +52,7 @@ def test_the_prediction_needs_only_public_quantities_and_scales_as_theorem_2():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (("epsilons = [10.0, 10.0, 10.0]", "epsilons = [10.0, 0.0, 10.0]"), r"`epsilons` \(owner 2\) must be > 0"),
+    (("epsilons = [10.0, 10.0, 10.0]", "epsilons = [10.0, 0.0, 10.0]"), r"`epsilons` \(owner 2\) must be a number > 0"),
     (("epsilons = [10.0, 10.0, 10.0]", "epsilons = [10.0, 10.0]"), "need one entry per owner"),
     (("sizes = [2000, 2000, 2000]", "sizes = [2000, 2000, 9000]"), "ask for 13000 rows"),
     (("sizes = [2000, 2000, 2000]", "sizes = [2000, 0, 2000]"), r"`sizes` \(owner 2\) must be an integer >= 1"),

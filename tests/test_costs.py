@@ -1,6 +1,7 @@
 """The cost ledger: operation counts for small known cases equal the hand-derived numbers, and measured
 bytes, rounds and operations equal each protocol's declared cost at 2, 3 and 5 parties."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -8,6 +9,9 @@ import sys
 import pytest
 
 from mpcdp.errors import InsecureSettingWarning
+from mpcdp.accounting.released import ACCOUNTANT
+from mpcdp.jobs import cost_report
+from mpcdp.learning.mechanisms import MECHANISMS
 from mpcdp.mpc import release, secure_sum
 from mpcdp.transport import costs
 from mpcdp.noise import rou
@@ -165,3 +169,10 @@ def test_cost_report_end_to_end(tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (tmp_path / "ij.md").read_text() == table and (tmp_path / "ij.png").exists()
+    # the record goes through the one writer: stamped with the sampler it measured and the accountant
+    assert record["mechanism"] == MECHANISMS["dgauss"].id and record["accountant"] == ACCOUNTANT
+    assert f"Mechanism: {MECHANISMS['dgauss'].id}.\nAccountant: {ACCOUNTANT}.\n" in table
+    other = dataclasses.replace(cost_report.load(str(prefix)), noise="distributed")
+    cost_report.write(other, str(tmp_path / "dist"))
+    assert json.loads((tmp_path / "dist.json").read_text())["mechanism"] == MECHANISMS["distributed"].id
+    assert (tmp_path / "dist.csv").read_text() == (tmp_path / "ij.csv").read_text()

@@ -62,7 +62,7 @@ def test_plaintext_mode_needs_no_mpc_and_is_exactly_normal():
     ({"sigma": 0.0}, "`sigma` must be a finite number > 0. Found 0.0."),
     ({"sigma": 1.0, "mode": "laplace"}, "`mode` must be one of"),
     ({"sigma": 1.0, "sensitivity": -1}, "`sensitivity` must be a finite number > 0. Found -1."),
-    ({"sigma": 1.0, "uniform_bits": 12}, "`uniform_bits` must be in [16, 18]. Found 12."),
+    ({"sigma": 1.0, "uniform_bits": 12}, "`uniform_bits` must be an integer in [16, 18]. Found 12."),
 ])
 def test_bad_specs_are_named(kwargs, text):
     with pytest.raises(ConfigError) as info:

@@ -45,7 +45,7 @@ def test_short_keys_and_bad_widths_are_refused():
 
 def test_reproducible_is_a_checked_flag():
     assert MpcConfig(parties=2).reproducible is False
-    with pytest.raises(ConfigError, match="`reproducible` must be a bool. Found 'yes'"):
+    with pytest.raises(ConfigError, match=r"`reproducible` must be a bool \(true or false\). Found 'yes'"):
         MpcConfig(parties=2, reproducible="yes")
 
 

@@ -239,5 +239,5 @@ def test_other_events_and_bad_parameters_are_refused_by_name():
         wor_pld.pld_epsilon(poisson, 1e-5)
     with pytest.raises(ConfigError, match=r"`noise_multiplier` must be a finite number > 0. Found -1.0"):
         wor_pld.pld_epsilon(_event(100, 10, 5, -1.0), 1e-5)
-    with pytest.raises(ConfigError, match=r"`delta` must be in \(0, 1\). Found 0"):
+    with pytest.raises(ConfigError, match=r"`delta` must be a finite number in \(0, 1\). Found 0"):
         wor_pld.pld_epsilon(_event(100, 10, 5, 1.0), 0)

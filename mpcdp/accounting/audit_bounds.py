@@ -29,6 +29,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,8 +88,7 @@ def one_run(scores: Sequence[float], signs: Sequence[int], *, delta: float, conf
     m = len(scores)
     if m < 2 or len(signs) != m or not set(np.unique(signs)) <= {-1, 1}:
         raise ConfigError(f"`scores` and `signs` (±1) must have the same length >= 2. Found {m} and {len(signs)}.")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"`confidence` must be in (0, 1). Found {confidence}.")
+    check_number(confidence, "confidence", low=0, high=1)
     if guess_counts is None:
         guess_counts = sorted({max(1, int(f * m / 2)) for f in (0.01, 0.02, 0.05, 0.1, 0.2, 1.0)})
     order = np.argsort(scores, kind="stable")

@@ -14,6 +14,7 @@ from dp_accounting import rdp
 from scipy import optimize, stats
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 
 # Integer orders only: the without-replacement bound is exact for integer α (fractional orders would be
@@ -37,8 +38,7 @@ class Certificate:
 
 
 def check_delta(delta: float) -> None:
-    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
-        raise ConfigError(f"`delta` must be in (0, 1). Found {delta!r}.")
+    check_number(delta, "delta", low=0, high=1)
 
 
 def leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
@@ -86,8 +86,7 @@ def calibrate(epsilon_of, target: float, *, guess: float = 1.0, rtol: float = 1e
 
     ``epsilon_of`` must decrease in ν. Brent's method on log ν, then a step to the safe side.
     """
-    if not (isinstance(target, (int, float)) and math.isfinite(target) and target > 0):
-        raise ConfigError(f"`epsilon` must be a finite number > 0. Found {target!r}.")
+    check_number(target, "epsilon", low=0)
     low, high = guess, guess
     while epsilon_of(high) > target:
         high *= 4

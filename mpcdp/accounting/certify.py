@@ -24,7 +24,7 @@ from dp_accounting import rdp
 from mpcdp.accounting import wor_pld
 from mpcdp.accounting.basics import (RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, gdp_epsilon,
                                      leaves)
-from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 __all__ = ["RDP_ORDERS", "Certificate", "calibrate", "calibrate_event", "certify", "certify_rdp", "check_delta",
            "gdp_epsilon", "leaves", "without_replacement_gaussians", "zcdp_budget_for", "zcdp_certificate"]
@@ -90,8 +90,7 @@ def zcdp_certificate(rho: float, delta: float) -> Certificate:
     on other mechanisms, e.g. the exponential mechanism, ε²/8-zCDP.)
     """
     check_delta(delta)
-    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
-        raise ConfigError(f"`rho` must be a finite number > 0. Found {rho!r}.")
+    check_number(rho, "rho", low=0)
     accountant = rdp.RdpAccountant(orders=ZCDP_ORDERS)
     accountant.compose(dp_accounting.GaussianDpEvent(1 / math.sqrt(2 * rho)))
     epsilon, order = accountant.get_epsilon_and_optimal_order(delta)

@@ -26,8 +26,7 @@ CALIBRATIONS = ("paper", "accountant")
 
 def lipschitz_constant(lam: float = 0.0, radius: float | None = None) -> float:
     """L of the loss (2) on unit-norm rows (§II, Example): 1 if λ = 0, else 1 + λR (R = 1/λ when not given)."""
-    if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam >= 0):
-        raise ConfigError(f"`lam` (λ) must be a finite number >= 0. Found {lam!r}.")
+    check_number(lam, "lam", low=0, low_open=False, where=" (λ)")
     if lam == 0:
         return 1.0
     radius = 1.0 / lam if radius is None else radius

@@ -33,7 +33,7 @@ import math
 from mpcdp.accounting.certify import Certificate, calibrate, certify, check_delta, gdp_epsilon
 from mpcdp.accounting.events import full_batch_gaussian_event
 from mpcdp.errors import ConfigError
-from mpcdp.validation import check_choice
+from mpcdp.validation import check_choice, check_integer, check_number
 
 SCHEMES = ("jayaraman", "wd-dp")
 CALIBRATIONS = ("certified", "paper")
@@ -44,8 +44,7 @@ def _check_sizes(sizes: tuple[int, ...]) -> None:
     if not sizes:
         raise ConfigError("`party_sizes` is empty: at least one party is needed")
     for j, n_j in enumerate(sizes):
-        if not (isinstance(n_j, int) and n_j >= 1):
-            raise ConfigError(f"`party_sizes` (party {j}) must be an integer >= 1. Found {n_j!r}.")
+        check_integer(n_j, "party_sizes", where=f" (party {j})")
 
 
 def party_weights(scheme: str, sizes: tuple[int, ...]) -> tuple[float, ...]:
@@ -60,16 +59,14 @@ def party_weights(scheme: str, sizes: tuple[int, ...]) -> tuple[float, ...]:
 
 def aggregation_sensitivity(scheme: str, sizes: tuple[int, ...], bound: float) -> float:
     """Replace-one L2 sensitivity of Σ_j w_j·g_j: max_j 2G·w_j/n_j."""
-    if not bound > 0:
-        raise ConfigError(f"`c1` (the gradient bound G) must be > 0. Found {bound!r}.")
+    check_number(bound, "c1", low=0, where=" (the gradient bound G)")
     return max(2 * bound * w / n_j for w, n_j in zip(party_weights(scheme, sizes), sizes))
 
 
 def full_batch_noise_for(sensitivity: float, steps: int, epsilon: float, delta: float) -> tuple[float, Certificate]:
     """The least σ whose exact (μ-GDP) ε for T full-batch Gaussian releases of ``sensitivity`` is <= ``epsilon``."""
     check_delta(delta)
-    if not (isinstance(steps, int) and steps >= 1):
-        raise ConfigError(f"`steps` must be an integer >= 1. Found {steps!r}.")
+    check_integer(steps, "steps")
     # ε grows with μ = √T·Δ/σ: calibrate 1/μ, the noise per unit of √T·Δ
     inverse_mu = calibrate(lambda nu: gdp_epsilon(1 / nu, delta), epsilon, guess=1.0, rtol=1e-6)
     sigma = math.sqrt(steps) * sensitivity * inverse_mu
@@ -104,8 +101,7 @@ def aggregate_noise_for(scheme: str, sizes: tuple[int, ...], steps: int, bound: 
     """σ for ``scheme`` with noise added once per step to the aggregate (inside the MPC), and its certificate."""
     check_choice(calibration, "calibration", CALIBRATIONS)
     check_delta(delta)
-    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
-        raise ConfigError(f"`epsilon` must be a finite number > 0. Found {epsilon!r}.")
+    check_number(epsilon, "epsilon", low=0)
     sensitivity = aggregation_sensitivity(scheme, sizes, bound)
     if calibration == "certified":
         sigma, certificate = full_batch_noise_for(sensitivity, steps, epsilon, delta)

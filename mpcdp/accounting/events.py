@@ -19,7 +19,7 @@ import dataclasses
 import dp_accounting
 
 from mpcdp.errors import ConfigError
-from mpcdp.validation import require_integers, require_positive
+from mpcdp.validation import check_integer, check_number, require_integers, require_positive
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,15 +54,12 @@ class DpSrmSetting:
                               f"{len(self.batch)} and {len(self.batch0)}.")
         for j, (n_j, b_j, b0_j) in enumerate(zip(self.n, self.batch, self.batch0)):
             where = f" (party {j})" if len(self.n) > 1 else ""
-            if not (isinstance(n_j, int) and n_j >= 1):
-                raise ConfigError(f"`n`{where} must be an integer >= 1. Found {n_j!r}.")
+            check_integer(n_j, "n", where=where)
             for name, value in (("batch", b_j), ("batch0", b0_j)):
-                if not (isinstance(value, int) and 1 <= value <= n_j):
-                    raise ConfigError(f"`{name}`{where} must be an integer in [1, n = {n_j}]. Found {value!r}.")
+                check_integer(value, name, maximum=n_j, maximum_name="n", where=where)
         require_integers(self, ("steps",))
         require_positive(self, ("c1", "c2"))
-        if not 0 <= self.gamma <= 1:
-            raise ConfigError(f"`gamma` must be in [0, 1]. Found {self.gamma!r}.")
+        check_number(self.gamma, "gamma", low=0, high=1, low_open=False, high_open=False)
 
     @property
     def c_eff(self) -> float:

@@ -32,15 +32,14 @@ import dataclasses
 import math
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.fixed_point import PRECISION_MAX, SIGMA_UNITS, encode, release_precision  # noqa: F401 - re-exported
 
 def integer_sensitivity(sensitivity: float, dim: int, precision: int) -> int:
     """Δ_int = ⌈Δ·2^p + √d⌉: the L2 distance, in grid units, between the encoded sums of neighbouring inputs."""
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ConfigError(f"`sensitivity` must be a finite number > 0. Found {sensitivity!r}.")
-    if not (isinstance(dim, int) and dim >= 1):
-        raise ConfigError(f"`dim` must be an integer >= 1. Found {dim!r}.")
+    check_number(sensitivity, "sensitivity", low=0)
+    check_integer(dim, "dim")
     exact = sensitivity * 2.0**precision + math.sqrt(dim)
     return math.ceil(exact * (1 + 1e-12))  # float rounding of the product may only raise it
 
@@ -60,8 +59,7 @@ class GridRelease:
     noise_multiplier: float
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.noise_multiplier) and self.noise_multiplier > 0):
-            raise ConfigError(f"`noise_multiplier` must be a finite number > 0. Found {self.noise_multiplier!r}.")
+        check_number(self.noise_multiplier, "noise_multiplier", low=0)
 
     @property
     def precision(self) -> int:

@@ -35,13 +35,13 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import math
-import numbers
 
 import dp_accounting
 from dp_accounting import pld
 
 from mpcdp.accounting.basics import leaves
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 
 # The released mechanism's version (recorded results state it; change it when the released distribution changes).
 MECHANISM = ("dlap-grid/1: nearest rounding to 2^-p, Δ₁,int = ceil(Δ₁·2^p + d), exact discrete Laplace of integer "
@@ -52,18 +52,13 @@ ROUNDING_RTOL = 1e-12
 
 
 def _check_epsilon(epsilon_l: float, field: str = "epsilon") -> None:
-    if not (isinstance(epsilon_l, (int, float)) and not isinstance(epsilon_l, bool)
-            and not math.isnan(epsilon_l) and epsilon_l > 0):
-        raise ConfigError(f"`{field}` must be > 0 (math.inf for an owner without privacy). Found {epsilon_l!r}.")
+    check_number(epsilon_l, field, low=0, infinite=True, note="math.inf for an owner without privacy")
 
 
 def _check_common(xi: float, steps: int, n_l: int) -> None:
-    if not (isinstance(xi, numbers.Real) and not isinstance(xi, bool) and math.isfinite(xi) and xi > 0):
-        raise ConfigError(f"`xi` (Ξ, the bound on ‖ξ_ḡ2‖₁) must be a finite number > 0. Found {xi!r}.")
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
-        raise ConfigError(f"`steps` (the horizon T) must be an integer >= 1. Found {steps!r}.")
-    if not (isinstance(n_l, int) and not isinstance(n_l, bool) and n_l >= 1):
-        raise ConfigError(f"`n_l` (the owner's record count) must be an integer >= 1. Found {n_l!r}.")
+    check_number(xi, "xi", low=0, where=" (Ξ, the bound on ‖ξ_ḡ2‖₁)")
+    check_integer(steps, "steps", where=" (the horizon T)")
+    check_integer(n_l, "n_l", where=" (the owner's record count)")
 
 
 def response_sensitivity(*, xi: float, n_l: int) -> float:
@@ -117,8 +112,7 @@ def laplace_grid(*, xi: float, steps: int, n_l: int, epsilon_l: float, dim: int)
     from mpcdp.accounting.grid import release_precision
     from mpcdp.noise.discrete_laplace import l1_sensitivity_units
 
-    if not (isinstance(dim, int) and dim >= 1):
-        raise ConfigError(f"`dim` must be an integer >= 1. Found {dim!r}.")
+    check_integer(dim, "dim")
     scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
     if scale == 0:
         raise ConfigError("`epsilon_l` is infinite: a non-private owner releases no noise and has no grid")
@@ -130,10 +124,8 @@ def laplace_grid(*, xi: float, steps: int, n_l: int, epsilon_l: float, dim: int)
 
 def query_event(scale: float, sensitivity: float) -> dp_accounting.DpEvent:
     """The event of one response: ``LaplaceDpEvent(b/Δ)``, or ``NonPrivateDpEvent`` when b = 0."""
-    if not (math.isfinite(scale) and scale >= 0):
-        raise ConfigError(f"`scale` must be a finite number >= 0. Found {scale!r}.")
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ConfigError(f"`sensitivity` must be a finite number > 0. Found {sensitivity!r}.")
+    check_number(scale, "scale", low=0, low_open=False)
+    check_number(sensitivity, "sensitivity", low=0)
     if scale == 0:
         return dp_accounting.NonPrivateDpEvent()
     return dp_accounting.LaplaceDpEvent(scale / sensitivity)
@@ -147,8 +139,7 @@ def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
     is conservative by one query); pass ``queries=T−1`` to account for exactly what a run released.
     """
     queries = steps if queries is None else queries
-    if not (isinstance(queries, int) and 0 <= queries <= steps):
-        raise ConfigError(f"`queries` must be an integer in [0, T = {steps}]. Found {queries!r}.")
+    check_integer(queries, "queries", minimum=0, maximum=steps, maximum_name="T")
     scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
     if dim is not None and scale > 0:  # the released bits: the discrete Laplace on the grid
         one = laplace_grid(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, dim=dim).event
@@ -203,8 +194,7 @@ class OwnerCertificate:
 def pld_certificate(event: dp_accounting.DpEvent, *, delta: float = 1e-12,
                     budget: float | None = None) -> tuple[float, float]:
     """(ε at ``delta``, δ at ``budget``) from dp-accounting's PLD accountant (see the module note on the relation)."""
-    if not (isinstance(delta, (int, float)) and 0 <= delta < 1):
-        raise ConfigError(f"`delta` must be in [0, 1). Found {delta!r}.")
+    check_number(delta, "delta", low=0, high=1, low_open=False)
     accountant = pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
     if not accountant.supports(event):
         raise dp_accounting.UnsupportedEventError(f"the PLD accountant does not support {event!r}")

@@ -28,6 +28,7 @@ import dp_accounting
 from mpcdp.accounting.certify import Certificate, certify
 from mpcdp.accounting.grid import GridRelease, Residual, eta_bound, reserve, residual
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.discrete_gaussian import SamplerPlan
 from mpcdp.noise.fixed_point import SIGMA_UNITS
@@ -69,12 +70,8 @@ class Parties:
     colluders: int
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.parties, int) and self.parties >= 1):
-            raise ConfigError(f"`parties` must be an integer >= 1. Found {self.parties!r}.")
-        if not (isinstance(self.colluders, int) and not isinstance(self.colluders, bool)
-                and 0 <= self.colluders < self.parties):
-            raise ConfigError(f"`colluders` must be an integer in [0, parties − 1] = [0, {self.parties - 1}]. "
-                              f"Found {self.colluders!r}.")
+        check_integer(self.parties, "parties")
+        check_integer(self.colluders, "colluders", minimum=0, maximum=self.parties - 1, maximum_name="parties − 1")
 
     @property
     def honest(self) -> int:

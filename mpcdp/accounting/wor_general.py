@@ -31,6 +31,7 @@ from scipy import special
 
 from mpcdp.accounting.basics import RDP_ORDERS, Certificate, check_delta, leaves
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 METHOD = ("RDP, replace-one, sampling without replacement by the general bound (Wang, Balle, Kasiviswanathan "
           "2019, Thm 9) from the base's RDP curve only")
@@ -43,8 +44,7 @@ def _log_binomial(alpha: int, j: np.ndarray) -> np.ndarray:
 def subsampled_rdp(rate: float, base_rdp: Callable[[np.ndarray], np.ndarray], orders: Sequence[int]) -> np.ndarray:
     """ε'(α) at each integer order (>= 2) of any mechanism with RDP curve ``base_rdp`` (and ε(∞) = ∞) run on a
     batch of rate ``rate`` = b/n sampled without replacement (Thm 9; ``rate`` 1: the base itself)."""
-    if not 0 < rate <= 1:
-        raise ConfigError(f"`rate` must be in (0, 1]. Found {rate!r}.")
+    check_number(rate, "rate", low=0, high=1, high_open=False)
     if any(a != int(a) or a < 2 for a in orders):
         raise ConfigError(f"`orders` must be integers >= 2. Found {list(orders)!r}.")
     if rate == 1:

@@ -76,6 +76,7 @@ from scipy import optimize, special
 
 from mpcdp.accounting.basics import RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, leaves
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 
 INTERVAL = 1e-4  # h: the loss grid of the certificate
 STEP_TAIL = 1e-18  # g(E): the mass per step sent to an infinite loss (T steps add at most T·1e-18 to δ)
@@ -97,12 +98,9 @@ class Step:
     count: int
 
     def __post_init__(self) -> None:
-        if not 0 < self.rate <= 1:
-            raise ConfigError(f"`rate` (batch / records) must be in (0, 1]. Found {self.rate!r}.")
-        if not (math.isfinite(self.z) and self.z > 0):
-            raise ConfigError(f"`noise_multiplier` must be a finite number > 0. Found {self.z!r}.")
-        if not (isinstance(self.count, int) and self.count >= 1):
-            raise ConfigError(f"`count` must be an integer >= 1. Found {self.count!r}.")
+        check_number(self.rate, "rate", low=0, high=1, high_open=False, where=" (batch / records)")
+        check_number(self.z, "noise_multiplier", low=0)
+        check_integer(self.count, "count")
 
 
 def steps_of(event: dp_accounting.DpEvent) -> tuple[Step, ...]:
@@ -264,8 +262,7 @@ def epsilon_for_delta(pld: PrivacyLossDistribution, delta: float) -> float:
 
 def pld_delta(event: dp_accounting.DpEvent, epsilon: float, interval: float = INTERVAL) -> float:
     """δ(ε) of the composed dominating pair (an upper bound on every neighbouring pair's hockey stick)."""
-    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)):
-        raise ConfigError(f"`epsilon` must be a finite number. Found {epsilon!r}.")
+    check_number(epsilon, "epsilon")
     return float(composed_pld(event, interval).get_delta_for_epsilon(epsilon))
 
 

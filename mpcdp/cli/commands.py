@@ -10,6 +10,7 @@ import sys
 from mpcdp import providers
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
@@ -22,8 +23,7 @@ def _cmd_aggregate(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party, check
     from mpcdp.runtime.harness import run_parties
 
-    if ns.dim < 1:
-        raise ConfigError(f"`--dim` must be >= 1. Found {ns.dim}.")
+    check_integer(ns.dim, "--dim")
     config = _config(ns, ns.parties)
     import time
 
@@ -47,8 +47,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     from mpcdp.noise.rou import ACCEPTANCE
     from mpcdp.noise.validate import validate_normal
 
-    if ns.samples < 1:
-        raise ConfigError(f"`--samples` must be >= 1. Found {ns.samples}.")
+    check_integer(ns.samples, "--samples")
     chunk = max(1, min(ns.samples, ns.chunk))
     if ns.mode == "plaintext":
         start = time.perf_counter()
@@ -97,12 +96,10 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
     from mpcdp.accounting.events import DpSrmSetting
     from mpcdp.accounting.paper import paper_epsilon, theorem41_sigmas
 
-    if not (math.isfinite(ns.epsilon) and ns.epsilon > 0):
-        raise ConfigError(f"`--epsilon` must be a finite number > 0. Found {ns.epsilon}.")
+    check_number(ns.epsilon, "--epsilon", low=0)
     setting = DpSrmSetting(n=tuple(ns.n), batch=tuple(ns.batch), batch0=tuple(ns.batch0), steps=ns.steps,
                            c1=ns.c1, c2=ns.c2, gamma=ns.gamma)
-    if ns.dim < 1:
-        raise ConfigError(f"`--dim` must be an integer >= 1. Found {ns.dim}.")
+    check_integer(ns.dim, "--dim")
     from mpcdp.jobs.train import srm_noise
 
     released = srm_noise(setting, ns.dim, ns.epsilon, ns.delta)
@@ -223,8 +220,7 @@ def _cmd_audit(ns: argparse.Namespace) -> int:
     from mpcdp.jobs import audit
     from mpcdp.jobs.train import plan_from
 
-    if not 0 < ns.confidence < 1:
-        raise ConfigError(f"`--confidence` must be in (0, 1). Found {ns.confidence}.")
+    check_number(ns.confidence, "--confidence", low=0, high=1)
     plan = plan_from(ns.protocol, backend=ns.backend)
     if ns.timeout is not None:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": ns.timeout})
@@ -278,10 +274,8 @@ def _cmd_cost(ns: argparse.Namespace) -> int:
         paths = cost_report.rerender(ns.out)
         print("wrote " + ", ".join(paths.values()), file=sys.stderr)
         return 0
-    if ns.parties < 2:
-        raise ConfigError(f"`--parties` must be >= 2. Found {ns.parties}.")
-    if not (ns.sigma > 0):
-        raise ConfigError(f"`--sigma` must be > 0. Found {ns.sigma}.")
+    check_integer(ns.parties, "--parties", minimum=2)
+    check_number(ns.sigma, "--sigma", low=0)
     bar = tqdm(total=len(MODELS[ns.model]), unit="layer", file=sys.stderr, desc=f"{ns.model} ({ns.parties} parties)")
 
     def progress(done: int, total: int) -> None:

@@ -44,7 +44,7 @@ from mpcdp.accounting.laplace import certify_owner
 from mpcdp.data.registry import load
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.execution import MPC, PROCESSES, SIMULATED, backend_for
-from mpcdp.validation import read_protocol
+from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
 from mpcdp.learning.collab import (HingeSVM, Owner, SquaredLoss, nonprivate_optimum, pooled_cost, relative_fitness,
                                    run_collab)
 from mpcdp.learning.collab_prediction import collaboration_score, theorem2_gap, theorem3_gap
@@ -85,36 +85,26 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
     protocol = read_protocol(path, ("owners", "training"))
     owners, training = dict(protocol["owners"]), {**protocol["training"], **(overrides or {})}
     sizes = tuple(sizes if sizes is not None else owners.get("sizes", ()))
-    epsilons = tuple(float(e) for e in (epsilons if epsilons is not None else owners.get("epsilons", ())))
+    epsilons = tuple(epsilons if epsilons is not None else owners.get("epsilons", ()))
     if not sizes or len(sizes) != len(epsilons):
         raise ConfigError(f"[owners] `sizes` and `epsilons` need one entry per owner. Found {list(sizes)} and "
                           f"{list(epsilons)}.")
     for j, n_l in enumerate(sizes):
-        if not (isinstance(n_l, int) and not isinstance(n_l, bool) and n_l >= 1):
-            raise ConfigError(f"[owners] `sizes` (owner {j + 1}) must be an integer >= 1. Found {n_l!r}.")
-    for j, e in enumerate(epsilons):
-        if not (e > 0):  # NaN fails too
-            raise ConfigError(f"[owners] `epsilons` (owner {j + 1}) must be > 0 (inf: no privacy). Found {e!r}.")
+        check_integer(n_l, "sizes", where=f" (owner {j + 1})")
+    epsilons = tuple(check_number(e, "epsilons", low=0, infinite=True, where=f" (owner {j + 1})",
+                                  note="inf: no privacy") for j, e in enumerate(epsilons))
     backend = backend_for(backend or protocol.get("backend", SIMULATED), BACKENDS, "`mpcdp collab`")
     if backend != "simulated" and len(sizes) < 2:
         raise ConfigError(f"the {backend} backend needs at least 2 owners. Found {len(sizes)}.")
-    cost = protocol.get("cost", "squared")
-    if cost not in COSTS:
-        raise ConfigError(f"`cost` must be one of {list(COSTS)}. Found {cost!r}.")
-    algorithm = algorithm if algorithm is not None else protocol.get("algorithm", 1)
-    if algorithm not in (1, 2):
-        raise ConfigError(f"`algorithm` must be 1 or 2. Found {algorithm!r}.")
+    cost = check_choice(protocol.get("cost", "squared"), "cost", COSTS)
+    algorithm = check_choice(algorithm if algorithm is not None else protocol.get("algorithm", 1), "algorithm", (1, 2))
     known = {"steps", "xi", "rho", "c1", "theta_max", "l2", "seed"}
     unknown = sorted(set(training) - known)
     if unknown:
         raise ConfigError(f"[training] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a parameter of "
                           f"paper 003's algorithms; they take {sorted(known)}.")
-    steps = training.get("steps")
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 2):
-        raise ConfigError(f"`steps` (the horizon T) must be an integer >= 2. Found {steps!r}.")
-    xi = training.get("xi")
-    if not (isinstance(xi, (int, float)) and not isinstance(xi, bool) and math.isfinite(xi) and xi > 0):
-        raise ConfigError(f"`xi` (Ξ, the per-example L1 bound) must be a finite number > 0. Found {xi!r}.")
+    steps = check_integer(training.get("steps"), "steps", minimum=2, where=" (the horizon T)")
+    xi = check_number(training.get("xi"), "xi", low=0, where=" (Ξ, the per-example L1 bound)")
     if algorithm == 2 and "c1" not in training:
         raise ConfigError("Algorithm 2 needs `c1` (its step size c1/√k) in [training].")
     theta_max = float(training.get("theta_max", math.inf))

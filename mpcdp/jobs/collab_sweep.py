@@ -34,7 +34,7 @@ import numpy as np
 from mpcdp.accounting.laplace import MECHANISM as LAPLACE_MECHANISM
 from mpcdp.jobs.report import write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
-from mpcdp.validation import read_protocol
+from mpcdp.validation import check_integer, read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan
 from mpcdp.learning.collab import nonprivate_optimum, pooled_cost
 from mpcdp.learning.collab_prediction import collaboration_score
@@ -54,9 +54,7 @@ def spec_from(path: str) -> SweepSpec:
     sweep = read_protocol(path).get("sweep")
     if not sweep:
         raise ConfigError(f"protocol {path!r} has no [sweep] table")
-    runs = sweep.get("runs", 20)
-    if not (isinstance(runs, int) and runs >= 2):
-        raise ConfigError(f"[sweep] `runs` must be an integer >= 2. Found {runs!r}.")
+    runs = check_integer(sweep.get("runs", 20), "runs", minimum=2, where=" in [sweep]")
     epsilons, sizes = tuple(float(e) for e in sweep.get("epsilons", ())), tuple(sweep.get("sizes", ()))
     if len(epsilons) < 2 or len(sizes) < 2:
         raise ConfigError(f"[sweep] `epsilons` and `sizes` need at least 2 values each. Found {list(epsilons)} "

@@ -7,19 +7,20 @@ without amplification by subsampling (``epsilon_mpc_reproducible``), and ``epsil
 certificate with secret batches (the simulated runs'). Reported: mean ± std over
 seeds of test error, test loss and wall time per backend, the paired difference, whether it is within
 seed noise (|mean difference| <= 2·std of the differences/√k + the pooled seed std), and a PNG of test error
-over iterations for both backends (mean over seeds).
+over iterations for both backends (mean over seeds). The record (DIR/compare.json, DIR/compare.md) goes through
+:func:`mpcdp.jobs.report.write_record`, stamped with the mechanism of the runs compared.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 import statistics
 from typing import Any
 
 import numpy as np
 
+from mpcdp.jobs.report import write_record
 from mpcdp.jobs.train import plan_from, run_plan
 
 METRICS = ("test_error", "test_loss", "test_error_last", "test_loss_last", "test_loss_average", "optimal_gap", "wall_s")
@@ -53,13 +54,24 @@ def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: f
         lines.append(f"{metric:<26}{ma:>13.4f} ± {sa:<6.4f}{mb:>13.4f} ± {sb:<6.4f}{md:>13.4f} ± {sd:<6.4f}  "
                      f"{'' if within is None else ('yes' if within else 'NO')}")
     folder = pathlib.Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     plot = folder / "test_error.png"
-    _plot({k: np.array([r["test_error_curve"] for r in v]) for k, v in runs.items()}, plot, protocol)
     summary["plot"] = str(plot)
-    (folder / "compare.json").write_text(json.dumps({"summary": summary, "runs": runs}, indent=1) + "\n")
-    summary["table"] = "\n".join(lines)
+    curves = {k: np.array([r["test_error_curve"] for r in v]) for k, v in runs.items()}
+    table = "\n".join(lines)
+    write_record(str(folder / "compare"), {"summary": summary, "runs": runs}, f"```\n{table}\n```\n",
+                 mechanism=mechanism_of(runs, plan),
+                 extra_files={plot: lambda _record, path: _plot(curves, path, protocol)})
+    summary["table"] = table
     return summary
+
+
+def mechanism_of(runs: dict[str, list[dict]], plan) -> str:
+    """The version of the noise the compared runs released: each run's ``mechanism`` (one, or every distinct
+    one joined), else the version of the plan's noise mode."""
+    from mpcdp.learning.mechanisms import MECHANISMS
+
+    stamped = sorted({r["mechanism"] for backend in runs.values() for r in backend if r.get("mechanism")})
+    return "; ".join(stamped) if stamped else MECHANISMS[plan.noise.mode].id
 
 
 def _plot(curves: dict[str, np.ndarray], path: pathlib.Path, title: str) -> None:

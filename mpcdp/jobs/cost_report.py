@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import pathlib
 import platform
 from typing import Any
 
@@ -167,21 +168,35 @@ def markdown(run: CostRun, command: str | None = None) -> str:
     return "\n".join(head) + "\n"
 
 
-def write(run: CostRun, prefix: str, command: str | None = None) -> dict[str, str]:
-    """Write PREFIX.md, PREFIX.csv, PREFIX.json and PREFIX.png; return their paths."""
+def write(run: CostRun, prefix: str, command: str | None = None, *, mechanism: str | None = None) -> dict[str, str]:
+    """Write PREFIX.md, PREFIX.csv, PREFIX.json and PREFIX.png through :func:`mpcdp.jobs.report.write_record`,
+    stamped with ``mechanism``, by default the version of the sampler measured (:func:`mechanism_of`); return
+    their paths."""
+    from mpcdp.jobs.report import write_record
+
     table = rows(run)
-    paths = {kind: f"{prefix}.{kind}" for kind in ("md", "csv", "json", "png")}
-    with open(paths["md"], "w") as fh:
-        fh.write(markdown(run, command))
+    out = pathlib.Path(prefix)
+    paths = {kind: str(out.with_suffix(f".{kind}")) for kind in ("md", "csv", "json", "png")}
+    write_record(prefix, {"command": command, "run": run.to_dict(), "rows": table}, markdown(run, command),
+                 lambda _record, path: plot(run, table, str(path)), mechanism=mechanism or mechanism_of(run),
+                 extra_files={paths["csv"]: lambda _record, path: _write_csv(table, path)})
+    return paths
+
+
+def mechanism_of(run: CostRun) -> str:
+    """The version of the sampler ``run`` measured: its noise mode's ``id``
+    (:data:`mpcdp.learning.mechanisms.MECHANISMS`)."""
+    from mpcdp.learning.mechanisms import MECHANISMS
+
+    return MECHANISMS[run.noise].id
+
+
+def _write_csv(table: list[dict[str, Any]], path: pathlib.Path) -> None:
     keys = list(dict.fromkeys(k for r in table for k in r))
-    with open(paths["csv"], "w", newline="") as fh:
+    with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=keys)
         writer.writeheader()
         writer.writerows(table)
-    with open(paths["json"], "w") as fh:
-        json.dump({"command": command, "run": run.to_dict(), "rows": table}, fh, indent=1)
-    plot(run, table, paths["png"])
-    return paths
 
 
 def plot(run: CostRun, table: list[dict[str, Any]], path: str) -> None:
@@ -241,12 +256,13 @@ def goals(run: CostRun) -> list[str]:
 
 def load(prefix: str) -> CostRun:
     """The run recorded in PREFIX.json."""
-    with open(f"{prefix}.json") as fh:
+    with open(pathlib.Path(prefix).with_suffix(".json")) as fh:
         return CostRun(**json.load(fh)["run"])
 
 
 def rerender(prefix: str) -> dict[str, str]:
-    """Rebuild PREFIX.md, .csv and .png from PREFIX.json (after a change of presentation, not of numbers)."""
-    with open(f"{prefix}.json") as fh:
+    """Rebuild PREFIX.md, .csv and .png from PREFIX.json (after a change of presentation, not of numbers; the
+    recorded mechanism stamp is kept)."""
+    with open(pathlib.Path(prefix).with_suffix(".json")) as fh:
         record = json.load(fh)
-    return write(CostRun(**record["run"]), prefix, record.get("command"))
+    return write(CostRun(**record["run"]), prefix, record.get("command"), mechanism=record.get("mechanism"))

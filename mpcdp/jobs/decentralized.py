@@ -36,7 +36,7 @@ import numpy as np
 from mpcdp.accounting.released import ACCOUNTANT
 from mpcdp.errors import ConfigError
 from mpcdp.execution import PROCESSES, SIMULATED, backend_for
-from mpcdp.validation import read_protocol
+from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
 from mpcdp.learning import decentralized as dec, mechanisms
 from mpcdp.learning.deepq import DeepQSettings
 
@@ -77,19 +77,6 @@ class DecentralizedPlan:
         return DeepQSettings(**self.deepq)
 
 
-def _int(value, field: str, minimum: int = 1) -> int:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
-        raise ConfigError(f"`{field}` must be an integer >= {minimum}. Found {value!r}.")
-    return value
-
-
-def _number(value, field: str, *, positive: bool = True) -> float:
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and (value > 0 if positive else value >= 0)):
-        raise ConfigError(f"`{field}` must be a finite number {'>' if positive else '>='} 0. Found {value!r}.")
-    return float(value)
-
-
 def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
     """Read and check a protocol file; keyword arguments (None = keep) override [run] fields."""
     protocol = read_protocol(path)
@@ -99,36 +86,30 @@ def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
         raise ConfigError(f"[run] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a parameter of paper "
                           f"004's runs; they take {sorted(_RUN_FIELDS)}.")
     run.update({k: v for k, v in overrides.items() if v is not None})
-    dataset = protocol.get("dataset")
-    if dataset not in DATASETS:
-        raise ConfigError(f"`dataset` must be one of {list(DATASETS)}. Found {dataset!r}.")
+    dataset = check_choice(protocol.get("dataset"), "dataset", DATASETS)
     methods = run.get("methods", list(METHODS))
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     for m in methods:
-        if m not in METHODS:
-            raise ConfigError(f"`methods` entries must be in {list(METHODS)}. Found {m!r}.")
+        check_choice(m, "methods", METHODS, note="each entry")
     backend = backend_for(run.get("backend", SIMULATED), BACKENDS, "`mpcdp decentralized`")
-    nodes = _int(run.get("nodes", 10), "nodes")
+    nodes = check_integer(run.get("nodes", 10), "nodes")
     if backend == "processes" and nodes < 2:
         raise ConfigError(f"the processes backend needs `nodes` >= 2. Found {nodes}.")
-    budget = run.get("budget", "model")
-    if budget not in ("model", "per-classifier"):
-        raise ConfigError(f"`budget` must be 'model' or 'per-classifier'. Found {budget!r}.")
+    budget = check_choice(run.get("budget", "model"), "budget", ("model", "per-classifier"))
     delta = run.get("delta")
-    if delta is not None and not (isinstance(delta, (int, float)) and 0 < delta < 1):
-        raise ConfigError(f"`delta` must be in (0, 1) (leave it out for 1/n²). Found {delta!r}.")
+    if delta is not None:
+        check_number(delta, "delta", low=0, high=1, note="leave it out for 1/n²")
     per_node = run.get("per_node")
-    calibration = run.get("calibration", "paper")
-    if calibration not in dec.CALIBRATIONS:
-        raise ConfigError(f"`calibration` must be one of {list(dec.CALIBRATIONS)}. Found {calibration!r}.")
+    calibration = check_choice(run.get("calibration", "paper"), "calibration", dec.CALIBRATIONS)
     plan = DecentralizedPlan(
         name=protocol.get("name", path), dataset=dataset, nodes=nodes,
-        batch_size=_int(run.get("batch_size", 50), "batch_size"), eta=_number(run.get("eta", 0.1), "eta"),
-        lam=_number(run.get("lam", 0.0), "lam", positive=False), budget=budget,
-        epsilon=_number(run.get("epsilon", 1.0), "epsilon"), delta=delta,
-        visits=_int(run.get("visits", dec.DEFAULT_VISITS), "visits"), methods=methods,
-        seed=_int(run.get("seed", 0), "seed", 0), backend=backend,
-        per_node=None if per_node is None else _int(per_node, "per_node"), calibration=calibration, deepq=dict(protocol.get("deepq", {})),
+        batch_size=check_integer(run.get("batch_size", 50), "batch_size"),
+        eta=check_number(run.get("eta", 0.1), "eta", low=0),
+        lam=check_number(run.get("lam", 0.0), "lam", low=0, low_open=False), budget=budget,
+        epsilon=check_number(run.get("epsilon", 1.0), "epsilon", low=0), delta=delta,
+        visits=check_integer(run.get("visits", dec.DEFAULT_VISITS), "visits"), methods=methods,
+        seed=check_integer(run.get("seed", 0), "seed", minimum=0), backend=backend,
+        per_node=None if per_node is None else check_integer(per_node, "per_node"), calibration=calibration, deepq=dict(protocol.get("deepq", {})),
         mpc=dict(protocol.get("mpc", {})), sweep=dict(protocol.get("sweep", {})))
     plan.settings()  # checks [deepq]
     return plan
@@ -200,8 +181,7 @@ def _eta(plan: DecentralizedPlan, method: str, t: int) -> float:
 def run_method(plan: DecentralizedPlan, method: str, *, epsilon: float | None = None, seed: int | None = None,
                backend: str | None = None, batch_size: int | None = None) -> dict[str, Any]:
     """Train with one method; report test accuracy, the certificate and the run's shape."""
-    if method not in METHODS:
-        raise ConfigError(f"`method` must be one of {list(METHODS)}. Found {method!r}.")
+    check_choice(method, "method", METHODS)
     epsilon = plan.epsilon if epsilon is None else epsilon
     seed = plan.seed if seed is None else seed
     backend = backend_for(backend or plan.backend, BACKENDS, "`mpcdp decentralized`")

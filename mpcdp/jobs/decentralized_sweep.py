@@ -32,7 +32,6 @@ from typing import Any, Callable
 import numpy as np
 
 from mpcdp.jobs.report import write_record
-from mpcdp.errors import ConfigError
 from mpcdp.jobs.decentralized import METHODS, plan_from, run_method
 
 __all__ = ["run_sweep", "summarise", "ordering"]
@@ -55,9 +54,8 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     epsilons = [float(e) for e in sweep.get("epsilons", [plan.epsilon])]
     settings = [(b, c) for b in sweep.get("budgets", [plan.budget])
                 for c in sweep.get("calibrations", [plan.calibration])]
-    runs = int(runs if runs is not None else sweep.get("runs", 3))
-    if runs < 2:
-        raise ConfigError(f"`runs` must be >= 2 (standard errors need two seeds). Found {runs}.")
+    runs = check_integer(runs if runs is not None else sweep.get("runs", 3), "runs", minimum=2,
+                         note="standard errors need two seeds")
     todo = [(b, c, e, m, s) for b, c in settings for e in epsilons for m in PRIVATE for s in range(runs)]
     todo += [(*settings[0], None, "noiseless", s) for s in range(runs)]
     results = []

@@ -99,8 +99,10 @@ def model_classes(model, declared: int | None = None) -> Classes:
 
 
 def _check_declared(declared) -> None:
-    if declared is not None and not (isinstance(declared, int) and not isinstance(declared, bool) and declared >= 2):
-        raise ConfigError(f"`classes` must be an integer >= 2. Found {declared!r}.")
+    if declared is not None:
+        from mpcdp.validation import check_integer
+
+        check_integer(declared, "classes", minimum=2)
 
 
 def _output_width(model) -> int:

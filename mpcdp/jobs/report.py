@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 
 def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -23,12 +23,17 @@ def mean_pm(mean: float, spread: float, digits: int = 4, *, signed: bool = False
 
 
 def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None] | None = None, *,
-                 default: Callable[[Any], Any] | None = None, mechanism: str | None = None) -> dict[str, Any]:
-    """Write the three files of ``out``; return the table, the plot's path and the record. The record and the
-    table name the versions of the released mechanism and of the accountant, and the mechanism of the record
-    they replace when it differs. ``mechanism``: the released mechanism's version (paper 003's discrete
-    Laplace); else the record's own ``mechanism`` (a run's, its mechanism's ``id``); else the in-MPC discrete
-    Gaussian's (:data:`mpcdp.learning.mechanisms.MECHANISMS` ``['dgauss'].id``)."""
+                 default: Callable[[Any], Any] | None = None, mechanism: str | None = None,
+                 extra_files: Mapping[str | pathlib.Path, Callable[[dict, pathlib.Path], None]] | None = None
+                 ) -> dict[str, Any]:
+    """Write the three files of ``out``; return the table, the plot's path, the record and every path written
+    (``files``). The record and the table name the versions of the released mechanism and of the accountant,
+    and the mechanism of the record they replace when it differs. ``mechanism``: the released mechanism's
+    version (paper 003's discrete Laplace, the sampler a cost run measured); else the record's own
+    ``mechanism`` (a run's, its mechanism's ``id``); else the in-MPC discrete Gaussian's
+    (:data:`mpcdp.learning.mechanisms.MECHANISMS` ``['dgauss'].id``). ``extra_files``: further files of the
+    record (a CSV table, a plot under the name a command documents), each path written by its function from
+    the stamped record, after the JSON and the table."""
     from mpcdp.accounting.released import ACCOUNTANT
     from mpcdp.learning.mechanisms import MECHANISMS
 
@@ -46,9 +51,15 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     text = text.rstrip("\n") + "\n\n" + stamp(record)
     prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=default) + "\n")
     prefix.with_suffix(".md").write_text(text)
+    files = [str(prefix.with_suffix(".json")), str(prefix.with_suffix(".md"))]
     if plot is not None:
         plot(record, prefix.with_suffix(".png"))
-    return {"markdown": text, "png": str(prefix.with_suffix(".png")) if plot else None, "record": record}
+        files.append(str(prefix.with_suffix(".png")))
+    for path, write in (extra_files or {}).items():
+        write(record, pathlib.Path(path))
+        files.append(str(path))
+    return {"markdown": text, "png": str(prefix.with_suffix(".png")) if plot else None, "record": record,
+            "files": files}
 
 
 def stamp(record: dict) -> str:

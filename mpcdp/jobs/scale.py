@@ -17,6 +17,7 @@ import statistics
 from typing import Any, Callable
 
 from mpcdp.jobs.report import write_record
+from mpcdp.validation import check_integer
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, run_plan
 
@@ -38,10 +39,11 @@ def run_scale(protocol: str, parties: list[int], *, out: str, backend: str | Non
               training_overrides: dict[str, Any] | None = None,
               progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Run ``protocol`` for every m in ``parties`` on ``seeds`` seeds; write PREFIX.md/.json/.png."""
-    if not parties or any(not isinstance(m, int) or m < 1 for m in parties):
-        raise ConfigError(f"`parties` must be integers >= 1. Found {parties!r}.")
-    if seeds < 1:
-        raise ConfigError(f"`seeds` must be >= 1. Found {seeds!r}.")
+    if not parties:
+        raise ConfigError(f"`parties` needs at least one party count. Found {parties!r}.")
+    for m in parties:
+        check_integer(m, "parties", note="each entry")
+    check_integer(seeds, "seeds")
     runs, total, done = [], len(parties) * seeds, 0
     for m in parties:
         for seed in range(seeds):

@@ -28,7 +28,7 @@ import sys
 from typing import Any, Callable
 
 from mpcdp.errors import ConfigError
-from mpcdp.validation import read_protocol
+from mpcdp.validation import check_integer, check_number, read_protocol
 from mpcdp.jobs.train import plan_from, run_plan
 from mpcdp.learning.algorithms import ALGORITHMS
 from mpcdp.jobs.report import markdown_table, mean_pm, stamp, write_record
@@ -72,9 +72,10 @@ class SweepSpec:
 def spec_from(path: str) -> SweepSpec:
     protocol = read_protocol(path, ("sweep",))
     sweep = protocol["sweep"]
-    ratios = tuple(float(u) for u in sweep.get("size_ratios", [1]))
-    if not ratios or any(u < 1 for u in ratios):
+    ratios = tuple(sweep.get("size_ratios", [1]))
+    if not ratios:
         raise ConfigError(f"`size_ratios` must be a non-empty list of numbers >= 1. Found {list(ratios)!r}.")
+    ratios = tuple(check_number(u, "size_ratios", low=1, low_open=False, note="each entry") for u in ratios)
     variants = tuple(Variant.parse(v) for v in sweep.get("variants", ["wd-dp", "jayaraman", CENTRAL]))
     default_rate = protocol.get("training", {}).get("learning_rate", 0.5)
     rates = {}
@@ -85,9 +86,8 @@ def spec_from(path: str) -> SweepSpec:
             raise ConfigError(f"`learning_rate` for {variant.name!r} has {len(value)} values for {len(ratios)} "
                               f"size ratios")
         rates[variant.name] = tuple(float(v) for v in value)
-    seeds, mpc_seeds = int(sweep.get("seeds", 5)), int(sweep.get("mpc_seeds", 0))
-    if seeds < 1 or mpc_seeds < 0:
-        raise ConfigError(f"`seeds` must be >= 1 and `mpc_seeds` >= 0. Found {seeds} and {mpc_seeds}.")
+    seeds = check_integer(sweep.get("seeds", 5), "seeds", where=" in [sweep]")
+    mpc_seeds = check_integer(sweep.get("mpc_seeds", 0), "mpc_seeds", minimum=0, where=" in [sweep]")
     return SweepSpec(ratios, variants, seeds, mpc_seeds, rates)
 
 

@@ -35,7 +35,7 @@ from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.jobs.secure_run import Job, Launcher, secure_run
 from mpcdp.jobs.secure_run import config_for, host_launcher  # noqa: F401 - re-exported for callers of this module
 from mpcdp.jobs.train_report import plan_report as _report, uncertified as _uncertified, unit_rows
-from mpcdp.validation import check_integer, check_number, read_protocol
+from mpcdp.validation import check_bool, check_choice, check_integer, check_number, check_string, read_protocol
 
 OWN_FILES = ""  # a protocol without `dataset`: every party brings its own file (mpcdp.jobs.own_data)
 FULL_BATCH = tuple(name for name, a in ALGORITHMS.items() if a.full_batch)  # as registered at import
@@ -83,8 +83,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
         raise ConfigError(f"protocol {path!r} lacks the [{missing.args[0]}] table") from None
     except (TypeError, ValueError):
         raise ConfigError(f"protocol {path!r}: [training] and [privacy] must be tables") from None
-    if not isinstance(protocol.get("dataset", OWN_FILES), str):
-        raise ConfigError(f"`dataset` must be a dataset name (a string). Found {protocol.get('dataset')!r}.")
+    check_string(protocol.get("dataset", OWN_FILES), "dataset", note="a dataset name")
     check_number(epsilon if epsilon is not None else privacy.get("epsilon"), "epsilon", low=0)
     check_number(privacy.get("delta"), "delta", low=0, high=1)
     if "seed" in training:
@@ -94,24 +93,17 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     training.update(training_overrides or {})
     if size_ratio is not None:
         training["size_ratio"] = size_ratio
-    ratio = training.pop("size_ratio", 1.0)
-    if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio >= 1):
-        raise ConfigError(f"`size_ratio` (n_max/n_min) must be a number >= 1. Found {ratio!r}.")
-    normalize_rows = training.pop("normalize_rows", False)
-    if not isinstance(normalize_rows, bool):
-        raise ConfigError(f"`normalize_rows` must be true or false. Found {normalize_rows!r}.")
-    calibration = calibration or privacy.get("calibration", "certified")
-    if calibration not in CALIBRATIONS:
-        raise ConfigError(f"`calibration` must be one of {list(CALIBRATIONS)}. Found {calibration!r}.")
+    ratio = check_number(training.pop("size_ratio", 1.0), "size_ratio", low=1, low_open=False,
+                         where=" (n_max/n_min)")
+    normalize_rows = check_bool(training.pop("normalize_rows", False), "normalize_rows")
+    calibration = check_choice(calibration or privacy.get("calibration", "certified"), "calibration", CALIBRATIONS)
     m = check_integer(parties if parties is not None else training.pop("parties", 1), "parties")
     training.pop("parties", None)
     backend = backend_for(backend or protocol.get("backend", MPC if m > 1 else SIMULATED), (MPC, SIMULATED),
                           "`mpcdp train`")
     if backend == "mpc" and m < 2:
         raise ConfigError(f"the mpc backend needs `parties` >= 2. Found {m}.")
-    output = protocol.get("output", "paper")
-    if output not in OUTPUT_RULES:
-        raise ConfigError(f"`output` must be one of {list(OUTPUT_RULES)}. Found {output!r}.")
+    output = check_choice(protocol.get("output", "paper"), "output", OUTPUT_RULES)
     record = algorithms.lookup(algorithm or protocol.get("algorithm", "srm"))
     if record.central_only and backend != "simulated":
         raise ConfigError(f"`algorithm` {record.name!r} is {record.central_only}: run it with `--backend simulated`.")

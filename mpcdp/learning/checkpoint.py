@@ -40,6 +40,7 @@ import torch
 from mpcdp.config import fingerprint
 from mpcdp.errors import ConfigError, ConfigMismatchError
 from mpcdp.private_files import check_private_folder, private_folder, private_writer
+from mpcdp.validation import check_integer
 
 _NAME = re.compile(r"release-(\d{6})\.pt$")
 _OPENED = re.compile(r"opened-(\d{6})\.pt$")
@@ -77,8 +78,7 @@ class Checkpointer:
 
     def __init__(self, directory: str | os.PathLike, rank: int, *, every: int, total: int,
                  description: dict[str, Any]):
-        if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
-            raise ConfigError(f"`checkpoint_every` must be an integer >= 1. Found {every!r}.")
+        check_integer(every, "checkpoint_every")
         self.directory, self.rank = directory, rank
         self.folder = party_dir(directory, rank)
         self.every, self.total = every, total

@@ -51,6 +51,7 @@ from mpcdp.accounting.laplace import laplace_grid, laplace_scale, query_event, r
 from mpcdp.errors import ConfigError, InputError
 from mpcdp.noise import discrete_laplace
 from mpcdp.randomness import KeyedStream, secure_key
+from mpcdp.validation import check_choice, check_integer, check_number
 
 __all__ = ["Owner", "SquaredLoss", "HingeSVM", "laplace_scale", "clip_l1", "average_subgradient",
            "respond", "owner_weights", "combine", "project_box", "algorithm1_step", "algorithm2_step",
@@ -85,10 +86,8 @@ class Owner:
     name: str = "owner"
 
     def __post_init__(self) -> None:
-        eps = self.epsilon
-        if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and not math.isnan(eps) and eps > 0):
-            raise ConfigError(f"`epsilon` (owner {self.name!r}) must be > 0 (math.inf for no privacy). "
-                              f"Found {eps!r}.")
+        check_number(self.epsilon, "epsilon", low=0, infinite=True, where=f" (owner {self.name!r})",
+                     note="math.inf for no privacy")
         x = _as_tensor(self.x, "x", repr(self.name))
         y = _as_tensor(self.y, "y", repr(self.name))
         if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
@@ -120,8 +119,7 @@ class SquaredLoss:
     l2: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.l2) and self.l2 >= 0):
-            raise ConfigError(f"`l2` must be a finite number >= 0. Found {self.l2!r}.")
+        check_number(self.l2, "l2", low=0, low_open=False)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         return x
@@ -166,8 +164,7 @@ class HingeSVM:
     l2: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.l2) and self.l2 >= 0):
-            raise ConfigError(f"`l2` must be a finite number >= 0. Found {self.l2!r}.")
+        check_number(self.l2, "l2", low=0, low_open=False)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([x, torch.ones(x.shape[0], 1, dtype=x.dtype)], dim=1)
@@ -201,8 +198,7 @@ Cost = SquaredLoss | HingeSVM
 
 def clip_l1(rows: torch.Tensor, bound: float) -> torch.Tensor:
     """Scale every row of a (batch, d) tensor to L1 norm at most ``bound`` (rows already inside are kept)."""
-    if not (math.isfinite(bound) and bound > 0):
-        raise ConfigError(f"`xi` (Ξ) must be a finite number > 0. Found {bound!r}.")
+    check_number(bound, "xi", low=0, where=" (Ξ)")
     norms = rows.abs().sum(dim=1, keepdim=True)
     return rows * torch.clamp(bound / torch.clamp(norms, min=1e-300), max=1.0)
 
@@ -240,8 +236,7 @@ def owner_weights(sizes: Sequence[int]) -> tuple[float, ...]:
     if not sizes:
         raise ConfigError("`sizes` is empty: at least one owner is needed.")
     for j, n_l in enumerate(sizes):
-        if not (isinstance(n_l, (int, np.integer)) and not isinstance(n_l, bool) and n_l >= 1):
-            raise ConfigError(f"`sizes` (owner {j}) must be an integer >= 1. Found {n_l!r}.")
+        check_integer(n_l, "sizes", where=f" (owner {j})")
     n = sum(int(n_l) for n_l in sizes)
     return tuple(int(n_l) / n for n_l in sizes)
 
@@ -259,8 +254,7 @@ def combine(responses: Sequence[torch.Tensor], sizes: Sequence[int]) -> torch.Te
 
 def project_box(theta: torch.Tensor, theta_max: float) -> torch.Tensor:
     """Π_Θ for Θ = {‖θ‖∞ <= θ_max}: the Euclidean projection onto a box is the coordinate-wise clamp."""
-    if not theta_max > 0:
-        raise ConfigError(f"`theta_max` must be > 0 (math.inf for no constraint). Found {theta_max!r}.")
+    check_number(theta_max, "theta_max", low=0, infinite=True, note="math.inf for no constraint")
     return theta if math.isinf(theta_max) else torch.clamp(theta, -theta_max, theta_max)
 
 
@@ -274,8 +268,7 @@ def algorithm1_step(theta: torch.Tensor, aggregate: torch.Tensor, cost: Cost, *,
 def algorithm2_step(theta: torch.Tensor, aggregate: torch.Tensor, cost: Cost, *, k: int, c1: float,
                     theta_max: float) -> torch.Tensor:
     """Algorithm 2, line 5: θ[k+1] = Π_Θ[θ[k] − (c1/√k)·(ξ_g1(θ[k]) + aggregate)]."""
-    if not (isinstance(k, int) and k >= 1):
-        raise ConfigError(f"`k` must be an integer >= 1. Found {k!r}.")
+    check_integer(k, "k")
     return project_box(theta - c1 / math.sqrt(k) * (cost.g1_subgradient(theta) + aggregate), theta_max)
 
 
@@ -374,16 +367,13 @@ def _check_run(owners: Sequence[Owner], *, algorithm: int, steps: int, rho: floa
     """Refuse a run :func:`run_collab` cannot make: an unknown algorithm, a horizon that is not a positive
     integer, no owners, a missing or non-positive step size, a bounded Θ for Algorithm 1, or owners whose
     features differ in width."""
-    if algorithm not in (1, 2):
-        raise ConfigError(f"`algorithm` must be 1 or 2. Found {algorithm!r}.")
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 1):
-        raise ConfigError(f"`steps` (the horizon T) must be an integer >= 1. Found {steps!r}.")
+    check_choice(algorithm, "algorithm", (1, 2))
+    check_integer(steps, "steps", where=" (the horizon T)")
     if not owners:
         raise ConfigError("`owners` is empty: at least one data owner is needed.")
     step_size = rho if algorithm == 1 else c1
     name = "rho" if algorithm == 1 else "c1"
-    if not (isinstance(step_size, (int, float)) and math.isfinite(step_size) and step_size > 0):
-        raise ConfigError(f"`{name}` (Algorithm {algorithm}) must be a finite number > 0. Found {step_size!r}.")
+    check_number(step_size, name, low=0, where=f" (Algorithm {algorithm})")
     if algorithm == 1 and not math.isinf(theta_max):
         raise ConfigError(f"`theta_max` must be math.inf for Algorithm 1 (unconstrained, Theorem 2). "
                           f"Found {theta_max!r}.")
@@ -442,8 +432,7 @@ def pooled_cost(cost: Cost, owners: Sequence[Owner], theta: torch.Tensor) -> flo
 
 def relative_fitness(f_theta: float, f_star: float) -> float:
     """ψ(θ) = f(θ)/f(θ*) − 1, eq. (13)."""
-    if not f_star > 0:
-        raise ConfigError(f"`f_star` must be > 0 for the relative fitness (13). Found {f_star!r}.")
+    check_number(f_star, "f_star", low=0, infinite=True, note="for the relative fitness (13)")
     return f_theta / f_star - 1.0
 
 
@@ -456,8 +445,7 @@ def nonprivate_optimum(owners: Sequence[Owner], cost: Cost, *, steps: int = 5000
     if isinstance(cost, SquaredLoss):
         gram = x.T @ x / n + 0.5 * cost.l2 * torch.eye(dim, dtype=DTYPE)
         return torch.linalg.lstsq(gram, x.T @ y / n).solution
-    if not cost.l2 > 0:
-        raise ConfigError(f"`l2` must be > 0 for the hinge reference optimum (strong convexity). Found {cost.l2!r}.")
+    check_number(cost.l2, "l2", low=0, note="for the hinge reference optimum (strong convexity)")
     theta, best, best_value = torch.zeros(dim, dtype=DTYPE), None, math.inf
     for k in range(1, steps):
         value = float(cost.g1(theta) + cost.losses(theta, x, y).mean())
@@ -478,5 +466,4 @@ def _check_theta(theta, dim: int) -> torch.Tensor:
 
 
 def _check_round(k: int, steps: int) -> None:
-    if not (isinstance(k, int) and 1 <= k < steps):
-        raise ConfigError(f"`k` must be an integer in [1, T − 1 = {steps - 1}]. Found {k!r}.")
+    check_integer(k, "k", maximum=steps - 1, maximum_name="T − 1")

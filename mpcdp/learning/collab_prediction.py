@@ -29,9 +29,8 @@ import itertools
 import math
 from typing import Sequence
 
-import numpy as np
-
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 
 EXHAUSTIVE_LIMIT = 20  # owners; above this the subset search is greedy
 
@@ -43,16 +42,13 @@ def _check_owners(sizes: Sequence[int], epsilons: Sequence[float]) -> tuple[tupl
     if len(sizes) != len(epsilons):
         raise ConfigError(f"`sizes` and `epsilons` need one entry per owner. Found {len(sizes)} and {len(epsilons)}.")
     for j, (n_l, eps) in enumerate(zip(sizes, epsilons)):
-        if not (isinstance(n_l, (int, np.integer)) and not isinstance(n_l, bool) and n_l >= 1):
-            raise ConfigError(f"`sizes` (owner {j}) must be an integer >= 1. Found {n_l!r}.")
-        if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and not math.isnan(eps) and eps > 0):
-            raise ConfigError(f"`epsilons` (owner {j}) must be > 0 (math.inf for no privacy). Found {eps!r}.")
+        check_integer(n_l, "sizes", where=f" (owner {j})")
+        check_number(eps, "epsilons", low=0, infinite=True, where=f" (owner {j})", note="math.inf for no privacy")
     return sizes, epsilons
 
 
 def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ConfigError(f"`{name}` must be a finite number > 0. Found {value!r}.")
+    check_number(value, name, low=0)
 
 
 def inverse_budget_sum(epsilons: Sequence[float]) -> float:
@@ -74,8 +70,8 @@ def noise_energy(sizes: Sequence[int], epsilons: Sequence[float], *, xi: float, 
     """
     sizes, epsilons = _check_owners(sizes, epsilons)
     _positive("xi", xi)
-    if not (isinstance(steps, int) and steps >= 1 and isinstance(dimension, int) and dimension >= 1):
-        raise ConfigError(f"`steps` and `dimension` must be integers >= 1. Found {steps!r} and {dimension!r}.")
+    check_integer(steps, "steps")
+    check_integer(dimension, "dimension")
     n = sum(int(v) for v in sizes)
     return 8.0 * xi ** 2 * steps ** 2 * dimension / n ** 2 * inverse_budget_sum(epsilons)
 
@@ -132,8 +128,7 @@ def select_owners(sizes: Sequence[int], epsilons: Sequence[float], *,
     sizes, epsilons = _check_owners(sizes, epsilons)
     required = tuple(sorted(set(always_include)))
     for j in required:
-        if not (isinstance(j, int) and 0 <= j < len(sizes)):
-            raise ConfigError(f"`always_include` entries must be owner indices in [0, {len(sizes) - 1}]. Found {j!r}.")
+        check_integer(j, "always_include", minimum=0, maximum=len(sizes) - 1, note="each entry an owner index")
 
     def score(subset: Sequence[int]) -> float:
         return collaboration_score([sizes[j] for j in subset], [epsilons[j] for j in subset])

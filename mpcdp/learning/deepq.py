@@ -36,6 +36,7 @@ import random
 import torch
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 
 __all__ = ["DeepQSettings", "DeepQController", "LOCAL", "GLOBAL"]
 
@@ -57,19 +58,13 @@ class DeepQSettings:
 
     def __post_init__(self):
         for field in ("hidden", "replay_memory", "minibatch", "target_every"):
-            value = getattr(self, field)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ConfigError(f"`deepq.{field}` must be an integer >= 1. Found {value!r}.")
+            check_integer(getattr(self, field), f"deepq.{field}")
         if self.minibatch > self.replay_memory:
             raise ConfigError(f"`deepq.minibatch` must be <= `deepq.replay_memory` ({self.replay_memory}). "
                               f"Found {self.minibatch}.")
-        if not (isinstance(self.learning_rate, (int, float)) and math.isfinite(self.learning_rate)
-                and self.learning_rate > 0):
-            raise ConfigError(f"`deepq.learning_rate` must be a finite number > 0. Found {self.learning_rate!r}.")
+        check_number(self.learning_rate, "deepq.learning_rate", low=0)
         for field in ("discount", "explore_start", "explore_end"):
-            value = getattr(self, field)
-            if not (isinstance(value, (int, float)) and 0 <= value <= 1):
-                raise ConfigError(f"`deepq.{field}` must be in [0, 1]. Found {value!r}.")
+            check_number(getattr(self, field), f"deepq.{field}", low=0, high=1, low_open=False, high_open=False)
         if self.explore_end > self.explore_start:
             raise ConfigError(f"`deepq.explore_end` must be <= `deepq.explore_start` ({self.explore_start}). "
                               f"Found {self.explore_end}.")
@@ -95,10 +90,8 @@ class DeepQController:
 
     def __init__(self, state_size: int, *, explore_steps: int, settings: DeepQSettings = DeepQSettings(),
                  seed: int | None = None):
-        if not (isinstance(state_size, int) and state_size >= 1):
-            raise ConfigError(f"`state_size` must be an integer >= 1. Found {state_size!r}.")
-        if not (isinstance(explore_steps, int) and not isinstance(explore_steps, bool) and explore_steps >= 1):
-            raise ConfigError(f"`explore_steps` must be an integer >= 1. Found {explore_steps!r}.")
+        check_integer(state_size, "state_size")
+        check_integer(explore_steps, "explore_steps")
         self.settings = settings
         self.explore_steps = explore_steps
         generator = torch.Generator().manual_seed(random.Random(seed).getrandbits(63))

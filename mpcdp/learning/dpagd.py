@@ -38,7 +38,7 @@ from mpcdp.learning.clipping import clip_rows
 from mpcdp.learning.dpsrm import Shard, SrmResult
 from mpcdp.learning.logreg import per_example_gradients, per_example_losses
 from mpcdp.noise.modes import csprng_normal
-from mpcdp.validation import require_integers, require_positive
+from mpcdp.validation import check_number, require_integers, require_positive
 
 
 def _csprng_gumbel(k: int) -> np.ndarray:
@@ -67,8 +67,7 @@ class AgdParameters:
     def __post_init__(self) -> None:
         require_integers(self, ("initial_steps", "candidates", "step_update_every", "max_steps"))
         require_positive(self, ("c1", "loss_clip", "selection_share", "growth", "step_max"))
-        if not (isinstance(self.rho_total, (int, float)) and self.rho_total >= 0):
-            raise ConfigError(f"`rho_total` must be a number >= 0. Found {self.rho_total!r}.")
+        check_number(self.rho_total, "rho_total", low=0, low_open=False)
 
 
 @dataclasses.dataclass

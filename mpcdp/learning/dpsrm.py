@@ -27,7 +27,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
 from mpcdp.learning.logreg import LOGISTIC
 from mpcdp.randomness import batch_source, sample_without_replacement
-from mpcdp.validation import require_integers, require_positive
+from mpcdp.validation import check_choice, check_number, require_integers, require_positive
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -50,8 +50,7 @@ class SrmParameters:
         require_positive(self, ("c1", "c2", "lipschitz", "zeta"))
         if self.learning_rate is not None:
             require_positive(self, ("learning_rate",))
-        if not 0 < self.gamma <= 1:
-            raise ConfigError(f"`gamma` must be in (0, 1]. Found {self.gamma!r}.")
+        check_number(self.gamma, "gamma", low=0, high=1, high_open=False)
 
 
 @dataclasses.dataclass
@@ -85,8 +84,7 @@ class SrmResult:
     def output(self, rule: str) -> torch.Tensor:
         """The model a run reports: 'paper' (the algorithm's own rule: θ̃ uniform over θ⁰..θ^{T−1} for DP-SRM,
         θ_R with R uniform for RRPSGD, the last iterate otherwise), 'last' or 'average' (tail average)."""
-        if rule not in OUTPUT_RULES:
-            raise ConfigError(f"`output` must be one of {list(OUTPUT_RULES)}. Found {rule!r}.")
+        check_choice(rule, "output", OUTPUT_RULES)
         if rule == "paper":
             return self.theta_output
         return self.theta_last if rule == "last" else self.theta_average

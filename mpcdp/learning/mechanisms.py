@@ -41,7 +41,7 @@ from mpcdp.accounting.released import DGAUSS
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.learning import noise_modes as nm
 from mpcdp.noise.modes import NoiseBlock, draw_boxmuller, draw_plaintext, draw_rou
-from mpcdp.validation import check_integer, require_positive
+from mpcdp.validation import check_choice, check_integer, require_positive
 
 
 @runtime_checkable
@@ -151,8 +151,7 @@ class NoiseChoice:
     colluders: int = 0
 
     def __post_init__(self) -> None:
-        if self.mode not in MECHANISMS or not MECHANISMS[self.mode].training:
-            raise ConfigError(f"[noise] `mode` must be one of {training_modes()}. Found {self.mode!r}.")
+        check_choice(self.mode, "mode", training_modes(), where=" in [noise]")
         check_integer(self.colluders, "colluders", minimum=0)
         if self.colluders and not MECHANISMS[self.mode].takes_colluders:
             raise ConfigError(f"[noise] `colluders` applies to {sorted(k for k, v in MECHANISMS.items() if v.takes_colluders)}"
@@ -184,13 +183,10 @@ class NoiseSpec:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.mode not in MECHANISMS:
-            raise ConfigError(f"`mode` must be one of {list(MECHANISMS)}. Found {self.mode!r}.")
+        check_choice(self.mode, "mode", MECHANISMS)
         require_positive(self, ("sigma", "sensitivity"))
-        if not (isinstance(self.colluders, int) and self.colluders >= 0):
-            raise ConfigError(f"`colluders` must be an integer >= 0. Found {self.colluders!r}.")
-        if not 16 <= self.uniform_bits <= 18:
-            raise ConfigError(f"`uniform_bits` must be in [16, 18]. Found {self.uniform_bits!r}.")
+        check_integer(self.colluders, "colluders", minimum=0)
+        check_integer(self.uniform_bits, "uniform_bits", minimum=16, maximum=18)
         if self.seed is not None:
             warnings.warn("reproducible noise seed set: the noise is predictable — for tests and simulation only",
                           InsecureSettingWarning, stacklevel=3)

@@ -47,6 +47,7 @@ import secrets
 import numpy as np
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 F = 53  # fractional bits of t = T / 2^F
 WORD = 62  # bits of the uniform compared with a group's threshold
@@ -195,9 +196,8 @@ def plan_for(sigma: float) -> SamplerPlan:
         ConfigError: σ outside [16, 2^22] (fewer than 16 units cannot keep the rounded-Gaussian deviation small;
             above 2^22 the exponent T would leave the 62 bits its exact arithmetic has).
     """
-    if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and SIGMA_MIN <= sigma <= SIGMA_MAX):
-        raise ConfigError(f"`sigma` of the discrete Gaussian sampler must be in [{SIGMA_MIN:g}, 2^22] grid units. "
-                          f"Found {sigma!r}.")
+    check_number(sigma, "sigma", low=SIGMA_MIN, high=SIGMA_MAX, low_open=False, high_open=False,
+                 where=" of the discrete Gaussian sampler", note="grid units; 2^22 at most")
     G = int(2.0 ** (F - 1) / (sigma * sigma))
     while 2.0 ** (F - 1) / G < sigma * sigma:  # σ must not come out below the request
         G -= 1

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
 from mpcdp.randomness import word_source as words_from  # noqa: F401 - the word sources this sampler takes
 
 Words = Callable[[int], np.ndarray]  # n -> n uniform words in [0, 2^63) as int64
@@ -70,8 +70,7 @@ def bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray, words: Words) 
 
 def sample(scale: int, count: int, words: Words) -> np.ndarray:
     """``count`` exact DLap(``scale``) draws (int64), ``scale`` a positive integer."""
-    if not (isinstance(scale, (int, np.integer)) and 1 <= scale < 2**40):
-        raise ConfigError(f"`scale` of the discrete Laplace must be an integer in [1, 2^40). Found {scale!r}.")
+    check_integer(scale, "scale", maximum=2**40 - 1, where=" of the discrete Laplace")
     out, have = [], 0
     while have < count:
         n = max(16, int((count - have) * 2.5))
@@ -101,6 +100,5 @@ def log_pmf(k: np.ndarray, scale: int) -> np.ndarray:
 
 def l1_sensitivity_units(sensitivity: float, dim: int, precision: int) -> int:
     """Δ₁,int = ⌈Δ₁·2^p + d⌉: the L1 distance, in grid units, between neighbours' rounded responses."""
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ConfigError(f"`sensitivity` must be a finite number > 0. Found {sensitivity!r}.")
+    check_number(sensitivity, "sensitivity", low=0)
     return math.ceil((sensitivity * 2.0**precision + dim) * (1 + 1e-12))

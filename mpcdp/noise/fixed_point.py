@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_number
 
 SIGMA_UNITS = 2.0**21  # the noise's σ in grid units that :func:`release_precision` aims for
 PRECISION_MAX = 46  # 2^(62−46)/m = 65536/m is then the largest |term| a party may input
@@ -22,8 +23,7 @@ def release_precision(sigma: float) -> int:
         ConfigError: σ so small that p would exceed 46 (the terms would leave the ring), or so large that p
             would be negative.
     """
-    if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
-        raise ConfigError(f"`sigma` of a release must be a finite number > 0. Found {sigma!r}.")
+    check_number(sigma, "sigma", low=0, where=" of a release")
     p = round(math.log2(SIGMA_UNITS / sigma))
     if not 0 <= p <= PRECISION_MAX:
         raise ConfigError(f"`sigma` {sigma:.4g} needs a release grid of 2^-{p}; the grid must lie between 2^0 and "

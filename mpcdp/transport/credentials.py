@@ -30,6 +30,7 @@ import ssl
 
 from mpcdp.errors import ConfigError
 from mpcdp.private_files import private_folder, write_private
+from mpcdp.validation import check_integer
 
 VALID_DAYS = 365
 PUBLIC_FILE_MODE = 0o644  # certificates: handed to every host
@@ -52,8 +53,7 @@ def make_deployment(folder: str | os.PathLike, parties: int, *, name: str = "mpc
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    if not (isinstance(parties, int) and not isinstance(parties, bool) and parties >= 2):
-        raise ConfigError(f"`parties` must be an integer >= 2. Found {parties!r}.")
+    check_integer(parties, "parties", minimum=2)
     out = private_folder(folder, what="credentials `--out`")
     now = datetime.datetime.now(datetime.timezone.utc)
 

@@ -138,8 +138,7 @@ def node_update(w_global: np.ndarray, node: NodeState, *, eta: float, grad_noise
     z = grad_noise_std/Δ says which Δ). With λ > 0 every column is then projected onto ‖w‖ <= R. Takes the node's
     next mini-batch; returns the new W. ``rng``: a seeded generator for this step's noise instead of the node's."""
     check_number(eta, "eta", low=0)
-    if not (math.isfinite(grad_noise_std) and grad_noise_std >= 0):
-        raise ConfigError(f"`grad_noise_std` must be a finite number >= 0. Found {grad_noise_std!r}.")
+    check_number(grad_noise_std, "grad_noise_std", low=0, low_open=False)
     rows = node.next_batch()
     g = gradient(w_global, node.x[rows], node.y[rows], lam, node.batch_size)
     w_new = w_global - eta * g
