@@ -38,6 +38,7 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.train import config_for, handshake_description, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
@@ -196,9 +197,11 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     runner = functools.partial(plan.record.runner, model=model)
     out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
     theta = out["result"].output(plan.output)
-    return {"theta": theta, "sizes": sizes, "epsilon": agreed["epsilon"], "delta": plan.delta if noise else None,
+    return {"theta": theta, "sizes": sizes, **agreed, "delta": plan.delta if noise else None,
             "certificate": None if certificate is None else dataclasses.asdict(certificate),
+            "most_exposed_party": most_exposed_party(planned.params, sizes),
             "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows),
+            "curve": secure_curve(ctx, model, out["result"], test, plan),
             "releases": len(out["result"].released),
             "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"]}
 
@@ -222,7 +225,8 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
             "delta": values["delta"], "delta_certified": certificate.get("delta"),
             "accounting": certificate.get("method"), "releases": values["releases"],
             "held_out": values["held_out"], "online_s": values["online_s"], "presample_s": values["presample_s"],
-            "bytes_sent": values["bytes_sent"]}
+            "bytes_sent": values["bytes_sent"], "most_exposed_party": values.get("most_exposed_party"),
+            **({"metrics": values["curve"]} if values.get("curve") else {})}
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,

@@ -62,6 +62,7 @@ class TrainPlan:
     calibration: str = "certified"
     model: str = "logreg"
     noise: NoiseChoice = NoiseChoice()
+    eval_every: int | None = None  # own data: held-out metrics of every k-th released iterate (None: none)
 
     @property
     def record(self) -> algorithms.Algorithm:
@@ -261,6 +262,8 @@ def handshake_description(plan: TrainPlan, *, run: str, noise: PlanNoise | None 
         described["dim"] = dim
     if party_sizes is not None:
         described["party_sizes"] = [int(n) for n in party_sizes]
+    if plan.eval_every is not None:  # own data: every party evaluates the same iterates (one secure sum)
+        described["eval_every"] = plan.eval_every
     if noise is not None:
         described.update(steps=noise.steps, resolved_params=_public_form(noise.params),
                          releases=_public_form(noise.levels), certificate=_public_form(noise.certificate))
@@ -288,7 +291,8 @@ def training_split(plan: TrainPlan):
     says so) and every party's row indices: (data, x, y, parts)."""
     if plan.dataset == OWN_FILES:
         raise ConfigError(f"protocol {plan.name!r} names no `dataset`: every party brings its own file "
-                          f"(`mpcdp party --job train --data FILE`, or `mpcdp.train`).")
+                          f"(`mpcdp train P --data A.csv B.csv ...` on one host, `mpcdp party --job train --data FILE` on "
+                          f"each, or `mpcdp.train`).")
     model = plan.trained_model
     data = load(plan.dataset)
     model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
