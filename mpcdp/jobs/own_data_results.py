@@ -18,6 +18,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from mpcdp.data.party_file import PartyData
@@ -56,7 +57,7 @@ def points(steps: int, every: int) -> list[int]:
 def own_metrics(model, thetas: Sequence[torch.Tensor], test: PartyData, normalize_rows: bool) -> torch.Tensor:
     """Test loss and error of every θ in ``thetas`` on ``test`` (rows at unit norm if the plan says so):
     a (len(thetas), 2) tensor."""
-    x, y = torch.from_numpy(test.x).double(), model.labels(test.y)
+    x, y = torch.tensor(test.x, dtype=torch.float64), model.labels(np.array(test.y))
     if normalize_rows:
         x = unit_rows(x)
     return torch.tensor([[float(model.loss(theta, x, y)), float(model.error_rate(theta, x, y))] for theta in thetas],

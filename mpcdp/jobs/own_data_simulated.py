@@ -25,6 +25,7 @@ import functools
 import time
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, InputError, MpcdpError
@@ -62,7 +63,7 @@ def _shards(plan, loaded: list[tuple], model) -> list[Shard]:
         raise ConfigMismatchError(f"the parties' data differ (party {odd} first): {text}", party=odd)
     shards = []
     for j, (train, *_) in enumerate(loaded):
-        x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
+        x, y = torch.tensor(train.x, dtype=torch.float64), model.labels(np.array(train.y))
         shard = Shard(j, unit_rows(x) if plan.normalize_rows else x, y)
         problem = shard_problem(shard)
         if problem is not None:
@@ -122,3 +123,35 @@ def simulate_own_data(plan, sources: Sequence[PartySource], model, *, noise: boo
     curves = plaintext_curves(trained, result, tests, plan)
     return [{**common, "held_out": held, "curve": curve}
             for held, curve in zip(_held_out(trained, theta, tests, plan.normalize_rows), curves)]
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnFiles:
+    """Every party's files for ``mpcdp compare`` on a protocol without ``dataset``: each seed runs the secure
+    run (:func:`~mpcdp.jobs.own_data.run_own_data`) and this dry run on the same files, with the protocol's
+    model. The metrics compared are the parties' count-weighted mean on their held-out files (so every party
+    needs one), and the curve that of every released iterate (``eval_every`` = 1)."""
+
+    sources: tuple[PartySource, ...]
+    metrics: tuple[str, ...] = ("test_error", "test_loss", "wall_s")
+
+    def __post_init__(self) -> None:
+        missing = [j for j, source in enumerate(self.sources) if source.test is None]
+        if missing:
+            raise ConfigError(f"`mpcdp compare` on the parties' own data compares held-out metrics: give every "
+                              f"party's held-out file (`--test`, one per `--data` file). Parties without one: "
+                              f"{missing}.")
+
+    def run(self, plan) -> dict[str, Any]:
+        """One run of ``plan`` (its backend decides secure or simulated), as ``mpcdp compare`` reads it."""
+        from mpcdp.jobs.own_data import run_own_data
+
+        plan = dataclasses.replace(plan, eval_every=1)
+        start = time.perf_counter()
+        run = simulate_own_data if plan.backend == SIMULATED else run_own_data
+        first = run(plan, list(self.sources), plan.trained_model)[0]
+        mean = first["held_out"]["mean"]
+        return {"backend": plan.backend, "epsilon": first["epsilon"], "parties": plan.parties,
+                "parties_records": first["sizes"], "most_exposed_party": first["most_exposed_party"],
+                "test_error": mean["test_error"], "test_loss": mean["test_loss"],
+                "wall_s": time.perf_counter() - start, "test_error_curve": first["curve"]["mean"]["test_error"]}
