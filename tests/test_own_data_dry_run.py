@@ -167,3 +167,23 @@ def test_mpcdp_compare_accepts_an_own_data_protocol_with_every_partys_files(csvs
     assert (tmp_path / "cmp" / "test_error.png").exists()
     assert main(["compare", PROTOCOL, "--seeds", "1", "--data", *signed[:3], "--label", "label"]) == 2
     assert "give every party's held-out file" in capsys.readouterr().err
+
+
+def test_parties_started_with_another_eval_every_are_refused_in_the_handshake(csvs):
+    """Every party evaluates the same iterates (their mean is one secure sum): `eval_every` is in the handshake."""
+    import dataclasses
+
+    from mpcdp.errors import PartyFailed
+    from mpcdp.jobs import own_data
+    from mpcdp.jobs.train import config_for, plan_from
+    from mpcdp.runtime.harness import run_job
+
+    files, tests = csvs
+    plan = plan_from(PROTOCOL, backend="mpc")
+    plans = [dataclasses.replace(plan, eval_every=every) for every in (3, 3, 4)]
+    sources = [own_data.PartySource(f, t, "label") for f, t in zip(files, tests)]
+    recipe = own_data.ModuleRecipe(_Mlp())
+    with pytest.raises(PartyFailed) as info:
+        run_job(own_data.own_data_party, config_for(plan), party_args=[(p, s, recipe) for p, s in zip(plans, sources)],
+                party_jobs=[own_data._job(p, True) for p in plans])
+    assert "`eval_every`: party 0 = 3, party 1 = 3, party 2 = 4" in str(info.value)

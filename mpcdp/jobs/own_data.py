@@ -14,6 +14,11 @@ One party's run (:func:`own_data_party`, the same on every party):
    mean of those metrics (a secure sum of n·loss, n·error and n: each party's own metrics and test count
    stay with it).
 
+With ``eval_every`` = k (:attr:`~mpcdp.jobs.train.TrainPlan.eval_every`, in the handshake), step 5 also
+evaluates every k-th released iterate and opens the parties' mean per point in one more secure sum
+(:mod:`mpcdp.jobs.own_data_results`, which also names the most exposed party). The dry run of the same
+protocol, noise simulated in plaintext, is :mod:`mpcdp.jobs.own_data_simulated`.
+
 Labels: a model has a fixed number of classes. Logistic regression takes −1 and +1. A network takes the
 class indices 0..C−1, where C is the ``classes`` the user declares (:func:`mpcdp.train`), or else the
 width of the network's output for one record (a single output counts as 2 classes, 0 and 1: one logit of
@@ -24,7 +29,7 @@ party's label i means class i. Which classes a party holds is never disclosed: a
 
 Security model: as every secure run (semi-honest parties, a dealer that colludes with no party). Disclosed
 beyond the released models: each party's schema hash, record shape and record count, the model's class
-count, and the weighted mean test metrics.
+count, and the weighted mean test metrics (with ``eval_every``, at every evaluated iterate).
 """
 
 from __future__ import annotations
