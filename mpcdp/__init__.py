@@ -12,3 +12,10 @@ def train(*args, **kwargs):
     from mpcdp.api import train as _train
 
     return _train(*args, **kwargs)
+
+
+def load_model(*args, **kwargs):
+    """Read a model saved by ``result.save`` or ``--model-out``, with its certificate (:func:`mpcdp.api.load_model`)."""
+    from mpcdp.api import load_model as _load_model
+
+    return _load_model(*args, **kwargs)

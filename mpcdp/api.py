@@ -12,7 +12,12 @@ certificate. Every party reads only its own file (:mod:`mpcdp.jobs.own_data`).
   last rank is the dealer (:mod:`mpcdp.runtime.endpoint`). ``MPCDP_CREDENTIALS`` gives the deployment's TLS
   credentials.
 * ``data`` a list of files: every party on this host, each in its own process reading only its file (to
-  try a deployment out before spreading it over hosts).
+  try a deployment out before spreading it over hosts); with ``backend="simulated"``, a dry run of the same
+  protocol in this process, the noise simulated in plaintext (:mod:`mpcdp.jobs.own_data_simulated`).
+
+``result.save(path)`` writes the released parameters and their certificate side by side, and
+:func:`load_model` reads them back (:mod:`mpcdp.jobs.model_file`); ``eval_every=k`` keeps per-round held-out
+metrics, which ``result.plot(path)`` draws (:mod:`mpcdp.jobs.own_data_results`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,14 @@ import torch
 class TrainResult:
     """The trained model (the caller's ``nn.Module`` with the released parameters loaded, or θ for an mpcdp
     model), its certificate (ε at δ, None without noise) and the held-out metrics: this party's own
-    (``held_out["own"]``) and the parties' count-weighted mean (``held_out["mean"]``)."""
+    (``held_out["own"]``) and the parties' count-weighted mean (``held_out["mean"]``).
+
+    ``most_exposed_party``: the party whose records are sampled most often (the smallest, with a fixed
+    per-party batch), whose sampling rate decides ε — ``{"party", "records", "batch", "sampling_rate", ...}``
+    (None for a full-batch algorithm). ``metrics``: with ``eval_every=k``, the test loss and error of every
+    k-th released iterate on this party's held-out file (``metrics["own"]``) and the parties' mean
+    (``metrics["mean"]``), at the iterates ``metrics["iterates"]`` (:mod:`mpcdp.jobs.own_data_results`).
+    ``run``: the run's public description (protocol, algorithm, model, backend, noise mode, output rule)."""
 
     model: Any
     theta: torch.Tensor
@@ -38,12 +50,60 @@ class TrainResult:
     parties_records: list[int]
     certificate: dict | None
     reports: list[dict]
+    most_exposed_party: dict | None = None
+    metrics: dict | None = None
+    run: dict = dataclasses.field(default_factory=dict)
+
+    def save(self, path: str | pathlib.Path) -> tuple[str, str]:
+        """Write the released parameters (``NAME.pt``) and their certificate (``NAME.json``) side by side
+        (format: :mod:`mpcdp.jobs.model_file`; read back with :func:`mpcdp.load_model`). Returns both paths."""
+        from torch import nn
+
+        from mpcdp.jobs import model_file
+
+        module = self.model if isinstance(self.model, nn.Module) else None
+        return model_file.save(path, self.theta, describe(self), module=module)
+
+    def plot(self, path: str | pathlib.Path) -> str:
+        """A PNG of :attr:`metrics` (test error and loss against the iterate, this party's and the mean).
+
+        Raises:
+            ConfigError: the run kept no per-round metrics (train with ``eval_every=k``)."""
+        from mpcdp.errors import ConfigError
+        from mpcdp.jobs.own_data_results import plot_curve
+
+        if not self.metrics:
+            raise ConfigError("the run kept no per-round metrics: train with `eval_every=k` (`--eval-every K`)")
+        return plot_curve(self.metrics, path, f"{self.run.get('protocol', '')} [{self.run.get('backend', '')}]")
+
+
+def describe(result: TrainResult) -> dict[str, Any]:
+    """What a saved model's JSON says of it (:mod:`mpcdp.jobs.model_file`): only what every party learned."""
+    certificate = result.certificate or {}
+    pieces = certificate.get("pieces") or {}
+    mine = result.reports[0] if result.reports else {}
+    metrics = result.metrics or {}
+    return {**result.run, "epsilon": result.epsilon, "delta": result.delta, "certificate": result.certificate,
+            "mechanism": pieces.get("mechanism"), "accountant": pieces.get("accountant"),
+            "sigma0": mine.get("sigma0"), "sigma": mine.get("sigma"), "parties_records": result.parties_records,
+            "most_exposed_party": result.most_exposed_party, "held_out_mean": result.held_out.get("mean"),
+            "metrics_mean": None if not metrics else {"every": metrics["every"], "iterates": metrics["iterates"],
+                                                      **(metrics.get("mean") or {})}}
+
+
+def load_model(path: str | pathlib.Path, module=None):
+    """Read a model written by :meth:`TrainResult.save` (or ``--model-out``): θ, the module's state and the
+    certificate (:class:`mpcdp.jobs.model_file.SavedModel`); with ``module``, θ is loaded into it."""
+    from mpcdp.jobs import model_file
+
+    return model_file.load(path, module)
 
 
 def train(model, data, *, protocol: str,
           label: str | None = None, features: Sequence[str] | int | None = None,
           test=None, loss=None, classes: int | None = None,
-          epsilon: float | None = None, seed: int | None = None, noise: bool = True) -> TrainResult | None:
+          epsilon: float | None = None, seed: int | None = None, noise: bool = True,
+          backend: str = "mpc", eval_every: int | None = None) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
@@ -63,60 +123,117 @@ def train(model, data, *, protocol: str,
             (:mod:`mpcdp.jobs.own_data`).
         epsilon, seed: override the protocol's.
         noise: False trains without noise (nothing certified; for comparisons).
+        backend: ``"mpc"`` (secure) or ``"simulated"``: a dry run in this process on a list of every party's
+            files — the same protocol, calibration and certificate, each party's records its own shard, the
+            noise drawn in plaintext by the same sampler; nothing is secret
+            (:mod:`mpcdp.jobs.own_data_simulated`).
+        eval_every: k: evaluate every k-th released iterate (and the last) on each party's held-out file
+            (:attr:`TrainResult.metrics`). The iterates are computed from the releases alone, so this is
+            post-processing and costs no privacy: ε is unchanged. The parties' mean per round is opened as the
+            final held-out mean is.
 
     Returns:
         :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyFailed` (local
         runs) or the party's error.
     """
+    from mpcdp.errors import ConfigError
+    from mpcdp.execution import MPC, SIMULATED
+    from mpcdp.jobs.own_data_results import check_every
+
+    if backend not in (MPC, SIMULATED):
+        raise ConfigError(f"`backend` must be one of {[MPC, SIMULATED]}. Found {backend!r}.")
+    trained = _trained_model(model, loss, classes)
+    options = dict(epsilon=epsilon, seed=seed)
+    eval_every = check_every(eval_every)
+    features = tuple(features) if features is not None and not isinstance(features, int) else features
+    if isinstance(data, (list, tuple)):
+        plan, values = _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every)
+        mine = values[0]
+    else:
+        if backend == SIMULATED:
+            raise ConfigError("`backend` 'simulated' runs every party's file in this process: give `data` as a list "
+                              "of one file per party")
+        ran = _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every)
+        if ran is None:
+            return None
+        plan, mine = ran
+        values = [mine]
+    return train_result(plan, values, mine, model)
+
+
+def _trained_model(model, loss, classes):
+    """The model as the parties train it: a recipe for an ``nn.Module``, or an mpcdp model looked up by name."""
     from torch import nn
 
     from mpcdp.errors import ConfigError
-    from mpcdp.jobs.own_data import ModuleRecipe, PartySource, run_own_data, run_own_data_here
-    from mpcdp.jobs.train import plan_from
+    from mpcdp.jobs.own_data import ModuleRecipe
     from mpcdp.learning import models
 
-    features = tuple(features) if features is not None and not isinstance(features, int) else features
     if isinstance(model, nn.Module):
-        trained = ModuleRecipe(model, loss, classes)
-    elif isinstance(model, str):
+        return ModuleRecipe(model, loss, classes)
+    if isinstance(model, str):
         if classes is not None:
             raise ConfigError(f"`classes` is for an nn.Module; the mpcdp model {model!r} has its own. Found "
                               f"{classes!r}.")
-        trained = models.lookup(model)
-    else:
-        raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")
-    local = isinstance(data, (list, tuple))
-    if local:
-        files = [_records(f) for f in data]
-        tests = [None] * len(files) if test is None else [_records(t) for t in test]
-        if len(tests) != len(files):
-            raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
-        plan = plan_from(protocol, backend="mpc", parties=len(files), epsilon=epsilon, seed=seed)
-        values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)], trained,
-                              noise=noise)
-        mine = values[0]
-    else:
-        from mpcdp.runtime.endpoint import resolve
+        return models.lookup(model)
+    raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")
 
-        from mpcdp.jobs.train import protocol_provider
 
-        endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=protocol_provider(protocol).has_dealer)
-        plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, epsilon=epsilon, seed=seed)
-        if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
-            from mpcdp.jobs.train import config_for
-            from mpcdp.runtime.party import run_dealer
+def _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every):
+    """Every party on this host, one process per file (``mpc``), or the dry run in this process
+    (``simulated``): (the plan, every party's values)."""
+    from mpcdp.errors import ConfigError
+    from mpcdp.jobs.own_data import PartySource, run_own_data
+    from mpcdp.jobs.own_data_simulated import simulate_own_data
+    from mpcdp.jobs.train import plan_from
 
-            run_dealer(config=config_for(plan), rendezvous=endpoint.rendezvous)
-            return None
-        source = PartySource(_records(data), _records(test), label, features)
-        mine = run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
-                                 noise=noise)
-        values = [mine]
+    files = [_records(f) for f in data]
+    tests = [None] * len(files) if test is None else [_records(t) for t in test]
+    if len(tests) != len(files):
+        raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
+    plan = plan_from(protocol, backend=backend, parties=len(files), **options)
+    plan = dataclasses.replace(plan, eval_every=eval_every)
+    sources = [PartySource(f, t, label, features) for f, t in zip(files, tests)]
+    run = simulate_own_data if plan.backend == "simulated" else run_own_data
+    return plan, run(plan, sources, trained, noise=noise)
+
+
+def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every):
+    """This host's party of a run across hosts (or the dealer's process: None); (the plan, its values)."""
+    from mpcdp.jobs.own_data import PartySource, run_own_data_here
+    from mpcdp.jobs.train import plan_from, protocol_provider
+    from mpcdp.runtime.endpoint import resolve
+
+    endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=protocol_provider(protocol).has_dealer)
+    plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, **options)
+    plan = dataclasses.replace(plan, eval_every=eval_every)
+    if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing
+        from mpcdp.jobs.train import config_for
+        from mpcdp.runtime.party import run_dealer
+
+        run_dealer(config=config_for(plan), rendezvous=endpoint.rendezvous)
+        return None
+    source = PartySource(_records(data), _records(test), label, features)
+    return plan, run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
+                                   noise=noise)
+
+
+def train_result(plan, values: list[dict], mine: dict, model) -> TrainResult:
+    """The :class:`TrainResult` of a run on own data: ``mine`` this party's values (``values``: every party's
+    held here), ``model`` the caller's (an ``nn.Module`` gets the released parameters)."""
+    from torch import nn
+
+    from mpcdp.jobs.model_file import load_into
+
     theta = mine["theta"]
     if isinstance(model, nn.Module):
-        _load(model, theta)
+        load_into(model, theta)
+    run = {"protocol": plan.name, "algorithm": plan.record.display_name(plan.parties),
+           "model": type(model).__name__ if isinstance(model, nn.Module) else str(model), "backend": plan.backend,
+           "noise_mode": plan.noise.mode, "output": plan.output}
     return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
-                       mine["held_out"], mine["sizes"], mine["certificate"], values)
+                       mine["held_out"], mine["sizes"], mine["certificate"], values,
+                       most_exposed_party=mine.get("most_exposed_party"), metrics=mine.get("curve"), run=run)
 
 
 def _records(data):
@@ -129,13 +246,3 @@ def _records(data):
     if isinstance(data, pathlib.Path):
         return str(data)
     return from_dataset(data)
-
-
-def _load(module, theta: torch.Tensor) -> None:
-    """Put the released θ into ``module``'s trainable parameters (in ``named_parameters`` order)."""
-    start = 0
-    with torch.no_grad():
-        for parameter in (p for p in module.parameters() if p.requires_grad):
-            size = parameter.numel()
-            parameter.copy_(theta[start:start + size].reshape(parameter.shape).to(parameter.dtype))
-            start += size

@@ -58,6 +58,31 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
 
 
+def _add_own_data_options(parser: argparse.ArgumentParser) -> None:
+    """Every party's own files on this host, for a protocol without ``dataset`` (:mod:`mpcdp.jobs.own_data`)."""
+    parser.add_argument("--data", nargs="+", default=None, metavar="FILE",
+                        help="a protocol without `dataset`: every party's own training file, in rank order (.csv, "
+                             ".parquet, svmlight, .npz), each read by its party's process only (by this process "
+                             "with --backend simulated: a dry run)")
+    parser.add_argument("--test", nargs="+", default=None, metavar="FILE",
+                        help="with --data: every party's own held-out file, in the same order")
+    parser.add_argument("--label", default=None, help="with --data: the label column (.csv, .parquet)")
+    parser.add_argument("--features", default=None,
+                        help="with --data: the feature columns, comma-separated (default: every other column), "
+                             "or the dimension of an svmlight file")
+
+
+def _add_model_outputs(parser: argparse.ArgumentParser) -> None:
+    """What a run on own data writes besides its JSON line: the model and its certificate, per-round metrics."""
+    parser.add_argument("--model-out", default=None, metavar="PATH",
+                        help="with --data: write the released parameters (PATH, .pt) and their certificate "
+                             "(PATH with .json) side by side; read back with mpcdp.load_model")
+    parser.add_argument("--eval-every", type=int, default=None, metavar="K",
+                        help="with --data: evaluate every K-th released iterate on each party's held-out file "
+                             "(post-processing: no privacy cost)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="with --eval-every: plot those metrics")
+
+
 def _add_variant_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", default=None, help="override the protocol's algorithm")
     parser.add_argument("--size-ratio", type=float, default=None,
@@ -160,6 +185,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                        help=f"secure backend: where correlated randomness comes from (overrides [mpc] provider): "
                             f"{_provider_help(providers.names(insecure=False))}")
     _add_variant_options(train)
+    _add_own_data_options(train)
+    _add_model_outputs(train)
     train.set_defaults(func=_cmd_train)
 
 
@@ -192,6 +219,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("--epsilon", type=float, default=None)
     compare.add_argument("--out", default="compare-out", help="folder for the PNG plot and the JSON record")
     _add_variant_options(compare)
+    _add_own_data_options(compare)
     compare.set_defaults(func=_cmd_compare)
 
 
@@ -307,6 +335,7 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
     party.add_argument("--features", default=None,
                        help="with --data: the feature columns, comma-separated (default: every other column), "
                             "or the dimension of an svmlight file")
+    _add_model_outputs(party)
     party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
     party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
     party.add_argument("--sigma", type=float, default=1.0)

@@ -31,7 +31,11 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: float | None = None,
-            out: str = "compare-out", algorithm: str | None = None, size_ratio: float | None = None) -> dict[str, Any]:
+            out: str = "compare-out", algorithm: str | None = None, size_ratio: float | None = None,
+            own_data=None) -> dict[str, Any]:
+    """``own_data``: every party's files, for a protocol without ``dataset``
+    (:class:`~mpcdp.jobs.own_data_simulated.OwnFiles`: the parties' mean held-out metrics are compared)."""
+    run, metrics = (run_plan, METRICS) if own_data is None else (own_data.run, own_data.metrics)
     runs: dict[str, list[dict]] = {"mpc": [], "simulated": []}
     for seed in range(seeds):
         for backend in runs:
@@ -39,12 +43,12 @@ def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: f
                              algorithm=algorithm, size_ratio=size_ratio)
             if backend == "mpc":
                 plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
-            runs[backend].append(run_plan(plan))
+            runs[backend].append(run(plan))
     summary: dict[str, Any] = {"protocol": protocol, "seeds": seeds, "epsilon": runs["simulated"][0]["epsilon"],
                                "epsilon_mpc_reproducible": runs["mpc"][0]["epsilon"],
                                "parties": runs["mpc"][0]["parties"]}
     lines = [f"{'metric':<26}{'mpc':>22}{'simulated':>22}{'difference':>22}  within seed noise"]
-    for metric in METRICS:
+    for metric in metrics:
         a = [r[metric] for r in runs["mpc"]]
         b = [r[metric] for r in runs["simulated"]]
         diffs = [x - y for x, y in zip(a, b)]

@@ -14,6 +14,11 @@ One party's run (:func:`own_data_party`, the same on every party):
    mean of those metrics (a secure sum of n·loss, n·error and n: each party's own metrics and test count
    stay with it).
 
+With ``eval_every`` = k (:attr:`~mpcdp.jobs.train.TrainPlan.eval_every`, in the handshake), step 5 also
+evaluates every k-th released iterate and opens the parties' mean per point in one more secure sum
+(:mod:`mpcdp.jobs.own_data_results`, which also names the most exposed party). The dry run of the same
+protocol, noise simulated in plaintext, is :mod:`mpcdp.jobs.own_data_simulated`.
+
 Labels: a model has a fixed number of classes. Logistic regression takes −1 and +1. A network takes the
 class indices 0..C−1, where C is the ``classes`` the user declares (:func:`mpcdp.train`), or else the
 width of the network's output for one record (a single output counts as 2 classes, 0 and 1: one logit of
@@ -24,7 +29,7 @@ party's label i means class i. Which classes a party holds is never disclosed: a
 
 Security model: as every secure run (semi-honest parties, a dealer that colludes with no party). Disclosed
 beyond the released models: each party's schema hash, record shape and record count, the model's class
-count, and the weighted mean test metrics.
+count, and the weighted mean test metrics (with ``eval_every``, at every evaluated iterate).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, mpc_party
@@ -199,9 +205,11 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     runner = functools.partial(plan.record.runner, model=model)
     out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
     theta = out["result"].output(plan.output)
-    return {"theta": theta, "sizes": sizes, "epsilon": agreed["epsilon"], "delta": plan.delta if noise else None,
+    return {"theta": theta, "sizes": sizes, **agreed, "delta": plan.delta if noise else None,
             "certificate": None if certificate is None else dataclasses.asdict(certificate),
+            "most_exposed_party": most_exposed_party(planned.params, sizes),
             "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows),
+            "curve": secure_curve(ctx, model, out["result"], test, plan),
             "releases": len(out["result"].released),
             "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"]}
 
@@ -220,7 +228,8 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
             "delta": values["delta"], "delta_certified": certificate.get("delta"),
             "accounting": certificate.get("method"), "releases": values["releases"],
             "held_out": values["held_out"], "online_s": values["online_s"], "presample_s": values["presample_s"],
-            "bytes_sent": values["bytes_sent"]}
+            "bytes_sent": values["bytes_sent"], "most_exposed_party": values.get("most_exposed_party"),
+            **({"metrics": values["curve"]} if values.get("curve") else {})}
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,

@@ -54,6 +54,7 @@ class Plan(Protocol):
     model: str
     noise: Any
     mpc: dict
+    eval_every: int | None
 
 
 class Launcher(Protocol):
@@ -182,6 +183,8 @@ def handshake_description(plan: Plan, *, run: str, noise: PlanNoise | None = Non
         described["dim"] = dim
     if party_sizes is not None:
         described["party_sizes"] = [int(n) for n in party_sizes]
+    if plan.eval_every is not None:  # own data: every party evaluates the same iterates (one secure sum)
+        described["eval_every"] = plan.eval_every
     if noise is not None:
         described.update(steps=noise.steps, resolved_params=_public_form(noise.params),
                          releases=_public_form(noise.levels), certificate=_public_form(noise.certificate))

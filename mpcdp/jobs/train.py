@@ -61,6 +61,7 @@ class TrainPlan:
     calibration: str = "certified"
     model: str = "logreg"
     noise: NoiseChoice = NoiseChoice()
+    eval_every: int | None = None  # own data: held-out metrics of every k-th released iterate (None: none)
 
     @property
     def record(self) -> algorithms.Algorithm:
@@ -201,7 +202,8 @@ def training_split(plan: TrainPlan):
     says so) and every party's row indices: (data, x, y, parts)."""
     if plan.dataset == OWN_FILES:
         raise ConfigError(f"protocol {plan.name!r} names no `dataset`: every party brings its own file "
-                          f"(`mpcdp party --job train --data FILE`, or `mpcdp.train`).")
+                          f"(`mpcdp train P --data A.csv B.csv ...` on one host, `mpcdp party --job train --data FILE` on "
+                          f"each, or `mpcdp.train`).")
     model = plan.trained_model
     data = load(plan.dataset)
     model.check_inputs(tuple(data.x_train.shape[1:]), plan.dataset)
