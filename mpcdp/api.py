@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import sys
 from typing import Any, Sequence
 
 import torch
+
+from mpcdp.runtime import progress
 
 
 @dataclasses.dataclass
 class TrainResult:
     """The trained model (the caller's ``nn.Module`` with the released parameters loaded, or θ for an mpcdp
     model), its certificate (ε at δ, None without noise) and the held-out metrics: this party's own
-    (``held_out["own"]``) and the parties' count-weighted mean (``held_out["mean"]``)."""
+    (``held_out["own"]``) and the parties' count-weighted mean (``held_out["mean"]``); ``costs``: the
+    estimate printed before the run, the time breakdown and every party's and the dealer's bytes
+    (:func:`run_costs`)."""
 
     model: Any
     theta: torch.Tensor
@@ -38,6 +43,7 @@ class TrainResult:
     parties_records: list[int]
     certificate: dict | None
     reports: list[dict]
+    costs: dict | None = None  # the estimate printed before the run, the time breakdown, every party's bytes
 
 
 def train(model, data, *, protocol: str,
@@ -92,8 +98,9 @@ def train(model, data, *, protocol: str,
         if len(tests) != len(files):
             raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
         plan = plan_from(protocol, backend="mpc", parties=len(files), epsilon=epsilon, seed=seed)
-        values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)], trained,
-                              noise=noise)
+        with progress.lines_to(sys.stderr):  # every party's estimate and progress lines, as they come
+            values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)],
+                                  trained, noise=noise)
         mine = values[0]
     else:
         from mpcdp.runtime.endpoint import resolve
@@ -116,7 +123,22 @@ def train(model, data, *, protocol: str,
     if isinstance(model, nn.Module):
         _load(model, theta)
     return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
-                       mine["held_out"], mine["sizes"], mine["certificate"], values)
+                       mine["held_out"], mine["sizes"], mine["certificate"], values, run_costs(values))
+
+
+def run_costs(values: list[dict]) -> dict:
+    """What a run cost, from the parties' results (:func:`mpcdp.jobs.own_data.own_data_party`): the estimate
+    printed before it, the time of each part (the slowest party's; ``setup_s``: the local run's wall time
+    less the slowest party's own parts, None across hosts) and every party's bytes and the dealer's (None
+    where the dealer ran on another host)."""
+    parts = ("prepare_s", "presample_s", "online_s", "evaluate_s")
+    times = {key: max(v.get(key) or 0.0 for v in values) for key in parts}
+    wall = values[0].get("wall_s")
+    busy = max(sum(v.get(key) or 0.0 for key in parts) for v in values)
+    return {"estimate": values[0].get("estimate"), "wall_s": wall,
+            "setup_s": None if wall is None else max(0.0, wall - busy), **times,
+            "party_bytes": values[0].get("party_bytes") or [v["bytes_sent"] for v in values],
+            "dealer_bytes": values[0].get("dealer_bytes")}
 
 
 def _records(data):
