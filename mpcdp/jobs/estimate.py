@@ -39,8 +39,9 @@ from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dgauss, 3 parties)
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
-GRADIENT_S_PER_ENTRY = 2.0e-7  # per record and parameter of a clipped per-record gradient (a 1 ms step of 50 records of
-# a 100-parameter model; not yet recorded on an idle host: estimate.md was taken under contention)
+# per record and parameter of a clipped per-record gradient (1 ms for 50 records of a 100-parameter model);
+# not yet recorded on an idle host: estimate.md was taken under contention
+GRADIENT_S_PER_ENTRY = 2.0e-7
 SETUP_S = 1.0  # startup.md: 0.2-0.6 s set-up of a local run; more across hosts
 SAFETY = 4.0  # the default time-out: this many times the estimate
 DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
