@@ -49,7 +49,8 @@ def test_a_timeout_shorter_than_the_estimate_is_refused_before_any_party_starts(
     with progress.lines_to(out), pytest.raises(ConfigError) as refused:
         run_plan(_secure(timeout_s=0.01), curve=False)
     message = str(refused.value)
-    assert re.search(r"`timeout_s`=0\.01 is shorter than this run's estimate of [\d,]+ s \([\d,]+ noise samples", message)
+    assert re.search(r"`timeout_s`=0\.01 is shorter than this run's estimate of [\d,]+ s \([\d,]+ noise samples",
+                     message)
     assert "raise it or leave it out" in message
     assert "mpcdp party" not in out.getvalue()  # no party started
 

@@ -140,7 +140,7 @@ def _failure(reports: list[PartyReport], limit_s: float, timed_out: bool) -> Par
     lines = []
     if timed_out:
         running = [r for r in reports if r.status == "timeout"]
-        lines.append(f"run exceeded timeout_s={limit_s:g}; still running: "
+        lines.append(f"run exceeded timeout_s={limit_s}; still running: "
                      + ", ".join(f"{r.name} (at step {r.step}: {r.step_label})" if r.role == "party" else r.name
                                  for r in running))
         cause = cause if cause is not None and cause.status != "timeout" else _laggard(reports)
@@ -255,7 +255,7 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, la
     values: dict[int, Any] = {}
     relay = _ProgressRelay(board, progress)
     start = time.monotonic()
-    inbox.start, inbox.deadline = start, start + config.timeout_s
+    inbox.start, inbox.limit_s = start, config.timeout_s
     collecting = gc.isenabled()
     gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
     try:
@@ -270,7 +270,7 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, la
             return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
                              wall_s=time.monotonic() - start)
         _attach_evidence(reports, board, logdir)
-        raise _failure(reports, inbox.deadline - start, timed_out)
+        raise _failure(reports, inbox.limit_s, timed_out)
     finally:
         if collecting:
             gc.enable()
@@ -381,8 +381,8 @@ class _Inbox:
     message is read as soon as it is written, and the launcher wakes on a message or a process's exit."""
 
     def __init__(self, ctx, count: int):
-        self.deadline = float("inf")  # the run's deadline (time.monotonic()), set when the run starts
-        self.start = time.monotonic()
+        self.start = time.monotonic()  # the run's start and its limit, set when it starts; a party may extend it
+        self.limit_s = float("inf")
         pairs = [ctx.Pipe(duplex=False) for _ in range(count)]
         self.readers = {rank: reader for rank, (reader, _) in enumerate(pairs)}
         self.writers = [writer for _, writer in pairs]
@@ -408,6 +408,11 @@ class _Inbox:
                 reader.close()
                 del self.readers[rank]
 
+    @property
+    def deadline(self) -> float:
+        """The run's deadline (``time.monotonic()``)."""
+        return self.start + self.limit_s
+
     def _progress_message(self, message) -> bool:
         """Handle a party's progress line (printed where :func:`~mpcdp.runtime.progress.lines_to` says) or its
         request for a later deadline (its run's estimate says it needs one; bounded); False for any other."""
@@ -415,7 +420,7 @@ class _Inbox:
         if kind == "line" and isinstance(message[2], str):
             progress.launcher_line(message[2][:300])
         elif kind == "deadline" and isinstance(message[2], float) and 0 < message[2] <= _LONGEST_DEADLINE_S:
-            self.deadline = max(self.deadline, self.start + message[2])
+            self.limit_s = max(self.limit_s, message[2])
         return kind in ("line", "deadline")
 
     def close(self) -> None:
