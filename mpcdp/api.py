@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import sys
 from typing import Any, Sequence
 
 import torch
+
+from mpcdp.runtime import progress
 
 
 @dataclasses.dataclass
@@ -40,7 +43,9 @@ class TrainResult:
     (None for a full-batch algorithm). ``metrics``: with ``eval_every=k``, the test loss and error of every
     k-th released iterate on this party's held-out file (``metrics["own"]``) and the parties' mean
     (``metrics["mean"]``), at the iterates ``metrics["iterates"]`` (:mod:`mpcdp.jobs.own_data_results`).
-    ``run``: the run's public description (protocol, algorithm, model, backend, noise mode, output rule)."""
+    ``run``: the run's public description (protocol, algorithm, model, backend, noise mode, output rule).
+    ``costs``: the estimate printed before the run, the time breakdown and every party's and the dealer's
+    bytes (:func:`run_costs`)."""
 
     model: Any
     theta: torch.Tensor
@@ -53,6 +58,7 @@ class TrainResult:
     most_exposed_party: dict | None = None
     metrics: dict | None = None
     run: dict = dataclasses.field(default_factory=dict)
+    costs: dict | None = None  # the estimate printed before the run, the time breakdown, every party's bytes
 
     def save(self, path: str | pathlib.Path) -> tuple[str, str]:
         """Write the released parameters (``NAME.pt``) and their certificate (``NAME.json``) side by side
@@ -195,7 +201,8 @@ def _run_here(trained, data, test, label, features, protocol, options, noise, ba
     plan = dataclasses.replace(plan, eval_every=eval_every)
     sources = [PartySource(f, t, label, features) for f, t in zip(files, tests)]
     run = simulate_own_data if plan.backend == "simulated" else run_own_data
-    return plan, run(plan, sources, trained, noise=noise)
+    with progress.lines_to(sys.stderr):  # every party's estimate and progress lines, as they come
+        return plan, run(plan, sources, trained, noise=noise)
 
 
 def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every):
@@ -233,7 +240,23 @@ def train_result(plan, values: list[dict], mine: dict, model) -> TrainResult:
            "noise_mode": plan.noise.mode, "output": plan.output}
     return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
                        mine["held_out"], mine["sizes"], mine["certificate"], values,
-                       most_exposed_party=mine.get("most_exposed_party"), metrics=mine.get("curve"), run=run)
+                       most_exposed_party=mine.get("most_exposed_party"), metrics=mine.get("curve"), run=run,
+                       costs=run_costs(values))
+
+
+def run_costs(values: list[dict]) -> dict:
+    """What a run cost, from the parties' results (:func:`mpcdp.jobs.own_data.own_data_party`): the estimate
+    printed before it, the time of each part (the slowest party's; ``setup_s``: the local run's wall time
+    less the slowest party's own parts, None across hosts) and every party's bytes and the dealer's (None
+    where the dealer ran on another host)."""
+    parts = ("prepare_s", "presample_s", "online_s", "evaluate_s")
+    times = {key: max(v.get(key) or 0.0 for v in values) for key in parts}
+    wall = values[0].get("wall_s")
+    busy = max(sum(v.get(key) or 0.0 for key in parts) for v in values)
+    return {"estimate": values[0].get("estimate"), "wall_s": wall,
+            "setup_s": None if wall is None else max(0.0, wall - busy), **times,
+            "party_bytes": values[0].get("party_bytes") or [v.get("bytes_sent") for v in values],
+            "dealer_bytes": values[0].get("dealer_bytes")}
 
 
 def _records(data):

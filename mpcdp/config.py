@@ -32,7 +32,9 @@ class MpcConfig:
             only, refused unless ``insecure_dev`` is True.
         insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
         precision_bits: fractional bits of the fixed-point encoding in Z_2^64 (resolution 2^-bits).
-        timeout_s: per-party limit for the whole run and for every blocking network operation.
+        timeout_s: per-party limit for the whole run and for every blocking network operation. A training
+            protocol that gives none gets one that follows the run's estimate (:mod:`mpcdp.jobs.estimate`:
+            4 × the estimate, at least this default); one shorter than the estimate is refused.
         link_delay_ms: emulated one-way network latency: every round of mpcdp's transport and every dealer
             request waits this long per message hop (0 = none). For network experiments on one host,
             where the kernel offers no delay qdisc; a real network brings its own.

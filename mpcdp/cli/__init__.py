@@ -52,7 +52,9 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
     parser.add_argument("--insecure-dev", action="store_true",
                         help="allow insecure development settings (prints a warning)")
     parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per-party timeout in seconds")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="per-party timeout in seconds (default 120; `party --job train`: the protocol's "
+                             "[mpc] timeout_s, else one that follows the run's estimate)")
     parser.add_argument("--reproducible", action="store_true",
                         help="secure training draws its mini-batches from the protocol's seed instead of the OS "
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")

@@ -15,7 +15,7 @@ from mpcdp.validation import check_integer, check_number
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
-                     precision_bits=ns.precision_bits, timeout_s=ns.timeout,
+                     precision_bits=ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
                      link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
 
 
@@ -254,9 +254,8 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
 
 
 def _cmd_train(ns: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from mpcdp.jobs.train import plan_from, run_plan
+    from mpcdp.runtime import progress
 
     _check_own_data_options(ns)
     if ns.data:
@@ -267,18 +266,13 @@ def _cmd_train(ns: argparse.Namespace) -> int:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
     if ns.provider:
         plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": ns.provider})
-    with tqdm(total=1, unit="step", desc=f"{plan.name} [{plan.backend}, {plan.parties} parties]",
-              file=sys.stderr) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-        if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
-            raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
-                              f"keeps saving into the directory it resumes from")
-        report = run_plan(plan, progress=progress, checkpoint_dir=ns.resume or ns.checkpoint,
-                          checkpoint_every=ns.checkpoint_every, resume=bool(ns.resume))
-        bar.update(bar.total - bar.n)
+    if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
+        raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
+                          f"keeps saving into the directory it resumes from")
+    print(f"mpcdp: {plan.name} [{plan.backend}, {plan.parties} parties]", file=sys.stderr, flush=True)
+    with progress.lines_to(sys.stderr):  # the estimate, then every party's progress in words
+        report = run_plan(plan, checkpoint_dir=ns.resume or ns.checkpoint, checkpoint_every=ns.checkpoint_every,
+                          resume=bool(ns.resume))
     report.pop("test_error_curve")
     print(json.dumps(report))
     return 0
@@ -477,12 +471,17 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
+        from mpcdp.runtime import progress
 
         if not ns.protocol:
             raise ConfigError("`--protocol` is required with `--job train`.")
         plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
         mpc = config.to_dict()
         mpc.pop("parties")
+        mpc.pop("timeout_s")  # the command's, else the protocol's, else one that follows the estimate
+        timeout = ns.timeout if ns.timeout is not None else plan.mpc.get("timeout_s")
+        if timeout is not None:
+            mpc["timeout_s"] = timeout
         mpc["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
         plan = dataclasses.replace(plan, mpc=mpc)
         if ns.data:
@@ -496,7 +495,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
             result = report(values)
             _own_data_outputs(ns, plan, [values], result)
         else:
-            result = run_plan(plan, curve=False, launch=host_launcher(endpoint.rank, endpoint.rendezvous, settings))
+            with progress.lines_to(sys.stderr):  # this host's estimate (its progress: run_party's own lines)
+                result = run_plan(plan, curve=False,
+                                  launch=host_launcher(endpoint.rank, endpoint.rendezvous, settings))
             result.pop("test_error_curve", None)
         result["rank"] = endpoint.rank
     elif ns.job == "cost":

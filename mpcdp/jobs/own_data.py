@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any, Sequence
 
 import torch
@@ -43,6 +44,7 @@ import torch
 from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file
 from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.jobs.estimate import estimate_own_data
 from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
@@ -183,6 +185,7 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``model``: an mpcdp model object
     (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
     ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
+    started = time.perf_counter()
     train, test = source.load()
     declared = model.classes if isinstance(model, ModuleRecipe) else None
     if isinstance(model, ModuleRecipe):
@@ -202,23 +205,33 @@ def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) ->
     agreed = {"epsilon": None if certificate is None else certificate.epsilon,
               "sigma0": levels.sigma0, "sigma": levels.sigma, "steps": planned.steps}
     check_noise_agreement(ctx.exchange_public(agreed, label="noise agreement"))
+    estimate = estimate_own_data(plan, planned, dim, levels)
     runner = functools.partial(plan.record.runner, model=model)
+    prepare_s = time.perf_counter() - started
     out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
     theta = out["result"].output(plan.output)
+    evaluate_start = time.perf_counter()
+    held_out = _held_out(ctx, model, theta, test, plan.normalize_rows)
+    curve = secure_curve(ctx, model, out["result"], test, plan)
     return {"theta": theta, "sizes": sizes, **agreed, "delta": plan.delta if noise else None,
             "certificate": None if certificate is None else dataclasses.asdict(certificate),
             "most_exposed_party": most_exposed_party(planned.params, sizes),
-            "held_out": _held_out(ctx, model, theta, test, plan.normalize_rows),
-            "curve": secure_curve(ctx, model, out["result"], test, plan),
+            "held_out": held_out, "curve": curve,
             "releases": len(out["result"].released),
-            "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"]}
+            "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"],
+            "prepare_s": prepare_s, "evaluate_s": time.perf_counter() - evaluate_start,
+            "estimate": estimate.to_dict()}
 
 
 def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True) -> list[dict[str, Any]]:
     """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process."""
     if len(sources) != plan.parties:
         raise ConfigError(f"`sources` must give one file per party ({plan.parties}). Found {len(sources)}.")
-    return secure_run(plan, own_data_party, [(plan, s, model, noise) for s in sources], job=_job(plan, noise)).values
+    run = secure_run(plan, own_data_party, [(plan, s, model, noise) for s in sources], job=_job(plan, noise))
+    for value in run.values:  # the run's own measures, beside each party's
+        value.update(wall_s=run.wall_s, dealer_bytes=(run.dealer or {}).get("bytes_sent"),
+                     party_bytes=[v["bytes_sent"] for v in run.values])
+    return run.values
 
 
 def report(values: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +242,9 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
             "accounting": certificate.get("method"), "releases": values["releases"],
             "held_out": values["held_out"], "online_s": values["online_s"], "presample_s": values["presample_s"],
             "bytes_sent": values["bytes_sent"], "most_exposed_party": values.get("most_exposed_party"),
-            **({"metrics": values["curve"]} if values.get("curve") else {})}
+            **({"metrics": values["curve"]} if values.get("curve") else {}),
+            **{key: values[key] for key in ("prepare_s", "evaluate_s", "estimate", "wall_s", "dealer_bytes",
+                                             "party_bytes") if key in values}}
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,

@@ -324,6 +324,12 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
     """Train with the secure backend: one party process per shard of ``sizes`` records (``launch``, by default
     all on this host), after a handshake on the plan (:func:`~mpcdp.jobs.secure_run.secure_run`). Returns
     (party 0's result, the most bytes a party sent, the run's report fields, its timing since ``start``)."""
+    from mpcdp.jobs.estimate import estimate_plan, settle_timeout
+    from mpcdp.runtime.progress import launcher_line
+
+    estimate = estimate_plan(plan, noise, dim)  # before any party starts: a short time-out is refused here
+    plan = dataclasses.replace(plan, mpc=settle_timeout(plan.mpc, estimate))
+    launcher_line(f"mpcdp: {plan.name}: {estimate.describe()}")
     job = Job(plan.record.display_name(plan.parties), noise=noise, dim=dim, party_sizes=sizes)
     run = secure_run(plan, mpc_party, [(s, noise.params, noise.levels, dim, runner, checkpoint) for s in shards],
                      job=job, launch=launch, progress=progress)
@@ -340,5 +346,6 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
                                                                for r in run.values), 3),
               "presample_s": max(r["presample_s"] for r in run.values),
               "online_s": max(r["online_s"] for r in run.values),
-              "dealer_bytes": (run.dealer or {}).get("bytes_sent")}
+              "dealer_bytes": (run.dealer or {}).get("bytes_sent"),
+              "party_bytes": [r["bytes_sent"] for r in run.values], "estimate": estimate.to_dict()}
     return first["result"], max(r["bytes_sent"] or 0 for r in run.values), fields, timing

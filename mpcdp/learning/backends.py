@@ -33,6 +33,7 @@ from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.randomness import batch_key
+from mpcdp.runtime import progress
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +246,16 @@ def _secure_blocks(ctx: MpcContext, noise: NoiseLevels, steps: int, resumed: dic
         return [Shared(stored[k], stored[f"{k}_bits"]) for k in ("noise0", "noise")] + \
             [Shared(v, bits) for v, bits in zip(stored.get("noise_more", []), stored.get("noise_more_bits", []))]
     draw = noise.choice.record.secure_rows
-    return draw_blocks(noise, steps, lambda release, count, i: draw(ctx, release, count, noise.choice))
+    samples = noise_samples(noise, steps)
+    progress.phase("sampling noise", samples)
+    blocks = draw_blocks(noise, steps, lambda release, count, i: draw(ctx, release, count, noise.choice))
+    progress.advance(samples)  # a mechanism that draws without reporting (each party's own noise) is done too
+    return blocks
+
+
+def noise_samples(noise: NoiseLevels, steps: int) -> int:
+    """The noise values a run of ``steps`` releases after release 0 draws: rows × d over its blocks."""
+    return sum(count * release.dim for release, count, _ in noise.blocks(steps))
 
 
 def _stored_blocks(blocks: list[Shared]) -> dict[str, Any]:
@@ -292,6 +302,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
         if saver is not None:
             saver.journal(t, released)
         ctx.progress(t + 1, params.steps + 1)
+        progress.advance(t + 1)
         return released
 
     start = time.perf_counter()
@@ -305,6 +316,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
         saver.secrets = {"batch_key": key, **_stored_blocks(blocks)}
     if resumed is not None:
         extra["resume"] = resumed["state"]
+    progress.phase("training step", params.steps + 1, 0 if resumed is None else resumed["state"]["releases"])
     result = runner([shard], params, aggregate, dim=dim, batch_key=key, **extra, **_sizes(params, parties))
     from mpcdp.adapter import material_bytes_sent  # the generators' material messages (no dealer)
 

@@ -10,10 +10,13 @@ and two ways to draw it:
   and simulated training compare one mechanism with itself.
 
 Declared cost of :func:`secure_rows`: that of :func:`~mpcdp.noise.secure_gaussian.sample_discrete_gaussian` for
-rows·d samples; :func:`simulated_rows` communicates nothing.
+rows·d samples, drawn in chunks of at most one full pass each (:func:`samples_per_pass`) so that progress is
+reported between passes (:mod:`mpcdp.runtime.progress`); :func:`simulated_rows` communicates nothing.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -22,6 +25,7 @@ from mpcdp.accounting.grid import GridRelease
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 from mpcdp.noise import discrete_gaussian, secure_gaussian
+from mpcdp.runtime import progress
 
 
 def secure_rows(ctx: MpcContext, release: GridRelease, rows: int, *, seed: int | None = None,
@@ -30,8 +34,22 @@ def secure_rows(ctx: MpcContext, release: GridRelease, rows: int, *, seed: int |
 
     ``seed``: reproducible (insecure) random fields for tests; None draws them from a CSPRNG."""
     rng = None if seed is None else np.random.default_rng([seed, ctx.rank])
-    shares = secure_gaussian.sample_discrete_gaussian(ctx, rows * release.dim, release.plan, rng=rng, stats=stats)
-    return Shared(shares.reshape(rows, release.dim), release.precision)
+    left, chunk, parts = rows * release.dim, samples_per_pass(release.plan), []
+    while left > 0:
+        count = min(left, chunk)
+        parts.append(secure_gaussian.sample_discrete_gaussian(ctx, count, release.plan, rng=rng, stats=stats))
+        progress.advance_by(count)
+        left -= count
+    return Shared(torch.cat(parts).reshape(rows, release.dim), release.precision)
+
+
+def samples_per_pass(plan: discrete_gaussian.SamplerPlan) -> int:
+    """The most samples whose first pass of candidates fits in one pass of the sampler
+    (:data:`~mpcdp.noise.secure_gaussian.MAX_PASS`; public: it depends on the plan's acceptance only)."""
+    count = int(plan.acceptance * secure_gaussian.MAX_PASS)
+    while count > 1 and count / plan.acceptance + 4 * math.sqrt(count) + 8 > secure_gaussian.MAX_PASS:
+        count -= max(1, count // 200)
+    return count
 
 
 def simulated_rows(release: GridRelease, rows: int, *, seed: int | None = None, stream: int = 0) -> torch.Tensor:

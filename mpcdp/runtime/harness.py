@@ -16,8 +16,11 @@ One harness for the CLI, the benchmarks and the tests:
 * results travel through one pipe per process, read *before* any process is joined, and are plain data; each
   party's current step and progress sit in shared memory (:mod:`mpcdp.runtime.board`), polled, so steps
   cost the launcher nothing;
-* every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report;
-* the run has a deadline (``MpcConfig.timeout_s``); a party that raises, exits or is killed makes the
+* every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report; its
+  progress lines (:mod:`mpcdp.runtime.progress`) come through its pipe and are printed by the launcher
+  where :func:`~mpcdp.runtime.progress.lines_to` says (nowhere by default);
+* the run has a deadline (``MpcConfig.timeout_s``, which a party extends when the protocol gives no
+  ``timeout_s`` and its estimate needs more: :mod:`mpcdp.jobs.estimate`); a party that raises, exits or is killed makes the
   whole run fail promptly with :class:`~mpcdp.errors.PartyFailed`, which names the party that caused it
   and carries its traceback — the other parties' consequent "connection closed" errors are reported
   as consequences, not causes. Every child is terminated (then killed) before the harness returns.
@@ -42,6 +45,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from mpcdp.config import MpcConfig
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
+from mpcdp.runtime import progress
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.party import run_dealer_process, run_party_process
@@ -52,6 +56,7 @@ _POLL_S = 0.05
 _GRACE_S = 3.0  # after the first failure, time to hear from the other processes before judging (they weigh
 # the loss reports for up to 2 s, party 0 keeps the store up for up to 4 s: mpcdp.transport.losses)
 _LOG_TAIL_LINES = 25
+_LONGEST_DEADLINE_S = 7 * 24 * 3600.0  # the most a party may extend its run's deadline to (a week)
 
 
 @dataclasses.dataclass
@@ -130,12 +135,12 @@ def _read_tail(path: str) -> str:
         return ""
 
 
-def _failure(reports: list[PartyReport], config: MpcConfig, timed_out: bool) -> PartyFailed:
+def _failure(reports: list[PartyReport], limit_s: float, timed_out: bool) -> PartyFailed:
     cause = _cause(reports)
     lines = []
     if timed_out:
         running = [r for r in reports if r.status == "timeout"]
-        lines.append(f"run exceeded timeout_s={config.timeout_s}; still running: "
+        lines.append(f"run exceeded timeout_s={limit_s}; still running: "
                      + ", ".join(f"{r.name} (at step {r.step}: {r.step_label})" if r.role == "party" else r.name
                                  for r in running))
         cause = cause if cause is not None and cause.status != "timeout" else _laggard(reports)
@@ -250,22 +255,22 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, la
     values: dict[int, Any] = {}
     relay = _ProgressRelay(board, progress)
     start = time.monotonic()
-    deadline = start + config.timeout_s
+    inbox.start, inbox.limit_s = start, config.timeout_s
     collecting = gc.isenabled()
     gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
     try:
         for process in processes:
             process.start()
         inbox.started()
-        failed, timed_out = _watch(processes, reports, values, inbox, relay, parties=m, deadline=deadline)
+        failed, timed_out = _watch(processes, reports, values, inbox, relay, parties=m)
         if not failed and not timed_out:
             relay.final()
-            _finish(processes, reports, deadline)
+            _finish(processes, reports, inbox.deadline)
             inbox.drain(reports, values)  # the dealer's report
             return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
                              wall_s=time.monotonic() - start)
         _attach_evidence(reports, board, logdir)
-        raise _failure(reports, config, timed_out)
+        raise _failure(reports, inbox.limit_s, timed_out)
     finally:
         if collecting:
             gc.enable()
@@ -301,11 +306,11 @@ def _processes(ctx, config: MpcConfig, settings: RunSettings, launcher: dict[str
 
 
 def _watch(processes: list, reports: list[PartyReport], values: dict[int, Any], inbox: "_Inbox",
-           relay: "_ProgressRelay", *, parties: int, deadline: float) -> tuple[bool, bool]:
+           relay: "_ProgressRelay", *, parties: int) -> tuple[bool, bool]:
     """Take the processes' messages and notice their exits until every data party has reported success, or a
     process has failed and the others have had :data:`_GRACE_S` to report (or have all stopped), or the
-    deadline passes (the processes still running are then marked ``timeout``). Returns (a process failed,
-    the deadline passed)."""
+    deadline passes (``inbox.deadline``, which a party may extend; the processes still running are then marked
+    ``timeout``). Returns (a process failed, the deadline passed)."""
     failed_at: float | None = None
     while True:
         inbox.drain(reports, values)
@@ -318,7 +323,7 @@ def _watch(processes: list, reports: list[PartyReport], values: dict[int, Any], 
         if parties_done or (failed_at is not None and (
                 now - failed_at > _GRACE_S or all(r.status != "running" for r in reports))):
             return failed_at is not None, False
-        if now > deadline:
+        if now > inbox.deadline:
             for report in reports:
                 if report.status == "running":
                     report.status, report.finished_at = "timeout", now
@@ -376,6 +381,8 @@ class _Inbox:
     message is read as soon as it is written, and the launcher wakes on a message or a process's exit."""
 
     def __init__(self, ctx, count: int):
+        self.start = time.monotonic()  # the run's start and its limit, set when it starts; a party may extend it
+        self.limit_s = float("inf")
         pairs = [ctx.Pipe(duplex=False) for _ in range(count)]
         self.readers = {rank: reader for rank, (reader, _) in enumerate(pairs)}
         self.writers = [writer for _, writer in pairs]
@@ -394,10 +401,27 @@ class _Inbox:
         for rank, reader in list(self.readers.items()):
             try:
                 while reader.poll():
-                    _take(reader.recv(), reports, values)
+                    message = reader.recv()
+                    if not self._progress_message(message):
+                        _take(message, reports, values)
             except (EOFError, OSError):  # the process closed its end (it exits after its one message)
                 reader.close()
                 del self.readers[rank]
+
+    @property
+    def deadline(self) -> float:
+        """The run's deadline (``time.monotonic()``)."""
+        return self.start + self.limit_s
+
+    def _progress_message(self, message) -> bool:
+        """Handle a party's progress line (printed where :func:`~mpcdp.runtime.progress.lines_to` says) or its
+        request for a later deadline (its run's estimate says it needs one; bounded); False for any other."""
+        kind = message[0]
+        if kind == "line" and isinstance(message[2], str):
+            progress.launcher_line(message[2][:300])
+        elif kind == "deadline" and isinstance(message[2], float) and 0 < message[2] <= _LONGEST_DEADLINE_S:
+            self.limit_s = max(self.limit_s, message[2])
+        return kind in ("line", "deadline")
 
     def close(self) -> None:
         for end in [*self.readers.values(), *self.writers]:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
 from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
+from mpcdp.runtime import progress
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses
@@ -42,11 +43,12 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
               job: dict[str, Any], on_step: Callable[[int, str], None] | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               announce: Callable[[BaseException], None] | None = None,
-              settings: RunSettings | None = None) -> Any:
+              settings: RunSettings | None = None, reporter: progress.PhaseLines | None = None) -> Any:
     """Join as data party ``rank``, run ``fn(ctx, *args)``, leave; return its result.
 
     ``settings``: the run's links, network and plugins (:class:`~mpcdp.runtime.endpoint.RunSettings`; None: read
-    from this process's environment, for a process started on its own).
+    from this process's environment, for a process started on its own). ``reporter``: where the run's progress
+    lines go (:mod:`mpcdp.runtime.progress`; None: this process's stderr, as ``mpcdp party <rank>``).
 
     On an exception the process leaves without the orderly goodbye (its peers see the connection close).
     When a peer is lost or deviates, this party closes its links at once, agrees with the others on whom
@@ -57,12 +59,17 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     from mpcdp.mpc.context import MpcContext
 
     ctx = None
+    reporter = reporter if reporter is not None else progress.to_stderr(f"mpcdp party {rank}")
     try:
-        settings = _use(settings)
-        declare_network(settings.network)
-        mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous, links=settings.links(rank))
-        ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
-        value = fn(ctx, *args)
+        with progress.reporting(reporter):
+            reporter.note(f"joining a run of {config.parties} parties")
+            settings = _use(settings)
+            declare_network(settings.network)
+            mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous,
+                                       links=settings.links(rank))
+            ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
+            reporter.note("every party agrees on the run; starting")
+            value = fn(ctx, *args)
     except (PeerLost, PeerTimeout) as exc:  # a link closed or timed out, or a peer deviated (ProtocolViolation)
         _stop_on_loss(rank, exc, str(exc), announce, ctx)
     except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
@@ -206,9 +213,12 @@ def run_party_process(rank: int, config: MpcConfig, settings: RunSettings, rende
         _report_error(results, rank, error)
         announced.append(error)
 
+    reporter = progress.PhaseLines(f"mpcdp party {rank}", lambda line: _send(results, ("line", rank, line)),
+                                   on_deadline=lambda seconds: _send(results, ("deadline", rank, float(seconds))))
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
-                          on_step=on_step, on_progress=on_progress, announce=announce, settings=settings)
+                          on_step=on_step, on_progress=on_progress, announce=announce, settings=settings,
+                          reporter=reporter)
     except BaseException as exc:  # noqa: BLE001 - everything goes back to the harness
         traceback.print_exc()
         if not announced:

@@ -1,0 +1,209 @@
+"""What a secure training run will cost, said before any share moves: noise samples, bytes per party and the
+dealer's, and the time from the parties' start to their result — with the time-out it implies.
+
+Bytes come from the declared costs the protocols state and tests/test_costs.py checks against the counters:
+the in-MPC sampler's (:func:`mpcdp.noise.secure_gaussian.declared_cost`, per pass of candidates, passes as
+:func:`mpcdp.learning.release_noise.secure_rows` draws them), one opening of d + 1 elements per release
+(:func:`mpcdp.mpc.release.declared_cost`), framed as :mod:`mpcdp.transport.costs` frames them; the dealer sends
+party 0 one 8-byte element per element of material (:mod:`mpcdp.adapter.material`). Without a dealer
+(``honest-majority``) the generators' material messages are not counted. Every party's own noise
+(``distributed``) moves nothing and costs no sampling time worth counting.
+
+Time is the declared bytes at rates calibrated from this project's recorded runs on its reference machine
+(2 shared cores, loopback, TLS links; benchmarks/results/noise-exact.md, startup.md and estimate.md):
+
+* sampling: :data:`NOISE_S_PER_BYTE` seconds per byte the busiest party sends while sampling (the sampler is
+  bound by the openings it computes and moves: 48.5–52.3 µs per sample at 3,643–3,660 B per sample);
+* training: per release, :data:`RELEASE_S` (one opening, the step's bookkeeping) plus
+  :data:`GRADIENT_S_PER_ENTRY` per record of the party's batch per model parameter (clipped per-record
+  gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
+* set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement).
+
+An estimate, not a bound: another machine, a real network (add its latency per round) or a busy host change
+the time; benchmarks/results/estimate.md records estimate against measurement. The default time-out
+(:func:`default_timeout`) allows :data:`SAFETY` times the estimate for that reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from mpcdp.errors import ConfigError
+from mpcdp.learning.backends import NoiseLevels, noise_samples
+from mpcdp.learning.release_noise import samples_per_pass
+from mpcdp.mpc import release as release_protocol
+from mpcdp.noise import secure_gaussian
+from mpcdp.transport import costs
+
+NOISE_S_PER_BYTE = 13.8e-9  # 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dgauss, 3 parties)
+RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
+# per record and parameter of a clipped per-record gradient (1 ms for 50 records of a 100-parameter model);
+# not yet recorded on an idle host: estimate.md was taken under contention
+GRADIENT_S_PER_ENTRY = 2.0e-7
+SETUP_S = 1.0  # startup.md: 0.2-0.6 s set-up of a local run; more across hosts
+SAFETY = 4.0  # the default time-out: this many times the estimate
+DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
+DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEstimate:
+    """A secure run's declared cost and estimated time (from the parties' start to their result).
+
+    Attributes:
+        noise_samples: noise values drawn (rows × d over every release kind).
+        releases: noisy aggregates opened (steps + 1).
+        party_bytes: bytes each data party sends to the other data parties, in rank order.
+        dealer_bytes: bytes the dealer sends (0 without one).
+        setup_s, presample_s, online_s: the estimated time of each part.
+    """
+
+    noise_samples: int
+    releases: int
+    party_bytes: tuple[int, ...]
+    dealer_bytes: int
+    setup_s: float
+    presample_s: float
+    online_s: float
+
+    @property
+    def bytes_per_party(self) -> int:
+        """The busiest data party's bytes."""
+        return max(self.party_bytes)
+
+    @property
+    def seconds(self) -> float:
+        return self.setup_s + self.presample_s + self.online_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"noise_samples": self.noise_samples, "releases": self.releases,
+                "party_bytes": list(self.party_bytes), "bytes_per_party": self.bytes_per_party,
+                "dealer_bytes": self.dealer_bytes, "setup_s": round(self.setup_s, 3),
+                "presample_s": round(self.presample_s, 3), "online_s": round(self.online_s, 3),
+                "seconds": round(self.seconds, 3)}
+
+    def describe(self) -> str:
+        """One line in words: "estimate: 712,348 noise samples, 2.6 GB per party, 1.7 GB from the dealer,
+        about 9 min (sampling noise 8 min, 206 training steps 40 s)"."""
+        dealer = f", {_size(self.dealer_bytes)} from the dealer" if self.dealer_bytes else ""
+        return (f"estimate: {self.noise_samples:,} noise samples, {_size(self.bytes_per_party)} per party{dealer}, "
+                f"about {_duration(self.seconds)} (sampling noise {_duration(self.presample_s)}, "
+                f"{self.releases:,} training steps {_duration(self.online_s)})")
+
+
+def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
+                      has_dealer: bool = True) -> RunEstimate:
+    """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
+    noise ``levels``, ``parties`` data parties, ``batch`` records per party and release (see the module
+    docstring for the model)."""
+    candidates = _sampler_passes(levels, steps)
+    noise_cost = _sampler_cost(levels, candidates)
+    releases = steps + 1
+    online = costs.DeclaredCost()
+    for _ in range(releases):
+        online = online + release_protocol.declared_cost(dim)
+    noise_sent = [noise_cost.bytes(parties, rank)[0] if noise_cost else 0 for rank in range(parties)]
+    online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
+    material = 0 if noise_cost is None else sum(noise_cost.ops[k] for k in ("and_words", "b2a_bits", "square", "a2b"))
+    online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
+    return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,
+                       party_bytes=tuple(a + b for a, b in zip(noise_sent, online_sent)),
+                       dealer_bytes=DEALER_ELEMENT_BYTES * material if has_dealer else 0,
+                       setup_s=SETUP_S, presample_s=max(noise_sent) * NOISE_S_PER_BYTE, online_s=online_s)
+
+
+def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> RunEstimate:
+    """The estimate of a secure run of ``plan`` (:class:`~mpcdp.jobs.train.TrainPlan`) on the shipped data,
+    whose releases are calibrated as ``noise`` (:class:`~mpcdp.learning.algorithms.PlanNoise`) for a
+    ``dim``-parameter model; ``levels``: the noise drawn, where not ``noise.levels`` (a run without noise)."""
+    from mpcdp import providers
+
+    batch = max(getattr(noise.params, "batch", 0), getattr(noise.params, "batch0", 0))
+    provider = providers.lookup(plan.mpc.get("provider", providers.DEFAULT))
+    return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
+                             parties=plan.parties, batch=batch, has_dealer=provider.has_dealer)
+
+
+def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:
+    """Every party of a run on the parties' own data, once the data agreement has made the record counts
+    public and the noise is calibrated for them (after the noise agreement, before any share): the estimate
+    of :func:`estimate_plan`, printed on this party (:mod:`mpcdp.runtime.progress`); a ``timeout_s`` the
+    protocol gives that is shorter is refused (:func:`check_timeout`; every party computes the same estimate
+    from the same public inputs, so every party refuses it); where it gives none, the launcher of a local run
+    is asked to allow :func:`default_timeout`."""
+    from mpcdp.runtime import progress
+
+    estimate = estimate_plan(plan, noise, dim, levels)
+    progress.note(estimate.describe())
+    check_timeout(plan.mpc.get("timeout_s"), estimate)
+    if "timeout_s" not in plan.mpc:
+        progress.extend_deadline(default_timeout(estimate))
+    return estimate
+
+
+def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int]]]:
+    """(sampler plan, candidates of each pass) per noise block drawn inside the MPC, as
+    :func:`~mpcdp.learning.release_noise.secure_rows` draws it (chunks of one pass; the rare shortfall pass
+    left out)."""
+    if levels.noiseless or levels.choice.mode != "dgauss":
+        return []
+    out = []
+    for release, rows, _ in levels.blocks(steps):
+        plan, left, passes = release.plan, rows * release.dim, []
+        chunk = samples_per_pass(plan)
+        while left > 0:
+            count = min(left, chunk)
+            passes.append(min(int(count / plan.acceptance + 4 * math.sqrt(count) + 8), secure_gaussian.MAX_PASS))
+            left -= count
+        out.append((plan, passes))
+    return out
+
+
+def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]]) -> costs.DeclaredCost | None:
+    if not blocks:
+        return None
+    total = costs.DeclaredCost()
+    for plan, passes in blocks:
+        total = total + secure_gaussian.declared_cost(passes, plan)
+    return total
+
+
+def default_timeout(estimate: RunEstimate) -> float:
+    """The time-out of a run whose protocol gives none: :data:`SAFETY` × the estimate, at least
+    :data:`DEFAULT_TIMEOUT_S`, in whole seconds (every party computes the same from the same public inputs)."""
+    return float(max(DEFAULT_TIMEOUT_S, math.ceil(SAFETY * estimate.seconds)))
+
+
+def check_timeout(timeout_s: float | None, estimate: RunEstimate) -> None:
+    """Refuse a given ``timeout_s`` shorter than the estimate, naming both numbers.
+
+    Raises:
+        ConfigError: ``timeout_s`` < the estimated seconds.
+    """
+    if timeout_s is not None and timeout_s < estimate.seconds:
+        raise ConfigError(f"`timeout_s`={timeout_s:g} is shorter than this run's estimate of "
+                          f"{math.ceil(estimate.seconds):,} s ({estimate.noise_samples:,} noise samples, "
+                          f"{_size(estimate.bytes_per_party)} per party): raise it or leave it out (the default "
+                          f"follows the estimate: {default_timeout(estimate):g} s)")
+
+
+def settle_timeout(mpc: dict[str, Any], estimate: RunEstimate) -> dict[str, Any]:
+    """``mpc`` (a protocol's ``[mpc]`` table) with its ``timeout_s`` checked against ``estimate``
+    (:func:`check_timeout`), or set to :func:`default_timeout` where it gives none."""
+    check_timeout(mpc.get("timeout_s"), estimate)
+    return mpc if "timeout_s" in mpc else {**mpc, "timeout_s": default_timeout(estimate)}
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"

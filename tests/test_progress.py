@@ -1,0 +1,84 @@
+"""Progress and the estimate: every party's progress lines in words from a real multi-party run, the estimate
+printed before any party starts, a too-short time-out refused before any party starts naming both numbers,
+and the default time-out following the estimate."""
+
+import dataclasses
+import io
+import re
+
+import pytest
+
+from mpcdp.errors import ConfigError
+from mpcdp.jobs import estimate as estimates
+from mpcdp.jobs.train import plan_from, run_plan
+from mpcdp.runtime import progress
+
+PROTOCOL = "protocols/smoke-breast-cancer.toml"
+
+
+def _secure(**mpc):
+    plan = plan_from(PROTOCOL, backend="mpc")
+    return dataclasses.replace(plan, mpc={**plan.mpc, **mpc})
+
+
+def test_every_party_reports_each_phase_in_words_before_its_first_noise_pass_ends():
+    out = io.StringIO()
+    with progress.lines_to(out):
+        report = run_plan(_secure(), curve=False)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("mpcdp: smoke-breast-cancer: estimate: ") and "noise samples" in lines[0]
+    samples, releases = report["estimate"]["noise_samples"], report["estimate"]["releases"]
+    for party in range(3):
+        mine = [line for line in lines if line.startswith(f"mpcdp party {party}: ")]
+        # the party's first line comes as it starts; its first noise line before any noise pass has finished
+        assert mine[0] == f"mpcdp party {party}: joining a run of 3 parties"
+        first = mine.index(f"mpcdp party {party}: sampling noise 0 / {samples:,}")
+        done = [i for i, line in enumerate(mine) if re.search(r"sampling noise [1-9][\d,]* / ", line)]
+        assert done and first < done[0]
+        assert f"mpcdp party {party}: training step {releases:,} / {releases:,}" in mine
+        assert len(mine) <= 10  # rate-limited: a line per phase, not one per step
+    assert report["presample_s"] > 0 and report["setup_s"] >= 0 and report["prepare_s"] > 0
+    assert len(report["party_bytes"]) == 3 and report["dealer_bytes"] > 0
+    # the declared bytes are what the kernel counted, within a few per cent
+    assert report["bytes_per_party"] == pytest.approx(report["estimate"]["bytes_per_party"], rel=0.05)
+    assert report["dealer_bytes"] == pytest.approx(report["estimate"]["dealer_bytes"], rel=0.05)
+
+
+def test_a_timeout_shorter_than_the_estimate_is_refused_before_any_party_starts():
+    out = io.StringIO()
+    with progress.lines_to(out), pytest.raises(ConfigError) as refused:
+        run_plan(_secure(timeout_s=0.01), curve=False)
+    message = str(refused.value)
+    assert re.search(r"`timeout_s`=0\.01 is shorter than this run's estimate of [\d,]+ s \([\d,]+ noise samples",
+                     message)
+    assert "raise it or leave it out" in message
+    assert "mpcdp party" not in out.getvalue()  # no party started
+
+
+def test_the_default_timeout_follows_the_estimate():
+    plan = plan_from(PROTOCOL, backend="mpc")
+    long_run = estimates.RunEstimate(noise_samples=712_348, releases=206, party_bytes=(2_600_000_000,) * 3,
+                                     dealer_bytes=1_700_000_000, setup_s=1.0, presample_s=500.0, online_s=39.0)
+    settled = estimates.settle_timeout({k: v for k, v in plan.mpc.items() if k != "timeout_s"}, long_run)
+    assert settled["timeout_s"] == estimates.SAFETY * 540
+    short_run = dataclasses.replace(long_run, presample_s=1.0, online_s=1.0)
+    assert estimates.settle_timeout({}, short_run)["timeout_s"] == estimates.DEFAULT_TIMEOUT_S
+    assert estimates.settle_timeout({"timeout_s": 600}, long_run)["timeout_s"] == 600  # given and long enough
+    with pytest.raises(ConfigError, match=r"`timeout_s`=300 is shorter than this run's estimate of 540 s "
+                                          r"\(712,348 noise samples, 2\.6 GB per party\)"):
+        estimates.settle_timeout({"timeout_s": 300}, long_run)
+
+
+def test_phase_lines_are_rate_limited_per_phase():
+    now = [0.0]
+    written = []
+    lines = progress.PhaseLines("mpcdp party 1", written.append, interval_s=5.0, clock=lambda: now[0])
+    lines.phase("sampling noise", 712_348)
+    for done in range(1000, 712_348, 1000):
+        now[0] += 0.1
+        lines.advance(done)
+    lines.advance(712_348)
+    lines.advance(712_348)  # a completed phase says nothing more
+    assert written[0] == "mpcdp party 1: sampling noise 0 / 712,348"
+    assert written[-1] == "mpcdp party 1: sampling noise 712,348 / 712,348"
+    assert len(written) == 2 + int(71.2 // 5)  # the first, one per 5 s of 71 s, the last
