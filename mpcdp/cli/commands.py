@@ -11,6 +11,8 @@ from mpcdp import providers
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
+from mpcdp.cli.own_data_commands import (_check_own_data_options, _cmd_train_own_data, _features,
+                                         _own_data_outputs, _own_sources)
 
 
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
@@ -184,73 +186,6 @@ def wants_warm_parties(argv: list[str]) -> bool:
     except (OSError, tomllib.TOMLDecodeError):
         declared = None  # plan_from names the problem
     return (known.backend or declared) != "simulated"
-
-
-def _own_sources(ns: argparse.Namespace) -> list:
-    """``--data``/``--test``/``--label``/``--features`` as every party's :class:`~mpcdp.jobs.own_data.PartySource`."""
-    from mpcdp.jobs.own_data import PartySource
-
-    tests = ns.test or [None] * len(ns.data)
-    if len(tests) != len(ns.data):
-        raise ConfigError(f"`--test` must give one file per `--data` file ({len(ns.data)}). Found {len(tests)}.")
-    if ns.parties is not None and ns.parties != len(ns.data):
-        raise ConfigError(f"`--parties` {ns.parties} and the {len(ns.data)} `--data` files differ: one file per party")
-    return [PartySource(f, t, ns.label, _features(ns.features)) for f, t in zip(ns.data, tests)]
-
-
-def _check_own_data_options(ns: argparse.Namespace) -> None:
-    """Refuse the own-data options without ``--data``, and the shipped-data options with it."""
-    own = [flag for flag, value in (("--test", ns.test), ("--label", ns.label), ("--features", ns.features),
-                                    ("--model-out", getattr(ns, "model_out", None)),
-                                    ("--eval-every", getattr(ns, "eval_every", None))) if value is not None]
-    if own and not ns.data:
-        raise ConfigError(f"`{own[0]}` is for the parties' own files: give them with `--data`.")
-    shipped = [flag for flag, value in (("--size-ratio", ns.size_ratio), ("--checkpoint", getattr(ns, "checkpoint", None)),
-                                        ("--resume", getattr(ns, "resume", None))) if value is not None]
-    if ns.data and shipped:
-        raise ConfigError(f"`{shipped[0]}` applies to a shipped dataset's split, not to the parties' own files.")
-    if getattr(ns, "plot", None) and getattr(ns, "eval_every", None) is None:
-        raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
-
-
-def _own_data_outputs(ns: argparse.Namespace, plan, values: list, report: dict) -> None:
-    """``--model-out`` and ``--plot`` of a run on own data (party ``values[0]``'s view); their paths go into
-    ``report``."""
-    from mpcdp.api import train_result
-
-    result = train_result(plan, values, values[0], plan.model)
-    if ns.model_out:
-        report["model_files"] = list(result.save(ns.model_out))
-    if ns.plot:
-        report["plot"] = result.plot(ns.plot)
-
-
-def _cmd_train_own_data(ns: argparse.Namespace) -> int:
-    """``mpcdp train P --data A B C``: every party's own file on this host, secure (a process per file) or the
-    simulated dry run; prints party 0's report with every party's held-out metrics."""
-    from mpcdp.jobs.own_data import report, run_own_data
-    from mpcdp.jobs.own_data_results import check_every
-    from mpcdp.jobs.own_data_simulated import simulate_own_data
-    from mpcdp.jobs.train import OWN_FILES, plan_from
-
-    sources = _own_sources(ns)
-    plan = plan_from(ns.protocol, backend=ns.backend, parties=len(sources), epsilon=ns.epsilon, seed=ns.seed,
-                     algorithm=ns.algorithm)
-    if plan.dataset != OWN_FILES:
-        raise ConfigError(f"`--data` is for a protocol without `dataset`; {ns.protocol!r} trains on "
-                          f"`dataset` {plan.dataset!r}.")
-    plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
-    if ns.reproducible:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
-    if ns.provider:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": ns.provider})
-    run = simulate_own_data if plan.backend == "simulated" else run_own_data
-    values = run(plan, sources, plan.trained_model)
-    result = {"protocol": plan.name, "backend": plan.backend, "parties": plan.parties, **report(values[0])}
-    result["held_out_by_party"] = [v["held_out"]["own"] for v in values]
-    _own_data_outputs(ns, plan, values, result)
-    print(json.dumps(result))
-    return 0
 
 
 def _cmd_train(ns: argparse.Namespace) -> int:
@@ -430,13 +365,6 @@ def _cmd_credentials(ns: argparse.Namespace) -> int:
     print(f"mpcdp: credentials for ranks 0..{ns.parties} (rank {ns.parties} = the dealer) in {folder}/. Give each "
           f"host ca.pem and its own party-<rank>.pem and party-<rank>-key.pem; keep ca-key.pem on none of them.")
     return 0
-
-
-def _features(text: str | None) -> tuple[str, ...] | int | None:
-    """``--features``: a dimension (svmlight) or comma-separated column names."""
-    if text is None:
-        return None
-    return int(text) if text.isdigit() else tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _cmd_party(ns: argparse.Namespace) -> int:
