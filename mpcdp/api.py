@@ -65,13 +65,15 @@ def train(model, data, *, protocol: str,
         noise: False trains without noise (nothing certified; for comparisons).
 
     Returns:
-        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyFailed` (local
+        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (a
+        :class:`~mpcdp.errors.PartyFailed`) with one line naming the party, its file and the reason's category
+        where a party refused its own input (on every process), else :class:`~mpcdp.errors.PartyFailed` (local
         runs) or the party's error.
     """
     from torch import nn
 
-    from mpcdp.errors import ConfigError
-    from mpcdp.jobs.own_data import ModuleRecipe, PartySource, run_own_data, run_own_data_here
+    from mpcdp.errors import ConfigError, PartyFailed
+    from mpcdp.jobs.own_data import ModuleRecipe, PartySource, as_refusal, run_own_data, run_own_data_here
     from mpcdp.jobs.train import plan_from
     from mpcdp.learning import models
 
@@ -92,8 +94,11 @@ def train(model, data, *, protocol: str,
         if len(tests) != len(files):
             raise ConfigError(f"`test` must give one file per party ({len(files)}). Found {len(tests)}.")
         plan = plan_from(protocol, backend="mpc", parties=len(files), epsilon=epsilon, seed=seed)
-        values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)], trained,
-                              noise=noise)
+        try:
+            values = run_own_data(plan, [PartySource(f, t, label, features) for f, t in zip(files, tests)],
+                                  trained, noise=noise)
+        except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
+            raise as_refusal(failure) from None
         mine = values[0]
     else:
         from mpcdp.runtime.endpoint import resolve
