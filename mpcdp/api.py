@@ -65,10 +65,8 @@ def train(model, data, *, protocol: str,
         noise: False trains without noise (nothing certified; for comparisons).
 
     Returns:
-        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (a
-        :class:`~mpcdp.errors.PartyFailed`) with one line naming the party, its file and the reason's category
-        where a party refused its own input (on every process), else :class:`~mpcdp.errors.PartyFailed` (local
-        runs) or the party's error.
+        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (one line,
+        every process) where a party refused its input, else :class:`~mpcdp.errors.PartyFailed` or the party's error.
     """
     from torch import nn
 
