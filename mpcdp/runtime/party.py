@@ -67,7 +67,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     try:
         settings = _use(settings)
         declare_network(settings.network)
-        args = _checked(rank, config, rendezvous, settings, fn, args)
+        args = _checked(rank, config, rendezvous, settings, fn, args, announce)
         mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous, links=settings.links(rank))
         ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
         value = fn(ctx, *args)
@@ -96,7 +96,8 @@ def checks_before_joining(check: Callable[..., Sequence[Any]]):
     return mark
 
 
-def _checked(rank: int, config: MpcConfig, rendezvous: str, settings: RunSettings, fn, args: Sequence[Any]):
+def _checked(rank: int, config: MpcConfig, rendezvous: str, settings: RunSettings, fn, args: Sequence[Any],
+             announce: Callable[[BaseException], None] | None = None):
     """``fn``'s arguments once its local checks passed (:func:`checks_before_joining`; none: as they are).
 
     Raises:
@@ -108,27 +109,34 @@ def _checked(rank: int, config: MpcConfig, rendezvous: str, settings: RunSetting
     try:
         return tuple(check(*args))
     except Exception as exc:  # noqa: BLE001 - every refusal is told to the others, a bug's too
-        raise _refuse(rank, config, rendezvous, settings, exc) from exc
+        raise _refuse(rank, config, rendezvous, settings, exc, announce) from exc
 
 
-def _refuse(rank: int, config: MpcConfig, rendezvous_url: str, settings: RunSettings,
-            exc: BaseException) -> PartyRefused:
+def _refuse(rank: int, config: MpcConfig, rendezvous_url: str, settings: RunSettings, exc: BaseException,
+            announce: Callable[[BaseException], None] | None) -> PartyRefused:
     """Tell every other process why this party refuses its input (``exc``'s ``refusal``; another error as
     category ``error``), through the rendezvous store only — no link is opened — and return the error to
-    raise. Party 0, which hosts the store, keeps it up until every process has reported, at most the run's
-    ``timeout_s``. Cost: one connection to the store and one write of at most 256 bytes."""
+    raise, ``announce``-d first. Party 0, which hosts the store, then keeps it up until every process has
+    reported, at most the run's ``timeout_s``. Cost: one connection to the store and one write of at most
+    256 bytes."""
     refusal = getattr(exc, "refusal", None) or refusal_of("error")
     text = refusal.text(rank)
     try:
         rendezvous_store.open_store(rendezvous_url, rank=rank, processes=config.processes,
                                     timeout_s=config.timeout_s, security=settings.links(rank).security)
         rendezvous_store.publish_refusal(rank, refusal)
+        told = True
     except Exception as failure:  # noqa: BLE001 - the store is unreachable or refused: say so, still refuse
         first = str(failure).splitlines()[0] if str(failure) else ""
         text += f" (the other processes could not be told: {type(failure).__name__}: {first[:200]})"
-    else:
+        told = False
+    error = PartyRefused(text, party=rank, refusal=refusal)
+    error.__cause__ = exc  # the local error, for --debug and the launcher's report
+    if announce is not None:
+        announce(error)
+    if told:
         losses.linger(rank, wait_s=config.timeout_s)
-    return PartyRefused(text, party=rank, refusal=refusal)
+    return error
 
 
 def _network_failure(exc: RuntimeError) -> bool:
