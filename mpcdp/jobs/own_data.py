@@ -76,9 +76,14 @@ class PartySource:
         """
         train, test = self._read(self.train), self._read(self.test)
         if test is not None and test.schema_sha256 != train.schema_sha256:
-            position, column, where = schema_difference(train.names, train.dtypes, test.names, test.dtypes,
-                                                        this="the training file", other="the held-out file") \
-                or (None, "", f"records of shape {tuple(test.x.shape[1:])} against {tuple(train.x.shape[1:])}")
+            difference = schema_difference(train.names, train.dtypes, test.names, test.dtypes,
+                                           this="the training file", other="the held-out file")
+            if difference is None:  # the same columns, records of another shape
+                shape = tuple(test.x.shape[1:])
+                raise refusing(ConfigError(f"held-out file {test.source!r} has records of shape {shape}, training "
+                                           f"file {train.source!r} of {tuple(train.x.shape[1:])}."), "shape",
+                               test.source, str(shape))
+            position, column, where = difference
             raise refusing(ConfigError(f"held-out file {test.source!r} has another schema than training file "
                                        f"{train.source!r}: {where}."), "schema", test.source, column, position)
         return train, test

@@ -37,6 +37,7 @@ CATEGORIES = {
     "non-finite": "file {file} column {field} has NaN or Inf values",
     "labels": "file {file} column {field} has labels outside the model's classes",
     "schema": "held-out file {file} has another schema than the training file (first at column {field}{at})",
+    "shape": "held-out file {file} has another record shape than the training file ({field})",
     "model-input": "the model cannot take the records of file {file} (record shape {field})",
     "error": "it stopped before joining the run (its own output says why)",
 }
