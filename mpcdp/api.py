@@ -139,8 +139,8 @@ def train(model, data, *, protocol: str,
             final held-out mean is.
 
     Returns:
-        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyFailed` (local
-        runs) or the party's error.
+        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (one line,
+        every process) where a party refused its input, else :class:`~mpcdp.errors.PartyFailed` or the party's error.
     """
     from mpcdp.errors import ConfigError
     from mpcdp.execution import MPC, SIMULATED
@@ -188,8 +188,8 @@ def _trained_model(model, loss, classes):
 def _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every):
     """Every party on this host, one process per file (``mpc``), or the dry run in this process
     (``simulated``): (the plan, every party's values)."""
-    from mpcdp.errors import ConfigError
-    from mpcdp.jobs.own_data import PartySource, run_own_data
+    from mpcdp.errors import ConfigError, PartyFailed
+    from mpcdp.jobs.own_data import PartySource, as_refusal, run_own_data
     from mpcdp.jobs.own_data_simulated import simulate_own_data
     from mpcdp.jobs.train import plan_from
 
@@ -202,7 +202,10 @@ def _run_here(trained, data, test, label, features, protocol, options, noise, ba
     sources = [PartySource(f, t, label, features) for f, t in zip(files, tests)]
     run = simulate_own_data if plan.backend == "simulated" else run_own_data
     with progress.lines_to(sys.stderr):  # every party's estimate and progress lines, as they come
-        return plan, run(plan, sources, trained, noise=noise)
+        try:
+            return plan, run(plan, sources, trained, noise=noise)
+        except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
+            raise as_refusal(failure) from None
 
 
 def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every):

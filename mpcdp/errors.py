@@ -79,3 +79,20 @@ class InsecureSettingWarning(UserWarning):
 class PartyLost(MpcdpError, ConnectionError):
     """This process stopped because a party of the run was lost (``party`` names the one lost first, as the
     processes agreed through the rendezvous store; None when nobody could tell)."""
+
+
+class PartyRefused(PartyFailed):
+    """A data party refused its own input before the run began (a NaN, a column that is not numeric, an empty
+    file, a held-out file of another schema, labels outside the model's classes, records the model cannot
+    take). Every process of the run, the dealer included, raises it with the same one-line message naming the
+    party, the file and the reason's category, never a value (:mod:`mpcdp.transport.refusals`).
+
+    Attributes:
+        party: the refusing party's rank.
+        refusal: the :class:`~mpcdp.transport.refusals.Refusal` (category, file, field), or None.
+        reports: one ``PartyReport`` per process where this process launched the run, else empty.
+    """
+
+    def __init__(self, message: str, *, party: int | None, refusal=None, reports: list | None = None):
+        super().__init__(message, party=party, reports=list(reports or []))
+        self.refusal = refusal

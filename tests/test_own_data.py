@@ -12,7 +12,7 @@ import torch
 from mpcdp.config import MpcConfig
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
-from mpcdp.errors import PartyFailed
+from mpcdp.errors import PartyFailed, PartyRefused
 from mpcdp.jobs.own_data import PartySource, run_own_data
 from mpcdp.jobs.train import config_for, plan_from, plan_noise
 from mpcdp.learning.backends import NoiseLevels, mpc_party
@@ -84,7 +84,8 @@ def test_a_party_whose_file_has_another_schema_is_refused_before_any_share(party
     odd = pd.read_csv(sources[2].train).rename(columns={"a5": "hours"})
     odd.to_csv(tmp_path / "odd.csv", index=False)
     changed = [*sources[:2], dataclasses.replace(sources[2], train=str(tmp_path / "odd.csv"), test=None)]
-    with pytest.raises(PartyFailed, match="party 2 failed.*schema_sha256") as info:
+    with pytest.raises(PartyFailed, match="party 2 failed.*the schema: party 2's column 6 is 'hours' where party "
+                                          "0's is 'a5'") as info:
         run_own_data(plan, changed, LOGISTIC)
     assert info.value.party == 2
     assert all(r.error_type == "ConfigMismatchError" for r in info.value.reports if r.role == "party")
@@ -137,9 +138,10 @@ def test_mpcdp_train_takes_torch_datasets_and_refuses_one_of_another_width():
     module = _SmallMlp(10)
     result = mpcdp.train(module, [dataset(300), dataset(400), dataset(300)], protocol="protocols/own-data-mlp.toml")
     assert result.parties_records == [300, 400, 300] and result.epsilon <= 1.0
-    # the party whose records the module cannot take stops before it discloses anything (reading the module's
-    # class count from its output is the first use of the module), naming itself
-    with pytest.raises(PartyFailed, match=r"party 2 failed .* cannot take this party's records of shape \(11,\)"):
+    # the party whose records the module cannot take stops before it joins (one forward pass on a record of its
+    # shape), and every process says so
+    with pytest.raises(PartyRefused, match=r"^party 2 refused its data: the model cannot take the records of file "
+                                           r"'a torch Dataset' \(record shape '\(11,\)'\)$"):
         mpcdp.train(_SmallMlp(10), [dataset(300), dataset(300), dataset(300, width=11)],
                     protocol="protocols/own-data-mlp.toml")
 

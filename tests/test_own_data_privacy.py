@@ -58,9 +58,11 @@ def test_300_salary_labels_at_one_party_are_refused_there_and_reach_no_process_o
     assert not leaked, f"{len(leaked)} salary values in the output, e.g. {leaked[:3]}"
     assert info.value.party == 2
     refusal = info.value.reports[2]
-    assert refusal.error_type == "InputError", refusal.message
-    assert refusal.message == (f"`label` column 'salary' of {files[2]!r} has values outside the model's 2 classes, "
-                               f"the class indices 0..1 (the values are not shown: they are this party's data)")
+    assert refusal.error_type == "PartyRefused", refusal.message
+    assert refusal.message == "party 2 refused its data: file 'p2.csv' column 'salary' has labels outside the " \
+                              "model's classes"  # what every process says
+    assert (f"`label` column 'salary' of {files[2]!r} has values outside the model's 2 classes, the class indices "
+            f"0..1 (the values are not shown: they are this party's data)") in refusal.traceback  # its own cause
 
 
 def test_a_nan_in_party_1s_file_is_refused_naming_the_column_and_no_count(tmp_path):
@@ -76,7 +78,8 @@ def test_a_nan_in_party_1s_file_is_refused_naming_the_column_and_no_count(tmp_pa
     with pytest.raises(PartyFailed) as info:
         __import__("mpcdp").train(_Mlp(), files, label="salary", protocol=PROTOCOL)
     assert info.value.party == 1
-    assert info.value.reports[1].message == f"`data` file {files[1]!r} has NaN or Inf values in feature column 'a3'."
+    assert info.value.reports[1].message == "party 1 refused its data: file 'p1.csv' column 'a3' has NaN or Inf values"
+    assert f"`data` file {files[1]!r} has NaN or Inf values in feature column 'a3'." in info.value.reports[1].traceback
     text = _everything_reported(info.value).replace(str(tmp_path), "<tmp>")
     assert "173" not in text and "NaN" in text
 

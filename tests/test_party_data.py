@@ -22,7 +22,8 @@ def test_a_csv_with_a_label_column_gives_features_labels_and_a_public_descriptio
     data = load_party_file(_csv(tmp_path / "mine.csv"), label="label")
     assert data.x.shape == (4, 2) and data.x.dtype == np.float64 and data.names == ("age", "income")
     description = data.description()
-    assert description == {"schema_sha256": data.schema_sha256, "record_shape": [2], "records": 4}  # no labels
+    assert description == {"schema_sha256": data.schema_sha256, "record_shape": [2], "records": 4,
+                           "names": ["age", "income"], "dtypes": ["float64", "float64"]}  # the schema, no labels
     other = load_party_file(_csv(tmp_path / "theirs.csv", rows=6), label="label")
     assert other.schema_sha256 == data.schema_sha256  # the schema, not the records, is hashed
     reordered = load_party_file(tmp_path / "mine.csv", label="label", features=["income", "age"])

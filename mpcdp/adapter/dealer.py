@@ -13,7 +13,7 @@ import torch
 from mpcdp.adapter import dealer_link, objects
 from mpcdp.adapter.compat import configure, ttp_provider
 from mpcdp.adapter.material import KINDS
-from mpcdp.errors import PartyLost, PeerLost, ProtocolViolation
+from mpcdp.errors import PeerLost, ProtocolViolation
 from mpcdp.transport import losses, rendezvous
 from mpcdp.transport.credentials import LinkSecurity
 from mpcdp.transport.joining import local_address
@@ -44,14 +44,21 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
 
     Raises:
         PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
+        PartyRefused: a party refused its own input before the links were up, naming it and why.
         ProtocolViolation: party 0 sent what the dealer does not serve, or a frame that is not the expected one.
     """
     configure("TTP", precision_bits, timeout_s)  # CrypTen's dealer methods
     rank = parties
     rendezvous.open_store(rendezvous_url, rank=rank, processes=parties + 1, timeout_s=timeout_s,
                           security=security)
-    links = Mesh.establish(rank, parties + 1, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,
-                           security=security, insecure=insecure, dealer=rank)
+    try:
+        links = Mesh.establish(rank, parties + 1, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,
+                               security=security, insecure=insecure, dealer=rank)
+    except PeerLost as exc:  # a process stopped before the links were up (a party refused its input?)
+        if isinstance(exc, ProtocolViolation):
+            raise
+        losses.report(rank, exc)
+        raise losses.stopped(losses.resolve(rank, exc), "the dealer", str(exc)) from exc
     mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
         request_bytes = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
@@ -62,6 +69,6 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
         verdict = losses.resolve(rank, exc)
         if isinstance(exc, ProtocolViolation):
             raise
-        raise PartyLost(losses.message(verdict, "the dealer", str(exc)), party=verdict.party) from exc
+        raise losses.stopped(verdict, "the dealer", str(exc)) from exc
     finally:
         mesh.close()

@@ -118,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import MODULE first (repeatable): a module that registers algorithms, models, noise "
                              "modes or providers (mpcdp.learning.algorithms, .models, .mechanisms, "
                              "mpcdp.providers)")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an error, print its traceback too (by default: one line saying why)")
     sub = parser.add_subparsers(dest="command", required=True)
     _aggregate_parser(sub)
     _noise_parser(sub)
@@ -300,6 +302,9 @@ def _party_parser(sub: argparse._SubParsersAction) -> None:
     _add_mpc_options(party, parties_required=False)
     _add_party_link_options(party)
     _add_party_job_options(party)
+    party.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="on an error, print its traceback too (by default: one line saying why, the same "
+                            "on every process where a party refused its own data)")
     party.set_defaults(func=_cmd_party)
 
 
@@ -423,16 +428,27 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("default")
             return ns.func(ns)
     except PartyFailed as exc:
+        _debug(ns)
         print(f"mpcdp: the run failed: {exc}", file=sys.stderr)
         return 3
     except MpcdpError as exc:
+        _debug(ns)
         print(f"mpcdp: {exc}", file=sys.stderr)
         return 2
     except (RuntimeError, OSError) as exc:  # the network: a peer vanished, stalled or never came
         if ns.command != "party":
             raise
+        _debug(ns)
         print(f"mpcdp party: this process's run failed — {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
     finally:
         warnings.formatwarning = original_format
 
+
+
+def _debug(ns: argparse.Namespace) -> None:
+    """With ``--debug``, the traceback of the error being handled (before its one line)."""
+    if getattr(ns, "debug", False):
+        import traceback
+
+        traceback.print_exc()

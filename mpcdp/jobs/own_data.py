@@ -2,10 +2,15 @@
 
 One party's run (:func:`own_data_party`, the same on every party):
 
-1. read this party's training file (and its held-out file, if any) — :mod:`mpcdp.data.party_file`;
-2. check locally that every label is one of the model's classes (:func:`model_classes`), then agree in public
-   on schema, record shape and the class count, and learn every party's record count n_j
-   (:func:`mpcdp.mpc.data_agreement.agree_on_data`; a mismatch is refused on every party, naming it);
+1. before it joins the run (:func:`check_own_data`, run by :mod:`mpcdp.runtime.party` ahead of the
+   rendezvous): read this party's training file (and its held-out file, if any, which must have the training
+   file's schema) — :mod:`mpcdp.data.party_file`; build the model for that record shape and run its forward
+   pass on one record of zeros; check that every label is one of the model's classes (:func:`model_classes`).
+   A refusal here stops the run on every process, the dealer's included, with one line naming this party,
+   the file and the reason's category (:mod:`mpcdp.transport.refusals`), before any link opens;
+2. agree in public on schema, record shape and the class count, and learn every party's record count n_j
+   (:func:`mpcdp.mpc.data_agreement.agree_on_data`; a mismatch is refused on every party, naming the first
+   column that differs), before any noise is calibrated or sampled;
 3. calibrate and certify the noise for those n_j — every party computes the same certificate from the
    same public inputs, and the parties check that they did (one public exchange of the noise levels);
 4. train as the protocol says (:func:`mpcdp.learning.backends.mpc_party`: clipped local gradients, secure
@@ -28,8 +33,10 @@ class count but no label value and no count of records. The parties then agree o
 party's label i means class i. Which classes a party holds is never disclosed: a party may lack some.
 
 Security model: as every secure run (semi-honest parties, a dealer that colludes with no party). Disclosed
-beyond the released models: each party's schema hash, record shape and record count, the model's class
-count, and the weighted mean test metrics (with ``eval_every``, at every evaluated iterate).
+beyond the released models: each party's schema (feature names and dtypes) and its hash, record shape and
+record count, the model's class count, and the weighted mean test metrics (with ``eval_every``, at every
+evaluated iterate); a party that refuses its input discloses the reason's category, its file's name and the
+column (never a value).
 """
 
 from __future__ import annotations
@@ -42,12 +49,14 @@ from typing import Any, Sequence
 import torch
 
 from mpcdp.mpc.data_agreement import agree_on_data
-from mpcdp.data.party_file import PartyData, check_labels, load_party_file
-from mpcdp.errors import ConfigError, ConfigMismatchError
+from mpcdp.data.party_file import PartyData, check_labels, load_party_file, schema_difference
+from mpcdp.errors import ConfigError, ConfigMismatchError, PartyFailed, PartyRefused
 from mpcdp.jobs.estimate import estimate_own_data
 from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
+from mpcdp.runtime.party import checks_before_joining
+from mpcdp.transport.refusals import refusing
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -69,9 +78,24 @@ class PartySource:
         return load_party_file(source, label=self.label, features=features)
 
     def load(self) -> tuple[PartyData, PartyData | None]:
+        """The training and held-out records.
+
+        Raises:
+            ConfigError: the held-out file has another schema than the training file (naming the first column
+                that differs); or what :func:`~mpcdp.data.party_file.load_party_file` raises.
+        """
         train, test = self._read(self.train), self._read(self.test)
         if test is not None and test.schema_sha256 != train.schema_sha256:
-            raise ConfigError(f"held-out file {self.test!r} has another schema than training file {self.train!r}.")
+            difference = schema_difference(train.names, train.dtypes, test.names, test.dtypes,
+                                           this="the training file", other="the held-out file")
+            if difference is None:  # the same columns, records of another shape
+                shape = tuple(test.x.shape[1:])
+                raise refusing(ConfigError(f"held-out file {test.source!r} has records of shape {shape}, training "
+                                           f"file {train.source!r} of {tuple(train.x.shape[1:])}."), "shape",
+                               test.source, str(shape))
+            position, column, where = difference
+            raise refusing(ConfigError(f"held-out file {test.source!r} has another schema than training file "
+                                       f"{train.source!r}: {where}."), "schema", test.source, column, position)
         return train, test
 
 
@@ -127,6 +151,66 @@ def _output_width(model) -> int:
     return int(out.shape[1])
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckedData:
+    """A party's records and model once its local checks passed (:func:`local_checks`)."""
+
+    train: PartyData
+    test: PartyData | None
+    model: Any
+    classes: Classes
+
+    def description(self) -> dict[str, Any]:
+        """What the parties agree on in public (:func:`~mpcdp.mpc.data_agreement.agree_on_data`)."""
+        return {**self.train.description(), "classes": self.classes.count}
+
+
+def local_checks(source: PartySource | CheckedData, model) -> CheckedData:
+    """Everything this party checks alone, before it joins the run (see the module docstring): its files, the
+    held-out file's schema, the model's forward pass on one record of its record shape, its labels.
+
+    Raises:
+        ConfigError, InputError: a refusal, carrying the :class:`~mpcdp.transport.refusals.Refusal` the
+            others are told (the category, the file, the column).
+    """
+    if isinstance(source, CheckedData):
+        return source
+    train, test = source.load()
+    declared = model.classes if isinstance(model, ModuleRecipe) else None
+    if isinstance(model, ModuleRecipe):
+        model = model.build(tuple(train.x.shape[1:]))
+    _check_forward(model, train)
+    classes = model_classes(model, declared)
+    for data in (train, test) if test is not None else (train,):
+        classes.check(data, source.label)
+    return CheckedData(train, test, model, classes)
+
+
+def _check_forward(model, data: PartyData) -> None:
+    """The model takes this party's records: their shape (``check_inputs``) and, for a network, one forward
+    pass on a record of zeros of that shape (no data involved).
+
+    Raises:
+        ConfigError: it does not, carrying a ``model-input`` refusal (the file and the record shape).
+    """
+    shape = tuple(data.x.shape[1:])
+    try:
+        model.check_inputs(shape, data.source)
+        if model.kind != "logreg":
+            with torch.no_grad():
+                model.logits(model.init(0), torch.zeros((1, *shape), dtype=torch.float64))
+    except Exception as exc:  # noqa: BLE001 - the user's forward: report what it said about shapes
+        raise refusing(ConfigError(f"`model` {model.name!r} cannot take the records of {data.source!r}, of shape "
+                                   f"{shape}: {type(exc).__name__}: {str(exc)[:300]}"), "model-input",
+                       data.source, str(shape)) from None
+
+
+def check_own_data(plan, source: PartySource | CheckedData, model, noise: bool = True) -> tuple:
+    """:func:`own_data_party`'s arguments once its local checks passed (:func:`local_checks`); the runtime
+    calls it before the party joins the run (:func:`~mpcdp.runtime.party.checks_before_joining`)."""
+    return plan, local_checks(source, model), model, noise
+
+
 def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize_rows: bool) -> dict[str, Any]:
     """This party's metrics on its held-out file, and the parties' count-weighted means (one secure sum,
     one opening of three numbers)."""
@@ -180,24 +264,20 @@ class ModuleRecipe:
         return from_module(self.module, record_shape, **kwargs)
 
 
-def own_data_party(ctx, plan, source: PartySource, model, noise: bool = True) -> dict[str, Any]:
+@checks_before_joining(check_own_data)
+def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: bool = True) -> dict[str, Any]:
     """One party of a run on its own data (see the module docstring). ``plan``: the protocol
-    (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``model``: an mpcdp model object
-    (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
+    (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``source``: this party's files, or its
+    records once checked (:func:`check_own_data`, which the runtime runs first); ``model``: an mpcdp model
+    object (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
     ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
     started = time.perf_counter()
-    train, test = source.load()
-    declared = model.classes if isinstance(model, ModuleRecipe) else None
-    if isinstance(model, ModuleRecipe):
-        model = model.build(tuple(train.x.shape[1:]))
-    classes = model_classes(model, declared)
-    for data in (train, test) if test is not None else (train,):
-        classes.check(data, source.label)
-    sizes = agree_on_data(ctx, {**train.description(), "classes": classes.count})
+    checked = local_checks(source, model)
+    train, test, model = checked.train, checked.test, checked.model
+    sizes = agree_on_data(ctx, checked.description())
     x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
     if plan.normalize_rows:
         x = unit_rows(x)
-    model.check_inputs(tuple(x.shape[1:]), f"party {ctx.rank}'s file")
     dim = model.dimension(x)
     planned = plan_noise(plan, tuple(sizes), dim)
     levels = planned.levels if noise else NoiseLevels.none()
@@ -232,6 +312,16 @@ def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = T
         value.update(wall_s=run.wall_s, dealer_bytes=(run.dealer or {}).get("bytes_sent"),
                      party_bytes=[v["bytes_sent"] for v in run.values])
     return run.values
+
+
+def as_refusal(failure: PartyFailed) -> PartyFailed:
+    """A failed local run (:func:`run_own_data`) as the caller should see it: where a party refused its own
+    input, :class:`~mpcdp.errors.PartyRefused` with that party's one line (the process reports stay on it);
+    else ``failure`` itself."""
+    for process in failure.reports:
+        if process.error_type == "PartyRefused" and process.role == "party" and process.blamed_party == process.rank:
+            return PartyRefused(process.message, party=process.rank, reports=failure.reports)
+    return failure
 
 
 def report(values: dict[str, Any]) -> dict[str, Any]:

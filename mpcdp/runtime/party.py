@@ -4,6 +4,12 @@ A data party joins the network (the rendezvous, then TLS or loopback links to ev
 CrypTen's communicator running over them), runs the handshake (:meth:`mpcdp.mpc.context.MpcContext.join`),
 runs the job and leaves. The dealer joins as rank m and serves correlated randomness until party 0 tells it
 to stop.
+
+Local checks first: a job function may carry ``before_joining`` (:func:`checks_before_joining`), which takes
+the job's arguments and returns those to run it with (its files read, its model built and tried). It runs
+before this party joins anything. If it refuses, the party joins the rendezvous store only, writes its
+refusal there for every other process to read (:mod:`mpcdp.transport.refusals`) and leaves, raising
+:class:`~mpcdp.errors.PartyRefused`; the others, waiting for its link at the rendezvous, raise the same.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from typing import Any, Callable, Sequence
 
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
-from mpcdp.errors import MpcdpError, PartyLost, PeerLost, PeerTimeout
+from mpcdp.errors import MpcdpError, PartyLost, PartyRefused, PeerLost, PeerTimeout
 from mpcdp.runtime import progress
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
-from mpcdp.transport import losses
+from mpcdp.transport import losses, rendezvous as rendezvous_store
+from mpcdp.transport.refusals import refusal_of
 from mpcdp.transport.rendezvous import declare_network
 
 
@@ -65,18 +72,19 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
             reporter.note(f"joining a run of {config.parties} parties")
             settings = _use(settings)
             declare_network(settings.network)
+            args = _checked(rank, config, rendezvous, settings, fn, args, announce)
             mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous,
                                        links=settings.links(rank))
             ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
             reporter.note("every party agrees on the run; starting")
             value = fn(ctx, *args)
     except (PeerLost, PeerTimeout) as exc:  # a link closed or timed out, or a peer deviated (ProtocolViolation)
-        _stop_on_loss(rank, exc, str(exc), announce, ctx)
+        _stop_on_loss(rank, exc, str(exc), announce, ctx, config.timeout_s)
     except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
         if isinstance(exc, MpcdpError) or not _network_failure(exc):
             raise
         _stop_on_loss(rank, exc, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                      announce, ctx)
+                      announce, ctx, config.timeout_s)
     ctx.close()
     try:
         adapter.stop_party()  # party 0 tells the dealer to stop
@@ -84,6 +92,58 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
                         party=exc.party) from exc
     return value
+
+
+def checks_before_joining(check: Callable[..., Sequence[Any]]):
+    """Give a job function its local checks: ``check(*args)`` runs before the party joins the run and
+    returns the arguments to run the job with (see the module docstring)."""
+    def mark(fn):
+        fn.before_joining = check
+        return fn
+    return mark
+
+
+def _checked(rank: int, config: MpcConfig, rendezvous: str, settings: RunSettings, fn, args: Sequence[Any],
+             announce: Callable[[BaseException], None] | None = None):
+    """``fn``'s arguments once its local checks passed (:func:`checks_before_joining`; none: as they are).
+
+    Raises:
+        PartyRefused: a check refused (the others were told through the store, :func:`_refuse`).
+    """
+    check = getattr(fn, "before_joining", None)
+    if check is None:
+        return args
+    try:
+        return tuple(check(*args))
+    except Exception as exc:  # noqa: BLE001 - every refusal is told to the others, a bug's too
+        raise _refuse(rank, config, rendezvous, settings, exc, announce) from exc
+
+
+def _refuse(rank: int, config: MpcConfig, rendezvous_url: str, settings: RunSettings, exc: BaseException,
+            announce: Callable[[BaseException], None] | None) -> PartyRefused:
+    """Tell every other process why this party refuses its input (``exc``'s ``refusal``; another error as
+    category ``error``), through the rendezvous store only — no link is opened — and return the error to
+    raise, ``announce``-d first. Party 0, which hosts the store, then keeps it up until every process has
+    reported, at most the run's ``timeout_s``. Cost: one connection to the store and one write of at most
+    256 bytes."""
+    refusal = getattr(exc, "refusal", None) or refusal_of("error")
+    text = refusal.text(rank)
+    try:
+        rendezvous_store.open_store(rendezvous_url, rank=rank, processes=config.processes,
+                                    timeout_s=config.timeout_s, security=settings.links(rank).security)
+        rendezvous_store.publish_refusal(rank, refusal)
+        told = True
+    except Exception as failure:  # noqa: BLE001 - the store is unreachable or refused: say so, still refuse
+        first = str(failure).splitlines()[0] if str(failure) else ""
+        text += f" (the other processes could not be told: {type(failure).__name__}: {first[:200]})"
+        told = False
+    error = PartyRefused(text, party=rank, refusal=refusal)
+    error.__cause__ = exc  # the local error, for --debug and the launcher's report
+    if announce is not None:
+        announce(error)
+    if told:
+        losses.linger(rank, wait_s=config.timeout_s)
+    return error
 
 
 def _network_failure(exc: RuntimeError) -> bool:
@@ -94,13 +154,15 @@ def _network_failure(exc: RuntimeError) -> bool:
 
 
 def _stop_on_loss(rank: int, exc: BaseException, detail: str,
-                  announce: Callable[[BaseException], None] | None, ctx):
+                  announce: Callable[[BaseException], None] | None, ctx, timeout_s: float):
     """Agree with the others on whom to name (:mod:`mpcdp.transport.losses`) and stop, naming it.
 
     This party's report goes into the store first; then its links close, so that the parties waiting on it
     notice at once (and find its report already there); then it weighs the reports, unless it holds direct
     evidence of its own. A timeout that the reports confirm (or cannot contradict) is raised as it is; else
-    the error names the party the reports point to. Party 0 then keeps the store up for the others."""
+    the error names the party the reports point to (:class:`~mpcdp.errors.PartyRefused` where a party refused
+    its input). Party 0 then keeps the store up for the others (after a refusal, until all have reported, at
+    most ``timeout_s``: a process may join late)."""
     from mpcdp import adapter
 
     losses.report(rank, exc)
@@ -108,14 +170,14 @@ def _stop_on_loss(rank: int, exc: BaseException, detail: str,
         ctx.close(orderly=False)
     adapter.stop_party(orderly=False)
     verdict = losses.resolve(rank, exc)
-    if isinstance(exc, PeerTimeout) and verdict.suspects in ((), (exc.party,)):
+    if isinstance(exc, PeerTimeout) and verdict.refusal is None and verdict.suspects in ((), (exc.party,)):
         error: BaseException = exc
     else:
-        error = PartyLost(losses.message(verdict, f"party {rank}", detail), party=verdict.party)
+        error = losses.stopped(verdict, f"party {rank}", detail)
         error.__cause__ = exc
     if announce is not None:
         announce(error)
-    losses.linger(rank)
+    losses.linger(rank, wait_s=timeout_s if verdict.refusal is not None else losses.LINGER_S)
     if error is exc:
         raise exc
     raise error from exc

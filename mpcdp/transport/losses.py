@@ -21,6 +21,10 @@ then closes its links. Then (:func:`resolve`):
   processes accuse each other so, both are named ("party 0 or party 2: each accuses the other"). Of what
   remains, the suspect with the strongest evidence from the most distinct reporters is named.
 
+A party that refuses its own input before joining the links writes its refusal as its report
+(:mod:`.refusals`): that is the cause, whatever else was reported, and every other process stops naming it
+(:func:`stopped`, :class:`~mpcdp.errors.PartyRefused`) as soon as it reads it.
+
 If the store is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps
 the store up until the reports are in (at most :data:`LINGER_S`) so that the others can read them
 (:func:`linger`).
@@ -41,7 +45,7 @@ import dataclasses
 import datetime
 import time
 
-from mpcdp.errors import PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.errors import PartyLost, PartyRefused, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import rendezvous
 
 REPORT_WAIT_S = 2.0
@@ -71,6 +75,7 @@ class Verdict:
     own: bool = False  # this process's own direct evidence
     mutual: bool = False
     store_lost: bool = False
+    refusal: rendezvous.Report | None = None  # a party's refusal of its own input: the cause
 
     @property
     def party(self) -> int | None:
@@ -135,7 +140,7 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
             reports = rendezvous.read_reports(info.processes)
         except Exception:  # noqa: BLE001 - the store's host, party 0's process, is gone
             return Verdict((0,), store_lost=True) if me != 0 else _alone(me, suspect, kind)
-        if settled(reports, info.processes) or time.monotonic() > deadline:
+        if settled(reports, info.processes) or _refusal(reports) or time.monotonic() > deadline:
             break
         time.sleep(_POLL_S)
     try:  # once more: a report read in this pass may answer one written while the pass read others
@@ -169,8 +174,17 @@ def _accusations(me: int, reports: dict) -> list[Accusation]:
     return found
 
 
+def _refusal(reports: dict) -> rendezvous.Report | None:
+    """The refusal among the reports (the lowest writer's, if several parties refused), or None."""
+    refused = [r for _, r in sorted(reports.items()) if isinstance(r, rendezvous.Report) and r.refusal is not None]
+    return refused[0] if refused else None
+
+
 def judge(me: int, reports: dict) -> Verdict:
     """Weigh the run's reports as this process (``me``) sees them (the rules in the module docstring)."""
+    refused = _refusal(reports)
+    if refused is not None and refused.writer != me:
+        return Verdict((refused.writer,), refusal=refused)
     live = [a for a in _accusations(me, reports) if not (a.kind == "closed" and a.suspect in reports)]
     if not live:
         return Verdict()
@@ -198,13 +212,13 @@ def judge(me: int, reports: dict) -> Verdict:
     return Verdict(suspects, tuple(a for c in chosen for a in c[2]), mutual=any(c[3] for c in chosen))
 
 
-def linger(rank: int) -> None:
+def linger(rank: int, wait_s: float = LINGER_S) -> None:
     """Party 0 hosts the store: keep it up until every report is in (then a moment for the others to read
-    it), at most :data:`LINGER_S`."""
+    it), at most ``wait_s``."""
     if rank != 0:
         return
     info = rendezvous.run()
-    deadline = time.monotonic() + LINGER_S
+    deadline = time.monotonic() + wait_s
     while info is not None and time.monotonic() < deadline:
         try:
             if settled(rendezvous.read_reports(info.processes), info.processes):
@@ -213,6 +227,16 @@ def linger(rank: int) -> None:
         except Exception:  # noqa: BLE001 - its own store failed: nothing left to wait for
             return
         time.sleep(_POLL_S)
+
+
+def stopped(verdict: Verdict, me: str, detail: str) -> PartyLost | PartyRefused:
+    """The error a process raises when it stops after a loss: :class:`~mpcdp.errors.PartyRefused` with the
+    refusing party's line (the same on every process) if a party refused its input, else
+    :class:`~mpcdp.errors.PartyLost` with :func:`message`."""
+    if verdict.refusal is not None:
+        refusal = verdict.refusal
+        return PartyRefused(refusal.refusal.text(refusal.writer), party=refusal.writer, refusal=refusal.refusal)
+    return PartyLost(message(verdict, me, detail), party=verdict.party)
 
 
 def message(verdict: Verdict, me: str, detail: str) -> str:

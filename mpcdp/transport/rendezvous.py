@@ -52,7 +52,7 @@ from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, RE
 
 __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
-           "publish_endpoint", "publish_report", "read_reports", "run", "who", "current"]
+           "publish_endpoint", "publish_refusal", "publish_report", "read_reports", "run", "who", "current"]
 
 _store = None
 _server = None
@@ -204,6 +204,11 @@ def publish_report(rank: int, suspect: int | None, evidence: str) -> None:
     """Write this process's loss report (public; each rank writes its own once, :mod:`.losses`)."""
     _store.set(f"{REPORT_PREFIX}{rank}", json.dumps({"suspect": suspect, "evidence": evidence},
                                                     separators=(",", ":")))
+
+
+def publish_refusal(rank: int, refusal) -> None:
+    """Write this party's refusal of its own input as its report (public; :mod:`.refusals`)."""
+    _store.set(f"{REPORT_PREFIX}{rank}", json.dumps(refusal.value(), separators=(",", ":"), ensure_ascii=False))
 
 
 def read_reports(processes: int) -> dict[int, Report | str]:

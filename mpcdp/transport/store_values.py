@@ -4,7 +4,8 @@ their values, and bounded reading of the wire format (:mod:`.store` serves and r
 Wire format: a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES` of UTF-8 JSON nested at most
 :data:`MAX_JSON_DEPTH` deep (checked before it is parsed). Keys: ``mpcdp/endpoint/<rank>`` =
 ``'IPv4 port processes'`` (:func:`parse_endpoint`) and ``mpcdp/report/<rank>`` = ``{"suspect": j | null,
-"evidence": kind}`` (:func:`parse_report`). Nothing is unpickled.
+"evidence": kind}``, or a party's refusal of its own input ``{"refused", "file", "field", "position"}``
+(:mod:`.refusals`) (:func:`parse_report`). Nothing is unpickled.
 
 Security model: every value is parsed against this schema by the server when it is written and again by every
 reader; a malformed value names its writer (the rank in its key), never stops the reader. Cost: none beyond
@@ -20,6 +21,8 @@ import struct
 import time
 from typing import NamedTuple
 
+from mpcdp.transport.refusals import Refusal, parse_refusal
+
 MAX_MESSAGE_BYTES = 4096
 MAX_VALUE_BYTES = 256
 MAX_JSON_DEPTH = 2
@@ -31,10 +34,12 @@ EVIDENCE = ("violation", "short", "timeout", "closed", "none")
 
 
 class Report(NamedTuple):
-    """One process's loss report: whom it suspects (None: nobody) and on what evidence (:data:`EVIDENCE`)."""
+    """One process's loss report: whom it suspects (None: nobody) and on what evidence (:data:`EVIDENCE`); or,
+    evidence ``"refused"``, the writer's refusal of its own input (:mod:`.refusals`)."""
     writer: int
     suspect: int | None
     evidence: str
+    refusal: Refusal | None = None
 
 
 # -- schema -----------------------------------------------------------------------------------------------
@@ -67,15 +72,18 @@ def parse_endpoint(text: str) -> tuple[str, int, int]:
 
 
 def parse_report(text: str, writer: int) -> Report:
-    """``{"suspect": j | null, "evidence": kind}`` written by rank ``writer`` → :class:`Report`.
+    """``{"suspect": j | null, "evidence": kind}`` written by rank ``writer`` → :class:`Report`; a refusal
+    (:func:`~.refusals.parse_refusal`) → a report of evidence ``"refused"`` that suspects nobody.
 
     Raises:
         ValueError: not that schema (other fields, a suspect that is the writer or not a rank, an unknown
-            kind, a suspect without evidence or evidence without a suspect).
+            kind, a suspect without evidence or evidence without a suspect, a malformed refusal).
     """
     if len(text.encode("utf-8")) > MAX_VALUE_BYTES:
         raise ValueError(f"a report of more than {MAX_VALUE_BYTES} bytes")
     value = loads_bounded(text.encode("utf-8"), MAX_JSON_DEPTH)
+    if isinstance(value, dict) and "refused" in value:
+        return Report(writer, None, "refused", parse_refusal(value))
     if not isinstance(value, dict) or set(value) != {"suspect", "evidence"}:
         raise ValueError(f"{_shown(text)} is not {{'suspect', 'evidence'}}")
     suspect, evidence = value["suspect"], value["evidence"]
