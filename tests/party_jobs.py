@@ -478,7 +478,8 @@ def material_of_every_kind(ctx, n: int):
                "masked40": adapter.dealer_masked_bits(n, 40),
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),
-               "trunc": adapter.dealer_trunc_pairs(n, 16)}
+               "trunc": adapter.dealer_trunc_pairs(n, 16),
+               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)])}
     out["ledger"] = ledger.to_dict()
     return out
 
@@ -508,9 +509,10 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     return {"epsilon": products.eps[0], "components": known}
 
 
-def generator_one_view(ctx, n: int):
-    """Comparison masks of the dealer-free provider, with every message party 1 receives while they are made
-    recorded (its whole incoming view of the material)."""
+def generator_one_view(ctx, n: int, one_hots: bool = False):
+    """Comparison masks (``one_hots``: one-hot rotation pairs of two 6-bit windows) of the dealer-free provider,
+    with every message this party receives while they are made recorded (its whole incoming view of the
+    material)."""
     source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     seen = []
     exchange = source.mesh.exchange
@@ -520,7 +522,10 @@ def generator_one_view(ctx, n: int):
         seen.extend(t.clone() for t in receives.values())
 
     source.mesh.exchange = recording
-    adapter.dealer_masked_bits(n, 40)
+    if one_hots:
+        adapter.dealer_one_hot_pairs(n, [(0, 6), (6, 6)])
+    else:
+        adapter.dealer_masked_bits(n, 40)
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
 
 

@@ -255,4 +255,105 @@ class AndShifted(Material):
         return a, c
 
 
-KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted)
+_SWAP_MASKS = (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF,
+               0x0000FFFF0000FFFF, 0x00000000FFFFFFFF)  # positions whose index has bit i = 0
+
+
+def xor_permute(words: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Each 64-position word with position x moved to x ⊕ c (c < 64 per element; local, GF(2)-linear).
+
+    Applied to a share of the one-hot word of r, it gives a share of the one-hot word of r ⊕ c."""
+    out = words
+    for i, mask in enumerate(_SWAP_MASKS):
+        s = 1 << i
+        swapped = ((out >> s) & mask) | ((out & mask) << s)
+        out = torch.where(((c >> i) & 1) == 1, swapped, out)
+    return out
+
+
+def one_hot_words(values: torch.Tensor) -> torch.Tensor:
+    """The word with bit v set, for each value v < 64 (plaintext)."""
+    return torch.ones_like(values) << values
+
+
+def check_windows(windows) -> list[tuple[int, int]]:
+    """``windows``: a list of (low bit, width) with 0 <= low, 1 <= width <= 6 and low + width <= 64."""
+    from mpcdp.errors import ProtocolViolation
+
+    out = []
+    for window in windows if isinstance(windows, (list, tuple)) and len(windows) <= 64 else [None]:
+        ok = isinstance(window, (list, tuple)) and len(window) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in window)
+        if not ok or not (0 <= window[0] and 1 <= window[1] <= 6 and window[0] + window[1] <= 64):
+            raise ProtocolViolation(f"a one-hot window must be (low bit, width <= 6) inside a 64-bit word. "
+                                    f"Found {str(window)[:40]}", party=0)
+        out.append((int(window[0]), int(window[1])))
+    return out
+
+
+class OneHotPairs(Material):
+    """Rotation pairs for one-hot decoding: n random words R, XOR-shared, shape (n,), and for each window
+    (low, width) of R the one-hot word of r = (R >> low) mod 2^width, XOR-shared, shape (n, windows).
+
+    Used by :func:`mpcdp.mpc.binary.rotated_one_hot`: opening v ⊕ R and permuting the one-hot of r by it
+    gives the one-hot of v. Without a dealer the generators make it in one round (one word per window from
+    generator 1 to generator 0, masked by a component generator 0 lacks): with R = c₀ ⊕ c₁ ⊕ c₂, generator 1
+    computes u = onehot(c₂) moved by c₁ and sends u ⊕ s (s from component 2, which generators 1 and 2 hold);
+    generator 0 moves what it receives by c₀, generator 2 moves s by c₀, and the two results XOR to onehot(R).
+    """
+
+    @staticmethod
+    def reply_shape(n: int, windows: list) -> tuple[int, ...]:
+        return (n, len(windows))
+
+    @staticmethod
+    def _one_hots(r: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
+        return torch.stack([one_hot_words((r >> low) & ((1 << width) - 1)) for low, width in windows], 1)
+
+    @staticmethod
+    def serve(dealer, n: int, windows: list):
+        windows = check_windows(windows)
+        r = dealer._get_binary_PRSS((n,))
+        return OneHotPairs._one_hots(r, windows) ^ dealer._get_binary_PRSS((n, len(windows)), remove_rank=True)
+
+    generator_rounds = 1
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, windows: list):
+        windows = check_windows(windows)
+        parts = source.random((n,))
+        g, w = source.generator, len(windows)
+        summand = None
+        if g is not None:
+            s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
+            if g == 1:
+                u = xor_permute(OneHotPairs._one_hots(parts[2], windows), _window_values(parts[1], windows))
+                source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
+                summand = torch.zeros((n, w), dtype=torch.int64)
+            elif g == 0:
+                v = torch.empty(n * w, dtype=torch.int64)
+                source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
+                summand = xor_permute(v.reshape(n, w), _window_values(parts[0], windows))
+            else:
+                summand = xor_permute(s.reshape(n, w), _window_values(parts[0], windows))
+        return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
+
+    @classmethod
+    def fetch(cls, n: int, windows: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("one_hot_pairs", n * len(windows))
+        return provider().serve(cls, n, [list(window) for window in windows])
+
+    @classmethod
+    def from_dealer(cls, n: int, windows: list) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        r = keyed.kbit((n,), generator=generator)
+        hots = cls.request(n, windows) if rank() == 0 else keyed.kbit((n, len(windows)), generator=generator)
+        return r, hots
+
+
+def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
+    """(n, windows): each window's bits of ``word``."""
+    return torch.stack([(word >> low) & ((1 << width) - 1) for low, width in windows], 1)
+
+
+KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs)

@@ -190,3 +190,120 @@ def all_bits(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "
 def levels(bits: int) -> int:
     """⌈log2 bits⌉: prefix levels for a ``bits``-bit word."""
     return max(0, math.ceil(math.log2(bits)))
+
+
+def parity(words: torch.Tensor) -> torch.Tensor:
+    """Parity of each word's 64 bits (local: the XOR of the parties' parities is the parity of the XOR)."""
+    x = words
+    for s in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> s)
+    return x & 1
+
+
+def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
+                kind: str = "masked") -> torch.Tensor:
+    """Open XOR-shared ``bits``-bit values, ⌊64/bits⌋ to a word (one opening of ⌈n/⌊64/bits⌋⌉ words; packing
+    is XOR-linear). ``kind``: as :meth:`~mpcdp.mpc.context.MpcContext.open_masked`."""
+    flat = values.reshape(-1) & low_mask(bits)
+    per = max(1, 64 // bits)
+    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
+    shifts = torch.arange(per, dtype=torch.int64) * bits
+    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    for j in range(per):
+        packed ^= padded[:, j] << int(shifts[j])
+    (opened,) = ctx.open_masked([packed], label=label, xor=True, kind=kind)
+    unpacked = (opened.unsqueeze(1) >> shifts) & low_mask(bits)
+    return unpacked.reshape(-1)[: flat.numel()].reshape(values.shape)
+
+
+def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[int, int]], *,
+                     label: str) -> torch.Tensor:
+    """XOR shares (n, windows) of the one-hot word of each window (low, width <= 6) of XOR-shared words.
+
+    A dealt rotation pair (R and the one-hot words of R's windows, :class:`mpcdp.adapter.OneHotPairs`) masks
+    the opened c = (words ⊕ R) restricted to the windows; each one-hot of R's window, moved by c's window
+    (:func:`~mpcdp.adapter.xor_permute`, local), is the one-hot of the word's window. Cost: one opening of the
+    windows' bits, packed (``span`` bits per element, ⌊64/span⌋ elements to a word), and one dealt word per
+    window; no AND.
+    """
+    flat = words.reshape(-1)
+    r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows)
+    low = min(lo for lo, _ in windows)
+    span = max(lo + width for lo, width in windows) - low
+    c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
+    moved = [adapter.xor_permute(hots[:, i], (c >> lo) & low_mask(width)) for i, (lo, width) in enumerate(windows)]
+    return torch.stack(moved, 1)
+
+
+def top_bit_one_hot(ctx: MpcContext, words: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
+    """XOR shares of the word whose only set bit is the highest set bit of each ``bits``-bit word (0 for 0).
+
+    z = NOT word (bits above ``bits`` count as 0 in the word, so 1 in z); ⌈log2 64⌉ = 6 levels of
+    z ← z AND (z >> s) make bit i of z "no set bit at i or above"; the top set bit is then z ⊕ (z >> 1),
+    below bit ``bits``. Cost: 6 openings of one word per element; one dealt word per element and level.
+    """
+    z = public_xor(ctx, words.reshape(-1) & low_mask(bits), ONES)
+    for s in (1, 2, 4, 8, 16, 32):
+        ands = ShiftedAnds(ctx, z.numel(), 1, [(0, 0, -s)], label=label)
+        ands.open({0: z})
+        z = ands.product(0, 0, -s)
+    return ((z ^ (z >> 1)) & low_mask(bits)).reshape(words.shape)
+
+
+def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
+                   label: str) -> torch.Tensor:
+    """XOR shares (bit 0) of [V < TH] for V = uniform ⊕ TH, with ``uniform`` XOR-shared uniform ``bits``-bit
+    words and XOR-shared thresholds TH <= 2^bits (TH = 2^bits: always 1): for TH < 2^bits, V is uniform
+    whatever TH is, so each bit is 1 with probability TH/2^bits.
+
+    V and TH first differ at the top set bit of ``uniform``, and V < TH there iff TH has that bit: the
+    result is the parity of (top bit one-hot AND TH), XOR TH's bit ``bits`` (set only for TH = 2^bits,
+    whose lower bits are 0). Cost: :func:`top_bit_one_hot` plus one AND (one opening of 2 words per element).
+    """
+    top = top_bit_one_hot(ctx, uniform, bits, label=f"{label}-top")
+    flat = thresholds.reshape(-1)
+    ands = ShiftedAnds(ctx, top.numel(), 2, [(0, 1, 0)], label=f"{label}-and")
+    ands.open({0: top.reshape(-1), 1: flat & low_mask(bits)})
+    return (parity(ands.product(0, 1, 0)) ^ ((flat >> bits) & 1)).reshape(uniform.shape)
+
+
+def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
+    """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
+    per = 64 // lane
+    flat = values.reshape(-1) & low_mask(lane)
+    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
+    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    for j in range(per):
+        packed ^= padded[:, j] << (j * lane)
+    return packed
+
+
+def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
+    """The first ``count`` values of :func:`pack_lanes`' words."""
+    shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
+    return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
+
+
+def packed_ands(ctx: MpcContext, variables: dict[int, torch.Tensor], pairs: list[tuple[int, int]], lane: int, *,
+                label: str) -> list[torch.Tensor]:
+    """x_u AND x_v of XOR-shared ``lane``-bit values for every pair (one AND level), ⌊64/lane⌋ values to a
+    word: 1 opening of (variables · n / ⌊64/lane⌋) words."""
+    count = next(iter(variables.values())).numel()
+    ands = ShiftedAnds(ctx, -(-count // (64 // lane)), len(variables), [(u, v, 0) for u, v in pairs], label=label)
+    ands.open({u: pack_lanes(x, lane) for u, x in variables.items()})
+    return [unpack_lanes(ands.product(u, v, 0), lane, count) for u, v in pairs]
+
+
+def all_bits_packed(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
+    """:func:`all_bits` with ⌊64/lane⌋ words to a 64-bit word, lane = 2^⌈log2 width⌉ bits (the unused bits
+    of a lane set to 1): ⌈log2 width⌉ openings of n/⌊64/lane⌋ words."""
+    lane = 1 << levels(width)
+    count = words.numel()
+    x = pack_lanes(public_xor(ctx, words.reshape(-1) & low_mask(width), low_mask(lane) ^ low_mask(width)), lane)
+    span = 1
+    while span < width:
+        ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, -span)], label=label)
+        ands.open({0: x})
+        x = ands.product(0, 0, -span)
+        span *= 2
+    return (unpack_lanes(x, lane, count) & 1).reshape(words.shape)
