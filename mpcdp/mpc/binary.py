@@ -14,7 +14,11 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
               last); 1 + ⌈log2 ℓ⌉ dealer requests
   less_than   1 opening of 2n words (x AND y, skipped for a public y), then ⌈log2 ℓ⌉ levels as above
   one_hot     3 AND levels over 6 literal words: openings of 6n, 3n and n words; 3 dealer requests
-  all_bits    ⌈log2 w⌉ levels of n words
+  rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
+              window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
+  top_bit_one_hot   6 levels of n words; bernoulli_bits: those plus 1 opening of 2n words (7 requests)
+  all_bits    ⌈log2 w⌉ levels of n words; all_bits_packed: of ⌈n/⌊64/lane⌋⌉ words
+  packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
 
 from __future__ import annotations
