@@ -45,6 +45,9 @@ class MpcConfig:
         reproducible: draw secure training's mini-batches from the protocol's seed instead of the OS
             CSPRNG (:mod:`mpcdp.randomness`), so a secure run can be compared batch for batch with a
             simulated one; predictable, so a warning is printed. Never seeds masks, dealer or noise.
+        noise_committee: how many parties (0..c−1) sample the in-MPC noise (:mod:`mpcdp.noise.secure_gaussian`);
+            it enters the release as their shares, re-randomised by a sharing of zero, so its cost does not
+            grow with m. All parties when m <= c. Without a dealer it is the three generators (c = 3).
     """
 
     parties: int
@@ -54,6 +57,7 @@ class MpcConfig:
     timeout_s: float = 120.0
     link_delay_ms: float = 0.0
     reproducible: bool = False
+    noise_committee: int = 3
 
     def __post_init__(self) -> None:
         _require(isinstance(self.parties, int) and not isinstance(self.parties, bool) and self.parties >= 2,
@@ -68,6 +72,8 @@ class MpcConfig:
                  and 0 <= self.link_delay_ms <= 10_000, "link_delay_ms", "a number in [0, 10000]",
                  self.link_delay_ms)
         _require(isinstance(self.reproducible, bool), "reproducible", "a bool", self.reproducible)
+        _require(isinstance(self.noise_committee, int) and not isinstance(self.noise_committee, bool)
+                 and self.noise_committee >= 2, "noise_committee", "an integer >= 2", self.noise_committee)
         record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
         providers.check_declared(record, self)
 

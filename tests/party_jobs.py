@@ -626,3 +626,20 @@ def run_environment(ctx):
 
     return {"mpcdp_variables": sorted(k for k in os.environ if k.startswith("MPCDP_")),
             "toy_provider_imported": "toy_provider" in sys.modules, "links": ctx.links}
+
+
+def committee_noise(ctx, count: int, sigma_units: float):
+    """``count`` in-MPC discrete Gaussian draws (the run's noise committee samples), with this party's share,
+    its disclosures during the sampling and its bytes; then the draws opened (test only)."""
+    from mpcdp.mpc.shared import Shared
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise.secure_gaussian import sample_discrete_gaussian
+
+    before, sent = len(ctx.openings), ctx._mesh.bytes_sent
+    stats: dict = {}
+    share = sample_discrete_gaussian(ctx, count, dg.plan_for(sigma_units), stats=stats)
+    seen = [(o.label, o.recipients, o.kind) for o in ctx.openings[before:]]
+    sent = ctx._mesh.bytes_sent - sent
+    values = ctx.reveal(Shared(share, 0), label="test-noise", reason="test: the committee's noise")
+    return {"share": share, "openings": seen, "bytes_sent": sent, "stats": stats,
+            "values": values.to(torch.int64), "members": ctx.committee_members()}

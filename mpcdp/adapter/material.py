@@ -356,4 +356,58 @@ def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.
     return torch.stack([(word >> low) & ((1 << width) - 1) for low, width in windows], 1)
 
 
-KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs)
+def check_members(members, parties: int) -> list[int]:
+    """``members``: ranks in increasing order, starting with party 0, within the run's ``parties``."""
+    from mpcdp.errors import ProtocolViolation
+
+    ok = isinstance(members, (list, tuple)) and 2 <= len(members) <= parties and all(
+        isinstance(r, int) and not isinstance(r, bool) for r in members)
+    if not ok or members[0] != 0 or list(members) != sorted(set(members)) or members[-1] >= parties:
+        raise ProtocolViolation(f"a committee must list 2..{parties} ranks in increasing order from party 0. "
+                                f"Found {str(members)[:60]}", party=0)
+    return [int(r) for r in members]
+
+
+class CommitteeScope(Material):
+    """Not material: party 0 tells the dealer which parties the next requests are for (a noise committee, or
+    every party again). The dealer then draws shares for those parties' keyed generators only, and the other
+    parties draw nothing, so their generators stay in step. Reply: an empty tensor."""
+
+    @staticmethod
+    def reply_shape(members: list) -> tuple[int, ...]:
+        return (0,)
+
+    @staticmethod
+    def serve(dealer, members: list):
+        every = getattr(dealer, "every_generator", None)
+        if every is None:
+            every = dealer.every_generator = list(dealer.generators)
+        dealer.generators = [every[r] for r in check_members(members, len(every))]
+        return torch.zeros(0, dtype=torch.int64)
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, members: list):
+        """Without a dealer the generators make the material: a committee is the three of them, and inside
+        it their shares go to no other party (:attr:`~.replicated.ReplicatedSource.generators_only`)."""
+        members = list(members)
+        every = list(range(source.mesh.parties))
+        if members not in (every, list(range(replicated.GENERATORS))):
+            from mpcdp.errors import ConfigError
+
+            raise ConfigError(f"without a dealer the noise committee is the three generators, parties 0, 1 and 2. "
+                              f"Found {members}.")
+        source.generators_only = members != every
+
+    @classmethod
+    def fetch(cls, members: list[int]) -> None:
+        """Every member: scope the run's material to ``members`` (all ranks: every party again)."""
+        provider().serve(cls, list(members))
+
+    @classmethod
+    def from_dealer(cls, members: list[int]) -> None:
+        if rank() == 0:
+            cls.request(list(members))
+
+
+KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
+                                      CommitteeScope)

@@ -43,6 +43,7 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
+PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
 MAX_PASS = 1 << 17  # candidates per pass: bounds the memory of a pass (≈ 1 GiB) for any count
 
 
@@ -175,21 +176,43 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
                              rng: np.random.Generator | None = None, stats: dict | None = None) -> torch.Tensor:
     """Additive shares (int64, grid units) of ``count`` i.i.d. draws of the sampler of ``plan``.
 
+    The noise committee (:meth:`~mpcdp.mpc.context.MpcContext.committee_members`: parties 0..c−1) samples;
+    the other parties wait and hold 0; then every party adds its share of a sharing of zero (pairwise keys,
+    no communication), so each party's share is uniform and the committee's shares do not stand out. With
+    m <= c every party samples and nobody waits.
+
     Args:
-        ctx: this party's context (provider ``dealer``).
+        ctx: this party's context (provider ``dealer`` or ``honest-majority``).
         count: number of samples.
         plan: the sampler's public constants (:func:`~mpcdp.noise.discrete_gaussian.plan_for`).
         rng: a seeded generator for this party's random fields: reproducible, so *insecure*. None (default)
             draws them from a ChaCha20 stream under an OS-CSPRNG key.
-        stats: filled with public counts: candidates, passes, accepted.
+        stats: filled with public counts: candidates, passes, accepted (on the committee), samples.
     """
     if count < 1:
         raise ValueError(f"`count` must be >= 1. Found {count}.")
-    words = party_words(rng)
     stats = stats if stats is not None else {}
     for key in ("candidates", "passes", "accepted", "samples"):
         stats.setdefault(key, 0)
     stats.setdefault("pass_candidates", [])
+    members = ctx.committee_members()
+    everyone = len(members) == ctx.parties
+    if ctx.rank in members:
+        with ctx.committee(members):
+            shares = _committee_samples(ctx, count, plan, party_words(rng), stats)
+        if not everyone:
+            ctx.committee_done(members, {key: stats[key] for key in PUBLIC_COUNTS}, label="noise committee done")
+    else:
+        counts = ctx.wait_for_committee(members, label="noise committee done")
+        for key in PUBLIC_COUNTS:
+            stats[key] = counts.get(key, 0)
+        shares = torch.zeros(count, dtype=torch.int64)
+    stats["samples"] += count
+    return shares if everyone else ctx.rerandomised(shares)
+
+
+def _committee_samples(ctx: MpcContext, count: int, plan: dg.SamplerPlan, words, stats: dict) -> torch.Tensor:
+    """The committee's passes until ``count`` candidates are accepted; their additive shares."""
     kept, have = [], 0
     while have < count:
         need = count - have
@@ -202,5 +225,4 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
         index = torch.nonzero(accepted).reshape(-1)[:need]
         kept.append(value[index])
         have += index.numel()
-    stats["samples"] += count
     return torch.cat(kept)
