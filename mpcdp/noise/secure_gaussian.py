@@ -1,9 +1,13 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC.
 
-No data party, no coalition missing one data party, and not the dealer learns a noise value. Every random
-field of a candidate is the XOR of every party's private random bits. All arithmetic is exact on shares.
-Only each candidate's accept bit is opened, and that is safe: candidates are independent, and an accepted
-value has the target distribution whatever the other accept bits are.
+The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.committee_members`) samples; the
+other parties take no part and receive one public message (the committee's counts). No data party, no
+coalition missing one committee member, and not the dealer (alone, or with a non-member) learns a noise
+value; under ``honest-majority`` no single one of parties 0–2. Every random field of a candidate is the XOR
+of every member's private random bits. All arithmetic is exact on shares. Only each candidate's accept bit
+is opened (to the members), and that is safe: candidates are independent, and an accepted value has the
+target distribution whatever the other accept bits are. The shares then get a sharing of zero added on
+every party, so each party's share is uniform.
 
 Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring` or
 :mod:`mpcdp.mpc.binary`, and together they are the rule of :func:`~mpcdp.noise.discrete_gaussian.accept`:
