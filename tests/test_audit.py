@@ -25,7 +25,7 @@ from mpcdp.runtime.harness import run_parties
 from party_jobs import audited_srm
 
 STEPS, DIM = 2, 30
-PACKED = ("-b2a", "dg-piece", "dg-group")  # openings of k-bit values (B2A words; one-hot windows packed to a word)
+PACKED = ("-b2a", "dg-piece", "dg-group", "-chunks", "-flags", "-supers")  # k-bit openings: B2A, one-hot windows
 
 
 @pytest.fixture(scope="module", params=["dealer", "honest-majority"])
@@ -96,9 +96,11 @@ def test_packed_window_openings_are_uniform_on_their_lanes(audit):
     """The one-hot windows open V ⊕ R on each value's own bits only, ⌊64/w⌋ values to a word: every opened
     bit inside a lane is set with probability 1/2 (binomial test per bit, family-wise α = 1e-5), and the bits
     above the last lane are 0."""
-    for label, width in (("dg-piece", 60), ("dg-group", 54)):
+    for label, width in (("dg-piece", 60), ("dg-group", 54), ("dg-bern-chunks", 62), ("dg-bern-flags", 64),
+                         ("dg-bern-supers", 64)):
         words = torch.cat([_words(v) for lab, _, _, kind, v in audit[0]["openings"] if lab == label])
-        assert words.numel() > 10 and int(words.min()) >= 0 and int(words.max()) < 2**width
+        assert words.numel() > 10
+        assert width == 64 or (int(words.min()) >= 0 and int(words.max()) < 2**width)
         for bit in range(width):
             ones = int(((words >> bit) & 1).sum())
             assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 1e-5 / width, f"{label} bit {bit}"

@@ -16,7 +16,8 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
   one_hot     3 AND levels over 6 literal words: openings of 6n, 3n and n words; 3 dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
-  top_bit_one_hot   6 levels of n words; bernoulli_bits: those plus 1 opening of 2n words (7 requests)
+  bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
+              2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 6 dealer requests
   all_bits    ⌈log2 w⌉ levels of n words; all_bits_packed: of ⌈n/⌊64/lane⌋⌉ words
   packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
@@ -221,54 +222,98 @@ def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
 
 
 def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[int, int]], *,
-                     label: str) -> torch.Tensor:
-    """XOR shares (n, windows) of the one-hot word of each window (low, width <= 6) of XOR-shared words.
+                     label: str, lane: int = 64) -> torch.Tensor:
+    """XOR shares of the one-hot of each window (low, width) of XOR-shared words: (n, windows) words for
+    ``lane`` 64 (width <= 6), or (n, ⌈windows/4⌉) words of four 16-bit lanes for ``lane`` 16 (width <= 4).
 
-    A dealt rotation pair (R and the one-hot words of R's windows, :class:`mpcdp.adapter.OneHotPairs`) masks
-    the opened c = (words ⊕ R) restricted to the windows; each one-hot of R's window, moved by c's window
-    (:func:`~mpcdp.adapter.xor_permute`, local), is the one-hot of the word's window. Cost: one opening of the
-    windows' bits, packed (``span`` bits per element, ⌊64/span⌋ elements to a word), and one dealt word per
-    window; no AND.
+    A dealt rotation pair (R and the one-hots of R's windows, :class:`mpcdp.adapter.OneHotPairs`) masks the
+    opened c = (words ⊕ R) restricted to the windows' span; each one-hot of R's window, moved by c's window
+    (:func:`~mpcdp.adapter.xor_permute`, local), is the one-hot of the word's window. Cost: one opening of
+    the span's bits, ⌊64/span⌋ elements to a word; one dealt word per word of one-hots; no AND.
     """
     flat = words.reshape(-1)
-    r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows)
+    r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows, lane)
     low = min(lo for lo, _ in windows)
     span = max(lo + width for lo, width in windows) - low
     c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
-    moved = [adapter.xor_permute(hots[:, i], (c >> lo) & low_mask(width)) for i, (lo, width) in enumerate(windows)]
-    return torch.stack(moved, 1)
+    values = torch.stack([(c >> lo) & low_mask(width) for lo, width in windows], 1)
+    per = 64 // lane
+    values = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
+    return torch.stack([adapter.xor_permute(hots[:, i], values[:, i * per:(i + 1) * per], lane)
+                        for i in range(hots.shape[1])], 1)
 
 
-def top_bit_one_hot(ctx: MpcContext, words: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
-    """XOR shares of the word whose only set bit is the highest set bit of each ``bits``-bit word (0 for 0).
+def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
+    """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
+    other bits are left meaningless)."""
+    x, s = words, lane // 2
+    while s:
+        x = x ^ (x >> s)
+        s //= 2
+    return x
 
-    z = NOT word (bits above ``bits`` count as 0 in the word, so 1 in z); ⌈log2 64⌉ = 6 levels of
-    z ← z AND (z >> s) make bit i of z "no set bit at i or above"; the top set bit is then z ⊕ (z >> 1),
-    below bit ``bits``. Cost: 6 openings of one word per element; one dealt word per element and level.
-    """
-    z = public_xor(ctx, words.reshape(-1) & low_mask(bits), ONES)
-    for s in (1, 2, 4, 8, 16, 32):
-        ands = ShiftedAnds(ctx, z.numel(), 1, [(0, 0, -s)], label=label)
-        ands.open({0: z})
-        z = ands.product(0, 0, -s)
-    return ((z ^ (z >> 1)) & low_mask(bits)).reshape(words.shape)
+
+def lanes_of(words: torch.Tensor, lane: int, count: int) -> torch.Tensor:
+    """(n, count): the first ``count`` lanes of each row of ``words`` (n, w), in order."""
+    shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
+    return ((words.unsqueeze(2) >> shifts) & low_mask(lane)).reshape(words.shape[0], -1)[:, :count]
+
+
+TOP_OF_FOUR = tuple(sum(1 << v for v in range(1 << t, 1 << (t + 1))) for t in range(4))
+"""For t = 0..3, the one-hot positions v < 16 whose top set bit is t: the top bit of a 4-bit value from its
+one-hot is a parity of the one-hot under these masks (GF(2)-linear, local)."""
+
+
+def _tops(one_hots: torch.Tensor) -> torch.Tensor:
+    """(n, k, 4) XOR shares of the top-bit one-hot of each 4-bit value, from its 16-bit one-hot lanes (n, k)."""
+    return torch.stack([lane_parity(one_hots & mask, 16) & 1 for mask in TOP_OF_FOUR], 2)
 
 
 def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
                    label: str) -> torch.Tensor:
-    """XOR shares (bit 0) of [V < TH] for V = uniform ⊕ TH, with ``uniform`` XOR-shared uniform ``bits``-bit
-    words and XOR-shared thresholds TH <= 2^bits (TH = 2^bits: always 1): for TH < 2^bits, V is uniform
-    whatever TH is, so each bit is 1 with probability TH/2^bits.
+    """XOR shares (bit 0) of [V < TH] for V = uniform ⊕ TH, with ``uniform`` XOR-shared uniform words of at
+    most ``bits`` bits (bits <= 64) and XOR-shared thresholds TH <= 2^bits (TH = 2^bits: always 1): for
+    TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability TH/2^bits.
 
-    V and TH first differ at the top set bit of ``uniform``, and V < TH there iff TH has that bit: the
-    result is the parity of (top bit one-hot AND TH), XOR TH's bit ``bits`` (set only for TH = 2^bits,
-    whose lower bits are 0). Cost: :func:`top_bit_one_hot` plus one AND (one opening of 2 words per element).
+    V and TH first differ at the top set bit of ``uniform`` (W), and V < TH there iff TH has that bit. The
+    top set bit is found by one-hot decoding in three rotations, no prefix circuit:
+      1. the 4-bit chunks of W: their one-hots (:func:`rotated_one_hots`, 16-bit lanes) give, locally, each
+         chunk's top-bit one-hot (at W's positions, word T1) and whether the chunk is nonzero;
+      2. the chunks' nonzero flags, four to a super-chunk: their one-hots give the highest nonzero chunk of
+         each super-chunk (F1) and whether it is nonzero;
+      3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
+    Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
+    ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
+    W = 0 gives 0. Cost per element: openings of 1 + 1/4 + 1/16 words (the rotations), 2 words (T1 AND TH),
+    1/2 and 1/8 word (the packed ANDs); dealt: 4 + 1 + 1 one-hot words and ≈ 1.3 AND words.
     """
-    top = top_bit_one_hot(ctx, uniform, bits, label=f"{label}-top")
-    flat = thresholds.reshape(-1)
-    ands = ShiftedAnds(ctx, top.numel(), 2, [(0, 1, 0)], label=f"{label}-and")
-    ands.open({0: top.reshape(-1), 1: flat & low_mask(bits)})
-    return (parity(ands.product(0, 1, 0)) ^ ((flat >> bits) & 1)).reshape(uniform.shape)
+    flat, n = uniform.reshape(-1), uniform.numel()
+    chunks = -(-bits // 4)
+    supers = -(-chunks // 4)
+    hots = lanes_of(rotated_one_hots(ctx, flat, [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)],
+                                     label=f"{label}-chunks", lane=16), 16, chunks)
+    tops = _tops(hots)  # (n, chunks, 4)
+    t1 = (tops << (4 * torch.arange(chunks).unsqueeze(1) + torch.arange(4))).sum((1, 2))
+    nonzero = public_xor(ctx, hots & 1, 1)  # (n, chunks)
+    flags = (nonzero << torch.arange(chunks)).sum(1)
+    super_hots = lanes_of(rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
+                                           label=f"{label}-flags", lane=16), 16, supers)
+    f1 = _tops(super_hots).reshape(n, 4 * supers)[:, :chunks]  # highest nonzero chunk of each super-chunk
+    super_flags = (public_xor(ctx, super_hots & 1, 1) << torch.arange(supers)).sum(1)
+    f2 = _tops(rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16)[:, :1])[:, 0]
+    ands = ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label=f"{label}-and")
+    flat_th = thresholds.reshape(-1)
+    ands.open({0: t1, 1: flat_th & low_mask(bits)})
+    q = lane_parity(ands.product(0, 1, 0), 4)  # bit 4k: parity of chunk k of T1 AND TH
+    q_bits = (q.unsqueeze(1) >> (4 * torch.arange(chunks))) & 1
+    (f1_q,) = packed_ands(ctx, {0: (f1 << torch.arange(chunks)).sum(1), 1: (q_bits << torch.arange(chunks)).sum(1)},
+                          [(0, 1)], 16, label=f"{label}-pick")
+    r = lane_parity(f1_q, 4)
+    r_bits = (((r.unsqueeze(1) >> (4 * torch.arange(supers))) & 1) << torch.arange(supers)).sum(1)
+    (f2_r,) = packed_ands(ctx, {0: (f2[:, :supers] << torch.arange(supers)).sum(1), 1: r_bits}, [(0, 1)], 4,
+                          label=f"{label}-last")
+    picked = lane_parity(f2_r, 4) & 1
+    return (picked ^ ((flat_th >> bits) & 1)).reshape(uniform.shape)
 
 
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:

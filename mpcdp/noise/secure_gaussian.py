@@ -20,17 +20,19 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   5. T to binary: an opening masked by a dealer ring element and a 62-bit adder (6 prefix levels).
   6. Group one-hots: T's group windows ⊕ R opened (27 bits, two to a word) and the dealt one-hots of R's
      windows moved by them (local); each group's threshold is a local selection.
-  7. Each Bernoulli factor [V < TH] with V = W ⊕ TH (W the field's uniform word): the top set bit of W
-     (6 levels of one word) AND TH, whose parity is the factor (:func:`mpcdp.mpc.binary.bernoulli_bits`);
-     the eight factors are batched. The low bits: V_low >= T_low the same way.
+  7. Each Bernoulli factor [V < TH] with V = W ⊕ TH (W the field's uniform word): TH's bit at the top set
+     bit of W, found by three rotations of one-hots (W's 4-bit chunks, their nonzero flags, the flags of
+     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`); the eight
+     factors are batched. The low bits: V_low >= T_low the same way.
   8. Accept = AND of the factors and of NOT (T's bits above the cut): 4 levels, four candidates to a word.
      Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
-pass of n candidates 24 openings carrying ≈ 82.6n ring elements or words (≈ 130 per accepted sample at
-acceptance 0.64), 23 dealer requests; dealer material for and_words ≈ 69n, one-hot pairs 7n, b2a_bits
-(k+9)n, square n, a2b n. Measured bytes and time per sample: benchmarks/results/noise-exact.md.
+pass of n candidates 23 openings carrying ≈ 50.1n ring elements or words (≈ 78 per accepted sample at
+acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words ≈ 55n (175n
+one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
+benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -150,13 +152,14 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[t
 def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``.
 
-    Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits), w = 6 distinct group
-    windows, L = :func:`point_lane` and ⌈x⌉ the packed word counts, the openings in order are: piece index
-    ⌈n/10⌉; point 4⌈n/(64/L)⌉; B2A n; square n; A2B mask n, then 2n at each of its 6 carry levels; group
-    windows ⌈n/2⌉; the top bit of each factor's uniform word, c·n at each of 6 levels; the factors' ANDs
-    2cn; accept 4 levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 24 openings and ≈ 82.6n elements.
-    Operations: and_words 2⌈n/(64/L)⌉ + 11n + 6cn + cn + 4⌈n/4⌉; one_hot_pairs (1 + w)n; b2a_bits (k+9)n;
-    square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 23.
+    Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
+    :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
+    the packed word counts, the openings in order are: piece index ⌈n/10⌉; point 4⌈n/(64/L)⌉; B2A n; square
+    n; A2B mask n, then 2n at each of its 6 carry levels; group windows ⌈n/2⌉; the factors' chunks e, their
+    flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉; accept 4 levels of
+    ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 openings and ≈ 50.1n elements.
+    Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_pairs (1 + w + 21c)n;
+    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 22.
     """
     k, c = plan.k, len(dg.GROUPS) + 1
     adder = binary.levels(62)
@@ -165,14 +168,16 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
     random_bits = sum(dg.field_bits(plan).values())
     cost = costs.DeclaredCost()
     for n in candidates:
+        e = c * n
         accept_words = -(-n // (64 // (1 << accept_levels)))
-        cost.ops.update({"and_words": 2 * point_words(n) + (2 * adder - 1) * n + 6 * c * n + c * n
+        cost.ops.update({"and_words": 2 * point_words(n) + (2 * adder - 1) * n + e + -(-e // 4) + -(-e // 16)
                          + accept_levels * accept_words,
-                         "one_hot_pairs": (1 + len(group_windows())) * n, "b2a_bits": (k + 9) * n, "square": n,
-                         "a2b": n, "random_bits": random_bits * n})
+                         "one_hot_pairs": (1 + len(group_windows()) + 21 * c) * n, "b2a_bits": (k + 9) * n,
+                         "square": n, "a2b": n, "random_bits": random_bits * n})
         cost.open(-(-n // (64 // dg.INDEX_BITS)), 4 * point_words(n), n, n, n, *[2 * n] * adder, -(-n // 2),
-                  *[c * n] * 6, 2 * c * n, *[accept_words] * accept_levels, -(-n // 64))
-        cost.dealer_requests += 1 + 1 + 1 + 1 + (1 + adder) + 1 + 6 + 1 + accept_levels
+                  e, -(-e // 4), -(-e // 16), 2 * e, 2 * -(-e // 4), 2 * -(-e // 16),
+                  *[accept_words] * accept_levels, -(-n // 64))
+        cost.dealer_requests += 1 + 1 + 1 + 1 + (1 + adder) + 1 + 6 + accept_levels
     return cost
 
 
