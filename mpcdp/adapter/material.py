@@ -266,14 +266,16 @@ def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.T
     to a share of lane-packed one-hot words of r, it gives a share of the one-hot words of r ⊕ c."""
     per = 64 // lane
     c = c.reshape(words.shape[0], per)
+    spread = c[:, 0].clone()  # lane j's move at bits lane·j..: one word, so each step below is a few word ops
+    for j in range(1, per):
+        spread |= c[:, j] << (lane * j)
+    low_bits = sum(1 << (lane * j) for j in range(per))  # bit 0 of every lane
     out = words
     for i in range(lane.bit_length() - 1):
         s = 1 << i
         swapped = ((out >> s) & _SWAP_MASKS[i]) | ((out & _SWAP_MASKS[i]) << s)
-        chosen = torch.zeros_like(out)
-        for j in range(per):
-            chosen |= -((c[:, j] >> i) & 1) & _lane_mask(lane, j)
-        out = (swapped & chosen) | (out & ~chosen)
+        chosen = -((spread >> i) & 1) if per == 1 else ((spread >> i) & low_bits) * ((1 << lane) - 1)
+        out = out ^ ((swapped ^ out) & chosen)
     return out
 
 

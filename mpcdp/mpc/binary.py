@@ -253,20 +253,40 @@ def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     return x
 
 
-def lanes_of(words: torch.Tensor, lane: int, count: int) -> torch.Tensor:
-    """(n, count): the first ``count`` lanes of each row of ``words`` (n, w), in order."""
-    shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
-    return ((words.unsqueeze(2) >> shifts) & low_mask(lane)).reshape(words.shape[0], -1)[:, :count]
+def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
+    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local)."""
+    out = torch.zeros_like(words)
+    for i in range(count):
+        out |= ((words >> (i * stride)) & 1) << i
+    return out
 
 
-TOP_OF_FOUR = tuple(sum(1 << v for v in range(1 << t, 1 << (t + 1))) for t in range(4))
-"""For t = 0..3, the one-hot positions v < 16 whose top set bit is t: the top bit of a 4-bit value from its
-one-hot is a parity of the one-hot under these masks (GF(2)-linear, local)."""
+def _top_table() -> tuple[int, ...]:
+    """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the one-hot
+    of a 4-bit value v_j) to 20 bits: bits 4j..4j+3 the one-hot of the top set bit of v_j (0 for v_j = 0), bit
+    16 + j set iff v_j = 0. Applied with :func:`select` (local, byte tables)."""
+    images = []
+    for position in range(64):
+        j, v = divmod(position, 16)
+        top = 0 if v == 0 else 1 << (v.bit_length() - 1)
+        images.append((top << (4 * j)) | ((1 << (16 + j)) if v == 0 else 0))
+    return tuple(images)
 
 
-def _tops(one_hots: torch.Tensor) -> torch.Tensor:
-    """(n, k, 4) XOR shares of the top-bit one-hot of each 4-bit value, from its 16-bit one-hot lanes (n, k)."""
-    return torch.stack([lane_parity(one_hots & mask, 16) & 1 for mask in TOP_OF_FOUR], 2)
+TOP_TABLE = _top_table()
+
+
+def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
+    4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
+    [v_k = 0], value k at bit k). Local."""
+    tops = torch.zeros(words.shape[0], dtype=torch.int64)
+    zeros = torch.zeros_like(tops)
+    for i in range(words.shape[1]):
+        image = select(ctx, words[:, i], TOP_TABLE, 20)
+        tops |= (image & 0xFFFF) << (16 * i)
+        zeros |= ((image >> 16) & 0xF) << (4 * i)
+    return tops, zeros
 
 
 def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
@@ -290,28 +310,22 @@ def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Ten
     flat, n = uniform.reshape(-1), uniform.numel()
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
-    hots = lanes_of(rotated_one_hots(ctx, flat, [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)],
-                                     label=f"{label}-chunks", lane=16), 16, chunks)
-    tops = _tops(hots)  # (n, chunks, 4)
-    t1 = (tops << (4 * torch.arange(chunks).unsqueeze(1) + torch.arange(4))).sum((1, 2))
-    nonzero = public_xor(ctx, hots & 1, 1)  # (n, chunks)
-    flags = (nonzero << torch.arange(chunks)).sum(1)
-    super_hots = lanes_of(rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
-                                           label=f"{label}-flags", lane=16), 16, supers)
-    f1 = _tops(super_hots).reshape(n, 4 * supers)[:, :chunks]  # highest nonzero chunk of each super-chunk
-    super_flags = (public_xor(ctx, super_hots & 1, 1) << torch.arange(supers)).sum(1)
-    f2 = _tops(rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16)[:, :1])[:, 0]
+    t1, zero = _tops(ctx, rotated_one_hots(ctx, flat, [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)],
+                                           label=f"{label}-chunks", lane=16))
+    flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
+    f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
+                                                 label=f"{label}-flags", lane=16))
+    f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
+    super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
+    f2, _ = _tops(ctx, rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16))
+    f2 = f2 & low_mask(supers)  # bit s: super-chunk s is the highest nonzero one
     ands = ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label=f"{label}-and")
     flat_th = thresholds.reshape(-1)
     ands.open({0: t1, 1: flat_th & low_mask(bits)})
-    q = lane_parity(ands.product(0, 1, 0), 4)  # bit 4k: parity of chunk k of T1 AND TH
-    q_bits = (q.unsqueeze(1) >> (4 * torch.arange(chunks))) & 1
-    (f1_q,) = packed_ands(ctx, {0: (f1 << torch.arange(chunks)).sum(1), 1: (q_bits << torch.arange(chunks)).sum(1)},
-                          [(0, 1)], 16, label=f"{label}-pick")
-    r = lane_parity(f1_q, 4)
-    r_bits = (((r.unsqueeze(1) >> (4 * torch.arange(supers))) & 1) << torch.arange(supers)).sum(1)
-    (f2_r,) = packed_ands(ctx, {0: (f2[:, :supers] << torch.arange(supers)).sum(1), 1: r_bits}, [(0, 1)], 4,
-                          label=f"{label}-last")
+    q = _gather_bits(lane_parity(ands.product(0, 1, 0), 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
+    (f1_q,) = packed_ands(ctx, {0: f1, 1: q}, [(0, 1)], 16, label=f"{label}-pick")
+    r = _gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
+    (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
     picked = lane_parity(f2_r, 4) & 1
     return (picked ^ ((flat_th >> bits) & 1)).reshape(uniform.shape)
 
