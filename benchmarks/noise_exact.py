@@ -3,9 +3,11 @@
     .venv/bin/python -m benchmarks.noise_exact --protocol protocols/noise-exact.toml
 
 For each mode, ``repeats`` separate runs of ``samples`` draws at ``parties`` parties (one sampling call each,
-alternating the modes so both see the same machine load). Each run records the bytes of the busiest party
-and of the dealer (kernel TCP counters), the rounds, and the slowest party's wall time of the call. The draws
-are opened *for validation only* and checked against N(0, σ²) at α = 0.001.
+alternating the modes so both see the same machine load). Each run records the bytes of every party and of
+the dealer (kernel TCP counters; the total adds them all), the rounds, the slowest party's wall time and the
+busiest party's CPU time of the call. The draws are opened *for validation only* and checked against
+N(0, σ²) at α = 0.001. Then ``dgauss`` at each of ``[committee] parties``: the noise committee's cost, which
+should not grow with m.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ def measure(config: MpcConfig, mode: str, samples: int, sigma: float) -> dict:
     busiest = max(r["bytes_sent"] for r in result.values)
     total = sum(r["bytes_sent"] for r in result.values) + (result.dealer or {}).get("bytes_sent", 0)
     wall = max(r["wall_s"] for r in result.values)
+    cpu = max(r["cpu_s"] for r in result.values)
     check = validate_normal(first["values"], sigma=sigma, alpha=1e-3)
     return {"mode": mode, "busiest_party_bytes_per_sample": busiest / samples,
             "dealer_bytes_per_sample": (result.dealer or {}).get("bytes_sent", 0) / samples,
             "total_bytes_per_sample": total / samples, "rounds": max(r["rounds"] for r in result.values),
-            "us_per_sample": 1e6 * wall / samples, "acceptance": first["accepted"] / first["candidates"],
+            "us_per_sample": 1e6 * wall / samples, "cpu_us_per_sample": 1e6 * cpu / samples,
+            "parties": config.parties, "acceptance": first["accepted"] / first["candidates"],
             "validation": "passed" if check.passed else "; ".join(check.failures)}
 
 
@@ -44,20 +48,39 @@ def main(argv: list[str] | None = None) -> int:
         for mode in c["modes"]:
             print(f"{mode}, run {repeat + 1} ...", file=sys.stderr, flush=True)
             runs.append(measure(config, mode, c["samples"], c["sigma"]) | {"repeat": repeat})
+    committee = protocol.get("committee", {})
+    scaling = []
+    for m in committee.get("parties", []):
+        print(f"dgauss at {m} parties ...", file=sys.stderr, flush=True)
+        scaling.append(measure(MpcConfig(**{**protocol["mpc"], "parties": m}), "dgauss", committee["samples"],
+                               c["sigma"]))
     lines = ["# Exact discrete Gaussian vs ratio-of-uniforms inside the MPC", "",
              f"Command: `{command}`  ",
-             f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 links (the harness default); "
-             f"{c['samples']:,} samples per call, σ = {c['sigma']}.", "",
-             "| mode | run | busiest party B/sample | dealer B/sample | total B/sample | rounds | µs/sample | "
-             "acceptance | validation (α = 0.001) |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
-        lines.append(f"| {r['mode']} | {r['repeat'] + 1} | {r['busiest_party_bytes_per_sample']:,.0f} | "
-                     f"{r['dealer_bytes_per_sample']:,.0f} | {r['total_bytes_per_sample']:,.0f} | {r['rounds']} | "
-                     f"{r['us_per_sample']:.1f} | {r['acceptance']:.4f} | {r['validation']} |")
-    lines += ["", "`rou` is the ratio-of-uniforms sampler on 17-bit uniforms, whose output has holes in its tails.",
-              "`dgauss` is the exact discrete Gaussian with a pmf enumerated in tests/test_discrete_gaussian.py.", ""]
-    recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs})
+             f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 "
+             f"links (the harness default); {c['samples']:,} samples per call, σ = {c['sigma']}. "
+             f"{protocol.get('load_note', '')}", "",
+             *_table(runs, "mode"), "",
+             "`rou` is the ratio-of-uniforms sampler on 17-bit uniforms, whose output has holes in its tails.",
+             "`dgauss` is the exact discrete Gaussian with a pmf enumerated in tests/test_discrete_gaussian.py.", ""]
+    if scaling:
+        lines += ["## The noise committee: `dgauss` at more parties", "",
+                  f"{committee['samples']:,} samples per call; parties 0–2 sample (`noise_committee` = 3), the "
+                  "others wait and add a sharing of zero. Total = every party's bytes plus the dealer's.", "",
+                  *_table(scaling, "parties"), ""]
+    recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs,
+                                                 "committee": scaling})
     return 0
+
+
+def _table(runs: list[dict], first: str) -> list[str]:
+    """The rows of ``runs`` as a markdown table whose first column is ``first`` (mode or parties)."""
+    lines = [f"| {first} | busiest party B/sample | dealer B/sample | total B/sample | rounds | µs/sample (wall) | "
+             "CPU µs/sample (busiest party) | acceptance | validation (α = 0.001) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        lines.append(f"| {r[first]} | {r['busiest_party_bytes_per_sample']:,.0f} | {r['dealer_bytes_per_sample']:,.0f} | "
+                     f"{r['total_bytes_per_sample']:,.0f} | {r['rounds']} | {r['us_per_sample']:.1f} | "
+                     f"{r['cpu_us_per_sample']:.1f} | {r['acceptance']:.4f} | {r['validation']} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ class MpcConfig:
         reproducible: draw secure training's mini-batches from the protocol's seed instead of the OS
             CSPRNG (:mod:`mpcdp.randomness`), so a secure run can be compared batch for batch with a
             simulated one; predictable, so a warning is printed. Never seeds masks, dealer or noise.
+        noise_committee: how many parties (0..c−1) sample the in-MPC noise (:mod:`mpcdp.noise.secure_gaussian`);
+            it enters the release as their shares, re-randomised by a sharing of zero, so its cost does not
+            grow with m. All parties when m <= c. Without a dealer it is the three generators (c = 3).
     """
 
     parties: int
@@ -50,6 +53,7 @@ class MpcConfig:
     timeout_s: float = 120.0
     link_delay_ms: float = 0.0
     reproducible: bool = False
+    noise_committee: int = 3
 
     def __post_init__(self) -> None:
         check_integer(self.parties, "parties", minimum=2)
@@ -59,6 +63,7 @@ class MpcConfig:
         check_number(self.timeout_s, "timeout_s", low=0)
         check_number(self.link_delay_ms, "link_delay_ms", low=0, high=10_000, low_open=False, high_open=False)
         check_bool(self.reproducible, "reproducible")
+        check_integer(self.noise_committee, "noise_committee", minimum=2)
         record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
         providers.check_declared(record, self)
 

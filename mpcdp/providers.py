@@ -196,6 +196,9 @@ class HonestMajority:
         if config.parties < self.min_parties:
             raise ConfigError(f"`provider` {self.name!r} needs `parties` >= {self.min_parties} (three of them make "
                               f"the correlated randomness). Found parties={config.parties}.")
+        if config.parties > 3 and getattr(config, "noise_committee", 3) != 3:
+            raise ConfigError(f"`noise_committee` under provider {self.name!r} is its three generators, parties 0, "
+                              f"1 and 2: 3. Found noise_committee={config.noise_committee}.")
 
     def start(self, mesh: Any, kit: Any) -> None:
         self.source = kit.replicated_source(mesh)  # one round of keys

@@ -478,7 +478,8 @@ def material_of_every_kind(ctx, n: int):
                "masked40": adapter.dealer_masked_bits(n, 40),
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),
-               "trunc": adapter.dealer_trunc_pairs(n, 16)}
+               "trunc": adapter.dealer_trunc_pairs(n, 16),
+               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)])}
     out["ledger"] = ledger.to_dict()
     return out
 
@@ -508,9 +509,10 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     return {"epsilon": products.eps[0], "components": known}
 
 
-def generator_one_view(ctx, n: int):
-    """Comparison masks of the dealer-free provider, with every message party 1 receives while they are made
-    recorded (its whole incoming view of the material)."""
+def generator_one_view(ctx, n: int, one_hots: bool = False):
+    """Comparison masks (``one_hots``: one-hot rotation pairs of two 6-bit windows) of the dealer-free provider,
+    with every message this party receives while they are made recorded (its whole incoming view of the
+    material)."""
     source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     seen = []
     exchange = source.mesh.exchange
@@ -520,7 +522,10 @@ def generator_one_view(ctx, n: int):
         seen.extend(t.clone() for t in receives.values())
 
     source.mesh.exchange = recording
-    adapter.dealer_masked_bits(n, 40)
+    if one_hots:
+        adapter.dealer_one_hot_pairs(n, [(0, 6), (6, 6)])
+    else:
+        adapter.dealer_masked_bits(n, 40)
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
 
 
@@ -621,3 +626,20 @@ def run_environment(ctx):
 
     return {"mpcdp_variables": sorted(k for k in os.environ if k.startswith("MPCDP_")),
             "toy_provider_imported": "toy_provider" in sys.modules, "links": ctx.links}
+
+
+def committee_noise(ctx, count: int, sigma_units: float):
+    """``count`` in-MPC discrete Gaussian draws (the run's noise committee samples), with this party's share,
+    its disclosures during the sampling and its bytes; then the draws opened (test only)."""
+    from mpcdp.mpc.shared import Shared
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise.secure_gaussian import sample_discrete_gaussian
+
+    before, sent = len(ctx.openings), ctx._mesh.bytes_sent
+    stats: dict = {}
+    share = sample_discrete_gaussian(ctx, count, dg.plan_for(sigma_units), stats=stats)
+    seen = [(o.label, o.recipients, o.kind) for o in ctx.openings[before:]]
+    sent = ctx._mesh.bytes_sent - sent
+    values = ctx.reveal(Shared(share, 0), label="test-noise", reason="test: the committee's noise")
+    return {"share": share, "openings": seen, "bytes_sent": sent, "stats": stats,
+            "values": values.to(torch.int64), "members": ctx.committee_members()}

@@ -25,6 +25,7 @@ from mpcdp.runtime.harness import run_parties
 from party_jobs import audited_srm
 
 STEPS, DIM = 2, 30
+PACKED = ("-b2a", "dg-piece", "dg-group", "-chunks", "-flags", "-supers")  # k-bit openings: B2A, one-hot windows
 
 
 @pytest.fixture(scope="module", params=["dealer", "honest-majority"])
@@ -54,8 +55,9 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         assert releases == [(f"v_p[{t}]", DIM + 1) for t in range(STEPS + 1)]  # d values + the validity flag
         comparisons = [(label, v) for label, _, _, kind, v in party["openings"] if kind == "comparison"]
         assert comparisons and {label for label, _ in comparisons} == {"dg-accept-bits"}
-        bits = torch.cat([_words(v) for _, v in comparisons])
-        assert set(bits.tolist()) <= {0, 1} and 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
+        words = torch.cat([_words(v) for _, v in comparisons])  # accept bits, 64 to a word
+        bits = ((words.unsqueeze(1) >> torch.arange(64)) & 1).reshape(-1)
+        assert 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
         masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
         assert masked and all(label.startswith("dg-") for label in masked)
         assert all(recipients == (0, 1, 2) for _, _, recipients, _, _ in party["openings"]), \
@@ -68,7 +70,7 @@ def test_masked_openings_are_uniform_words(audit):
     negligible). A protocol opening an unmasked fixed-point value fails this at its high bits, which are all 0
     or all 1 for small numbers (p ≈ 0)."""
     full = [v for label, _, _, kind, v in audit[0]["openings"]
-            if kind == "masked" and not label.endswith("-b2a")]  # B2A opens k-bit words, tested apart
+            if kind == "masked" and not label.endswith(PACKED)]  # k-bit words, tested apart
     words = torch.cat([_words(v) for v in full])
     n = words.numel()
     assert n > 2000
@@ -90,6 +92,20 @@ def test_b2a_openings_are_uniform_on_their_low_bits_and_zero_above(audit):
         assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 1e-5 / width, f"bit {bit}: {ones} set"
 
 
+def test_packed_window_openings_are_uniform_on_their_lanes(audit):
+    """The one-hot windows open V ⊕ R on each value's own bits only, ⌊64/w⌋ values to a word: every opened
+    bit inside a lane is set with probability 1/2 (binomial test per bit, family-wise α = 1e-5), and the bits
+    above the last lane are 0."""
+    for label, width in (("dg-piece", 60), ("dg-group", 54), ("dg-bern-chunks", 62), ("dg-bern-flags", 64),
+                         ("dg-bern-supers", 64)):
+        words = torch.cat([_words(v) for lab, _, _, kind, v in audit[0]["openings"] if lab == label])
+        assert words.numel() > 10
+        assert width == 64 or (int(words.min()) >= 0 and int(words.max()) < 2**width)
+        for bit in range(width):
+            ones = int(((words >> bit) & 1).sum())
+            assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 1e-5 / width, f"{label} bit {bit}"
+
+
 def test_no_opened_word_is_a_secret(audit):
     """No opened word equals the fixed-point encoding of any party's local terms, their noiseless sum or the
     noise (a uniform 64-bit word hits one of these few hundred values with probability ~2^-55). The k-bit
@@ -104,7 +120,7 @@ def test_no_opened_word_is_a_secret(audit):
     for party in audit:
         opened = set()
         for label, _, _, kind, values in party["openings"]:
-            if kind == "masked" and not label.endswith("-b2a"):
+            if kind == "masked" and not label.endswith(PACKED):
                 opened |= set(_words(values).tolist())
         assert not opened & encoded
 

@@ -60,6 +60,9 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
         assert torch.equal(r & (-1 if width == 64 else (1 << width) - 1), low), key
     r, high = _sum(material, "trunc", 0), _sum(material, "trunc", 1)
     assert torch.equal(high, (r >> 16) & ((1 << 48) - 1))
+    word, hots = _xor(material, "one_hots", 0), _xor(material, "one_hots", 1)
+    for i, (low, width) in enumerate([(0, 6), (20, 3), (58, 6)]):
+        assert torch.equal(hots[:, i], torch.ones_like(word) << ((word >> low) & ((1 << width) - 1)))
 
 
 def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
@@ -83,16 +86,17 @@ def test_material_costs_what_the_provider_declares(material):
     party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair)."""
     ledgers = [r["ledger"] for r in material]
     sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
-            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs")}
+            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs")}
     others = [0] * (len(ledgers) - 1)
     assert sent["Products"] == sent["AndShifted"] == [0, *others]
     assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
     assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
     assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
+    assert sent["OneHotPairs"] == [0, HEADER + 8 * N * 3, *others[1:]]  # one word per window, party 1 to 0
     for ledger in ledgers:
         assert ledger["material_requests"] == {"Products": 1, "AndShifted": 1, "WordBits": 1, "MaskedBits": 3,
-                                               "TruncPairs": 1}
-        assert ledger["material_rounds"] == 5 and ledger["dealer_requests"] == 0
+                                               "TruncPairs": 1, "OneHotPairs": 1}
+        assert ledger["material_rounds"] == 6 and ledger["dealer_requests"] == 0
 
 
 def test_the_sampler_gives_the_dealers_values_exactly_from_the_same_party_randomness():
@@ -137,6 +141,16 @@ def test_what_party_1_receives_while_bits_are_made_is_uniform_words():
                         args=(200,))
     seen = views[1]
     assert seen.numel() == 200 * 40 and views[0].numel() == 0 and views[2].numel() == 0
+    assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
+
+
+def test_what_party_0_receives_while_one_hots_are_made_is_uniform_words():
+    """Party 0 receives one word per one-hot, u ⊕ s with s from a component only parties 1 and 2 hold: uniform
+    64-bit words (KS at α = 1e-5), not the one-hot words (a single set bit) it would see unmasked."""
+    views = run_parties(generator_one_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
+                        args=(300, True))
+    seen = views[0]
+    assert seen.numel() == 300 * 2 and views[1].numel() == 0 and views[2].numel() == 0
     assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
 
 

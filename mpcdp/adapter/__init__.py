@@ -41,7 +41,7 @@ from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
-    AndShifted, MaskedBits, Products, TruncPairs, WordBits, shift_word)
+    AndShifted, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, shift_word, xor_permute)
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
 from mpcdp.adapter.session import (  # noqa: F401
@@ -64,3 +64,5 @@ dealer_masked_bits = MaskedBits.fetch
 dealer_trunc_pairs = TruncPairs.fetch
 dealer_products = Products.fetch
 dealer_and_shifted = AndShifted.fetch
+dealer_one_hot_pairs = OneHotPairs.fetch
+committee_scope = CommitteeScope.fetch

@@ -255,4 +255,205 @@ class AndShifted(Material):
         return a, c
 
 
-KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted)
+_SWAP_MASKS = (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF,
+               0x0000FFFF0000FFFF, 0x00000000FFFFFFFF)  # positions whose index has bit i = 0
+
+
+def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.Tensor:
+    """Each ``lane``-position lane of each word with position x moved to x ⊕ c (local, GF(2)-linear).
+
+    ``c``: (n,) for one lane to a word, or (n, 64/lane), lane j's move in column j, each < ``lane``. Applied
+    to a share of lane-packed one-hot words of r, it gives a share of the one-hot words of r ⊕ c."""
+    per = 64 // lane
+    c = c.reshape(words.shape[0], per)
+    spread = c[:, 0].clone()  # lane j's move at bits lane·j..: one word, so each step below is a few word ops
+    for j in range(1, per):
+        spread |= c[:, j] << (lane * j)
+    low_bits = sum(1 << (lane * j) for j in range(per))  # bit 0 of every lane
+    out = words
+    for i in range(lane.bit_length() - 1):
+        s = 1 << i
+        swapped = ((out >> s) & _SWAP_MASKS[i]) | ((out & _SWAP_MASKS[i]) << s)
+        chosen = -((spread >> i) & 1) if per == 1 else ((spread >> i) & low_bits) * ((1 << lane) - 1)
+        out = out ^ ((swapped ^ out) & chosen)
+    return out
+
+
+def _lane_mask(lane: int, j: int) -> int:
+    mask = ((1 << lane) - 1) << (lane * j)
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+def one_hot_words(values: torch.Tensor, lane: int = 64) -> torch.Tensor:
+    """The word with bit v set in each lane (values (n,) or (n, 64/lane), each < ``lane``; plaintext)."""
+    per = 64 // lane
+    values = values.reshape(values.shape[0], per)
+    out = torch.zeros(values.shape[0], dtype=torch.int64)
+    for j in range(per):
+        out |= (torch.ones_like(values[:, j]) << values[:, j]) << (lane * j)
+    return out
+
+
+def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
+    """``windows``: a list of (low bit, width) with 0 <= low, 1 <= width <= log2(lane) and low + width <= 64;
+    ``lane``: 64 or 16."""
+    from mpcdp.errors import ProtocolViolation
+
+    if lane not in (16, 64):
+        raise ProtocolViolation(f"a one-hot lane must be 16 or 64 bits. Found {str(lane)[:20]}", party=0)
+    out = []
+    for window in windows if isinstance(windows, (list, tuple)) and 0 < len(windows) <= 64 else [None]:
+        ok = isinstance(window, (list, tuple)) and len(window) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in window)
+        if not ok or not (0 <= window[0] and 1 <= window[1] <= lane.bit_length() - 1 and window[0] + window[1] <= 64):
+            raise ProtocolViolation(f"a one-hot window must be (low bit, width <= {lane.bit_length() - 1}) inside a "
+                                    f"64-bit word. Found {str(window)[:40]}", party=0)
+        out.append((int(window[0]), int(window[1])))
+    return out
+
+
+def _packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
+    """(n, ⌈windows/(64/lane)⌉): the one-hot words of r's windows, 64/lane to a word (window i: word i // per,
+    lane i % per)."""
+    values = _window_values(r, windows)
+    return _pack_columns(values, lane, lambda v: one_hot_words(v, lane))
+
+
+def _pack_columns(values: torch.Tensor, lane: int, per_word) -> torch.Tensor:
+    """Apply ``per_word`` to each group of 64/lane columns of ``values`` (padded with 0) and stack the words."""
+    per = 64 // lane
+    n, w = values.shape
+    padded = torch.cat([values, values.new_zeros((n, (-w) % per))], 1)
+    return torch.stack([per_word(padded[:, i:i + per]) for i in range(0, padded.shape[1], per)], 1)
+
+
+class OneHotPairs(Material):
+    """Rotation pairs for one-hot decoding: n random words R, XOR-shared, shape (n,), and for each window
+    (low, width) of R the one-hot of r = (R >> low) mod 2^width in a ``lane``-bit lane, 64/lane lanes to a
+    word (``lane`` 64: one word per window; 16: four windows of width <= 4 to a word), XOR-shared, shape
+    (n, ⌈windows/(64/lane)⌉).
+
+    Used by :func:`mpcdp.mpc.binary.rotated_one_hots`: opening v ⊕ R and moving each lane of R's one-hots by
+    it gives the one-hots of v. Without a dealer the generators make it in one round (one word per word of
+    one-hots from generator 1 to generator 0, masked by a component generator 0 lacks): with
+    R = c₀ ⊕ c₁ ⊕ c₂, generator 1 computes u = onehot(c₂) moved by c₁ and sends u ⊕ s (s from component 2,
+    which generators 1 and 2 hold); generator 0 moves what it receives by c₀, generator 2 moves s by c₀, and
+    the two results XOR to onehot(R).
+    """
+
+    @staticmethod
+    def reply_shape(n: int, windows: list, lane: int = 64) -> tuple[int, ...]:
+        return (n, -(-len(windows) // (64 // lane)))
+
+    @staticmethod
+    def serve(dealer, n: int, windows: list, lane: int = 64):
+        windows = check_windows(windows, lane)
+        r = dealer._get_binary_PRSS((n,))
+        hots = _packed_one_hots(r, windows, lane)
+        return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
+
+    generator_rounds = 1
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, windows: list, lane: int = 64):
+        windows = check_windows(windows, lane)
+        parts = source.random((n,))
+        g, w = source.generator, -(-len(windows) // (64 // lane))
+        summand = None
+        if g is not None:
+            s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
+            if g == 1:
+                u = _moved(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+                source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
+                summand = torch.zeros((n, w), dtype=torch.int64)
+            elif g == 0:
+                v = torch.empty(n * w, dtype=torch.int64)
+                source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
+                summand = _moved(v.reshape(n, w), parts[0], windows, lane)
+            else:
+                summand = _moved(s.reshape(n, w), parts[0], windows, lane)
+        return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
+
+    @classmethod
+    def fetch(cls, n: int, windows: list[tuple[int, int]], lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("one_hot_pairs", n * len(windows))
+        return provider().serve(cls, n, [list(window) for window in windows], lane)
+
+    @classmethod
+    def from_dealer(cls, n: int, windows: list, lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        r = keyed.kbit((n,), generator=generator)
+        shape = cls.reply_shape(n, windows, lane)
+        hots = cls.request(n, windows, lane) if rank() == 0 else keyed.kbit(shape, generator=generator)
+        return r, hots
+
+
+def _moved(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
+    """Every lane of ``hots`` (n, words) moved by its window's bits of ``word`` (:func:`xor_permute`)."""
+    values = _window_values(word, windows)
+    per = 64 // lane
+    padded = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
+    return torch.stack([xor_permute(hots[:, i], padded[:, i * per:(i + 1) * per], lane)
+                        for i in range(hots.shape[1])], 1)
+
+
+def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
+    """(n, windows): each window's bits of ``word``."""
+    return torch.stack([(word >> low) & ((1 << width) - 1) for low, width in windows], 1)
+
+
+def check_members(members, parties: int) -> list[int]:
+    """``members``: ranks in increasing order, starting with party 0, within the run's ``parties``."""
+    from mpcdp.errors import ProtocolViolation
+
+    ok = isinstance(members, (list, tuple)) and 2 <= len(members) <= parties and all(
+        isinstance(r, int) and not isinstance(r, bool) for r in members)
+    if not ok or members[0] != 0 or list(members) != sorted(set(members)) or members[-1] >= parties:
+        raise ProtocolViolation(f"a committee must list 2..{parties} ranks in increasing order from party 0. "
+                                f"Found {str(members)[:60]}", party=0)
+    return [int(r) for r in members]
+
+
+class CommitteeScope(Material):
+    """Not material: party 0 tells the dealer which parties the next requests are for (a noise committee, or
+    every party again). The dealer then draws shares for those parties' keyed generators only, and the other
+    parties draw nothing, so their generators stay in step. Reply: an empty tensor."""
+
+    @staticmethod
+    def reply_shape(members: list) -> tuple[int, ...]:
+        return (0,)
+
+    @staticmethod
+    def serve(dealer, members: list):
+        every = getattr(dealer, "every_generator", None)
+        if every is None:
+            every = dealer.every_generator = list(dealer.generators)
+        dealer.generators = [every[r] for r in check_members(members, len(every))]
+        return torch.zeros(0, dtype=torch.int64)
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, members: list):
+        """Without a dealer the generators make the material: a committee is the three of them, and inside
+        it their shares go to no other party (:attr:`~.replicated.ReplicatedSource.generators_only`)."""
+        members = list(members)
+        every = list(range(source.mesh.parties))
+        if members not in (every, list(range(replicated.GENERATORS))):
+            from mpcdp.errors import ConfigError
+
+            raise ConfigError(f"without a dealer the noise committee is the three generators, parties 0, 1 and 2. "
+                              f"Found {members}.")
+        source.generators_only = members != every
+
+    @classmethod
+    def fetch(cls, members: list[int]) -> None:
+        """Every member: scope the run's material to ``members`` (all ranks: every party again)."""
+        provider().serve(cls, list(members))
+
+    @classmethod
+    def from_dealer(cls, members: list[int]) -> None:
+        if rank() == 0:
+            cls.request(list(members))
+
+
+KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
+                                      CommitteeScope)

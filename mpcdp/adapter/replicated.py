@@ -77,6 +77,7 @@ class ReplicatedSource:
         self.component_keys = component_keys
         self.components = {k: component_stream(key) for k, key in component_keys.items()}
         self.pairs = pairs
+        self.generators_only = False  # True inside a committee of the three generators: no share for the others
 
     @classmethod
     def establish(cls, mesh: Mesh) -> "ReplicatedSource":
@@ -136,7 +137,7 @@ class ReplicatedSource:
             return sum(self.pairs[g].words(n) for g in range(GENERATORS)).reshape(shape)
         g = self.generator
         share = value.reshape(-1) + self.draw(g, n) - self.draw((g + 1) % GENERATORS, n)
-        for j in sorted(self.pairs):
+        for j in self._others():
             share = share - self.pairs[j].words(n)
         return share.reshape(shape)
 
@@ -150,9 +151,13 @@ class ReplicatedSource:
             return share.reshape(shape)
         g = self.generator
         share = value.reshape(-1) ^ self.draw(g, n, bits) ^ self.draw((g + 1) % GENERATORS, n, bits)
-        for j in sorted(self.pairs):
+        for j in self._others():
             share = share ^ (self.pairs[j].words(n) & mask)
         return share.reshape(shape)
+
+    def _others(self) -> list[int]:
+        """The other data parties that get a share of what the generators make (none inside a committee)."""
+        return [] if self.generators_only else sorted(self.pairs)
 
     # -- the one protocol: random bits into the ring -----------------------------------------------------
 

@@ -107,6 +107,41 @@ def cost_party(ctx, layers: list[tuple[str, tuple[int, ...]]], noise: str, sigma
     return out
 
 
+def step_party(ctx, layers: list[tuple[str, tuple[int, ...]]], noise: str, sigma: float) -> dict[str, Any]:
+    """Party function: one training step as training runs it — every layer's noise drawn in one call, then the
+    whole model's noisy sum released in one opening; each metered (:func:`_metered`)."""
+    from mpcdp.mpc.release import noisy_release
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+
+    spec = NoiseSpec(sigma=sigma, mode=noise)
+    warm = sample_noise(ctx, spec, (4,))
+    noisy_release(ctx, torch.zeros(4, dtype=torch.float64), warm.values, shape=(4,), label="warm-up")
+    d = sum(math.prod(shape) for _, shape in layers)
+    local = _local_gradient((d,), ctx.rank, 0)
+    block, noise_record = _metered(ctx, lambda: sample_noise(ctx, spec, (d,)), None)
+    _, release_record = _metered(ctx, lambda: noisy_release(ctx, local, block.values, shape=(d,), label="release step"),
+                                 None)
+    return {"elements": d, "noise": noise_record, "release": release_record, "noise_stats": dict(block.stats)}
+
+
+def run_step_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 1.0, timeout_s: float = 1800.0,
+                  provider: str = providers.DEFAULT) -> dict[str, Any]:
+    """One step of ``model`` (all layers' noise in one call, one release) on ``parties`` local processes: the
+    noise and release sections as :func:`run_cost` summarises them, every party's and the dealer's bytes."""
+    from mpcdp.runtime.harness import run_job
+
+    check_choice(model, noise)
+    config = MpcConfig(parties=parties, timeout_s=timeout_s, provider=provider)
+    result = run_job(step_party, config, args=(MODELS[model], noise, sigma),
+                     job={**cost_job(model, noise, sigma), "fn": "cost-step"})
+    dealer_bytes = (result.dealer or {}).get("request_bytes", [])
+    out = {"model": model, "parties": parties, "noise": noise, "provider": provider,
+           "elements": result.values[0]["elements"], "noise_stats": result.values[0]["noise_stats"]}
+    for section in SECTIONS:
+        out[section] = _section_summary([v[section] for v in result.values], dealer_bytes)
+    return out
+
+
 def plaintext_seconds(parties: int, d: int, sigma: float, repeats: int = 5) -> float:
     """The simulated equivalent: sum of m float64 vectors plus N(0, σ²) noise (CSPRNG), median time."""
     from mpcdp.noise.modes import csprng_normal

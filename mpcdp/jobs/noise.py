@@ -20,15 +20,16 @@ from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
 def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: int | None,
                 chunk: int) -> dict[str, Any]:
     meter, rounds, opened, candidates, accepted = WireMeter(), 0, [], 0, 0
-    wall = 0.0
+    wall = cpu = 0.0
     for start in range(0, samples, chunk):
         n = min(chunk, samples - start)
         spec = NoiseSpec(sigma=sigma, mode=mode, seed=None if seed is None else seed + start)
         rounds_before = ctx.rounds
-        begin = time.perf_counter()
+        begin, begin_cpu = time.perf_counter(), time.process_time()
         with meter:
             block = sample_noise(ctx, spec, (n,))
         wall += time.perf_counter() - begin
+        cpu += time.process_time() - begin_cpu
         rounds += ctx.rounds - rounds_before
         candidates += block.stats.get("candidates", 0)
         accepted += block.stats.get("accepted", 0)
@@ -37,7 +38,7 @@ def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: in
             opened.append(values.numpy())
         ctx.progress(start + n, samples)
     return {"values": np.concatenate(opened) if opened else None, "bytes_sent": meter.bytes_sent,
-            "rounds": rounds, "wall_s": wall, "candidates": candidates, "accepted": accepted,
+            "rounds": rounds, "wall_s": wall, "cpu_s": cpu, "candidates": candidates, "accepted": accepted,
             "sigma": block.sigma, "support": block.support, "event": repr(block.event)}
 
 

@@ -14,7 +14,12 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
               last); 1 + ⌈log2 ℓ⌉ dealer requests
   less_than   1 opening of 2n words (x AND y, skipped for a public y), then ⌈log2 ℓ⌉ levels as above
   one_hot     3 AND levels over 6 literal words: openings of 6n, 3n and n words; 3 dealer requests
-  all_bits    ⌈log2 w⌉ levels of n words
+  rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
+              window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
+  bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
+              2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 6 dealer requests
+  all_bits    ⌈log2 w⌉ levels of n words; all_bits_packed: of ⌈n/⌊64/lane⌋⌉ words
+  packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
 
 from __future__ import annotations
@@ -190,3 +195,178 @@ def all_bits(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "
 def levels(bits: int) -> int:
     """⌈log2 bits⌉: prefix levels for a ``bits``-bit word."""
     return max(0, math.ceil(math.log2(bits)))
+
+
+def parity(words: torch.Tensor) -> torch.Tensor:
+    """Parity of each word's 64 bits (local: the XOR of the parties' parities is the parity of the XOR)."""
+    x = words
+    for s in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> s)
+    return x & 1
+
+
+def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
+                kind: str = "masked") -> torch.Tensor:
+    """Open XOR-shared ``bits``-bit values, ⌊64/bits⌋ to a word (one opening of ⌈n/⌊64/bits⌋⌉ words; packing
+    is XOR-linear). ``kind``: as :meth:`~mpcdp.mpc.context.MpcContext.open_masked`."""
+    flat = values.reshape(-1) & low_mask(bits)
+    per = max(1, 64 // bits)
+    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
+    shifts = torch.arange(per, dtype=torch.int64) * bits
+    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    for j in range(per):
+        packed ^= padded[:, j] << int(shifts[j])
+    (opened,) = ctx.open_masked([packed], label=label, xor=True, kind=kind)
+    unpacked = (opened.unsqueeze(1) >> shifts) & low_mask(bits)
+    return unpacked.reshape(-1)[: flat.numel()].reshape(values.shape)
+
+
+def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[int, int]], *,
+                     label: str, lane: int = 64) -> torch.Tensor:
+    """XOR shares of the one-hot of each window (low, width) of XOR-shared words: (n, windows) words for
+    ``lane`` 64 (width <= 6), or (n, ⌈windows/4⌉) words of four 16-bit lanes for ``lane`` 16 (width <= 4).
+
+    A dealt rotation pair (R and the one-hots of R's windows, :class:`mpcdp.adapter.OneHotPairs`) masks the
+    opened c = (words ⊕ R) restricted to the windows' span; each one-hot of R's window, moved by c's window
+    (:func:`~mpcdp.adapter.xor_permute`, local), is the one-hot of the word's window. Cost: one opening of
+    the span's bits, ⌊64/span⌋ elements to a word; one dealt word per word of one-hots; no AND.
+    """
+    flat = words.reshape(-1)
+    r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows, lane)
+    low = min(lo for lo, _ in windows)
+    span = max(lo + width for lo, width in windows) - low
+    c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
+    values = torch.stack([(c >> lo) & low_mask(width) for lo, width in windows], 1)
+    per = 64 // lane
+    values = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
+    return torch.stack([adapter.xor_permute(hots[:, i], values[:, i * per:(i + 1) * per], lane)
+                        for i in range(hots.shape[1])], 1)
+
+
+def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
+    """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
+    other bits are left meaningless)."""
+    x, s = words, lane // 2
+    while s:
+        x = x ^ (x >> s)
+        s //= 2
+    return x
+
+
+def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
+    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local)."""
+    out = torch.zeros_like(words)
+    for i in range(count):
+        out |= ((words >> (i * stride)) & 1) << i
+    return out
+
+
+def _top_table() -> tuple[int, ...]:
+    """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the one-hot
+    of a 4-bit value v_j) to 20 bits: bits 4j..4j+3 the one-hot of the top set bit of v_j (0 for v_j = 0), bit
+    16 + j set iff v_j = 0. Applied with :func:`select` (local, byte tables)."""
+    images = []
+    for position in range(64):
+        j, v = divmod(position, 16)
+        top = 0 if v == 0 else 1 << (v.bit_length() - 1)
+        images.append((top << (4 * j)) | ((1 << (16 + j)) if v == 0 else 0))
+    return tuple(images)
+
+
+TOP_TABLE = _top_table()
+
+
+def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
+    4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
+    [v_k = 0], value k at bit k). Local."""
+    tops = torch.zeros(words.shape[0], dtype=torch.int64)
+    zeros = torch.zeros_like(tops)
+    for i in range(words.shape[1]):
+        image = select(ctx, words[:, i], TOP_TABLE, 20)
+        tops |= (image & 0xFFFF) << (16 * i)
+        zeros |= ((image >> 16) & 0xF) << (4 * i)
+    return tops, zeros
+
+
+def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
+                   label: str) -> torch.Tensor:
+    """XOR shares (bit 0) of [V < TH] for V = uniform ⊕ TH, with ``uniform`` XOR-shared uniform words of at
+    most ``bits`` bits (bits <= 64) and XOR-shared thresholds TH <= 2^bits (TH = 2^bits: always 1): for
+    TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability TH/2^bits.
+
+    V and TH first differ at the top set bit of ``uniform`` (W), and V < TH there iff TH has that bit. The
+    top set bit is found by one-hot decoding in three rotations, no prefix circuit:
+      1. the 4-bit chunks of W: their one-hots (:func:`rotated_one_hots`, 16-bit lanes) give, locally, each
+         chunk's top-bit one-hot (at W's positions, word T1) and whether the chunk is nonzero;
+      2. the chunks' nonzero flags, four to a super-chunk: their one-hots give the highest nonzero chunk of
+         each super-chunk (F1) and whether it is nonzero;
+      3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
+    Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
+    ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
+    W = 0 gives 0. Cost per element: openings of 1 + 1/4 + 1/16 words (the rotations), 2 words (T1 AND TH),
+    1/2 and 1/8 word (the packed ANDs); dealt: 4 + 1 + 1 one-hot words and ≈ 1.3 AND words.
+    """
+    flat, n = uniform.reshape(-1), uniform.numel()
+    chunks = -(-bits // 4)
+    supers = -(-chunks // 4)
+    t1, zero = _tops(ctx, rotated_one_hots(ctx, flat, [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)],
+                                           label=f"{label}-chunks", lane=16))
+    flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
+    f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
+                                                 label=f"{label}-flags", lane=16))
+    f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
+    super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
+    f2, _ = _tops(ctx, rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16))
+    f2 = f2 & low_mask(supers)  # bit s: super-chunk s is the highest nonzero one
+    ands = ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label=f"{label}-and")
+    flat_th = thresholds.reshape(-1)
+    ands.open({0: t1, 1: flat_th & low_mask(bits)})
+    q = _gather_bits(lane_parity(ands.product(0, 1, 0), 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
+    (f1_q,) = packed_ands(ctx, {0: f1, 1: q}, [(0, 1)], 16, label=f"{label}-pick")
+    r = _gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
+    (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
+    picked = lane_parity(f2_r, 4) & 1
+    return (picked ^ ((flat_th >> bits) & 1)).reshape(uniform.shape)
+
+
+def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
+    """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
+    per = 64 // lane
+    flat = values.reshape(-1) & low_mask(lane)
+    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
+    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    for j in range(per):
+        packed ^= padded[:, j] << (j * lane)
+    return packed
+
+
+def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
+    """The first ``count`` values of :func:`pack_lanes`' words."""
+    shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
+    return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
+
+
+def packed_ands(ctx: MpcContext, variables: dict[int, torch.Tensor], pairs: list[tuple[int, int]], lane: int, *,
+                label: str) -> list[torch.Tensor]:
+    """x_u AND x_v of XOR-shared ``lane``-bit values for every pair (one AND level), ⌊64/lane⌋ values to a
+    word: 1 opening of (variables · n / ⌊64/lane⌋) words."""
+    count = next(iter(variables.values())).numel()
+    ands = ShiftedAnds(ctx, -(-count // (64 // lane)), len(variables), [(u, v, 0) for u, v in pairs], label=label)
+    ands.open({u: pack_lanes(x, lane) for u, x in variables.items()})
+    return [unpack_lanes(ands.product(u, v, 0), lane, count) for u, v in pairs]
+
+
+def all_bits_packed(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
+    """:func:`all_bits` with ⌊64/lane⌋ words to a 64-bit word, lane = 2^⌈log2 width⌉ bits (the unused bits
+    of a lane set to 1): ⌈log2 width⌉ openings of n/⌊64/lane⌋ words."""
+    lane = 1 << levels(width)
+    count = words.numel()
+    x = pack_lanes(public_xor(ctx, words.reshape(-1) & low_mask(width), low_mask(lane) ^ low_mask(width)), lane)
+    span = 1
+    while span < width:
+        ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, -span)], label=label)
+        ands.open({0: x})
+        x = ands.product(0, 0, -span)
+        span *= 2
+    return (unpack_lanes(x, lane, count) & 1).reshape(words.shape)

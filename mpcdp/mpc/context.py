@@ -24,6 +24,7 @@ never opened) and the dealer's correlated randomness (each party receives only i
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -32,8 +33,9 @@ from typing import Any, Callable
 
 import torch
 
+from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
-from mpcdp.errors import ConfigMismatchError, InputError
+from mpcdp.errors import ConfigMismatchError, InputError, ProtocolViolation
 from mpcdp.transport import costs, public
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
@@ -141,6 +143,7 @@ class MpcContext:
         self._mesh = mesh
         self._on_step = on_step
         self._on_progress = on_progress
+        self.members: tuple[int, ...] = tuple(range(self.parties))  # who takes part in openings now
 
     def progress(self, done: int, total: int) -> None:
         """Tell the launcher how far this party's job is (shown as a progress bar by the CLI)."""
@@ -305,6 +308,13 @@ class MpcContext:
         bits = self.config.precision_bits if precision is None else precision
         return Shared(encoded + self._masks.zero_share(encoded.shape), bits)
 
+    def rerandomised(self, shares: torch.Tensor) -> torch.Tensor:
+        """``shares`` plus this party's share of a fresh sharing of zero (pairwise keys; no communication): the
+        shared value is unchanged and every party's share becomes uniform."""
+        if self._masks is None:
+            raise RuntimeError("context has no mask seeds; build it with MpcContext.join")
+        return shares + self._masks.zero_share(shares.shape)
+
     def input_from(self, src: int, value: torch.Tensor | None, shape: tuple[int, ...], *, field: str) -> Shared:
         """Share party ``src``'s private ``value`` (others pass None); ``shape`` is public. No communication."""
         if self.rank == src:
@@ -316,17 +326,68 @@ class MpcContext:
             encoded = torch.zeros(shape, dtype=torch.int64)
         return self.masked_input(encoded)
 
+    # -- the noise committee ------------------------------------------------------------------------
+    def committee_members(self) -> tuple[int, ...]:
+        """The parties that sample in-MPC noise: parties 0..c−1, c = the configuration's ``noise_committee``
+        (all parties when m <= c)."""
+        return tuple(range(min(self.parties, self.config.noise_committee)))
+
+    @contextlib.contextmanager
+    def committee(self, members: tuple[int, ...]):
+        """Inside: openings (and the correlated randomness, :class:`mpcdp.adapter.CommitteeScope`) involve
+        ``members`` only; every member enters together, the other parties do not enter at all. Yields."""
+        if self.rank not in members:
+            raise RuntimeError(f"party {self.rank} is not on the committee {members}")
+        previous, self.members = self.members, tuple(members)
+        scoped = self.members != tuple(range(self.parties))
+        if scoped:
+            adapter.committee_scope(list(self.members))
+        try:
+            yield
+        finally:
+            self.members = previous
+            if scoped:
+                adapter.committee_scope(list(previous))
+
+    def wait_for_committee(self, members: tuple[int, ...], *, label: str) -> dict[str, int]:
+        """A party off the committee: wait, without a deadline, until the committee's first member says it is
+        done, and return the public counts it sends (:meth:`committee_done`, same label): a JSON object of at
+        most 16 non-negative integers, checked here."""
+        self.note_step(f"wait {label}")
+        raw = self._mesh.exchange_text({}, [members[0]], label=label, patient=True, limit=1024)[members[0]]
+        try:
+            counts = json.loads(raw)
+        except ValueError:
+            counts = None
+        if not (isinstance(counts, dict) and len(counts) <= 16 and all(
+                isinstance(k, str) and len(k) <= 32 and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for k, v in counts.items())):
+            raise ProtocolViolation(f"party {members[0]} ended the noise committee with a message that is not "
+                                    f"public counts", party=members[0])
+        self._disclose(label, len(counts), (self.rank,), kind="public", reason="public by design", values=counts)
+        return counts
+
+    def committee_done(self, members: tuple[int, ...], counts: dict[str, int], *, label: str) -> None:
+        """The committee's first member tells every other party that the committee is done, with the public
+        ``counts`` (e.g. candidates drawn and accepted: functions of opened accept bits only)."""
+        if self.rank == members[0]:
+            others = [j for j in range(self.parties) if j not in members]
+            payload = json.dumps({k: int(v) for k, v in counts.items()}).encode()
+            self._mesh.exchange_text({j: payload for j in others}, [], label=label)
+            self._disclose(label, len(counts), tuple(others), kind="public", reason="public by design",
+                           values=counts)
+
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str) -> torch.Tensor:
         self.note_step(f"open {label}")
         before, start = self._mesh.bytes_sent, time.perf_counter()
-        opened, rounds = self._mesh.open_shares(flat, label=label, xor=xor)
+        opened, rounds = self._mesh.open_shares(flat, label=label, xor=xor, members=self.members)
         sent = self._mesh.bytes_sent - before
         self.rounds += rounds
         costs.record("openings", 1)
         costs.record("opened_elements", flat.numel(), calls=0)
         costs.record_rounds(rounds)
         self.wire.add(sent, time.perf_counter() - start)
-        self._disclose(label, flat.numel(), tuple(range(self.parties)), kind=kind, reason=reason,
+        self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
                        bytes_sent=sent, rounds=rounds, values=opened)
         return opened
 

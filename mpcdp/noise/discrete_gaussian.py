@@ -18,9 +18,11 @@ Sampler, per candidate (every step an integer operation; the randomness is XOR-c
      M = max_j ρ(min |P_j|)/c_j. So the proposal density times e^(−λ_j) is the same constant 1/M on every piece.
   4. Accept iff T < 64·2^F and every Bernoulli factor of exp(−T/2^F) is 1; the two groups that read t's
      bits 32 and 16 have threshold 0 for t >= 48, so the support is t < 48 − λ_j, |n| below ≈ 9.8σ. The bits of T are cut into groups. Group g reads a_g = (T >> lo_g) mod 2^(w_g) and
-     passes iff V_g < TH_g[a_g]. V_g is a uniform 62-bit word and TH_g[a] = round(2^62·exp(−a·2^(lo_g − F)/root_g)).
-     The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T_low, with V_low uniform on [0, 2^F). That has
-     probability 1 − T_low/2^F, within a factor e^(2^-43) of exp(−T_low/2^F).
+     passes iff V_g < TH_g[a_g], TH_g[a] = round(2^62·exp(−a·2^(lo_g − F)/root_g)), V_g = W_g ⊕ TH_g[a_g]
+     with W_g a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes).
+     The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T_low, V_low = W_low ⊕ T_low with W_low uniform
+     on [0, 2^F). That has probability 1 − T_low/2^F, within a factor e^(2^-43) of exp(−T_low/2^F).
+     (V = W ⊕ TH lets the MPC read the comparison off the top set bit of W: :func:`below`.)
 
 Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 32·2^F] · Π_g TH_g[a_g]/2^62 · (1 − T_low/2^F).
 Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`SamplerPlan.eta_dg`,
@@ -264,9 +266,15 @@ def accept(plan: SamplerPlan, T: np.ndarray, fields: dict[str, np.ndarray]) -> n
     """The accept decision of every candidate (exact integer comparisons)."""
     ok = T < (1 << (F + 6))
     for g, ((low, width, _), table) in enumerate(zip(GROUPS, group_thresholds())):
-        ok &= fields[f"v{g}"] < table[(T >> low) & ((1 << width) - 1)]
-    ok &= fields["v_low"] >= (T & ((1 << LOW_BITS) - 1))
+        ok &= below(fields[f"v{g}"], table[(T >> low) & ((1 << width) - 1)], WORD)
+    ok &= ~below(fields["v_low"], T & ((1 << LOW_BITS) - 1), F)
     return ok
+
+
+def below(uniform: np.ndarray, threshold: np.ndarray, bits: int) -> np.ndarray:
+    """[V < TH] with V = uniform ⊕ TH: probability TH/2^bits for a uniform ``bits``-bit word and TH <= 2^bits
+    (TH = 2^bits: always true). The form the MPC evaluates (:func:`mpcdp.mpc.binary.bernoulli_bits`)."""
+    return (threshold == (1 << bits)) | ((uniform ^ threshold) < threshold)
 
 
 def _stream_words(seed: int | None, stream: int):

@@ -1,28 +1,38 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC.
 
-No data party, no coalition missing one data party, and not the dealer learns a noise value. Every random
-field of a candidate is the XOR of every party's private random bits. All arithmetic is exact on shares.
-Only each candidate's accept bit is opened, and that is safe: candidates are independent, and an accepted
-value has the target distribution whatever the other accept bits are.
+The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.committee_members`) samples; the
+other parties take no part and receive one public message (the committee's counts). No data party, no
+coalition missing one committee member, and not the dealer (alone, or with a non-member) learns a noise
+value; under ``honest-majority`` no single one of parties 0–2. Every random field of a candidate is the XOR
+of every member's private random bits. All arithmetic is exact on shares. Only each candidate's accept bit
+is opened (to the members), and that is safe: candidates are independent, and an accepted value has the
+target distribution whatever the other accept bits are. The shares then get a sharing of zero added on
+every party, so each party's share is uniform.
 
 Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring` or
-:mod:`mpcdp.mpc.binary`, and they are the same rules as :func:`~mpcdp.noise.discrete_gaussian.accept`:
+:mod:`mpcdp.mpc.binary`, and together they are the rule of :func:`~mpcdp.noise.discrete_gaussian.accept`:
   1. Random fields: each party draws its share of every field from the OS CSPRNG (no communication).
-  2. Piece: one-hot of the 6-bit index (3 AND levels); piece indicators I_j are parities (local).
-  3. Candidate word: n = ⊕_j I_j·(piece j's layout of the point and the sign), which takes one level of word
-     ANDs.
+  2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
+     to a word); piece indicators and the piece's base, mask and sign extension are local selections.
+  3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
   4. B2A of n's k+5 bits and of I_1..I_4 (one opening). Then n as a two's complement integer, n² (one
      Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
   5. T to binary: an opening masked by a dealer ring element and a 62-bit adder (6 prefix levels).
-  6. For each bit group: the one-hot of its bits selects the threshold (local parities); then V_g < TH
-     (secret against secret, 6 prefix levels); all groups are batched. The low bits: V_low >= T_low.
-  7. Accept = AND of the comparison results and of NOT (T's bits above the cut) (4 levels). Open it.
-  8. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
+  6. Group one-hots: T's group windows ⊕ R opened (27 bits, two to a word) and the dealt one-hots of R's
+     windows moved by them (local); each group's threshold is a local selection.
+  7. Each Bernoulli factor [V < TH] with V = W ⊕ TH (W the field's uniform word): TH's bit at the top set
+     bit of W, found by three rotations of one-hots (W's 4-bit chunks, their nonzero flags, the flags of
+     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`); the eight
+     factors are batched. The low bits: V_low >= T_low the same way.
+  8. Accept = AND of the factors and of NOT (T's bits above the cut): 4 levels, four candidates to a word.
+     Open it, 64 candidates to a word.
+  9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
-Declared cost (:func:`declared_cost`, checked against the counters in tests/test_costs.py): per pass of n
-candidates 28 openings carrying 196n ring elements or words (≈ 300 words per accepted sample at acceptance
-0.66), 25 dealer requests; dealer material for and_words 140n, b2a_bits (k+9)n, square n, a2b n. Measured
-bytes and time per sample: benchmarks/results/noise.md.
+Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
+pass of n candidates 23 openings carrying ≈ 50.1n ring elements or words (≈ 78 per accepted sample at
+acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words ≈ 55n (175n
+one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
+benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
+PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
 MAX_PASS = 1 << 17  # candidates per pass: bounds the memory of a pass (≈ 1 GiB) for any count
 
 
@@ -53,53 +64,38 @@ def party_words(rng: np.random.Generator | None):
 
 def _piece_words(ctx: MpcContext, plan: dg.SamplerPlan, fields: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """XOR shares of (the candidate's (k+5)-bit two's complement word, the piece indicator bits I_0..I_4 as
-    a (n, 5) tensor)."""
-    k = plan.k
-    onehot = binary.one_hot(ctx, fields["index"], dg.INDEX_BITS, label="dg-piece")
-    table = plan.index_table()
-    chosen = binary.select(ctx, onehot, tuple(1 << int(piece) for piece in table), dg.PIECES)  # bit j: I_j
-    indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
-    width = k + 5
+    a (n, 5) tensor).
+
+    The index's one-hot comes from a rotation pair; each index value's piece j gives, by local selection,
+    the piece's base bit B_j, point mask M_j and sign extension E_j, and the word is
+    n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, k low bits); piece j >= 1
+    is +m or ~m = −m − 1 with m = 2^(k+j−1) + (point mod 2^(k+j−1)). One AND level of two pairs."""
+    k, width = plan.k, plan.k + 5
     full = (1 << width) - 1
-    point, sign = fields["point"], fields["sign"]
-    masks, bases, extensions = [], [], []
-    for j in range(dg.PIECES):
-        if j == 0:
-            masks.append((1 << k) - 1)
-            bases.append(0)
-            extensions.append(full ^ ((1 << k) - 1))
-        else:
-            top = 1 << (k + j - 1)
-            masks.append(top - 1)
-            bases.append(top)
-            extensions.append(full)
-    spread = [binary.broadcast(ctx, indicators[:, j], 0) for j in range(dg.PIECES)]
-    extension = sum_xor([s & e for s, e in zip(spread, extensions)])  # ⊕_j I_j·SE_j (local)
-    base = sum_xor([s & b for s, b in zip(spread, bases)])
-    # variables: 0..4 = spread I_j, 5 = point, 6 = spread sign, 7 = extension
-    pairs = [(j, 5, 0) for j in range(dg.PIECES)] + [(6, 7, 0)]
-    ands = ring.ShiftedAnds(ctx, point.numel(), 8, pairs, label="dg-point")
-    ands.open({**{j: spread[j] for j in range(dg.PIECES)}, 5: point, 6: binary.broadcast(ctx, sign, 0),
-               7: extension})
-    word = base ^ ands.product(6, 7, 0)
-    for j in range(dg.PIECES):
-        word = word ^ (ands.product(j, 5, 0) & masks[j])
-    return word & full, indicators
+    onehot = binary.rotated_one_hots(ctx, fields["index"], [(0, dg.INDEX_BITS)], label="dg-piece")[:, 0]
+    table = plan.index_table().tolist()
+    bases = [0] + [1 << (k + j - 1) for j in range(1, dg.PIECES)]
+    masks = [(1 << k) - 1] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
+    extensions = [full ^ ((1 << k) - 1)] + [full] * (dg.PIECES - 1)
+    chosen = binary.select(ctx, onehot, tuple(1 << int(j) for j in table), dg.PIECES)  # bit j: I_j
+    indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
+    base = binary.select(ctx, onehot, tuple(bases[j] for j in table), width)
+    mask = binary.select(ctx, onehot, tuple(masks[j] for j in table), width)
+    extension = binary.select(ctx, onehot, tuple(extensions[j] for j in table), width)
+    sign = binary.broadcast(ctx, fields["sign"], 0)
+    low, high = binary.packed_ands(ctx, {0: fields["point"], 1: mask, 2: sign, 3: extension}, [(0, 1), (2, 3)],
+                                   point_lane(plan), label="dg-point")
+    return (base ^ low ^ high) & full, indicators
 
 
-def sum_xor(words: list[torch.Tensor]) -> torch.Tensor:
-    out = words[0]
-    for w in words[1:]:
-        out = out ^ w
-    return out
+def point_lane(plan: dg.SamplerPlan) -> int:
+    """Bits per candidate word in the packed point ANDs: 32 (two to a word) while k + 5 <= 32."""
+    return 32 if plan.k + 5 <= 32 else 64
 
 
-def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draw n candidates; return (public accept mask, additive shares of each candidate's value)."""
-    costs.record("random_bits", n * sum(dg.field_bits(plan).values()))
-    fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words).items()}
-    k = plan.k
-    word, indicators = _piece_words(ctx, plan, fields)
+def _exponent(ctx: MpcContext, plan: dg.SamplerPlan, word: torch.Tensor, indicators: torch.Tensor):
+    """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits."""
+    k, n = plan.k, word.numel()
     packed = word
     for j in range(1, dg.PIECES):
         packed = packed | (indicators[:, j] << (k + 4 + j))
@@ -107,58 +103,81 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[t
     value = ring.bits_to_value(bits[:, : k + 4]) - bits[:, k + 4] * (1 << (k + 4))
     square = ring.Products(ctx, n, 1, [(0, 0)], label="dg-square")
     square.open({0: value})
-    T = square.product(0, 0) * plan.G
-    T = ring.public_add(ctx, T, plan.Lambda[0])
+    T = ring.public_add(ctx, square.product(0, 0) * plan.G, plan.Lambda[0])
     for j in range(1, dg.PIECES):
         T = T + bits[:, k + 4 + j] * (plan.Lambda[j] - plan.Lambda[0])
-    t_bits = binary.to_binary(ctx, T, 62, label="dg-a2b")
-    # every comparison of the candidate in one batch: the groups' V_g < TH_g, then V_low < T_low
-    thresholds = []
-    onehots = binary.one_hot(ctx, torch.cat([(t_bits >> low) & ((1 << width) - 1) for low, width, _ in dg.GROUPS]),
-                             6, label="dg-group")
-    for g, table in enumerate(dg.group_thresholds()):
-        thresholds.append(binary.select(ctx, onehots[g * n:(g + 1) * n], tuple(table.tolist()), dg.WORD + 1))
-    left = torch.cat([fields[f"v{g}"] for g in range(len(dg.GROUPS))] + [fields["v_low"]])
-    right = torch.cat(thresholds + [t_bits & ((1 << dg.LOW_BITS) - 1)])
-    lt = binary.less_than(ctx, left, right, dg.WORD + 1, label="dg-lt")
-    groups = len(dg.GROUPS)
+    return value, T
+
+
+def group_windows() -> list[tuple[int, int]]:
+    """The distinct bit windows (low, width) of T that the groups read, in first-use order."""
+    windows: list[tuple[int, int]] = []
+    for low, width, _ in dg.GROUPS:
+        if (low, width) not in windows:
+            windows.append((low, width))
+    return windows
+
+
+def _factors(ctx: MpcContext, plan: dg.SamplerPlan, t_bits: torch.Tensor, fields: dict[str, torch.Tensor]):
+    """XOR shares of every factor's pass bit, packed in a word: bit g for group g, then the low bits, then
+    the cut (t < 64)."""
+    n, groups, windows = t_bits.numel(), len(dg.GROUPS), group_windows()
+    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label="dg-group")
+    thresholds = [binary.select(ctx, onehots[:, windows.index((low, width))], tuple(table.tolist()), dg.WORD + 1)
+                  for (low, width, _), table in zip(dg.GROUPS, dg.group_thresholds())]
+    uniform = torch.cat([fields[f"v{g}"] for g in range(groups)] + [fields["v_low"]])
+    threshold = torch.cat(thresholds + [t_bits & ((1 << dg.LOW_BITS) - 1)])
+    passed = binary.bernoulli_bits(ctx, uniform, threshold, dg.WORD, label="dg-bern")
     factors = torch.zeros(n, dtype=torch.int64)
     for g in range(groups):
-        factors = factors | (lt[g * n:(g + 1) * n] << g)
-    factors = factors | (ring.public_xor(ctx, lt[groups * n:], 1) << groups)  # V_low >= T_low
+        factors = factors | (passed[g * n:(g + 1) * n] << g)
+    factors = factors | (ring.public_xor(ctx, passed[groups * n:], 1) << groups)  # V_low >= T_low
     above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)  # bits of t at 64 and above: must be 0
-    cut_ok = ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1)
-    factors = factors | (cut_ok << (groups + 1))
-    accept = binary.all_bits(ctx, factors, groups + 1 + dg.ABOVE, label="dg-accept")
-    (opened,) = ctx.open_masked([accept], label="dg-accept-bits", xor=True, kind="comparison")
+    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << (groups + 1))
+
+
+def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw n candidates; return (public accept mask, additive shares of each candidate's value)."""
+    costs.record("random_bits", n * sum(dg.field_bits(plan).values()))
+    fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words).items()}
+    word, indicators = _piece_words(ctx, plan, fields)
+    value, T = _exponent(ctx, plan, word, indicators)
+    t_bits = binary.to_binary(ctx, T, 62, label="dg-a2b")
+    factors = _factors(ctx, plan, t_bits, fields)
+    accept = binary.all_bits_packed(ctx, factors, len(dg.GROUPS) + 1 + dg.ABOVE, label="dg-accept")
+    opened = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison")
     return opened == 1, value
 
 
 def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``.
 
-    Per pass of n candidates, with c = 7 comparisons and an accept word of 10 bits (4 AND levels), the
-    openings in order are: piece one-hot 6n, 3n, n; point ANDs 8n; B2A n; square n; A2B mask n, then
-    2n at each of its 6 carry levels; group one-hots 36n, 18n, 6n; comparisons c·2n (x AND y), then c·2n
-    at each of 6 prefix levels; accept 4 levels of n; the accept bits n. That is 28 openings and 196n
-    elements.
-    Operations: and_words 140n = one-hots 5n·(1 + 6), point 6n, adder 11n, comparisons 7n + 77n, accept 4n;
-    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 6·62 + 54)n. Dealer requests: 25.
+    Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
+    :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
+    the packed word counts, the openings in order are: piece index ⌈n/10⌉; point 4⌈n/(64/L)⌉; B2A n; square
+    n; A2B mask n, then 2n at each of its 6 carry levels; group windows ⌈n/2⌉; the factors' chunks e, their
+    flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉; accept 4 levels of
+    ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 openings and ≈ 50.1n elements.
+    Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_pairs (1 + w + 21c)n;
+    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 22.
     """
-    k = plan.k
-    groups = len(dg.GROUPS)
-    c = groups + 1
-    adder, prefix = binary.levels(62), binary.levels(dg.WORD + 1)
-    accept_levels = binary.levels(groups + 1 + dg.ABOVE)
+    k, c = plan.k, len(dg.GROUPS) + 1
+    adder = binary.levels(62)
+    accept_levels = binary.levels(len(dg.GROUPS) + 1 + dg.ABOVE)
+    point_words = lambda n: -(-n // (64 // point_lane(plan)))  # noqa: E731
     random_bits = sum(dg.field_bits(plan).values())
     cost = costs.DeclaredCost()
     for n in candidates:
-        cost.ops.update({"and_words": 5 * n * (1 + groups) + 6 * n + (2 * adder - 1) * n + c * n
-                         + c * (2 * prefix - 1) * n + accept_levels * n,
-                         "b2a_bits": (k + 9) * n, "square": n, "a2b": n, "random_bits": random_bits * n})
-        cost.open(6 * n, 3 * n, n, 8 * n, n, n, n, *[2 * n] * adder, 6 * groups * n, 3 * groups * n, groups * n,
-                  2 * c * n, *[2 * c * n] * prefix, *[n] * accept_levels, n)
-        cost.dealer_requests += 2 + 1 + 1 + 1 + (1 + adder) + 2 + 1 + prefix + accept_levels
+        e = c * n
+        accept_words = -(-n // (64 // (1 << accept_levels)))
+        cost.ops.update({"and_words": 2 * point_words(n) + (2 * adder - 1) * n + e + -(-e // 4) + -(-e // 16)
+                         + accept_levels * accept_words,
+                         "one_hot_pairs": (1 + len(group_windows()) + 21 * c) * n, "b2a_bits": (k + 9) * n,
+                         "square": n, "a2b": n, "random_bits": random_bits * n})
+        cost.open(-(-n // (64 // dg.INDEX_BITS)), 4 * point_words(n), n, n, n, *[2 * n] * adder, -(-n // 2),
+                  e, -(-e // 4), -(-e // 16), 2 * e, 2 * -(-e // 4), 2 * -(-e // 16),
+                  *[accept_words] * accept_levels, -(-n // 64))
+        cost.dealer_requests += 1 + 1 + 1 + 1 + (1 + adder) + 1 + 6 + accept_levels
     return cost
 
 
@@ -166,21 +185,43 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
                              rng: np.random.Generator | None = None, stats: dict | None = None) -> torch.Tensor:
     """Additive shares (int64, grid units) of ``count`` i.i.d. draws of the sampler of ``plan``.
 
+    The noise committee (:meth:`~mpcdp.mpc.context.MpcContext.committee_members`: parties 0..c−1) samples;
+    the other parties wait and hold 0; then every party adds its share of a sharing of zero (pairwise keys,
+    no communication), so each party's share is uniform and the committee's shares do not stand out. With
+    m <= c every party samples and nobody waits.
+
     Args:
-        ctx: this party's context (provider ``dealer``).
+        ctx: this party's context (provider ``dealer`` or ``honest-majority``).
         count: number of samples.
         plan: the sampler's public constants (:func:`~mpcdp.noise.discrete_gaussian.plan_for`).
         rng: a seeded generator for this party's random fields: reproducible, so *insecure*. None (default)
             draws them from a ChaCha20 stream under an OS-CSPRNG key.
-        stats: filled with public counts: candidates, passes, accepted.
+        stats: filled with public counts: candidates, passes, accepted (on the committee), samples.
     """
     if count < 1:
         raise ValueError(f"`count` must be >= 1. Found {count}.")
-    words = party_words(rng)
     stats = stats if stats is not None else {}
     for key in ("candidates", "passes", "accepted", "samples"):
         stats.setdefault(key, 0)
     stats.setdefault("pass_candidates", [])
+    members = ctx.committee_members()
+    everyone = len(members) == ctx.parties
+    if ctx.rank in members:
+        with ctx.committee(members):
+            shares = _committee_samples(ctx, count, plan, party_words(rng), stats)
+        if not everyone:
+            ctx.committee_done(members, {key: stats[key] for key in PUBLIC_COUNTS}, label="noise committee done")
+    else:
+        counts = ctx.wait_for_committee(members, label="noise committee done")
+        for key in PUBLIC_COUNTS:
+            stats[key] = counts.get(key, 0)
+        shares = torch.zeros(count, dtype=torch.int64)
+    stats["samples"] += count
+    return shares if everyone else ctx.rerandomised(shares)
+
+
+def _committee_samples(ctx: MpcContext, count: int, plan: dg.SamplerPlan, words, stats: dict) -> torch.Tensor:
+    """The committee's passes until ``count`` candidates are accepted; their additive shares."""
     kept, have = [], 0
     while have < count:
         need = count - have
@@ -193,5 +234,4 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
         index = torch.nonzero(accepted).reshape(-1)[:need]
         kept.append(value[index])
         have += index.numel()
-    stats["samples"] += count
     return torch.cat(kept)

@@ -327,21 +327,24 @@ class Mesh:
         return n
 
     # -- the protocols' communication patterns ---------------------------------------------------------
-    def open_shares(self, share: torch.Tensor, *, label: str, xor: bool = False) -> tuple[torch.Tensor, int]:
-        """Every party's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every party;
-        returns (the combination, rounds). Plans (:func:`mpcdp.transport.costs.opening_plan`):
+    def open_shares(self, share: torch.Tensor, *, label: str, xor: bool = False,
+                    members: tuple[int, ...] | None = None) -> tuple[torch.Tensor, int]:
+        """Every member's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every member;
+        returns (the combination, rounds). ``members``: the parties taking part, in rank order (default: all;
+        a noise committee, :meth:`mpcdp.mpc.context.MpcContext.committee`); the others take no part. Plans
+        (:func:`mpcdp.transport.costs.opening_plan`, on the members' count k):
 
-        * ``direct`` (2 parties): each sends its share to the other. 1 round, 8d bytes each way.
-        * ``star`` (while party 0 relays at most 64 KiB, (m−1)·8d): shares to party 0, which combines them
-          and sends the result back.
-          2 rounds; party 0 sends and receives (m−1)·8d bytes, the others 8d. Party 0 sees each party's
-          share — one additive share, uniformly masked, like any partial sum.
-        * ``scatter`` (larger): the vector is cut into m chunks; party i combines chunk i of every share
-          (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(m−1)/m·8d bytes each.
+        * ``direct`` (2 members): each sends its share to the other. 1 round, 8d bytes each way.
+        * ``star`` (while the first member relays at most 64 KiB, (k−1)·8d): shares to the first member, which
+          combines them and sends the result back. 2 rounds; it sends and receives (k−1)·8d bytes, the others
+          8d. It sees each member's share — one additive share, uniformly masked, like any partial sum.
+        * ``scatter`` (larger): the vector is cut into k chunks; member i combines chunk i of every share
+          (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(k−1)/k·8d bytes each.
         """
         flat = share.reshape(-1).contiguous()
-        plan = costs.opening_plan(flat.numel(), self.parties)
-        me, m = self.rank, self.parties
+        ranks = list(range(self.parties)) if members is None else list(members)
+        plan = costs.opening_plan(flat.numel(), len(ranks))
+        me, k = ranks.index(self.rank), len(ranks)
 
         def combine(into: torch.Tensor, other: torch.Tensor) -> None:
             if xor:
@@ -351,31 +354,34 @@ class Mesh:
 
         result = flat.clone()
         if plan == "direct":
+            peer = ranks[1 - me]
             other = torch.empty_like(flat)
-            self.exchange({1 - me: flat}, {1 - me: other}, label=label)
+            self.exchange({peer: flat}, {peer: other}, label=label)
             combine(result, other)
             return result.reshape(share.shape), 1
         if plan == "star":
+            king = ranks[0]
             if me == 0:
-                incoming = {j: torch.empty_like(flat) for j in range(1, m)}
+                incoming = {j: torch.empty_like(flat) for j in ranks[1:]}
                 self.exchange({}, incoming, label=label)
                 for buf in incoming.values():
                     combine(result, buf)
-                self.exchange({j: result for j in range(1, m)}, {}, label=label + " (sum)")
+                self.exchange({j: result for j in ranks[1:]}, {}, label=label + " (sum)")
             else:
-                self.exchange({0: flat}, {}, label=label)
-                self.exchange({}, {0: result}, label=label + " (sum)")
+                self.exchange({king: flat}, {}, label=label)
+                self.exchange({}, {king: result}, label=label + " (sum)")
             return result.reshape(share.shape), 2
-        chunks = torch.tensor_split(flat, m)
+        chunks = torch.tensor_split(flat, k)
         mine = chunks[me].clone()
-        incoming = {j: torch.empty_like(chunks[me]) for j in range(m) if j != me}
-        self.exchange({j: chunks[j] for j in incoming}, incoming, label=label)
+        incoming = {ranks[i]: torch.empty_like(chunks[me]) for i in range(k) if i != me}
+        self.exchange({ranks[i]: chunks[i] for i in range(k) if i != me}, incoming, label=label)
         for buf in incoming.values():
             combine(mine, buf)
-        gathered = {j: torch.empty_like(chunks[j]) for j in range(m) if j != me}
-        self.exchange({j: mine for j in gathered}, gathered, label=label + " (sum)")
+        gathered = {i: torch.empty_like(chunks[i]) for i in range(k) if i != me}
+        self.exchange({ranks[i]: mine for i in gathered}, {ranks[i]: buf for i, buf in gathered.items()},
+                      label=label + " (sum)")
         gathered[me] = mine
-        return torch.cat([gathered[j] for j in range(m)]).reshape(share.shape), 2
+        return torch.cat([gathered[i] for i in range(k)]).reshape(share.shape), 2
 
     def exchange_int64(self, vector: torch.Tensor, *, label: str) -> tuple[torch.Tensor, int]:
         """Every party's fixed-size public int64 ``vector``, stacked in rank order (1 round)."""
