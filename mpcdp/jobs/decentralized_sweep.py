@@ -33,6 +33,7 @@ import numpy as np
 
 from mpcdp.jobs.report import write_record
 from mpcdp.jobs.decentralized import METHODS, plan_from, run_method
+from mpcdp.validation import check_integer
 
 __all__ = ["run_sweep", "summarise", "ordering"]
 
