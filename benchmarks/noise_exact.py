@@ -18,6 +18,7 @@ import sys
 from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import noise_party
+from mpcdp.noise.secure_gaussian import CIRCUIT
 from mpcdp.noise.validate import validate_normal
 from mpcdp.runtime.harness import run_job
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 "
              f"links (the harness default); {c['samples']:,} samples per call, σ = {c['sigma']}. "
              f"{protocol.get('load_note', '')}", "",
+             f"In-MPC circuit: {CIRCUIT}.", "",
              *_table(runs, "mode"), "",
              "`rou` is the ratio-of-uniforms sampler on 17-bit uniforms, whose output has holes in its tails.",
              "`dgauss` is the exact discrete Gaussian with a pmf enumerated in tests/test_discrete_gaussian.py.", ""]
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                   "others wait and add a sharing of zero. Total = every party's bytes plus the dealer's.", "",
                   *_table(scaling, "parties"), ""]
     recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs,
-                                                 "committee": scaling})
+                                                 "committee": scaling, "circuit": CIRCUIT})
     return 0
 
 

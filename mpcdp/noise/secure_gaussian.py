@@ -49,6 +49,10 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
+CIRCUIT = ("dg-mpc/2: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
+           "Bernoulli factors by rotation-decoded top bits, packed point/accept")
+"""The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
+cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
 MAX_PASS = 1 << 17  # candidates per pass: bounds the memory of a pass (≈ 1 GiB) for any count
 
