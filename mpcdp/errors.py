@@ -85,11 +85,11 @@ class PartyRefused(PartyFailed):
     """A data party refused its own input before the run began (a NaN, a column that is not numeric, an empty
     file, a held-out file of another schema, labels outside the model's classes, records the model cannot
     take). Every process of the run, the dealer included, raises it with the same one-line message naming the
-    party, the file and the reason's category, never a value (:mod:`mpcdp.transport.refusals`).
+    party, the file and the reason's category, never a value (:mod:`mpcdp.refusals`).
 
     Attributes:
         party: the refusing party's rank.
-        refusal: the :class:`~mpcdp.transport.refusals.Refusal` (category, file, field), or None.
+        refusal: the :class:`~mpcdp.refusals.Refusal` (category, file, field), or None.
         reports: one ``PartyReport`` per process where this process launched the run, else empty.
     """
 

@@ -12,7 +12,8 @@ ROOT = pathlib.Path(mpcdp.__file__).parent
 # Bottom to top. A module may import its own package, its own layer's packages and any lower layer.
 LAYERS = (
     ("errors",),
-    ("validation", "config", "randomness", "data", "plugins", "execution", "registry", "private_files", "providers"),
+    ("validation", "config", "randomness", "data", "plugins", "execution", "registry", "private_files", "providers",
+     "refusals"),
     ("transport",),
     ("adapter",),
     ("mpc",),

@@ -17,7 +17,7 @@ from mpcdp.data.party_file import PartyData, load_party_file, schema_difference
 from mpcdp.errors import ConfigError, PartyRefused
 from mpcdp.jobs.own_data import PartySource
 from mpcdp.runtime.harness import free_port
-from mpcdp.transport.refusals import MAX_NAME_BYTES, Refusal, parse_refusal, public_name, refusal_of
+from mpcdp.refusals import MAX_NAME_BYTES, Refusal, parse_refusal, public_name, refusal_of
 from mpcdp.transport.store_values import MAX_VALUE_BYTES, parse_report
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ records leaves the host: each party checks its own labels against the model's cl
 
 A file with a NaN or Inf feature or label is refused here, locally, naming the column but neither the
 value nor how many entries are affected (:class:`~mpcdp.errors.InputError`). Every refusal of a file carries
-the :class:`~mpcdp.transport.refusals.Refusal` the other parties are told (its ``refusal``: the category, the
+the :class:`~mpcdp.refusals.Refusal` the other parties are told (its ``refusal``: the category, the
 file's name and the column), so that a run refused here stops on every process with the same line.
 """
 
@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from mpcdp.errors import ConfigError, InputError
-from mpcdp.transport.refusals import refusing
+from mpcdp.refusals import refusing
 
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
 

@@ -7,7 +7,7 @@ One party's run (:func:`own_data_party`, the same on every party):
    file's schema) — :mod:`mpcdp.data.party_file`; build the model for that record shape and run its forward
    pass on one record of zeros; check that every label is one of the model's classes (:func:`model_classes`).
    A refusal here stops the run on every process, the dealer's included, with one line naming this party,
-   the file and the reason's category (:mod:`mpcdp.transport.refusals`), before any link opens;
+   the file and the reason's category (:mod:`mpcdp.refusals`), before any link opens;
 2. agree in public on schema, record shape and the class count, and learn every party's record count n_j
    (:func:`mpcdp.mpc.data_agreement.agree_on_data`; a mismatch is refused on every party, naming the first
    column that differs), before any noise is calibrated or sampled;
@@ -56,7 +56,7 @@ from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
 from mpcdp.runtime.party import checks_before_joining
-from mpcdp.transport.refusals import refusing
+from mpcdp.refusals import refusing
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -170,7 +170,7 @@ def local_checks(source: PartySource | CheckedData, model) -> CheckedData:
     held-out file's schema, the model's forward pass on one record of its record shape, its labels.
 
     Raises:
-        ConfigError, InputError: a refusal, carrying the :class:`~mpcdp.transport.refusals.Refusal` the
+        ConfigError, InputError: a refusal, carrying the :class:`~mpcdp.refusals.Refusal` the
             others are told (the category, the file, the column).
     """
     if isinstance(source, CheckedData):

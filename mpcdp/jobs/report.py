@@ -46,6 +46,10 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
                                                  "in float64 or ratio-of-uniforms, continuous sensitivity)"
                                                  ) if before.exists() else None
     record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
+    if MECHANISM == MECHANISMS["dgauss"].id:  # the in-MPC protocol its secure runs used
+        from mpcdp.noise.secure_gaussian import CIRCUIT
+
+        record["circuit"] = CIRCUIT
     if replaced is not None and replaced != MECHANISM:
         record["replaces_mechanism"] = replaced
     text = text.rstrip("\n") + "\n\n" + stamp(record)
@@ -63,9 +67,11 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
 
 
 def stamp(record: dict) -> str:
-    """The lines a table ends with: the mechanism and accountant versions of its record, and the mechanism of
-    the record it replaced when that differed."""
+    """The lines a table ends with: the mechanism and accountant versions of its record (and the in-MPC
+    circuit's, for the discrete Gaussian), and the mechanism of the record it replaced when that differed."""
     text = f"Mechanism: {record['mechanism']}.\nAccountant: {record['accountant']}.\n"
+    if record.get("circuit"):
+        text += f"In-MPC circuit (secure runs): {record['circuit']}.\n"
     if record.get("replaces_mechanism"):
         text += f"This record replaces one made with: {record['replaces_mechanism']}.\n"
     return text

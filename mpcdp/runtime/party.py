@@ -8,7 +8,7 @@ to stop.
 Local checks first: a job function may carry ``before_joining`` (:func:`checks_before_joining`), which takes
 the job's arguments and returns those to run it with (its files read, its model built and tried). It runs
 before this party joins anything. If it refuses, the party joins the rendezvous store only, writes its
-refusal there for every other process to read (:mod:`mpcdp.transport.refusals`) and leaves, raising
+refusal there for every other process to read (:mod:`mpcdp.refusals`) and leaves, raising
 :class:`~mpcdp.errors.PartyRefused`; the others, waiting for its link at the rendezvous, raise the same.
 """
 
@@ -28,7 +28,7 @@ from mpcdp.runtime import progress
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses, rendezvous as rendezvous_store
-from mpcdp.transport.refusals import refusal_of
+from mpcdp.refusals import refusal_of
 from mpcdp.transport.rendezvous import declare_network
 
 

@@ -22,7 +22,7 @@ then closes its links. Then (:func:`resolve`):
   remains, the suspect with the strongest evidence from the most distinct reporters is named.
 
 A party that refuses its own input before joining the links writes its refusal as its report
-(:mod:`.refusals`): that is the cause, whatever else was reported, and every other process stops naming it
+(:mod:`mpcdp.refusals`): that is the cause, whatever else was reported, and every other process stops naming it
 (:func:`stopped`, :class:`~mpcdp.errors.PartyRefused`) as soon as it reads it.
 
 If the store is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps

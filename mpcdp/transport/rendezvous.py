@@ -207,7 +207,7 @@ def publish_report(rank: int, suspect: int | None, evidence: str) -> None:
 
 
 def publish_refusal(rank: int, refusal) -> None:
-    """Write this party's refusal of its own input as its report (public; :mod:`.refusals`)."""
+    """Write this party's refusal of its own input as its report (public; :mod:`mpcdp.refusals`)."""
     _store.set(f"{REPORT_PREFIX}{rank}", json.dumps(refusal.value(), separators=(",", ":"), ensure_ascii=False))
 
 

@@ -10,7 +10,7 @@ Schema: only two families of keys may be written, two keys per rank of the run (
 
 * ``mpcdp/endpoint/<rank>``: ``'IPv4 port processes'`` (where that rank listens, :func:`parse_endpoint`);
 * ``mpcdp/report/<rank>``: ``{"suspect": j | null, "evidence": kind}``, that rank's loss report
-  (:func:`parse_report`, :mod:`.losses`), or that party's refusal of its own input (:mod:`.refusals`).
+  (:func:`parse_report`, :mod:`.losses`), or that party's refusal of its own input (:mod:`mpcdp.refusals`).
 
 Every value is parsed against that schema by the server when it is written and again by every reader (a
 torchrun agent store or a file store has no such server). Each key is written once: a second write of

@@ -5,7 +5,7 @@ Wire format: a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES`
 :data:`MAX_JSON_DEPTH` deep (checked before it is parsed). Keys: ``mpcdp/endpoint/<rank>`` =
 ``'IPv4 port processes'`` (:func:`parse_endpoint`) and ``mpcdp/report/<rank>`` = ``{"suspect": j | null,
 "evidence": kind}``, or a party's refusal of its own input ``{"refused", "file", "field", "position"}``
-(:mod:`.refusals`) (:func:`parse_report`). Nothing is unpickled.
+(:mod:`mpcdp.refusals`) (:func:`parse_report`). Nothing is unpickled.
 
 Security model: every value is parsed against this schema by the server when it is written and again by every
 reader; a malformed value names its writer (the rank in its key), never stops the reader. Cost: none beyond
@@ -21,7 +21,7 @@ import struct
 import time
 from typing import NamedTuple
 
-from mpcdp.transport.refusals import Refusal, parse_refusal
+from mpcdp.refusals import Refusal, parse_refusal
 
 MAX_MESSAGE_BYTES = 4096
 MAX_VALUE_BYTES = 256
@@ -35,7 +35,7 @@ EVIDENCE = ("violation", "short", "timeout", "closed", "none")
 
 class Report(NamedTuple):
     """One process's loss report: whom it suspects (None: nobody) and on what evidence (:data:`EVIDENCE`); or,
-    evidence ``"refused"``, the writer's refusal of its own input (:mod:`.refusals`)."""
+    evidence ``"refused"``, the writer's refusal of its own input (:mod:`mpcdp.refusals`)."""
     writer: int
     suspect: int | None
     evidence: str
