@@ -26,7 +26,7 @@ find_python() {
     fi
     local candidate
     for candidate in python3.11 python3.12 python3.13 python3; do
-        if command -v "$candidate" >/dev/null 2>&1; then
+        if "$candidate" -c '' >/dev/null 2>&1; then  # runs (a pyenv shim of a version not selected does not)
             echo "$candidate"
             return
         fi
