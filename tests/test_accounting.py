@@ -16,6 +16,7 @@ from mpcdp.errors import ConfigError
 A9A = DpSrmSetting(n=32561, batch=100, batch0=200, steps=1627)
 
 
+@pytest.mark.smoke
 def test_reference_composition_from_the_accounting_note():
     # n = 32561; release 0: b0 = 200 at z = 2.0; then 1302 releases of b = 100 at z = 1.0
     setting = DpSrmSetting(n=32561, batch=100, batch0=200, steps=1302)
@@ -100,6 +101,7 @@ def test_uneven_parties_with_equal_batches_account_at_the_smallest_partys_rate()
     assert eps_uneven > 2 * eps_pooled
 
 
+@pytest.mark.smoke
 def test_gaussian_composition_is_exact_gdp():
     # T Gaussians at z: μ = √T/z; compare with the closed form δ(ε) at the returned ε
     cert = certify(full_batch_gaussian_event(sigma=2.0, sensitivity=0.5, steps=100), 1e-5)

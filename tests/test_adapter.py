@@ -2,6 +2,7 @@
 CrypTen imports and runs in fresh interpreters, including spawned party processes), and it is the only
 module of the project that imports crypten."""
 
+import pytest
 import pathlib
 import re
 import subprocess
@@ -19,12 +20,14 @@ def _python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.smoke
 def test_plain_import_of_crypten_fails_on_this_torch():
     result = _python("import crypten")
     assert result.returncode != 0
     assert "torch.onnx._internal.registration" in result.stderr
 
 
+@pytest.mark.smoke
 def test_the_adapter_makes_crypten_import_and_compute_in_a_fresh_interpreter():
     result = _python(
         "from mpcdp import adapter as b\n"
@@ -56,6 +59,7 @@ def test_importing_mpcdp_does_not_import_crypten():
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.smoke
 def test_crypten_torch_function_dispatch_is_still_only_deprecated():
     """CrypTen's `__torch_function__` is a plain method; torch 2.13 warns it "will be an error in future".
     mpcdp's protocols do not go through it, but crypten.nn does: the day torch turns the warning into an

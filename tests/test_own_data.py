@@ -100,6 +100,7 @@ class _SmallMlp(torch.nn.Module):  # a user's model, not one of mpcdp's
         return self.layers(x)
 
 
+@pytest.mark.smoke
 def test_mpcdp_train_takes_a_users_module_and_each_partys_own_csv(party_files, tmp_path):
     """The documented entry point: `mpcdp.train(module, files, protocol=...)` — secure DDP-SRM of a user's MLP,
     each party reading only its own file; the module comes back with the released parameters, ε certified."""

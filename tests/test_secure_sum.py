@@ -32,6 +32,7 @@ def test_sum_matches_torch_within_fixed_point_bound(parties, config_for):
     assert results[0]["openings"] == [(f"sum{k}", int(torch.Size(s).numel())) for k, s in enumerate(SHAPES)]
 
 
+@pytest.mark.smoke
 def test_public_weights_give_the_weighted_sum(config_for):
     parties, sizes = 3, [10, 30, 60]
     g = torch.Generator().manual_seed(7)
