@@ -376,7 +376,7 @@ class OneHotPairs(Material):
 
     @classmethod
     def fetch(cls, n: int, windows: list[tuple[int, int]], lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-        costs.record("one_hot_pairs", n * len(windows))
+        costs.record("one_hot_words", n * cls.reply_shape(n, windows, lane)[1])
         return provider().serve(cls, n, [list(window) for window in windows], lane)
 
     @classmethod

@@ -12,8 +12,8 @@ party 0 one 8-byte element per element of material (:mod:`mpcdp.adapter.material
 Time is the declared bytes at rates calibrated from this project's recorded runs on its reference machine
 (2 shared cores, loopback, TLS links; benchmarks/results/noise-exact.md, startup.md and estimate.md):
 
-* sampling: :data:`NOISE_S_PER_BYTE` seconds per byte the busiest party sends while sampling (the sampler is
-  bound by the openings it computes and moves: 48.5–52.3 µs per sample at 3,643–3,660 B per sample);
+* sampling: :data:`NOISE_S_PER_CANDIDATE` seconds per candidate the noise committee draws (its parties 0..c−1
+  compute and move every opening of a pass; the others wait);
 * training: per release, :data:`RELEASE_S` (one opening, the step's bookkeeping) plus
   :data:`GRADIENT_S_PER_ENTRY` per record of the party's batch per model parameter (clipped per-record
   gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
@@ -37,7 +37,8 @@ from mpcdp.mpc import release as release_protocol
 from mpcdp.noise import secure_gaussian
 from mpcdp.transport import costs
 
-NOISE_S_PER_BYTE = 13.8e-9  # 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dgauss, 3 parties)
+NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
+NOISE_S_PER_CANDIDATE = 30e-6  # the in-MPC sampler, dg-mpc/2, per candidate on the committee (noise-exact.md)
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
 # per record and parameter of a clipped per-record gradient (1 ms for 50 records of a 100-parameter model);
 # not yet recorded on an idle host: estimate.md was taken under contention
@@ -46,6 +47,7 @@ SETUP_S = 1.0  # startup.md: 0.2-0.6 s set-up of a local run; more across hosts
 SAFETY = 4.0  # the default time-out: this many times the estimate
 DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
+MATERIAL_OPS = ("and_words", "b2a_bits", "square", "a2b", "one_hot_words")  # counted ops that are dealt elements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,24 +96,27 @@ class RunEstimate:
 
 
 def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
-                      has_dealer: bool = True) -> RunEstimate:
+                      has_dealer: bool = True, committee: int = 3) -> RunEstimate:
     """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
-    noise ``levels``, ``parties`` data parties, ``batch`` records per party and release (see the module
-    docstring for the model)."""
+    noise ``levels``, ``parties`` data parties, ``batch`` records per party and release, a noise committee of
+    ``committee`` parties (see the module docstring for the model)."""
     candidates = _sampler_passes(levels, steps)
     noise_cost = _sampler_cost(levels, candidates)
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
         online = online + release_protocol.declared_cost(dim)
-    noise_sent = [noise_cost.bytes(parties, rank)[0] if noise_cost else 0 for rank in range(parties)]
+    members = min(parties, committee)  # the noise committee opens among itself; the others send nothing
+    noise_sent = [noise_cost.bytes(members, rank)[0] if noise_cost and rank < members else 0
+                  for rank in range(parties)]
     online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
-    material = 0 if noise_cost is None else sum(noise_cost.ops[k] for k in ("and_words", "b2a_bits", "square", "a2b"))
+    material = 0 if noise_cost is None else sum(noise_cost.ops.get(k, 0) for k in MATERIAL_OPS)
+    drawn = sum(sum(passes) for _, passes in candidates)
     online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
     return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,
                        party_bytes=tuple(a + b for a, b in zip(noise_sent, online_sent)),
                        dealer_bytes=DEALER_ELEMENT_BYTES * material if has_dealer else 0,
-                       setup_s=SETUP_S, presample_s=max(noise_sent) * NOISE_S_PER_BYTE, online_s=online_s)
+                       setup_s=SETUP_S, presample_s=drawn * NOISE_S_PER_CANDIDATE, online_s=online_s)
 
 
 def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> RunEstimate:
@@ -123,7 +128,8 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
     batch = max(getattr(noise.params, "batch", 0), getattr(noise.params, "batch0", 0))
     provider = providers.lookup(plan.mpc.get("provider", providers.DEFAULT))
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
-                             parties=plan.parties, batch=batch, has_dealer=provider.has_dealer)
+                             parties=plan.parties, batch=batch, has_dealer=provider.has_dealer,
+                             committee=plan.mpc.get("noise_committee", 3))
 
 
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:

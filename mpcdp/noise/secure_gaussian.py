@@ -30,7 +30,7 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
 pass of n candidates 23 openings carrying ≈ 50.1n ring elements or words (≈ 78 per accepted sample at
-acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words ≈ 55n (175n
+acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words 55n (175n
 one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
 benchmarks/results/noise-exact.md.
 """
@@ -162,7 +162,8 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
     n; A2B mask n, then 2n at each of its 6 carry levels; group windows ⌈n/2⌉; the factors' chunks e, their
     flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉; accept 4 levels of
     ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 openings and ≈ 50.1n elements.
-    Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_pairs (1 + w + 21c)n;
+    Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of one-hots)
+    (1 + w + 6c)n;
     b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 22.
     """
     k, c = plan.k, len(dg.GROUPS) + 1
@@ -176,7 +177,7 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
         accept_words = -(-n // (64 // (1 << accept_levels)))
         cost.ops.update({"and_words": 2 * point_words(n) + (2 * adder - 1) * n + e + -(-e // 4) + -(-e // 16)
                          + accept_levels * accept_words,
-                         "one_hot_pairs": (1 + len(group_windows()) + 21 * c) * n, "b2a_bits": (k + 9) * n,
+                         "one_hot_words": (1 + len(group_windows()) + 6 * c) * n, "b2a_bits": (k + 9) * n,
                          "square": n, "a2b": n, "random_bits": random_bits * n})
         cost.open(-(-n // (64 // dg.INDEX_BITS)), 4 * point_words(n), n, n, n, *[2 * n] * adder, -(-n // 2),
                   e, -(-e // 4), -(-e // 16), 2 * e, 2 * -(-e // 4), 2 * -(-e // 16),
