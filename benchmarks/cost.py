@@ -16,7 +16,7 @@ import sys
 
 from benchmarks import recording
 from mpcdp.jobs import cost_report
-from mpcdp.jobs.cost import run_cost
+from mpcdp.jobs.cost import run_cost, run_step_cost
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,9 +67,42 @@ def main(argv: list[str] | None = None) -> int:
             f"{oblivc / 1e6:,.0f} | {oblivc / total['total_bytes']:,.0f}× |")
         goals += [f"{model}, m = {parties}, {noise}: {line}" for line in cost_report.goals(run)
                   if not line.startswith("online") or (parties == 5 and noise == "dgauss")]
+    steps = [] if rerender else _steps(protocol.get("step", {}), grid.get("sigma", 1.0))
+    if rerender:
+        with open(f"{ns.out}.json") as fh:
+            steps = json.load(fh).get("steps", [])
+    summary += _step_table(steps)
     summary += ["", "## Goals", ""] + [f"- {line}" for line in goals]
-    recording.record(ns.out, "\n".join(summary) + "\n", {"command": command, "runs": records})
+    recording.record(ns.out, "\n".join(summary) + "\n", {"command": command, "runs": records, "steps": steps})
     return 0
+
+
+def _steps(step: dict, sigma: float) -> list[dict]:
+    """One training step of each of the protocol's [step] models at each party count, as training runs it."""
+    out = []
+    for model in step.get("models", []):
+        for parties in step.get("parties", []):
+            print(f"one step: {model}, {parties} parties", file=sys.stderr, flush=True)
+            out.append(run_step_cost(model, parties, sigma=sigma))
+    return out
+
+
+def _step_table(steps: list[dict]) -> list[str]:
+    """The rows of the one-step runs: the noise of every layer drawn in one call, then one release."""
+    if not steps:
+        return []
+    lines = ["", "## One training step: every layer's noise in one call, one release", "",
+             "As training runs a step (`mpcdp.jobs.cost.run_step_cost`): the whole model's d noise values drawn "
+             "inside the MPC by one call (the noise committee, parties 0–2), then the noisy sum of the d-vector "
+             "released in one opening. Total = every party's sent bytes + the dealer's.", "",
+             "| model | m | d | noise total MB | noise dealer MB | noise rounds | release MB | release rounds | "
+             "noise B per value |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in steps:
+        noise, release = r["noise"], r["release"]
+        lines.append(f"| {r['model']} | {r['parties']} | {r['elements']:,} | {noise['total_bytes'] / 1e6:,.1f} | "
+                     f"{noise['dealer_bytes'] / 1e6:,.1f} | {noise['rounds']} | {release['total_bytes'] / 1e6:,.3f} | "
+                     f"{release['rounds']} | {noise['total_bytes'] / r['elements']:,.0f} |")
+    return lines
 
 
 if __name__ == "__main__":
