@@ -120,7 +120,7 @@ def test_the_dry_run_refuses_a_partys_file_as_the_secure_run_does_naming_the_par
     files, tests = csvs
     odd = pd.read_csv(files[2]).rename(columns={"f3": "hours"})
     odd.to_csv(tmp_path / "odd.csv", index=False)
-    with pytest.raises(ConfigMismatchError, match=r"party 2 first.*schema_sha256") as info:
+    with pytest.raises(ConfigMismatchError, match=r"party 2 first.*column 4 is 'hours' where party 0's is 'f3'") as info:
         mpcdp.train(_Mlp(), [*files[:2], str(tmp_path / "odd.csv")], label="label", protocol=PROTOCOL,
                     backend="simulated")
     assert info.value.party == 2
@@ -185,5 +185,5 @@ def test_parties_started_with_another_eval_every_are_refused_in_the_handshake(cs
     recipe = own_data.ModuleRecipe(_Mlp())
     with pytest.raises(PartyFailed) as info:
         run_job(own_data.own_data_party, config_for(plan), party_args=[(p, s, recipe) for p, s in zip(plans, sources)],
-                party_jobs=[own_data._job(p, True) for p in plans])
+                party_jobs=[own_data._job(p, True).describe(p) for p in plans])
     assert "`eval_every`: party 0 = 3, party 1 = 3, party 2 = 4" in str(info.value)

@@ -183,8 +183,7 @@ def handshake_description(plan: Plan, *, run: str, noise: PlanNoise | None = Non
         described["dim"] = dim
     if party_sizes is not None:
         described["party_sizes"] = [int(n) for n in party_sizes]
-    if plan.eval_every is not None:  # own data: every party evaluates the same iterates (one secure sum)
-        described["eval_every"] = plan.eval_every
+    described["eval_every"] = plan.eval_every  # own data: every party evaluates the same iterates (one secure sum)
     if noise is not None:
         described.update(steps=noise.steps, resolved_params=_public_form(noise.params),
                          releases=_public_form(noise.levels), certificate=_public_form(noise.certificate))
