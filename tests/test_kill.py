@@ -127,8 +127,8 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
     victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 1.0)
     launcher = Process([MPCDP, "train", protocol], dict(os.environ))
     try:
-        # the progress bar has moved: the parties are releasing v_p
-        _wait_for(lambda: re.search(r"\b[1-9]\d*/\d+ \[", launcher.text()) is not None, 90)
+        # a party's progress line says its training steps have begun: the parties are releasing v_p
+        _wait_for(lambda: re.search(r"training step [\d,]+ / [\d,]+", launcher.text()) is not None, 90)
         time.sleep(delay)
         # the launcher's children (its fork server, a resource tracker) and the fork server's: the parties and
         # the dealer, forked in rank order

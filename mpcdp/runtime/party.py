@@ -69,10 +69,10 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     reporter = reporter if reporter is not None else progress.to_stderr(f"mpcdp party {rank}")
     try:
         with progress.reporting(reporter):
-            reporter.note(f"joining a run of {config.parties} parties")
             settings = _use(settings)
             declare_network(settings.network)
             args = _checked(rank, config, rendezvous, settings, fn, args, announce)
+            reporter.note(f"joining a run of {config.parties} parties")
             mesh = adapter.start_party(rank=rank, config=config, rendezvous_url=rendezvous,
                                        links=settings.links(rank))
             ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
