@@ -40,10 +40,10 @@ from mpcdp.transport import costs
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
 NOISE_S_PER_CANDIDATE = 30e-6  # the in-MPC sampler, dg-mpc/2, per candidate on the committee (noise-exact.md)
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
-# per record and parameter of a clipped per-record gradient (1 ms for 50 records of a 100-parameter model);
-# not yet recorded on an idle host: estimate.md was taken under contention
-GRADIENT_S_PER_ENTRY = 2.0e-7
-SETUP_S = 1.0  # startup.md: 0.2-0.6 s set-up of a local run; more across hosts
+# per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of
+# training steps where 2e-7 predicted 1.88 s)
+GRADIENT_S_PER_ENTRY = 5.0e-8
+SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 SAFETY = 4.0  # the default time-out: this many times the estimate
 DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
