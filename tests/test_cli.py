@@ -183,7 +183,7 @@ def test_help_prints_the_help_and_nothing_else():
     result = _run("--help")
     assert result.returncode == 0 and result.stdout.startswith("usage: mpcdp")
     assert result.stderr == ""
-    from mpcdp.cli.commands import wants_warm_parties
+    from mpcdp.cli.training import wants_warm_parties
 
     assert not wants_warm_parties(["--help"]) and not wants_warm_parties([])
     assert wants_warm_parties(["train", "protocols/quickstart-a9a.toml"])

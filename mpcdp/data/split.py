@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer
 
 
 def party_sizes(n: int, parties: int, *, ratio: float = 1.0) -> list[int]:
     """Sizes of m parties summing to n: with ``ratio`` u > 1, the first ⌈m/2⌉ parties are small and the rest
     u times larger (paper 000's two groups; level of non-average u = n_max / n_min)."""
-    if not (isinstance(parties, int) and parties >= 1):
-        raise ConfigError(f"`parties` must be an integer >= 1. Found {parties!r}.")
+    check_integer(parties, "parties", minimum=1)
     if not ratio >= 1:
         raise ConfigError(f"`ratio` (n_max/n_min) must be >= 1. Found {ratio!r}.")
     small = (parties + 1) // 2 if ratio > 1 else parties

@@ -37,6 +37,7 @@ import torch
 
 from mpcdp.accounting import audit_bounds
 from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer
 from mpcdp.jobs.secure_run import Job, secure_run
 from mpcdp.jobs.train import TrainPlan, plan_noise, training_split, unit_rows
 from mpcdp.learning.backends import mpc_party, train_simulated
@@ -242,10 +243,9 @@ def run_audit(plan: TrainPlan, *, backend: str = "simulated", setting: str = "wh
         raise ConfigError(f"`setting` must be one of {list(SETTINGS)}. Found {setting!r}.")
     if backend not in ("simulated", "mpc"):
         raise ConfigError(f"`backend` must be 'simulated' or 'mpc'. Found {backend!r}.")
-    if not (isinstance(runs, int) and runs >= 1):
-        raise ConfigError(f"`runs` must be an integer >= 1. Found {runs!r}.")
-    if not (isinstance(canaries, int) and canaries >= 2) and runs == 1:
-        raise ConfigError(f"`canaries` must be an integer >= 2 for a one-run audit. Found {canaries!r}.")
+    check_integer(runs, "runs", minimum=1)
+    if runs == 1:
+        check_integer(canaries, "canaries", minimum=2, note="a one-run audit")
     one = white_box_run if setting == "white-box" else black_box_run
     start = time.perf_counter()
     if runs == 1:

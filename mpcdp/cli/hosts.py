@@ -1,0 +1,164 @@
+"""One process of a run on this host, and a deployment's credentials: ``mpcdp party`` and ``mpcdp credentials``
+(each command's parser beside its handler)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from mpcdp import providers
+from mpcdp.errors import ConfigError
+from mpcdp.cli.options import _config, _add_mpc_options, _add_model_outputs
+from mpcdp.cli.own_data_commands import _features, _own_data_outputs
+
+
+def _add_party_link_options(party: argparse.ArgumentParser) -> None:
+    """``mpcdp party``'s place in the run: its rank, the rendezvous, its interface and its link credentials."""
+    party.add_argument("--rank", type=int, default=None, help="this process's rank; m = the dealer (env RANK)")
+    party.add_argument("--rendezvous", default=None, help="tcp://HOST:PORT of rank 0 (env RENDEZVOUS)")
+    party.add_argument("--iface", default=None,
+                       help="network interface whose address the links listen on (env MPCDP_IFACE)")
+    party.add_argument("--credentials", default=None,
+                       help="folder of this deployment's TLS credentials (`mpcdp credentials`): ca.pem and this "
+                            "rank's party-<rank>.pem and key; env MPCDP_CREDENTIALS")
+    party.add_argument("--insecure-links", action="store_true",
+                       help="use plain TCP links without credentials, on one host as across hosts: anyone who "
+                            "reaches them can read and alter every share, the dealer's keys and the release "
+                            "(warns; env MPCDP_INSECURE_LINKS=1)")
+
+
+def _add_party_job_options(party: argparse.ArgumentParser) -> None:
+    """``mpcdp party``'s job (``--job``) and the options of each job: the demo, training and the cost."""
+    from mpcdp.learning.mechanisms import in_mpc_modes
+
+    party.add_argument("--dim", type=int, default=123)
+    party.add_argument("--seed", type=int, default=None)
+    party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
+                       help="what to run: the aggregation demo (default), this host's party of `mpcdp train "
+                            "--protocol P` (secure backend), or one process of `mpcdp cost`")
+    party.add_argument("--protocol", default=None, help="for --job train: the protocol file (the same on every "
+                                                        "host)")
+    party.add_argument("--data", default=None,
+                       help="for --job train: this party's own training file (.csv, .parquet, svmlight, .npz), read "
+                            "by this process only; the protocol's dataset is then not read")
+    party.add_argument("--test", default=None, help="with --data: this party's own held-out file")
+    party.add_argument("--label", default=None, help="with --data: the label column (.csv, .parquet)")
+    party.add_argument("--features", default=None,
+                       help="with --data: the feature columns, comma-separated (default: every other column), "
+                            "or the dimension of an svmlight file")
+    _add_model_outputs(party)
+    party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
+    party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
+    party.add_argument("--sigma", type=float, default=1.0)
+    party.add_argument("--link-delay-ms", type=float, default=0.0,
+                       help="emulated one-way latency per round (every process must get the same)")
+    party.add_argument("--meter-iface", default=None,
+                       help="for --job cost: also meter this network interface's frame counters")
+
+
+def _party_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp party``: one process of a run, for separate hosts (:func:`_cmd_party`)."""
+    party = sub.add_parser("party", help="one process of `aggregate` (rank m: the dealer), for separate hosts")
+    _add_mpc_options(party, parties_required=False)
+    _add_party_link_options(party)
+    _add_party_job_options(party)
+    party.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="on an error, print its traceback too (by default: one line saying why, the same "
+                            "on every process where a party refused its own data)")
+    party.set_defaults(func=_cmd_party)
+
+
+def _cmd_party(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.aggregate import aggregate_party
+    from mpcdp.runtime.endpoint import read_settings, resolve
+    from mpcdp.runtime.party import run_party
+
+    from mpcdp.runtime.party import run_dealer
+
+    if ns.provider is None and ns.job == "train" and ns.protocol:  # the protocol says, unless the command does
+        from mpcdp.jobs.train import protocol_provider
+
+        ns.provider = protocol_provider(ns.protocol).name
+    endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
+                       dealer=providers.lookup(ns.provider or providers.DEFAULT).has_dealer)
+    settings = read_settings(credentials=ns.credentials, insecure_links=ns.insecure_links, iface=ns.iface)
+    config = _config(ns, endpoint.parties)
+    if endpoint.rank == endpoint.parties:
+        if not config.provider_record.has_dealer:
+            raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
+        report = run_dealer(config=config, rendezvous=endpoint.rendezvous, settings=settings)
+        if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
+            print(json.dumps(report))
+        return 0
+    if ns.data and ns.job != "train":
+        raise ConfigError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")
+    outputs = [flag for flag, value in (("--model-out", ns.model_out), ("--eval-every", ns.eval_every),
+                                        ("--plot", ns.plot)) if value is not None]
+    if outputs and not ns.data:
+        raise ConfigError(f"`{outputs[0]}` is for `--job train --data FILE` (a party's own data).")
+    if ns.plot and ns.eval_every is None:
+        raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
+    if ns.job == "train":
+        from mpcdp.jobs.train import host_launcher, plan_from, run_plan
+        from mpcdp.runtime import progress
+
+        if not ns.protocol:
+            raise ConfigError("`--protocol` is required with `--job train`.")
+        plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
+        mpc = config.to_dict()
+        mpc.pop("parties")
+        mpc.pop("timeout_s")  # the command's, else the protocol's, else one that follows the estimate
+        timeout = ns.timeout if ns.timeout is not None else plan.mpc.get("timeout_s")
+        if timeout is not None:
+            mpc["timeout_s"] = timeout
+        mpc["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
+        plan = dataclasses.replace(plan, mpc=mpc)
+        if ns.data:
+            from mpcdp.jobs.own_data import PartySource, report, run_own_data_here
+            from mpcdp.jobs.own_data_results import check_every
+
+            plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
+            values = run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
+                                       plan.trained_model, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
+                                       settings=settings)
+            result = report(values)
+            _own_data_outputs(ns, plan, [values], result)
+        else:
+            with progress.lines_to(sys.stderr):  # this host's estimate (its progress: run_party's own lines)
+                result = run_plan(plan, curve=False,
+                                  launch=host_launcher(endpoint.rank, endpoint.rendezvous, settings))
+            result.pop("test_error_curve", None)
+        result["rank"] = endpoint.rank
+    elif ns.job == "cost":
+        from mpcdp.jobs.cost import MODELS, check_choice, cost_job, cost_party
+
+        check_choice(ns.model, ns.noise)
+        result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=cost_party,
+                           args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
+                           job=cost_job(ns.model, ns.noise, ns.sigma), settings=settings)
+    else:
+        result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
+                           args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim}, settings=settings)
+    print(json.dumps(result))
+    return 0
+
+
+def _credentials_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp credentials``: a deployment's CA and certificates (:func:`_cmd_credentials`)."""
+    keys = sub.add_parser("credentials", help="key a deployment: a CA and a TLS certificate for each rank "
+                                              "(ranks 0..m-1 the parties, m the dealer)")
+    keys.add_argument("--parties", type=int, required=True, help="m, the number of data parties")
+    keys.add_argument("--out", required=True, help="folder to write ca.pem, ca-key.pem and party-<rank>[-key].pem")
+    keys.add_argument("--name", default="mpcdp deployment", help="the deployment's name (certificate organisation)")
+    keys.set_defaults(func=_cmd_credentials)
+
+
+def _cmd_credentials(ns: argparse.Namespace) -> int:
+    from mpcdp.transport.credentials import make_deployment
+
+    folder = make_deployment(ns.out, ns.parties, name=ns.name)
+    print(f"mpcdp: credentials for ranks 0..{ns.parties} (rank {ns.parties} = the dealer) in {folder}/. Give each "
+          f"host ca.pem and its own party-<rank>.pem and party-<rank>-key.pem; keep ca-key.pem on none of them.")
+    return 0

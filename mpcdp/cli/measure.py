@@ -1,0 +1,164 @@
+"""Secure aggregation, the in-MPC noise samplers and their per-layer cost, on this host: ``mpcdp aggregate``,
+``mpcdp noise``, ``mpcdp cost`` (each command's parser beside its handler)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from mpcdp import providers
+from mpcdp.errors import ConfigError
+from mpcdp.validation import check_integer, check_number
+from mpcdp.cli.options import _config, _provider_help, _add_mpc_options
+
+
+def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp aggregate``: local m-party secure aggregation (:func:`_cmd_aggregate`)."""
+    agg = sub.add_parser("aggregate", help="local m-party secure aggregation, checked against plaintext")
+    _add_mpc_options(agg, parties_required=False)
+    agg.add_argument("--dim", type=int, default=123, help="length of each party's vector")
+    agg.add_argument("--seed", type=int, default=None,
+                     help="seed the parties' demo vectors (default: OS randomness)")
+    agg.set_defaults(func=_cmd_aggregate, parties=3)
+
+
+def _cmd_aggregate(ns: argparse.Namespace) -> int:
+    from mpcdp.jobs.aggregate import aggregate_party, check
+    from mpcdp.runtime.harness import run_parties
+
+    check_integer(ns.dim, "--dim")
+    config = _config(ns, ns.parties)
+    import time
+
+    start = time.perf_counter()
+    results = run_parties(aggregate_party, config, args=(ns.dim, ns.seed),
+                          job={"name": "aggregate", "dim": ns.dim})
+    summary = check(results, config.precision_bits)
+    summary["provider"] = config.provider
+    summary["wall_s"] = round(time.perf_counter() - start, 3)
+    print(json.dumps(summary))
+    return 0 if summary["max_abs_error"] <= summary["error_bound"] and summary["all_parties_agree"] else 1
+
+
+def _noise_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp noise``: the in-MPC Gaussian samplers, validated (:func:`_cmd_noise`)."""
+    from mpcdp.learning.mechanisms import MECHANISMS
+
+    noise = sub.add_parser("noise", help="draw Gaussian noise inside the MPC and validate it against N(0, σ²)")
+    _add_mpc_options(noise, parties_required=False)
+    noise.add_argument("--samples", type=int, default=100_000)
+    noise.add_argument("--mode", choices=list(MECHANISMS), default="dgauss",
+                       help="; ".join(f"{name}: {s.summary}" for name, s in MECHANISMS.items()))
+    noise.add_argument("--sigma", type=float, default=1.0)
+    noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
+    noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
+    noise.add_argument("--seed", type=int, default=None,
+                       help="reproducible (insecure) party randomness; default: OS CSPRNG")
+    noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
+    noise.set_defaults(func=_cmd_noise, parties=3)
+
+
+def _cmd_noise(ns: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+    from tqdm import tqdm
+
+    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+    from mpcdp.noise.rou import ACCEPTANCE
+    from mpcdp.noise.validate import validate_normal
+
+    check_integer(ns.samples, "--samples")
+    chunk = max(1, min(ns.samples, ns.chunk))
+    if ns.mode == "plaintext":
+        start = time.perf_counter()
+        block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
+        values, wall = block.values.numpy(), time.perf_counter() - start
+        summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
+                   "bytes_per_sample": 0.0, "rounds": 0, "support": block.support}
+        accepted = candidates = None
+    else:
+        from mpcdp.jobs.noise import cost_summary, noise_party
+        from mpcdp.runtime.harness import run_job
+
+        config = _config(ns, ns.parties)
+        with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC", file=sys.stderr) as bar:
+            def progress(done: int, total: int) -> None:
+                bar.update(done - bar.n)
+
+            result = run_job(noise_party, config, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
+                             job={"name": "noise", "samples": ns.samples, "mode": ns.mode, "sigma": ns.sigma,
+                                  "chunk": chunk}, progress=progress)
+        first = result.values[0]
+        values, wall = first["values"], max(r["wall_s"] for r in result.values)
+        summary = cost_summary(result.values, result.dealer, ns.samples)
+        accepted, candidates = first["accepted"], first["candidates"]
+    if ns.out:
+        np.save(ns.out, values)
+    support = summary["support"] if np.isfinite(summary["support"]) else None
+    check = validate_normal(values, sigma=ns.sigma, alpha=ns.alpha, support=support,
+                            accepted=accepted if ns.mode == "rou" else None, candidates=candidates,
+                            acceptance=ACCEPTANCE if ns.mode == "rou" else None)
+    report = {
+        "mode": ns.mode, "samples": int(values.size), "sigma": ns.sigma, "mean": check.mean, "std": check.std,
+        "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
+        "acceptance_rate": accepted / candidates if candidates else None,
+        **summary, "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
+        "validation": "passed" if check.passed else "; ".join(check.failures),
+    }
+    print(json.dumps(report))
+    return 0 if check.passed else 1
+
+
+def _cost_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp cost``: per-layer cost of secure aggregation + in-MPC noise (:func:`_cmd_cost`)."""
+    from mpcdp.learning.mechanisms import in_mpc_modes
+
+    cost = sub.add_parser("cost", help="per-layer cost of secure aggregation + in-MPC noise: operation counts, "
+                                       "bytes, rounds, time, next to plaintext and paper 002's Obliv-C tables")
+    cost.add_argument("--model", choices=["logreg-a9a", "logreg-ijcnn1", "mnist-cnn", "cifar-cnn5"],
+                      default="logreg-a9a", help="parameter shapes of paper 002's Tables 4–6")
+    cost.add_argument("--parties", type=int, default=5)
+    cost.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
+    cost.add_argument("--sigma", type=float, default=1.0, help="noise standard deviation (does not change the cost)")
+    cost.add_argument("--link-delay-ms", type=float, default=0.0,
+                      help="emulated one-way latency per round, injected at mpcdp's transport")
+    cost.add_argument("--timeout", type=float, default=1800.0, help="per-party timeout in seconds")
+    cost.add_argument("--provider", choices=providers.names(insecure=False), default=providers.DEFAULT,
+                      help=f"correlated randomness: {_provider_help(providers.names(insecure=False))}")
+    cost.add_argument("--out", default=None, help="also write PREFIX.md, .csv, .json and .png")
+    cost.add_argument("--rerender", action="store_true", help="rebuild PREFIX.md, .csv and .png from PREFIX.json")
+    cost.set_defaults(func=_cmd_cost)
+
+
+def _cmd_cost(ns: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mpcdp.jobs import cost_report
+    from mpcdp.jobs.cost import MODELS, run_cost
+
+    if ns.rerender:
+        if not ns.out:
+            raise ConfigError("`--rerender` needs `--out PREFIX` (the run recorded in PREFIX.json).")
+        paths = cost_report.rerender(ns.out)
+        print("wrote " + ", ".join(paths.values()), file=sys.stderr)
+        return 0
+    check_integer(ns.parties, "--parties", minimum=2)
+    check_number(ns.sigma, "--sigma", low=0)
+    bar = tqdm(total=len(MODELS[ns.model]), unit="layer", file=sys.stderr, desc=f"{ns.model} ({ns.parties} parties)")
+
+    def progress(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    run = run_cost(ns.model, ns.parties, ns.noise, sigma=ns.sigma, link_delay_ms=ns.link_delay_ms,
+                   timeout_s=ns.timeout, progress=progress, provider=ns.provider)
+    bar.close()
+    command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["cost"] else None
+    print(cost_report.markdown(run, command))
+    for line in cost_report.goals(run):
+        print("- " + line)
+    if ns.out:
+        paths = cost_report.write(run, ns.out, command)
+        print("wrote " + ", ".join(paths.values()), file=sys.stderr)
+    return 0

@@ -1,0 +1,78 @@
+"""Option groups that several ``mpcdp`` commands share (the MPC configuration, a run's own-data files, what a run
+writes, a protocol's variants)."""
+
+from __future__ import annotations
+
+import argparse
+
+from mpcdp import providers
+from mpcdp.config import MpcConfig
+
+
+def _provider_help(names: list[str]) -> str:
+    """The providers ``names`` (records of :data:`mpcdp.providers.PROVIDERS`), each with what it declares."""
+    described = []
+    for name in names:
+        record = providers.PROVIDERS[name]
+        notes = [record.summary, "default" if name == providers.DEFAULT else None,
+                 None if record.has_dealer else "no dealer",
+                 f"m >= {record.min_parties}" if record.min_parties > 2 else None,
+                 "INSECURE, needs --insecure-dev" if record.insecure else None]
+        described.append(f"'{name}' ({'; '.join(note for note in notes if note)})")
+    return ", ".join(described)
+
+
+def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool) -> None:
+    parser.add_argument("--parties", type=int, required=parties_required, default=None,
+                        help="number of data parties m (env WORLD_SIZE for party/dealer; under torchrun WORLD_SIZE − 1 with "
+                             "a dealer)")
+    parser.add_argument("--provider", choices=providers.names(), default=None,
+                        help=f"correlated randomness: {_provider_help(providers.names())}; `party --job train`: "
+                             f"the protocol's [mpc] provider unless given")
+    parser.add_argument("--insecure-dev", action="store_true",
+                        help="allow insecure development settings (prints a warning)")
+    parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="per-party timeout in seconds (default 120; `party --job train`: the protocol's "
+                             "[mpc] timeout_s, else one that follows the run's estimate)")
+    parser.add_argument("--reproducible", action="store_true",
+                        help="secure training draws its mini-batches from the protocol's seed instead of the OS "
+                             "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
+
+
+def _add_own_data_options(parser: argparse.ArgumentParser) -> None:
+    """Every party's own files on this host, for a protocol without ``dataset`` (:mod:`mpcdp.jobs.own_data`)."""
+    parser.add_argument("--data", nargs="+", default=None, metavar="FILE",
+                        help="a protocol without `dataset`: every party's own training file, in rank order (.csv, "
+                             ".parquet, svmlight, .npz), each read by its party's process only (by this process "
+                             "with --backend simulated: a dry run)")
+    parser.add_argument("--test", nargs="+", default=None, metavar="FILE",
+                        help="with --data: every party's own held-out file, in the same order")
+    parser.add_argument("--label", default=None, help="with --data: the label column (.csv, .parquet)")
+    parser.add_argument("--features", default=None,
+                        help="with --data: the feature columns, comma-separated (default: every other column), "
+                             "or the dimension of an svmlight file")
+
+
+def _add_model_outputs(parser: argparse.ArgumentParser) -> None:
+    """What a run on own data writes besides its JSON line: the model and its certificate, per-round metrics."""
+    parser.add_argument("--model-out", default=None, metavar="PATH",
+                        help="with --data: write the released parameters (PATH, .pt) and their certificate "
+                             "(PATH with .json) side by side; read back with mpcdp.load_model")
+    parser.add_argument("--eval-every", type=int, default=None, metavar="K",
+                        help="with --data: evaluate every K-th released iterate on each party's held-out file "
+                             "(post-processing: no privacy cost)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="with --eval-every: plot those metrics")
+
+
+def _add_variant_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--algorithm", default=None, help="override the protocol's algorithm")
+    parser.add_argument("--size-ratio", type=float, default=None,
+                        help="level of non-average u = n_max/n_min: two groups of parties, the larger u times "
+                             "the smaller (paper 000)")
+
+
+def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
+    return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
+                     precision_bits=ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
+                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
