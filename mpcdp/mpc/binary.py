@@ -1,5 +1,5 @@
-"""Exact circuits on XOR-shared 64-bit words: conversion from arithmetic shares, comparison, one-hot decoding,
-table lookup and AND of a word's bits.
+"""Exact circuits on XOR-shared 64-bit words: conversion from arithmetic shares, one-hot decoding by rotation,
+table lookup, Bernoulli bits against a shared threshold and AND of a word's bits.
 
 These run the discrete Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`) on integers only. Every
 function works on a batch of flat int64 tensors, and every party calls it in lockstep. A word holds one
@@ -12,13 +12,11 @@ The functions here open no result: they return XOR shares.
 Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :func:`declared_cost_*`):
   to_binary   1 opening of n ring elements (c = x + r), then ⌈log2 ℓ⌉ prefix levels of 2n words (n at the
               last); 1 + ⌈log2 ℓ⌉ dealer requests
-  less_than   1 opening of 2n words (x AND y, skipped for a public y), then ⌈log2 ℓ⌉ levels as above
-  one_hot     3 AND levels over 6 literal words: openings of 6n, 3n and n words; 3 dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
   bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
               2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 6 dealer requests
-  all_bits    ⌈log2 w⌉ levels of n words; all_bits_packed: of ⌈n/⌊64/lane⌋⌉ words
+  all_bits_packed   ⌈log2 w⌉ levels of ⌈n/⌊64/lane⌋⌉ words
   packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
 
@@ -85,60 +83,6 @@ def to_binary(ctx: MpcContext, x: torch.Tensor, bits: int, *, label: str = "a2b"
     return out.reshape(x.shape)
 
 
-def less_than(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor | int, bits: int, *,
-              y_public: bool = False, label: str = "lt") -> torch.Tensor:
-    """XOR shares (in bit 0) of [x < y] for ``bits``-bit unsigned words; x XOR-shared, y XOR-shared or public.
-
-    g_i = NOT x_i AND y_i (y bigger at bit i), e_i = NOT(x_i XOR y_i). The prefix from bit 0 up combines
-    (G, E) blocks, and the top bit's G is the answer.
-    """
-    if not 1 <= bits <= 63:
-        raise ValueError(f"`bits` must be in [1, 63]. Found {bits}.")
-    low = low_mask(bits)
-    x = x.reshape(-1) & low
-    not_x = public_xor(ctx, x, low)
-    if y_public:
-        y_word = torch.as_tensor(y, dtype=torch.int64).expand_as(x) & low
-        g = not_x & y_word
-        e = public_xor(ctx, x, (~y_word) & low)
-    else:
-        y_word = y.reshape(-1) & low
-        ands = ShiftedAnds(ctx, x.numel(), 2, [(0, 1, 0)], label=f"{label}-g")
-        ands.open({0: not_x, 1: y_word})
-        g = ands.product(0, 1, 0) & low
-        e = public_xor(ctx, x ^ y_word, low)
-    top = _prefix(ctx, g, e, bits, label=f"{label}-prefix")
-    return (top >> (bits - 1)) & 1
-
-
-def one_hot(ctx: MpcContext, values: torch.Tensor, width: int, *, label: str = "onehot") -> torch.Tensor:
-    """XOR shares of the 64-position word with bit v set, for XOR-shared values v < 2^width (width <= 6).
-
-    Literal i is the word whose bit j is 1 iff bit i of v equals bit i of j: a broadcast of v's bit
-    and a public XOR. The one-hot word is the AND of the 6 literals, 3 levels. Widths below 6 pad with
-    all-ones literals, so positions >= 2^width repeat the pattern; readers mask them off.
-    """
-    if not 1 <= width <= 6:
-        raise ValueError(f"`width` must be in [1, 6]. Found {width}.")
-    flat = values.reshape(-1)
-    positions = torch.arange(64, dtype=torch.int64)
-    literals = []
-    for i in range(6):
-        if i < width:
-            pattern = int(((((positions >> i) & 1) == 0).to(torch.int64) << positions).sum().item())
-            literals.append(public_xor(ctx, broadcast(ctx, flat, i), _signed(pattern)))
-        else:
-            literals.append(public_xor(ctx, torch.zeros_like(flat), ONES))
-    level = ShiftedAnds(ctx, flat.numel(), 6, [(0, 1, 0), (2, 3, 0), (4, 5, 0)], label=label)
-    level.open(dict(enumerate(literals)))
-    a, b, c = level.product(0, 1, 0), level.product(2, 3, 0), level.product(4, 5, 0)
-    # variables: 0 = A, 1 = B, 2 = C, 3 = X = A∧B (opened once it is known): (A∧B)∧C in two more levels
-    tree = ShiftedAnds(ctx, flat.numel(), 4, [(0, 1, 0), (3, 2, 0)], label=label)
-    tree.open({0: a, 1: b, 2: c})
-    tree.open({3: tree.product(0, 1, 0)})
-    return tree.product(3, 2, 0).reshape(values.shape)
-
-
 def _signed(word: int) -> int:
     """A 64-bit pattern as a signed int64 value."""
     word &= (1 << 64) - 1
@@ -175,21 +119,6 @@ def _byte_tables(table: tuple[int, ...], bits: int) -> torch.Tensor:
             row[byte] = row[byte ^ low] ^ entries[8 * k + low.bit_length() - 1]
         rows.append([_signed(v) for v in row])
     return torch.tensor(rows, dtype=torch.int64)
-
-
-def all_bits(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
-    """XOR shares (in bit 0) of the AND of bits 0..width−1 of each word (⌈log2 width⌉ levels)."""
-    if not 1 <= width <= 63:
-        raise ValueError(f"`width` must be in [1, 63]. Found {width}.")
-    low = low_mask(width)
-    x = public_xor(ctx, words.reshape(-1) & low, ONES ^ low)  # positions above width: 1 (neutral)
-    span = 1
-    while span < width:
-        ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, -span)], label=label)
-        ands.open({0: x})
-        x = ands.product(0, 0, -span)
-        span *= 2
-    return (x & 1).reshape(words.shape)
 
 
 def levels(bits: int) -> int:
@@ -358,8 +287,8 @@ def packed_ands(ctx: MpcContext, variables: dict[int, torch.Tensor], pairs: list
 
 
 def all_bits_packed(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
-    """:func:`all_bits` with ⌊64/lane⌋ words to a 64-bit word, lane = 2^⌈log2 width⌉ bits (the unused bits
-    of a lane set to 1): ⌈log2 width⌉ openings of n/⌊64/lane⌋ words."""
+    """XOR shares (in bit 0) of the AND of bits 0..width−1 of each word, ⌊64/lane⌋ words to a 64-bit word,
+    lane = 2^⌈log2 width⌉ bits (the unused bits of a lane set to 1): ⌈log2 width⌉ openings of ⌈n/⌊64/lane⌋⌉ words."""
     lane = 1 << levels(width)
     count = words.numel()
     x = pack_lanes(public_xor(ctx, words.reshape(-1) & low_mask(width), low_mask(lane) ^ low_mask(width)), lane)
