@@ -363,15 +363,15 @@ class OneHotPairs(Material):
         if g is not None:
             s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
             if g == 1:
-                u = _moved(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+                u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
                 source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
                 summand = torch.zeros((n, w), dtype=torch.int64)
             elif g == 0:
                 v = torch.empty(n * w, dtype=torch.int64)
                 source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
-                summand = _moved(v.reshape(n, w), parts[0], windows, lane)
+                summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
             else:
-                summand = _moved(s.reshape(n, w), parts[0], windows, lane)
+                summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
         return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
 
     @classmethod
@@ -388,8 +388,9 @@ class OneHotPairs(Material):
         return r, hots
 
 
-def _moved(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
-    """Every lane of ``hots`` (n, words) moved by its window's bits of ``word`` (:func:`xor_permute`)."""
+def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
+    """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
+    window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s."""
     values = _window_values(word, windows)
     per = 64 // lane
     padded = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)

@@ -165,11 +165,7 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
     low = min(lo for lo, _ in windows)
     span = max(lo + width for lo, width in windows) - low
     c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
-    values = torch.stack([(c >> lo) & low_mask(width) for lo, width in windows], 1)
-    per = 64 // lane
-    values = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
-    return torch.stack([adapter.xor_permute(hots[:, i], values[:, i * per:(i + 1) * per], lane)
-                        for i in range(hots.shape[1])], 1)
+    return adapter.moved_one_hots(hots, c, windows, lane)
 
 
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
