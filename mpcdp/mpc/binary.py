@@ -157,7 +157,7 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
 
     A dealt rotation pair (R and the one-hots of R's windows, :class:`mpcdp.adapter.OneHotPairs`) masks the
     opened c = (words ⊕ R) restricted to the windows' span; each one-hot of R's window, moved by c's window
-    (:func:`~mpcdp.adapter.xor_permute`, local), is the one-hot of the word's window. Cost: one opening of
+    (:func:`~mpcdp.adapter.moved_one_hots`, local), is the one-hot of the word's window. Cost: one opening of
     the span's bits, ⌊64/span⌋ elements to a word; one dealt word per word of one-hots; no AND.
     """
     flat = words.reshape(-1)
