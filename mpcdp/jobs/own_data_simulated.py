@@ -30,7 +30,7 @@ import torch
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, InputError, MpcdpError
 from mpcdp.jobs.own_data_results import most_exposed_party, own_metrics, plaintext_curves
-from mpcdp.jobs.own_data import ModuleRecipe, PartySource, model_classes
+from mpcdp.jobs.own_data import PartySource, local_checks
 from mpcdp.jobs.train import SIMULATED, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, shard_problem, train_simulated
 from mpcdp.learning.dpsrm import Shard
@@ -39,19 +39,14 @@ from mpcdp.mpc.data_agreement import _differences
 
 
 def _party_local(j: int, source: PartySource, model):
-    """Party ``j``'s local steps, as its process does them before it connects: read its files, build the model
-    for its record shape, check its labels against the model's classes. Returns (train, test, model, its
-    description); an error names party ``j``."""
+    """Party ``j``'s local steps, as its process does them before it connects
+    (:func:`~mpcdp.jobs.own_data.local_checks`). Returns (train, test, model, its description); an error names
+    party ``j``."""
     try:
-        train, test = source.load()
-        declared = model.classes if isinstance(model, ModuleRecipe) else None
-        built = model.build(tuple(train.x.shape[1:])) if isinstance(model, ModuleRecipe) else model
-        classes = model_classes(built, declared)
-        for data in (train, test) if test is not None else (train,):
-            classes.check(data, source.label)
+        checked = local_checks(source, model)
     except MpcdpError as exc:
         raise type(exc)(f"party {j}: {exc}", party=j) from None
-    return train, test, built, {**train.description(), "classes": classes.count}
+    return checked.train, checked.test, checked.model, checked.description()
 
 
 def _shards(plan, loaded: list[tuple], model) -> list[Shard]:
