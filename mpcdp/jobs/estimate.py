@@ -161,7 +161,7 @@ def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int
         chunk = samples_per_pass(plan)
         while left > 0:
             count = min(left, chunk)
-            passes.append(min(int(count / plan.acceptance + 4 * math.sqrt(count) + 8), secure_gaussian.MAX_PASS))
+            passes.append(min(int(secure_gaussian.candidates_wanted(plan, count)), secure_gaussian.MAX_PASS))
             left -= count
         out.append((plan, passes))
     return out

@@ -16,7 +16,6 @@ reported between passes (:mod:`mpcdp.runtime.progress`); :func:`simulated_rows` 
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
@@ -47,7 +46,7 @@ def samples_per_pass(plan: discrete_gaussian.SamplerPlan) -> int:
     """The most samples whose first pass of candidates fits in one pass of the sampler
     (:data:`~mpcdp.noise.secure_gaussian.MAX_PASS`; public: it depends on the plan's acceptance only)."""
     count = int(plan.acceptance * secure_gaussian.MAX_PASS)
-    while count > 1 and count / plan.acceptance + 4 * math.sqrt(count) + 8 > secure_gaussian.MAX_PASS:
+    while count > 1 and secure_gaussian.candidates_wanted(plan, count) > secure_gaussian.MAX_PASS:
         count -= max(1, count // 200)
     return count
 

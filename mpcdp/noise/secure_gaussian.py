@@ -186,6 +186,12 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
     return cost
 
 
+def candidates_wanted(plan: dg.SamplerPlan, need: int) -> float:
+    """Candidates a pass draws for ``need`` more samples: the expected count plus a margin of 4√need + 8, so a
+    second pass is rare (public: it depends on the plan's acceptance and on accept bits already opened)."""
+    return need / plan.acceptance + 4 * math.sqrt(need) + 8
+
+
 def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, *,
                              rng: np.random.Generator | None = None, stats: dict | None = None) -> torch.Tensor:
     """Additive shares (int64, grid units) of ``count`` i.i.d. draws of the sampler of ``plan``.
@@ -230,7 +236,7 @@ def _committee_samples(ctx: MpcContext, count: int, plan: dg.SamplerPlan, words,
     kept, have = [], 0
     while have < count:
         need = count - have
-        n = min(int(need / plan.acceptance + 4 * math.sqrt(need) + 8), MAX_PASS)
+        n = min(int(candidates_wanted(plan, need)), MAX_PASS)
         accepted, value = _candidates(ctx, plan, n, words)
         stats["candidates"] += n
         stats["passes"] += 1
