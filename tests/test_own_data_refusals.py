@@ -146,8 +146,12 @@ def test_a_model_of_another_input_width_is_refused_by_every_party_before_any_par
         frame.to_csv(path, index=False)
     with pytest.raises(PartyRefused) as info:
         mpcdp.train(_Mlp(), files, label="y", protocol="protocols/own-data-mlp.toml")
-    assert str(info.value) == ("party 0 refused its data: the model cannot take the records of file 'party0.csv' "
-                               "(record shape '(3,)')")
+    line = "party 0 refused its data: the model cannot take the records of file 'party0.csv' (record shape '(3,)')"
+    assert str(info.value) == line
+    assert info.value.refusal == Refusal("model-input", "party0.csv", "(3,)")  # carried to the caller
+    with pytest.raises(PartyRefused) as dry:  # the dry run refuses with the same line and refusal
+        mpcdp.train(_Mlp(), files, label="y", protocol="protocols/own-data-mlp.toml", backend="simulated")
+    assert str(dry.value) == line and dry.value.refusal == info.value.refusal
     parties = [r for r in info.value.reports if r.role == "party"]
     assert all(r.error_type == "PartyRefused" and r.blamed_party == r.rank for r in parties)  # each its own
     assert all(r.step == -1 for r in parties)  # no party entered any protocol step: none joined

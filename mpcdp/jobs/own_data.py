@@ -56,7 +56,7 @@ from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
 from mpcdp.runtime.party import checks_before_joining
-from mpcdp.refusals import refusing
+from mpcdp.refusals import parse_refusal, refusing
 from mpcdp.learning.backends import NoiseLevels, mpc_party
 from mpcdp.learning.dpsrm import Shard
 
@@ -320,7 +320,8 @@ def as_refusal(failure: PartyFailed) -> PartyFailed:
     else ``failure`` itself."""
     for process in failure.reports:
         if process.error_type == "PartyRefused" and process.role == "party" and process.blamed_party == process.rank:
-            return PartyRefused(process.message, party=process.rank, reports=failure.reports)
+            refusal = parse_refusal(process.refusal) if process.refusal is not None else None
+            return PartyRefused(process.message, party=process.rank, refusal=refusal, reports=failure.reports)
     return failure
 
 

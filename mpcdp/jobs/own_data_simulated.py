@@ -28,14 +28,14 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from mpcdp.errors import ConfigError, ConfigMismatchError, InputError, MpcdpError
+from mpcdp.errors import ConfigError, ConfigMismatchError, InputError, MpcdpError, PartyRefused
 from mpcdp.jobs.own_data_results import most_exposed_party, own_metrics, plaintext_curves
 from mpcdp.jobs.own_data import PartySource, local_checks
 from mpcdp.jobs.train import SIMULATED, plan_noise, unit_rows
 from mpcdp.learning.backends import NoiseLevels, shard_problem, train_simulated
 from mpcdp.learning.dpsrm import Shard
 from mpcdp.learning.logreg import warm_up
-from mpcdp.mpc.data_agreement import _differences
+from mpcdp.mpc.data_agreement import differences
 
 
 def _party_local(j: int, source: PartySource, model):
@@ -45,7 +45,10 @@ def _party_local(j: int, source: PartySource, model):
     try:
         checked = local_checks(source, model)
     except MpcdpError as exc:
-        raise type(exc)(f"party {j}: {exc}", party=j) from None
+        refusal = getattr(exc, "refusal", None)
+        if refusal is None:
+            raise type(exc)(f"party {j}: {exc}", party=j) from None
+        raise PartyRefused(refusal.text(j), party=j, refusal=refusal) from exc  # the secure run's line
     return checked.train, checked.test, checked.model, checked.description()
 
 
@@ -53,7 +56,7 @@ def _shards(plan, loaded: list[tuple], model) -> list[Shard]:
     """Every party's shard, checked as the secure run checks them (the parties agree on schema, record shape
     and classes; no empty file, no NaN/Inf)."""
     descriptions = [description for *_, description in loaded]
-    text, odd = _differences(descriptions)
+    text, odd = differences(descriptions)
     if text:
         raise ConfigMismatchError(f"the parties' data differ (party {odd} first): {text}", party=odd)
     shards = []

@@ -48,7 +48,7 @@ def agree_on_data(ctx: MpcContext, description: dict) -> list[int]:
         if problem:
             raise ConfigMismatchError(f"party {rank}'s data description {problem} (another mpcdp version?)",
                                       party=rank)
-    text, odd = _differences(everyone)
+    text, odd = differences(everyone)
     if text:
         raise ConfigMismatchError(f"the parties' data differ (party {odd} first): {text}", party=odd)
     sizes = [d["records"] for d in everyone]
@@ -107,7 +107,7 @@ def _shown(field: str, value: Any) -> str:
     return f"{value[:12]}…" if field == "schema_sha256" else repr(value)
 
 
-def _differences(everyone: list[dict]) -> tuple[str, int]:
+def differences(everyone: list[dict]) -> tuple[str, int]:
     """The agreed fields on which parties differ from party 0 (each party's value shown as :func:`_shown`), and
     the first party that differs."""
     lines, first = [], None

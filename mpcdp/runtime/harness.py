@@ -75,6 +75,7 @@ class PartyReport:
     finished_at: float | None = None
     step: int = -1  # the last communication step the party entered (-1: none yet)
     step_label: str = "starting"
+    refusal: dict | None = None  # a refusing party's Refusal as JSON (mpcdp.refusals.parse_refusal reads it)
 
     @property
     def name(self) -> str:
@@ -437,7 +438,7 @@ def _take(message, reports: list[PartyReport], values: dict[int, Any]) -> None:
         report.status = "ok"
         values[rank] = pickle.loads(message[2])
     else:
-        _, _, report.error_type, report.message, report.traceback, report.blamed_party = message
+        _, _, report.error_type, report.message, report.traceback, report.blamed_party, report.refusal = message
         report.status = "error"
 
 

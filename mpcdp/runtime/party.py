@@ -28,7 +28,7 @@ from mpcdp.runtime import progress
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses, rendezvous as rendezvous_store
-from mpcdp.refusals import refusal_of
+from mpcdp.refusals import Refusal, refusal_of
 from mpcdp.transport.rendezvous import declare_network
 
 
@@ -225,9 +225,13 @@ def _send(results, message: tuple) -> None:
 
 
 def _report_error(results, rank: int, exc: BaseException) -> None:
+    """Tell the launcher how this process failed; a refusal's :class:`~mpcdp.refusals.Refusal` goes with it as
+    its plain JSON value, so the launcher's error carries it too."""
     blamed = getattr(exc, "party", None)
+    refusal = getattr(exc, "refusal", None)
     _send(results, ("error", rank, type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)),
-                    blamed if isinstance(blamed, int) else None))
+                    blamed if isinstance(blamed, int) else None,
+                    refusal.value() if isinstance(refusal, Refusal) else None))
 
 
 def _flush_and_exit(results, code: int) -> None:
