@@ -7,7 +7,7 @@ alternating the modes so both see the same machine load). Each run records the b
 the dealer (kernel TCP counters; the total adds them all), the rounds, the slowest party's wall time and the
 busiest party's CPU time of the call. The draws are opened *for validation only* and checked against
 N(0, σ²) at α = 0.001. Then ``dgauss`` at each of ``[committee] parties``: the noise committee's cost, which
-should not grow with m.
+should not grow with m; and under each ``[settings] runs`` entry (provider, committee size).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dgauss at {m} parties ...", file=sys.stderr, flush=True)
         scaling.append(measure(MpcConfig(**{**protocol["mpc"], "parties": m}), "dgauss", committee["samples"],
                                c["sigma"]))
+    settings = _by_setting(protocol, c["sigma"])
     lines = ["# Exact discrete Gaussian vs ratio-of-uniforms inside the MPC", "",
              f"Command: `{command}`  ",
              f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 "
@@ -69,9 +70,28 @@ def main(argv: list[str] | None = None) -> int:
                   f"{committee['samples']:,} samples per call; parties 0–2 sample (`noise_committee` = 3), the "
                   "others wait and add a sharing of zero. Total = every party's bytes plus the dealer's.", "",
                   *_table(scaling, "parties"), ""]
+    if settings:
+        lines += ["## By provider and committee size", "",
+                  f"{protocol['settings']['samples']:,} samples per call at {c['parties']} parties. The committee's "
+                  "size and the provider decide who can learn the noise (mpcdp/README.md, threat model): with the "
+                  "dealer, the dealer and one member, or every member; under honest-majority, any two of parties "
+                  "0–2.", "", *_table(settings, "setting"), ""]
     recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs,
-                                                 "committee": scaling, "circuit": CIRCUIT})
+                                                 "committee": scaling, "settings": settings, "circuit": CIRCUIT})
     return 0
+
+
+def _by_setting(protocol: dict, sigma: float) -> list[dict]:
+    """``dgauss`` under each ``[settings] runs`` entry (a provider and a committee size) at the protocol's
+    party count."""
+    settings = protocol.get("settings", {})
+    runs = []
+    for provider, size in settings.get("runs", []):
+        print(f"dgauss, {provider}, committee of {size} ...", file=sys.stderr, flush=True)
+        config = MpcConfig(**{**protocol["mpc"], "parties": protocol["cost"]["parties"], "provider": provider,
+                              "noise_committee": size})
+        runs.append(measure(config, "dgauss", settings["samples"], sigma) | {"setting": f"{provider}, c = {size}"})
+    return runs
 
 
 def _table(runs: list[dict], first: str) -> list[str]:
