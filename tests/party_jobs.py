@@ -297,9 +297,13 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     with costs.section() as ledger:
         accepted, value = _candidates(ctx, plan, candidates, words)
     values = ctx.reveal(Shared(value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
+    steps = [o for o in ctx.openings if o.label.startswith("dg-")]
     return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
             "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
-            "dealer_requests": ledger.dealer_requests}
+            "reshares": [(o.label, o.elements) for o in steps if o.kind == "share"],
+            "step_bytes": sum(o.bytes_sent for o in steps), "rounds": ledger.rounds,
+            "dealer_requests": ledger.dealer_requests,
+            "material_requests": sum(ledger.material_requests.values())}
 
 
 def distributed_rows_party(ctx, release, rows: int, choice):
@@ -502,7 +506,7 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     from mpcdp.mpc import ring
 
     share = x if x is not None else torch.zeros(n, dtype=torch.int64)
-    products = ring.Products(ctx, n, 1, [(0, 0)], label="coalition")
+    products = ring.BeaverProducts(ctx, n, 1, [(0, 0)], label="coalition")  # the material's own property
     products.open({0: share})
     source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     known = {k: replicated.component_stream(key).words(n) for k, key in source.component_keys.items()}

@@ -153,18 +153,27 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[t
     return opened == 1, value
 
 
-def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.DeclaredCost:
+def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, replicated: bool = False) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``.
 
     Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
     :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
-    the packed word counts, the openings in order are: piece index ⌈n/10⌉; point 4⌈n/(64/L)⌉; B2A n; square
-    n; A2B mask n, then 2n at each of its 6 carry levels; group windows ⌈n/2⌉; the factors' chunks e, their
-    flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉; accept 4 levels of
-    ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 openings and ≈ 50.1n elements.
+    the packed word counts, the communication steps in order are: piece index ⌈n/10⌉; point ANDs
+    4⌈n/(64/L)⌉; B2A n; square n; A2B mask n, then 2n at each of its 6 carry levels (ANDs); group windows
+    ⌈n/2⌉; the factors' chunks e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks
+    2⌈e/4⌉ and 2⌈e/16⌉ (ANDs); accept 4 AND levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 steps and
+    ≈ 50.1n elements; 15 of them, ≈ 37n elements, are multiplications (the point, the square, the carries,
+    T1 AND TH, the picks, the accept levels).
+
+    With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
+    exactly parties 0–2) every step is an opening and each multiplication a material request: 23 openings,
+    22 requests. With the honest-majority provider's replicated arithmetic (``replicated``: a committee of
+    exactly parties 0–2) each multiplication is a resharing of the same element count (each member sends
+    them to one other member, 1 round instead of an opening's 2) and needs no material: 8 openings
+    (≈ 13.1n elements), 15 resharings (≈ 37n), 7 requests.
     Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of one-hots)
     (1 + w + 6c)n;
-    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 22.
+    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
     """
     k, c = plan.k, len(dg.GROUPS) + 1
     adder = binary.levels(62)
@@ -179,10 +188,17 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
                          + accept_levels * accept_words,
                          "one_hot_words": (1 + len(group_windows()) + 6 * c) * n, "b2a_bits": (k + 9) * n,
                          "square": n, "a2b": n, "random_bits": random_bits * n})
-        cost.open(-(-n // (64 // dg.INDEX_BITS)), 4 * point_words(n), n, n, n, *[2 * n] * adder, -(-n // 2),
-                  e, -(-e // 4), -(-e // 16), 2 * e, 2 * -(-e // 4), 2 * -(-e // 16),
-                  *[accept_words] * accept_levels, -(-n // 64))
-        cost.dealer_requests += 1 + 1 + 1 + 1 + (1 + adder) + 1 + 6 + accept_levels
+        steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words(n), True), (n, False), (n, True),
+                 (n, False), *[(2 * n, True)] * adder, (-(-n // 2), False), (e, False), (-(-e // 4), False),
+                 (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True), (2 * -(-e // 16), True),
+                 *[(accept_words, True)] * accept_levels, (-(-n // 64), False)]
+        for size, multiplication in steps:
+            if multiplication and replicated:
+                cost.reshare(size)
+            else:
+                cost.open(size)
+        # one request for material per step but the last (the accept bits are opened without a mask)
+        cost.dealer_requests += len(steps) - 1 - (sum(m for _, m in steps) if replicated else 0)
     return cost
 
 
