@@ -647,3 +647,38 @@ def committee_noise(ctx, count: int, sigma_units: float):
     values = ctx.reveal(Shared(share, 0), label="test-noise", reason="test: the committee's noise")
     return {"share": share, "openings": seen, "bytes_sent": sent, "stats": stats,
             "values": values.to(torch.int64), "members": ctx.committee_members()}
+
+
+def replicated_products(ctx, x: torch.Tensor | None, n: int, seed: int):
+    """Shifted ANDs and ring products of seeded random shares a, b (this party's from ``[seed, rank]``) and of a
+    victim's private x (its own share, the others hold 0: not a proper sharing) with the run's multiplication
+    (:func:`mpcdp.mpc.ring.ShiftedAnds`, :func:`~mpcdp.mpc.ring.Products`), and the same with Beaver's; with what
+    this party received while resharing (its audit records, kind ``share``) and the two shares it then holds
+    of x."""
+    import numpy as np
+
+    from mpcdp.mpc import ring
+
+    ctx.keep_values = True
+    rng = np.random.default_rng([seed, ctx.rank])
+    a, b = (torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=n, dtype=np.int64, endpoint=True))
+            for _ in range(2))
+    victim = x if x is not None else torch.zeros(n, dtype=torch.int64)
+    and_pairs, mul_pairs = [(0, 1, 3), (1, 0, -5), (0, 0, 7), (2, 1, 0)], [(0, 1), (1, 1), (2, 2)]
+    before = len(ctx.openings)
+    out = {"kind": {}}
+    for name, make in (("ands", ring.ShiftedAnds), ("beaver_ands", ring.BeaverShiftedAnds)):
+        ands = make(ctx, n, 3, and_pairs, label=f"test-{name}")
+        ands.open({0: a, 1: b, 2: victim})
+        out[name] = [ands.product(u, v, s) for u, v, s in and_pairs]
+        out["kind"][name] = type(ands).__name__
+        out[f"{name}_held"] = getattr(ands, "held", {}).get(2)
+    for name, make in (("products", ring.Products), ("beaver_products", ring.BeaverProducts)):
+        products = make(ctx, n, 3, mul_pairs, label=f"test-{name}")
+        products.open({0: a, 1: b, 2: victim})
+        out[name] = [products.product(u, v) for u, v in mul_pairs]
+        out["kind"][name] = type(products).__name__
+        out[f"{name}_held"] = getattr(products, "held", {}).get(2)
+    out["received"] = [(o.label, o.elements, o.recipients, o.values) for o in ctx.openings[before:]
+                       if o.kind == "share"]
+    return out
