@@ -4,16 +4,27 @@ mpcdp's noise sampler is built from these instead of CrypTen's fixed-point opera
 approximation and no probabilistic truncation error can decide a noise value. Every function is a batch
 operation on flat int64 tensors; every party calls it in lockstep.
 
-Security model: semi-honest data parties; correlated randomness from the dealer (CrypTen's TTP process,
-extended in :mod:`mpcdp.adapter`), which never sees an opened value. Every value a
-function opens is either uniformly masked by dealer randomness that no data party knows, or public by
-design (the comparison result, which the caller opens on purpose).
+Security model: semi-honest data parties; correlated randomness from the run's provider (the dealer, CrypTen's
+TTP process extended in :mod:`mpcdp.adapter`, which never sees an opened value; or the honest-majority
+generators). Every value a function opens is either uniformly masked by material that no data party knows,
+or public by design (the comparison result, which the caller opens on purpose).
+
+Multiplication (:func:`Products`, :func:`ShiftedAnds`) is chosen by the provider's capability for the parties
+computing now (``ctx.members``), never by its name: Beaver's protocol with the provider's material
+(:class:`BeaverProducts`, :class:`BeaverShiftedAnds`), or, where the provider offers replicated arithmetic
+for them — honest-majority, among exactly parties 0–2 — replicated resharing (:class:`ReplicatedProducts`,
+:class:`ReplicatedShiftedAnds`): no material, each member sends its re-randomised share of each factor to
+one other member. Both return ordinary shares, so callers do not know which ran. The trust differs: with
+Beaver a member alone learns nothing and only the material's maker with a member learns the factors; with
+resharing any two of the three members learn them (the honest-majority threshold, which two generators
+already reach through the masks); so the dealer keeps Beaver.
 
 Declared costs per call on n elements (m parties; an "opening" = one call of ``ctx.open_masked``, which is
 1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.transport.mesh.Mesh.open_shares`; element counts
 as recorded by :mod:`mpcdp.transport.costs`, checked in tests/test_costs.py):
-  mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable)
-  and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request
+  mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable). Replicated:
+             1 resharing of 2n elements (each member sends them to one member, 1 round), no request
+  and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request. Replicated: 1 resharing of 2n words
   b2a        b2a_bits n·k; 1 opening of n words (XOR); 1 dealer request (k ring elements per word)
   truncate   trunc n; 1 opening of n; 1 dealer request (+1 opening and request for the ~2^(ℓ+1-64)
              fraction redrawn, counted as trunc_redo)

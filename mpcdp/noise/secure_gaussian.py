@@ -1,9 +1,20 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC.
 
 The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.committee_members`) samples; the
-other parties take no part and receive one public message (the committee's counts). No data party, no
-coalition missing one committee member, and not the dealer (alone, or with a non-member) learns a noise
-value; under ``honest-majority`` no single one of parties 0–2. Every random field of a candidate is the XOR
+other parties take no part and receive one public message (the committee's counts). Who learns a noise
+value, per provider:
+
+* ``dealer`` (Beaver multiplication with the dealer's material): the dealer with any one member, or every
+  member together; nobody else — no single party, no coalition missing a member, not the dealer alone or
+  with non-members.
+* ``honest-majority`` (the committee is parties 0–2; among exactly those three it multiplies by replicated
+  resharing, :class:`~mpcdp.mpc.ring.ReplicatedProducts`, with no material): any two of parties 0–2, with or
+  without others; no single one of them, with any number of parties 3..m−1. This is the same threshold as
+  with Beaver multiplication on the generators' material (two generators hold every mask): what changed is
+  only how two of them would learn it (each holds two of the three shares of every factor) and what one
+  sees (another member's share of each factor, re-randomised by a zero sharing from a key it lacks: uniform
+  words, recorded in the opening audit as kind ``share``).
+ Every random field of a candidate is the XOR
 of every member's private random bits. All arithmetic is exact on shares. Only each candidate's accept bit
 is opened (to the members), and that is safe: candidates are independent, and an accepted value has the
 target distribution whatever the other accept bits are. The shares then get a sharing of zero added on
@@ -28,9 +39,11 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
-Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
-pass of n candidates 23 openings carrying ≈ 50.1n ring elements or words (≈ 78 per accepted sample at
-acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words 55n (175n
+Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
+both providers): per pass of n candidates 23 steps carrying ≈ 50.1n ring elements or words (≈ 78 per
+accepted sample at acceptance 0.64). With Beaver multiplication they are 23 openings and 22 dealer requests;
+with replicated resharing (honest-majority, committee of parties 0–2) the 15 multiplication steps (≈ 37n) are
+resharings, one round each and one word per element per member, and 7 requests for material remain; dealer material for and_words ≈ 24.5n, one-hot words 55n (175n
 one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
 benchmarks/results/noise-exact.md.
 """
