@@ -160,8 +160,9 @@ class _Resharing:
         keys = list(values)
         for u in keys:
             if not 0 <= u < self.variables or u in self.held or values[u].numel() != self.n:
-                raise ValueError(f"{self.label}: variable {u} must be one of {self.variables} declared, opened once, "
-                                 f"with {self.n} elements. Found {values[u].numel()} elements.")
+                raise ValueError(f"`{self.label}`: a variable must be one of the {self.variables} declared, opened "
+                                 f"once, with {self.n} elements. Found variable {u!r} "
+                                 f"({'already opened' if u in self.held else f'{values[u].numel()} elements'}).")
         combine = torch.bitwise_xor if self.xor else torch.add
         mine = [combine(values[u].reshape(-1), self.arithmetic.zero_share(self.n, xor=self.xor)) for u in keys]
         theirs = self.ctx.reshare(torch.cat(mine), to=self.arithmetic.send_to,
