@@ -682,3 +682,25 @@ def replicated_products(ctx, x: torch.Tensor | None, n: int, seed: int):
     out["received"] = [(o.label, o.elements, o.recipients, o.values) for o in ctx.openings[before:]
                        if o.kind == "share"]
     return out
+
+
+def oversized_reshare(ctx, rogue: int, n: int):
+    """A replicated AND of n words per variable; party ``rogue`` sends its resharing message one word too
+    long (its frame says so), then goes on as if nothing happened."""
+    from mpcdp.mpc import ring
+
+    mesh = ctx._mesh
+    if ctx.rank == rogue:
+        exchange = mesh.exchange
+
+        def padded(sends, receives, *, label):
+            if label == "test-rogue":
+                sends = {j: torch.cat([t, t[:1]]) for j, t in sends.items()}
+            exchange(sends, receives, label=label)
+
+        mesh.exchange = padded
+    x = torch.arange(n, dtype=torch.int64)
+    ands = ring.ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label="test-rogue")
+    ands.open({0: x, 1: x})
+    return ctx.reveal(ring.public_add(ctx, torch.zeros(n, dtype=torch.int64), 0) + ands.product(0, 1, 0),
+                      label="test-result", reason="test only")

@@ -111,3 +111,17 @@ def test_elsewhere_the_multiplication_stays_beavers(provider, parties):
     assert results[0]["kind"]["ands"] == "BeaverShiftedAnds" and results[0]["kind"]["products"] == "BeaverProducts"
     assert all(r["received"] == [] for r in results)
     assert torch.equal(_xor([r["ands"][3] for r in results]), VICTIM & _xor([s[1] for s in _inputs(parties)]))
+
+
+def test_a_resharing_message_of_the_wrong_size_stops_the_run_naming_its_sender():
+    """The resharing is a framed int64 message whose size the receiver fixes in advance: party 2 sending party
+    1 one word more than declared is refused before its payload is read, naming party 2."""
+    from mpcdp.errors import PartyFailed
+    from party_jobs import oversized_reshare
+
+    with pytest.raises(PartyFailed) as info:
+        run_parties(oversized_reshare, MpcConfig(parties=3, provider="honest-majority", timeout_s=30.0),
+                    args=(2, 64))
+    reports = {r.rank: r for r in info.value.reports}
+    assert info.value.party == 2, str(info.value)
+    assert "party 2 sent" in reports[1].message and reports[1].blamed_party == 2, reports[1].message
