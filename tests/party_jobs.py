@@ -702,5 +702,4 @@ def oversized_reshare(ctx, rogue: int, n: int):
     x = torch.arange(n, dtype=torch.int64)
     ands = ring.ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label="test-rogue")
     ands.open({0: x, 1: x})
-    return ctx.reveal(ring.public_add(ctx, torch.zeros(n, dtype=torch.int64), 0) + ands.product(0, 1, 0),
-                      label="test-result", reason="test only")
+    return ands.product(0, 1, 0)
