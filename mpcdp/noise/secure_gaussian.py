@@ -43,9 +43,10 @@ Declared cost (:func:`declared_cost`, checked against the counters in tests/test
 both providers): per pass of n candidates 23 steps carrying ≈ 50.1n ring elements or words (≈ 78 per
 accepted sample at acceptance 0.64). With Beaver multiplication they are 23 openings and 22 dealer requests;
 with replicated resharing (honest-majority, committee of parties 0–2) the 15 multiplication steps (≈ 37n) are
-resharings, one round each and one word per element per member, and 7 requests for material remain; dealer material for and_words ≈ 24.5n, one-hot words 55n (175n
-one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
-benchmarks/results/noise-exact.md.
+resharings, one round each and one word per element per member, and 7 requests for material remain.
+Operations: and_words ≈ 24.5n and square n (Beaver: dealt material; replicated: none), one-hot words 55n
+(175n one-hots, most four to a word), b2a_bits (k+9)n, a2b n (material under both). Measured bytes and time
+per sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
