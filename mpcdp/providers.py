@@ -17,10 +17,21 @@ Security model of the built-in providers (the guide mpcdp/README.md, "Threat mod
   share: it holds no data and sees no opened value. Security rests on it not colluding with a party.
 * ``honest-majority``: no dealer. Parties 0, 1 and 2 make the material from replicated keys
   (:mod:`mpcdp.adapter.replicated`); secure while at most one of those three colludes, with any number of the
-  other parties; needs parties >= 3. CrypTen's own dealer-bound protocols are refused under it.
+  other parties; needs parties >= 3. Among exactly those three (the noise committee, or every party at m = 3)
+  it multiplies by replicated resharing, with no material: one of them alone still sees only uniform words,
+  two of them learn every value multiplied there, as two of them recover every mask anyway. CrypTen's own
+  dealer-bound protocols are refused under it.
 * ``tfp`` (CrypTen's default "trusted first party"): party 0 generates all correlated randomness in
   plaintext and can therefore recover every other party's inputs from the values it legitimately sees.
   Development only; :class:`~mpcdp.config.MpcConfig` refuses it without ``insecure_dev=True``.
+
+Optional capability: ``replicated_arithmetic(members)``, an object for multiplying shares among ``members`` by
+replicated resharing instead of with material (:class:`mpcdp.adapter.replicated.ReplicatedArithmetic`), or None
+where the provider does not offer it for those members. :func:`mpcdp.adapter.replicated_arithmetic` asks for it
+and :mod:`mpcdp.mpc.ring` picks its multiplication protocol by the answer; a provider without the member keeps
+Beaver multiplication with its own material. Only a provider whose trust rests on an honest majority among
+exactly those members may offer it: with it, any two of three members recover every multiplied value (with
+Beaver material, a member learns nothing unless it colludes with whoever made the masks).
 
 How to add a provider: write a class with every member of :class:`Provider` (or subclass a built-in and
 change what differs) and :func:`register` an instance — one file, imported with ``mpcdp --plugin MODULE`` so
@@ -91,6 +102,9 @@ MEMBERS: tuple[str, ...] = (*Provider.__annotations__,
                               if inspect.isfunction(value) and not name.startswith("_")))
 """Every member :func:`register` checks a record for: the attributes, then the hooks."""
 
+OPTIONAL: tuple[str, ...] = ("replicated_arithmetic",)
+"""Capabilities a record may have (each a method; see the module docstring)."""
+
 _TYPES = {"name": (str, "a string"), "summary": (str, "a string"), "has_dealer": (bool, "a bool"),
           "min_parties": (int, "an integer"), "insecure": (bool, "a bool"), "crypten_provider": (str, "a string")}
 
@@ -113,8 +127,8 @@ def register(record: Provider) -> Provider:
         value = getattr(record, member)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ConfigError(f"a provider's `{member}` must be {what}: {label} has {value!r}")
-    for member in MEMBERS:
-        if member not in _TYPES and not callable(getattr(record, member)):
+    for member in (*MEMBERS, *OPTIONAL):
+        if member not in _TYPES and hasattr(record, member) and not callable(getattr(record, member)):
             raise ConfigError(f"a provider's `{member}` must be a method: {label} has {getattr(record, member)!r}")
     if not record.name or record.min_parties < 2 or record.crypten_provider not in CRYPTEN_PROVIDERS:
         raise ConfigError(f"a provider needs a name, `min_parties` >= 2 and `crypten_provider` in "
@@ -180,7 +194,8 @@ class Dealer:
 class HonestMajority:
     """``honest-majority``: no dealer. Parties 0, 1 and 2 make the material from replicated keys
     (:mod:`mpcdp.adapter.replicated`); secure while at most one of those three colludes, with any number of
-    the other parties; needs parties >= 3. CrypTen's own dealer-bound protocols are refused under it."""
+    the other parties; needs parties >= 3. Among exactly those three it offers replicated arithmetic
+    (:meth:`replicated_arithmetic`). CrypTen's own dealer-bound protocols are refused under it."""
 
     name = "honest-majority"
     summary = "parties 0-2 make the material"
@@ -208,6 +223,11 @@ class HonestMajority:
         if self.source is None:
             raise RuntimeError(f"provider {self.name!r} has not started on this party")
         return self.source.serve(kind, *args)
+
+    def replicated_arithmetic(self, members: tuple[int, ...]) -> Any:
+        """Multiplication by replicated resharing for a computation among exactly parties 0, 1 and 2 (the
+        honest majority this provider's trust rests on; :mod:`mpcdp.adapter.replicated`), else None."""
+        return None if self.source is None else self.source.replicated_arithmetic(tuple(members))
 
     def stop(self, *, orderly: bool = True) -> None:
         self.source = None

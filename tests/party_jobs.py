@@ -297,9 +297,13 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     with costs.section() as ledger:
         accepted, value = _candidates(ctx, plan, candidates, words)
     values = ctx.reveal(Shared(value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
+    steps = [o for o in ctx.openings if o.label.startswith("dg-")]
     return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
             "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
-            "dealer_requests": ledger.dealer_requests}
+            "reshares": [(o.label, o.elements) for o in steps if o.kind == "share"],
+            "step_bytes": sum(o.bytes_sent for o in steps), "rounds": ledger.rounds,
+            "dealer_requests": ledger.dealer_requests,
+            "material_requests": sum(ledger.material_requests.values())}
 
 
 def distributed_rows_party(ctx, release, rows: int, choice):
@@ -502,7 +506,7 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     from mpcdp.mpc import ring
 
     share = x if x is not None else torch.zeros(n, dtype=torch.int64)
-    products = ring.Products(ctx, n, 1, [(0, 0)], label="coalition")
+    products = ring.BeaverProducts(ctx, n, 1, [(0, 0)], label="coalition")  # the material's own property
     products.open({0: share})
     source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     known = {k: replicated.component_stream(key).words(n) for k, key in source.component_keys.items()}
@@ -643,3 +647,59 @@ def committee_noise(ctx, count: int, sigma_units: float):
     values = ctx.reveal(Shared(share, 0), label="test-noise", reason="test: the committee's noise")
     return {"share": share, "openings": seen, "bytes_sent": sent, "stats": stats,
             "values": values.to(torch.int64), "members": ctx.committee_members()}
+
+
+def replicated_products(ctx, x: torch.Tensor | None, n: int, seed: int):
+    """Shifted ANDs and ring products of seeded random shares a, b (this party's from ``[seed, rank]``) and of a
+    victim's private x (its own share, the others hold 0: not a proper sharing) with the run's multiplication
+    (:func:`mpcdp.mpc.ring.ShiftedAnds`, :func:`~mpcdp.mpc.ring.Products`), and the same with Beaver's; with what
+    this party received while resharing (its audit records, kind ``share``) and the two shares it then holds
+    of x."""
+    import numpy as np
+
+    from mpcdp.mpc import ring
+
+    ctx.keep_values = True
+    rng = np.random.default_rng([seed, ctx.rank])
+    a, b = (torch.from_numpy(rng.integers(-(2**63), 2**63 - 1, size=n, dtype=np.int64, endpoint=True))
+            for _ in range(2))
+    victim = x if x is not None else torch.zeros(n, dtype=torch.int64)
+    and_pairs, mul_pairs = [(0, 1, 3), (1, 0, -5), (0, 0, 7), (2, 1, 0)], [(0, 1), (1, 1), (2, 2)]
+    before = len(ctx.openings)
+    out = {"kind": {}}
+    for name, make in (("ands", ring.ShiftedAnds), ("beaver_ands", ring.BeaverShiftedAnds)):
+        ands = make(ctx, n, 3, and_pairs, label=f"test-{name}")
+        ands.open({0: a, 1: b, 2: victim})
+        out[name] = [ands.product(u, v, s) for u, v, s in and_pairs]
+        out["kind"][name] = type(ands).__name__
+        out[f"{name}_held"] = getattr(ands, "held", {}).get(2)
+    for name, make in (("products", ring.Products), ("beaver_products", ring.BeaverProducts)):
+        products = make(ctx, n, 3, mul_pairs, label=f"test-{name}")
+        products.open({0: a, 1: b, 2: victim})
+        out[name] = [products.product(u, v) for u, v in mul_pairs]
+        out["kind"][name] = type(products).__name__
+        out[f"{name}_held"] = getattr(products, "held", {}).get(2)
+    out["received"] = [(o.label, o.elements, o.recipients, o.values) for o in ctx.openings[before:]
+                       if o.kind == "share"]
+    return out
+
+
+def oversized_reshare(ctx, rogue: int, n: int):
+    """A replicated AND of n words per variable; party ``rogue`` sends its resharing message one word too
+    long (its frame says so), then goes on as if nothing happened."""
+    from mpcdp.mpc import ring
+
+    mesh = ctx._mesh
+    if ctx.rank == rogue:
+        exchange = mesh.exchange
+
+        def padded(sends, receives, *, label):
+            if label == "test-rogue":
+                sends = {j: torch.cat([t, t[:1]]) for j, t in sends.items()}
+            exchange(sends, receives, label=label)
+
+        mesh.exchange = padded
+    x = torch.arange(n, dtype=torch.int64)
+    ands = ring.ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label="test-rogue")
+    ands.open({0: x, 1: x})
+    return ands.product(0, 1, 0)

@@ -60,8 +60,30 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         assert 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
         masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
         assert masked and all(label.startswith("dg-") for label in masked)
-        assert all(recipients == (0, 1, 2) for _, _, recipients, _, _ in party["openings"]), \
+        assert all(recipients == (0, 1, 2) for _, _, recipients, kind, _ in party["openings"] if kind != "share"), \
             "an opening went to fewer than all data parties or to the dealer"
+        # honest-majority: the sampler's multiplications reshare (one share per value, to this party alone) in
+        # place of Beaver openings; with the dealer nothing is reshared
+        shares = {(label, recipients) for label, _, recipients, kind, _ in party["openings"] if kind == "share"}
+        assert all(label.startswith("dg-") and recipients == (rank,) for label, recipients in shares)
+        assert bool(shares) == ("dg-bern-and" not in masked)
+
+
+def test_reshared_shares_are_uniform_words(audit):
+    """What a party receives in a resharing (honest-majority only) is another member's share re-randomised by
+    a sharing of zero from a key it lacks: each bit set with probability 1/2 (binomial test per bit,
+    family-wise α = 1e-5), packed lane words included. A share sent without that mask fails at the bits
+    above a packed value's lanes, which are 0 (p ≈ 0)."""
+    for party in audit:
+        received = [_words(v) for _, _, _, kind, v in party["openings"] if kind == "share"]
+        if not received:
+            assert not any(kind == "share" for _, _, _, kind, _ in audit[0]["openings"])
+            continue
+        words = torch.cat(received)
+        assert words.numel() > 2000
+        for bit in range(64):
+            ones = int(((words >> bit) & 1).sum())
+            assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 1e-5 / 64, f"bit {bit}: {ones} set"
 
 
 def test_masked_openings_are_uniform_words(audit):
@@ -73,7 +95,7 @@ def test_masked_openings_are_uniform_words(audit):
             if kind == "masked" and not label.endswith(PACKED)]  # k-bit words, tested apart
     words = torch.cat([_words(v) for v in full])
     n = words.numel()
-    assert n > 2000
+    assert n > 150  # honest-majority reshares its multiplications: its masked full words are the A2B masks
     alpha = 1e-5 / 64
     for bit in range(64):
         ones = int(((words >> bit) & 1).sum())
@@ -120,7 +142,7 @@ def test_no_opened_word_is_a_secret(audit):
     for party in audit:
         opened = set()
         for label, _, _, kind, values in party["openings"]:
-            if kind == "masked" and not label.endswith(PACKED):
+            if kind == "share" or (kind == "masked" and not label.endswith(PACKED)):
                 opened |= set(_words(values).tolist())
         assert not opened & encoded
 

@@ -116,15 +116,17 @@ def test_plaintext_samples_follow_the_exact_pmf():
     assert abs(counts["candidates"] * plan.acceptance - x.size) < 0.05 * x.size
 
 
-@pytest.fixture(scope="module")
-def secure_pass():
+@pytest.fixture(scope="module", params=["dealer", "honest-majority"])
+def secure_pass(request):
+    """One pass at 3 parties under each provider: Beaver multiplication with the dealer's material, or the
+    honest-majority committee of parties 0–2 multiplying by replicated resharing."""
     from mpcdp.config import MpcConfig
     from mpcdp.runtime.harness import run_parties
     from party_jobs import discrete_gaussian_pass
 
     sigma, n, seed = 445.3, 3000, 11
-    return sigma, n, seed, run_parties(discrete_gaussian_pass, MpcConfig(parties=3, timeout_s=300),
-                                       args=(sigma, n, seed))
+    config = MpcConfig(parties=3, provider=request.param, timeout_s=300)
+    return sigma, n, seed, run_parties(discrete_gaussian_pass, config, args=(sigma, n, seed))
 
 
 def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
@@ -143,15 +145,22 @@ def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
 
 
 def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
+    """Openings and resharings in order, operations, rounds, requests for material and every party's bytes of
+    them, as :func:`declared_cost` states for the provider (replicated multiplication under honest-majority)."""
     from mpcdp.noise.secure_gaussian import declared_cost
 
     sigma, n, _, results = secure_pass
-    declared = declared_cost([n], dg.plan_for(sigma))
+    replicated = results[0]["dealer_requests"] == 0  # the honest-majority run
+    declared = declared_cost([n], dg.plan_for(sigma), replicated=replicated)
     r = results[0]
     assert [e for label, e in r["openings"] if label.startswith("dg-")] == declared.openings
-    for kind, count in declared.ops.items():
+    assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
+    for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["dealer_requests"] == declared.dealer_requests
+    assert r["material_requests"] == declared.dealer_requests == (7 if replicated else 22)
+    assert r["rounds"] == declared.rounds(3)
+    for rank, party in enumerate(results):
+        assert party["step_bytes"] == declared.bytes(3, rank)[0], rank
     # opened: masked values and the accept bits only
     assert {label for label, _ in r["openings"]} <= {"dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
                                                      "dg-a2b-carry", "dg-group", "dg-bern-chunks", "dg-bern-flags",

@@ -43,6 +43,10 @@ class ToyHonestMajority:
         self.served[kind.__name__] = self.served.get(kind.__name__, 0) + 1
         return self.inner.serve(kind, *args)
 
+    def replicated_arithmetic(self, members):
+        """The optional capability, as the built-in offers it (replicated multiplication among parties 0-2)."""
+        return self.inner.replicated_arithmetic(members)
+
     def stop(self, *, orderly: bool = True) -> None:
         self.inner.stop(orderly=orderly)
 

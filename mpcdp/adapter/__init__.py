@@ -35,7 +35,7 @@ and ``generate``) added to ``KINDS``; nothing else changes. A new provider is on
 :mod:`mpcdp.providers` (its "How to add a provider").
 """
 
-from mpcdp.adapter import keyed, metering
+from mpcdp.adapter import keyed, metering, replicated
 from mpcdp.adapter.compat import install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
@@ -54,9 +54,14 @@ keyed.install()
 
 def keyed_words() -> int:
     """Words this process drew from CSPRNG-keyed streams: CrypTen's generators and the dealer-free provider's."""
-    from mpcdp.adapter import replicated
-
     return keyed.keyed_words() + replicated.words_drawn()
+
+
+def replicated_arithmetic(members) -> "replicated.ReplicatedArithmetic | None":
+    """The run's provider's replicated arithmetic for a computation among ``members`` (its optional capability
+    ``replicated_arithmetic``, :mod:`mpcdp.providers`), or None: then multiplications use its Beaver material."""
+    offer = getattr(provider(), "replicated_arithmetic", None)
+    return None if offer is None else offer(tuple(members))
 
 
 dealer_word_bits = WordBits.fetch

@@ -20,16 +20,26 @@ generators, which the generators subtract (:meth:`ReplicatedSource.additive`, :m
 The material is then consumed exactly as the dealer's (:mod:`.material`): additive or XOR shares over all
 data parties with the same correlations.
 
+When a computation runs among exactly the three generators (the noise committee; every party at m = 3), the
+provider also offers *replicated arithmetic* (:meth:`ReplicatedSource.replicated_arithmetic`): its 3-of-3
+shares are multiplied by resharing instead of with material (:class:`mpcdp.mpc.ring.ReplicatedProducts`):
+each generator sends its share, re-randomised, to the generator before it, and then holds two of the three
+shares of every factor, so the nine cross terms split among the generators as above; a fresh sharing of zero
+from the component keys (:class:`ReplicatedArithmetic`) re-randomises each product.
+
 Security model (semi-honest): a coalition holding at most one generator — with any number of the other data
 parties — sees every mask as uniform: it misses a component (and its generator's share of every other
 party's material is masked by a stream it lacks), and the message generator 1 receives is masked by α,
 which generator 1 does not hold. Its view of the material is therefore independent of every other party's
 values, and the openings that use the material reveal only the opened differences. Two generators together
 hold all three components and recover every mask, hence every multiplied value — the analogue of the dealer
-colluding with a party. There is no dealer process. Keys: 256 bits from the OS CSPRNG, sent once over
+colluding with a party. Replicated arithmetic keeps that threshold exactly: the share generator g − 1
+receives is masked by a component it lacks, so one generator still sees only uniform words, while two hold
+all three shares of every factor (as they held all three components of every mask). There is no dealer process. Keys: 256 bits from the OS CSPRNG, sent once over
 mpcdp's links at start-up (:meth:`ReplicatedSource.establish`).
 
-Declared cost: masks, products and ANDs: no communication. B2A word/bit masks (``WordBits``): k ring elements
+Declared cost: masks, products and ANDs: no communication; replicated arithmetic: no material (its
+resharing, one word per factor per generator in one round, is the multiplication's own message). B2A word/bit masks (``WordBits``): k ring elements
 per word, comparison masks (``MaskedBits``): ``bits`` ring elements per element, truncation pairs: 64 ring
 elements per element — each from generator 0 to generator 1 in one round. Start-up: one round of 32-byte
 keys (generator g to generator g − 1, and each generator to each other data party). Needs at least 3 data
@@ -181,6 +191,15 @@ class ReplicatedSource:
             return q - 2 * e.reshape(n, k) * q
         return -2 * alpha.reshape(n, k) * q
 
+    # -- arithmetic on the generators' own shares (a committee of exactly the three of them) -----------------
+
+    def replicated_arithmetic(self, members: tuple[int, ...]) -> "ReplicatedArithmetic | None":
+        """The replicated multiplication capability for a computation among ``members``: offered only when
+        they are exactly the three generators (an honest majority among them), None otherwise."""
+        if self.generator is None or tuple(members) != tuple(range(GENERATORS)):
+            return None
+        return ReplicatedArithmetic(self)
+
     def serve(self, kind, *args):
         """``kind``'s material (a :class:`~.material.Material` class) made here, metered as a request."""
         global _bytes_sent
@@ -190,6 +209,32 @@ class ReplicatedSource:
         _bytes_sent += sent
         costs.record_material(kind.__name__, sent, rounds=int(kind.generator_rounds))
         return material
+
+
+class ReplicatedArithmetic:
+    """What a generator needs to multiply 3-of-3 shares among the three generators by resharing, with no
+    material: whom it sends its share to (generator g − 1), whom it receives one from (g + 1), and fresh
+    sharings of zero from keys each pair of generators holds alone.
+
+    Generator g's share of a zero sharing is f_g ⊕ f_{g+1} (XOR) or f_g − f_{g+1} (additive), f_k drawn from
+    component k, whose key only generators k and k − 1 hold: the three shares cancel, and to generator g − 1,
+    which lacks component g + 1, generator g's share is uniform (likewise to g + 1, which lacks component g).
+    The protocol itself, and the audit of what moves, live with the multiplication
+    (:class:`mpcdp.mpc.ring.ReplicatedProducts`); this object draws no material and sends nothing.
+    """
+
+    def __init__(self, source: ReplicatedSource):
+        self.source = source
+        self.position = source.generator
+        self.send_to = (source.generator - 1) % GENERATORS
+        self.receive_from = (source.generator + 1) % GENERATORS
+
+    def zero_share(self, n: int, *, xor: bool) -> torch.Tensor:
+        """This generator's share of n fresh elements of a sharing of zero (XOR of words, or sum in Z_2^64);
+        the three generators call it together, in the same order."""
+        g = self.position
+        first, second = self.source.draw(g, n), self.source.draw((g + 1) % GENERATORS, n)
+        return first ^ second if xor else first - second
 
 
 def component_stream(key: bytes) -> KeyedStream:

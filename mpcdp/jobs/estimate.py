@@ -96,12 +96,13 @@ class RunEstimate:
 
 
 def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
-                      has_dealer: bool = True, committee: int = 3) -> RunEstimate:
+                      has_dealer: bool = True, committee: int = 3, replicated: bool = False) -> RunEstimate:
     """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
     noise ``levels``, ``parties`` data parties, ``batch`` records per party and release, a noise committee of
-    ``committee`` parties (see the module docstring for the model)."""
+    ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
+    by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`)."""
     candidates = _sampler_passes(levels, steps)
-    noise_cost = _sampler_cost(levels, candidates)
+    noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
@@ -127,9 +128,12 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
 
     batch = max(getattr(noise.params, "batch", 0), getattr(noise.params, "batch0", 0))
     provider = providers.lookup(plan.mpc.get("provider", providers.DEFAULT))
+    committee = plan.mpc.get("noise_committee", 3)
+    # a provider with replicated arithmetic offers it to a committee of exactly three (its parties 0-2)
+    replicated = hasattr(provider, "replicated_arithmetic") and min(plan.parties, committee) == 3
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
                              parties=plan.parties, batch=batch, has_dealer=provider.has_dealer,
-                             committee=plan.mpc.get("noise_committee", 3))
+                             committee=committee, replicated=replicated)
 
 
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:
@@ -167,12 +171,13 @@ def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int
     return out
 
 
-def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]]) -> costs.DeclaredCost | None:
+def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *,
+                  replicated: bool = False) -> costs.DeclaredCost | None:
     if not blocks:
         return None
     total = costs.DeclaredCost()
     for plan, passes in blocks:
-        total = total + secure_gaussian.declared_cost(passes, plan)
+        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated)
     return total
 
 

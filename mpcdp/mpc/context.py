@@ -18,6 +18,9 @@ counted in :mod:`mpcdp.transport.costs` and their bytes on the wire measured. ``
 rounds (phases of messages sent together; an opening is 1 or 2, see
 :meth:`~mpcdp.transport.mesh.Mesh.open_shares`).
 
+A replicated multiplication's resharing (:meth:`MpcContext.reshare`, honest-majority among parties 0–2 only)
+passes through it too, as what it is: one re-randomised share of each value, to one member (kind ``share``).
+
 Outside the choke point: the pairwise mask seeds (:mod:`mpcdp.mpc.masks`; secrets sent to one peer each,
 never opened) and the dealer's correlated randomness (each party receives only its own share).
 """
@@ -51,6 +54,10 @@ OPENING_KINDS = {
               "truncation and comparison masks): uniformly random whatever the secrets are",
     "comparison": "the output bit of a secure comparison that the protocol makes public by design (the "
                   "sampler's accept bits: whether a candidate is kept, independent of the kept value)",
+    "share": "one member's share of protocol values, sent to one other member for a replicated multiplication "
+             "(honest-majority, among parties 0-2 only): re-randomised by a sharing of zero from a key its "
+             "recipient lacks, so uniformly random to it; the recipient then holds two of three shares, never "
+             "an opened value",
     "release": "a differentially private release (the noisy aggregate v_p) or a job's declared output",
     "public": "public by design: configuration fingerprints, agreed shapes and validation flags, or a "
               "DP-noised model handed from node to node",
@@ -390,6 +397,34 @@ class MpcContext:
         self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
                        bytes_sent=sent, rounds=rounds, values=opened)
         return opened
+
+    def reshare(self, share: torch.Tensor, *, to: int, source: int, label: str) -> torch.Tensor:
+        """Send this party's int64 ``share`` of protocol values to member ``to`` and receive member ``source``'s
+        share of the same values, same shape (one round; one framed message each way, its size fixed in
+        advance and checked against the frame). For a replicated multiplication among three members
+        (:class:`mpcdp.mpc.ring.ReplicatedProducts`), whose shares are re-randomised before they are sent.
+
+        Recorded in :attr:`openings` as what this party received (kind ``share``: one share of each value, from
+        ``source``), and counted as ``reshares`` / ``reshared_elements`` in :mod:`mpcdp.transport.costs`.
+        """
+        others = [j for j in self.members if j != self.rank]
+        if to not in others or source not in others:
+            raise ValueError(f"`to` and `source` of a resharing must be other members {others}. "
+                             f"Found to={to!r}, source={source!r}.")
+        self.note_step(f"reshare {label}")
+        flat = share.reshape(-1).to(torch.int64).contiguous()
+        received = torch.empty_like(flat)
+        before, start = self._mesh.bytes_sent, time.perf_counter()
+        self._mesh.exchange({to: flat}, {source: received}, label=label)
+        sent = self._mesh.bytes_sent - before
+        self.rounds += 1
+        costs.record("reshares", 1)
+        costs.record("reshared_elements", flat.numel(), calls=0)
+        costs.record_rounds(1)
+        self.wire.add(sent, time.perf_counter() - start)
+        self._disclose(label, flat.numel(), (self.rank,), kind="share", bytes_sent=sent, values=received,
+                       reason=f"party {source}'s share, masked by a sharing of zero: {OPENING_KINDS['share']}")
+        return received.reshape(share.shape)
 
     def open_masked(self, tensors: list[torch.Tensor], *, label: str, xor: bool = False,
                     kind: str = "masked") -> list[torch.Tensor]:

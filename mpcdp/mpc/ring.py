@@ -4,16 +4,27 @@ mpcdp's noise sampler is built from these instead of CrypTen's fixed-point opera
 approximation and no probabilistic truncation error can decide a noise value. Every function is a batch
 operation on flat int64 tensors; every party calls it in lockstep.
 
-Security model: semi-honest data parties; correlated randomness from the dealer (CrypTen's TTP process,
-extended in :mod:`mpcdp.adapter`), which never sees an opened value. Every value a
-function opens is either uniformly masked by dealer randomness that no data party knows, or public by
-design (the comparison result, which the caller opens on purpose).
+Security model: semi-honest data parties; correlated randomness from the run's provider (the dealer, CrypTen's
+TTP process extended in :mod:`mpcdp.adapter`, which never sees an opened value; or the honest-majority
+generators). Every value a function opens is either uniformly masked by material that no data party knows,
+or public by design (the comparison result, which the caller opens on purpose).
+
+Multiplication (:func:`Products`, :func:`ShiftedAnds`) is chosen by the provider's capability for the parties
+computing now (``ctx.members``), never by its name: Beaver's protocol with the provider's material
+(:class:`BeaverProducts`, :class:`BeaverShiftedAnds`), or, where the provider offers replicated arithmetic
+for them — honest-majority, among exactly parties 0–2 — replicated resharing (:class:`ReplicatedProducts`,
+:class:`ReplicatedShiftedAnds`): no material, each member sends its re-randomised share of each factor to
+one other member. Both return ordinary shares, so callers do not know which ran. The trust differs: with
+Beaver a member alone learns nothing and only the material's maker with a member learns the factors; with
+resharing any two of the three members learn them (the honest-majority threshold, which two generators
+already reach through the masks); so the dealer keeps Beaver.
 
 Declared costs per call on n elements (m parties; an "opening" = one call of ``ctx.open_masked``, which is
 1 round for 2 parties and 2 rounds for more — :meth:`mpcdp.transport.mesh.Mesh.open_shares`; element counts
 as recorded by :mod:`mpcdp.transport.costs`, checked in tests/test_costs.py):
-  mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable)
-  and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request
+  mul        mul n; 1 opening of 2n elements; 1 dealer request (Products: 1 opening per variable). Replicated:
+             1 resharing of 2n elements (each member sends them to one member, 1 round), no request
+  and_words  and_words n; 1 opening of 2n words (XOR); 1 dealer request. Replicated: 1 resharing of 2n words
   b2a        b2a_bits n·k; 1 opening of n words (XOR); 1 dealer request (k ring elements per word)
   truncate   trunc n; 1 opening of n; 1 dealer request (+1 opening and request for the ~2^(ℓ+1-64)
              fraction redrawn, counted as trunc_redo)
@@ -51,7 +62,30 @@ def public_xor(ctx: MpcContext, x: torch.Tensor, value) -> torch.Tensor:
     return x ^ value if ctx.rank == 0 else x
 
 
-class Products:
+def Products(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int]], *,  # noqa: N802
+             label: str) -> "BeaverProducts | ReplicatedProducts":
+    """Products of shared ring elements: declare ``variables`` (each of n elements) and every ``pairs`` (u, v)
+    needed, then ``open({u: x_u, ...})`` each variable once (any subset per call) and take
+    ``product(u, v)``. By the provider's capability for the parties computing now (``ctx.members``):
+    :class:`ReplicatedProducts` where it offers replicated arithmetic for them (honest-majority, among exactly
+    parties 0–2), else :class:`BeaverProducts` with its material."""
+    arithmetic = adapter.replicated_arithmetic(ctx.members)
+    if arithmetic is not None:
+        return ReplicatedProducts(ctx, n, variables, pairs, label=label, arithmetic=arithmetic)
+    return BeaverProducts(ctx, n, variables, pairs, label=label)
+
+
+def ShiftedAnds(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *,  # noqa: N802
+                label: str) -> "BeaverShiftedAnds | ReplicatedShiftedAnds":
+    """x_u AND shift(x_v, s) of XOR-shared words, the same interface as :func:`Products` (``product(u, v, s)``),
+    chosen the same way: :class:`ReplicatedShiftedAnds` or :class:`BeaverShiftedAnds`."""
+    arithmetic = adapter.replicated_arithmetic(ctx.members)
+    if arithmetic is not None:
+        return ReplicatedShiftedAnds(ctx, n, variables, pairs, label=label, arithmetic=arithmetic)
+    return BeaverShiftedAnds(ctx, n, variables, pairs, label=label)
+
+
+class BeaverProducts:
     """Products of shared integers, each factor opened once (Beaver's protocol with reused masks).
 
     Declare the variables and every product needed up front — one dealer request supplies a uniform mask
@@ -78,7 +112,7 @@ class Products:
         return public_add(self.ctx, c + eu * self.masks[:, v] + ev * self.masks[:, u], eu * ev)
 
 
-class ShiftedAnds:
+class BeaverShiftedAnds:
     """x_u AND shift(x_v, s) of XOR-shared words, each factor opened once (binary Beaver, reused masks).
 
     A shift (left for s >= 0, arithmetic right for s < 0) commutes with XOR sharing, so one opened
@@ -102,6 +136,87 @@ class ShiftedAnds:
         eu, ev = self.eps[u], shift(self.eps[v], s)
         z = c ^ (eu & shift(self.masks[:, v], s)) ^ (ev & self.masks[:, u])
         return public_xor(self.ctx, z, eu & ev)
+
+
+class _Resharing:
+    """The common part of a replicated multiplication among three members (the provider's replicated
+    arithmetic, :class:`mpcdp.adapter.replicated.ReplicatedArithmetic`; honest-majority among parties 0–2).
+
+    Member i holds x_i of a 3-of-3 sharing x = x_0 ∘ x_1 ∘ x_2 (∘ = + in Z_2^64, or ⊕ on words). :meth:`open`
+    re-randomises every declared variable by a fresh sharing of zero (x_i ← x_i ∘ ρ_i, the value unchanged) and
+    sends x_i to member i − 1 while receiving x_{i+1} from member i + 1, all variables in one message (one
+    round, n words per variable each way). ρ_i = F(k_{i,i+1}) ∘ F(k_{i−1,i})⁻¹ with keys only those pairs hold,
+    so what member i − 1 receives is uniform to it whatever the sharing was. Member i then holds (x_i, x_{i+1})
+    of every opened variable, and the products are local (:meth:`cross`), each re-randomised by a fresh α.
+    """
+
+    xor = False
+
+    def __init__(self, ctx: MpcContext, n: int, variables: int, *, label: str, arithmetic):
+        self.ctx, self.n, self.variables, self.label, self.arithmetic = ctx, n, variables, label, arithmetic
+        self.held: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # variable → (x_i, x_{i+1})
+
+    def open(self, values: dict[int, torch.Tensor]) -> None:
+        keys = list(values)
+        for u in keys:
+            if not 0 <= u < self.variables or u in self.held or values[u].numel() != self.n:
+                raise ValueError(f"`{self.label}`: a variable must be one of the {self.variables} declared, opened "
+                                 f"once, with {self.n} elements. Found variable {u!r} "
+                                 f"({'already opened' if u in self.held else f'{values[u].numel()} elements'}).")
+        combine = torch.bitwise_xor if self.xor else torch.add
+        mine = [combine(values[u].reshape(-1), self.arithmetic.zero_share(self.n, xor=self.xor)) for u in keys]
+        theirs = self.ctx.reshare(torch.cat(mine), to=self.arithmetic.send_to,
+                                  source=self.arithmetic.receive_from, label=self.label)
+        for u, x, y in zip(keys, mine, torch.split(theirs, self.n)):
+            self.held[u] = (x, y)
+
+    def fresh_zero(self) -> torch.Tensor:
+        """This member's share of a fresh sharing of zero (α), one element per product element."""
+        return self.arithmetic.zero_share(self.n, xor=self.xor)
+
+
+class ReplicatedProducts(_Resharing):
+    """Products of additively shared ring elements among three members by replicated resharing: the interface
+    of :class:`BeaverProducts`, no material. After :meth:`open`, member i's share of x_u·x_v is
+    z_i = x_{u,i}·x_{v,i} + x_{u,i}·x_{v,i+1} + x_{u,i+1}·x_{v,i} + α_i — the nine cross terms split among the
+    members — and α, a fresh sharing of zero, makes z_i uniform to the others.
+
+    Security (semi-honest, honest majority among the three): one member's view — the shares it receives,
+    each masked by ρ from a key it lacks — is uniform words, independent of the secrets; any two members hold
+    all three shares of every factor and learn it. Cost: per variable n ring elements to one member, one round
+    for every variable opened together; no material, no dealer request.
+    """
+
+    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int]], *, label: str,
+                 arithmetic):
+        super().__init__(ctx, n, variables, label=label, arithmetic=arithmetic)
+        squares = sum(1 for u, v in pairs if u == v)
+        costs.record("square", n * squares, calls=int(squares > 0))
+        costs.record("mul", n * (len(pairs) - squares), calls=int(len(pairs) > squares))
+
+    def product(self, u: int, v: int) -> torch.Tensor:
+        (xu, xu_next), (xv, xv_next) = self.held[u], self.held[v]
+        return xu * xv + xu * xv_next + xu_next * xv + self.fresh_zero()
+
+
+class ReplicatedShiftedAnds(_Resharing):
+    """x_u AND shift(x_v, s) of XOR-shared words among three members by replicated resharing: the interface of
+    :class:`BeaverShiftedAnds`, no material. A shift commutes with XOR sharing, so member i's share is
+    z_i = (x_{u,i} ∧ sh(x_{v,i})) ⊕ (x_{u,i} ∧ sh(x_{v,i+1})) ⊕ (x_{u,i+1} ∧ sh(x_{v,i})) ⊕ α_i.
+    Security and cost as :class:`ReplicatedProducts` (n words per variable to one member, one round)."""
+
+    xor = True
+
+    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str,
+                 arithmetic):
+        super().__init__(ctx, n, variables, label=label, arithmetic=arithmetic)
+        costs.record("and_words", n * len(pairs))
+
+    def product(self, u: int, v: int, s: int) -> torch.Tensor:
+        shift = adapter.shift_word
+        (xu, xu_next), (xv, xv_next) = self.held[u], self.held[v]
+        xv, xv_next = shift(xv, s), shift(xv_next, s)
+        return (xu & xv) ^ (xu & xv_next) ^ (xu_next & xv) ^ self.fresh_zero()
 
 
 def mul(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *, label: str = "mul") -> list[torch.Tensor]:

@@ -1,9 +1,20 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC.
 
 The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.committee_members`) samples; the
-other parties take no part and receive one public message (the committee's counts). No data party, no
-coalition missing one committee member, and not the dealer (alone, or with a non-member) learns a noise
-value; under ``honest-majority`` no single one of parties 0–2. Every random field of a candidate is the XOR
+other parties take no part and receive one public message (the committee's counts). Who learns a noise
+value, per provider:
+
+* ``dealer`` (Beaver multiplication with the dealer's material): the dealer with any one member, or every
+  member together; nobody else — no single party, no coalition missing a member, not the dealer alone or
+  with non-members.
+* ``honest-majority`` (the committee is parties 0–2; among exactly those three it multiplies by replicated
+  resharing, :class:`~mpcdp.mpc.ring.ReplicatedProducts`, with no material): any two of parties 0–2, with or
+  without others; no single one of them, with any number of parties 3..m−1. This is the same threshold as
+  with Beaver multiplication on the generators' material (two generators hold every mask): what changed is
+  only how two of them would learn it (each holds two of the three shares of every factor) and what one
+  sees (another member's share of each factor, re-randomised by a zero sharing from a key it lacks: uniform
+  words, recorded in the opening audit as kind ``share``).
+ Every random field of a candidate is the XOR
 of every member's private random bits. All arithmetic is exact on shares. Only each candidate's accept bit
 is opened (to the members), and that is safe: candidates are independent, and an accepted value has the
 target distribution whatever the other accept bits are. The shares then get a sharing of zero added on
@@ -28,11 +39,14 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
-Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
-pass of n candidates 23 openings carrying ≈ 50.1n ring elements or words (≈ 78 per accepted sample at
-acceptance 0.64), 22 dealer requests; dealer material for and_words ≈ 24.5n, one-hot words 55n (175n
-one-hots, most four to a word), b2a_bits (k+9)n, square n, a2b n. Measured bytes and time per sample:
-benchmarks/results/noise-exact.md.
+Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
+both providers): per pass of n candidates 23 steps carrying ≈ 50.1n ring elements or words (≈ 78 per
+accepted sample at acceptance 0.64). With Beaver multiplication they are 23 openings and 22 dealer requests;
+with replicated resharing (honest-majority, committee of parties 0–2) the 15 multiplication steps (≈ 37n) are
+resharings, one round each and one word per element per member, and 7 requests for material remain.
+Operations: and_words ≈ 24.5n and square n (Beaver: dealt material; replicated: none), one-hot words 55n
+(175n one-hots, most four to a word), b2a_bits (k+9)n, a2b n (material under both). Measured bytes and time
+per sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -153,18 +167,27 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[t
     return opened == 1, value
 
 
-def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.DeclaredCost:
+def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, replicated: bool = False) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``.
 
     Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
     :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
-    the packed word counts, the openings in order are: piece index ⌈n/10⌉; point 4⌈n/(64/L)⌉; B2A n; square
-    n; A2B mask n, then 2n at each of its 6 carry levels; group windows ⌈n/2⌉; the factors' chunks e, their
-    flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉; accept 4 levels of
-    ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 openings and ≈ 50.1n elements.
+    the packed word counts, the communication steps in order are: piece index ⌈n/10⌉; point ANDs
+    4⌈n/(64/L)⌉; B2A n; square n; A2B mask n, then 2n at each of its 6 carry levels (ANDs); group windows
+    ⌈n/2⌉; the factors' chunks e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks
+    2⌈e/4⌉ and 2⌈e/16⌉ (ANDs); accept 4 AND levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 steps and
+    ≈ 50.1n elements; 15 of them, ≈ 37n elements, are multiplications (the point, the square, the carries,
+    T1 AND TH, the picks, the accept levels).
+
+    With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
+    exactly parties 0–2) every step is an opening and each multiplication a material request: 23 openings,
+    22 requests. With the honest-majority provider's replicated arithmetic (``replicated``: a committee of
+    exactly parties 0–2) each multiplication is a resharing of the same element count (each member sends
+    them to one other member, 1 round instead of an opening's 2) and needs no material: 8 openings
+    (≈ 13.1n elements), 15 resharings (≈ 37n), 7 requests.
     Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of one-hots)
     (1 + w + 6c)n;
-    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n. Dealer requests: 22.
+    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
     """
     k, c = plan.k, len(dg.GROUPS) + 1
     adder = binary.levels(62)
@@ -179,10 +202,17 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan) -> costs.Declared
                          + accept_levels * accept_words,
                          "one_hot_words": (1 + len(group_windows()) + 6 * c) * n, "b2a_bits": (k + 9) * n,
                          "square": n, "a2b": n, "random_bits": random_bits * n})
-        cost.open(-(-n // (64 // dg.INDEX_BITS)), 4 * point_words(n), n, n, n, *[2 * n] * adder, -(-n // 2),
-                  e, -(-e // 4), -(-e // 16), 2 * e, 2 * -(-e // 4), 2 * -(-e // 16),
-                  *[accept_words] * accept_levels, -(-n // 64))
-        cost.dealer_requests += 1 + 1 + 1 + 1 + (1 + adder) + 1 + 6 + accept_levels
+        steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words(n), True), (n, False), (n, True),
+                 (n, False), *[(2 * n, True)] * adder, (-(-n // 2), False), (e, False), (-(-e // 4), False),
+                 (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True), (2 * -(-e // 16), True),
+                 *[(accept_words, True)] * accept_levels, (-(-n // 64), False)]
+        for size, multiplication in steps:
+            if multiplication and replicated:
+                cost.reshare(size)
+            else:
+                cost.open(size)
+        # one request for material per step but the last (the accept bits are opened without a mask)
+        cost.dealer_requests += len(steps) - 1 - (sum(m for _, m in steps) if replicated else 0)
     return cost
 
 

@@ -31,6 +31,9 @@ Kinds (elements are counted, not calls):
   a2b          conversions of shared integers to XOR-shared words
   random_bits  private random bits a party contributes (sampler uniforms)
   openings     opening calls; opened_elements: ring elements or words opened
+  reshares     resharings of a replicated multiplication (honest-majority among parties 0–2: each member sends
+               its share to one other member, 1 round; ``MpcContext.reshare``); reshared_elements: the ring
+               elements or words each member sends (it receives as many)
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from mpcdp.transport import wire
 from mpcdp.transport.frames import HEADER_BYTES
 
 KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "a2b", "random_bits",
-         "openings", "opened_elements")
+         "openings", "opened_elements", "reshares", "reshared_elements")
 WORD_BITS = 64
 
 
@@ -231,6 +234,12 @@ def exchange_messages(size: int, parties: int) -> tuple[list[int], list[int], in
     return [size] * (parties - 1), [size] * (parties - 1), 1
 
 
+def reshare_messages(elements: int) -> tuple[list[int], list[int], int]:
+    """(sent, received, rounds) of a member in a resharing of ``elements`` 8-byte values among three members:
+    its share to one member, another's share from the other (1 round; ``MpcContext.reshare``)."""
+    return [8 * elements], [8 * elements], 1
+
+
 def wire_bytes(sent: list[int], received: list[int]) -> tuple[int, int]:
     """(bytes written, bytes read) on the TCP links of a party that sends and receives messages of these
     payload sizes: each travels in a frame, a 16-byte header before the payload (:mod:`.frames`)."""
@@ -265,23 +274,30 @@ WAN = Link("WAN", 100e6, 40e-3)
 @dataclasses.dataclass
 class DeclaredCost:
     """A protocol's cost as its docstring declares it: operation counts, the sizes of its openings in
-    order, its public all-to-all exchanges (bytes each), and its dealer requests."""
+    order, its public all-to-all exchanges (bytes each), its resharings (elements each member sends, in
+    order; :func:`reshare_messages`) and its requests for material (to the dealer, or made by the generators
+    without one)."""
 
     ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     openings: list[int] = dataclasses.field(default_factory=list)
     exchanges: list[int] = dataclasses.field(default_factory=list)
     dealer_requests: int = 0
+    reshares: list[int] = dataclasses.field(default_factory=list)
 
     def __add__(self, other: "DeclaredCost") -> "DeclaredCost":
         return DeclaredCost(self.ops + other.ops, self.openings + other.openings, self.exchanges + other.exchanges,
-                            self.dealer_requests + other.dealer_requests)
+                            self.dealer_requests + other.dealer_requests, self.reshares + other.reshares)
 
     def open(self, *sizes: int) -> None:
         self.openings.extend(int(s) for s in sizes)
 
+    def reshare(self, *sizes: int) -> None:
+        self.reshares.extend(int(s) for s in sizes)
+
     def rounds(self, parties: int) -> int:
         return (sum(opening_messages(e, parties, 0)[2] for e in self.openings)
-                + sum(exchange_messages(b, parties)[2] for b in self.exchanges))
+                + sum(exchange_messages(b, parties)[2] for b in self.exchanges)
+                + sum(reshare_messages(e)[2] for e in self.reshares))
 
     def bytes(self, parties: int, rank: int) -> tuple[int, int]:
         """(bytes sent, bytes received) by ``rank`` to and from the other data parties."""
@@ -294,12 +310,18 @@ class DeclaredCost:
             s, r, _ = exchange_messages(size, parties)
             sent += s
             received += r
+        for elements in self.reshares:
+            s, r, _ = reshare_messages(elements)
+            sent += s
+            received += r
         return wire_bytes(sent, received)
 
     def op_counts(self) -> dict[str, int]:
         counts = {k: self.ops.get(k, 0) for k in KINDS}
         counts["openings"] = len(self.openings)
         counts["opened_elements"] = sum(self.openings)
+        counts["reshares"] = len(self.reshares)
+        counts["reshared_elements"] = sum(self.reshares)
         return counts
 
 
