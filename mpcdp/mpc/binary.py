@@ -28,6 +28,7 @@ import math
 import torch
 
 from mpcdp import adapter
+from mpcdp.adapter.material import row_blocks
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -94,15 +95,28 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
 
     The result is GF(2)-linear in the share word w: select(w) = XOR of table[j] over the set bits j of w, so the
     XOR of the parties' results is table[v] (exactly one position is set in the shared word). It is computed
-    one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`): 8 gathers per
-    word, whatever ``bits`` is.
+    one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
+    8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.material.row_blocks`).
     """
-    tables = _byte_tables(tuple(int(v) for v in table), bits)
+    flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
     words = onehot.reshape(-1)
-    out = torch.zeros_like(words)
-    for k in range(8):
-        out ^= tables[k][(words >> (8 * k)) & 0xFF]
+    out = torch.empty_like(words)
+    for rows in row_blocks(words.numel(), 1):
+        _select_block(words[rows], flat_tables, out[rows])
     return out.reshape(onehot.shape)
+
+
+def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor) -> None:
+    """``out`` = the XOR over the 8 bytes b_k of each word of flat_tables[256k + b_k]."""
+    index, entry = torch.empty_like(words), torch.empty_like(words)
+    torch.bitwise_and(words, 0xFF, out=index)
+    torch.index_select(flat_tables, 0, index, out=out)
+    for k in range(1, 8):
+        torch.bitwise_right_shift(words, 8 * k, out=index)
+        index &= 0xFF
+        index += 256 * k
+        torch.index_select(flat_tables, 0, index, out=entry)
+        out ^= entry
 
 
 @functools.lru_cache(maxsize=64)
