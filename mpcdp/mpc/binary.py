@@ -153,15 +153,11 @@ def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
     """Open XOR-shared ``bits``-bit values, ⌊64/bits⌋ to a word (one opening of ⌈n/⌊64/bits⌋⌉ words; packing
     is XOR-linear). ``kind``: as :meth:`~mpcdp.mpc.context.MpcContext.open_masked`."""
     flat = values.reshape(-1) & low_mask(bits)
-    per = max(1, 64 // bits)
-    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
-    shifts = torch.arange(per, dtype=torch.int64) * bits
-    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
-    for j in range(per):
-        packed ^= padded[:, j] << int(shifts[j])
-    (opened,) = ctx.open_masked([packed], label=label, xor=True, kind=kind)
-    unpacked = (opened.unsqueeze(1) >> shifts) & low_mask(bits)
-    return unpacked.reshape(-1)[: flat.numel()].reshape(values.shape)
+    if 64 // bits == 1:  # one value to a word
+        (opened,) = ctx.open_masked([flat], label=label, xor=True, kind=kind)
+        return (opened & low_mask(bits)).reshape(values.shape)
+    (opened,) = ctx.open_masked([pack_lanes(flat, bits)], label=label, xor=True, kind=kind)
+    return unpack_lanes(opened, bits, flat.numel()).reshape(values.shape)
 
 
 def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[int, int]], *,
@@ -185,19 +181,26 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
     other bits are left meaningless)."""
-    x, s = words, lane // 2
+    x, s = words.clone(), lane // 2
+    shifted = torch.empty_like(x)
     while s:
-        x = x ^ (x >> s)
+        x ^= torch.bitwise_right_shift(x, s, out=shifted)
         s //= 2
     return x
 
 
 def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
-    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local)."""
-    out = torch.zeros_like(words)
-    for i in range(count):
-        out |= ((words >> (i * stride)) & 1) << i
-    return out
+    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
+    a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps."""
+    x = words & _signed(sum(1 << (i * stride) for i in range(count)))
+    shifted = torch.empty_like(x)
+    group = 1  # bits gathered so far at the bottom of each block of group·stride positions
+    while group < count:
+        block = 2 * group * stride
+        x |= torch.bitwise_right_shift(x, block // 2 - group, out=shifted)
+        x &= _signed(sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block)))
+        group *= 2
+    return x
 
 
 def _top_table() -> tuple[int, ...]:
@@ -218,13 +221,17 @@ TOP_TABLE = _top_table()
 def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
     4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
-    [v_k = 0], value k at bit k). Local."""
-    tops = torch.zeros(words.shape[0], dtype=torch.int64)
-    zeros = torch.zeros_like(tops)
-    for i in range(words.shape[1]):
-        image = select(ctx, words[:, i], TOP_TABLE, 20)
-        tops |= (image & 0xFFFF) << (16 * i)
-        zeros |= ((image >> 16) & 0xF) << (4 * i)
+    [v_k = 0], value k at bit k). Local: a selection of every word by :data:`TOP_TABLE`, block by block."""
+    words = words.contiguous()
+    n, w = words.shape
+    tables = _byte_tables(TOP_TABLE, 20).reshape(-1)
+    places = torch.arange(w, dtype=torch.int64)
+    tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
+    for rows in row_blocks(n, w):
+        images = torch.empty_like(words[rows])
+        _select_block(words[rows].reshape(-1), tables, images.reshape(-1))
+        torch.sum((images & 0xFFFF) << (16 * places), 1, out=tops[rows])  # disjoint bit fields: sum = OR
+        torch.sum(((images >> 16) & 0xF) << (4 * places), 1, out=zeros[rows])
     return tops, zeros
 
 
@@ -273,15 +280,19 @@ def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
     per = 64 // lane
     flat = values.reshape(-1) & low_mask(lane)
-    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
-    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    if per == 1:
+        return flat
+    packed = torch.zeros(-(-flat.numel() // per), dtype=torch.int64)
     for j in range(per):
-        packed ^= padded[:, j] << (j * lane)
+        column = flat[j::per]  # lane j of the words, the last word's missing values left 0
+        packed[: column.numel()] ^= column << (j * lane)
     return packed
 
 
 def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
     """The first ``count`` values of :func:`pack_lanes`' words."""
+    if lane == 64:
+        return packed.reshape(-1)[:count]
     shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
     return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
 
