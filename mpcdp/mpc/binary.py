@@ -206,7 +206,7 @@ def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
 def _top_table() -> tuple[int, ...]:
     """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the one-hot
     of a 4-bit value v_j) to 20 bits: bits 4j..4j+3 the one-hot of the top set bit of v_j (0 for v_j = 0), bit
-    16 + j set iff v_j = 0. Applied with :func:`select` (local, byte tables)."""
+    16 + j set iff v_j = 0. The definition of :func:`_tops`, which computes it with word operations."""
     images = []
     for position in range(64):
         j, v = divmod(position, 16)
@@ -216,23 +216,52 @@ def _top_table() -> tuple[int, ...]:
 
 
 TOP_TABLE = _top_table()
+_LANE_BITS = 0x0001000100010001  # bit 0 of each 16-bit lane
 
 
 def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
     4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
-    [v_k = 0], value k at bit k). Local: a selection of every word by :data:`TOP_TABLE`, block by block."""
+    [v_k = 0], value k at bit k). Local: :data:`TOP_TABLE` applied to every word, block by block. It is a
+    parity of lane positions per output bit (top bit t: positions 2^t..2^(t+1)−1; zero: position 0), so each
+    is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down."""
     words = words.contiguous()
     n, w = words.shape
-    tables = _byte_tables(TOP_TABLE, 20).reshape(-1)
     places = torch.arange(w, dtype=torch.int64)
     tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
     for rows in row_blocks(n, w):
-        images = torch.empty_like(words[rows])
-        _select_block(words[rows].reshape(-1), tables, images.reshape(-1))
-        torch.sum((images & 0xFFFF) << (16 * places), 1, out=tops[rows])  # disjoint bit fields: sum = OR
-        torch.sum(((images >> 16) & 0xF) << (4 * places), 1, out=zeros[rows])
+        nibbles = _top_nibbles(words[rows])  # value j of a word at bits 4j..4j+3
+        nibbles <<= 16 * places
+        torch.sum(nibbles, 1, out=tops[rows])  # disjoint bit fields: the sum is their OR
+        flags = _gather_bits(words[rows], 16, 4)
+        flags <<= 4 * places
+        torch.sum(flags, 1, out=zeros[rows])
     return tops, zeros
+
+
+def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
+    """Per word of x, bits 4j..4j+3: the parities of lane j's positions 1, 2..3, 4..7 and 8..15 (local)."""
+    pairs = x >> 1
+    pairs ^= x  # bit p: x_p ⊕ x_(p+1)
+    fours = pairs >> 2
+    fours ^= pairs  # x_p ⊕ ... ⊕ x_(p+3)
+    eights = fours >> 4
+    eights ^= fours  # x_p ⊕ ... ⊕ x_(p+7)
+    out = (x >> 1) & _LANE_BITS
+    for part, shift, bit in ((pairs, 1, 1), (fours, 2, 2), (eights, 5, 3)):
+        part >>= shift
+        part &= _LANE_BITS << bit
+        out |= part
+    return _pack_nibbles(out)
+
+
+def _pack_nibbles(x: torch.Tensor) -> torch.Tensor:
+    """The low 4 bits of each 16-bit lane j of x moved to bits 4j..4j+3 (x's other bits clear)."""
+    x |= x >> 12
+    x &= 0x000000FF000000FF
+    x |= x >> 24
+    x &= 0xFFFF
+    return x
 
 
 def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
