@@ -419,10 +419,11 @@ def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[i
     """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
     window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
     Local; block by block (:func:`row_blocks`), all words of a row at once."""
-    out = hots.clone(memory_format=torch.contiguous_format)
+    out = torch.empty(hots.shape, dtype=torch.int64)
     lows, masks, places = _lane_layout(tuple(windows), lane, hots.shape[1])
     steps = max(width for _, width in windows)
     for rows in row_blocks(hots.shape[0], hots.shape[1]):
+        out[rows] = hots[rows]
         spread = ((word[rows].reshape(-1, 1, 1) >> lows) & masks) << places  # (rows, words, 64/lane)
         _move_lanes(out[rows], spread.sum(2) if spread.shape[2] > 1 else spread[:, :, 0], lane, steps)
     return out

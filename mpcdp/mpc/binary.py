@@ -174,7 +174,12 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
     r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows, lane)
     low = min(lo for lo, _ in windows)
     span = max(lo + width for lo, width in windows) - low
-    c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
+    masked = flat ^ r
+    if low:
+        masked >>= low
+    c = open_packed(ctx, masked, span, label=label)  # the span's bits only
+    if low:
+        c <<= low
     return adapter.moved_one_hots(hots, c, windows, lane)
 
 
