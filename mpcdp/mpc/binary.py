@@ -185,27 +185,36 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
 
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
-    other bits are left meaningless)."""
-    x, s = words.clone(), lane // 2
-    shifted = torch.empty_like(x)
-    while s:
-        x ^= torch.bitwise_right_shift(x, s, out=shifted)
-        s //= 2
-    return x
+    other bits are left meaningless). Block by block."""
+    out = torch.empty(words.shape, dtype=torch.int64)
+    flat_in, flat_out = words.reshape(-1), out.view(-1)
+    for rows in row_blocks(flat_in.numel(), 1):
+        x, s = flat_out[rows], lane // 2
+        x.copy_(flat_in[rows])
+        shifted = torch.empty_like(x)
+        while s:
+            x ^= torch.bitwise_right_shift(x, s, out=shifted)
+            s //= 2
+    return out
 
 
 def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
     """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
-    a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps."""
-    x = words & _signed(sum(1 << (i * stride) for i in range(count)))
-    shifted = torch.empty_like(x)
-    group = 1  # bits gathered so far at the bottom of each block of group·stride positions
-    while group < count:
-        block = 2 * group * stride
-        x |= torch.bitwise_right_shift(x, block // 2 - group, out=shifted)
-        x &= _signed(sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block)))
-        group *= 2
-    return x
+    a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps, block
+    by block."""
+    out = torch.empty(words.shape, dtype=torch.int64)
+    flat_in, flat_out = words.reshape(-1), out.view(-1)
+    for rows in row_blocks(flat_in.numel(), 1):
+        x = torch.bitwise_and(flat_in[rows], _signed(sum(1 << (i * stride) for i in range(count))),
+                              out=flat_out[rows])
+        shifted = torch.empty_like(x)
+        group = 1  # bits gathered so far at the bottom of each block of 2·group·stride positions
+        while group < count:
+            block = 2 * group * stride
+            x |= torch.bitwise_right_shift(x, block // 2 - group, out=shifted)
+            x &= _signed(sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block)))
+            group *= 2
+    return out
 
 
 def _top_table() -> tuple[int, ...]:
