@@ -420,25 +420,41 @@ def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[i
     window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
     Local; block by block (:func:`row_blocks`), all words of a row at once."""
     out = torch.empty(hots.shape, dtype=torch.int64)
-    lows, masks, places = _lane_layout(tuple(windows), lane, hots.shape[1])
+    spread = _lane_moves(tuple(windows), lane, hots.shape[1])
     steps = max(width for _, width in windows)
     for rows in row_blocks(hots.shape[0], hots.shape[1]):
         out[rows] = hots[rows]
-        spread = ((word[rows].reshape(-1, 1, 1) >> lows) & masks) << places  # (rows, words, 64/lane)
-        _move_lanes(out[rows], spread.sum(2) if spread.shape[2] > 1 else spread[:, :, 0], lane, steps)
+        _move_lanes(out[rows], spread(word[rows]), lane, steps)
     return out
 
 
 @functools.lru_cache(maxsize=64)
-def _lane_layout(windows: tuple[tuple[int, int], ...], lane: int, words: int):
-    """(low bit, mask, lane offset) of the window in each lane, as (1, words, 64/lane) tensors (absent windows
-    read nothing): a lane's move is ((word >> low) & mask) << offset."""
+def _lane_moves(windows: tuple[tuple[int, int], ...], lane: int, words: int):
+    """The map from words (n,) to their lane moves (n, words): lane j of column i holds the bits of window
+    i·(64/lane) + j, 0 for absent windows."""
     per = 64 // lane
     padded = list(windows) + [(0, 0)] * (words * per - len(windows))
     lows = torch.tensor([low for low, _ in padded], dtype=torch.int64).reshape(1, words, per)
     masks = torch.tensor([(1 << width) - 1 for _, width in padded], dtype=torch.int64).reshape(1, words, per)
-    places = (torch.arange(per, dtype=torch.int64) * lane).repeat(words).reshape(1, words, per)
-    return lows, masks, places
+    if per == 1:
+        return lambda word: (word.reshape(-1, 1) >> lows[:, :, 0]) & masks[:, :, 0]
+    bases = lows[:, :, 0]
+    if lane == 16 and all(padded[per * i + j][0] == padded[per * i][0] + 4 * j or padded[per * i + j][1] == 0
+                          for i in range(words) for j in range(per)):
+        lane_masks = (masks << (torch.arange(per, dtype=torch.int64) * lane)).sum(2)
+        return lambda word: _nibbles_to_lanes((word.reshape(-1, 1) >> bases) & 0xFFFF, lane_masks)
+    places = torch.arange(per, dtype=torch.int64) * lane
+    return lambda word: (((word.reshape(-1, 1, 1) >> lows) & masks) << places).sum(2)  # disjoint: sum = OR
+
+
+def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor:
+    """In place: the 4-bit groups j = 0..3 of x (x < 2^16) moved to bits 16j..16j+3, then kept where
+    ``lane_masks`` (bits within 16j..16j+3) has them."""
+    x |= x << 24
+    x &= 0x000000FF000000FF
+    x |= x << 12
+    x &= lane_masks
+    return x
 
 
 def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
