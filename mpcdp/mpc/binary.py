@@ -202,18 +202,21 @@ def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
     """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
     a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps, block
     by block."""
+    wanted = _signed(sum(1 << (i * stride) for i in range(count)))
+    merges, group = [], 1  # (shift, mask) per step: groups of `group` bits at the bottom of 2·group·stride
+    while group < count:
+        block = 2 * group * stride
+        kept = sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block))
+        merges.append((block // 2 - group, _signed(kept)))
+        group *= 2
     out = torch.empty(words.shape, dtype=torch.int64)
     flat_in, flat_out = words.reshape(-1), out.view(-1)
     for rows in row_blocks(flat_in.numel(), 1):
-        x = torch.bitwise_and(flat_in[rows], _signed(sum(1 << (i * stride) for i in range(count))),
-                              out=flat_out[rows])
+        x = torch.bitwise_and(flat_in[rows], wanted, out=flat_out[rows])
         shifted = torch.empty_like(x)
-        group = 1  # bits gathered so far at the bottom of each block of 2·group·stride positions
-        while group < count:
-            block = 2 * group * stride
-            x |= torch.bitwise_right_shift(x, block // 2 - group, out=shifted)
-            x &= _signed(sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block)))
-            group *= 2
+        for shift, mask in merges:
+            x |= torch.bitwise_right_shift(x, shift, out=shifted)
+            x &= mask
     return out
 
 
