@@ -124,15 +124,13 @@ def _byte_tables(table: tuple[int, ...], bits: int) -> torch.Tensor:
     """(8, 256): entry [k, b] is the XOR of table[8k + i] (low ``bits`` bits) over the set bits i of the byte b."""
     if len(table) > 64:
         raise ValueError(f"a one-hot word selects among at most 64 entries. Found {len(table)}.")
-    entries = [v & ((1 << bits) - 1) for v in table] + [0] * (64 - len(table))
-    rows = []
-    for k in range(8):
-        row = [0] * 256
-        for byte in range(1, 256):
-            low = byte & -byte  # the lowest set bit: row[byte] = row[byte without it] ^ its entry
-            row[byte] = row[byte ^ low] ^ entries[8 * k + low.bit_length() - 1]
-        rows.append([_signed(v) for v in row])
-    return torch.tensor(rows, dtype=torch.int64)
+    entries = [_signed(v & ((1 << bits) - 1)) for v in table] + [0] * (64 - len(table))
+    per_bit = torch.tensor(entries, dtype=torch.int64).reshape(8, 1, 8)  # [k, ·, i]: entry 8k + i
+    byte_bits = (torch.arange(256, dtype=torch.int64).reshape(256, 1) >> torch.arange(8)) & 1  # [b, i]
+    terms = per_bit * byte_bits  # [k, b, i]: entry 8k + i where byte b has bit i, else 0
+    for half in (4, 2, 1):  # XOR the 8 terms of each byte together
+        terms = terms[:, :, :half] ^ terms[:, :, half:2 * half]
+    return terms.reshape(8, 256).contiguous()
 
 
 def levels(bits: int) -> int:
