@@ -39,6 +39,7 @@ import torch
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 KEY_BYTES = 32
+_ZEROS = bytes(1 << 18)  # plaintext for keystream reads, a block at a time
 
 
 def secure_key() -> bytes:
@@ -79,10 +80,17 @@ class KeyedStream:
         return self._cipher.update(bytes(nbytes))
 
     def words(self, n: int) -> torch.Tensor:
-        """n uniform int64 words (the whole ring Z_2^64, as two's complement)."""
+        """n uniform int64 words (the whole ring Z_2^64, as two's complement): the next 8n keystream bytes, read
+        little-endian, encrypted straight into the result's memory on a little-endian host."""
         self.words_drawn += int(n)
-        raw = np.frombuffer(self.read(8 * int(n)), dtype="<i8").astype(np.int64)
-        return torch.from_numpy(raw)
+        if sys.byteorder != "little":
+            return torch.from_numpy(np.frombuffer(self.read(8 * int(n)), dtype="<i8").astype(np.int64))
+        out = torch.empty(int(n), dtype=torch.int64)
+        memory = memoryview(out.numpy()).cast("B")
+        for start in range(0, len(memory), len(_ZEROS)):
+            piece = memory[start:start + len(_ZEROS)]
+            self._cipher.update_into(_ZEROS[:len(piece)], piece)
+        return out
 
     def uniform(self, n: int) -> torch.Tensor:
         """n float64 values uniform on [0, 1), 53 random bits each."""

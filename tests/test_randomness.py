@@ -1,5 +1,6 @@
 """Who holds the randomness: keyed streams from the OS CSPRNG in place of CrypTen's Mersenne Twisters."""
 
+import numpy as np
 import pytest
 import torch
 from scipy import stats
@@ -22,6 +23,13 @@ def test_a_keyed_stream_does_not_depend_on_how_it_is_read():
     assert torch.equal(whole, pieces)
     assert not torch.equal(whole, KeyedStream(secure_key()).words(70_000))
     assert not torch.equal(whole, KeyedStream(key, b"another domain").words(70_000))
+
+
+def test_keyed_words_are_the_keystream_bytes_read_little_endian():
+    key = secure_key()
+    n = 70_000  # more than one block of the words' reads
+    expected = np.frombuffer(KeyedStream(key).read(8 * n), dtype="<i8")
+    assert KeyedStream(key).words(n).tolist() == expected.tolist()
 
 
 def test_keyed_words_are_uniform_bit_by_bit():

@@ -23,6 +23,8 @@ every request, its bytes and rounds under the class's name.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from mpcdp.adapter import keyed, replicated
@@ -257,26 +259,51 @@ class AndShifted(Material):
 
 _SWAP_MASKS = (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF,
                0x0000FFFF0000FFFF, 0x00000000FFFFFFFF)  # positions whose index has bit i = 0
+BLOCK_WORDS = 1 << 15
+"""Words per block of local word arithmetic (:func:`row_blocks`): a block and its few temporaries stay in the
+core's cache, and the temporaries are reused from block to block instead of being allocated at full size."""
+
+
+def row_blocks(rows: int, per_row: int) -> list[slice]:
+    """Consecutive row slices covering ``rows`` rows of ``per_row`` words, about :data:`BLOCK_WORDS` words each."""
+    step = max(1, BLOCK_WORDS // max(1, per_row))
+    return [slice(start, min(rows, start + step)) for start in range(0, rows, step)]
 
 
 def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.Tensor:
     """Each ``lane``-position lane of each word with position x moved to x ⊕ c (local, GF(2)-linear).
 
     ``c``: (n,) for one lane to a word, or (n, 64/lane), lane j's move in column j, each < ``lane``. Applied
-    to a share of lane-packed one-hot words of r, it gives a share of the one-hot words of r ⊕ c."""
+    to a share of lane-packed one-hot words of r, it gives a share of the one-hot words of r ⊕ c. Cost: per
+    word, log2(lane) conditional swap steps of a few word operations each, block by block (:func:`row_blocks`)."""
     per = 64 // lane
     c = c.reshape(words.shape[0], per)
-    spread = c[:, 0].clone()  # lane j's move at bits lane·j..: one word, so each step below is a few word ops
-    for j in range(1, per):
-        spread |= c[:, j] << (lane * j)
-    low_bits = sum(1 << (lane * j) for j in range(per))  # bit 0 of every lane
-    out = words
-    for i in range(lane.bit_length() - 1):
-        s = 1 << i
-        swapped = ((out >> s) & _SWAP_MASKS[i]) | ((out & _SWAP_MASKS[i]) << s)
-        chosen = -((spread >> i) & 1) if per == 1 else ((spread >> i) & low_bits) * ((1 << lane) - 1)
-        out = out ^ ((swapped ^ out) & chosen)
+    out = words.clone()
+    for rows in row_blocks(words.shape[0], 1):
+        spread = c[rows, 0].clone()  # lane j's move at bits lane·j..: one word per word
+        for j in range(1, per):
+            spread |= c[rows, j] << (lane * j)
+        _move_lanes(out[rows], spread, lane, lane.bit_length() - 1)
     return out
+
+
+def _move_lanes(out: torch.Tensor, spread: torch.Tensor, lane: int, steps: int) -> None:
+    """In place: each lane of ``out`` with position x moved to x ⊕ m, m the lane's bits of ``spread`` (same
+    shape; lane j's m at bits lane·j.., below 2^steps). Step i swaps the position pairs (x, x + 2^i), x with
+    bit i clear, in the lanes whose m has bit i (a masked delta swap)."""
+    low_bits = sum(1 << (lane * j) for j in range(64 // lane))  # bit 0 of every lane
+    pick, delta = torch.empty_like(out), torch.empty_like(out)
+    for i in range(steps):
+        s = 1 << i
+        torch.bitwise_right_shift(spread, i, out=pick)
+        pick &= low_bits
+        pick *= _SWAP_MASKS[i] & ((1 << lane) - 1)  # the lower halves of the pairs, in the lanes that swap
+        torch.bitwise_right_shift(out, s, out=delta)
+        delta ^= out
+        delta &= pick
+        out ^= delta
+        delta <<= s
+        out ^= delta
 
 
 def _lane_mask(lane: int, j: int) -> int:
@@ -390,17 +417,51 @@ class OneHotPairs(Material):
 
 def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
     """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
-    window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s."""
-    values = _window_values(word, windows)
+    window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
+    Local; block by block (:func:`row_blocks`), all words of a row at once."""
+    out = torch.empty(hots.shape, dtype=torch.int64)
+    spread = _lane_moves(tuple(windows), lane, hots.shape[1])
+    steps = max(width for _, width in windows)
+    for rows in row_blocks(hots.shape[0], hots.shape[1]):
+        out[rows] = hots[rows]
+        _move_lanes(out[rows], spread(word[rows]), lane, steps)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _lane_moves(windows: tuple[tuple[int, int], ...], lane: int, words: int):
+    """The map from words (n,) to their lane moves (n, words): lane j of column i holds the bits of window
+    i·(64/lane) + j, 0 for absent windows."""
     per = 64 // lane
-    padded = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
-    return torch.stack([xor_permute(hots[:, i], padded[:, i * per:(i + 1) * per], lane)
-                        for i in range(hots.shape[1])], 1)
+    padded = list(windows) + [(0, 0)] * (words * per - len(windows))
+    lows = torch.tensor([low for low, _ in padded], dtype=torch.int64).reshape(1, words, per)
+    masks = torch.tensor([(1 << width) - 1 for _, width in padded], dtype=torch.int64).reshape(1, words, per)
+    if per == 1:
+        return lambda word: (word.reshape(-1, 1) >> lows[:, :, 0]) & masks[:, :, 0]
+    bases = lows[:, :, 0]
+    if lane == 16 and all(padded[per * i + j][0] == padded[per * i][0] + 4 * j or padded[per * i + j][1] == 0
+                          for i in range(words) for j in range(per)):
+        lane_masks = (masks << (torch.arange(per, dtype=torch.int64) * lane)).sum(2)
+        return lambda word: _nibbles_to_lanes((word.reshape(-1, 1) >> bases) & 0xFFFF, lane_masks)
+    places = torch.arange(per, dtype=torch.int64) * lane
+    return lambda word: (((word.reshape(-1, 1, 1) >> lows) & masks) << places).sum(2)  # disjoint: sum = OR
+
+
+def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor:
+    """In place: the 4-bit groups j = 0..3 of x (x < 2^16) moved to bits 16j..16j+3, then kept where
+    ``lane_masks`` (bits within 16j..16j+3) has them."""
+    x |= x << 24
+    x &= 0x000000FF000000FF
+    x |= x << 12
+    x &= lane_masks
+    return x
 
 
 def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
     """(n, windows): each window's bits of ``word``."""
-    return torch.stack([(word >> low) & ((1 << width) - 1) for low, width in windows], 1)
+    lows = torch.tensor([low for low, _ in windows], dtype=torch.int64)
+    masks = torch.tensor([(1 << width) - 1 for _, width in windows], dtype=torch.int64)
+    return (word.unsqueeze(1) >> lows) & masks
 
 
 def check_members(members, parties: int) -> list[int]:

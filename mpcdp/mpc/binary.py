@@ -28,6 +28,7 @@ import math
 import torch
 
 from mpcdp import adapter
+from mpcdp.adapter.material import row_blocks
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -94,15 +95,28 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
 
     The result is GF(2)-linear in the share word w: select(w) = XOR of table[j] over the set bits j of w, so the
     XOR of the parties' results is table[v] (exactly one position is set in the shared word). It is computed
-    one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`): 8 gathers per
-    word, whatever ``bits`` is.
+    one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
+    8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.material.row_blocks`).
     """
-    tables = _byte_tables(tuple(int(v) for v in table), bits)
+    flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
     words = onehot.reshape(-1)
-    out = torch.zeros_like(words)
-    for k in range(8):
-        out ^= tables[k][(words >> (8 * k)) & 0xFF]
+    out = torch.empty_like(words)
+    for rows in row_blocks(words.numel(), 1):
+        _select_block(words[rows], flat_tables, out[rows])
     return out.reshape(onehot.shape)
+
+
+def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor) -> None:
+    """``out`` = the XOR over the 8 bytes b_k of each word of flat_tables[256k + b_k]."""
+    index, entry = torch.empty_like(words), torch.empty_like(words)
+    torch.bitwise_and(words, 0xFF, out=index)
+    torch.index_select(flat_tables, 0, index, out=out)
+    for k in range(1, 8):
+        torch.bitwise_right_shift(words, 8 * k, out=index)
+        index &= 0xFF
+        index += 256 * k
+        torch.index_select(flat_tables, 0, index, out=entry)
+        out ^= entry
 
 
 @functools.lru_cache(maxsize=64)
@@ -110,15 +124,13 @@ def _byte_tables(table: tuple[int, ...], bits: int) -> torch.Tensor:
     """(8, 256): entry [k, b] is the XOR of table[8k + i] (low ``bits`` bits) over the set bits i of the byte b."""
     if len(table) > 64:
         raise ValueError(f"a one-hot word selects among at most 64 entries. Found {len(table)}.")
-    entries = [v & ((1 << bits) - 1) for v in table] + [0] * (64 - len(table))
-    rows = []
-    for k in range(8):
-        row = [0] * 256
-        for byte in range(1, 256):
-            low = byte & -byte  # the lowest set bit: row[byte] = row[byte without it] ^ its entry
-            row[byte] = row[byte ^ low] ^ entries[8 * k + low.bit_length() - 1]
-        rows.append([_signed(v) for v in row])
-    return torch.tensor(rows, dtype=torch.int64)
+    entries = [_signed(v & ((1 << bits) - 1)) for v in table] + [0] * (64 - len(table))
+    per_bit = torch.tensor(entries, dtype=torch.int64).reshape(8, 1, 8)  # [k, ·, i]: entry 8k + i
+    byte_bits = (torch.arange(256, dtype=torch.int64).reshape(256, 1) >> torch.arange(8)) & 1  # [b, i]
+    terms = per_bit * byte_bits  # [k, b, i]: entry 8k + i where byte b has bit i, else 0
+    for half in (4, 2, 1):  # XOR the 8 terms of each byte together
+        terms = terms[:, :, :half] ^ terms[:, :, half:2 * half]
+    return terms.reshape(8, 256).contiguous()
 
 
 def levels(bits: int) -> int:
@@ -139,15 +151,11 @@ def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
     """Open XOR-shared ``bits``-bit values, ⌊64/bits⌋ to a word (one opening of ⌈n/⌊64/bits⌋⌉ words; packing
     is XOR-linear). ``kind``: as :meth:`~mpcdp.mpc.context.MpcContext.open_masked`."""
     flat = values.reshape(-1) & low_mask(bits)
-    per = max(1, 64 // bits)
-    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
-    shifts = torch.arange(per, dtype=torch.int64) * bits
-    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
-    for j in range(per):
-        packed ^= padded[:, j] << int(shifts[j])
-    (opened,) = ctx.open_masked([packed], label=label, xor=True, kind=kind)
-    unpacked = (opened.unsqueeze(1) >> shifts) & low_mask(bits)
-    return unpacked.reshape(-1)[: flat.numel()].reshape(values.shape)
+    if 64 // bits == 1:  # one value to a word
+        (opened,) = ctx.open_masked([flat], label=label, xor=True, kind=kind)
+        return (opened & low_mask(bits)).reshape(values.shape)
+    (opened,) = ctx.open_masked([pack_lanes(flat, bits)], label=label, xor=True, kind=kind)
+    return unpack_lanes(opened, bits, flat.numel()).reshape(values.shape)
 
 
 def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[int, int]], *,
@@ -164,32 +172,56 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
     r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows, lane)
     low = min(lo for lo, _ in windows)
     span = max(lo + width for lo, width in windows) - low
-    c = open_packed(ctx, ((flat ^ r) >> low) & low_mask(span), span, label=label) << low
+    masked = flat ^ r
+    if low:
+        masked >>= low
+    c = open_packed(ctx, masked, span, label=label)  # the span's bits only
+    if low:
+        c <<= low
     return adapter.moved_one_hots(hots, c, windows, lane)
 
 
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
-    other bits are left meaningless)."""
-    x, s = words, lane // 2
-    while s:
-        x = x ^ (x >> s)
-        s //= 2
-    return x
+    other bits are left meaningless). Block by block."""
+    out = torch.empty(words.shape, dtype=torch.int64)
+    flat_in, flat_out = words.reshape(-1), out.view(-1)
+    for rows in row_blocks(flat_in.numel(), 1):
+        x, s = flat_out[rows], lane // 2
+        x.copy_(flat_in[rows])
+        shifted = torch.empty_like(x)
+        while s:
+            x ^= torch.bitwise_right_shift(x, s, out=shifted)
+            s //= 2
+    return out
 
 
 def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
-    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local)."""
-    out = torch.zeros_like(words)
-    for i in range(count):
-        out |= ((words >> (i * stride)) & 1) << i
+    """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
+    a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps, block
+    by block."""
+    wanted = _signed(sum(1 << (i * stride) for i in range(count)))
+    merges, group = [], 1  # (shift, mask) per step: groups of `group` bits at the bottom of 2·group·stride
+    while group < count:
+        block = 2 * group * stride
+        kept = sum(((1 << (2 * group)) - 1) << start for start in range(0, 64, block))
+        merges.append((block // 2 - group, _signed(kept)))
+        group *= 2
+    out = torch.empty(words.shape, dtype=torch.int64)
+    flat_in, flat_out = words.reshape(-1), out.view(-1)
+    for rows in row_blocks(flat_in.numel(), 1):
+        x = torch.bitwise_and(flat_in[rows], wanted, out=flat_out[rows])
+        shifted = torch.empty_like(x)
+        for shift, mask in merges:
+            x |= torch.bitwise_right_shift(x, shift, out=shifted)
+            x &= mask
     return out
 
 
 def _top_table() -> tuple[int, ...]:
     """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the one-hot
     of a 4-bit value v_j) to 20 bits: bits 4j..4j+3 the one-hot of the top set bit of v_j (0 for v_j = 0), bit
-    16 + j set iff v_j = 0. Applied with :func:`select` (local, byte tables)."""
+    16 + j set iff v_j = 0. The definition of :func:`_tops`, which computes it with word operations."""
     images = []
     for position in range(64):
         j, v = divmod(position, 16)
@@ -199,19 +231,52 @@ def _top_table() -> tuple[int, ...]:
 
 
 TOP_TABLE = _top_table()
+_LANE_BITS = 0x0001000100010001  # bit 0 of each 16-bit lane
 
 
 def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
     4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
-    [v_k = 0], value k at bit k). Local."""
-    tops = torch.zeros(words.shape[0], dtype=torch.int64)
-    zeros = torch.zeros_like(tops)
-    for i in range(words.shape[1]):
-        image = select(ctx, words[:, i], TOP_TABLE, 20)
-        tops |= (image & 0xFFFF) << (16 * i)
-        zeros |= ((image >> 16) & 0xF) << (4 * i)
+    [v_k = 0], value k at bit k). Local: :data:`TOP_TABLE` applied to every word, block by block. It is a
+    parity of lane positions per output bit (top bit t: positions 2^t..2^(t+1)−1; zero: position 0), so each
+    is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down."""
+    words = words.contiguous()
+    n, w = words.shape
+    places = torch.arange(w, dtype=torch.int64)
+    tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
+    for rows in row_blocks(n, w):
+        nibbles = _top_nibbles(words[rows])  # value j of a word at bits 4j..4j+3
+        nibbles <<= 16 * places
+        torch.sum(nibbles, 1, out=tops[rows])  # disjoint bit fields: the sum is their OR
+        flags = _gather_bits(words[rows], 16, 4)
+        flags <<= 4 * places
+        torch.sum(flags, 1, out=zeros[rows])
     return tops, zeros
+
+
+def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
+    """Per word of x, bits 4j..4j+3: the parities of lane j's positions 1, 2..3, 4..7 and 8..15 (local)."""
+    pairs = x >> 1
+    pairs ^= x  # bit p: x_p ⊕ x_(p+1)
+    fours = pairs >> 2
+    fours ^= pairs  # x_p ⊕ ... ⊕ x_(p+3)
+    eights = fours >> 4
+    eights ^= fours  # x_p ⊕ ... ⊕ x_(p+7)
+    out = (x >> 1) & _LANE_BITS
+    for part, shift, bit in ((pairs, 1, 1), (fours, 2, 2), (eights, 5, 3)):
+        part >>= shift
+        part &= _LANE_BITS << bit
+        out |= part
+    return _pack_nibbles(out)
+
+
+def _pack_nibbles(x: torch.Tensor) -> torch.Tensor:
+    """The low 4 bits of each 16-bit lane j of x moved to bits 4j..4j+3 (x's other bits clear)."""
+    x |= x >> 12
+    x &= 0x000000FF000000FF
+    x |= x >> 24
+    x &= 0xFFFF
+    return x
 
 
 def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
@@ -259,15 +324,19 @@ def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
     per = 64 // lane
     flat = values.reshape(-1) & low_mask(lane)
-    padded = torch.cat([flat, flat.new_zeros((-flat.numel()) % per)]).reshape(-1, per)
-    packed = torch.zeros(padded.shape[0], dtype=torch.int64)
+    if per == 1:
+        return flat
+    packed = torch.zeros(-(-flat.numel() // per), dtype=torch.int64)
     for j in range(per):
-        packed ^= padded[:, j] << (j * lane)
+        column = flat[j::per]  # lane j of the words, the last word's missing values left 0
+        packed[: column.numel()] ^= column << (j * lane)
     return packed
 
 
 def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
     """The first ``count`` values of :func:`pack_lanes`' words."""
+    if lane == 64:
+        return packed.reshape(-1)[:count]
     shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
     return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
 

@@ -436,7 +436,7 @@ class MpcContext:
         """
         if kind not in ("masked", "comparison"):
             raise ValueError(f"`kind` of a protocol opening must be 'masked' or 'comparison'. Found {kind!r}.")
-        flat = torch.cat([t.reshape(-1) for t in tensors])
+        flat = tensors[0].reshape(-1) if len(tensors) == 1 else torch.cat([t.reshape(-1) for t in tensors])
         opened = self._open(flat, label=label, reason=OPENING_KINDS[kind].split(":")[0], xor=xor, kind=kind)
         parts = torch.split(opened, [t.numel() for t in tensors])
         return [part.reshape(t.shape) for part, t in zip(parts, tensors)]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp import adapter
+from mpcdp.adapter.material import row_blocks
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 
@@ -249,8 +250,21 @@ def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a"
     """
     r_word, r_bits = adapter.dealer_word_bits(words.numel(), k)
     (opened,) = ctx.open_masked([(words ^ r_word) & _low_mask(k)], label=label, xor=True)
-    c_bits = (opened.unsqueeze(1) >> torch.arange(k)) & 1
-    return public_add(ctx, (1 - 2 * c_bits) * r_bits, c_bits)
+    return _bits_from_opened(ctx, opened.reshape(-1), r_bits)
+
+
+def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor) -> torch.Tensor:
+    """c_i + (1 − 2c_i)·r_i for the opened words' bits c_i (c_i added by party 0 only, as :func:`public_add`),
+    computed as (r_i ⊕ m) − m, m = −c_i (so −r_i where c_i = 1), block by block. Local."""
+    places = torch.arange(r_bits.shape[1], dtype=torch.int64)
+    out = torch.empty_like(r_bits)
+    for rows in row_blocks(r_bits.shape[0], r_bits.shape[1]):
+        minus_c = ((opened[rows].unsqueeze(1) >> places) & 1).neg_()
+        block = torch.bitwise_xor(r_bits[rows], minus_c, out=out[rows])
+        block -= minus_c
+        if ctx.rank == 0:
+            block -= minus_c
+    return out
 
 
 def bits_to_value(bits: torch.Tensor) -> torch.Tensor:

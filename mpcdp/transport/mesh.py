@@ -372,16 +372,17 @@ class Mesh:
                 self.exchange({}, {king: result}, label=label + " (sum)")
             return result.reshape(share.shape), 2
         chunks = torch.tensor_split(flat, k)
-        mine = chunks[me].clone()
+        result = torch.empty_like(flat)
+        combined = torch.tensor_split(result, k)  # chunk i of the result, received in place
+        mine = combined[me]
+        mine.copy_(chunks[me])
         incoming = {ranks[i]: torch.empty_like(chunks[me]) for i in range(k) if i != me}
         self.exchange({ranks[i]: chunks[i] for i in range(k) if i != me}, incoming, label=label)
         for buf in incoming.values():
             combine(mine, buf)
-        gathered = {i: torch.empty_like(chunks[i]) for i in range(k) if i != me}
-        self.exchange({ranks[i]: mine for i in gathered}, {ranks[i]: buf for i, buf in gathered.items()},
-                      label=label + " (sum)")
-        gathered[me] = mine
-        return torch.cat([gathered[i] for i in range(k)]).reshape(share.shape), 2
+        self.exchange({ranks[i]: mine for i in range(k) if i != me},
+                      {ranks[i]: combined[i] for i in range(k) if i != me}, label=label + " (sum)")
+        return result.reshape(share.shape), 2
 
     def exchange_int64(self, vector: torch.Tensor, *, label: str) -> tuple[torch.Tensor, int]:
         """Every party's fixed-size public int64 ``vector``, stacked in rank order (1 round)."""

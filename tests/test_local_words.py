@@ -1,0 +1,140 @@
+"""The local word arithmetic of the exact sampler, bit for bit against plain per-bit definitions, on arbitrary
+share words (not only one-hot ones) and across the block boundaries of :func:`mpcdp.adapter.material.row_blocks`."""
+
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from mpcdp.adapter import material
+from mpcdp.mpc import binary, ring
+
+
+def _words(rng: random.Random, *shape: int) -> torch.Tensor:
+    count = 1
+    for size in shape:
+        count *= size
+    values = [binary._signed(rng.getrandbits(64)) for _ in range(count)]
+    return torch.tensor(values, dtype=torch.int64).reshape(shape)
+
+
+def _bit(word: int, i: int) -> int:
+    return (word >> i) & 1
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 7 words, so that every tensor below spans several blocks."""
+    monkeypatch.setattr(material, "BLOCK_WORDS", 7)
+
+
+def _moved_by_definition(word: int, moves: list[int], lane: int) -> int:
+    """Bit lane·j + (x ⊕ moves[j]) of the result is bit lane·j + x of ``word``."""
+    out = 0
+    for j, move in enumerate(moves):
+        for x in range(lane):
+            out |= _bit(word, lane * j + x) << (lane * j + (x ^ move))
+    return binary._signed(out)
+
+
+@pytest.mark.parametrize("lane", [16, 64])
+def test_xor_permute_moves_every_lane_by_its_value(lane, small_blocks):
+    rng, per = random.Random(lane), 64 // lane
+    words = _words(rng, 50)
+    moves = torch.tensor([[rng.randrange(lane) for _ in range(per)] for _ in range(50)], dtype=torch.int64)
+    out = material.xor_permute(words, moves, lane)
+    expected = [_moved_by_definition(int(w), m.tolist(), lane) for w, m in zip(words, moves)]
+    assert out.tolist() == expected
+
+
+@pytest.mark.parametrize("lane, windows", [
+    (64, [(0, 6)]), (64, [(3, 5), (10, 6), (40, 2), (57, 6)]),
+    (16, [(4 * k, 4) for k in range(16)]), (16, [(0, 4), (4, 4), (8, 3), (20, 2), (61, 3)]),
+    (16, [(16, 4), (20, 4), (24, 4), (28, 4), (52, 4), (56, 4), (60, 4)]),
+    (16, [(4 * k, 4) for k in range(15)] + [(60, 2)]), (16, [(60, 2)])])
+def test_moved_one_hots_moves_each_lane_by_its_window_of_the_word(lane, windows, small_blocks):
+    rng, per = random.Random(len(windows) * lane), 64 // lane
+    n, w = 40, -(-len(windows) // per)
+    hots, word = _words(rng, n, w), _words(rng, n)
+    out = material.moved_one_hots(hots, word, windows, lane)
+    for row in range(n):
+        for i in range(w):
+            moves = [0] * per
+            for j in range(per):
+                if i * per + j < len(windows):
+                    low, width = windows[i * per + j]
+                    moves[j] = (int(word[row]) >> low) & ((1 << width) - 1)
+            assert int(out[row, i]) == _moved_by_definition(int(hots[row, i]), moves, lane)
+
+
+def _selected_by_definition(word: int, table: tuple[int, ...], bits: int) -> int:
+    out = 0
+    for j, entry in enumerate(table):
+        if _bit(word, j):
+            out ^= entry & ((1 << bits) - 1)
+    return binary._signed(out)
+
+
+def test_select_across_blocks_is_the_xor_of_the_set_positions_entries(small_blocks):
+    rng = random.Random(5)
+    table = tuple(rng.getrandbits(64) for _ in range(64))
+    words = _words(rng, 30, 3)
+    out = binary.select(None, words, table, 64)
+    assert out.shape == words.shape
+    assert out.reshape(-1).tolist() == [_selected_by_definition(int(v), table, 64) for v in words.reshape(-1)]
+
+
+def test_tops_are_the_top_bit_one_hots_and_zero_flags_of_every_lane(small_blocks):
+    rng = random.Random(6)
+    words = _words(rng, 20, 4)
+    tops, zeros = binary._tops(None, words)
+    for row in range(20):
+        expected_tops = expected_zeros = 0
+        for i in range(4):
+            image = _selected_by_definition(int(words[row, i]), binary.TOP_TABLE, 20) & ((1 << 20) - 1)
+            expected_tops |= (image & 0xFFFF) << (16 * i)
+            expected_zeros |= (image >> 16) << (4 * i)
+        assert int(tops[row]) == binary._signed(expected_tops)
+        assert int(zeros[row]) == expected_zeros
+
+
+@pytest.mark.parametrize("stride, count", [(4, 16), (4, 4), (4, 3), (2, 32), (1, 64), (8, 5), (16, 4)])
+def test_gather_bits_packs_every_stride_th_bit(stride, count, small_blocks):
+    rng = random.Random(stride * 100 + count)
+    words = _words(rng, 200)
+    expected = [sum(_bit(int(v), i * stride) << i for i in range(count)) for v in words]
+    assert binary._gather_bits(words, stride, count).tolist() == [binary._signed(v) for v in expected]
+
+
+@pytest.mark.parametrize("lane", [2, 4, 16, 64])
+def test_lane_parity_puts_each_lanes_parity_in_its_bit_0(lane, small_blocks):
+    rng = random.Random(lane)
+    words = _words(rng, 50, 2)[:, 1]  # not contiguous
+    out = binary.lane_parity(words, lane)
+    for v, o in zip(words.tolist(), out.tolist()):
+        for j in range(64 // lane):
+            assert _bit(o, lane * j) == sum(_bit(v, lane * j + x) for x in range(lane)) % 2
+
+
+@pytest.mark.parametrize("lane, count", [(1, 130), (4, 33), (16, 9), (32, 5), (64, 3)])
+def test_pack_lanes_places_value_i_in_lane_i_of_its_word_and_unpacks_back(lane, count):
+    rng = random.Random(lane * 1000 + count)
+    values = _words(rng, count)
+    packed = binary.pack_lanes(values, lane)
+    per, low = 64 // lane, (1 << lane) - 1
+    expected = [0] * -(-count // per)
+    for i, v in enumerate(values.tolist()):
+        expected[i // per] |= (v & low) << (lane * (i % per))
+    assert packed.tolist() == [binary._signed(v) for v in expected]
+    assert binary.unpack_lanes(packed, lane, count).tolist() == [binary._signed(v & low) for v in values.tolist()]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_b2a_bits_from_the_opened_word_are_c_plus_one_minus_2c_times_r(rank, small_blocks):
+    rng = random.Random(rank)
+    opened, r_bits = _words(rng, 25), _words(rng, 25, 11)
+    out = ring._bits_from_opened(SimpleNamespace(rank=rank), opened, r_bits)
+    c_bits = (opened.unsqueeze(1) >> torch.arange(11)) & 1
+    expected = (1 - 2 * c_bits) * r_bits + (c_bits if rank == 0 else 0)
+    assert torch.equal(out, expected)
