@@ -479,7 +479,9 @@ def material_of_every_kind(ctx, n: int):
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),
                "trunc": adapter.dealer_trunc_pairs(n, 16),
-               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)])}
+               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)]),
+               "chunk_hots62": adapter.dealer_chunk_one_hots(n, 62),
+               "chunk_hots64": adapter.dealer_chunk_one_hots(n, 64)}
     out["ledger"] = ledger.to_dict()
     return out
 
@@ -643,3 +645,21 @@ def committee_noise(ctx, count: int, sigma_units: float):
     values = ctx.reveal(Shared(share, 0), label="test-noise", reason="test: the committee's noise")
     return {"share": share, "openings": seen, "bytes_sent": sent, "stats": stats,
             "values": values.to(torch.int64), "members": ctx.committee_members()}
+
+
+def chunk_conversions(ctx, narrow: torch.Tensor, wide: torch.Tensor):
+    """XOR shares of party 0's integers by :func:`mpcdp.mpc.binary.to_binary_by_chunks` (``narrow`` < 2^62 at 62
+    bits, ``wide`` any int64 at 64 bits), opened (test only), with the conversions' own openings and their values."""
+    from mpcdp.mpc import binary
+
+    ctx.keep_values = True
+    before = len(ctx.openings)
+
+    def share(v):
+        return ctx.masked_input(v if ctx.rank == 0 else torch.zeros_like(v))._share
+
+    out = {"62": binary.to_binary_by_chunks(ctx, share(narrow), 62, label="a2b"),
+           "64": binary.to_binary_by_chunks(ctx, share(wide), 64, label="a2b")}
+    seen = [(o.label, o.kind, o.values) for o in ctx.openings[before:]]
+    opened = {key: ctx.open_masked([bits], label="test-output", xor=True)[0] for key, bits in out.items()}
+    return {"opened": opened, "openings": seen}

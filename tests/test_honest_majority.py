@@ -63,6 +63,13 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
     word, hots = _xor(material, "one_hots", 0), _xor(material, "one_hots", 1)
     for i, (low, width) in enumerate([(0, 6), (20, 3), (58, 6)]):
         assert torch.equal(hots[:, i], torch.ones_like(word) << ((word >> low) & ((1 << width) - 1)))
+    for key, bits in (("chunk_hots62", 62), ("chunk_hots64", 64)):  # the one-hots of the additive r's chunks
+        r, hots = _sum(material, key, 0), _xor(material, key, 1)
+        assert hots.shape == (N, 4), key
+        for i, low in enumerate(range(0, bits, 4)):
+            chunk = (r >> low) & ((1 << min(4, bits - low)) - 1)
+            lane = (hots[:, i // 4] >> (16 * (i % 4))) & 0xFFFF
+            assert torch.equal(lane, torch.ones_like(r) << chunk), (key, i)
 
 
 def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
@@ -75,6 +82,7 @@ def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
     assert uniform(_sum(material, "products", 0)) > 1e-5
     assert uniform(_xor(material, "ands", 0)) > 1e-5
     assert uniform(_sum(material, "trunc", 0)) > 1e-5
+    assert uniform(_sum(material, "chunk_hots62", 0)) > 1e-5 and uniform(_sum(material, "chunk_hots64", 0)) > 1e-5
     for party in material:
         assert uniform(party["products"][1]) > 1e-5 and uniform(party["ands"][1]) > 1e-5
     ones = int(((_xor(material, "word_bits", 0).unsqueeze(1) >> torch.arange(13)) & 1).sum())
@@ -83,20 +91,24 @@ def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
 
 def test_material_costs_what_the_provider_declares(material):
     """Masks, products and ANDs: no byte. Each bit converted to the ring: one ring element from party 0 to
-    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair)."""
+    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask and chunk one-hot mask, 64 per
+    truncation pair); each one-hot word: one word from party 1 to party 0."""
     ledgers = [r["ledger"] for r in material]
     sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
-            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs")}
+            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs",
+                         "ChunkOneHots")}
     others = [0] * (len(ledgers) - 1)
     assert sent["Products"] == sent["AndShifted"] == [0, *others]
     assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
     assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
     assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
     assert sent["OneHotPairs"] == [0, HEADER + 8 * N * 3, *others[1:]]  # one word per window, party 1 to 0
+    # r's bits into the ring (party 0 to 1), then four one-hot words per element (party 1 to 0), per request
+    assert sent["ChunkOneHots"] == [2 * HEADER + 8 * N * (62 + 64), 2 * HEADER + 8 * N * 4 * 2, *others[1:]]
     for ledger in ledgers:
         assert ledger["material_requests"] == {"Products": 1, "AndShifted": 1, "WordBits": 1, "MaskedBits": 3,
-                                               "TruncPairs": 1, "OneHotPairs": 1}
-        assert ledger["material_rounds"] == 6 and ledger["dealer_requests"] == 0
+                                               "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
+        assert ledger["material_rounds"] == 10 and ledger["dealer_requests"] == 0
 
 
 def test_the_sampler_gives_the_dealers_values_exactly_from_the_same_party_randomness():

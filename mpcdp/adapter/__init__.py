@@ -41,7 +41,8 @@ from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
-    AndShifted, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, moved_one_hots, shift_word)
+    AndShifted, ChunkOneHots, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, moved_one_hots,
+    shift_word)
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
 from mpcdp.adapter.session import (  # noqa: F401
@@ -65,4 +66,5 @@ dealer_trunc_pairs = TruncPairs.fetch
 dealer_products = Products.fetch
 dealer_and_shifted = AndShifted.fetch
 dealer_one_hot_pairs = OneHotPairs.fetch
+dealer_chunk_one_hots = ChunkOneHots.fetch
 committee_scope = CommitteeScope.fetch

@@ -16,7 +16,9 @@ Security (semi-honest): with the dealer, each party's shares are pseudo-random u
 most one of parties 0, 1, 2 knows a mask). Declared cost with the dealer: one request per call from party 0,
 carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. Without it: nothing for
 masks, products and ANDs; one round of one ring element per converted bit from party 0 to party 1 for
-``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element). The
+``WordBits`` (k per word), ``MaskedBits`` and ``ChunkOneHots`` (``bits`` per element) and ``TruncPairs`` (64
+per element); one round of one word per word of one-hots from party 1 to party 0 for ``OneHotPairs`` and
+``ChunkOneHots``. The
 operation count of each kind is recorded in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and
 every request, its bytes and rounds under the class's name.
 """
@@ -358,21 +360,9 @@ class OneHotPairs(Material):
     def generate(source: replicated.ReplicatedSource, n: int, windows: list, lane: int = 64):
         windows = check_windows(windows, lane)
         parts = source.random((n,))
-        g, w = source.generator, -(-len(windows) // (64 // lane))
-        summand = None
-        if g is not None:
-            s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
-            if g == 1:
-                u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
-                source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
-                summand = torch.zeros((n, w), dtype=torch.int64)
-            elif g == 0:
-                v = torch.empty(n * w, dtype=torch.int64)
-                source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
-                summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
-            else:
-                summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
-        return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
+        w = -(-len(windows) // (64 // lane))
+        return source.xor(source.own(parts), (n,)), source.xor(_generated_one_hots(source, parts, windows, lane),
+                                                                (n, w))
 
     @classmethod
     def fetch(cls, n: int, windows: list[tuple[int, int]], lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
@@ -396,6 +386,101 @@ def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[i
     padded = torch.cat([values, values.new_zeros((values.shape[0], (-values.shape[1]) % per))], 1)
     return torch.stack([xor_permute(hots[:, i], padded[:, i * per:(i + 1) * per], lane)
                         for i in range(hots.shape[1])], 1)
+
+
+def _generated_one_hots(source: replicated.ReplicatedSource, parts: dict[int, torch.Tensor],
+                        windows: list[tuple[int, int]], lane: int) -> torch.Tensor | None:
+    """This generator's summand (n, words) of the one-hots of the windows of the replicated word ⊕ parts
+    (None off the generators); one round, one word per word of one-hots from generator 1 to generator 0
+    (:class:`OneHotPairs`)."""
+    g = source.generator
+    if g is None:
+        return None
+    n, w = next(iter(parts.values())).numel(), -(-len(windows) // (64 // lane))
+    s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
+    if g == 1:
+        u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+        source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
+        return torch.zeros((n, w), dtype=torch.int64)
+    if g == 0:
+        v = torch.empty(n * w, dtype=torch.int64)
+        source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
+        return moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
+    return moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
+
+
+CHUNK_BITS = 4  # a chunk of :class:`ChunkOneHots`; its one-hot fills a 16-bit lane
+CHUNK_LANE = 16
+
+
+def chunk_windows(bits: int) -> list[tuple[int, int]]:
+    """The 4-bit chunks (low, width) of a ``bits``-bit word, the last one narrower when 4 does not divide ``bits``."""
+    return [(low, min(CHUNK_BITS, bits - low)) for low in range(0, bits, CHUNK_BITS)]
+
+
+def check_chunk_bits(bits) -> int:
+    """``bits`` of a :class:`ChunkOneHots` request: an integer in [1, 64]."""
+    from mpcdp.errors import ProtocolViolation
+
+    if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= 64):
+        raise ProtocolViolation(f"`bits` of a chunk one-hot request must be an integer in [1, 64]. "
+                                f"Found {str(bits)[:20]}", party=0)
+    return bits
+
+
+class ChunkOneHots(Material):
+    """Masks for converting a shared integer to XOR shares by rotated one-hots: n uniform ring elements r,
+    additively shared, shape (n,), and the one-hot of each 4-bit chunk of r mod 2^bits (:func:`chunk_windows`)
+    in a 16-bit lane, four chunks to a word (chunk i: word i // 4, lane i % 4), XOR-shared, shape
+    (n, ⌈⌈bits/4⌉/4⌉). Used by :func:`mpcdp.mpc.binary.to_binary_by_chunks`.
+
+    The dealer draws r as the sum of every party's keyed ring element (as :class:`MaskedBits`) and sends party 0
+    its share of the one-hots. Without a dealer the generators draw r mod 2^bits as a replicated XOR word, turn
+    its bits into the ring as :class:`MaskedBits` does (``bits`` ring elements per element, generator 0 to
+    generator 1) and add 2^bits times a replicated ring element, and make the one-hots of the same word's chunks
+    as :class:`OneHotPairs` does (one word per word of one-hots, generator 1 to generator 0): two rounds.
+    """
+
+    @staticmethod
+    def reply_shape(n: int, bits: int) -> tuple[int, ...]:
+        return (n, -(-len(chunk_windows(check_chunk_bits(bits))) // (64 // CHUNK_LANE)))
+
+    @staticmethod
+    def serve(dealer, n: int, bits: int):
+        windows = check_windows(chunk_windows(check_chunk_bits(bits)), CHUNK_LANE)
+        r = dealer._get_additive_PRSS((n,))
+        hots = _packed_one_hots(r, windows, CHUNK_LANE)
+        return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
+
+    generator_rounds = 2
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, n: int, bits: int):
+        windows = chunk_windows(check_chunk_bits(bits))
+        parts = source.random((n,), bits=bits)  # r mod 2^bits, replicated XOR
+        high = source.random((n,)) if bits < 64 else {}
+        arithmetic = source.arithmetic_bits(parts, bits)
+        value = None
+        if arithmetic is not None:
+            value = (arithmetic * (1 << torch.arange(bits))).sum(1)
+            if high:
+                value = value + (source.own(high) << bits)
+        hots = _generated_one_hots(source, parts, windows, CHUNK_LANE)
+        w = -(-len(windows) // (64 // CHUNK_LANE))
+        return source.additive(value, (n,)), source.xor(hots, (n, w))
+
+    @classmethod
+    def fetch(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("one_hot_words", n * cls.reply_shape(n, bits)[1])
+        return provider().serve(cls, n, bits)
+
+    @classmethod
+    def from_dealer(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        r = keyed.ring((n,), generator=generator)
+        shape = cls.reply_shape(n, bits)
+        hots = cls.request(n, bits) if rank() == 0 else keyed.kbit(shape, generator=generator)
+        return r, hots
 
 
 def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
@@ -457,4 +542,4 @@ class CommitteeScope(Material):
 
 
 KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
-                                      CommitteeScope)
+                                      ChunkOneHots, CommitteeScope)
