@@ -10,8 +10,9 @@ opened value. Every opening is a value masked by dealer randomness no data party
 The functions here open no result: they return XOR shares.
 
 Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :func:`declared_cost_*`):
-  to_binary   1 opening of n ring elements (c = x + r), then ⌈log2 ℓ⌉ prefix levels of 2n words (n at the
-              last); 1 + ⌈log2 ℓ⌉ dealer requests
+  to_binary_by_chunks  1 opening of n ring elements (c = x − r), ⌈log2(q − 1)⌉ prefix levels of 2⌈n/4⌉ words
+              (q = ⌈bits/4⌉ chunks), 1 opening of n words; ⌈q/4⌉ dealt one-hot words per element
+              (:class:`mpcdp.adapter.ChunkOneHots`); 2 + ⌈log2(q − 1)⌉ dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
   bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
@@ -41,46 +42,6 @@ def low_mask(bits: int) -> int:
 def broadcast(ctx: MpcContext, x: torch.Tensor, bit: int) -> torch.Tensor:
     """XOR shares of the word whose 64 bits all equal bit ``bit`` of x (local)."""
     return -((x >> bit) & 1)
-
-
-def _prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
-    """Parallel prefix over (generate, propagate) words: on return bit i of G is g_i ⊕ p_i·g_{i−1} ⊕ ... —
-    the block summary of bits 0..i — for every i < ``bits`` (Kogge–Stone, ⌈log2 bits⌉ levels)."""
-    low = low_mask(bits)
-    span = 1
-    while span < bits:
-        last = 2 * span >= bits
-        pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
-        ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=label)  # variables: 0 = P, 1 = G
-        ands.open({0: p, 1: g})
-        g = g ^ (ands.product(0, 1, span) & low)
-        if not last:
-            p = ands.product(0, 0, span) & low
-        span *= 2
-    return g
-
-
-def to_binary(ctx: MpcContext, x: torch.Tensor, bits: int, *, label: str = "a2b") -> torch.Tensor:
-    """XOR shares of x for additive shares of an integer 0 <= x < 2^bits (bits <= 62); exact.
-
-    Opens c = x + r (r uniform on the ring from the dealer, so c is uniform). Then x = (c − r) mod 2^bits =
-    c + NOT(r) + 1 on ``bits`` bits: an adder of a public and an XOR-shared word whose carries come from
-    a parallel prefix.
-    """
-    if not 1 <= bits <= 62:
-        raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
-    flat = x.reshape(-1)
-    low = low_mask(bits)
-    r, r_low = adapter.dealer_masked_bits(flat.numel(), bits, kind="a2b")
-    (c,) = ctx.open_masked([flat + r], label=f"{label}-mask")
-    a = c & low  # public
-    b = public_xor(ctx, r_low & low, low)  # NOT r
-    p = public_xor(ctx, b, a)
-    g = b & a
-    g = g ^ (p & 1)  # the carry into bit 0 is 1: bit 0 generates if a_0 OR b_0
-    carries = _prefix(ctx, g, p, bits, label=f"{label}-carry")
-    out = public_xor(ctx, p ^ ((carries << 1) & low), 1)
-    return out.reshape(x.shape)
 
 
 LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
@@ -151,8 +112,10 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
 
 
 def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, *, label: str) -> torch.Tensor:
-    """:func:`_prefix` on words of four 16-bit lanes, each lane its own (generate, propagate) row of ``width`` bits:
-    Kogge–Stone, ⌈log2 width⌉ levels; what a shift moves into a lane from the lane below is masked off."""
+    """Parallel prefix over (generate, propagate) rows of ``width`` bits, a 16-bit lane each, four to a word: on
+    return bit i of a lane's G is g_i ⊕ p_i·g_{i−1} ⊕ p_i·p_{i−1}·g_{i−2} ⊕ ... — the carry out of positions 0..i
+    with none into position 0 — for every i < ``width`` (Kogge–Stone, ⌈log2 width⌉ levels). What a shift moves
+    into a lane from the lane below is masked off."""
     span = 1
     while span < width:
         last = 2 * span >= width
@@ -201,7 +164,7 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
     Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
     elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
     ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + 3n AND words; 2 + L dealer requests. For bits = 62: ≈ 4n elements
-    in 6 openings (the binary adder of :func:`to_binary` opens 13n in 7).
+    in 6 openings (a binary adder on the 62 bits opens 13n in 7).
     """
     if not 1 <= bits <= 64:
         raise ValueError(f"`bits` must be in [1, 64]. Found {bits}.")
