@@ -6,7 +6,8 @@ Real party processes, under both providers (the dealer; the three generators wit
 the parties' bits is the integer itself on every element — random values, 0, 2^62 − 1, and values whose
 conversion carries through many chunks (x = c + r, so x = 0 or a multiple of 16^k makes every chunk above r's
 lowest nonzero one a propagating 15 with a carry in); every value the conversion opens is a uniform word; the
-material's correlation and its cost without a dealer are in tests/test_honest_majority.py.
+dealer refuses a request of another width naming party 0. The material's correlation and its cost without a
+dealer are in tests/test_honest_majority.py, its reply shapes in tests/test_dealer_replies.py.
 """
 
 import pytest
@@ -66,3 +67,17 @@ def test_every_opened_value_is_a_uniform_word(conversions):
     for label, parts in by_label.items():
         words = torch.cat(parts).double() / 2.0**64 + 0.5
         assert stats.kstest(words.numpy(), "uniform").pvalue > 1e-5, label
+
+
+@pytest.mark.parametrize("bits", [0, 65, "62", True, None, 2.5])
+def test_the_dealer_refuses_chunks_of_another_width_naming_party_0(bits):
+    """A request for chunk one-hots reaches the dealer from party 0 as JSON: its width is checked before anything
+    is drawn."""
+    from mpcdp.adapter.dealer import Dealer
+    from mpcdp.adapter.material import ChunkOneHots
+    from mpcdp.errors import ProtocolViolation
+
+    with pytest.raises(ProtocolViolation, match=r"`bits` of a chunk one-hot request must be an integer in \[1, 64\]"
+                                                r"\. Found ") as info:
+        ChunkOneHots.serve(Dealer(2), 4, bits)
+    assert info.value.party == 0
