@@ -531,6 +531,23 @@ def generator_one_view(ctx, n: int, one_hots: bool = False):
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
 
 
+def generator_views(ctx, n: int, what: str):
+    """Every message this party receives while the dealer-free provider makes ``what`` ("chunks": chunk one-hot
+    masks of 64 bits), one tensor per message, in order."""
+    source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
+    seen = []
+    exchange = source.mesh.exchange
+
+    def recording(sends, receives, *, label):
+        exchange(sends, receives, label=label)
+        seen.extend(t.clone() for t in receives.values())
+
+    source.mesh.exchange = recording
+    if what == "chunks":
+        adapter.dealer_chunk_one_hots(n, 64)
+    return seen
+
+
 def forge_blame_then_garble(ctx, rogue: int, accused: int, at: int):
     """Rounds of secure sum + opening; at round ``at`` party ``rogue`` writes a loss report naming ``accused``
     (a garbled frame), then sends party 0 garbage in place of its share and stays connected."""

@@ -52,23 +52,6 @@ def _lanes_below(s: int) -> int:
     return _signed(((1 << s) - 1) * LANE_LOW_BIT)
 
 
-def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
-    """Each 16-bit lane of each word rotated up by its public amount: position x to (x + a) mod 16 (local,
-    GF(2)-linear). ``amounts``: (n, 4), lane j's amount in column j, each < 16. Applied to a share of the one-hot
-    of v, it gives a share of the one-hot of (v + a) mod 16."""
-    spread = torch.zeros_like(words)
-    for j in range(4):
-        spread |= amounts[:, j] << (16 * j)
-    out = words
-    for i in range(4):
-        s = 1 << i
-        below = _lanes_below(s)
-        rotated = ((out << s) & ~below) | ((out >> (16 - s)) & below)
-        chosen = ((spread >> i) & LANE_LOW_BIT) * 0xFFFF
-        out = out ^ ((rotated ^ out) & chosen)
-    return out
-
-
 def _chunk_table(image) -> tuple[int, ...]:
     """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the
     one-hot of a 4-bit value v) to 16 bits: ``image(v)`` (4 bits) at bits 4j..4j+3. Applied with :func:`select`."""
@@ -100,7 +83,7 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
     gp = torch.zeros((c.numel(), 2), dtype=torch.int64)
     for k in range(hots.shape[1]):
         amounts = digits[:, 4 * k:4 * k + 4]
-        moved = rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
+        moved = adapter.rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
         e |= select(ctx, moved, DIGIT_TABLE, 16) << (16 * k)
         flips |= select(ctx, moved, CARRY_TABLE, 16) << (16 * k)
         below_c = torch.zeros_like(c)
@@ -153,13 +136,14 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
 
     Exactness: x = c + r in Z_2^64, so x mod 2^bits is the sum of c's and r's low ``bits`` bits, computed on
     4-bit chunks (:class:`mpcdp.adapter.ChunkOneHots` deals the one-hot of each chunk r_i of r). Rotating r_i's
-    one-hot up by c_i (public; :func:`rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16, from which
+    one-hot up by c_i (public; :func:`mpcdp.adapter.rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16, from which
     local selections read e_i's bits, the bits a carry into the chunk flips (e_i + 1 flips bit k >= 1 iff bits
     0..k−1 of e_i are 1), whether the chunk generates a carry (c_i + r_i >= 16, i.e. e_i < c_i) and whether it
     propagates one (e_i = 15). The carries into chunks 1.. come from a Kogge–Stone prefix over the chunks'
     (generate, propagate) pairs, a 16-bit lane per element, four elements to a word; chunk i of the result is
     e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower top
-    chunk (4 ∤ bits) sums to at most 6 < 16, and only its low bits are kept.
+    chunk (4 ∤ bits: the dealt one-hot is of r's 4 bits there, c's chunk has only the bits below ``bits``) is
+    right in its low bits, mod 16 and so mod 2^(bits mod 4), and only those are kept.
 
     Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
     elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
