@@ -665,18 +665,24 @@ def committee_noise(ctx, count: int, sigma_units: float):
 
 
 def chunk_conversions(ctx, narrow: torch.Tensor, wide: torch.Tensor):
-    """XOR shares of party 0's integers by :func:`mpcdp.mpc.binary.to_binary_by_chunks` (``narrow`` < 2^62 at 62
-    bits, ``wide`` any int64 at 64 bits), opened (test only), with the conversions' own openings and their values."""
+    """XOR shares of party 0's integers by :func:`mpcdp.mpc.binary.to_binary_by_chunks`, opened (test only): ``wide``
+    (any int64) at 64 bits, ``narrow`` (< 2^62) at 62, 40, 8 and 3 bits; with each conversion's metered cost and
+    its openings (label, kind, the opened values)."""
     from mpcdp.mpc import binary
+    from mpcdp.transport import costs
 
     ctx.keep_values = True
-    before = len(ctx.openings)
 
     def share(v):
         return ctx.masked_input(v if ctx.rank == 0 else torch.zeros_like(v))._share
 
-    out = {"62": binary.to_binary_by_chunks(ctx, share(narrow), 62, label="a2b"),
-           "64": binary.to_binary_by_chunks(ctx, share(wide), 64, label="a2b")}
-    seen = [(o.label, o.kind, o.values) for o in ctx.openings[before:]]
-    opened = {key: ctx.open_masked([bits], label="test-output", xor=True)[0] for key, bits in out.items()}
-    return {"opened": opened, "openings": seen}
+    out = {}
+    for bits, values in ((62, narrow), (64, wide), (40, narrow), (8, narrow), (3, narrow)):
+        before = len(ctx.openings)
+        with costs.section() as ledger:
+            converted = binary.to_binary_by_chunks(ctx, share(values), bits, label="a2b")
+        out[bits] = {"openings": [(o.label, o.kind, o.elements, o.values) for o in ctx.openings[before:]],
+                     "ops": dict(ledger.ops), "dealer_requests": ledger.dealer_requests, "bits": converted}
+    for result in out.values():
+        result["opened"] = ctx.open_masked([result.pop("bits")], label="test-output", xor=True)[0]
+    return out

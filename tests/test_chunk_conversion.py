@@ -48,8 +48,25 @@ def conversions(request):
 def test_the_bits_are_the_integer_on_every_element(conversions):
     narrow, wide, results = conversions
     for r in results:
-        assert torch.equal(r["opened"]["62"], narrow)
-        assert torch.equal(r["opened"]["64"], wide)
+        assert torch.equal(r[64]["opened"], wide)
+        for bits in (62, 40, 8, 3):
+            assert torch.equal(r[bits]["opened"], narrow & ((1 << bits) - 1)), bits
+
+
+def test_each_conversion_costs_what_it_declares(conversions):
+    """Openings (elements of each, in order), dealt material and dealer requests, against
+    :func:`~mpcdp.mpc.binary.declared_cost_by_chunks`: 16 chunks (62 and 64 bits), 10 (40 bits: four prefix
+    levels), 2 (8 bits: no prefix) and 1 (3 bits: no AND)."""
+    from mpcdp.mpc.binary import declared_cost_by_chunks
+
+    narrow, wide, results = conversions
+    dealer = results[0][62]["dealer_requests"] > 0
+    for bits, conversion in results[0].items():
+        openings, ops, requests = declared_cost_by_chunks((wide if bits == 64 else narrow).numel(), bits)
+        assert [elements for _, _, elements, _ in conversion["openings"]] == openings, bits
+        assert {kind: conversion["ops"].get(kind, 0) for kind in ops} == ops, bits
+        assert set(conversion["ops"]) <= set(ops) | {"openings", "opened_elements"}, bits
+        assert conversion["dealer_requests"] == (requests if dealer else 0), bits
 
 
 def test_every_opened_value_is_a_uniform_word(conversions):
@@ -57,13 +74,13 @@ def test_every_opened_value_is_a_uniform_word(conversions):
     as 64-bit words scaled to [0, 1), against the uniform distribution. Unmasked, c would be x itself (below 2^62,
     or many zeros) and the prefix words would hold a few set bits."""
     _, _, results = conversions
-    openings = results[0]["openings"]
-    labels = [label for label, _, _ in openings]
-    assert labels == ["a2b-mask", *["a2b-carry"] * 4, "a2b-add"] * 2
-    assert all(kind == "masked" for _, kind, _ in openings)
+    assert [label for label, _, _, _ in results[0][62]["openings"]] == ["a2b-mask", *["a2b-carry"] * 4, "a2b-add"]
     by_label: dict[str, list[torch.Tensor]] = {}
-    for label, _, values in openings:
-        by_label.setdefault(label, []).append(values.reshape(-1))
+    for conversion in results[0].values():
+        for label, kind, _, values in conversion["openings"]:
+            assert kind == "masked"
+            by_label.setdefault(label, []).append(values.reshape(-1))
+    assert set(by_label) == {"a2b-mask", "a2b-carry", "a2b-add"}
     for label, parts in by_label.items():
         words = torch.cat(parts).double() / 2.0**64 + 0.5
         assert stats.kstest(words.numpy(), "uniform").pvalue > 1e-5, label

@@ -16,11 +16,12 @@ Security (semi-honest): with the dealer, each party's shares are pseudo-random u
 most one of parties 0, 1, 2 knows a mask). Declared cost with the dealer: one request per call from party 0,
 carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. Without it: nothing for
 masks, products and ANDs; one round of one ring element per converted bit from party 0 to party 1 for
-``WordBits`` (k per word), ``MaskedBits`` and ``ChunkOneHots`` (``bits`` per element) and ``TruncPairs`` (64
-per element); one round of one word per word of one-hots from party 1 to party 0 for ``OneHotPairs`` and
-``ChunkOneHots``. The
-operation count of each kind is recorded in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and
-every request, its bytes and rounds under the class's name.
+``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element); one
+round of one word per word of one-hots from party 1 to party 0 for ``OneHotPairs``; two rounds for
+``ChunkOneHots`` (per element with q chunks: ⌈q/4⌉ one-hot words from party 1 to party 0 and one word from
+party 2 to party 1, then q ring elements from party 0 to party 1). The operation count of each kind is recorded
+in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and every request, its bytes and rounds under the
+class's name.
 """
 
 from __future__ import annotations

@@ -136,18 +136,19 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
 
     Exactness: x = c + r in Z_2^64, so x mod 2^bits is the sum of c's and r's low ``bits`` bits, computed on
     4-bit chunks (:class:`mpcdp.adapter.ChunkOneHots` deals the one-hot of each chunk r_i of r). Rotating r_i's
-    one-hot up by c_i (public; :func:`mpcdp.adapter.rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16, from which
-    local selections read e_i's bits, the bits a carry into the chunk flips (e_i + 1 flips bit k >= 1 iff bits
-    0..k−1 of e_i are 1), whether the chunk generates a carry (c_i + r_i >= 16, i.e. e_i < c_i) and whether it
-    propagates one (e_i = 15). The carries into chunks 1.. come from a Kogge–Stone prefix over the chunks'
-    (generate, propagate) pairs, a 16-bit lane per element, four elements to a word; chunk i of the result is
-    e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower top
-    chunk (4 ∤ bits: the dealt one-hot is of r's 4 bits there, c's chunk has only the bits below ``bits``) is
+    one-hot up by c_i (public; :func:`mpcdp.adapter.rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16,
+    from which local selections read e_i's bits, the bits a carry into the chunk flips (e_i + 1 flips bit
+    k >= 1 iff bits 0..k−1 of e_i are 1), whether the chunk generates a carry (c_i + r_i >= 16, i.e. e_i < c_i)
+    and whether it propagates one (e_i = 15). The carries into chunks 1.. come from a Kogge–Stone prefix over the
+    chunks' (generate, propagate) pairs, a 16-bit lane per element, four elements to a word; chunk i of the result
+    is e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower
+    top chunk (4 ∤ bits: the dealt one-hot is of r's 4 bits there, c's chunk has only the bits below ``bits``) is
     right in its low bits, mod 16 and so mod 2^(bits mod 4), and only those are kept.
 
     Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
     elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
-    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + 3n AND words; 2 + L dealer requests. For bits = 62: ≈ 4n elements
+    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + 3n AND words (3n for q = 2; none for q = 1, which opens c only);
+    2 + L dealer requests (1 for q = 1). For bits = 62: ≈ 4n elements
     in 6 openings (a binary adder on the 62 bits opens 13n in 7).
     """
     if not 1 <= bits <= 64:
@@ -171,7 +172,7 @@ def declared_cost_by_chunks(n: int, bits: int = 62) -> tuple[list[int], dict[str
     if chunks == 1:
         return [n], {"one_hot_words": n}, 1
     steps, words = levels(chunks - 1), -(-n // 4)
-    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": (2 * steps - 1) * words + 3 * n}
+    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": max(0, 2 * steps - 1) * words + 3 * n}
     return [n, *[2 * words] * steps, n], ops, 2 + steps
 
 
