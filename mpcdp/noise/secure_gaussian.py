@@ -33,7 +33,7 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py): per
 pass of n candidates 22 openings carrying ≈ 41.1n ring elements or words (≈ 64 per accepted sample at
-acceptance 0.64), 21 dealer requests; dealer material for and_words ≈ 18.25n, one-hot words 59n (239n
+acceptance 0.64), 21 dealer requests; dealer material for and_words ≈ 17.25n, one-hot words 59n (239n
 one-hots, most four to a word), b2a_bits (k+9)n, square n. Measured bytes and time per sample:
 benchmarks/results/noise-exact.md.
 """
