@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import keyed, replicated
+from mpcdp.adapter import chunk_masks, keyed, replicated
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -361,9 +361,21 @@ class OneHotPairs(Material):
     def generate(source: replicated.ReplicatedSource, n: int, windows: list, lane: int = 64):
         windows = check_windows(windows, lane)
         parts = source.random((n,))
-        w = -(-len(windows) // (64 // lane))
-        return source.xor(source.own(parts), (n,)), source.xor(_generated_one_hots(source, parts, windows, lane),
-                                                                (n, w))
+        g, w = source.generator, -(-len(windows) // (64 // lane))
+        summand = None
+        if g is not None:
+            s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
+            if g == 1:
+                u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+                source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
+                summand = torch.zeros((n, w), dtype=torch.int64)
+            elif g == 0:
+                v = torch.empty(n * w, dtype=torch.int64)
+                source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
+                summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
+            else:
+                summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
+        return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
 
     @classmethod
     def fetch(cls, n: int, windows: list[tuple[int, int]], lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
@@ -389,197 +401,19 @@ def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[i
                         for i in range(hots.shape[1])], 1)
 
 
-def _generated_one_hots(source: replicated.ReplicatedSource, parts: dict[int, torch.Tensor],
-                        windows: list[tuple[int, int]], lane: int) -> torch.Tensor | None:
-    """This generator's summand (n, words) of the one-hots of the windows of the replicated word ⊕ parts
-    (None off the generators); one round, one word per word of one-hots from generator 1 to generator 0
-    (:class:`OneHotPairs`)."""
-    g = source.generator
-    if g is None:
-        return None
-    n, w = next(iter(parts.values())).numel(), -(-len(windows) // (64 // lane))
-    s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
-    if g == 1:
-        u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
-        source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
-        return torch.zeros((n, w), dtype=torch.int64)
-    if g == 0:
-        v = torch.empty(n * w, dtype=torch.int64)
-        source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
-        return moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
-    return moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
-
-
-CHUNK_BITS = 4  # a chunk of :class:`ChunkOneHots`; its one-hot fills a 16-bit lane
-CHUNK_LANE = 16
-LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
-
-
-def chunk_windows(bits: int) -> list[tuple[int, int]]:
-    """The 4-bit chunks (low, 4) that cover the low ``bits`` bits of a word (the top one may reach past them)."""
-    return [(low, CHUNK_BITS) for low in range(0, bits, CHUNK_BITS)]
-
-
-def check_chunk_bits(bits) -> int:
-    """``bits`` of a :class:`ChunkOneHots` request: an integer in [1, 64]."""
-    from mpcdp.errors import ProtocolViolation
-
-    if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= 64):
-        raise ProtocolViolation(f"`bits` of a chunk one-hot request must be an integer in [1, 64]. "
-                                f"Found {str(bits)[:20]}", party=0)
-    return bits
-
-
-def _lanes_below(s: int) -> int:
-    """Bits 0..s−1 of every 16-bit lane (0 <= s <= 15)."""
-    return ((1 << s) - 1) * LANE_LOW_BIT
-
-
-def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
-    """Each 16-bit lane of each word rotated up by its public amount: position x to (x + a) mod 16 (local,
-    GF(2)-linear). ``amounts``: (n, 4), lane j's amount in column j, each < 16. Applied to a share of the one-hot
-    of v, it gives a share of the one-hot of (v + a) mod 16."""
-    spread = torch.zeros_like(words)
-    for j in range(4):
-        spread |= amounts[:, j] << (16 * j)
-    out = words
-    for i in range(4):
-        s = 1 << i
-        below = _lanes_below(s)
-        rotated = ((out << s) & ~below) | ((out >> (16 - s)) & below)
-        chosen = ((spread >> i) & LANE_LOW_BIT) * 0xFFFF
-        out = out ^ ((rotated ^ out) & chosen)
-    return out
-
-
-def _chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
-    """(n, 4·⌈chunks/4⌉): the 4-bit chunks of each word, those from ``chunks`` on set to 0."""
-    values = (word.unsqueeze(1) >> (CHUNK_BITS * torch.arange(4 * -(-chunks // 4)))) & 0xF
-    values[:, chunks:] = 0
-    return values
-
-
-def _rotated_hots(hots: torch.Tensor, word: torch.Tensor, chunks: int) -> torch.Tensor:
-    """Every lane of ``hots`` (n, ⌈chunks/4⌉; chunk i in word i // 4, lane i % 4) rotated by chunk i of ``word``."""
-    values = _chunk_values(word, chunks)
-    return torch.stack([rotate_lanes(hots[:, k], values[:, 4 * k:4 * k + 4]) for k in range(hots.shape[1])], 1)
-
-
-def _wrap_bits(hots: torch.Tensor, word: torch.Tensor, chunks: int) -> torch.Tensor:
-    """Bit i: the parity of lane i of ``hots`` over positions >= 16 − (chunk i of ``word``) — on a share of the
-    one-hot of s_i, a share of [s_i + word_i >= 16] (local, GF(2)-linear)."""
-    values = _chunk_values(word, chunks)
-    out = torch.zeros(hots.shape[0], dtype=torch.int64)
-    for i in range(chunks):
-        top = ((torch.ones_like(values[:, i]) << values[:, i]) - 1) << (16 - values[:, i])
-        lane = (hots[:, i // 4] >> (16 * (i % 4))) & top
-        for s in (8, 4, 2, 1):
-            lane = lane ^ (lane >> s)
-        out |= (lane & 1) << i
-    return out
-
-
-def _sum_chunks(x: torch.Tensor, y: torch.Tensor, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the word of the chunks (x_i + y_i) mod 16, bit i of the other [x_i + y_i >= 16]) (plaintext)."""
-    total = _chunk_values(x, chunks) + _chunk_values(y, chunks)
-    digits = ((total & 0xF) << (CHUNK_BITS * torch.arange(total.shape[1]))).sum(1)
-    wraps = ((total >> CHUNK_BITS) << torch.arange(total.shape[1])).sum(1)
-    return digits, wraps
-
-
-def _chunk_weights(chunks: int) -> torch.Tensor:
-    """16^(i+1) mod 2^64 for chunk i (the place of a wrap out of chunk i)."""
-    return torch.tensor([1 << (CHUNK_BITS * (i + 1)) if CHUNK_BITS * (i + 1) < 64 else 0 for i in range(chunks)],
-                        dtype=torch.int64)
-
-
-def _generated_chunk_masks(source: replicated.ReplicatedSource, parts: dict[int, torch.Tensor],
-                           chunks: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """This generator's summands (None off the generators) of (ρ, the one-hots of ρ's chunks) for the replicated
-    words A = parts[1], B = parts[2], D = parts[0] (generator g holds components g and g + 1) and ρ the word of
-    the chunks ρ_i = (a_i + b_i + d_i) mod 16, as ρ = A + B + D − 16·Σ_i 16^i·(w'_i + w''_i) with the wraps
-    w'_i = [a_i + b_i >= 16] and w''_i = [s_i + d_i >= 16], s_i = (a_i + b_i) mod 16.
-
-    Generator 1 (holds A, B) knows s and w'. Round 1: it sends generator 0 onehot(s) ⊕ σ (σ from component 2);
-    generator 2 sends generator 1 its share β2 ⊕ τ of w'' (τ from component 0). Generators 0 and 2 rotate their
-    shares by d (they hold D): XOR shares of the one-hots of ρ; their parities above 16 − d_i are XOR shares
-    β0, β2 of w''_i. Round 2: w''_i = u ⊕ q with u = β0 ⊕ τ (generator 0) and q = β2 ⊕ τ (generators 1 and 2)
-    goes into the ring as :meth:`~.replicated.ReplicatedSource.arithmetic_bits` does (one ring element per
-    chunk, generator 0 to generator 1). Each message is masked by a component its receiver lacks."""
-    g = source.generator
-    if g is None:
-        return None, None
-    n, words = next(iter(parts.values())).numel(), -(-chunks // 4)
-    sigma = source.draw(2, n * words)  # generators 1 and 2
-    tau = source.draw(0, n, bits=chunks)  # generators 0 and 2
-    alpha = source.draw(0, n * chunks)
-    weights = _chunk_weights(chunks)
-    if g == 1:
-        s, wraps = _sum_chunks(parts[1], parts[2], chunks)
-        v = _packed_one_hots(s, chunk_windows(CHUNK_BITS * chunks), CHUNK_LANE) ^ sigma.reshape(n, words)
-        q, e = torch.empty(n, dtype=torch.int64), torch.empty(n * chunks, dtype=torch.int64)
-        source.mesh.exchange({0: v.reshape(-1).contiguous()}, {2: q}, label=replicated.BITS_LABEL)
-        source.mesh.exchange({}, {0: e}, label=replicated.BITS_LABEL)
-        q = _bits(q, chunks)
-        converted = q - 2 * e.reshape(n, chunks) * q
-        return parts[1] - ((_bits(wraps, chunks) + converted) * weights).sum(1), torch.zeros((n, words),
-                                                                                             dtype=torch.int64)
-    if g == 0:
-        v = torch.empty(n * words, dtype=torch.int64)
-        source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
-        v = v.reshape(n, words)
-        u = _bits(_wrap_bits(v, parts[0], chunks) ^ tau, chunks)
-        source.mesh.exchange({1: (u.reshape(-1) - alpha).contiguous()}, {}, label=replicated.BITS_LABEL)
-        return parts[0] - (u * weights).sum(1), _rotated_hots(v, parts[0], chunks)
-    share = sigma.reshape(n, words)
-    q = _wrap_bits(share, parts[0], chunks) ^ tau
-    source.mesh.exchange({1: q.contiguous()}, {}, label=replicated.BITS_LABEL)
-    converted = -2 * alpha.reshape(n, chunks) * _bits(q, chunks)
-    return parts[2] - (converted * weights).sum(1), _rotated_hots(share, parts[0], chunks)
-
-
-def _bits(word: torch.Tensor, count: int) -> torch.Tensor:
-    """(n, count): bits 0..count−1 of each word."""
-    return (word.unsqueeze(1) >> torch.arange(count)) & 1
-
-
 class ChunkOneHots(Material):
-    """Masks for converting a shared integer to XOR shares by rotated one-hots: n uniform ring elements r,
-    additively shared, shape (n,), and the one-hot of each 4-bit chunk of r that covers its low ``bits`` bits
-    (:func:`chunk_windows`; the top one may reach past them) in a 16-bit lane, four chunks to a word (chunk i: word
-    i // 4, lane i % 4), XOR-shared, shape (n, ⌈⌈bits/4⌉/4⌉). Used by :func:`mpcdp.mpc.binary.to_binary_by_chunks`.
-
-    The dealer draws r as the sum of every party's keyed ring element (as :class:`MaskedBits`) and sends party 0
-    its share of the one-hots. Without a dealer the generators make r's chunks from their components chunk by
-    chunk, with the wraps between chunks turned into the ring (:func:`_generated_chunk_masks`), and add 2^(4q)
-    times a replicated ring element (q chunks): two rounds; one word per word of one-hots from generator 1 to
-    generator 0 and one word (q wrap bits) from generator 2 to generator 1, then q ring elements from generator 0
-    to generator 1, per element.
-    """
+    """Masks for converting a shared integer to XOR shares by rotated one-hots (used by
+    :func:`mpcdp.mpc.binary.to_binary_by_chunks`): n uniform ring elements r, additively shared, shape (n,), and
+    the one-hot of each 4-bit chunk of r that covers its low ``bits`` bits in a 16-bit lane, four chunks to a word
+    (chunk i: word i // 4, lane i % 4), XOR-shared, shape (n, ⌈⌈bits/4⌉/4⌉). Made as :mod:`.chunk_masks` says."""
 
     @staticmethod
     def reply_shape(n: int, bits: int) -> tuple[int, ...]:
-        return (n, -(-len(chunk_windows(check_chunk_bits(bits))) // (64 // CHUNK_LANE)))
+        return (n, chunk_masks.chunk_words(chunk_masks.check_chunk_bits(bits)))
 
-    @staticmethod
-    def serve(dealer, n: int, bits: int):
-        windows = check_windows(chunk_windows(check_chunk_bits(bits)), CHUNK_LANE)
-        r = dealer._get_additive_PRSS((n,))
-        hots = _packed_one_hots(r, windows, CHUNK_LANE)
-        return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
-
+    serve = staticmethod(chunk_masks.served)
     generator_rounds = 2
-
-    @staticmethod
-    def generate(source: replicated.ReplicatedSource, n: int, bits: int):
-        chunks = len(chunk_windows(check_chunk_bits(bits)))
-        width = CHUNK_BITS * chunks
-        parts = source.random((n,), bits=width)
-        high = source.random((n,)) if width < 64 else {}
-        value, hots = _generated_chunk_masks(source, parts, chunks)
-        if value is not None and high:
-            value = value + (source.own(high) << width)
-        return source.additive(value, (n,)), source.xor(hots, (n, -(-chunks // 4)))
+    generate = staticmethod(chunk_masks.generated)
 
     @classmethod
     def fetch(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
