@@ -483,7 +483,9 @@ def material_of_every_kind(ctx, n: int):
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),
                "trunc": adapter.dealer_trunc_pairs(n, 16),
-               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)])}
+               "one_hots": adapter.dealer_one_hot_pairs(n, [(0, 6), (20, 3), (58, 6)]),
+               "chunk_hots62": adapter.dealer_chunk_one_hots(n, 62),
+               "chunk_hots64": adapter.dealer_chunk_one_hots(n, 64)}
     out["ledger"] = ledger.to_dict()
     return out
 
@@ -531,6 +533,23 @@ def generator_one_view(ctx, n: int, one_hots: bool = False):
     else:
         adapter.dealer_masked_bits(n, 40)
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
+
+
+def generator_views(ctx, n: int, what: str):
+    """Every message this party receives while the dealer-free provider makes ``what`` ("chunks": chunk one-hot
+    masks of 64 bits), one tensor per message, in order."""
+    source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
+    seen = []
+    exchange = source.mesh.exchange
+
+    def recording(sends, receives, *, label):
+        exchange(sends, receives, label=label)
+        seen.extend(t.clone() for t in receives.values())
+
+    source.mesh.exchange = recording
+    if what == "chunks":
+        adapter.dealer_chunk_one_hots(n, 64)
+    return seen
 
 
 def forge_blame_then_garble(ctx, rogue: int, accused: int, at: int):
@@ -703,3 +722,27 @@ def oversized_reshare(ctx, rogue: int, n: int):
     ands = ring.ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label="test-rogue")
     ands.open({0: x, 1: x})
     return ands.product(0, 1, 0)
+
+
+def chunk_conversions(ctx, narrow: torch.Tensor, wide: torch.Tensor):
+    """XOR shares of party 0's integers by :func:`mpcdp.mpc.binary.to_binary_by_chunks`, opened (test only): ``wide``
+    (any int64) at 64 bits, ``narrow`` (< 2^62) at 62, 40, 8 and 3 bits; with each conversion's metered cost and
+    its openings (label, kind, the opened values)."""
+    from mpcdp.mpc import binary
+    from mpcdp.transport import costs
+
+    ctx.keep_values = True
+
+    def share(v):
+        return ctx.masked_input(v if ctx.rank == 0 else torch.zeros_like(v))._share
+
+    out = {}
+    for bits, values in ((62, narrow), (64, wide), (40, narrow), (8, narrow), (3, narrow)):
+        before = len(ctx.openings)
+        with costs.section() as ledger:
+            converted = binary.to_binary_by_chunks(ctx, share(values), bits, label="a2b")
+        out[bits] = {"openings": [(o.label, o.kind, o.elements, o.values) for o in ctx.openings[before:]],
+                     "ops": dict(ledger.ops), "dealer_requests": ledger.dealer_requests, "bits": converted}
+    for result in out.values():
+        result["opened"] = ctx.open_masked([result.pop("bits")], label="test-output", xor=True)[0]
+    return out

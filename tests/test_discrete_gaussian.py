@@ -163,6 +163,6 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank
     # opened: masked values and the accept bits only
     assert {label for label, _ in r["openings"]} <= {"dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
-                                                     "dg-a2b-carry", "dg-group", "dg-bern-chunks", "dg-bern-flags",
-                                                     "dg-bern-supers", "dg-bern-and", "dg-bern-pick", "dg-bern-last",
-                                                     "dg-accept", "dg-accept-bits"}
+                                                     "dg-a2b-carry", "dg-a2b-add", "dg-group", "dg-bern-chunks",
+                                                     "dg-bern-flags", "dg-bern-supers", "dg-bern-and", "dg-bern-pick",
+                                                     "dg-bern-last", "dg-accept", "dg-accept-bits"}

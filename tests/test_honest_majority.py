@@ -17,8 +17,8 @@ from scipy import stats
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.harness import run_job, run_parties
-from party_jobs import (coalition_view, discrete_gaussian_pass, generator_one_view, material_of_every_kind,
-                        product_with_view)
+from party_jobs import (coalition_view, discrete_gaussian_pass, generator_one_view, generator_views,
+                        material_of_every_kind, product_with_view)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 600
@@ -63,6 +63,13 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
     word, hots = _xor(material, "one_hots", 0), _xor(material, "one_hots", 1)
     for i, (low, width) in enumerate([(0, 6), (20, 3), (58, 6)]):
         assert torch.equal(hots[:, i], torch.ones_like(word) << ((word >> low) & ((1 << width) - 1)))
+    for key, bits in (("chunk_hots62", 62), ("chunk_hots64", 64)):  # the one-hots of the additive r's chunks
+        r, hots = _sum(material, key, 0), _xor(material, key, 1)
+        assert hots.shape == (N, 4), key
+        for i, low in enumerate(range(0, bits, 4)):
+            chunk = (r >> low) & 0xF  # the top chunk of 62 bits: r's bits 60..63
+            lane = (hots[:, i // 4] >> (16 * (i % 4))) & 0xFFFF
+            assert torch.equal(lane, torch.ones_like(r) << chunk), (key, i)
 
 
 def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
@@ -75,6 +82,11 @@ def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
     assert uniform(_sum(material, "products", 0)) > 1e-5
     assert uniform(_xor(material, "ands", 0)) > 1e-5
     assert uniform(_sum(material, "trunc", 0)) > 1e-5
+    for key in ("chunk_hots62", "chunk_hots64"):  # r made chunk by chunk: uniform high and low bits
+        r = _sum(material, key, 0)
+        assert uniform(r) > 1e-5, key
+        ones = int(((r.unsqueeze(1) >> torch.arange(64)) & 1).sum())
+        assert stats.binomtest(ones, N * 64).pvalue > 1e-5, key
     for party in material:
         assert uniform(party["products"][1]) > 1e-5 and uniform(party["ands"][1]) > 1e-5
     ones = int(((_xor(material, "word_bits", 0).unsqueeze(1) >> torch.arange(13)) & 1).sum())
@@ -83,20 +95,27 @@ def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
 
 def test_material_costs_what_the_provider_declares(material):
     """Masks, products and ANDs: no byte. Each bit converted to the ring: one ring element from party 0 to
-    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair)."""
+    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair, one per
+    chunk of a chunk one-hot mask); each one-hot word: one word from party 1 to party 0; the chunks' wrap bits: one
+    word per element from party 2 to party 1."""
     ledgers = [r["ledger"] for r in material]
     sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
-            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs")}
+            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs",
+                         "ChunkOneHots")}
     others = [0] * (len(ledgers) - 1)
     assert sent["Products"] == sent["AndShifted"] == [0, *others]
     assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
     assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
     assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
     assert sent["OneHotPairs"] == [0, HEADER + 8 * N * 3, *others[1:]]  # one word per window, party 1 to 0
+    # per request of 16 chunks: four one-hot words per element (party 1 to 0), one word of wrap bits (party 2 to
+    # 1), then a ring element per chunk (party 0 to 1)
+    assert sent["ChunkOneHots"] == [2 * (HEADER + 8 * N * 16), 2 * (HEADER + 8 * N * 4), 2 * (HEADER + 8 * N),
+                                    *others[2:]]
     for ledger in ledgers:
         assert ledger["material_requests"] == {"Products": 1, "AndShifted": 1, "WordBits": 1, "MaskedBits": 3,
-                                               "TruncPairs": 1, "OneHotPairs": 1}
-        assert ledger["material_rounds"] == 6 and ledger["dealer_requests"] == 0
+                                               "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
+        assert ledger["material_rounds"] == 10 and ledger["dealer_requests"] == 0
 
 
 def test_the_sampler_gives_the_dealers_values_exactly_from_the_same_party_randomness():
@@ -152,6 +171,22 @@ def test_what_party_0_receives_while_one_hots_are_made_is_uniform_words():
     seen = views[0]
     assert seen.numel() == 300 * 2 and views[1].numel() == 0 and views[2].numel() == 0
     assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
+
+
+def test_what_each_generator_receives_while_chunk_one_hots_are_made_is_uniform():
+    """Party 0 receives the one-hot words of s masked by σ (component 2, which it lacks); party 1 the wrap bits
+    masked by τ and the wraps' ring elements masked by α (component 0, which it lacks); party 2 nothing. Each is
+    uniform (KS at α = 1e-5; the wrap bits: 16-bit values, χ² over their 16 bits), not the single set bit of a
+    one-hot lane nor the 0/1 values a wrap is."""
+    views = run_parties(generator_views, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
+                        args=(1000, "chunks"))
+    one_hots, (wraps, ring) = views[0][0], views[1]
+    assert one_hots.numel() == 1000 * 4 and wraps.numel() == 1000 and ring.numel() == 1000 * 16 and not views[2]
+    for words in (one_hots, ring):
+        assert stats.kstest((words.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
+    ones = ((wraps.unsqueeze(1) >> torch.arange(16)) & 1).sum(0)
+    assert int((wraps >> 16).abs().sum()) == 0 and stats.chisquare(ones.numpy()).pvalue > 1e-5
+    assert stats.binomtest(int(ones.sum()), 1000 * 16).pvalue > 1e-5
 
 
 def test_too_few_parties_and_crypten_protocols_that_need_a_dealer_are_refused_by_name():

@@ -12,7 +12,8 @@ inside :class:`mpcdp.mpc.shared.Shared`.
   up with), and the CrypTen protocols mpcdp calls directly;
 * :mod:`.dealer`: the dealer process; :mod:`.dealer_link`: the wire protocol between it and the parties;
 * :mod:`.material`: each kind of correlated randomness, its dealer side, its party side and its dealer-free
-  side together; :mod:`.replicated`: the dealer-free provider's keys and primitives;
+  side together (:mod:`.chunk_masks`: those of the chunk one-hot masks); :mod:`.replicated`: the dealer-free
+  provider's keys and primitives;
 * :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
 * :mod:`.objects`: the dealer's allow-list.
@@ -41,7 +42,9 @@ from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
-    AndShifted, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, moved_one_hots, shift_word)
+    AndShifted, ChunkOneHots, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, moved_one_hots,
+    shift_word)
+from mpcdp.adapter.chunk_masks import rotate_lanes  # noqa: F401
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
 from mpcdp.adapter.session import (  # noqa: F401
@@ -70,4 +73,5 @@ dealer_trunc_pairs = TruncPairs.fetch
 dealer_products = Products.fetch
 dealer_and_shifted = AndShifted.fetch
 dealer_one_hot_pairs = OneHotPairs.fetch
+dealer_chunk_one_hots = ChunkOneHots.fetch
 committee_scope = CommitteeScope.fetch

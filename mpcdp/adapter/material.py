@@ -16,9 +16,12 @@ Security (semi-honest): with the dealer, each party's shares are pseudo-random u
 most one of parties 0, 1, 2 knows a mask). Declared cost with the dealer: one request per call from party 0,
 carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. Without it: nothing for
 masks, products and ANDs; one round of one ring element per converted bit from party 0 to party 1 for
-``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element). The
-operation count of each kind is recorded in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and
-every request, its bytes and rounds under the class's name.
+``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element); one
+round of one word per word of one-hots from party 1 to party 0 for ``OneHotPairs``; two rounds for
+``ChunkOneHots`` (per element with q chunks: ⌈q/4⌉ one-hot words from party 1 to party 0 and one word from
+party 2 to party 1, then q ring elements from party 0 to party 1). The operation count of each kind is recorded
+in :mod:`mpcdp.transport.costs` under the kind's ``kind``, and every request, its bytes and rounds under the
+class's name.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import functools
 
 import torch
 
-from mpcdp.adapter import keyed, replicated
+from mpcdp.adapter import chunk_masks, keyed, replicated
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -457,6 +460,34 @@ def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor
     return x
 
 
+class ChunkOneHots(Material):
+    """Masks for converting a shared integer to XOR shares by rotated one-hots (used by
+    :func:`mpcdp.mpc.binary.to_binary_by_chunks`): n uniform ring elements r, additively shared, shape (n,), and
+    the one-hot of each 4-bit chunk of r that covers its low ``bits`` bits in a 16-bit lane, four chunks to a word
+    (chunk i: word i // 4, lane i % 4), XOR-shared, shape (n, ⌈⌈bits/4⌉/4⌉). Made as :mod:`.chunk_masks` says."""
+
+    @staticmethod
+    def reply_shape(n: int, bits: int) -> tuple[int, ...]:
+        return (n, chunk_masks.chunk_words(chunk_masks.check_chunk_bits(bits)))
+
+    serve = staticmethod(chunk_masks.served)
+    generator_rounds = 2
+    generate = staticmethod(chunk_masks.generated)
+
+    @classmethod
+    def fetch(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("one_hot_words", n * cls.reply_shape(n, bits)[1])
+        return provider().serve(cls, n, bits)
+
+    @classmethod
+    def from_dealer(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        r = keyed.ring((n,), generator=generator)
+        shape = cls.reply_shape(n, bits)
+        hots = cls.request(n, bits) if rank() == 0 else keyed.kbit(shape, generator=generator)
+        return r, hots
+
+
 def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
     """(n, windows): each window's bits of ``word``."""
     lows = torch.tensor([low for low, _ in windows], dtype=torch.int64)
@@ -518,4 +549,4 @@ class CommitteeScope(Material):
 
 
 KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
-                                      CommitteeScope)
+                                      ChunkOneHots, CommitteeScope)

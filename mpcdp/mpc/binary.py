@@ -10,8 +10,9 @@ opened value. Every opening is a value masked by dealer randomness no data party
 The functions here open no result: they return XOR shares.
 
 Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :func:`declared_cost_*`):
-  to_binary   1 opening of n ring elements (c = x + r), then ⌈log2 ℓ⌉ prefix levels of 2n words (n at the
-              last); 1 + ⌈log2 ℓ⌉ dealer requests
+  to_binary_by_chunks  1 opening of n ring elements (c = x − r), ⌈log2(q − 1)⌉ prefix levels of 2⌈n/4⌉ words
+              (q = ⌈bits/4⌉ chunks), 1 opening of n words; ⌈q/4⌉ dealt one-hot words per element
+              (:class:`mpcdp.adapter.ChunkOneHots`); 2 + ⌈log2(q − 1)⌉ dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
   bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
@@ -44,44 +45,136 @@ def broadcast(ctx: MpcContext, x: torch.Tensor, bit: int) -> torch.Tensor:
     return -((x >> bit) & 1)
 
 
-def _prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
-    """Parallel prefix over (generate, propagate) words: on return bit i of G is g_i ⊕ p_i·g_{i−1} ⊕ ... —
-    the block summary of bits 0..i — for every i < ``bits`` (Kogge–Stone, ⌈log2 bits⌉ levels)."""
-    low = low_mask(bits)
+LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
+
+
+def _lanes_below(s: int) -> int:
+    """Bits 0..s−1 of every 16-bit lane (0 <= s <= 16), as a signed word."""
+    return _signed(((1 << s) - 1) * LANE_LOW_BIT)
+
+
+def _chunk_table(image) -> tuple[int, ...]:
+    """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the
+    one-hot of a 4-bit value v) to 16 bits: ``image(v)`` (4 bits) at bits 4j..4j+3. Applied with :func:`select`."""
+    return tuple((image(v) & 0xF) << (4 * j) for j in range(4) for v in range(16))
+
+
+DIGIT_TABLE = _chunk_table(lambda v: v)
+CARRY_TABLE = _chunk_table(lambda v: (v ^ (v + 1)) & 0xE)  # bits k >= 1 of v that a carry in flips
+NIBBLE_LOW_BIT = 0x1111111111111111  # bit 0 of every 4-bit chunk
+
+
+def spread_to_nibbles(values: torch.Tensor, count: int) -> torch.Tensor:
+    """Bit i of each value moved to bit 4i, for i < ``count`` (<= 16; local, XOR-linear)."""
+    out = torch.zeros_like(values)
+    for i in range(count):
+        out |= ((values >> i) & 1) << (4 * i)
+    return out
+
+
+def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
+                chunks: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """From the dealt one-hots of r's chunks (n, ⌈chunks/4⌉) and public c: XOR shares of e_i = (c_i + r_i) mod 16
+    for every chunk i (its 4 bits at 4i..4i+3, one word per element), of the carry-flip bits of e_i (bits 1..3 of
+    e_i ⊕ (e_i + 1), same places), and of the chunks' (generate, propagate) bits (n, 2), bit i of each for
+    chunk i: generate = [c_i + r_i >= 16] = [e_i < c_i], propagate = [e_i = 15]. Local."""
+    digits = (c.unsqueeze(1) >> (4 * torch.arange(4 * hots.shape[1]))) & 0xF
+    digits[:, chunks:] = 0
+    e, flips = torch.zeros_like(c), torch.zeros_like(c)
+    gp = torch.zeros((c.numel(), 2), dtype=torch.int64)
+    for k in range(hots.shape[1]):
+        amounts = digits[:, 4 * k:4 * k + 4]
+        moved = adapter.rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
+        e |= select(ctx, moved, DIGIT_TABLE, 16) << (16 * k)
+        flips |= select(ctx, moved, CARRY_TABLE, 16) << (16 * k)
+        below_c = torch.zeros_like(c)
+        for j in range(4):
+            below_c |= ((torch.ones_like(c) << amounts[:, j]) - 1) << (16 * j)
+        gp[:, 0] |= _gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
+        gp[:, 1] |= _gather_bits(moved >> 15, 16, 4) << (4 * k)
+    return e, flips, gp
+
+
+def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, *, label: str) -> torch.Tensor:
+    """Parallel prefix over (generate, propagate) rows of ``width`` bits, a 16-bit lane each, four to a word: on
+    return bit i of a lane's G is g_i ⊕ p_i·g_{i−1} ⊕ p_i·p_{i−1}·g_{i−2} ⊕ ... — the carry out of positions 0..i
+    with none into position 0 — for every i < ``width`` (Kogge–Stone, ⌈log2 width⌉ levels). What a shift moves
+    into a lane from the lane below is masked off."""
     span = 1
-    while span < bits:
-        last = 2 * span >= bits
+    while span < width:
+        last = 2 * span >= width
+        keep = ~_lanes_below(span)
         pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
         ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=label)  # variables: 0 = P, 1 = G
         ands.open({0: p, 1: g})
-        g = g ^ (ands.product(0, 1, span) & low)
+        g = g ^ (ands.product(0, 1, span) & keep)
         if not last:
-            p = ands.product(0, 0, span) & low
+            p = ands.product(0, 0, span) & keep
         span *= 2
     return g
 
 
-def to_binary(ctx: MpcContext, x: torch.Tensor, bits: int, *, label: str = "a2b") -> torch.Tensor:
-    """XOR shares of x for additive shares of an integer 0 <= x < 2^bits (bits <= 62); exact.
+def _add_carries(ctx: MpcContext, e: torch.Tensor, flips: torch.Tensor, carries: torch.Tensor, *,
+                 label: str) -> torch.Tensor:
+    """XOR shares of the chunks e_i + carry_i (mod 16) from the chunks' words e and carry-flip bits and the
+    carries (bit 4i: carry_i): bit 0 of a chunk flips with its carry, bit k >= 1 where carry AND flip bit k. One
+    word (carries and flip bits side by side) opened once for its three shifted self-ANDs."""
+    x = carries | flips
+    ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, 1), (0, 0, 2), (0, 0, 3)], label=label)
+    ands.open({0: x})
+    out = e ^ carries
+    for k in (1, 2, 3):
+        out = out ^ (ands.product(0, 0, k) & _signed(NIBBLE_LOW_BIT << k))
+    return out
 
-    Opens c = x + r (r uniform on the ring from the dealer, so c is uniform). Then x = (c − r) mod 2^bits =
-    c + NOT(r) + 1 on ``bits`` bits: an adder of a public and an XOR-shared word whose carries come from
-    a parallel prefix.
+
+def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, label: str = "a2b") -> torch.Tensor:
+    """XOR shares of x mod 2^bits for additive shares of an integer x (bits <= 64); exact.
+
+    Security model: as this module's (semi-honest; the material from the run's provider). The opened values are
+    c = x − r, r uniform on the ring and unknown to every party (so c is uniform whatever x is), and the masked
+    words of the ANDs (:class:`ShiftedAnds`); the dealt one-hots of r's chunks are never opened.
+
+    Exactness: x = c + r in Z_2^64, so x mod 2^bits is the sum of c's and r's low ``bits`` bits, computed on
+    4-bit chunks (:class:`mpcdp.adapter.ChunkOneHots` deals the one-hot of each chunk r_i of r). Rotating r_i's
+    one-hot up by c_i (public; :func:`mpcdp.adapter.rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16,
+    from which local selections read e_i's bits, the bits a carry into the chunk flips (e_i + 1 flips bit
+    k >= 1 iff bits 0..k−1 of e_i are 1), whether the chunk generates a carry (c_i + r_i >= 16, i.e. e_i < c_i)
+    and whether it propagates one (e_i = 15). The carries into chunks 1.. come from a Kogge–Stone prefix over the
+    chunks' (generate, propagate) pairs, a 16-bit lane per element, four elements to a word; chunk i of the result
+    is e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower
+    top chunk (4 ∤ bits: the dealt one-hot is of r's 4 bits there, c's chunk has only the bits below ``bits``) is
+    right in its low bits, mod 16 and so mod 2^(bits mod 4), and only those are kept.
+
+    Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
+    elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
+    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + 3n AND words (3n for q = 2; none for q = 1, which opens c only);
+    2 + L dealer requests (1 for q = 1). For bits = 62: ≈ 4n elements
+    in 6 openings (a binary adder on the 62 bits opens 13n in 7).
     """
-    if not 1 <= bits <= 62:
-        raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
-    flat = x.reshape(-1)
-    low = low_mask(bits)
-    r, r_low = adapter.dealer_masked_bits(flat.numel(), bits, kind="a2b")
-    (c,) = ctx.open_masked([flat + r], label=f"{label}-mask")
-    a = c & low  # public
-    b = public_xor(ctx, r_low & low, low)  # NOT r
-    p = public_xor(ctx, b, a)
-    g = b & a
-    g = g ^ (p & 1)  # the carry into bit 0 is 1: bit 0 generates if a_0 OR b_0
-    carries = _prefix(ctx, g, p, bits, label=f"{label}-carry")
-    out = public_xor(ctx, p ^ ((carries << 1) & low), 1)
-    return out.reshape(x.shape)
+    if not 1 <= bits <= 64:
+        raise ValueError(f"`bits` must be in [1, 64]. Found {bits}.")
+    flat, n = x.reshape(-1), x.numel()
+    chunks = -(-bits // 4)
+    r, hots = adapter.dealer_chunk_one_hots(n, bits)
+    (c,) = ctx.open_masked([flat - r], label=f"{label}-mask")
+    e, flips, gp = _chunk_sums(ctx, hots, c & low_mask(bits), chunks)
+    if chunks == 1:
+        return (e & low_mask(bits)).reshape(x.shape)
+    g = _lane_prefix(ctx, pack_lanes(gp[:, 0], 16), pack_lanes(gp[:, 1], 16), chunks - 1, label=f"{label}-carry")
+    carries = spread_to_nibbles(unpack_lanes(g, 16, n) << 1, chunks)
+    out = _add_carries(ctx, e, flips, carries, label=f"{label}-add")
+    return (out & low_mask(bits)).reshape(x.shape)
+
+
+def declared_cost_by_chunks(n: int, bits: int = 62) -> tuple[list[int], dict[str, int], int]:
+    """(elements of each opening, operations, dealer requests) of :func:`to_binary_by_chunks` on n elements."""
+    chunks = -(-bits // 4)
+    if chunks == 1:
+        return [n], {"one_hot_words": n}, 1
+    steps, words = levels(chunks - 1), -(-n // 4)
+    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": max(0, 2 * steps - 1) * words + 3 * n}
+    return [n, *[2 * words] * steps, n], ops, 2 + steps
 
 
 def _signed(word: int) -> int:

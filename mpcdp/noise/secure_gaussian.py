@@ -28,7 +28,10 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
   4. B2A of n's k+5 bits and of I_1..I_4 (one opening). Then n as a two's complement integer, n² (one
      Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
-  5. T to binary: an opening masked by a dealer ring element and a 62-bit adder (6 prefix levels).
+  5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
+     with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
+     chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
+     lanes (four candidates to a word), then one AND level adds them.
   6. Group one-hots: T's group windows ⊕ R opened (27 bits, two to a word) and the dealt one-hots of R's
      windows moved by them (local); each group's threshold is a local selection.
   7. Each Bernoulli factor [V < TH] with V = W ⊕ TH (W the field's uniform word): TH's bit at the top set
@@ -40,13 +43,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates 23 steps carrying ≈ 50.1n ring elements or words (≈ 78 per
-accepted sample at acceptance 0.64). With Beaver multiplication they are 23 openings and 22 dealer requests;
-with replicated resharing (honest-majority, committee of parties 0–2) the 15 multiplication steps (≈ 37n) are
+both providers): per pass of n candidates 22 steps carrying ≈ 41.1n ring elements or words (≈ 64 per
+accepted sample at acceptance 0.64). With Beaver multiplication they are 22 openings and 21 dealer requests;
+with replicated resharing (honest-majority, committee of parties 0–2) the 14 multiplication steps (≈ 28n) are
 resharings, one round each and one word per element per member, and 7 requests for material remain.
-Operations: and_words ≈ 24.5n and square n (Beaver: dealt material; replicated: none), one-hot words 55n
-(175n one-hots, most four to a word), b2a_bits (k+9)n, a2b n (material under both). Measured bytes and time
-per sample: benchmarks/results/noise-exact.md.
+Operations: and_words ≈ 17.25n and square n (Beaver: dealt material; replicated: none), one-hot words 59n
+(239n one-hots, most four to a word), b2a_bits (k+9)n (material under both). Measured bytes and time per
+sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -63,8 +66,9 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
-CIRCUIT = ("dg-mpc/2: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
-           "Bernoulli factors by rotation-decoded top bits, packed point/accept")
+CIRCUIT = ("dg-mpc/3: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
+           "Bernoulli factors by rotation-decoded top bits, packed point/accept, T to binary by rotated one-hots "
+           "of 4-bit chunks and a carry prefix on packed lanes")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -160,7 +164,7 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[t
     fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words).items()}
     word, indicators = _piece_words(ctx, plan, fields)
     value, T = _exponent(ctx, plan, word, indicators)
-    t_bits = binary.to_binary(ctx, T, 62, label="dg-a2b")
+    t_bits = binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
     factors = _factors(ctx, plan, t_bits, fields)
     accept = binary.all_bits_packed(ctx, factors, len(dg.GROUPS) + 1 + dg.ABOVE, label="dg-accept")
     opened = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison")
@@ -173,24 +177,23 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, replicated: bo
     Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
     :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
     the packed word counts, the communication steps in order are: piece index ⌈n/10⌉; point ANDs
-    4⌈n/(64/L)⌉; B2A n; square n; A2B mask n, then 2n at each of its 6 carry levels (ANDs); group windows
-    ⌈n/2⌉; the factors' chunks e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks
-    2⌈e/4⌉ and 2⌈e/16⌉ (ANDs); accept 4 AND levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 23 steps and
-    ≈ 50.1n elements; 15 of them, ≈ 37n elements, are multiplications (the point, the square, the carries,
-    T1 AND TH, the picks, the accept levels).
+    4⌈n/(64/L)⌉; B2A n; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then
+    2⌈n/4⌉ at each of its 4 carry levels and n for the carries' AND (ANDs); group windows ⌈n/2⌉; the factors'
+    chunks e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉
+    (ANDs); accept 4 AND levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 22 steps and ≈ 41.1n elements;
+    14 of them, ≈ 28n elements, are multiplications (the point, the square, the carries, T1 AND TH, the
+    picks, the accept levels).
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
-    exactly parties 0–2) every step is an opening and each multiplication a material request: 23 openings,
-    22 requests. With the honest-majority provider's replicated arithmetic (``replicated``: a committee of
+    exactly parties 0–2) every step is an opening and each multiplication a material request: 22 openings,
+    21 requests. With the honest-majority provider's replicated arithmetic (``replicated``: a committee of
     exactly parties 0–2) each multiplication is a resharing of the same element count (each member sends
     them to one other member, 1 round instead of an opening's 2) and needs no material: 8 openings
-    (≈ 13.1n elements), 15 resharings (≈ 37n), 7 requests.
-    Operations: and_words 2⌈n/(64/L)⌉ + 11n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of one-hots)
-    (1 + w + 6c)n;
-    b2a_bits (k+9)n; square n; a2b n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
+    (≈ 13.1n elements), 14 resharings (≈ 28n), 7 requests.
+    Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of
+    one-hots) (4 + 1 + w + 6c)n; b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
     """
     k, c = plan.k, len(dg.GROUPS) + 1
-    adder = binary.levels(62)
     accept_levels = binary.levels(len(dg.GROUPS) + 1 + dg.ABOVE)
     point_words = lambda n: -(-n // (64 // point_lane(plan)))  # noqa: E731
     random_bits = sum(dg.field_bits(plan).values())
@@ -198,12 +201,14 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, replicated: bo
     for n in candidates:
         e = c * n
         accept_words = -(-n // (64 // (1 << accept_levels)))
-        cost.ops.update({"and_words": 2 * point_words(n) + (2 * adder - 1) * n + e + -(-e // 4) + -(-e // 16)
+        a2b_openings, a2b_ops, a2b_requests = binary.declared_cost_by_chunks(n, 62)
+        cost.ops.update({"and_words": 2 * point_words(n) + a2b_ops["and_words"] + e + -(-e // 4) + -(-e // 16)
                          + accept_levels * accept_words,
-                         "one_hot_words": (1 + len(group_windows()) + 6 * c) * n, "b2a_bits": (k + 9) * n,
-                         "square": n, "a2b": n, "random_bits": random_bits * n})
+                         "one_hot_words": a2b_ops["one_hot_words"] + (1 + len(group_windows()) + 6 * c) * n,
+                         "b2a_bits": (k + 9) * n, "square": n, "random_bits": random_bits * n})
+        a2b = [(a2b_openings[0], False), *[(size, True) for size in a2b_openings[1:]]]
         steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words(n), True), (n, False), (n, True),
-                 (n, False), *[(2 * n, True)] * adder, (-(-n // 2), False), (e, False), (-(-e // 4), False),
+                 *a2b, (-(-n // 2), False), (e, False), (-(-e // 4), False),
                  (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True), (2 * -(-e // 16), True),
                  *[(accept_words, True)] * accept_levels, (-(-n // 64), False)]
         for size, multiplication in steps:
