@@ -60,17 +60,21 @@ def test_each_conversion_costs_what_it_declares(conversions):
     from mpcdp.mpc.binary import declared_cost_by_chunks
 
     narrow, wide, results = conversions
-    dealer = results[0][62]["dealer_requests"] > 0
+    dealer = results[0][62]["dealer_requests"] > 0  # else honest-majority: its ANDs are resharings
     for bits, conversion in results[0].items():
         openings, ops, requests = declared_cost_by_chunks((wide if bits == 64 else narrow).numel(), bits)
         assert [elements for _, _, elements, _ in conversion["openings"]] == openings, bits
+        kinds = [kind for _, kind, _, _ in conversion["openings"]]
+        assert kinds == ["masked"] * len(openings) if dealer else ["masked"] + ["share"] * (len(openings) - 1), bits
         assert {kind: conversion["ops"].get(kind, 0) for kind in ops} == ops, bits
-        assert set(conversion["ops"]) <= set(ops) | {"openings", "opened_elements"}, bits
+        resharing = set() if dealer else {"reshares", "reshared_elements"}
+        assert set(conversion["ops"]) <= set(ops) | {"openings", "opened_elements"} | resharing, bits
         assert conversion["dealer_requests"] == (requests if dealer else 0), bits
 
 
 def test_every_opened_value_is_a_uniform_word(conversions):
-    """α = 1e-5 each: c = x − r (ring elements) and the masked words of the carry prefix and of the carries' AND,
+    """α = 1e-5 each: c = x − r (ring elements) and the masked words of the carry prefix and of the carries' AND
+    (under honest-majority: the re-randomised shares a member receives for them),
     as 64-bit words scaled to [0, 1), against the uniform distribution. Unmasked, c would be x itself (below 2^62,
     or many zeros) and the prefix words would hold a few set bits."""
     _, _, results = conversions
@@ -78,7 +82,7 @@ def test_every_opened_value_is_a_uniform_word(conversions):
     by_label: dict[str, list[torch.Tensor]] = {}
     for conversion in results[0].values():
         for label, kind, _, values in conversion["openings"]:
-            assert kind == "masked"
+            assert kind in ("masked", "share")  # an opened masked word, or a member's re-randomised share
             by_label.setdefault(label, []).append(values.reshape(-1))
     assert set(by_label) == {"a2b-mask", "a2b-carry", "a2b-add"}
     for label, parts in by_label.items():

@@ -157,7 +157,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (7 if replicated else 22)
+    assert r["material_requests"] == declared.dealer_requests == (7 if replicated else 21)
     assert r["rounds"] == declared.rounds(3)
     for rank, party in enumerate(results):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank

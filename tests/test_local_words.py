@@ -1,5 +1,5 @@
 """The local word arithmetic of the exact sampler, bit for bit against plain per-bit definitions, on arbitrary
-share words (not only one-hot ones) and across the block boundaries of :func:`mpcdp.adapter.material.row_blocks`."""
+share words (not only one-hot ones) and across the block boundaries of :func:`mpcdp.adapter.lanes.row_blocks`."""
 
 import random
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from mpcdp.adapter import material
+from mpcdp.adapter import lanes
 from mpcdp.mpc import binary, ring
 
 
@@ -26,7 +26,7 @@ def _bit(word: int, i: int) -> int:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 7 words, so that every tensor below spans several blocks."""
-    monkeypatch.setattr(material, "BLOCK_WORDS", 7)
+    monkeypatch.setattr(lanes, "BLOCK_WORDS", 7)
 
 
 def _moved_by_definition(word: int, moves: list[int], lane: int) -> int:
@@ -43,7 +43,7 @@ def test_xor_permute_moves_every_lane_by_its_value(lane, small_blocks):
     rng, per = random.Random(lane), 64 // lane
     words = _words(rng, 50)
     moves = torch.tensor([[rng.randrange(lane) for _ in range(per)] for _ in range(50)], dtype=torch.int64)
-    out = material.xor_permute(words, moves, lane)
+    out = lanes.xor_permute(words, moves, lane)
     expected = [_moved_by_definition(int(w), m.tolist(), lane) for w, m in zip(words, moves)]
     assert out.tolist() == expected
 
@@ -57,7 +57,7 @@ def test_moved_one_hots_moves_each_lane_by_its_window_of_the_word(lane, windows,
     rng, per = random.Random(len(windows) * lane), 64 // lane
     n, w = 40, -(-len(windows) // per)
     hots, word = _words(rng, n, w), _words(rng, n)
-    out = material.moved_one_hots(hots, word, windows, lane)
+    out = lanes.moved_one_hots(hots, word, windows, lane)
     for row in range(n):
         for i in range(w):
             moves = [0] * per

@@ -13,7 +13,7 @@ inside :class:`mpcdp.mpc.shared.Shared`.
 * :mod:`.dealer`: the dealer process; :mod:`.dealer_link`: the wire protocol between it and the parties;
 * :mod:`.material`: each kind of correlated randomness, its dealer side, its party side and its dealer-free
   side together (:mod:`.chunk_masks`: those of the chunk one-hot masks); :mod:`.replicated`: the dealer-free
-  provider's keys and primitives;
+  provider's keys and primitives; :mod:`.lanes`: local arithmetic on lane-packed one-hot words;
 * :mod:`.metering`: CrypTen's protocols and the dealer traffic counted in :mod:`mpcdp.transport.costs`;
 * :mod:`.keyed`: CSPRNG-keyed streams in place of CrypTen's Mersenne-Twister generators;
 * :mod:`.objects`: the dealer's allow-list.
@@ -42,8 +42,8 @@ from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
-    AndShifted, ChunkOneHots, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, moved_one_hots,
-    shift_word)
+    AndShifted, ChunkOneHots, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, shift_word)
+from mpcdp.adapter.lanes import moved_one_hots  # noqa: F401
 from mpcdp.adapter.chunk_masks import rotate_lanes  # noqa: F401
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401

@@ -26,11 +26,11 @@ class's name.
 
 from __future__ import annotations
 
-import functools
 
 import torch
 
 from mpcdp.adapter import chunk_masks, keyed, replicated
+from mpcdp.adapter.lanes import moved_one_hots, one_hot_words, window_values
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -260,70 +260,6 @@ class AndShifted(Material):
         return a, c
 
 
-_SWAP_MASKS = (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF,
-               0x0000FFFF0000FFFF, 0x00000000FFFFFFFF)  # positions whose index has bit i = 0
-BLOCK_WORDS = 1 << 15
-"""Words per block of local word arithmetic (:func:`row_blocks`): a block and its few temporaries stay in the
-core's cache, and the temporaries are reused from block to block instead of being allocated at full size."""
-
-
-def row_blocks(rows: int, per_row: int) -> list[slice]:
-    """Consecutive row slices covering ``rows`` rows of ``per_row`` words, about :data:`BLOCK_WORDS` words each."""
-    step = max(1, BLOCK_WORDS // max(1, per_row))
-    return [slice(start, min(rows, start + step)) for start in range(0, rows, step)]
-
-
-def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.Tensor:
-    """Each ``lane``-position lane of each word with position x moved to x ⊕ c (local, GF(2)-linear).
-
-    ``c``: (n,) for one lane to a word, or (n, 64/lane), lane j's move in column j, each < ``lane``. Applied
-    to a share of lane-packed one-hot words of r, it gives a share of the one-hot words of r ⊕ c. Cost: per
-    word, log2(lane) conditional swap steps of a few word operations each, block by block (:func:`row_blocks`)."""
-    per = 64 // lane
-    c = c.reshape(words.shape[0], per)
-    out = words.clone()
-    for rows in row_blocks(words.shape[0], 1):
-        spread = c[rows, 0].clone()  # lane j's move at bits lane·j..: one word per word
-        for j in range(1, per):
-            spread |= c[rows, j] << (lane * j)
-        _move_lanes(out[rows], spread, lane, lane.bit_length() - 1)
-    return out
-
-
-def _move_lanes(out: torch.Tensor, spread: torch.Tensor, lane: int, steps: int) -> None:
-    """In place: each lane of ``out`` with position x moved to x ⊕ m, m the lane's bits of ``spread`` (same
-    shape; lane j's m at bits lane·j.., below 2^steps). Step i swaps the position pairs (x, x + 2^i), x with
-    bit i clear, in the lanes whose m has bit i (a masked delta swap)."""
-    low_bits = sum(1 << (lane * j) for j in range(64 // lane))  # bit 0 of every lane
-    pick, delta = torch.empty_like(out), torch.empty_like(out)
-    for i in range(steps):
-        s = 1 << i
-        torch.bitwise_right_shift(spread, i, out=pick)
-        pick &= low_bits
-        pick *= _SWAP_MASKS[i] & ((1 << lane) - 1)  # the lower halves of the pairs, in the lanes that swap
-        torch.bitwise_right_shift(out, s, out=delta)
-        delta ^= out
-        delta &= pick
-        out ^= delta
-        delta <<= s
-        out ^= delta
-
-
-def _lane_mask(lane: int, j: int) -> int:
-    mask = ((1 << lane) - 1) << (lane * j)
-    return mask - (1 << 64) if mask >= 1 << 63 else mask
-
-
-def one_hot_words(values: torch.Tensor, lane: int = 64) -> torch.Tensor:
-    """The word with bit v set in each lane (values (n,) or (n, 64/lane), each < ``lane``; plaintext)."""
-    per = 64 // lane
-    values = values.reshape(values.shape[0], per)
-    out = torch.zeros(values.shape[0], dtype=torch.int64)
-    for j in range(per):
-        out |= (torch.ones_like(values[:, j]) << values[:, j]) << (lane * j)
-    return out
-
-
 def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
     """``windows``: a list of (low bit, width) with 0 <= low, 1 <= width <= log2(lane) and low + width <= 64;
     ``lane``: 64 or 16."""
@@ -345,7 +281,7 @@ def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
 def _packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
     """(n, ⌈windows/(64/lane)⌉): the one-hot words of r's windows, 64/lane to a word (window i: word i // per,
     lane i % per)."""
-    values = _window_values(r, windows)
+    values = window_values(r, windows)
     return _pack_columns(values, lane, lambda v: one_hot_words(v, lane))
 
 
@@ -418,48 +354,6 @@ class OneHotPairs(Material):
         return r, hots
 
 
-def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
-    """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
-    window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
-    Local; block by block (:func:`row_blocks`), all words of a row at once."""
-    out = torch.empty(hots.shape, dtype=torch.int64)
-    spread = _lane_moves(tuple(windows), lane, hots.shape[1])
-    steps = max(width for _, width in windows)
-    for rows in row_blocks(hots.shape[0], hots.shape[1]):
-        out[rows] = hots[rows]
-        _move_lanes(out[rows], spread(word[rows]), lane, steps)
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def _lane_moves(windows: tuple[tuple[int, int], ...], lane: int, words: int):
-    """The map from words (n,) to their lane moves (n, words): lane j of column i holds the bits of window
-    i·(64/lane) + j, 0 for absent windows."""
-    per = 64 // lane
-    padded = list(windows) + [(0, 0)] * (words * per - len(windows))
-    lows = torch.tensor([low for low, _ in padded], dtype=torch.int64).reshape(1, words, per)
-    masks = torch.tensor([(1 << width) - 1 for _, width in padded], dtype=torch.int64).reshape(1, words, per)
-    if per == 1:
-        return lambda word: (word.reshape(-1, 1) >> lows[:, :, 0]) & masks[:, :, 0]
-    bases = lows[:, :, 0]
-    if lane == 16 and all(padded[per * i + j][0] == padded[per * i][0] + 4 * j or padded[per * i + j][1] == 0
-                          for i in range(words) for j in range(per)):
-        lane_masks = (masks << (torch.arange(per, dtype=torch.int64) * lane)).sum(2)
-        return lambda word: _nibbles_to_lanes((word.reshape(-1, 1) >> bases) & 0xFFFF, lane_masks)
-    places = torch.arange(per, dtype=torch.int64) * lane
-    return lambda word: (((word.reshape(-1, 1, 1) >> lows) & masks) << places).sum(2)  # disjoint: sum = OR
-
-
-def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor:
-    """In place: the 4-bit groups j = 0..3 of x (x < 2^16) moved to bits 16j..16j+3, then kept where
-    ``lane_masks`` (bits within 16j..16j+3) has them."""
-    x |= x << 24
-    x &= 0x000000FF000000FF
-    x |= x << 12
-    x &= lane_masks
-    return x
-
-
 class ChunkOneHots(Material):
     """Masks for converting a shared integer to XOR shares by rotated one-hots (used by
     :func:`mpcdp.mpc.binary.to_binary_by_chunks`): n uniform ring elements r, additively shared, shape (n,), and
@@ -486,13 +380,6 @@ class ChunkOneHots(Material):
         shape = cls.reply_shape(n, bits)
         hots = cls.request(n, bits) if rank() == 0 else keyed.kbit(shape, generator=generator)
         return r, hots
-
-
-def _window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
-    """(n, windows): each window's bits of ``word``."""
-    lows = torch.tensor([low for low, _ in windows], dtype=torch.int64)
-    masks = torch.tensor([(1 << width) - 1 for _, width in windows], dtype=torch.int64)
-    return (word.unsqueeze(1) >> lows) & masks
 
 
 def check_members(members, parties: int) -> list[int]:

@@ -29,7 +29,7 @@ import math
 import torch
 
 from mpcdp import adapter
-from mpcdp.adapter.material import row_blocks
+from mpcdp.adapter.lanes import row_blocks
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -189,7 +189,7 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
     The result is GF(2)-linear in the share word w: select(w) = XOR of table[j] over the set bits j of w, so the
     XOR of the parties' results is table[v] (exactly one position is set in the shared word). It is computed
     one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
-    8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.material.row_blocks`).
+    8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.lanes.row_blocks`).
     """
     flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
     words = onehot.reshape(-1)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp import adapter
-from mpcdp.adapter.material import row_blocks
+from mpcdp.adapter.lanes import row_blocks
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 
