@@ -38,7 +38,7 @@ from mpcdp.noise import secure_gaussian
 from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
-NOISE_S_PER_CANDIDATE = 30e-6  # the in-MPC sampler, dg-mpc/2, per candidate on the committee (noise-exact.md)
+NOISE_S_PER_CANDIDATE = 17e-6  # the in-MPC sampler, dg-mpc/3, per candidate on the committee (noise-exact.md, estimate.md)
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
 # per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of
 # training steps where 2e-7 predicted 1.88 s)
