@@ -515,10 +515,9 @@ def coalition_view(ctx, x: torch.Tensor | None, n: int):
     return {"epsilon": products.eps[0], "components": known}
 
 
-def generator_one_view(ctx, n: int, one_hots: bool = False):
-    """Comparison masks (``one_hots``: one-hot rotation pairs of two 6-bit windows) of the dealer-free provider,
-    with every message this party receives while they are made recorded (its whole incoming view of the
-    material)."""
+def _received_while(make) -> list[torch.Tensor]:
+    """Every message this party receives from the dealer-free provider's generators while ``make()`` runs, one
+    tensor per message, in order (its whole incoming view of that material)."""
     source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
     seen = []
     exchange = source.mesh.exchange
@@ -528,28 +527,29 @@ def generator_one_view(ctx, n: int, one_hots: bool = False):
         seen.extend(t.clone() for t in receives.values())
 
     source.mesh.exchange = recording
+    try:
+        make()
+    finally:
+        source.mesh.exchange = exchange
+    return seen
+
+
+def generator_one_view(ctx, n: int, one_hots: bool = False):
+    """Comparison masks (``one_hots``: one-hot rotation pairs of two 6-bit windows) of the dealer-free provider,
+    with every message this party receives while they are made, concatenated."""
     if one_hots:
-        adapter.dealer_one_hot_pairs(n, [(0, 6), (6, 6)])
+        seen = _received_while(lambda: adapter.dealer_one_hot_pairs(n, [(0, 6), (6, 6)]))
     else:
-        adapter.dealer_masked_bits(n, 40)
+        seen = _received_while(lambda: adapter.dealer_masked_bits(n, 40))
     return torch.cat(seen) if seen else torch.zeros(0, dtype=torch.int64)
 
 
 def generator_views(ctx, n: int, what: str):
     """Every message this party receives while the dealer-free provider makes ``what`` ("chunks": chunk one-hot
     masks of 64 bits), one tensor per message, in order."""
-    source = adapter.provider().source  # the honest-majority provider's ReplicatedSource
-    seen = []
-    exchange = source.mesh.exchange
-
-    def recording(sends, receives, *, label):
-        exchange(sends, receives, label=label)
-        seen.extend(t.clone() for t in receives.values())
-
-    source.mesh.exchange = recording
-    if what == "chunks":
-        adapter.dealer_chunk_one_hots(n, 64)
-    return seen
+    if what != "chunks":
+        raise ValueError(f"`what` must be 'chunks'. Found {what!r}.")
+    return _received_while(lambda: adapter.dealer_chunk_one_hots(n, 64))
 
 
 def forge_blame_then_garble(ctx, rogue: int, accused: int, at: int):
