@@ -24,10 +24,10 @@ from __future__ import annotations
 import torch
 
 from mpcdp.adapter import replicated
+from mpcdp.adapter.lanes import chunk_values, rotate_lanes
 
 CHUNK_BITS = 4  # a chunk; its one-hot fills a 16-bit lane
 CHUNK_LANE = 16
-LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
 
 
 def chunk_windows(bits: int) -> list[tuple[int, int]]:
@@ -45,58 +45,29 @@ def check_chunk_bits(bits) -> int:
     return bits
 
 
-def _lanes_below(s: int) -> int:
-    """Bits 0..s−1 of every 16-bit lane (0 <= s <= 15)."""
-    return ((1 << s) - 1) * LANE_LOW_BIT
-
-
-def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
-    """Each 16-bit lane of each word rotated up by its public amount: position x to (x + a) mod 16 (local,
-    GF(2)-linear). ``amounts``: (n, 4), lane j's amount in column j, each < 16. Applied to a share of the one-hot
-    of v, it gives a share of the one-hot of (v + a) mod 16."""
-    spread = torch.zeros_like(words)
-    for j in range(4):
-        spread |= amounts[:, j] << (16 * j)
-    out = words
-    for i in range(4):
-        s = 1 << i
-        below = _lanes_below(s)
-        rotated = ((out << s) & ~below) | ((out >> (16 - s)) & below)
-        chosen = ((spread >> i) & LANE_LOW_BIT) * 0xFFFF
-        out = out ^ ((rotated ^ out) & chosen)
-    return out
-
-
 def chunk_words(bits: int) -> int:
     """Words of one-hots per element for the chunks of ``bits`` bits: ⌈⌈bits/4⌉/4⌉."""
     return -(-len(chunk_windows(bits)) // 4)
 
 
-def _chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
-    """(n, 4·⌈chunks/4⌉): the 4-bit chunks of each word, those from ``chunks`` on set to 0."""
-    values = (word.unsqueeze(1) >> (CHUNK_BITS * torch.arange(4 * -(-chunks // 4)))) & 0xF
-    values[:, chunks:] = 0
-    return values
-
-
 def chunk_one_hots(word: torch.Tensor, chunks: int) -> torch.Tensor:
     """(n, ⌈chunks/4⌉): the one-hot of each of the first ``chunks`` 4-bit chunks of each word, chunk i in word
     i // 4, lane i % 4 (the lanes past them: the one-hot of 0) (plaintext)."""
-    values = _chunk_values(word, chunks)
+    values = chunk_values(word, chunks)
     lanes = (torch.ones_like(values) << values) << (CHUNK_LANE * (torch.arange(values.shape[1]) % 4))
     return lanes.reshape(word.shape[0], -1, 4).sum(2)
 
 
 def _rotated_hots(hots: torch.Tensor, word: torch.Tensor, chunks: int) -> torch.Tensor:
     """Every lane of ``hots`` (n, ⌈chunks/4⌉; chunk i in word i // 4, lane i % 4) rotated by chunk i of ``word``."""
-    values = _chunk_values(word, chunks)
+    values = chunk_values(word, chunks)
     return torch.stack([rotate_lanes(hots[:, k], values[:, 4 * k:4 * k + 4]) for k in range(hots.shape[1])], 1)
 
 
 def _wrap_bits(hots: torch.Tensor, word: torch.Tensor, chunks: int) -> torch.Tensor:
     """Bit i: the parity of lane i of ``hots`` over positions >= 16 − (chunk i of ``word``) — on a share of the
     one-hot of s_i, a share of [s_i + word_i >= 16] (local, GF(2)-linear)."""
-    values = _chunk_values(word, chunks)
+    values = chunk_values(word, chunks)
     out = torch.zeros(hots.shape[0], dtype=torch.int64)
     for i in range(chunks):
         top = ((torch.ones_like(values[:, i]) << values[:, i]) - 1) << (16 - values[:, i])
@@ -109,7 +80,7 @@ def _wrap_bits(hots: torch.Tensor, word: torch.Tensor, chunks: int) -> torch.Ten
 
 def _sum_chunks(x: torch.Tensor, y: torch.Tensor, chunks: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(the word of the chunks (x_i + y_i) mod 16, bit i of the other [x_i + y_i >= 16]) (plaintext)."""
-    total = _chunk_values(x, chunks) + _chunk_values(y, chunks)
+    total = chunk_values(x, chunks) + chunk_values(y, chunks)
     digits = ((total & 0xF) << (CHUNK_BITS * torch.arange(total.shape[1]))).sum(1)
     wraps = ((total >> CHUNK_BITS) << torch.arange(total.shape[1])).sum(1)
     return digits, wraps

@@ -124,3 +124,36 @@ def window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.T
     lows = torch.tensor([low for low, _ in windows], dtype=torch.int64)
     masks = torch.tensor([(1 << width) - 1 for _, width in windows], dtype=torch.int64)
     return (word.unsqueeze(1) >> lows) & masks
+
+
+LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
+
+
+def lanes_below(s: int) -> int:
+    """Bits 0..s−1 of every 16-bit lane (0 <= s <= 16), as a signed word."""
+    mask = ((1 << s) - 1) * LANE_LOW_BIT
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
+
+
+def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
+    """Each 16-bit lane of each word rotated up by its public amount: position x to (x + a) mod 16 (local,
+    GF(2)-linear). ``amounts``: (n, 4), lane j's amount in column j, each < 16. Applied to a share of the one-hot
+    of v, it gives a share of the one-hot of (v + a) mod 16."""
+    spread = torch.zeros_like(words)
+    for j in range(4):
+        spread |= amounts[:, j] << (16 * j)
+    out = words
+    for i in range(4):
+        s = 1 << i
+        below = lanes_below(s)
+        rotated = ((out << s) & ~below) | ((out >> (16 - s)) & below)
+        chosen = ((spread >> i) & LANE_LOW_BIT) * 0xFFFF
+        out = out ^ ((rotated ^ out) & chosen)
+    return out
+
+
+def chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
+    """(n, 4·⌈chunks/4⌉): the 4-bit chunks of each word, those from ``chunks`` on set to 0."""
+    values = (word.unsqueeze(1) >> (4 * torch.arange(4 * -(-chunks // 4)))) & 0xF
+    values[:, chunks:] = 0
+    return values

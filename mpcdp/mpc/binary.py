@@ -29,7 +29,7 @@ import math
 import torch
 
 from mpcdp import adapter
-from mpcdp.adapter.lanes import row_blocks
+from mpcdp.adapter.lanes import chunk_values, lanes_below, row_blocks
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -43,14 +43,6 @@ def low_mask(bits: int) -> int:
 def broadcast(ctx: MpcContext, x: torch.Tensor, bit: int) -> torch.Tensor:
     """XOR shares of the word whose 64 bits all equal bit ``bit`` of x (local)."""
     return -((x >> bit) & 1)
-
-
-LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
-
-
-def _lanes_below(s: int) -> int:
-    """Bits 0..s−1 of every 16-bit lane (0 <= s <= 16), as a signed word."""
-    return _signed(((1 << s) - 1) * LANE_LOW_BIT)
 
 
 def _chunk_table(image) -> tuple[int, ...]:
@@ -78,8 +70,7 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
     for every chunk i (its 4 bits at 4i..4i+3, one word per element), of the carry-flip bits of e_i (bits 1..3 of
     e_i ⊕ (e_i + 1), same places), and of the chunks' (generate, propagate) bits (n, 2), bit i of each for
     chunk i: generate = [c_i + r_i >= 16] = [e_i < c_i], propagate = [e_i = 15]. Local."""
-    digits = (c.unsqueeze(1) >> (4 * torch.arange(4 * hots.shape[1]))) & 0xF
-    digits[:, chunks:] = 0
+    digits = chunk_values(c, chunks)
     e, flips = torch.zeros_like(c), torch.zeros_like(c)
     gp = torch.zeros((c.numel(), 2), dtype=torch.int64)
     for k in range(hots.shape[1]):
@@ -103,7 +94,7 @@ def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, 
     span = 1
     while span < width:
         last = 2 * span >= width
-        keep = ~_lanes_below(span)
+        keep = ~lanes_below(span)
         pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
         ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=label)  # variables: 0 = P, 1 = G
         ands.open({0: p, 1: g})
