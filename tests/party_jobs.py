@@ -295,10 +295,11 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     plan = dg.plan_for(sigma_units)
     words = party_words(np.random.default_rng([seed, ctx.rank]))
     with costs.section() as ledger:
-        accepted, value = _candidates(ctx, plan, candidates, words)
-    values = ctx.reveal(Shared(value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
+        result = _candidates(ctx, plan, candidates, words)
+    values = ctx.reveal(Shared(result.value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
     steps = [o for o in ctx.openings if o.label.startswith("dg-")]
-    return {"accepted": accepted, "values": values.to(torch.int64), "ops": dict(ledger.ops),
+    return {"accepted": result.accepted, "survivors": result.survivors, "values": values.to(torch.int64),
+            "ops": dict(ledger.ops),
             "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
             "reshares": [(o.label, o.elements) for o in steps if o.kind == "share"],
             "step_bytes": sum(o.bytes_sent for o in steps), "rounds": ledger.rounds,

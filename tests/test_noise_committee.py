@@ -40,12 +40,18 @@ def test_non_members_see_nothing_of_the_sampling_and_members_see_masked_values(r
 
 
 def test_the_committee_costs_the_same_at_five_parties_as_at_three(runs):
-    """Bytes are deterministic: the members send exactly what the three parties of a 3-party run send, plus
-    party 0's one message per non-member that the committee is done; non-members send nothing."""
-    three, five = runs[3], runs[5]
-    assert [five[j]["bytes_sent"] for j in (1, 2)] == [three[j]["bytes_sent"] for j in (1, 2)]
-    assert 0 < five[0]["bytes_sent"] - three[0]["bytes_sent"] < 400
-    assert five[3]["bytes_sent"] == five[4]["bytes_sent"] == 0
+    """Bytes are deterministic given the public counts of each pass (candidates, first-factor survivors): at
+    five parties as at three, each member sends exactly the declared cost of its passes for three parties,
+    party 0 one more message per non-member that the committee is done; non-members send nothing."""
+    from mpcdp.noise.secure_gaussian import declared_cost
+
+    for m, run in runs.items():
+        stats = run[0]["stats"]
+        declared = declared_cost(stats["pass_candidates"], dg.plan_for(SIGMA), survivors=stats["pass_survivors"])
+        assert [run[j]["bytes_sent"] for j in (1, 2)] == [declared.bytes(3, j)[0] for j in (1, 2)], m
+        extra = run[0]["bytes_sent"] - declared.bytes(3, 0)[0]
+        assert extra == 0 if m == 3 else 0 < extra < 400
+    assert runs[5][3]["bytes_sent"] == runs[5][4]["bytes_sent"] == 0
 
 
 def test_the_committees_noise_follows_the_exact_pmf(runs):

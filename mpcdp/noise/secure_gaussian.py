@@ -32,28 +32,35 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
      lanes (four candidates to a word), then one AND level adds them.
-  6. Group one-hots: T's group windows ⊕ R opened (27 bits, two to a word) and the dealt one-hots of R's
-     windows moved by them (local); each group's threshold is a local selection.
-  7. Each Bernoulli factor [V < TH] with V = W ⊕ TH (W the field's uniform word): TH's bit at the top set
-     bit of W, found by three rotations of one-hots (W's 4-bit chunks, their nonzero flags, the flags of
-     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`); the eight
-     factors are batched. The low bits: V_low >= T_low the same way.
+  6. The first factor (group (F−4, 6), t's bits 1/16..2: about 31% of the rejections, all the others
+     together about 3%), on every candidate: its window of T ⊕ R opened (ten to a word) and the dealt
+     one-hot of R's window moved by it (local); the threshold is a local selection; then [V < TH] with
+     V = W ⊕ TH (W the field's uniform word): TH's bit at the top set bit of W, found by three rotations of
+     one-hots (W's 4-bit chunks, their nonzero flags, the flags of four chunks) and three AND levels on
+     packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
+     candidates that fail it are dropped (safe as the accept bit is: a dropped candidate is discarded, and one
+     that is kept and accepted reveals only that it was accepted).
+  7. The other factors, on the survivors only: the other groups' windows (two to a word) and the same
+     Bernoulli factors, batched; the low bits: V_low >= T_low the same way.
   8. Accept = AND of the factors and of NOT (T's bits above the cut): 4 levels, four candidates to a word.
      Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates 22 steps carrying ≈ 41.1n ring elements or words (≈ 64 per
-accepted sample at acceptance 0.64). With Beaver multiplication they are 22 openings and 21 dealer requests;
-with replicated resharing (honest-majority, committee of parties 0–2) the 14 multiplication steps (≈ 28n) are
-resharings, one round each and one word per element per member, and 7 requests for material remain.
-Operations: and_words ≈ 17.25n and square n (Beaver: dealt material; replicated: none), one-hot words 59n
-(239n one-hots, most four to a word), b2a_bits (k+9)n (material under both). Measured bytes and time per
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 30 steps carrying ≈ 31n
+ring elements or words (≈ 48 per accepted sample at acceptance 0.64; 41n before the first factor was
+split off). With Beaver multiplication they are 30 openings and 28 requests for material; with replicated
+resharing (honest-majority, committee of parties 0–2) the 20 multiplication steps (≈ 21n) are resharings, one
+round each and one word per element per member, the other 10 (≈ 10n) openings, and 11 requests for material
+remain. Operations: and_words ≈ 13.7n, square n (Beaver: dealt material; replicated: none), one-hot words
+≈ 12n + 47s, b2a_bits (k+9)n (material under both). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import math
 
 import numpy as np
@@ -66,7 +73,7 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
 
-CIRCUIT = ("dg-mpc/3: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
+CIRCUIT = ("dg-mpc/4: the factor that rejects most evaluated first and its failures dropped; noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
            "Bernoulli factors by rotation-decoded top bits, packed point/accept, T to binary by rotated one-hots "
            "of 4-bit chunks and a carry prefix on packed lanes")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
@@ -131,93 +138,176 @@ def _exponent(ctx: MpcContext, plan: dg.SamplerPlan, word: torch.Tensor, indicat
     return value, T
 
 
-def group_windows() -> list[tuple[int, int]]:
-    """The distinct bit windows (low, width) of T that the groups read, in first-use order."""
+FIRST_GROUP = 3
+"""The Bernoulli factor evaluated first, on every candidate: group (F−4, 6), t's bits 1/16..2, which makes
+about 31% of the rejections (every other factor together about 3%). Its pass bit is opened and only the
+candidates that pass go on to the other factors."""
+OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
+SURVIVAL_OVER_ACCEPTANCE = 1.03
+"""Expected fraction of candidates that pass the first factor, over the acceptance: the other factors and
+the cut pass with probability about 0.97 (measured at σ from 40 to 3·10^5 units: 1.028–1.029). Used only to
+estimate a pass's cost before it runs."""
+
+
+def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
+    """The distinct bit windows (low, width) of T that ``groups`` read, in first-use order."""
     windows: list[tuple[int, int]] = []
-    for low, width, _ in dg.GROUPS:
+    for low, width, _ in (dg.GROUPS[g] for g in groups):
         if (low, width) not in windows:
             windows.append((low, width))
     return windows
 
 
-def _factors(ctx: MpcContext, plan: dg.SamplerPlan, t_bits: torch.Tensor, fields: dict[str, torch.Tensor]):
-    """XOR shares of every factor's pass bit, packed in a word: bit g for group g, then the low bits, then
-    the cut (t < 64)."""
-    n, groups, windows = t_bits.numel(), len(dg.GROUPS), group_windows()
-    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label="dg-group")
-    thresholds = [binary.select(ctx, onehots[:, windows.index((low, width))], tuple(table.tolist()), dg.WORD + 1)
-                  for (low, width, _), table in zip(dg.GROUPS, dg.group_thresholds())]
-    uniform = torch.cat([fields[f"v{g}"] for g in range(groups)] + [fields["v_low"]])
-    threshold = torch.cat(thresholds + [t_bits & ((1 << dg.LOW_BITS) - 1)])
-    passed = binary.bernoulli_bits(ctx, uniform, threshold, dg.WORD, label="dg-bern")
-    factors = torch.zeros(n, dtype=torch.int64)
-    for g in range(groups):
-        factors = factors | (passed[g * n:(g + 1) * n] << g)
-    factors = factors | (ring.public_xor(ctx, passed[groups * n:], 1) << groups)  # V_low >= T_low
-    above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)  # bits of t at 64 and above: must be 0
-    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << (groups + 1))
+def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, fields: dict[str, torch.Tensor], groups: tuple[int, ...],
+                  *, low: bool, label: str) -> list[torch.Tensor]:
+    """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low.
+
+    The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
+    one-hots of R's windows moved by them give each window's one-hot, and each group's threshold is a local
+    selection; the factors are batched in one :func:`~mpcdp.mpc.binary.bernoulli_bits`."""
+    n, windows = t_bits.numel(), group_windows(groups)
+    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
+    tables = dg.group_thresholds()
+    thresholds = [binary.select(ctx, onehots[:, windows.index(dg.GROUPS[g][:2])], tuple(tables[g].tolist()),
+                                dg.WORD + 1) for g in groups]
+    uniform = [fields[f"v{g}"] for g in groups]
+    if low:
+        uniform.append(fields["v_low"])
+        thresholds.append(t_bits & ((1 << dg.LOW_BITS) - 1))
+    passed = binary.bernoulli_bits(ctx, torch.cat(uniform), torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
+    bits = [passed[i * n:(i + 1) * n] for i in range(len(uniform))]
+    if low:
+        bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
+    return bits
 
 
-def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draw n candidates; return (public accept mask, additive shares of each candidate's value)."""
+def _other_factors(ctx: MpcContext, t_bits: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor:
+    """XOR shares of the pass bits of every factor but the first, packed in a word: one bit per group of
+    :data:`OTHER_GROUPS`, then the low bits, then the cut (t's bits at 64 and above all 0)."""
+    factors = torch.zeros(t_bits.numel(), dtype=torch.int64)
+    passes = _group_passes(ctx, t_bits, fields, OTHER_GROUPS, low=True, label="dg-rest")
+    for i, bit in enumerate(passes):
+        factors = factors | (bit << i)
+    above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
+    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes))
+
+
+def _other_factor_bits() -> int:
+    return len(OTHER_GROUPS) + 1 + dg.ABOVE
+
+
+@dataclasses.dataclass
+class PassResult:
+    """One pass: the public accept mask, additive shares of every candidate's value, and how many candidates
+    passed the first factor (public to the committee, like the accept bits)."""
+
+    accepted: torch.Tensor
+    value: torch.Tensor
+    survivors: int
+
+
+def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassResult:
+    """Draw n candidates; return the pass's accept mask, value shares and first-factor survivors.
+
+    Opening the first factor's bit is safe for the same reason as opening the accept bit: a candidate that
+    fails it is discarded, and one that passes every factor reveals only that it was accepted."""
     costs.record("random_bits", n * sum(dg.field_bits(plan).values()))
     fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words).items()}
     word, indicators = _piece_words(ctx, plan, fields)
     value, T = _exponent(ctx, plan, word, indicators)
     t_bits = binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
-    factors = _factors(ctx, plan, t_bits, fields)
-    accept = binary.all_bits_packed(ctx, factors, len(dg.GROUPS) + 1 + dg.ABOVE, label="dg-accept")
-    opened = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison")
-    return opened == 1, value
+    (first,) = _group_passes(ctx, t_bits, fields, (FIRST_GROUP,), low=False, label="dg-first")
+    passed = binary.open_packed(ctx, first, 1, label="dg-first-bits", kind="comparison") == 1
+    keep = torch.nonzero(passed).reshape(-1)
+    accepted = torch.zeros(n, dtype=torch.bool)
+    if keep.numel():
+        rest = {name: field[keep] for name, field in fields.items()}
+        factors = _other_factors(ctx, t_bits[keep], rest)
+        accept = binary.all_bits_packed(ctx, factors, _other_factor_bits(), label="dg-accept")
+        accepted[keep] = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison") == 1
+    return PassResult(accepted, value, int(keep.numel()))
 
 
-def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, replicated: bool = False) -> costs.DeclaredCost:
-    """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``.
+def expected_survivors(plan: dg.SamplerPlan, n: int) -> int:
+    """The expected number of a pass's n candidates that pass the first factor (for estimates)."""
+    return min(n, math.ceil(n * plan.acceptance * SURVIVAL_OVER_ACCEPTANCE))
 
-    Per pass of n candidates, with c = 8 Bernoulli factors (7 groups and the low bits; e = cn elements of
-    :func:`~mpcdp.mpc.binary.bernoulli_bits`), w = 6 distinct group windows, L = :func:`point_lane` and ⌈x⌉
-    the packed word counts, the communication steps in order are: piece index ⌈n/10⌉; point ANDs
-    4⌈n/(64/L)⌉; B2A n; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then
-    2⌈n/4⌉ at each of its 4 carry levels and n for the carries' AND (ANDs); group windows ⌈n/2⌉; the factors'
-    chunks e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉; T1 AND TH 2e; the packed picks 2⌈e/4⌉ and 2⌈e/16⌉
-    (ANDs); accept 4 AND levels of ⌈n/4⌉; the accept bits ⌈n/64⌉. That is 22 steps and ≈ 41.1n elements;
-    14 of them, ≈ 28n elements, are multiplications (the point, the square, the carries, T1 AND TH, the
-    picks, the accept levels).
+
+def _bernoulli_steps(e: int) -> list[tuple[int, bool]]:
+    """(elements, is a multiplication) of :func:`~mpcdp.mpc.binary.bernoulli_bits` on e elements: the chunks
+    e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks 2⌈e/4⌉ and 2⌈e/16⌉."""
+    return [(e, False), (-(-e // 4), False), (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True),
+            (2 * -(-e // 16), True)]
+
+
+def _bernoulli_ops(e: int) -> dict[str, int]:
+    return {"and_words": e + -(-e // 4) + -(-e // 16), "one_hot_words": 6 * e}
+
+
+def _pass_steps(plan: dg.SamplerPlan, n: int, s: int) -> tuple[list[tuple[int, bool]], collections.Counter]:
+    """(elements, is a multiplication) of every communication step of a pass of n candidates of which s pass
+    the first factor, in order, and the pass's operation counts."""
+    k, point_words = plan.k, -(-n // (64 // point_lane(plan)))
+    a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
+    ops = collections.Counter({"and_words": 2 * point_words + a2b_ops["and_words"],
+                               "one_hot_words": a2b_ops["one_hot_words"] + 2 * n, "b2a_bits": (k + 9) * n,
+                               "square": n, "random_bits": sum(dg.field_bits(plan).values()) * n})
+    steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words, True), (n, False), (n, True),
+             (a2b_openings[0], False), *[(size, True) for size in a2b_openings[1:]],
+             (-(-n // (64 // _span((FIRST_GROUP,)))), False), *_bernoulli_steps(n), (-(-n // 64), False)]
+    ops.update(_bernoulli_ops(n))
+    if s:
+        e, levels = (len(OTHER_GROUPS) + 1) * s, binary.levels(_other_factor_bits())
+        accept_words = -(-s // (64 // (1 << levels)))
+        steps += [(-(-s // (64 // _span(OTHER_GROUPS))), False), *_bernoulli_steps(e),
+                  *[(accept_words, True)] * levels, (-(-s // 64), False)]
+        ops.update(_bernoulli_ops(e))
+        ops.update({"and_words": levels * accept_words, "one_hot_words": len(group_windows(OTHER_GROUPS)) * s})
+    return steps, ops
+
+
+def _span(groups: tuple[int, ...]) -> int:
+    """Bits of T spanned by the windows of ``groups`` (what their rotation opens per candidate)."""
+    windows = group_windows(groups)
+    return max(low + width for low, width in windows) - min(low for low, _ in windows)
+
+
+def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: list[int] | None = None,
+                  replicated: bool = False) -> costs.DeclaredCost:
+    """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``, of which
+    ``survivors`` pass the first factor (default: :func:`expected_survivors`, for estimates).
+
+    Per pass of n candidates and s survivors, with e = 7s elements of the other factors (6 groups and the
+    low bits), L = :func:`point_lane` and ⌈x⌉ the packed word counts, the communication steps in order are:
+    piece index ⌈n/10⌉; point ANDs 4⌈n/(64/L)⌉; B2A n; square n; A2B
+    (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉ at each of its 4 carry levels and
+    n for the carries' AND (ANDs); the first factor: its window ⌈n/10⌉ and :func:`~mpcdp.mpc.binary.bernoulli_bits`
+    on n elements (chunks n, flags ⌈n/4⌉, super-flags ⌈n/16⌉, T1 AND TH 2n, picks 2⌈n/4⌉ and 2⌈n/16⌉), its
+    pass bits ⌈n/64⌉; then, if s > 0, the other windows ⌈s/2⌉, bernoulli_bits on e elements, accept 4 AND
+    levels of ⌈s/4⌉ and the accept bits ⌈s/64⌉. At acceptance 0.64 (s ≈ 0.66n) that is 30 steps and ≈ 32n
+    elements; 20 of them, ≈ 22n elements, are multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
-    exactly parties 0–2) every step is an opening and each multiplication a material request: 22 openings,
-    21 requests. With the honest-majority provider's replicated arithmetic (``replicated``: a committee of
-    exactly parties 0–2) each multiplication is a resharing of the same element count (each member sends
-    them to one other member, 1 round instead of an opening's 2) and needs no material: 8 openings
-    (≈ 13.1n elements), 14 resharings (≈ 28n), 7 requests.
-    Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + e + ⌈e/4⌉ + ⌈e/16⌉ + 4⌈n/4⌉; one_hot_words (dealt words of
-    one-hots) (4 + 1 + w + 6c)n; b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
+    exactly parties 0–2) every step is an opening and each one but the two sets of public bits needs a
+    request for material. With the honest-majority provider's replicated arithmetic (``replicated``: a
+    committee of exactly parties 0–2) each multiplication is a resharing of the same element count (each
+    member sends them to one other member, 1 round instead of an opening's 2) and needs no material.
+    Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + Σ(e + ⌈e/4⌉ + ⌈e/16⌉) over both factor stages + 4⌈s/4⌉;
+    one_hot_words (dealt words of one-hots) a2b + 2n + 5s + 6(n + e); b2a_bits (k+9)n; square n;
+    random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
     """
-    k, c = plan.k, len(dg.GROUPS) + 1
-    accept_levels = binary.levels(len(dg.GROUPS) + 1 + dg.ABOVE)
-    point_words = lambda n: -(-n // (64 // point_lane(plan)))  # noqa: E731
-    random_bits = sum(dg.field_bits(plan).values())
+    survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
     cost = costs.DeclaredCost()
-    for n in candidates:
-        e = c * n
-        accept_words = -(-n // (64 // (1 << accept_levels)))
-        a2b_openings, a2b_ops, a2b_requests = binary.declared_cost_by_chunks(n, 62)
-        cost.ops.update({"and_words": 2 * point_words(n) + a2b_ops["and_words"] + e + -(-e // 4) + -(-e // 16)
-                         + accept_levels * accept_words,
-                         "one_hot_words": a2b_ops["one_hot_words"] + (1 + len(group_windows()) + 6 * c) * n,
-                         "b2a_bits": (k + 9) * n, "square": n, "random_bits": random_bits * n})
-        a2b = [(a2b_openings[0], False), *[(size, True) for size in a2b_openings[1:]]]
-        steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words(n), True), (n, False), (n, True),
-                 *a2b, (-(-n // 2), False), (e, False), (-(-e // 4), False),
-                 (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True), (2 * -(-e // 16), True),
-                 *[(accept_words, True)] * accept_levels, (-(-n // 64), False)]
+    for n, s in zip(candidates, survivors, strict=True):
+        steps, ops = _pass_steps(plan, n, s)
+        cost.ops.update(ops)
         for size, multiplication in steps:
             if multiplication and replicated:
                 cost.reshare(size)
             else:
                 cost.open(size)
-        # one request for material per step but the last (the accept bits are opened without a mask)
-        cost.dealer_requests += len(steps) - 1 - (sum(m for _, m in steps) if replicated else 0)
+        public_bits = 2 if s else 1  # the first factor's and the accept bits are opened without a mask
+        cost.dealer_requests += len(steps) - public_bits - (sum(m for _, m in steps) if replicated else 0)
     return cost
 
 
@@ -250,6 +340,7 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
     for key in ("candidates", "passes", "accepted", "samples"):
         stats.setdefault(key, 0)
     stats.setdefault("pass_candidates", [])
+    stats.setdefault("pass_survivors", [])
     members = ctx.committee_members()
     everyone = len(members) == ctx.parties
     if ctx.rank in members:
@@ -272,12 +363,13 @@ def _committee_samples(ctx: MpcContext, count: int, plan: dg.SamplerPlan, words,
     while have < count:
         need = count - have
         n = min(int(candidates_wanted(plan, need)), MAX_PASS)
-        accepted, value = _candidates(ctx, plan, n, words)
+        result = _candidates(ctx, plan, n, words)
         stats["candidates"] += n
         stats["passes"] += 1
         stats["pass_candidates"].append(n)
-        stats["accepted"] += int(accepted.sum())
-        index = torch.nonzero(accepted).reshape(-1)[:need]
-        kept.append(value[index])
+        stats["pass_survivors"].append(result.survivors)
+        stats["accepted"] += int(result.accepted.sum())
+        index = torch.nonzero(result.accepted).reshape(-1)[:need]
+        kept.append(result.value[index])
         have += index.numel()
     return torch.cat(kept)
