@@ -296,11 +296,15 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     words = party_words(np.random.default_rng([seed, ctx.rank]))
     with costs.section() as ledger:
         result = _candidates(ctx, plan, candidates, words)
+    sampling = list(ctx.openings)
     values = ctx.reveal(Shared(result.value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
-    steps = [o for o in ctx.openings if o.label.startswith("dg-")]
-    return {"accepted": result.accepted, "survivors": result.survivors, "values": values.to(torch.int64),
+    names = sorted(result.uniform)
+    opened = ctx.open_masked([result.uniform[name] for name in names], label="test-uniform", xor=True)
+    steps = [o for o in sampling if o.label.startswith("dg-")]
+    return {"accepted": result.accepted, "survivors": result.survivors, "kept": result.kept,
+            "uniform": dict(zip(names, opened)), "values": values.to(torch.int64),
             "ops": dict(ledger.ops),
-            "openings": [(o.label, o.elements) for o in ctx.openings if o.kind in ("masked", "comparison")],
+            "openings": [(o.label, o.elements) for o in sampling if o.kind in ("coin", "masked", "comparison")],
             "reshares": [(o.label, o.elements) for o in steps if o.kind == "share"],
             "step_bytes": sum(o.bytes_sent for o in steps), "rounds": ledger.rounds,
             "dealer_requests": ledger.dealer_requests,

@@ -58,6 +58,8 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         words = torch.cat([_words(v) for _, v in comparisons])  # first-factor and accept bits, 64 to a word
         bits = ((words.unsqueeze(1) >> torch.arange(64)) & 1).reshape(-1)
         assert 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
+        coins = [(label, n) for label, n, _, kind, _ in party["openings"] if kind == "coin"]
+        assert coins and set(coins) == {("dg-coin", 4)}  # one 256-bit key per pass
         masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
         assert masked and all(label.startswith("dg-") for label in masked)
         assert all(recipients == (0, 1, 2) for _, _, recipients, kind, _ in party["openings"] if kind != "share"), \
@@ -120,7 +122,7 @@ def test_packed_window_openings_are_uniform_on_their_lanes(audit):
     above the last lane are 0."""
     for label, width in (("dg-piece", 60), ("dg-first-group", 60), ("dg-rest-group", 54),
                          *[(f"dg-{stage}-bern-{step}", width) for stage in ("first", "rest")
-                           for step, width in (("chunks", 62), ("flags", 64), ("supers", 64))]):
+                           for step, width in (("flags", 64), ("supers", 64))]):
         words = torch.cat([_words(v) for lab, _, _, kind, v in audit[0]["openings"] if lab == label])
         assert words.numel() > 10
         assert width == 64 or (int(words.min()) >= 0 and int(words.max()) < 2**width)
@@ -143,7 +145,7 @@ def test_no_opened_word_is_a_secret(audit):
     for party in audit:
         opened = set()
         for label, _, _, kind, values in party["openings"]:
-            if kind == "share" or (kind == "masked" and not label.endswith(PACKED)):
+            if kind in ("share", "coin") or (kind == "masked" and not label.endswith(PACKED)):
                 opened |= set(_words(values).tolist())
         assert not opened & encoded
 

@@ -130,18 +130,39 @@ def secure_pass(request):
 
 
 def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
+    """The candidates' values come from the members' seeded fields, and every accept decision is the plaintext
+    rule's on those fields and on the Bernoulli factors' uniform words (dealt words XOR the committee's coin,
+    opened here for the test): the first factor's for every candidate, the others' for its survivors."""
+    from mpcdp.noise.secure_gaussian import FIRST_GROUP, MEMBER_FIELDS
+
     sigma, n, seed, results = secure_pass
     plan = dg.plan_for(sigma)
     streams = [np.random.default_rng([seed, rank]) for rank in range(3)]
     shares = [dg.draw_fields(plan, n, lambda c, g=g: g.integers(-(2**63), 2**63 - 1, size=c, dtype=np.int64,
-                                                                 endpoint=True)) for g in streams]
+                                                                 endpoint=True), MEMBER_FIELDS) for g in streams]
     fields = {name: np.bitwise_xor.reduce([s[name] for s in shares]) for name in shares[0]}
     values, piece = dg.candidate_values(plan, fields)
+    r = results[0]
+    kept = r["kept"].numpy()
+    fields[f"v{FIRST_GROUP}"] = r["uniform"][f"v{FIRST_GROUP}"].numpy()
+    for name in dg.RANDOM_FIELDS:
+        if name.startswith("v") and name != f"v{FIRST_GROUP}":
+            words = r["uniform"][name].numpy()
+            if name == "v_low":  # 62-bit words; the plaintext rule's F-bit v_low is their top F bits
+                words = (words >> (dg.WORD - dg.F)) & ((1 << dg.F) - 1)
+            fields[name] = np.zeros(n, dtype=np.int64)
+            fields[name][kept] = words
+    first = dg.below(fields[f"v{FIRST_GROUP}"], dg.group_thresholds()[FIRST_GROUP][
+        (dg.exponent(plan, values, piece) >> dg.GROUPS[FIRST_GROUP][0]) & ((1 << dg.GROUPS[FIRST_GROUP][1]) - 1)],
+        dg.WORD)
+    assert np.array_equal(np.nonzero(first)[0], kept)
     decisions = dg.accept(plan, dg.exponent(plan, values, piece), fields)
     for r in results:
         assert np.array_equal(r["values"].numpy(), values)
         assert np.array_equal(r["accepted"].numpy(), decisions)
     assert 0.55 < decisions.mean() < 0.7
+    uniform = np.concatenate([w.numpy() for w in results[0]["uniform"].values()])
+    assert 0 <= uniform.min() and uniform.max() < 2**dg.WORD and uniform.max() >= 2**(dg.WORD - 4)
 
 
 def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
@@ -162,8 +183,8 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     for rank, party in enumerate(results):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank
     # opened: masked values and the accept bits only
-    assert {label for label, _ in r["openings"]} <= {"dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
+    assert {label for label, _ in r["openings"]} <= {"dg-coin", "dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
                                                      "dg-a2b-carry", "dg-a2b-add", *[f"dg-{stage}-{step}" for stage in ("first", "rest") for step in
-                                                       ("group", "bern-chunks", "bern-flags", "bern-supers",
+                                                       ("group", "bern-flags", "bern-supers",
                                                         "bern-and", "bern-pick", "bern-last")],
                                                      "dg-first-bits", "dg-accept", "dg-accept-bits"}

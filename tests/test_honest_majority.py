@@ -118,14 +118,16 @@ def test_material_costs_what_the_provider_declares(material):
         assert ledger["material_rounds"] == 10 and ledger["dealer_requests"] == 0
 
 
-def test_the_sampler_gives_the_dealers_values_exactly_from_the_same_party_randomness():
-    """The material only masks: with the parties' random fields seeded alike, the in-MPC discrete Gaussian
-    accepts the same candidates with the same values under both providers."""
+def test_the_sampler_draws_the_dealers_candidates_exactly_from_the_same_party_randomness():
+    """The material only masks: with the members' random fields seeded alike, the in-MPC discrete Gaussian
+    draws the same candidate values under both providers. (The Bernoulli factors' uniform words are dealt
+    words XOR the committee's coin, so the accept decisions differ between runs; that each follows the
+    plaintext rule on its own words is tests/test_discrete_gaussian.py's, under both providers.)"""
     runs = {provider: run_parties(discrete_gaussian_pass, MpcConfig(parties=3, provider=provider, timeout_s=120),
                                   args=(40.0, 400, 5)) for provider in ("dealer", "honest-majority")}
     dealer, free = runs["dealer"][0], runs["honest-majority"][0]
-    assert torch.equal(dealer["accepted"], free["accepted"]) and torch.equal(dealer["values"], free["values"])
-    assert dealer["accepted"].float().mean().item() > 0.3
+    assert torch.equal(dealer["values"], free["values"])
+    assert min(dealer["accepted"].float().mean().item(), free["accepted"].float().mean().item()) > 0.3
     assert free["dealer_requests"] == 0 and dealer["dealer_requests"] > 0
 
 

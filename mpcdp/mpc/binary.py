@@ -15,8 +15,9 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
               (:class:`mpcdp.adapter.ChunkOneHots`); 2 + ⌈log2(q − 1)⌉ dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
-  bernoulli_bits    openings of n + ⌈n/4⌉ + ⌈n/16⌉ words (three rotations), 2n words (one AND), then
-              2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 6 dealer requests
+  coin_uniform      no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
+  bernoulli_bits    openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND), then
+              2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 5 dealer requests
   all_bits_packed   ⌈log2 w⌉ levels of ⌈n/⌊64/lane⌋⌉ words
   packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
@@ -363,29 +364,46 @@ def _pack_nibbles(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
-                   label: str) -> torch.Tensor:
-    """XOR shares (bit 0) of [V < TH] for V = uniform ⊕ TH, with ``uniform`` XOR-shared uniform words of at
-    most ``bits`` bits (bits <= 64) and XOR-shared thresholds TH <= 2^bits (TH = 2^bits: always 1): for
-    TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability TH/2^bits.
+def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """XOR shares of uniform ``bits``-bit words W = R ⊕ S (bits <= 64), and the one-hots of W's 4-bit chunks
+    (four 16-bit lanes to a word, as :func:`rotated_one_hots` gives them), with no opening.
 
-    V and TH first differ at the top set bit of ``uniform`` (W), and V < TH there iff TH has that bit. The
-    top set bit is found by one-hot decoding in three rotations, no prefix circuit:
-      1. the 4-bit chunks of W: their one-hots (:func:`rotated_one_hots`, 16-bit lanes) give, locally, each
-         chunk's top-bit one-hot (at W's positions, word T1) and whether the chunk is nonzero;
-      2. the chunks' nonzero flags, four to a super-chunk: their one-hots give the highest nonzero chunk of
-         each super-chunk (F1) and whether it is nonzero;
+    R is a dealt rotation pair's word (:class:`mpcdp.adapter.OneHotPairs`): known to the dealer alone, or
+    without one to any two generators together. S = ``coin`` are public words of a stream that every member
+    computes and nobody else (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`). So W is uniform, and
+    hidden from every member alone and from the dealer alone; whoever holds both R and S (the dealer with a
+    member, or two generators) learns it. One request for material; no communication.
+    """
+    chunks = -(-bits // 4)
+    windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
+    r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
+    s = coin.reshape(-1) & low_mask(bits)
+    return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
+
+
+def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
+                   label: str) -> torch.Tensor:
+    """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of
+    their 4-bit chunks (:func:`coin_uniform`; bits <= 64) and XOR-shared thresholds TH <= 2^bits
+    (TH = 2^bits: always 1): for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability
+    TH/2^bits.
+
+    V and TH first differ at the top set bit of W, and V < TH there iff TH has that bit. The top set bit is
+    found by one-hot decoding, no prefix circuit:
+      1. W's chunk one-hots give, locally, each chunk's top-bit one-hot (at W's positions, word T1) and
+         whether the chunk is nonzero;
+      2. the chunks' nonzero flags, four to a super-chunk: their one-hots (:func:`rotated_one_hots`) give
+         the highest nonzero chunk of each super-chunk (F1) and whether it is nonzero;
       3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
     Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
     ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
-    W = 0 gives 0. Cost per element: openings of 1 + 1/4 + 1/16 words (the rotations), 2 words (T1 AND TH),
-    1/2 and 1/8 word (the packed ANDs); dealt: 4 + 1 + 1 one-hot words and ≈ 1.3 AND words.
+    W = 0 gives 0. Cost per element: openings of 1/4 + 1/16 words (the two rotations), 2 words (T1 AND TH),
+    1/2 and 1/8 word (the packed ANDs); dealt: 1 + 1 one-hot words and ≈ 1.3 AND words.
     """
-    flat, n = uniform.reshape(-1), uniform.numel()
+    n = thresholds.numel()
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
-    t1, zero = _tops(ctx, rotated_one_hots(ctx, flat, [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)],
-                                           label=f"{label}-chunks", lane=16))
+    t1, zero = _tops(ctx, chunk_hots)
     flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
     f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
                                                  label=f"{label}-flags", lane=16))
@@ -401,7 +419,7 @@ def bernoulli_bits(ctx: MpcContext, uniform: torch.Tensor, thresholds: torch.Ten
     r = _gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
     (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
     picked = lane_parity(f2_r, 4) & 1
-    return (picked ^ ((flat_th >> bits) & 1)).reshape(uniform.shape)
+    return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
 
 
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:

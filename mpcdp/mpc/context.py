@@ -34,6 +34,7 @@ import math
 import time
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from mpcdp import adapter
@@ -42,6 +43,7 @@ from mpcdp.errors import ConfigMismatchError, InputError, ProtocolViolation
 from mpcdp.transport import costs, public
 from mpcdp.mpc.masks import PairwiseMasks
 from mpcdp.mpc.shared import Shared, share_of
+from mpcdp.randomness import KeyedStream, secure_key
 from mpcdp.transport.wire import WireMeter
 from mpcdp.transport.mesh import Mesh
 
@@ -58,6 +60,9 @@ OPENING_KINDS = {
              "(honest-majority, among parties 0-2 only): re-randomised by a sharing of zero from a key its "
              "recipient lacks, so uniformly random to it; the recipient then holds two of three shares, never "
              "an opened value",
+    "coin": "a key the noise committee draws together: the XOR of every member's fresh 256 bits from the OS "
+            "CSPRNG, opened among the members only: uniform if one member draws honestly, and keys only "
+            "randomness that is XORed with dealt randomness no member knows",
     "release": "a differentially private release (the noisy aggregate v_p) or a job's declared output",
     "public": "public by design: configuration fingerprints, agreed shapes and validation flags, or a "
               "DP-noised model handed from node to node",
@@ -397,6 +402,15 @@ class MpcContext:
         self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
                        bytes_sent=sent, rounds=rounds, values=opened)
         return opened
+
+    def common_stream(self, *, label: str, domain: bytes) -> KeyedStream:
+        """A ChaCha20 stream that every current member computes and nobody else: its 256-bit key is the XOR of
+        every member's fresh 256 bits from the OS CSPRNG, opened among the members (one opening of 4 words,
+        kind ``coin``). Uniform as long as one member draws honestly. Only for randomness that may be public
+        to every member (:func:`mpcdp.mpc.binary.coin_uniform` XORs it with dealt randomness)."""
+        own = torch.from_numpy(np.frombuffer(secure_key(), dtype="<i8").astype(np.int64))
+        key = self._open(own, label=label, reason=OPENING_KINDS["coin"].split(":")[0], xor=True, kind="coin")
+        return KeyedStream(key.numpy().astype("<i8").tobytes(), domain=domain)
 
     def reshare(self, share: torch.Tensor, *, to: int, source: int, label: str) -> torch.Tensor:
         """Send this party's int64 ``share`` of protocol values to member ``to`` and receive member ``source``'s

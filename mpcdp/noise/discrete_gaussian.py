@@ -235,14 +235,16 @@ def field_bits(plan: SamplerPlan) -> dict[str, int]:
     return bits
 
 
-def draw_fields(plan: SamplerPlan, n: int, words) -> dict[str, np.ndarray]:
-    """One party's random fields for n candidates, drawn from ``words(count) -> int64 array`` in a fixed order.
+def draw_fields(plan: SamplerPlan, n: int, words, names: tuple[str, ...] = RANDOM_FIELDS) -> dict[str, np.ndarray]:
+    """One party's random fields ``names`` for n candidates, drawn from ``words(count) -> int64 array`` in
+    :data:`RANDOM_FIELDS` order.
 
     XOR-combining every party's fields gives the candidates' randomness; the secure sampler uses this party's
     fields as its XOR shares, and a test can recombine them from the same streams.
     """
     bits = field_bits(plan)
-    return {name: np.asarray(words(n), dtype=np.int64) & ((1 << bits[name]) - 1) for name in RANDOM_FIELDS}
+    return {name: np.asarray(words(n), dtype=np.int64) & ((1 << bits[name]) - 1)
+            for name in RANDOM_FIELDS if name in names}
 
 
 def candidate_values(plan: SamplerPlan, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -14,15 +14,22 @@ value, per provider:
   only how two of them would learn it (each holds two of the three shares of every factor) and what one
   sees (another member's share of each factor, re-randomised by a zero sharing from a key it lacks: uniform
   words, recorded in the opening audit as kind ``share``).
- Every random field of a candidate is the XOR
-of every member's private random bits. All arithmetic is exact on shares. Only each candidate's accept bit
-is opened (to the members), and that is safe: candidates are independent, and an accepted value has the
-target distribution whatever the other accept bits are. The shares then get a sharing of zero added on
-every party, so each party's share is uniform.
+
+A candidate's piece and point (:data:`MEMBER_FIELDS`) are the XOR of every member's private random bits. Each
+Bernoulli factor's uniform word is W = R ⊕ S (:func:`mpcdp.mpc.binary.coin_uniform`): R a dealt word (the
+dealer's, or without one the generators' jointly), S from the committee's coin, a stream every member
+computes (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`, opening kind ``coin``). So W is hidden from
+any one member and from the dealer alone, and known to exactly the coalitions above, which learn the noise
+anyway; and W's chunk one-hots cost no opening. All arithmetic is exact on shares. Only each candidate's
+first-factor bit and accept bit are opened (to the members), and that is safe: candidates are independent, a
+candidate dropped or rejected is discarded, and one that is kept reveals only that it passed every factor,
+so it has the target distribution whatever the other bits are. The shares then get a sharing of zero added
+on every party, so each party's share is uniform.
 
 Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring` or
 :mod:`mpcdp.mpc.binary`, and together they are the rule of :func:`~mpcdp.noise.discrete_gaussian.accept`:
-  1. Random fields: each party draws its share of every field from the OS CSPRNG (no communication).
+  1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
+     communication); the members open the coin's key (4 words).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
      to a word); piece indicators and the piece's base, mask and sign extension are local selections.
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
@@ -35,25 +42,26 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   6. The first factor (group (F−4, 6), t's bits 1/16..2: about 31% of the rejections, all the others
      together about 3%), on every candidate: its window of T ⊕ R opened (ten to a word) and the dealt
      one-hot of R's window moved by it (local); the threshold is a local selection; then [V < TH] with
-     V = W ⊕ TH (W the field's uniform word): TH's bit at the top set bit of W, found by three rotations of
-     one-hots (W's 4-bit chunks, their nonzero flags, the flags of four chunks) and three AND levels on
-     packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
+     V = W ⊕ TH: TH's bit at the top set bit of W, found by one-hot decoding (W's 4-bit chunks: the dealt
+     one-hots of R's chunks moved by S, no opening; then two rotations, their nonzero flags and the flags of
+     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
      candidates that fail it are dropped (safe as the accept bit is: a dropped candidate is discarded, and one
      that is kept and accepted reveals only that it was accepted).
   7. The other factors, on the survivors only: the other groups' windows (two to a word) and the same
-     Bernoulli factors, batched; the low bits: V_low >= T_low the same way.
+     Bernoulli factors, batched; the low bits: V_low >= T_low the same way (with TH = T_low·2^(62−F) on a
+     62-bit W: the same probability).
   8. Accept = AND of the factors and of NOT (T's bits above the cut): 4 levels, four candidates to a word.
      Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 30 steps carrying ≈ 31n
-ring elements or words (≈ 48 per accepted sample at acceptance 0.64; 41n before the first factor was
-split off). With Beaver multiplication they are 30 openings and 28 requests for material; with replicated
-resharing (honest-majority, committee of parties 0–2) the 20 multiplication steps (≈ 21n) are resharings, one
-round each and one word per element per member, the other 10 (≈ 10n) openings, and 11 requests for material
-remain. Operations: and_words ≈ 13.7n, square n (Beaver: dealt material; replicated: none), one-hot words
-≈ 12n + 47s, b2a_bits (k+9)n (material under both). Measured bytes and time per
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 29 steps carrying ≈ 25.4n
+ring elements or words (≈ 40 per accepted sample at acceptance 0.64; 41.1n in dg-mpc/3, before the first
+factor was split off and W's chunks came from the coin). With Beaver multiplication they are 29 openings and
+28 requests for material; with replicated resharing (honest-majority, committee of parties 0–2) the 20
+multiplication steps (≈ 21.1n) are resharings, one round each and one word per element per member, the other
+9 (≈ 4.3n) openings, and 11 requests for material remain. Operations: and_words ≈ 13.7n, square n (Beaver:
+dealt material; replicated: none), one-hot words ≈ 12n + 47s, b2a_bits (k+9)n (material under both). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md.
 """
 
@@ -72,10 +80,16 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream, secure_key
 
+MEMBER_FIELDS = ("index", "point", "sign")
+"""The random fields each member draws privately (XOR-combined): the candidate's piece and point. The
+Bernoulli factors' uniform words come from dealt words XOR the committee's coin instead."""
 
-CIRCUIT = ("dg-mpc/4: the factor that rejects most evaluated first and its failures dropped; noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
-           "Bernoulli factors by rotation-decoded top bits, packed point/accept, T to binary by rotated one-hots "
-           "of 4-bit chunks and a carry prefix on packed lanes")
+
+CIRCUIT = ("dg-mpc/4: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
+           "the factor that rejects most first and its failures dropped, Bernoulli factors by rotation-decoded "
+           "top bits of dealt words XOR the committee's coin, packed point/accept, T to binary by rotated "
+           "one-hots of 4-bit chunks and a carry prefix on packed lanes; replicated resharing among parties "
+           "0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -158,38 +172,45 @@ def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
     return windows
 
 
-def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, fields: dict[str, torch.Tensor], groups: tuple[int, ...],
-                  *, low: bool, label: str) -> list[torch.Tensor]:
-    """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low.
+def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
+                  label: str) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
+    """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low; and
+    XOR shares of the uniform word each factor used (field name -> words, for tests).
 
     The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
     one-hots of R's windows moved by them give each window's one-hot, and each group's threshold is a local
-    selection; the factors are batched in one :func:`~mpcdp.mpc.binary.bernoulli_bits`."""
+    selection. Each factor's uniform W is a dealt word XOR the committee's coin
+    (:func:`~mpcdp.mpc.binary.coin_uniform`), and the factors are batched in one
+    :func:`~mpcdp.mpc.binary.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
+    [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
+    plaintext rule for v_low = W >> (62 − F)."""
     n, windows = t_bits.numel(), group_windows(groups)
     onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
     tables = dg.group_thresholds()
     thresholds = [binary.select(ctx, onehots[:, windows.index(dg.GROUPS[g][:2])], tuple(tables[g].tolist()),
                                 dg.WORD + 1) for g in groups]
-    uniform = [fields[f"v{g}"] for g in groups]
+    names = [f"v{g}" for g in groups]
     if low:
-        uniform.append(fields["v_low"])
-        thresholds.append(t_bits & ((1 << dg.LOW_BITS) - 1))
-    passed = binary.bernoulli_bits(ctx, torch.cat(uniform), torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
-    bits = [passed[i * n:(i + 1) * n] for i in range(len(uniform))]
+        names.append("v_low")
+        thresholds.append((t_bits & ((1 << dg.LOW_BITS) - 1)) << (dg.WORD - dg.F))
+    uniform, hots = binary.coin_uniform(ctx, coin.words(len(names) * n), dg.WORD)
+    passed = binary.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
+    bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:
         bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
-    return bits
+    return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
 
 
-def _other_factors(ctx: MpcContext, t_bits: torch.Tensor, fields: dict[str, torch.Tensor]) -> torch.Tensor:
+def _other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream) -> tuple[torch.Tensor, dict]:
     """XOR shares of the pass bits of every factor but the first, packed in a word: one bit per group of
-    :data:`OTHER_GROUPS`, then the low bits, then the cut (t's bits at 64 and above all 0)."""
+    :data:`OTHER_GROUPS`, then the low bits, then the cut (t's bits at 64 and above all 0); and the factors'
+    uniform words."""
     factors = torch.zeros(t_bits.numel(), dtype=torch.int64)
-    passes = _group_passes(ctx, t_bits, fields, OTHER_GROUPS, low=True, label="dg-rest")
+    passes, uniform = _group_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
     for i, bit in enumerate(passes):
         factors = factors | (bit << i)
     above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
-    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes))
+    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes)), uniform
 
 
 def _other_factor_bits() -> int:
@@ -198,12 +219,19 @@ def _other_factor_bits() -> int:
 
 @dataclasses.dataclass
 class PassResult:
-    """One pass: the public accept mask, additive shares of every candidate's value, and how many candidates
-    passed the first factor (public to the committee, like the accept bits)."""
+    """One pass: the public accept mask, additive shares of every candidate's value, the candidates that
+    passed the first factor (public to the committee, like the accept bits), and XOR shares of the Bernoulli
+    factors' uniform words (field name -> words: the first factor's for every candidate, the others' for the
+    survivors in order; kept for tests)."""
 
     accepted: torch.Tensor
     value: torch.Tensor
-    survivors: int
+    kept: torch.Tensor
+    uniform: dict[str, torch.Tensor]
+
+    @property
+    def survivors(self) -> int:
+        return int(self.kept.numel())
 
 
 def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassResult:
@@ -211,21 +239,22 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassRes
 
     Opening the first factor's bit is safe for the same reason as opening the accept bit: a candidate that
     fails it is discarded, and one that passes every factor reveals only that it was accepted."""
-    costs.record("random_bits", n * sum(dg.field_bits(plan).values()))
-    fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words).items()}
+    costs.record("random_bits", n * _member_bits(plan))
+    fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words, MEMBER_FIELDS).items()}
+    coin = ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
     word, indicators = _piece_words(ctx, plan, fields)
     value, T = _exponent(ctx, plan, word, indicators)
     t_bits = binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
-    (first,) = _group_passes(ctx, t_bits, fields, (FIRST_GROUP,), low=False, label="dg-first")
+    (first,), uniform = _group_passes(ctx, t_bits, coin, (FIRST_GROUP,), low=False, label="dg-first")
     passed = binary.open_packed(ctx, first, 1, label="dg-first-bits", kind="comparison") == 1
     keep = torch.nonzero(passed).reshape(-1)
     accepted = torch.zeros(n, dtype=torch.bool)
     if keep.numel():
-        rest = {name: field[keep] for name, field in fields.items()}
-        factors = _other_factors(ctx, t_bits[keep], rest)
+        factors, rest = _other_factors(ctx, t_bits[keep], coin)
+        uniform.update(rest)
         accept = binary.all_bits_packed(ctx, factors, _other_factor_bits(), label="dg-accept")
         accepted[keep] = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison") == 1
-    return PassResult(accepted, value, int(keep.numel()))
+    return PassResult(accepted, value, keep, uniform)
 
 
 def expected_survivors(plan: dg.SamplerPlan, n: int) -> int:
@@ -234,9 +263,9 @@ def expected_survivors(plan: dg.SamplerPlan, n: int) -> int:
 
 
 def _bernoulli_steps(e: int) -> list[tuple[int, bool]]:
-    """(elements, is a multiplication) of :func:`~mpcdp.mpc.binary.bernoulli_bits` on e elements: the chunks
-    e, their flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks 2⌈e/4⌉ and 2⌈e/16⌉."""
-    return [(e, False), (-(-e // 4), False), (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True),
+    """(elements, is a multiplication) of :func:`~mpcdp.mpc.binary.bernoulli_bits` on e elements: the chunk
+    flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks 2⌈e/4⌉ and 2⌈e/16⌉."""
+    return [(-(-e // 4), False), (-(-e // 16), False), (2 * e, True), (2 * -(-e // 4), True),
             (2 * -(-e // 16), True)]
 
 
@@ -251,8 +280,8 @@ def _pass_steps(plan: dg.SamplerPlan, n: int, s: int) -> tuple[list[tuple[int, b
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
     ops = collections.Counter({"and_words": 2 * point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + 2 * n, "b2a_bits": (k + 9) * n,
-                               "square": n, "random_bits": sum(dg.field_bits(plan).values()) * n})
-    steps = [(-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words, True), (n, False), (n, True),
+                               "square": n, "random_bits": _member_bits(plan) * n})
+    steps = [(COIN_WORDS, False), (-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words, True), (n, False), (n, True),
              (a2b_openings[0], False), *[(size, True) for size in a2b_openings[1:]],
              (-(-n // (64 // _span((FIRST_GROUP,)))), False), *_bernoulli_steps(n), (-(-n // 64), False)]
     ops.update(_bernoulli_ops(n))
@@ -264,6 +293,14 @@ def _pass_steps(plan: dg.SamplerPlan, n: int, s: int) -> tuple[list[tuple[int, b
         ops.update(_bernoulli_ops(e))
         ops.update({"and_words": levels * accept_words, "one_hot_words": len(group_windows(OTHER_GROUPS)) * s})
     return steps, ops
+
+
+COIN_WORDS = 4  # the committee's coin key: 256 bits, opened once per pass
+
+
+def _member_bits(plan: dg.SamplerPlan) -> int:
+    bits = dg.field_bits(plan)
+    return sum(bits[name] for name in MEMBER_FIELDS)
 
 
 def _span(groups: tuple[int, ...]) -> int:
@@ -279,22 +316,23 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: lis
 
     Per pass of n candidates and s survivors, with e = 7s elements of the other factors (6 groups and the
     low bits), L = :func:`point_lane` and ⌈x⌉ the packed word counts, the communication steps in order are:
-    piece index ⌈n/10⌉; point ANDs 4⌈n/(64/L)⌉; B2A n; square n; A2B
+    the coin's key 4 words; piece index ⌈n/10⌉; point ANDs 4⌈n/(64/L)⌉; B2A n; square n; A2B
     (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉ at each of its 4 carry levels and
     n for the carries' AND (ANDs); the first factor: its window ⌈n/10⌉ and :func:`~mpcdp.mpc.binary.bernoulli_bits`
-    on n elements (chunks n, flags ⌈n/4⌉, super-flags ⌈n/16⌉, T1 AND TH 2n, picks 2⌈n/4⌉ and 2⌈n/16⌉), its
-    pass bits ⌈n/64⌉; then, if s > 0, the other windows ⌈s/2⌉, bernoulli_bits on e elements, accept 4 AND
-    levels of ⌈s/4⌉ and the accept bits ⌈s/64⌉. At acceptance 0.64 (s ≈ 0.66n) that is 30 steps and ≈ 32n
-    elements; 20 of them, ≈ 22n elements, are multiplications.
+    on n elements (its uniform words from :func:`~mpcdp.mpc.binary.coin_uniform`, no opening; flags ⌈n/4⌉,
+    super-flags ⌈n/16⌉, T1 AND TH 2n, picks 2⌈n/4⌉ and 2⌈n/16⌉), its pass bits ⌈n/64⌉; then, if s > 0, the
+    other windows ⌈s/2⌉, bernoulli_bits on e elements, accept 4 AND levels of ⌈s/4⌉ and the accept bits
+    ⌈s/64⌉. At acceptance 0.64 (s ≈ 0.65n) that is 29 steps and ≈ 26n elements; 20 of them, ≈ 21n
+    elements, are multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
-    exactly parties 0–2) every step is an opening and each one but the two sets of public bits needs a
-    request for material. With the honest-majority provider's replicated arithmetic (``replicated``: a
+    exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
+    bits needs a request for material, as does each stage's coin_uniform. With the honest-majority provider's replicated arithmetic (``replicated``: a
     committee of exactly parties 0–2) each multiplication is a resharing of the same element count (each
     member sends them to one other member, 1 round instead of an opening's 2) and needs no material.
     Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + Σ(e + ⌈e/4⌉ + ⌈e/16⌉) over both factor stages + 4⌈s/4⌉;
     one_hot_words (dealt words of one-hots) a2b + 2n + 5s + 6(n + e); b2a_bits (k+9)n; square n;
-    random_bits (6 + (k+3) + 1 + 7·62 + 53)n.
+    random_bits (6 + (k+3) + 1)n (what each member draws privately: :data:`MEMBER_FIELDS`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
     cost = costs.DeclaredCost()
@@ -306,8 +344,11 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: lis
                 cost.reshare(size)
             else:
                 cost.open(size)
-        public_bits = 2 if s else 1  # the first factor's and the accept bits are opened without a mask
-        cost.dealer_requests += len(steps) - public_bits - (sum(m for _, m in steps) if replicated else 0)
+        stages = 2 if s else 1
+        # no material for the coin, the first factor's bits and the accept bits; one request for each stage's
+        # uniform words (coin_uniform), which open nothing
+        cost.dealer_requests += (len(steps) - 1 - stages - (sum(m for _, m in steps) if replicated else 0)
+                                 + stages)
     return cost
 
 
