@@ -1,6 +1,6 @@
 """DDP-SRM vs DP-SGD on paper 002's MNIST CNN (§6.2, Fig. 3) at equal certified ε, secure vs simulated.
 
-    .venv/bin/python -m benchmarks.cnn --protocol protocols/cnn-compare.toml [--out PREFIX]
+    .venv/bin/python -m benchmarks.cnn --protocol protocols/cnn-compare.toml [--out PREFIX] [--secure-only]
 
 For every (dataset, ε, algorithm) the protocol names, runs ``protocols/{algorithm}-{dataset}-eps{ε}.toml``
 (hyper-parameters chosen by benchmarks.tune_cnn on seed 100) in the simulated backend on ``seeds`` (or the
@@ -15,7 +15,9 @@ MPC) on ``secure_seeds``. Reports:
 * time per step: the secure run's online phase and its noise pre-sampling per step, each ÷ the simulated
   run's wall time per step (same protocol, same seed, both after warm-up; process start-up apart).
 
-Writes PREFIX.md and PREFIX.json (default benchmarks/results/cnn-compare).
+Writes PREFIX.md and PREFIX.json (default benchmarks/results/cnn-compare). ``--secure-only`` re-runs the secure
+runs alone and pairs them with the simulated runs already recorded there: for a change of the in-MPC circuit
+only, which the simulated backend does not run (the record then lists both commands).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import multiprocessing
 import statistics
 from typing import Any
 
-from benchmarks.recording import parse, record
+from benchmarks.recording import parse, previous, record
 
 KEPT = ("protocol", "algorithm", "backend", "dataset", "parties", "epsilon", "epsilon_target", "delta", "sigma0",
         "sigma", "iterations", "data_passes", "test_error", "test_loss", "train_loss", "wall_s", "presample_s",
@@ -157,7 +159,9 @@ def markdown(summary: dict[str, Any], command: str, protocol: dict[str, Any]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns, protocol, command = parse(__doc__, "protocols/cnn-compare.toml", "benchmarks/results/cnn-compare", argv)
+    ns, protocol, command = parse(__doc__, "protocols/cnn-compare.toml", "benchmarks/results/cnn-compare", argv,
+                                  {"secure-only": "re-run the secure runs only and pair them with the recorded "
+                                                  "simulated ones (when only the in-MPC circuit changed)"})
     seeds_for = protocol.get("seeds_for", {})
     simulated = [(f"{a}-{d}-eps{e}", "simulated", s) for d in protocol["datasets"] for e in protocol["epsilons"]
                  for a in protocol["algorithms"] for s in seeds_for.get(d, protocol["seeds"])]
@@ -165,12 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     secure = [(n, "mpc", s) for n in protocol.get("secure", []) for s in protocol["secure_seeds"]]
     from tqdm import tqdm
 
-    with multiprocessing.get_context("spawn").Pool(int(protocol.get("workers", 2))) as pool:
-        runs = list(tqdm(pool.imap_unordered(_run, simulated), total=len(simulated), desc="simulated"))
+    commands = [command]
+    if ns.secure_only:
+        before = previous(ns.out)
+        runs = [r for r in before["runs"] if r["backend"] == "simulated"]
+        commands = before.get("commands", [before["command"]]) + [command]
+    else:
+        with multiprocessing.get_context("spawn").Pool(int(protocol.get("workers", 2))) as pool:
+            runs = list(tqdm(pool.imap_unordered(_run, simulated), total=len(simulated), desc="simulated"))
     for job in tqdm(secure, desc="secure"):  # party processes use every core: one secure run at a time
         runs.append(_run(job))
     summary = summarize(runs, protocol)
-    record(ns.out, markdown(summary, command, protocol), {"command": command, "runs": runs, **summary})
+    record(ns.out, markdown(summary, "`, then `".join(commands), protocol),
+           {"command": commands[0], "commands": commands, "runs": runs, **summary})
     return 0
 
 

@@ -9,11 +9,15 @@ import sys
 import tomllib
 
 
-def parse(doc: str, protocol: str, out: str, argv: list[str] | None) -> tuple[argparse.Namespace, dict, str]:
-    """Parse --protocol/--out; return (namespace, the protocol's TOML, the command line to record)."""
+def parse(doc: str, protocol: str, out: str, argv: list[str] | None,
+          flags: dict[str, str] | None = None) -> tuple[argparse.Namespace, dict, str]:
+    """Parse --protocol/--out and the benchmark's own on/off ``flags`` (name -> help); return (namespace, the
+    protocol's TOML, the command line to record)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--protocol", default=protocol)
     parser.add_argument("--out", default=out)
+    for name, text in (flags or {}).items():
+        parser.add_argument(f"--{name}", action="store_true", help=text)
     ns = parser.parse_args(argv)
     with open(ns.protocol, "rb") as fh:
         loaded = tomllib.load(fh)

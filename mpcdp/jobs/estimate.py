@@ -13,7 +13,8 @@ Time is the declared bytes at rates calibrated from this project's recorded runs
 (2 shared cores, loopback, TLS links; benchmarks/results/noise-exact.md, startup.md and estimate.md):
 
 * sampling: :data:`NOISE_S_PER_CANDIDATE` seconds per candidate the noise committee draws (its parties 0..c−1
-  compute and move every opening of a pass; the others wait);
+  compute and move every opening of a pass; the others wait), plus :data:`NOISE_S_PER_ROUND` per round of its
+  passes (what a small call, such as the quick start's, mostly waits for);
 * training: per release, :data:`RELEASE_S` (one opening, the step's bookkeeping) plus
   :data:`GRADIENT_S_PER_ENTRY` per record of the party's batch per model parameter (clipped per-record
   gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
@@ -38,7 +39,8 @@ from mpcdp.noise import secure_gaussian
 from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
-NOISE_S_PER_CANDIDATE = 17e-6  # the in-MPC sampler, dg-mpc/3, per candidate on the committee (noise-exact.md, estimate.md)
+NOISE_S_PER_CANDIDATE = 11.7e-6  # the in-MPC sampler, dg-mpc/4, per candidate on the committee (noise-exact.md, estimate.md)
+NOISE_S_PER_ROUND = 1.55e-3  # and per round of its passes: 10^5 samples, 116 rounds in 2.0 s; the quick start 0.33 s
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
 # per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of
 # training steps where 2e-7 predicted 1.88 s)
@@ -117,7 +119,12 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,
                        party_bytes=tuple(a + b for a, b in zip(noise_sent, online_sent)),
                        dealer_bytes=DEALER_ELEMENT_BYTES * material if has_dealer else 0,
-                       setup_s=SETUP_S, presample_s=drawn * NOISE_S_PER_CANDIDATE, online_s=online_s)
+                       setup_s=SETUP_S, presample_s=_sampling_s(drawn, noise_cost, members), online_s=online_s)
+
+
+def _sampling_s(candidates: int, cost: costs.DeclaredCost | None, members: int) -> float:
+    """The committee's sampling time: per candidate, and per round of its passes."""
+    return 0.0 if cost is None else candidates * NOISE_S_PER_CANDIDATE + cost.rounds(members) * NOISE_S_PER_ROUND
 
 
 def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> RunEstimate:
