@@ -311,6 +311,21 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
             "material_requests": sum(ledger.material_requests.values())}
 
 
+def single_candidate_passes(ctx, sigma_units: float, calls: int):
+    """``calls`` passes of one candidate each: per pass, how many passed the first factor, whether it was
+    accepted, and the sizes of the pass's sampling openings and resharings in order."""
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise.secure_gaussian import _candidates, party_words
+
+    plan, words, out = dg.plan_for(sigma_units), party_words(None), []
+    for _ in range(calls):
+        before = len(ctx.openings)
+        result = _candidates(ctx, plan, 1, words)
+        steps = [o.elements for o in ctx.openings[before:] if o.label.startswith("dg-")]
+        out.append({"survivors": result.survivors, "accepted": bool(result.accepted.any()), "steps": steps})
+    return out
+
+
 def distributed_rows_party(ctx, release, rows: int, choice):
     """This party's share of the distributed noise (its own samples) and the opened sum (test only)."""
     from mpcdp.learning.mechanisms import MECHANISMS as NOISE_MODES

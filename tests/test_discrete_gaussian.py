@@ -116,6 +116,29 @@ def test_plaintext_samples_follow_the_exact_pmf():
     assert abs(counts["candidates"] * plan.acceptance - x.size) < 0.05 * x.size
 
 
+def test_a_pass_whose_candidates_all_fail_the_first_factor_skips_the_rest():
+    """One candidate per pass, 40 passes (the first factor fails with probability ≈ 0.31, so some pass has no
+    survivor with probability 1 − 0.69^40 > 1 − 1e-6, and some has one with probability > 1 − 1e-20): with no
+    survivor the pass opens nothing after the first factor's bits and accepts nothing; either way its
+    openings are what :func:`declared_cost` says for its survivors, on every party alike."""
+    from mpcdp.config import MpcConfig
+    from mpcdp.noise.secure_gaussian import declared_cost
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import single_candidate_passes
+
+    sigma = 445.3
+    results = run_parties(single_candidate_passes, MpcConfig(parties=3, timeout_s=120), args=(sigma, 40))
+    passes = results[0]
+    assert all(r == passes for r in results)
+    assert {p["survivors"] for p in passes} == {0, 1}
+    for p in passes:
+        assert p["steps"] == declared_cost([1], dg.plan_for(sigma), survivors=[p["survivors"]]).openings
+        assert p["survivors"] or not p["accepted"]
+    empty = next(p for p in passes if p["survivors"] == 0)
+    full = next(p for p in passes if p["survivors"] == 1)
+    assert len(full["steps"]) - len(empty["steps"]) == 1 + 5 + 4 + 1  # windows, bernoulli, accept levels, bits
+
+
 @pytest.fixture(scope="module", params=["dealer", "honest-majority"])
 def secure_pass(request):
     """One pass at 3 parties under each provider: Beaver multiplication with the dealer's material, or the
