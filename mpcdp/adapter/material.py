@@ -135,9 +135,9 @@ class MaskedBits(Material):
         return source.additive(value, (n,)), source.xor(source.own(parts), (n,), bits=width)
 
     @classmethod
-    def fetch(cls, n: int, bits: int, *, kind: str = "comparison") -> tuple[torch.Tensor, torch.Tensor]:
-        """``kind``: the operation counted (a comparison or a conversion to binary)."""
-        costs.record(kind, n)
+    def fetch(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Counted as n comparisons (their one user, :func:`mpcdp.mpc.ring.ge_zero`)."""
+        costs.record("comparison", n)
         return provider().serve(cls, n, bits)
 
     @classmethod

@@ -49,7 +49,7 @@ SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick s
 SAFETY = 4.0  # the default time-out: this many times the estimate
 DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
-MATERIAL_OPS = ("and_words", "b2a_bits", "square", "a2b", "one_hot_words")  # counted ops that are dealt elements
+MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words")  # counted ops that are dealt elements
 
 
 @dataclasses.dataclass(frozen=True)

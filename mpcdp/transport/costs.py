@@ -28,7 +28,7 @@ Kinds (elements are counted, not calls):
   trunc_redo   elements of a truncation redone because their mask was unsafe (public, rare)
   b2a_bits     bits converted from XOR to additive sharing
   comparison   comparisons (x >= 0) of shared values
-  a2b          conversions of shared integers to XOR-shared words
+  one_hot_words  dealt words of one-hot vectors (rotation pairs, chunk one-hots)
   random_bits  private random bits a party contributes (sampler uniforms)
   openings     opening calls; opened_elements: ring elements or words opened
   reshares     resharings of a replicated multiplication (honest-majority among parties 0–2: each member sends
@@ -47,7 +47,7 @@ from typing import Iterator
 from mpcdp.transport import wire
 from mpcdp.transport.frames import HEADER_BYTES
 
-KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "a2b", "random_bits",
+KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "one_hot_words", "random_bits",
          "openings", "opened_elements", "reshares", "reshared_elements")
 WORD_BITS = 64
 
