@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -153,21 +152,22 @@ def test_party_processes_take_every_material_from_the_toy_with_no_dealer(monkeyp
     assert torch.equal(r & ((1 << 40) - 1), low)
 
 
-def test_mpcdp_noise_with_the_toy_gives_the_built_in_providers_samples_and_bytes(main, tmp_path):
-    """The same party randomness (--seed): the toy's run draws the very samples of honest-majority's, with the
-    same bytes from every party and the same rounds."""
+def test_mpcdp_noise_with_the_toy_runs_the_built_in_providers_protocol(main, tmp_path):
+    """The toy runs honest-majority's protocol: the same rounds, no dealer, and bytes within 5% of the built-in's
+    (they depend on how many candidates pass the sampler's first factor: public counts, about ±0.5%). The
+    samples themselves differ: the Bernoulli factors' words are dealt words XOR the committee's coin, fresh in
+    every run whatever --seed fixes. Either run needs a second pass with probability < 1e-5 (a 4.4σ shortfall of
+    accepted candidates), the one way the rounds could differ."""
     reports = {}
     for name in ("honest-majority", TOY):
         out = tmp_path / f"{name}.npy"
         _, stdout, _ = main("noise", "--parties", "3", "--provider", name, "--samples", "400", "--seed", "7",
                             "--out", str(out))
         reports[name] = json.loads(stdout.strip().splitlines()[-1])
-        reports[name]["values"] = np.load(out)
     built_in, toy = reports["honest-majority"], reports[TOY]
-    assert toy["validation"] == "passed" and toy["dealer_bytes"] == 0
-    assert np.array_equal(toy["values"], built_in["values"])
-    for key in ("bytes_by_party", "total_bytes", "rounds", "acceptance_rate"):
-        assert toy[key] == built_in[key], key
+    assert toy["validation"] == "passed" and toy["dealer_bytes"] == 0 == built_in["dealer_bytes"]
+    assert toy["rounds"] == built_in["rounds"]
+    assert abs(toy["total_bytes"] / built_in["total_bytes"] - 1) < 0.05
 
 
 def test_mpcdp_cost_with_the_toy_reports_no_dealer_and_names_it(main, tmp_path):

@@ -54,7 +54,9 @@ def _noise_parser(sub: argparse._SubParsersAction) -> None:
     noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
     noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
     noise.add_argument("--seed", type=int, default=None,
-                       help="reproducible (insecure) party randomness; default: OS CSPRNG")
+                       help="reproducible (insecure) party randomness; default: OS CSPRNG. For dgauss it fixes "
+                            "the candidates only: the accept decisions also use dealt words XOR the committee's "
+                            "coin, fresh every run")
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
 
