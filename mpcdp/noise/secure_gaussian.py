@@ -44,9 +44,9 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      one-hot of R's window moved by it (local); the threshold is a local selection; then [V < TH] with
      V = W ⊕ TH: TH's bit at the top set bit of W, found by one-hot decoding (W's 4-bit chunks: the dealt
      one-hots of R's chunks moved by S, no opening; then two rotations, their nonzero flags and the flags of
-     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
-     candidates that fail it are dropped (safe as the accept bit is: a dropped candidate is discarded, and one
-     that is kept and accepted reveals only that it was accepted).
+     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass
+     bit is opened, 64 to a word, and the candidates that fail it are dropped (safe as the accept bit is: a
+     dropped candidate is discarded, and one that is kept and accepted reveals only that it was accepted).
   7. The other factors, on the survivors only: the other groups' windows (two to a word) and the same
      Bernoulli factors, batched; the low bits: V_low >= T_low the same way (with TH = T_low·2^(62−F) on a
      62-bit W: the same probability).
@@ -61,8 +61,8 @@ factor was split off and W's chunks came from the coin). With Beaver multiplicat
 28 requests for material; with replicated resharing (honest-majority, committee of parties 0–2) the 20
 multiplication steps (≈ 21.1n) are resharings, one round each and one word per element per member, the other
 9 (≈ 4.3n) openings, and 11 requests for material remain. Operations: and_words ≈ 13.7n, square n (Beaver:
-dealt material; replicated: none), one-hot words ≈ 12n + 47s, b2a_bits (k+9)n (material under both). Measured bytes and time per
-sample: benchmarks/results/noise-exact.md.
+dealt material; replicated: none), one-hot words ≈ 12n + 47s, b2a_bits (k+9)n (material under both).
+Measured bytes and time per sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
