@@ -211,3 +211,21 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
                                                        ("group", "bern-flags", "bern-supers",
                                                         "bern-and", "bern-pick", "bern-last")],
                                                      "dg-first-bits", "dg-accept", "dg-accept-bits"}
+
+
+@pytest.mark.parametrize("sigma", [40.0, 445.3, 5000.0])
+def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estimated(sigma):
+    """Exact, by enumerating every candidate value: the first factor's pass probability over the acceptance is
+    within 2% of :data:`SURVIVAL_OVER_ACCEPTANCE` (what cost estimates use), and it makes most rejections."""
+    from mpcdp.noise.secure_gaussian import FIRST_GROUP, SURVIVAL_OVER_ACCEPTANCE
+
+    plan = dg.plan_for(sigma)
+    n = np.arange(-plan.radius, plan.radius, dtype=np.int64)
+    piece = dg.piece_of(plan, n)
+    proposal = np.array(plan.Q, dtype=np.float64)[piece] / (64 * np.array(plan.piece_sizes(), dtype=np.float64)[piece])
+    low, width, _ = dg.GROUPS[FIRST_GROUP]
+    table = dg.group_thresholds()[FIRST_GROUP].astype(np.float64) / 2.0**dg.WORD
+    first = float((proposal * table[(dg.exponent(plan, n, piece) >> low) & ((1 << width) - 1)]).sum())
+    acceptance = dg.exact_acceptance(plan)
+    assert abs(first / acceptance / SURVIVAL_OVER_ACCEPTANCE - 1) < 0.02
+    assert (1 - first) > 0.85 * (1 - acceptance)

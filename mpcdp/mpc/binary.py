@@ -422,6 +422,21 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
 
 
+def declared_cost_coin_uniform(n: int, bits: int) -> int:
+    """Dealt one-hot words of :func:`coin_uniform` on n words of ``bits`` bits (no opening)."""
+    chunks = -(-bits // 4)
+    return -(-chunks // 4) * n  # four 16-bit one-hot lanes to a word
+
+
+def declared_cost_bernoulli(e: int) -> tuple[list[tuple[int, bool]], dict[str, int]]:
+    """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
+    on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks
+    2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words 2e."""
+    quarter, sixteenth = -(-e // 4), -(-e // 16)
+    steps = [(quarter, False), (sixteenth, False), (2 * e, True), (2 * quarter, True), (2 * sixteenth, True)]
+    return steps, {"and_words": e + quarter + sixteenth, "one_hot_words": 2 * e}
+
+
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
     per = 64 // lane
