@@ -69,6 +69,11 @@ def _alive_or_zombie(pid: int) -> bool:
         return False
 
 
+def _process_name(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as fh:
+        return fh.read().strip()
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -131,14 +136,15 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
         _wait_for(lambda: re.search(r"training step [\d,]+ / [\d,]+", launcher.text()) is not None, 90)
         time.sleep(delay)
         # the launcher's children (its fork server, a resource tracker) and the fork server's: the parties and
-        # the dealer, forked in rank order
+        # the dealer, each named by its rank (/proc/PID/comm)
         children = _children(launcher.popen.pid)
         server = [pid for pid in children if "forkserver" in open(f"/proc/{pid}/cmdline").read()]
         assert len(server) == 1, children
         children += _children(server[0])
         assert launcher.popen.poll() is None, "the run ended before the kill: make it longer"
-        parties = sorted(_children(server[0]))
-        os.kill(parties[victim], signal.SIGKILL)
+        ranks = {_process_name(pid): pid for pid in _children(server[0])}
+        assert f"mpcdp-rank{victim}" in ranks, ranks
+        os.kill(ranks[f"mpcdp-rank{victim}"], signal.SIGKILL)
         killed = time.monotonic()
         code = launcher.popen.wait(timeout=60)
         assert time.monotonic() - killed < 60

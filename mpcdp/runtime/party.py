@@ -14,6 +14,7 @@ refusal there for every other process to read (:mod:`mpcdp.refusals`) and leaves
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import pickle
@@ -257,11 +258,22 @@ def _take_launcher_state(launcher: dict | None) -> None:
         os.chdir(launcher["cwd"])
 
 
+def _name_process(name: str) -> None:
+    """Give this process the OS name ``name`` (Linux ``prctl(PR_SET_NAME)``, at most 15 bytes), so ``ps``,
+    ``top`` and /proc/PID/comm tell the forked parties apart; a no-op where the call is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def run_party_process(rank: int, config: MpcConfig, settings: RunSettings, rendezvous: str, fn, args, job, results,
                       board, log_path: str, launcher: dict | None = None):
     """Entry point of a data-party process started by :mod:`mpcdp.runtime.harness`: steps and progress go
     to the shared :class:`~mpcdp.runtime.board.StatusBoard`, the result or the error through ``results``."""
     _freeze_inherited_objects()
+    _name_process(f"mpcdp-rank{rank}")
     _take_launcher_state(launcher)
     _redirect_output(log_path)
     plugins.load(settings.plugins)  # the registries' extensions the launcher loaded (`mpcdp --plugin`)
@@ -304,9 +316,10 @@ def run_dealer_process(config: MpcConfig, settings: RunSettings, rendezvous: str
                        launcher: dict | None = None):
     """Entry point of the dealer process started by :mod:`mpcdp.runtime.harness`."""
     _freeze_inherited_objects()
+    rank = config.parties
+    _name_process(f"mpcdp-rank{rank}")
     _take_launcher_state(launcher)
     _redirect_output(log_path)
-    rank = config.parties
     try:
         report = run_dealer(config=config, rendezvous=rendezvous, settings=settings)
     except BaseException as exc:  # noqa: BLE001
