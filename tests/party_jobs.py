@@ -279,7 +279,8 @@ def audited_srm(ctx, shard, params, noise, dim):
 
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows, "grids": grids,
             "unkeyed_draws": adapter.unkeyed_draws(), "keyed_words": adapter.keyed_words(),
-            "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits}
+            "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits,
+            "tables": adapter.deals_factor_tables()}
 
 
 def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):

@@ -101,12 +101,14 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_OneHotPairs", (4, [[0, 4], [4, 4], [8, 4], [12, 4], [16, 2]], 16), [4, 2]),
     ("mpcdp_ChunkOneHots", (4, 62), [4, 4]),
     ("mpcdp_ChunkOneHots", (4, 18), [4, 2]),
+    ("mpcdp_FactorTables", (4, 62, [[32, 5], [55, 7]], [[0, 0, 5, [1 << 62] * 32], [1, 2, 2, [0, 1, 2, 3]],
+                                                        [1, 4, 3, [1 << 62] + [0] * 7]], [[0, 32, 9]]), [4, 4]),
     ("mpcdp_CommitteeScope", ([0, 1],), [0]),
 ]
 
 
 def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
-    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 8
+    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 9
     meshes = _meshes(timeout_s=20.0)
     try:
         dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)

@@ -136,35 +136,61 @@ def test_a_pass_whose_candidates_all_fail_the_first_factor_skips_the_rest():
         assert p["survivors"] or not p["accepted"]
     empty = next(p for p in passes if p["survivors"] == 0)
     full = next(p for p in passes if p["survivors"] == 1)
-    assert len(full["steps"]) - len(empty["steps"]) == 1 + 5 + 4 + 1  # windows, bernoulli, accept levels, bits
+    # the dealer's tables: the other windows' opening, 3 AND levels over the 5 factor bits, the accept bits
+    assert len(full["steps"]) - len(empty["steps"]) == 1 + 3 + 1
 
 
-@pytest.fixture(scope="module", params=["dealer", "honest-majority"])
-def secure_pass(request):
-    """One pass at 3 parties under each provider: Beaver multiplication with the dealer's material, or the
-    honest-majority committee of parties 0–2 multiplying by replicated resharing."""
+def _secure_pass(provider: str):
     from mpcdp.config import MpcConfig
     from mpcdp.runtime.harness import run_parties
     from party_jobs import discrete_gaussian_pass
 
     sigma, n, seed = 445.3, 3000, 11
-    config = MpcConfig(parties=3, provider=request.param, timeout_s=300)
+    config = MpcConfig(parties=3, provider=provider, timeout_s=300)
     return sigma, n, seed, run_parties(discrete_gaussian_pass, config, args=(sigma, n, seed))
 
 
-def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
-    """The candidates' values come from the members' seeded fields, and every accept decision is the plaintext
-    rule's on those fields and on the Bernoulli factors' uniform words (dealt words XOR the committee's coin,
-    opened here for the test): the first factor's for every candidate, the others' for its survivors."""
-    from mpcdp.noise.secure_gaussian import FIRST_GROUP, MEMBER_FIELDS
+@pytest.fixture(scope="module")
+def dealer_pass():
+    """One pass at 3 parties with the dealer: Beaver multiplication with its material, factors from its tables."""
+    return _secure_pass("dealer")
 
-    sigma, n, seed, results = secure_pass
-    plan = dg.plan_for(sigma)
+
+@pytest.fixture(scope="module")
+def majority_pass():
+    """One pass at 3 parties under honest-majority: the committee of parties 0–2 multiplies by replicated
+    resharing and evaluates the factors as a circuit."""
+    return _secure_pass("honest-majority")
+
+
+@pytest.fixture(params=["dealer", "honest-majority"])
+def secure_pass(request):
+    """The pass under each provider."""
+    return request.getfixturevalue("dealer_pass" if request.param == "dealer" else "majority_pass")
+
+
+def _candidates_of(plan, n, seed):
+    """The candidates' values, pieces and T from the members' seeded fields (what each member drew, combined)."""
+    from mpcdp.noise.secure_gaussian import MEMBER_FIELDS
+
     streams = [np.random.default_rng([seed, rank]) for rank in range(3)]
     shares = [dg.draw_fields(plan, n, lambda c, g=g: g.integers(-(2**63), 2**63 - 1, size=c, dtype=np.int64,
                                                                  endpoint=True), MEMBER_FIELDS) for g in streams]
     fields = {name: np.bitwise_xor.reduce([s[name] for s in shares]) for name in shares[0]}
     values, piece = dg.candidate_values(plan, fields)
+    return fields, values, piece, dg.exponent(plan, values, piece)
+
+
+def test_without_a_dealer_the_mpc_sampler_makes_exactly_the_plaintext_decisions(majority_pass):
+    """The candidates' values come from the members' seeded fields, and every accept decision is the plaintext
+    rule's. Without a dealer (honest-majority) the factors are a circuit: the test opens their uniform words
+    (dealt words XOR the committee's coin) and runs the rule on them, the first factor's for every candidate,
+    the others' for its survivors. With the dealer, whose tables evaluate the factors: the next test."""
+    from mpcdp.noise.gaussian_factors import FIRST_GROUP
+
+    sigma, n, seed, results = majority_pass
+    plan = dg.plan_for(sigma)
+    fields, values, piece, T = _candidates_of(plan, n, seed)
     r = results[0]
     kept = r["kept"].numpy()
     fields[f"v{FIRST_GROUP}"] = r["uniform"][f"v{FIRST_GROUP}"].numpy()
@@ -176,16 +202,109 @@ def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
             fields[name] = np.zeros(n, dtype=np.int64)
             fields[name][kept] = words
     first = dg.below(fields[f"v{FIRST_GROUP}"], dg.group_thresholds()[FIRST_GROUP][
-        (dg.exponent(plan, values, piece) >> dg.GROUPS[FIRST_GROUP][0]) & ((1 << dg.GROUPS[FIRST_GROUP][1]) - 1)],
-        dg.WORD)
+        (T >> dg.GROUPS[FIRST_GROUP][0]) & ((1 << dg.GROUPS[FIRST_GROUP][1]) - 1)], dg.WORD)
     assert np.array_equal(np.nonzero(first)[0], kept)
-    decisions = dg.accept(plan, dg.exponent(plan, values, piece), fields)
+    decisions = dg.accept(plan, T, fields)
     for r in results:
         assert np.array_equal(r["values"].numpy(), values)
         assert np.array_equal(r["accepted"].numpy(), decisions)
     assert 0.55 < decisions.mean() < 0.7
     uniform = np.concatenate([w.numpy() for w in results[0]["uniform"].values()])
     assert 0 <= uniform.min() and uniform.max() < 2**dg.WORD and uniform.max() >= 2**(dg.WORD - 4)
+
+
+def _rule_tables(reads: list, width: int) -> dict[bytes, float]:
+    """Every table a window's factors can make, with its probability. ``reads`` lists (sub_low, sub_width,
+    thresholds) of the window's factors; bit a of a table is the AND over them of the plaintext rule
+    dg.below(W, TH[(a >> sub_low) mod 2^sub_width]) for independent uniform 62-bit words W. Only the top set bit
+    of W matters: none (W = 0) with probability 2^-62, bit p with probability 2^(p−62). Tables as the bytes of
+    their 0/1 entries."""
+    tops = [(0, 2.0**-dg.WORD)] + [(1 << p, 2.0 ** (p - dg.WORD)) for p in range(dg.WORD)]
+    values = np.arange(1 << width)
+    tables = {np.ones(1 << width, dtype=np.uint8).tobytes(): 1.0}
+    for lo, w, thresholds in reads:
+        th = np.asarray(thresholds, dtype=np.int64)[(values >> lo) & ((1 << w) - 1)]
+        column: dict[bytes, float] = {}
+        for word, prob in tops:
+            key = dg.below(np.full(1 << width, word, dtype=np.int64), th, dg.WORD).astype(np.uint8).tobytes()
+            column[key] = column.get(key, 0.0) + prob
+        combined: dict[bytes, float] = {}
+        for x, px in tables.items():
+            for y, py in column.items():
+                key = (np.frombuffer(x, np.uint8) & np.frombuffer(y, np.uint8)).tobytes()
+                combined[key] = combined.get(key, 0.0) + px * py
+        tables = combined
+    return tables
+
+
+def _table_bits(words: np.ndarray, width: int) -> np.ndarray:
+    """(n, 2^width) entries of tables packed 64 to a word, entry a at word a // 64, bit a % 64."""
+    a = np.arange(1 << width)
+    return ((words[:, a // 64] >> (a % 64)) & 1).astype(np.uint8)
+
+
+def _looked_up(tables: np.ndarray, mask: np.ndarray, T: np.ndarray, spec, pvalues: list) -> np.ndarray:
+    """The AND of the factors the dealt ``tables`` give for words T, after checking that each table, moved back
+    by its window of ``mask``, is one the plaintext rule makes (appending the χ² p-value of their frequencies)
+    and that each bit factor's one-hot and parity are consistent; a bit factor passes when NOT [V < TH]."""
+    from scipy import stats
+
+    windows, factors, bit_factors = spec
+    rows, passed, column = np.arange(T.size), np.ones(T.size, dtype=bool), 0
+    for i, (lo, width) in enumerate(windows):
+        size, words = 1 << width, -(-(1 << width) // 64)
+        dealt = _table_bits(tables[:, column:column + words], width)
+        column += words
+        r = (mask >> lo) & (size - 1)
+        table = dealt[rows[:, None], np.arange(size)[None, :] ^ r[:, None]]  # entry a: the dealt entry at a ⊕ r
+        allowed = _rule_tables([(f[1], f[2], f[3]) for f in factors if f[0] == i], width)
+        keys = [row.tobytes() for row in table]
+        assert all(key in allowed for key in keys), f"window {(lo, width)}: a table the rule cannot make"
+        counts = {key: keys.count(key) for key in set(keys)}
+        expected = sorted(((p * T.size, counts.get(key, 0)) for key, p in allowed.items()), reverse=True)
+        big = [(e, o) for e, o in expected if e >= 5]
+        rest = (sum(e for e, _ in expected) - sum(e for e, _ in big), T.size - sum(o for _, o in big))
+        cells = big + ([rest] if rest[0] > 1e-9 else [])
+        if len(cells) > 1:
+            pvalues.append(stats.chisquare([o for _, o in cells], [e for e, _ in cells]).pvalue)
+        passed &= table[rows, (T >> lo) & (size - 1)] == 1
+    for j, (lo, bits, _) in enumerate(bit_factors):
+        entry = tables[:, column + j]
+        q, beta = entry & ((1 << bits) - 1), (entry >> 63) & 1
+        assert np.all((q & (q - 1)) == 0) and np.all(((entry >> bits) & ((1 << (63 - bits)) - 1)) == 0)
+        parity = lambda x: np.array([bin(int(v)).count("1") & 1 for v in x], dtype=np.int64)  # noqa: E731
+        assert np.array_equal(beta, parity(q & ((mask >> lo) & ((1 << bits) - 1))))
+        passed &= parity(q & ((T >> lo) & ((1 << bits) - 1))) == 0
+    return passed
+
+
+def test_with_the_dealer_the_tables_are_the_plaintext_rule(dealer_pass):
+    """With the dealer, each Bernoulli factor is read from a table the dealer made from its own uniform words,
+    which nobody else sees. Opened here for the test: every table and mask. Each table, moved back by its
+    mask's window, is one that the plaintext rule dg.below makes for some uniform words (every such table is
+    enumerated with its probability), the tables' frequencies match those probabilities (χ² per window, five
+    windows, each at α = 1e-3), the low bits' one-hot and parity agree with the mask, and the accept decisions
+    are the tables' AND at each candidate's T (from the members' seeded fields): the first factor for every
+    candidate, the others for its survivors."""
+    from mpcdp.noise.gaussian_factors import FIRST_GROUP, OTHER_GROUPS, table_spec
+
+    sigma, n, seed, results = dealer_pass
+    plan = dg.plan_for(sigma)
+    _, values, _, T = _candidates_of(plan, n, seed)
+    r = results[0]
+    u = {name: v.numpy() for name, v in r["uniform"].items()}
+    kept, pvalues = r["kept"].numpy(), []
+    first = _looked_up(u["first-tables"], u["first-mask"], T, table_spec((FIRST_GROUP,), low=False, above=False),
+                       pvalues)
+    assert np.array_equal(np.nonzero(first)[0], kept)
+    decisions = np.zeros(n, dtype=bool)
+    decisions[kept] = _looked_up(u["rest-tables"], u["rest-mask"], T[kept],
+                                 table_spec(OTHER_GROUPS, low=True, above=True), pvalues)
+    for party in results:
+        assert np.array_equal(party["values"].numpy(), values)
+        assert np.array_equal(party["accepted"].numpy(), decisions)
+    assert 0.55 < decisions.mean() < 0.7
+    assert len(pvalues) == 5 and min(pvalues) > 1e-3, pvalues
 
 
 def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
@@ -196,12 +315,13 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     sigma, n, _, results = secure_pass
     replicated = results[0]["dealer_requests"] == 0  # the honest-majority run
     r = results[0]
-    declared = declared_cost([n], dg.plan_for(sigma), survivors=[r["survivors"]], replicated=replicated)
+    declared = declared_cost([n], dg.plan_for(sigma), survivors=[r["survivors"]], replicated=replicated,
+                             tables=not replicated)
     assert [e for label, e in r["openings"] if label.startswith("dg-")] == declared.openings
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (11 if replicated else 28)
+    assert r["material_requests"] == declared.dealer_requests == (11 if replicated else 15)
     assert r["rounds"] == declared.rounds(3)
     for rank, party in enumerate(results):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank
@@ -209,7 +329,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert {label for label, _ in r["openings"]} <= {"dg-coin", "dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
                                                      "dg-a2b-carry", "dg-a2b-add", *[f"dg-{stage}-{step}" for stage in ("first", "rest") for step in
                                                        ("group", "bern-flags", "bern-supers",
-                                                        "bern-and", "bern-pick", "bern-last")],
+                                                        "bern-and", "bern-pick", "bern-last", "window")],
                                                      "dg-first-bits", "dg-accept", "dg-accept-bits"}
 
 
@@ -217,7 +337,8 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
 def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estimated(sigma):
     """Exact, by enumerating every candidate value: the first factor's pass probability over the acceptance is
     within 2% of :data:`SURVIVAL_OVER_ACCEPTANCE` (what cost estimates use), and it makes most rejections."""
-    from mpcdp.noise.secure_gaussian import FIRST_GROUP, SURVIVAL_OVER_ACCEPTANCE
+    from mpcdp.noise.gaussian_factors import FIRST_GROUP
+    from mpcdp.noise.secure_gaussian import SURVIVAL_OVER_ACCEPTANCE
 
     plan = dg.plan_for(sigma)
     n = np.arange(-plan.radius, plan.radius, dtype=np.int64)

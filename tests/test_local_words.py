@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mpcdp.adapter import lanes
-from mpcdp.mpc import binary, ring
+from mpcdp.mpc import bernoulli, binary, ring
 
 
 def _words(rng: random.Random, *shape: int) -> torch.Tensor:
@@ -88,11 +88,11 @@ def test_select_across_blocks_is_the_xor_of_the_set_positions_entries(small_bloc
 def test_tops_are_the_top_bit_one_hots_and_zero_flags_of_every_lane(small_blocks):
     rng = random.Random(6)
     words = _words(rng, 20, 4)
-    tops, zeros = binary._tops(None, words)
+    tops, zeros = bernoulli._tops(None, words)
     for row in range(20):
         expected_tops = expected_zeros = 0
         for i in range(4):
-            image = _selected_by_definition(int(words[row, i]), binary.TOP_TABLE, 20) & ((1 << 20) - 1)
+            image = _selected_by_definition(int(words[row, i]), bernoulli.TOP_TABLE, 20) & ((1 << 20) - 1)
             expected_tops |= (image & 0xFFFF) << (16 * i)
             expected_zeros |= (image >> 16) << (4 * i)
         assert int(tops[row]) == binary._signed(expected_tops)
@@ -104,7 +104,7 @@ def test_gather_bits_packs_every_stride_th_bit(stride, count, small_blocks):
     rng = random.Random(stride * 100 + count)
     words = _words(rng, 200)
     expected = [sum(_bit(int(v), i * stride) << i for i in range(count)) for v in words]
-    assert binary._gather_bits(words, stride, count).tolist() == [binary._signed(v) for v in expected]
+    assert binary.gather_bits(words, stride, count).tolist() == [binary._signed(v) for v in expected]
 
 
 @pytest.mark.parametrize("lane", [2, 4, 16, 64])

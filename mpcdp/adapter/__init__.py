@@ -42,7 +42,8 @@ from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
 from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
-    AndShifted, ChunkOneHots, CommitteeScope, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits, shift_word)
+    AndShifted, ChunkOneHots, CommitteeScope, FactorTables, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits,
+    deals_factor_tables, shift_word)
 from mpcdp.adapter.lanes import moved_one_hots, rotate_lanes  # noqa: F401
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
@@ -73,4 +74,5 @@ dealer_products = Products.fetch
 dealer_and_shifted = AndShifted.fetch
 dealer_one_hot_pairs = OneHotPairs.fetch
 dealer_chunk_one_hots = ChunkOneHots.fetch
+dealer_factor_tables = FactorTables.fetch
 committee_scope = CommitteeScope.fetch

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import chunk_masks, keyed, replicated
+from mpcdp.adapter import chunk_masks, factor_tables, keyed, replicated
 from mpcdp.adapter.lanes import moved_one_hots, one_hot_words, window_values
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
@@ -382,6 +382,55 @@ class ChunkOneHots(Material):
         return r, hots
 
 
+class FactorTables(Material):
+    """Bernoulli factors looked up in dealt tables (:mod:`.factor_tables`): n uniform words R, XOR-shared,
+    shape (n,), and per element the tables of the factors of each window of a word masked by R and one word
+    per bit factor, XOR-shared, shape (n, :func:`~.factor_tables.reply_words`).
+
+    Only a provider with a dealer serves it: the tables' maker knows every factor's uniform word, which is
+    safe only for one that never sees an opened value. Without a dealer the sampler evaluates the factors
+    with :func:`mpcdp.mpc.bernoulli.bernoulli_bits` instead (:func:`deals_factor_tables`).
+    """
+
+    @staticmethod
+    def reply_shape(n: int, word_bits: int, windows: list, factors: list, bit_factors: list) -> tuple[int, ...]:
+        spec = factor_tables.check_spec(word_bits, windows, factors, bit_factors)
+        return (n, factor_tables.reply_words(spec[1], spec[3]))
+
+    serve = staticmethod(factor_tables.served)
+
+    @staticmethod
+    def generate(source: replicated.ReplicatedSource, *args):
+        from mpcdp.errors import ConfigError
+
+        raise ConfigError("factor tables need a dealer (their maker knows the factors' uniform words and must "
+                          "see no opened value); this provider has none")
+
+    @classmethod
+    def fetch(cls, n: int, word_bits: int, windows: list[tuple[int, int]], factors: list, bit_factors: list
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        windows = [list(w) for w in windows]
+        factors = [[f[0], f[1], f[2], [int(t) for t in f[3]]] for f in factors]
+        bit_factors = [list(b) for b in bit_factors]
+        costs.record("table_words", n * cls.reply_shape(n, word_bits, windows, factors, bit_factors)[1])
+        return provider().serve(cls, n, word_bits, windows, factors, bit_factors)
+
+    @classmethod
+    def from_dealer(cls, n: int, word_bits: int, windows: list, factors: list, bit_factors: list
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        r = keyed.kbit((n,), generator=generator)
+        shape = cls.reply_shape(n, word_bits, windows, factors, bit_factors)
+        tables = cls.request(n, word_bits, windows, factors, bit_factors) if rank() == 0 else \
+            keyed.kbit(shape, generator=generator)
+        return r, tables
+
+
+def deals_factor_tables() -> bool:
+    """Whether the run's provider serves :class:`FactorTables`: it has a dealer."""
+    return bool(provider().has_dealer)
+
+
 def check_members(members, parties: int) -> list[int]:
     """``members``: ranks in increasing order, starting with party 0, within the run's ``parties``."""
     from mpcdp.errors import ProtocolViolation
@@ -436,4 +485,4 @@ class CommitteeScope(Material):
 
 
 KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
-                                      ChunkOneHots, CommitteeScope)
+                                      ChunkOneHots, FactorTables, CommitteeScope)

@@ -49,7 +49,7 @@ SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick s
 SAFETY = 4.0  # the default time-out: this many times the estimate
 DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
-MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words")  # counted ops that are dealt elements
+MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words", "table_words")  # counted ops that are dealt elements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
     by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`)."""
     candidates = _sampler_passes(levels, steps)
-    noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
+    noise_cost = _sampler_cost(levels, candidates, replicated=replicated, tables=has_dealer)
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
@@ -178,13 +178,13 @@ def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int
     return out
 
 
-def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *,
-                  replicated: bool = False) -> costs.DeclaredCost | None:
+def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, replicated: bool = False,
+                  tables: bool = True) -> costs.DeclaredCost | None:
     if not blocks:
         return None
     total = costs.DeclaredCost()
     for plan, passes in blocks:
-        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated)
+        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated, tables=tables)
     return total
 
 

@@ -1,5 +1,6 @@
 """Exact circuits on XOR-shared 64-bit words: conversion from arithmetic shares, one-hot decoding by rotation,
-table lookup, Bernoulli bits against a shared threshold and AND of a word's bits.
+table lookup, packed ANDs and the AND of a word's bits (the Bernoulli factors built on them:
+:mod:`mpcdp.mpc.bernoulli`).
 
 These run the discrete Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`) on integers only. Every
 function works on a batch of flat int64 tensors, and every party calls it in lockstep. A word holds one
@@ -15,9 +16,6 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
               (:class:`mpcdp.adapter.ChunkOneHots`); 2 + ⌈log2(q − 1)⌉ dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
-  coin_uniform      no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
-  bernoulli_bits    openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND), then
-              2⌈n/4⌉ and 2⌈n/16⌉ words (packed ANDs); 5 dealer requests
   all_bits_packed   ⌈log2 w⌉ levels of ⌈n/⌊64/lane⌋⌉ words
   packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
@@ -82,8 +80,8 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
         below_c = torch.zeros_like(c)
         for j in range(4):
             below_c |= ((torch.ones_like(c) << amounts[:, j]) - 1) << (16 * j)
-        gp[:, 0] |= _gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
-        gp[:, 1] |= _gather_bits(moved >> 15, 16, 4) << (4 * k)
+        gp[:, 0] |= gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
+        gp[:, 1] |= gather_bits(moved >> 15, 16, 4) << (4 * k)
     return e, flips, gp
 
 
@@ -281,7 +279,7 @@ def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     return out
 
 
-def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
+def gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
     """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
     a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps, block
     by block."""
@@ -301,140 +299,6 @@ def _gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
             x |= torch.bitwise_right_shift(x, shift, out=shifted)
             x &= mask
     return out
-
-
-def _top_table() -> tuple[int, ...]:
-    """The GF(2)-linear map, position by position, from a word of four 16-bit one-hot lanes (lane j the one-hot
-    of a 4-bit value v_j) to 20 bits: bits 4j..4j+3 the one-hot of the top set bit of v_j (0 for v_j = 0), bit
-    16 + j set iff v_j = 0. The definition of :func:`_tops`, which computes it with word operations."""
-    images = []
-    for position in range(64):
-        j, v = divmod(position, 16)
-        top = 0 if v == 0 else 1 << (v.bit_length() - 1)
-        images.append((top << (4 * j)) | ((1 << (16 + j)) if v == 0 else 0))
-    return tuple(images)
-
-
-TOP_TABLE = _top_table()
-_LANE_BITS = 0x0001000100010001  # bit 0 of each 16-bit lane
-
-
-def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For words (n, w) of four 16-bit one-hot lanes (4w 4-bit values v): XOR shares of (the top-bit one-hots,
-    4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
-    [v_k = 0], value k at bit k). Local: :data:`TOP_TABLE` applied to every word, block by block. It is a
-    parity of lane positions per output bit (top bit t: positions 2^t..2^(t+1)−1; zero: position 0), so each
-    is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down."""
-    words = words.contiguous()
-    n, w = words.shape
-    places = torch.arange(w, dtype=torch.int64)
-    tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
-    for rows in row_blocks(n, w):
-        nibbles = _top_nibbles(words[rows])  # value j of a word at bits 4j..4j+3
-        nibbles <<= 16 * places
-        torch.sum(nibbles, 1, out=tops[rows])  # disjoint bit fields: the sum is their OR
-        flags = _gather_bits(words[rows], 16, 4)
-        flags <<= 4 * places
-        torch.sum(flags, 1, out=zeros[rows])
-    return tops, zeros
-
-
-def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
-    """Per word of x, bits 4j..4j+3: the parities of lane j's positions 1, 2..3, 4..7 and 8..15 (local)."""
-    pairs = x >> 1
-    pairs ^= x  # bit p: x_p ⊕ x_(p+1)
-    fours = pairs >> 2
-    fours ^= pairs  # x_p ⊕ ... ⊕ x_(p+3)
-    eights = fours >> 4
-    eights ^= fours  # x_p ⊕ ... ⊕ x_(p+7)
-    out = (x >> 1) & _LANE_BITS
-    for part, shift, bit in ((pairs, 1, 1), (fours, 2, 2), (eights, 5, 3)):
-        part >>= shift
-        part &= _LANE_BITS << bit
-        out |= part
-    return _pack_nibbles(out)
-
-
-def _pack_nibbles(x: torch.Tensor) -> torch.Tensor:
-    """The low 4 bits of each 16-bit lane j of x moved to bits 4j..4j+3 (x's other bits clear)."""
-    x |= x >> 12
-    x &= 0x000000FF000000FF
-    x |= x >> 24
-    x &= 0xFFFF
-    return x
-
-
-def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """XOR shares of uniform ``bits``-bit words W = R ⊕ S (bits <= 64), and the one-hots of W's 4-bit chunks
-    (four 16-bit lanes to a word, as :func:`rotated_one_hots` gives them), with no opening.
-
-    R is a dealt rotation pair's word (:class:`mpcdp.adapter.OneHotPairs`): known to the dealer alone, or
-    without one to any two generators together. S = ``coin`` are public words of a stream that every member
-    computes and nobody else (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`). So W is uniform, and
-    hidden from every member alone and from the dealer alone; whoever holds both R and S (the dealer with a
-    member, or two generators) learns it. One request for material; no communication.
-    """
-    chunks = -(-bits // 4)
-    windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
-    r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
-    s = coin.reshape(-1) & low_mask(bits)
-    return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
-
-
-def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
-                   label: str) -> torch.Tensor:
-    """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of
-    their 4-bit chunks (:func:`coin_uniform`; bits <= 64) and XOR-shared thresholds TH <= 2^bits
-    (TH = 2^bits: always 1): for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability
-    TH/2^bits.
-
-    V and TH first differ at the top set bit of W, and V < TH there iff TH has that bit. The top set bit is
-    found by one-hot decoding, no prefix circuit:
-      1. W's chunk one-hots give, locally, each chunk's top-bit one-hot (at W's positions, word T1) and
-         whether the chunk is nonzero;
-      2. the chunks' nonzero flags, four to a super-chunk: their one-hots (:func:`rotated_one_hots`) give
-         the highest nonzero chunk of each super-chunk (F1) and whether it is nonzero;
-      3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
-    Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
-    ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
-    W = 0 gives 0. Cost per element: openings of 1/4 + 1/16 words (the two rotations), 2 words (T1 AND TH),
-    1/2 and 1/8 word (the packed ANDs); dealt: 1 + 1 one-hot words and ≈ 1.3 AND words.
-    """
-    n = thresholds.numel()
-    chunks = -(-bits // 4)
-    supers = -(-chunks // 4)
-    t1, zero = _tops(ctx, chunk_hots)
-    flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
-    f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
-                                                 label=f"{label}-flags", lane=16))
-    f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
-    super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
-    f2, _ = _tops(ctx, rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16))
-    f2 = f2 & low_mask(supers)  # bit s: super-chunk s is the highest nonzero one
-    ands = ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label=f"{label}-and")
-    flat_th = thresholds.reshape(-1)
-    ands.open({0: t1, 1: flat_th & low_mask(bits)})
-    q = _gather_bits(lane_parity(ands.product(0, 1, 0), 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
-    (f1_q,) = packed_ands(ctx, {0: f1, 1: q}, [(0, 1)], 16, label=f"{label}-pick")
-    r = _gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
-    (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
-    picked = lane_parity(f2_r, 4) & 1
-    return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
-
-
-def declared_cost_coin_uniform(n: int, bits: int) -> int:
-    """Dealt one-hot words of :func:`coin_uniform` on n words of ``bits`` bits (no opening)."""
-    chunks = -(-bits // 4)
-    return -(-chunks // 4) * n  # four 16-bit one-hot lanes to a word
-
-
-def declared_cost_bernoulli(e: int) -> tuple[list[tuple[int, bool]], dict[str, int]]:
-    """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
-    on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks
-    2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words 2e."""
-    quarter, sixteenth = -(-e // 4), -(-e // 16)
-    steps = [(quarter, False), (sixteenth, False), (2 * e, True), (2 * quarter, True), (2 * sixteenth, True)]
-    return steps, {"and_words": e + quarter + sixteenth, "one_hot_words": 2 * e}
 
 
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:

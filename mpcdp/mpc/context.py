@@ -407,7 +407,7 @@ class MpcContext:
         """A ChaCha20 stream that every current member computes and nobody else: its 256-bit key is the XOR of
         every member's fresh 256 bits from the OS CSPRNG, opened among the members (one opening of 4 words,
         kind ``coin``). Uniform as long as one member draws honestly. Only for randomness that may be public
-        to every member (:func:`mpcdp.mpc.binary.coin_uniform` XORs it with dealt randomness)."""
+        to every member (:func:`mpcdp.mpc.bernoulli.coin_uniform` XORs it with dealt randomness)."""
         own = torch.from_numpy(np.frombuffer(secure_key(), dtype="<i8").astype(np.int64))
         key = self._open(own, label=label, reason=OPENING_KINDS["coin"].split(":")[0], xor=True, kind="coin")
         return KeyedStream(key.numpy().astype("<i8").tobytes(), domain=domain)

@@ -275,7 +275,7 @@ def accept(plan: SamplerPlan, T: np.ndarray, fields: dict[str, np.ndarray]) -> n
 
 def below(uniform: np.ndarray, threshold: np.ndarray, bits: int) -> np.ndarray:
     """[V < TH] with V = uniform ⊕ TH: probability TH/2^bits for a uniform ``bits``-bit word and TH <= 2^bits
-    (TH = 2^bits: always true). The form the MPC evaluates (:func:`mpcdp.mpc.binary.bernoulli_bits`)."""
+    (TH = 2^bits: always true). The form the MPC evaluates (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`)."""
     return (threshold == (1 << bits)) | ((uniform ^ threshold) < threshold)
 
 

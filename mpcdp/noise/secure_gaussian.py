@@ -4,9 +4,9 @@ The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.comm
 other parties take no part and receive one public message (the committee's counts). Who learns a noise
 value, per provider:
 
-* ``dealer`` (Beaver multiplication with the dealer's material): the dealer with any one member, or every
-  member together; nobody else — no single party, no coalition missing a member, not the dealer alone or
-  with non-members.
+* ``dealer`` (Beaver multiplication with the dealer's material, the Bernoulli factors from its tables): the
+  dealer with any one member, or every member together; nobody else — no single party, no coalition missing
+  a member, not the dealer alone or with non-members.
 * ``honest-majority`` (the committee is parties 0–2; among exactly those three it multiplies by replicated
   resharing, :class:`~mpcdp.mpc.ring.ReplicatedProducts`, with no material): any two of parties 0–2, with or
   without others; no single one of them, with any number of parties 3..m−1. This is the same threshold as
@@ -15,21 +15,24 @@ value, per provider:
   sees (another member's share of each factor, re-randomised by a zero sharing from a key it lacks: uniform
   words, recorded in the opening audit as kind ``share``).
 
-A candidate's piece and point (:data:`MEMBER_FIELDS`) are the XOR of every member's private random bits. Each
-Bernoulli factor's uniform word is W = R ⊕ S (:func:`mpcdp.mpc.binary.coin_uniform`): R a dealt word (the
-dealer's, or without one the generators' jointly), S from the committee's coin, a stream every member
-computes (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`, opening kind ``coin``). So W is hidden from
-any one member and from the dealer alone, and known to exactly the coalitions above, which learn the noise
-anyway; and W's chunk one-hots cost no opening. All arithmetic is exact on shares. Only each candidate's
-first-factor bit and accept bit are opened (to the members), and that is safe: candidates are independent, a
-candidate dropped or rejected is discarded, and one that is kept reveals only that it passed every factor,
-so it has the target distribution whatever the other bits are. The shares then get a sharing of zero added
-on every party, so each party's share is uniform.
+A candidate's piece and point (:data:`MEMBER_FIELDS`) are the XOR of every member's private random bits. The
+Bernoulli factors' uniform words depend on the provider. With the dealer, the dealer draws them from its own
+stream and deals, per candidate, each factor evaluated at every value of the window of T it reads, moved by
+a mask (:func:`mpcdp.mpc.bernoulli.table_factors`): the dealer knows the words but sees no opened value, so
+it learns nothing without a member, and with one it learns the noise anyway. Without a dealer each uniform
+word is W = R ⊕ S (:func:`mpcdp.mpc.bernoulli.coin_uniform`): R the generators' joint word, S from the
+committee's coin (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`, opening kind ``coin``), so W is known
+to exactly the coalitions above. All arithmetic is exact on shares. Only each candidate's first-factor bit
+and accept bit are opened (to the members), and that is safe: candidates are independent, a candidate
+dropped or rejected is discarded, and one that is kept reveals only that it passed every factor, so it has
+the target distribution whatever the other bits are. The shares then get a sharing of zero added on every
+party, so each party's share is uniform.
 
-Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring` or
-:mod:`mpcdp.mpc.binary`, and together they are the rule of :func:`~mpcdp.noise.discrete_gaussian.accept`:
+Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring`,
+:mod:`mpcdp.mpc.binary` or :mod:`mpcdp.mpc.bernoulli`, and together they are the rule of
+:func:`~mpcdp.noise.discrete_gaussian.accept`:
   1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
-     communication); the members open the coin's key (4 words).
+     communication); without a dealer the members open the coin's key (4 words).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
      to a word); piece indicators and the piece's base, mask and sign extension are local selections.
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
@@ -40,29 +43,27 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
      lanes (four candidates to a word), then one AND level adds them.
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
-     others together about 3%), on every candidate: its window of T ⊕ R opened (ten to a word) and the dealt
-     one-hot of R's window moved by it (local); the threshold is a local selection; then [V < TH] with
-     V = W ⊕ TH: TH's bit at the top set bit of W, found by one-hot decoding (W's 4-bit chunks: the dealt
-     one-hots of R's chunks moved by S, no opening; then two rotations, their nonzero flags and the flags of
-     four chunks) and three AND levels on packed words (:func:`mpcdp.mpc.binary.bernoulli_bits`). Its pass
-     bit is opened, 64 to a word, and the candidates that fail it are dropped (safe as the accept bit is: a
-     dropped candidate is discarded, and one that is kept and accepted reveals only that it was accepted).
-  7. The other factors, on the survivors only: the other groups' windows (two to a word) and the same
-     Bernoulli factors, batched; the low bits: V_low >= T_low the same way (with TH = T_low·2^(62−F) on a
-     62-bit W: the same probability).
-  8. Accept = AND of the factors and of NOT (T's bits above the cut): 4 levels, four candidates to a word.
-     Open it, 64 candidates to a word.
+     others together about 3%), on every candidate. With the dealer: its window of T ⊕ R opened (ten to a
+     word) and the result read from the dealt table, no AND. Without: the dealt one-hot of R's window moved
+     by the opened window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set
+     bit and three AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`). Its pass bit is opened, 64 to a
+     word, and the candidates that fail it are dropped.
+  7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only. With the dealer:
+     T ⊕ R opened (one word each) and four tables read, the factors of t's bits 4..32 sharing one with the
+     cut, and the low bits' factor [V_low < T_low·2^(62−F)] from a dealt one-hot of the bit it reads and a
+     parity, local. Without: the other groups' windows (two to a word) and the same circuit, batched.
+  8. Accept = AND of the factors: 3 AND levels over 5 bits, eight candidates to a word (without a dealer 4
+     levels over 11 bits). Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 29 steps carrying ≈ 25.4n
-ring elements or words (≈ 40 per accepted sample at acceptance 0.64; 41.1n in dg-mpc/3, before the first
-factor was split off and W's chunks came from the coin). With Beaver multiplication they are 29 openings and
-28 requests for material; with replicated resharing (honest-majority, committee of parties 0–2) the 20
-multiplication steps (≈ 21.1n) are resharings, one round each and one word per element per member, the other
-9 (≈ 4.3n) openings, and 11 requests for material remain. Operations: and_words ≈ 13.7n, square n (Beaver:
-dealt material; replicated: none), one-hot words ≈ 12n + 47s, b2a_bits (k+9)n (material under both).
-Measured bytes and time per sample: benchmarks/results/noise-exact.md.
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, with the dealer 17 steps
+carrying ≈ 9.2n ring elements or words (≈ 14 per accepted sample at acceptance 0.64; 25.4n in dg-mpc/4,
+whose factors were circuits), 15 requests for material; dealt: table words n + 6s, one-hot words 5n,
+and_words ≈ 6n, b2a_bits (k+9)n, square n. Without a dealer (honest-majority, committee of parties 0–2) 29
+steps: the 17 multiplication steps (≈ 21.1n) are resharings, one round each and one word per element per
+member, the other 12 (≈ 4.3n) openings, and 11 requests for material remain (one-hot words ≈ 12n + 47s,
+b2a_bits (k+9)n). Measured bytes and time per sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -74,10 +75,11 @@ import math
 import numpy as np
 import torch
 
-from mpcdp.mpc import binary, ring
+from mpcdp.mpc import bernoulli, binary, ring
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise import gaussian_factors as factors
 from mpcdp.randomness import KeyedStream, secure_key
 
 MEMBER_FIELDS = ("index", "point", "sign")
@@ -85,11 +87,11 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words come from dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/4: noise committee (parties 0..c-1), rotated one-hots for the piece and the T windows, "
-           "the factor that rejects most first and its failures dropped, Bernoulli factors by rotation-decoded "
-           "top bits of dealt words XOR the committee's coin, packed point/accept, T to binary by rotated "
-           "one-hots of 4-bit chunks and a carry prefix on packed lanes; replicated resharing among parties "
-           "0-2 under honest-majority")
+CIRCUIT = ("dg-mpc/5: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+           "most first and its failures dropped, Bernoulli factors looked up in the dealer's tables (without a "
+           "dealer: rotation-decoded top bits of the generators' words XOR the committee's coin), packed "
+           "point/accept, T to binary by rotated one-hots of 4-bit chunks and a carry prefix on packed lanes; "
+           "replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -152,78 +154,19 @@ def _exponent(ctx: MpcContext, plan: dg.SamplerPlan, word: torch.Tensor, indicat
     return value, T
 
 
-FIRST_GROUP = 3
-"""The Bernoulli factor evaluated first, on every candidate: group (F−4, 6), t's bits 1/16..2, which rejects
-about 31% of the candidates (every other factor together about 3%; tests/test_discrete_gaussian.py checks the
-ratio below by enumeration). Its pass bit is opened and only the
-candidates that pass go on to the other factors."""
-OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
 SURVIVAL_OVER_ACCEPTANCE = 1.05
 """Expected fraction of candidates that pass the first factor, over the acceptance: the other factors and
 the cut pass with probability about 0.95 (the ratio is 1.039–1.061 by enumeration at σ from 16 to 6·10^4
 units). Used only to estimate a pass's cost before it runs."""
 
 
-def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
-    """The distinct bit windows (low, width) of T that ``groups`` read, in first-use order."""
-    windows: list[tuple[int, int]] = []
-    for low, width, _ in (dg.GROUPS[g] for g in groups):
-        if (low, width) not in windows:
-            windows.append((low, width))
-    return windows
-
-
-def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
-                  label: str) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
-    """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low; and
-    XOR shares of the uniform word each factor used (field name -> words, for tests).
-
-    The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
-    one-hots of R's windows moved by them give each window's one-hot, and each group's threshold is a local
-    selection. Each factor's uniform W is a dealt word XOR the committee's coin
-    (:func:`~mpcdp.mpc.binary.coin_uniform`), and the factors are batched in one
-    :func:`~mpcdp.mpc.binary.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
-    [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
-    plaintext rule for v_low = W >> (62 − F)."""
-    n, windows = t_bits.numel(), group_windows(groups)
-    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
-    tables = dg.group_thresholds()
-    thresholds = [binary.select(ctx, onehots[:, windows.index(dg.GROUPS[g][:2])], tuple(tables[g].tolist()),
-                                dg.WORD + 1) for g in groups]
-    names = [f"v{g}" for g in groups]
-    if low:
-        names.append("v_low")
-        thresholds.append((t_bits & ((1 << dg.LOW_BITS) - 1)) << (dg.WORD - dg.F))
-    uniform, hots = binary.coin_uniform(ctx, coin.words(len(names) * n), dg.WORD)
-    passed = binary.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
-    bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
-    if low:
-        bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
-    return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
-
-
-def _other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream) -> tuple[torch.Tensor, dict]:
-    """XOR shares of the pass bits of every factor but the first, packed in a word: one bit per group of
-    :data:`OTHER_GROUPS`, then the low bits, then the cut (t's bits at 64 and above all 0); and the factors'
-    uniform words."""
-    factors = torch.zeros(t_bits.numel(), dtype=torch.int64)
-    passes, uniform = _group_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
-    for i, bit in enumerate(passes):
-        factors = factors | (bit << i)
-    above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
-    return factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes)), uniform
-
-
-def _other_factor_bits() -> int:
-    return len(OTHER_GROUPS) + 1 + dg.ABOVE
-
-
 @dataclasses.dataclass
 class PassResult:
     """One pass: the public accept mask, additive shares of every candidate's value, the candidates that
-    passed the first factor (public to the committee, like the accept bits), and XOR shares of the Bernoulli
-    factors' uniform words (field name -> words: the first factor's for every candidate, the others' for the
-    survivors in order; kept for tests)."""
+    passed the first factor (public to the committee, like the accept bits), and what a test of the decisions
+    reads (XOR shares; name -> words): without the dealer's tables the Bernoulli factors' uniform words (the
+    first factor's for every candidate, the others' for the survivors in order); with them each stage's
+    factor bits."""
 
     accepted: torch.Tensor
     value: torch.Tensor
@@ -242,18 +185,19 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassRes
     fails it is discarded, and one that passes every factor reveals only that it was accepted."""
     costs.record("random_bits", n * _member_bits(plan))
     fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words, MEMBER_FIELDS).items()}
-    coin = ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
+    coin = None if bernoulli.tables_dealt() else ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
     word, indicators = _piece_words(ctx, plan, fields)
     value, T = _exponent(ctx, plan, word, indicators)
     t_bits = binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
-    (first,), uniform = _group_passes(ctx, t_bits, coin, (FIRST_GROUP,), low=False, label="dg-first")
+    first, seen = factors.first_factor(ctx, t_bits, coin)
     passed = binary.open_packed(ctx, first, 1, label="dg-first-bits", kind="comparison") == 1
     keep = torch.nonzero(passed).reshape(-1)
     accepted = torch.zeros(n, dtype=torch.bool)
+    uniform = {f"first-{name}" if coin is None else name: v for name, v in seen.items()}
     if keep.numel():
-        factors, rest = _other_factors(ctx, t_bits[keep], coin)
-        uniform.update(rest)
-        accept = binary.all_bits_packed(ctx, factors, _other_factor_bits(), label="dg-accept")
+        bits, width, rest = factors.other_factors(ctx, t_bits[keep], coin)
+        uniform.update({f"rest-{name}" if coin is None else name: v for name, v in rest.items()})
+        accept = binary.all_bits_packed(ctx, bits, width, label="dg-accept")
         accepted[keep] = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison") == 1
     return PassResult(accepted, value, keep, uniform)
 
@@ -263,38 +207,31 @@ def expected_survivors(plan: dg.SamplerPlan, n: int) -> int:
     return min(n, math.ceil(n * plan.acceptance * SURVIVAL_OVER_ACCEPTANCE))
 
 
-def _factor_steps(e: int) -> list[tuple[int, bool]]:
-    return binary.declared_cost_bernoulli(e)[0]
-
-
-def _factor_ops(e: int) -> dict[str, int]:
-    """The factors' operations: :func:`~mpcdp.mpc.binary.bernoulli_bits` and their uniform words'
-    :func:`~mpcdp.mpc.binary.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
-    ops = dict(binary.declared_cost_bernoulli(e)[1])
-    ops["one_hot_words"] += binary.declared_cost_coin_uniform(e, dg.WORD)
-    return ops
-
-
-def _pass_steps(plan: dg.SamplerPlan, n: int, s: int) -> tuple[list[tuple[int, bool]], collections.Counter]:
-    """(elements, is a multiplication) of every communication step of a pass of n candidates of which s pass
-    the first factor, in order, and the pass's operation counts."""
+def _pass_steps(plan: dg.SamplerPlan, n: int, s: int, *, tables: bool
+                ) -> tuple[list[tuple[int, bool, bool]], collections.Counter, int]:
+    """(elements, is a multiplication, needs a request for material under Beaver multiplication) of every
+    communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
+    operation counts; and its requests for material that open nothing (each stage's coin_uniform)."""
     k, point_words = plan.k, -(-n // (64 // point_lane(plan)))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
     ops = collections.Counter({"and_words": 2 * point_words + a2b_ops["and_words"],
-                               "one_hot_words": a2b_ops["one_hot_words"] + 2 * n, "b2a_bits": (k + 9) * n,
+                               "one_hot_words": a2b_ops["one_hot_words"] + n, "b2a_bits": (k + 9) * n,
                                "square": n, "random_bits": _member_bits(plan) * n})
-    steps = [(COIN_WORDS, False), (-(-n // (64 // dg.INDEX_BITS)), False), (4 * point_words, True), (n, False), (n, True),
-             (a2b_openings[0], False), *[(size, True) for size in a2b_openings[1:]],
-             (-(-n // (64 // _span((FIRST_GROUP,)))), False), *_factor_steps(n), (-(-n // 64), False)]
-    ops.update(_factor_ops(n))
+    steps = [] if tables else [(COIN_WORDS, False, False)]
+    steps += [(-(-n // (64 // dg.INDEX_BITS)), False, True), (4 * point_words, True, True), (n, False, True),
+              (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
+    first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
+    steps += [*first_steps, (-(-n // 64), False, False)]
+    ops.update(first_ops)
     if s:
-        e, levels = (len(OTHER_GROUPS) + 1) * s, binary.levels(_other_factor_bits())
+        rest_steps, rest_ops, rest_silent = factors.stage_cost(s, first=False, tables=tables)
+        levels = binary.levels(factors.other_factor_bits(tables=tables))
         accept_words = -(-s // (64 // (1 << levels)))
-        steps += [(-(-s // (64 // _span(OTHER_GROUPS))), False), *_factor_steps(e),
-                  *[(accept_words, True)] * levels, (-(-s // 64), False)]
-        ops.update(_factor_ops(e))
-        ops.update({"and_words": levels * accept_words, "one_hot_words": len(group_windows(OTHER_GROUPS)) * s})
-    return steps, ops
+        steps += [*rest_steps, *[(accept_words, True, True)] * levels, (-(-s // 64), False, False)]
+        ops.update(rest_ops)
+        ops["and_words"] += levels * accept_words
+        silent += rest_silent
+    return steps, ops, silent
 
 
 COIN_WORDS = 4  # the committee's coin key: 256 bits, opened once per pass
@@ -305,52 +242,49 @@ def _member_bits(plan: dg.SamplerPlan) -> int:
     return sum(bits[name] for name in MEMBER_FIELDS)
 
 
-def _span(groups: tuple[int, ...]) -> int:
-    """Bits of T spanned by the windows of ``groups`` (what their rotation opens per candidate)."""
-    windows = group_windows(groups)
-    return max(low + width for low, width in windows) - min(low for low, _ in windows)
-
-
 def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: list[int] | None = None,
-                  replicated: bool = False) -> costs.DeclaredCost:
+                  replicated: bool = False, tables: bool | None = None) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``, of which
     ``survivors`` pass the first factor (default: :func:`expected_survivors`, for estimates).
 
-    Per pass of n candidates and s survivors, with e = 7s elements of the other factors (6 groups and the
-    low bits), L = :func:`point_lane` and ⌈x⌉ the packed word counts, the communication steps in order are:
-    the coin's key 4 words; piece index ⌈n/10⌉; point ANDs 4⌈n/(64/L)⌉; B2A n; square n; A2B
-    (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉ at each of its 4 carry levels and
-    n for the carries' AND (ANDs); the first factor: its window ⌈n/10⌉ and :func:`~mpcdp.mpc.binary.bernoulli_bits`
-    on n elements (its uniform words from :func:`~mpcdp.mpc.binary.coin_uniform`, no opening; flags ⌈n/4⌉,
-    super-flags ⌈n/16⌉, T1 AND TH 2n, picks 2⌈n/4⌉ and 2⌈n/16⌉), its pass bits ⌈n/64⌉; then, if s > 0, the
-    other windows ⌈s/2⌉, bernoulli_bits on e elements, accept 4 AND levels of ⌈s/4⌉ and the accept bits
-    ⌈s/64⌉. At acceptance 0.64 (s ≈ 0.65n) that is 29 steps and ≈ 26n elements; 20 of them, ≈ 21n
-    elements, are multiplications.
+    ``tables``: the factors come from the dealer's tables (the default unless ``replicated``: a provider with
+    a dealer); otherwise they are the circuit of :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`.
+
+    Per pass of n candidates and s survivors, with L = :func:`point_lane` and ⌈x⌉ the packed word counts, the
+    communication steps in order are: (circuit only) the coin's key 4 words; piece index ⌈n/10⌉; point ANDs
+    4⌈n/(64/L)⌉; B2A n; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
+    at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
+    ⌈n/64⌉; then, if s > 0, the other factors' stage, accept AND levels of ⌈s/⌊64/lane⌋⌉ and the accept bits
+    ⌈s/64⌉. The stages (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the
+    first factor's window ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits, lane 8); as a
+    circuit the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements
+    (flags ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH 2e, picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4 accept levels (11 bits,
+    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 9.2n elements; as a circuit 29 steps,
+    ≈ 26n elements, 20 of them (≈ 21n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
-    bits needs a request for material, as does each stage's coin_uniform. With the honest-majority provider's replicated arithmetic (``replicated``: a
-    committee of exactly parties 0–2) each multiplication is a resharing of the same element count (each
-    member sends them to one other member, 1 round instead of an opening's 2) and needs no material.
-    Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + Σ(e + ⌈e/4⌉ + ⌈e/16⌉) over both factor stages + 4⌈s/4⌉;
-    one_hot_words (dealt words of one-hots) a2b + 2n + 5s + 6(n + e); b2a_bits (k+9)n; square n;
-    random_bits (6 + (k+3) + 1)n (what each member draws privately: :data:`MEMBER_FIELDS`).
+    bits needs a request for material, as does each circuit stage's coin_uniform. With the honest-majority
+    provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
+    is a resharing of the same element count (each member sends them to one other member, 1 round instead of
+    an opening's 2) and needs no material. Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + the accept
+    levels (+ Σ(e + ⌈e/4⌉ + ⌈e/16⌉) over a circuit's two stages); one_hot_words a2b + n (+ n + 5s + 6(n + 7s)
+    for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1)n
+    (what each member draws privately: :data:`MEMBER_FIELDS`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
+    tables = not replicated if tables is None else tables
     cost = costs.DeclaredCost()
     for n, s in zip(candidates, survivors, strict=True):
-        steps, ops = _pass_steps(plan, n, s)
+        steps, ops, silent = _pass_steps(plan, n, s, tables=tables)
         cost.ops.update(ops)
-        for size, multiplication in steps:
+        for size, multiplication, material in steps:
             if multiplication and replicated:
                 cost.reshare(size)
             else:
                 cost.open(size)
-        stages = 2 if s else 1
-        # no material for the coin, the first factor's bits and the accept bits; one request for each stage's
-        # uniform words (coin_uniform), which open nothing
-        cost.dealer_requests += (len(steps) - 1 - stages - (sum(m for _, m in steps) if replicated else 0)
-                                 + stages)
+                cost.dealer_requests += material
+        cost.dealer_requests += silent
     return cost
 
 

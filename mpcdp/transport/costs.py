@@ -29,6 +29,7 @@ Kinds (elements are counted, not calls):
   b2a_bits     bits converted from XOR to additive sharing
   comparison   comparisons (x >= 0) of shared values
   one_hot_words  dealt words of one-hot vectors (rotation pairs, chunk one-hots)
+  table_words  dealt words of Bernoulli factor tables (the dealer's evaluations of factors for every window value)
   random_bits  private random bits a party contributes (sampler uniforms)
   openings     opening calls; opened_elements: ring elements or words opened
   reshares     resharings of a replicated multiplication (honest-majority among parties 0–2: each member sends
@@ -47,8 +48,8 @@ from typing import Iterator
 from mpcdp.transport import wire
 from mpcdp.transport.frames import HEADER_BYTES
 
-KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "one_hot_words", "random_bits",
-         "openings", "opened_elements", "reshares", "reshared_elements")
+KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "one_hot_words", "table_words",
+         "random_bits", "openings", "opened_elements", "reshares", "reshared_elements")
 WORD_BITS = 64
 
 

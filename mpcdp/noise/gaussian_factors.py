@@ -1,0 +1,170 @@
+"""The Bernoulli factors of the in-MPC discrete Gaussian (:mod:`mpcdp.noise.secure_gaussian`): which bit
+groups of T each stage of a pass evaluates, and how — from the dealer's tables, or without a dealer as a
+circuit on W = R ⊕ S — with their declared cost.
+
+Stages: the first factor (:data:`FIRST_GROUP`) on every candidate, then the other groups, the cut (T's bits
+from t = 64 up all 0) and the low bits' factor on the first factor's survivors. Each factor is the plaintext
+rule's [V < TH] (:func:`mpcdp.noise.discrete_gaussian.below`) on its own uniform word; the security model of
+each way is in :mod:`mpcdp.mpc.bernoulli`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mpcdp.mpc import bernoulli, binary, ring
+from mpcdp.mpc.context import MpcContext
+from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.randomness import KeyedStream
+
+
+FIRST_GROUP = 3
+"""The Bernoulli factor evaluated first, on every candidate: group (F−4, 6), t's bits 1/16..2, which rejects
+about 31% of the candidates (every other factor together about 3%; tests/test_discrete_gaussian.py checks the
+ratio below by enumeration). Its pass bit is opened and only the
+candidates that pass go on to the other factors."""
+OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
+def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
+    """The distinct bit windows (low, width) of T that ``groups`` read, in first-use order."""
+    windows: list[tuple[int, int]] = []
+    for low, width, _ in (dg.GROUPS[g] for g in groups):
+        if (low, width) not in windows:
+            windows.append((low, width))
+    return windows
+
+
+def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
+                  label: str) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
+    """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low; and
+    XOR shares of the uniform word each factor used (field name -> words, for tests).
+
+    The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
+    one-hots of R's windows moved by them give each window's one-hot, and each group's threshold is a local
+    selection. Each factor's uniform W is a dealt word XOR the committee's coin
+    (:func:`~mpcdp.mpc.bernoulli.coin_uniform`), and the factors are batched in one
+    :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
+    [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
+    plaintext rule for v_low = W >> (62 − F)."""
+    n, windows = t_bits.numel(), group_windows(groups)
+    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
+    tables = dg.group_thresholds()
+    thresholds = [binary.select(ctx, onehots[:, windows.index(dg.GROUPS[g][:2])], tuple(tables[g].tolist()),
+                                dg.WORD + 1) for g in groups]
+    names = [f"v{g}" for g in groups]
+    if low:
+        names.append("v_low")
+        thresholds.append((t_bits & ((1 << dg.LOW_BITS) - 1)) << (dg.WORD - dg.F))
+    uniform, hots = bernoulli.coin_uniform(ctx, coin.words(len(names) * n), dg.WORD)
+    passed = bernoulli.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
+    bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
+    if low:
+        bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
+    return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
+
+
+def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list, list, list]:
+    """(windows, factors, bit factors) of :func:`~mpcdp.mpc.bernoulli.table_factors` for ``groups``, then
+    (``above``) the cut's check that T's bits from t = 64 up are 0 (a factor with threshold 2^62 or 0), then
+    (``low``) the low bits' factor [V < T_low·2^(62−F)]. Windows next to each other share a table while
+    together they span at most 7 bits."""
+    tables = dg.group_thresholds()
+    reads = [(dg.GROUPS[g][0], dg.GROUPS[g][1], [int(t) for t in tables[g]]) for g in groups]
+    if above:
+        reads.append((dg.F + 6, dg.ABOVE, [1 << dg.WORD] + [0] * ((1 << dg.ABOVE) - 1)))
+    windows: list[list[int]] = []
+    for lo, width, _ in sorted(reads, key=lambda read: read[0]):
+        if windows and max(lo + width, sum(windows[-1])) - windows[-1][0] <= MAX_TABLE_BITS:
+            windows[-1][1] = max(lo + width, sum(windows[-1])) - windows[-1][0]
+        elif not windows or lo >= sum(windows[-1]):
+            windows.append([lo, width])
+        else:  # overlapping reads that a table cannot hold: not a layout the sampler has
+            raise AssertionError(f"bit group at {lo} overlaps the window {windows[-1]}")
+    factors = []
+    for lo, width, table in reads:
+        index = next(i for i, (w_lo, w_width) in enumerate(windows) if w_lo <= lo and lo + width <= w_lo + w_width)
+        factors.append([index, lo - windows[index][0], width, table])
+    bit_factors = [[0, dg.LOW_BITS, dg.WORD - dg.F]] if low else []
+    return [tuple(w) for w in windows], factors, bit_factors
+
+
+MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
+
+
+def first_factor(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | None
+                  ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """XOR shares (bit 0) of the first factor's pass bit, and what the test of the decisions reads: with the
+    dealer's tables (``coin`` None) the table words and their mask, else the factor's uniform words."""
+    if coin is None:
+        return _table_stage(ctx, t_bits, (FIRST_GROUP,), low=False, above=False, label="dg-first")
+    (first,), uniform = _group_passes(ctx, t_bits, coin, (FIRST_GROUP,), low=False, label="dg-first")
+    return first, uniform
+
+
+def _table_stage(ctx: MpcContext, t_bits: torch.Tensor, groups: tuple[int, ...], *, low: bool, above: bool,
+                 label: str) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The factors of ``groups`` (and the cut's check, and the low bits' factor) by dealt tables: their pass
+    bits packed in a word (one bit per window, then NOT [V_low < T_low·2^(62−F)]), and the tables' shares."""
+    windows, factors, bit_factors = table_spec(groups, low=low, above=above)
+    bits, mask, tables = bernoulli.table_factors(ctx, t_bits, dg.WORD, windows, factors, bit_factors, label=label)
+    if low:
+        bits[:, -1] = ring.public_xor(ctx, bits[:, -1], 1)  # V_low >= T_low
+    packed = torch.zeros(t_bits.numel(), dtype=torch.int64)
+    for i in range(bits.shape[1]):
+        packed |= bits[:, i] << i
+    return packed, {"mask": mask, "tables": tables}
+
+
+def other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | None) -> tuple[torch.Tensor, int, dict]:
+    """XOR shares of the pass bits of every factor but the first, packed in a word, their count, and what the
+    test of the decisions reads. With the dealer's tables (``coin`` None): one bit per table window (the cut's
+    check is in the top one), then the low bits. Otherwise one bit per group of :data:`OTHER_GROUPS`, then
+    the low bits, then the cut (t's bits at 64 and above all 0)."""
+    if coin is None:
+        packed, seen = _table_stage(ctx, t_bits, OTHER_GROUPS, low=True, above=True, label="dg-rest")
+        return packed, other_factor_bits(tables=True), seen
+    factors = torch.zeros(t_bits.numel(), dtype=torch.int64)
+    passes, uniform = _group_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
+    for i, bit in enumerate(passes):
+        factors = factors | (bit << i)
+    above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
+    packed = factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes))
+    return packed, other_factor_bits(tables=False), uniform
+
+
+def other_factor_bits(*, tables: bool) -> int:
+    if tables:
+        return len(table_spec(OTHER_GROUPS, low=True, above=True)[0]) + 1
+    return len(OTHER_GROUPS) + 1 + dg.ABOVE
+
+
+def factor_steps(e: int) -> list[tuple[int, bool, bool]]:
+    return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e)[0]]
+
+
+def factor_ops(e: int) -> dict[str, int]:
+    """The factors' operations: :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` and their uniform words'
+    :func:`~mpcdp.mpc.bernoulli.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
+    ops = dict(bernoulli.declared_cost_bernoulli(e)[1])
+    ops["one_hot_words"] += bernoulli.declared_cost_coin_uniform(e, dg.WORD)
+    return ops
+
+
+def span(groups: tuple[int, ...]) -> int:
+    """Bits of T spanned by the windows of ``groups`` (what their rotation opens per candidate)."""
+    windows = group_windows(groups)
+    return max(low + width for low, width in windows) - min(low for low, _ in windows)
+
+
+def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bool, bool]], dict[str, int], int]:
+    """The declared cost of a stage on e candidates (the first factor, or the others): (elements, is a
+    multiplication, needs a request for material under Beaver multiplication) of each communication step;
+    operations; and requests for material that open nothing (the circuit's coin_uniform)."""
+    groups = (FIRST_GROUP,) if first else OTHER_GROUPS
+    if tables:
+        windows, _, bit_factors = table_spec(groups, low=not first, above=not first)
+        opened, dealt = bernoulli.declared_cost_table_factors(e, windows, bit_factors)
+        return [(opened, False, True)], {"table_words": dealt}, 0
+    factor_count = len(groups) + (not first)  # the low bits' factor with the others
+    ops = dict(factor_ops(factor_count * e))
+    ops["one_hot_words"] += len(group_windows(groups)) * e
+    return [(-(-e // (64 // span(groups))), False, True), *factor_steps(factor_count * e)], ops, 1
