@@ -75,3 +75,12 @@ def test_a_request_the_tables_cannot_be_made_from_is_refused_naming_party_0(args
     with pytest.raises(ProtocolViolation, match=field) as info:
         ft.check_spec(*args)
     assert info.value.party == 0
+
+
+def test_a_provider_without_a_dealer_refuses_to_make_tables():
+    """Their maker knows every factor's uniform word: only a dealer, which sees no opened value, may."""
+    from mpcdp.adapter.material import FactorTables
+    from mpcdp.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="factor tables need a dealer"):
+        FactorTables.generate(None, 4, *GOOD)

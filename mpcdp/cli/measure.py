@@ -55,8 +55,8 @@ def _noise_parser(sub: argparse._SubParsersAction) -> None:
     noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
     noise.add_argument("--seed", type=int, default=None,
                        help="reproducible (insecure) party randomness; default: OS CSPRNG. For dgauss it fixes "
-                            "the candidates only: the accept decisions also use dealt words XOR the committee's "
-                            "coin, fresh every run")
+                            "the candidates only: the accept decisions also use the dealer's own words (without a "
+                            "dealer, dealt words XOR the committee's coin), fresh every run")
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
 

@@ -6,19 +6,41 @@ import argparse
 import json
 import sys
 
-from mpcdp.cli.training import _sweep_command
+from mpcdp.errors import ConfigError
+
+
+def _paper_parser(sub: argparse._SubParsersAction, name: str, *, summary: str, backends: str, sweep: str,
+                  runs: str) -> argparse.ArgumentParser:
+    """A paper's command with the options both share: the protocol, --backend, --seed, and --sweep with its
+    --out and --runs."""
+    parser = sub.add_parser(name, help=summary)
+    parser.add_argument("protocol")
+    parser.add_argument("--backend", help=f"{backends} (mpcdp.execution)")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--sweep", action="store_true", help=sweep)
+    parser.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
+    parser.add_argument("--runs", type=int, help=f"{runs} (default: the protocol's)")
+    return parser
+
+
+def _sweep_command(ns: argparse.Namespace, run_sweep) -> int:
+    """`--sweep --out PREFIX [--runs N]` of `collab` and `decentralized`: run, print the table and the paths."""
+    from mpcdp.jobs.sweep import main_progress
+
+    if not ns.out:
+        raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
+    result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
+    print(result["markdown"], file=sys.stderr)
+    print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
+    return 0
 
 
 def _collab_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp collab``: paper 003's Laplace gradient queries (:func:`_cmd_collab`)."""
-    collab = sub.add_parser("collab", help="paper 003: owners answer gradient queries with Laplace noise; the fitness "
-                                           "gap predicted (Theorems 2-3), then measured; --sweep for the figures")
-    collab.add_argument("protocol")
-    collab.add_argument("--backend", help="simulated, processes or mpc (mpcdp.execution)")
-    collab.add_argument("--seed", type=int)
-    collab.add_argument("--sweep", action="store_true", help="predicted vs measured over ε, n and owner inclusion")
-    collab.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
-    collab.add_argument("--runs", type=int, help="runs per sweep point (default: the protocol's)")
+    collab = _paper_parser(sub, "collab", summary="paper 003: owners answer gradient queries with Laplace noise; the "
+                           "fitness gap predicted (Theorems 2-3), then measured; --sweep for the figures",
+                           backends="simulated, processes or mpc",
+                           sweep="predicted vs measured over ε, n and owner inclusion", runs="runs per sweep point")
     collab.set_defaults(func=_cmd_collab)
 
 
@@ -42,16 +64,12 @@ def _cmd_collab(ns: argparse.Namespace) -> int:
 
 def _decentralized_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp decentralized``: paper 004's hand-on training (:func:`_cmd_decentralized`)."""
-    decentral = sub.add_parser("decentralized", help="paper 004: nodes hand a public model on, each adding its own "
-                               "Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)")
-    decentral.add_argument("protocol")
-    decentral.add_argument("--backend", help="simulated or processes (mpcdp.execution)")
+    decentral = _paper_parser(sub, "decentralized", summary="paper 004: nodes hand a public model on, each adding its "
+                              "own Gaussian noise (Algorithm 1, Deep-Q Algorithm 2, DP-SGD-5)",
+                              backends="simulated or processes",
+                              sweep="accuracy vs ε for the three methods (table, PNG)", runs="seeds per sweep point")
     decentral.add_argument("--method", choices=["algorithm1", "algorithm2", "dpsgd5", "noiseless"])
     decentral.add_argument("--epsilon", type=float)
-    decentral.add_argument("--seed", type=int)
-    decentral.add_argument("--sweep", action="store_true", help="accuracy vs ε for the three methods (table, PNG)")
-    decentral.add_argument("--out", help="PREFIX for the sweep's .md/.json/.png")
-    decentral.add_argument("--runs", type=int, help="seeds per sweep point (default: the protocol's)")
     decentral.set_defaults(func=_cmd_decentralized)
 
 

@@ -48,18 +48,6 @@ def wants_warm_parties(argv: list[str]) -> bool:
     return (known.backend or declared) != "simulated"
 
 
-def _sweep_command(ns: argparse.Namespace, run_sweep) -> int:
-    """`--sweep --out PREFIX [--runs N]` of `collab` and `decentralized`: run, print the table and the paths."""
-    from mpcdp.jobs.sweep import main_progress
-
-    if not ns.out:
-        raise ConfigError("`--sweep` needs `--out PREFIX` (where the table, JSON and PNG go).")
-    result = run_sweep(ns.protocol, out=ns.out, runs=ns.runs, progress=main_progress())
-    print(result["markdown"], file=sys.stderr)
-    print(json.dumps({"table": ns.out + ".md", "runs": ns.out + ".json", "plot": result["png"]}))
-    return 0
-
-
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp train``: training from a protocol file (:func:`_cmd_train`)."""
     train = sub.add_parser("train", help="training from a protocol file: any registered algorithm (srm = DP-SRM / "

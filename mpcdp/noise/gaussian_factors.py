@@ -24,6 +24,9 @@ about 31% of the candidates (every other factor together about 3%; tests/test_di
 ratio below by enumeration). Its pass bit is opened and only the
 candidates that pass go on to the other factors."""
 OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
+MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
+
+
 def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
     """The distinct bit windows (low, width) of T that ``groups`` read, in first-use order."""
     windows: list[tuple[int, int]] = []
@@ -33,7 +36,7 @@ def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
     return windows
 
 
-def _group_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
+def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
                   label: str) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
     """XOR shares (bit 0) of the pass bit of each group in ``groups``, then (``low``) of V_low >= T_low; and
     XOR shares of the uniform word each factor used (field name -> words, for tests).
@@ -71,11 +74,12 @@ def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list
     reads = [(dg.GROUPS[g][0], dg.GROUPS[g][1], [int(t) for t in tables[g]]) for g in groups]
     if above:
         reads.append((dg.F + 6, dg.ABOVE, [1 << dg.WORD] + [0] * ((1 << dg.ABOVE) - 1)))
-    windows: list[list[int]] = []
+    windows: list[list[int]] = []  # [low, width], by low bit
     for lo, width, _ in sorted(reads, key=lambda read: read[0]):
-        if windows and max(lo + width, sum(windows[-1])) - windows[-1][0] <= MAX_TABLE_BITS:
-            windows[-1][1] = max(lo + width, sum(windows[-1])) - windows[-1][0]
-        elif not windows or lo >= sum(windows[-1]):
+        end = max(lo + width, windows[-1][0] + windows[-1][1]) if windows else lo + width
+        if windows and end - windows[-1][0] <= MAX_TABLE_BITS:
+            windows[-1][1] = end - windows[-1][0]
+        elif not windows or lo >= windows[-1][0] + windows[-1][1]:
             windows.append([lo, width])
         else:  # overlapping reads that a table cannot hold: not a layout the sampler has
             raise AssertionError(f"bit group at {lo} overlaps the window {windows[-1]}")
@@ -87,16 +91,13 @@ def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list
     return [tuple(w) for w in windows], factors, bit_factors
 
 
-MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
-
-
 def first_factor(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | None
                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """XOR shares (bit 0) of the first factor's pass bit, and what the test of the decisions reads: with the
     dealer's tables (``coin`` None) the table words and their mask, else the factor's uniform words."""
     if coin is None:
         return _table_stage(ctx, t_bits, (FIRST_GROUP,), low=False, above=False, label="dg-first")
-    (first,), uniform = _group_passes(ctx, t_bits, coin, (FIRST_GROUP,), low=False, label="dg-first")
+    (first,), uniform = _circuit_passes(ctx, t_bits, coin, (FIRST_GROUP,), low=False, label="dg-first")
     return first, uniform
 
 
@@ -123,7 +124,7 @@ def other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | Non
         packed, seen = _table_stage(ctx, t_bits, OTHER_GROUPS, low=True, above=True, label="dg-rest")
         return packed, other_factor_bits(tables=True), seen
     factors = torch.zeros(t_bits.numel(), dtype=torch.int64)
-    passes, uniform = _group_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
+    passes, uniform = _circuit_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
     for i, bit in enumerate(passes):
         factors = factors | (bit << i)
     above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
@@ -132,16 +133,17 @@ def other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | Non
 
 
 def other_factor_bits(*, tables: bool) -> int:
+    """Pass bits :func:`other_factors` packs in a word (what the accept AND reads)."""
     if tables:
         return len(table_spec(OTHER_GROUPS, low=True, above=True)[0]) + 1
     return len(OTHER_GROUPS) + 1 + dg.ABOVE
 
 
-def factor_steps(e: int) -> list[tuple[int, bool, bool]]:
+def _factor_steps(e: int) -> list[tuple[int, bool, bool]]:
     return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e)[0]]
 
 
-def factor_ops(e: int) -> dict[str, int]:
+def _factor_ops(e: int) -> dict[str, int]:
     """The factors' operations: :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` and their uniform words'
     :func:`~mpcdp.mpc.bernoulli.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
     ops = dict(bernoulli.declared_cost_bernoulli(e)[1])
@@ -149,7 +151,7 @@ def factor_ops(e: int) -> dict[str, int]:
     return ops
 
 
-def span(groups: tuple[int, ...]) -> int:
+def _span(groups: tuple[int, ...]) -> int:
     """Bits of T spanned by the windows of ``groups`` (what their rotation opens per candidate)."""
     windows = group_windows(groups)
     return max(low + width for low, width in windows) - min(low for low, _ in windows)
@@ -165,6 +167,6 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
         opened, dealt = bernoulli.declared_cost_table_factors(e, windows, bit_factors)
         return [(opened, False, True)], {"table_words": dealt}, 0
     factor_count = len(groups) + (not first)  # the low bits' factor with the others
-    ops = dict(factor_ops(factor_count * e))
+    ops = dict(_factor_ops(factor_count * e))
     ops["one_hot_words"] += len(group_windows(groups)) * e
-    return [(-(-e // (64 // span(groups))), False, True), *factor_steps(factor_count * e)], ops, 1
+    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(factor_count * e)], ops, 1

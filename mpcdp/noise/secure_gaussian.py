@@ -309,8 +309,8 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
         plan: the sampler's public constants (:func:`~mpcdp.noise.discrete_gaussian.plan_for`).
         rng: a seeded generator for this party's random fields (:data:`MEMBER_FIELDS`: the candidates):
             reproducible, so *insecure*. None (default) draws them from a ChaCha20 stream under an OS-CSPRNG
-            key. The accept decisions also use the Bernoulli factors' words, dealt words XOR the committee's
-            coin, which no seed fixes.
+            key. The accept decisions also use the Bernoulli factors' words (the dealer's own, or without a
+            dealer dealt words XOR the committee's coin), which no seed fixes.
         stats: filled with public counts: candidates, passes, accepted (on the committee), samples.
     """
     if count < 1:
