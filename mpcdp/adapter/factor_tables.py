@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from mpcdp.adapter.lanes import parity
 from mpcdp.errors import ProtocolViolation
 from mpcdp.randomness import KeyedStream, secure_key
 
@@ -130,16 +131,9 @@ def tables(r: torch.Tensor, w: torch.Tensor, spec: tuple) -> torch.Tensor:
         q = _top_bit(w[:, len(factors) + j], word_bits) - shift  # TH's bit at W's top bit is T's bit q
         inside = (q >= 0) & (q < bits)
         one_hot = torch.where(inside, torch.ones_like(q) << q.clamp(0, 63), torch.zeros_like(q))
-        beta = _parity(one_hot & ((r >> low) & ((1 << bits) - 1)))
+        beta = parity(one_hot & ((r >> low) & ((1 << bits) - 1)))
         out.append((one_hot | (beta << 63)).unsqueeze(1))
     return torch.cat(out, 1)
-
-
-def _parity(words: torch.Tensor) -> torch.Tensor:
-    x = words
-    for s in (32, 16, 8, 4, 2, 1):
-        x = x ^ (x >> s)
-    return x & 1
 
 
 ROWS_PER_BLOCK = 1 << 13  # rows per block of the dealer's tables (bounds its temporaries)

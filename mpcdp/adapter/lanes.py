@@ -67,6 +67,14 @@ def _lane_mask(lane: int, j: int) -> int:
     return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
+def parity(words: torch.Tensor) -> torch.Tensor:
+    """Parity of each word's 64 bits (local: the XOR of the parties' parities is the parity of the XOR)."""
+    x = words
+    for s in (32, 16, 8, 4, 2, 1):
+        x = x ^ (x >> s)
+    return x & 1
+
+
 def one_hot_words(values: torch.Tensor, lane: int = 64) -> torch.Tensor:
     """The word with bit v set in each lane (values (n,) or (n, 64/lane), each < ``lane``; plaintext)."""
     per = 64 // lane

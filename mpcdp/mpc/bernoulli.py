@@ -28,9 +28,10 @@ from __future__ import annotations
 import torch
 
 from mpcdp import adapter
-from mpcdp.adapter.lanes import row_blocks
+from mpcdp.adapter.factor_tables import reply_words, table_words
+from mpcdp.adapter.lanes import parity, row_blocks
 from mpcdp.mpc import binary
-from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, packed_ands, parity, rotated_one_hots
+from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, packed_ands, rotated_one_hots
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -179,11 +180,11 @@ def table_factors(ctx: MpcContext, words: torch.Tensor, word_bits: int, windows:
     span = max(lo + width for lo, width in spots) - low
     c = open_packed(ctx, (flat ^ r) >> low, span, label=f"{label}-window") << low
     out, column = torch.empty((n, len(spots)), dtype=torch.int64), 0
-    for i, (lo, width) in enumerate(windows):
+    for i, ((lo, width), words_of_table) in enumerate(zip(windows, table_words(windows))):
         value = (c >> lo) & low_mask(width)
-        word = tables[:, column:column + -(-(1 << width) // 64)].gather(1, (value >> 6).unsqueeze(1)).squeeze(1)
+        word = tables[:, column:column + words_of_table].gather(1, (value >> 6).unsqueeze(1)).squeeze(1)
         out[:, i] = (word >> (value & 63)) & 1
-        column += -(-(1 << width) // 64)
+        column += words_of_table
     for j, (lo, bits, _) in enumerate(bit_factors):
         entry = tables[:, column + j]
         out[:, len(windows) + j] = parity(entry & low_mask(bits) & (c >> lo)) ^ ((entry >> 63) & 1)
@@ -194,8 +195,7 @@ def declared_cost_table_factors(n: int, windows: list[tuple[int, int]], bit_fact
     """(words opened, table words dealt) of :func:`table_factors` on n words."""
     spots = [*windows, *((low, bits) for low, bits, _ in bit_factors)]
     span = max(lo + width for lo, width in spots) - min(lo for lo, _ in spots)
-    dealt = sum(-(-(1 << width) // 64) for _, width in windows) + len(bit_factors)
-    return -(-n // (64 // span)), dealt * n
+    return -(-n // (64 // span)), reply_words(windows, bit_factors) * n
 
 
 def declared_cost_coin_uniform(n: int, bits: int) -> int:

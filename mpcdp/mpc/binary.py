@@ -221,14 +221,6 @@ def levels(bits: int) -> int:
     return max(0, math.ceil(math.log2(bits)))
 
 
-def parity(words: torch.Tensor) -> torch.Tensor:
-    """Parity of each word's 64 bits (local: the XOR of the parties' parities is the parity of the XOR)."""
-    x = words
-    for s in (32, 16, 8, 4, 2, 1):
-        x = x ^ (x >> s)
-    return x & 1
-
-
 def open_packed(ctx: MpcContext, values: torch.Tensor, bits: int, *, label: str,
                 kind: str = "masked") -> torch.Tensor:
     """Open XOR-shared ``bits``-bit values, ⌊64/bits⌋ to a word (one opening of ⌈n/⌊64/bits⌋⌉ words; packing
