@@ -13,8 +13,16 @@ journals — private to the user who writes them from the first byte.
   mode is changed afterwards — flushed to disk (checkpoints and journals), then moved over the final name
   with ``os.replace`` (atomic: a process killed while writing leaves the previous file intact, or none).
 
+Public outputs — results, records, plots, saved models, samples (:func:`write_public`) — are written the same
+way with mode 0644 and no ``fsync``: never through a link or file that another user planted at the final
+name (``os.replace`` replaces a link there, never the file it points to), in any folder the user names.
+
+Files read as credentials are checked like secret folders (:func:`check_private_file`): not a link, a regular
+file of this user that no other user can write, and a secret one (a key) readable by no other user.
+
 Security model: confidentiality of these files against other local users of the host (not against root,
-nor against the same user). Cost: one ``fsync`` per durable file written.
+nor against the same user), and integrity of what mpcdp writes and of the credentials it reads against them.
+Cost: one ``fsync`` per durable file written.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from typing import BinaryIO, Iterator
 from mpcdp.errors import ConfigError
 
 PRIVATE_FILE_MODE = 0o600
+PUBLIC_FILE_MODE = 0o644
 PRIVATE_FOLDER_MODE = 0o700
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -110,3 +119,36 @@ def write_private(final: str | os.PathLike, data: bytes, *, mode: int = PRIVATE_
     """Write ``data`` to ``final`` atomically, created with ``mode`` (see :func:`private_writer`)."""
     with private_writer(final, mode=mode, durable=durable) as handle:
         handle.write(data)
+
+
+def write_public(final: str | os.PathLike, data: bytes) -> None:
+    """Write a public output ``final`` (mode 0644) without following a link or opening a file planted at its
+    name: a fresh temporary name created with ``O_EXCL | O_NOFOLLOW``, then ``os.replace`` (see the module
+    docstring). Not flushed to disk: a crash may lose it, never half-write it."""
+    write_private(final, data, mode=PUBLIC_FILE_MODE, durable=False)
+
+
+def check_private_file(path: str | os.PathLike, *, what: str, secret: bool) -> None:
+    """Refuse a file read as a credential unless it is a regular file (not a link) of this user that no other
+    user can write, and, if ``secret``, that no other user can read.
+
+    Raises:
+        ConfigError: naming ``what``, the file and what is wrong (a foreign owner's uid, the mode).
+    """
+    path = pathlib.Path(path)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise ConfigError(f"{what} file {str(path)!r} cannot be read: {exc.strerror}") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{what} file {str(path)!r} is {'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'not a regular file'}: "
+                          f"give the file itself")
+    if info.st_uid != os.geteuid():
+        raise ConfigError(f"{what} file {str(path)!r} is owned by uid {info.st_uid}, not by this user (uid "
+                          f"{os.geteuid()}): another user could have replaced it")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ConfigError(f"{what} file {str(path)!r} is writable by other users (mode "
+                          f"{stat.S_IMODE(info.st_mode):04o}): `chmod go-w` it")
+    if secret and info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise ConfigError(f"{what} file {str(path)!r} is a private key readable by other users (mode "
+                          f"{stat.S_IMODE(info.st_mode):04o}): `chmod 600` it")

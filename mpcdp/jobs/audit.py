@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from mpcdp.jobs.report import save_figure
 from mpcdp.accounting import audit_bounds
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer
@@ -313,8 +314,7 @@ def plot(record: dict[str, Any], path) -> None:
                  f"{record['epsilon_lower']:.3f}, certified {record['epsilon_certified']:.3f}", fontsize=9)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def write(report: dict[str, Any], prefix: str, command: str | None = None) -> dict[str, Any]:

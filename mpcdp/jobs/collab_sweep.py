@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mpcdp.accounting.laplace import MECHANISM as LAPLACE_MECHANISM
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import save_figure, write_record
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.validation import check_integer, read_protocol
 from mpcdp.jobs.collab import CollabPlan, plan_from, problem_of, run_plan
@@ -312,5 +312,4 @@ def plot(record: dict[str, Any], path: pathlib.Path) -> None:
         ax.set_ylabel("measured: ψ with ÷ without owner 1")
         ax.set_title("whom to include (green: prediction right)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import save_figure, write_record
 from mpcdp.jobs.train import plan_from, run_plan
 
 METRICS = ("test_error", "test_loss", "test_error_last", "test_loss_last", "test_loss_average", "optimal_gap", "wall_s")
@@ -96,5 +96,4 @@ def _plot(curves: dict[str, np.ndarray], path: pathlib.Path, title: str) -> None
     ax.set_title(pathlib.Path(title).stem)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

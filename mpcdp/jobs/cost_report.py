@@ -9,12 +9,14 @@ ratios; and estimated wall time on a LAN and a WAN from the measured rounds and 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import pathlib
 import platform
 from typing import Any
 
 from mpcdp import providers
+from mpcdp.jobs.report import save_figure, write_text
 from mpcdp.jobs.cost import OBLIVC_GATE_BYTES, OBLIVC_PAPER, OBLIVC_REBUILT, CostRun
 from mpcdp.transport.costs import LAN, WAN, WORD_BITS
 
@@ -193,10 +195,11 @@ def mechanism_of(run: CostRun) -> str:
 
 def _write_csv(table: list[dict[str, Any]], path: pathlib.Path) -> None:
     keys = list(dict.fromkeys(k for r in table for k in r))
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(table)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=keys)
+    writer.writeheader()
+    writer.writerows(table)
+    write_text(path, text.getvalue())
 
 
 def plot(run: CostRun, table: list[dict[str, Any]], path: str) -> None:
@@ -230,8 +233,7 @@ def plot(run: CostRun, table: list[dict[str, Any]], path: str) -> None:
     fig.suptitle(f"{run.model}: one secure aggregation + in-MPC noise per layer, {run.parties} parties, "
                  f"noise {run.noise}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def goals(run: CostRun) -> list[str]:

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import save_figure, write_record
 from mpcdp.jobs.decentralized import METHODS, plan_from, run_method
 from mpcdp.validation import check_integer
 
@@ -209,5 +209,4 @@ def plot(record: dict[str, Any], path: pathlib.Path) -> None:
                      fontsize=9)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import pathlib
 from typing import Any
 
 import torch
 
+from mpcdp.private_files import write_public
 from mpcdp.errors import ConfigError
 
 FORMAT, VERSION = "mpcdp-model", 1
@@ -63,10 +65,12 @@ def save(path: str | pathlib.Path, theta: torch.Tensor, described: dict[str, Any
         payload["state_dict"] = {k: v.detach().clone() for k, v in module.state_dict().items()}
         layers = [[name, list(p.shape)] for name, p in module.named_parameters() if p.requires_grad]
     tensors.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(payload, tensors)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    write_public(tensors, buffer.getvalue())  # never through a link planted at either name
     record = {"format": FORMAT, "version": VERSION, "tensors": tensors.name, "theta_sha256": theta_sha256(theta),
               "parameters": int(theta.numel()), "layers": layers, **described}
-    sidecar.write_text(json.dumps(record, indent=1, default=_plain) + "\n")
+    write_public(sidecar, (json.dumps(record, indent=1, default=_plain) + "\n").encode("utf-8"))
     return str(tensors), str(sidecar)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from mpcdp.jobs.report import save_figure
 from mpcdp.data.party_file import PartyData
 from mpcdp.jobs.train_report import unit_rows
 from mpcdp.validation import check_integer
@@ -123,6 +124,5 @@ def plot_curve(curve: dict[str, Any], path: str | pathlib.Path, title: str) -> s
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return str(path)

@@ -1,7 +1,8 @@
 """The one writer of recorded results and of their tables: PREFIX.json (the numbers), PREFIX.md (the table people
 read), PREFIX.png (the plot, where there is one), every record stamped with the versions of the released
 mechanism and of the accountant that produced it; and the two formats every table uses (:func:`markdown_table`,
-:func:`mean_pm`). Jobs and benchmarks alike write through here."""
+:func:`mean_pm`). Jobs and benchmarks alike write through here, and every file is written without following a link planted at
+its name (:func:`write_text`, :func:`save_figure`; :mod:`mpcdp.private_files`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,39 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 def mean_pm(mean: float, spread: float, digits: int = 4, *, signed: bool = False) -> str:
     """``mean ± spread`` with ``digits`` decimals (``signed``: the mean with its sign)."""
     return f"{mean:{'+' if signed else ''}.{digits}f} ± {spread:.{digits}f}"
+
+
+def write_text(path: str | pathlib.Path, text: str) -> None:
+    """Write a public text output (UTF-8) without following a link planted at its name
+    (:func:`mpcdp.private_files.write_public`)."""
+    from mpcdp.private_files import write_public
+
+    write_public(path, text.encode("utf-8"))
+
+
+def save_figure(fig, path: str | pathlib.Path, *, dpi: int) -> None:
+    """Save a matplotlib figure as PNG at ``path`` without following a link planted there, and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from mpcdp.private_files import write_public
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    write_public(path, buffer.getvalue())
+
+
+def _previous_record(path: pathlib.Path) -> dict | None:
+    """The record already at ``path``, if it is one: a regular file (not a link) holding a JSON object."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
 
 
 def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None] | None = None, *,
@@ -41,10 +75,9 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
 
     prefix = pathlib.Path(out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    before = prefix.with_suffix(".json")
-    replaced = json.loads(before.read_text()).get("mechanism", "the earlier unversioned mechanism (continuous noise "
-                                                 "in float64 or ratio-of-uniforms, continuous sensitivity)"
-                                                 ) if before.exists() else None
+    before = _previous_record(prefix.with_suffix(".json"))
+    replaced = before.get("mechanism", "the earlier unversioned mechanism (continuous noise in float64 or "
+                                       "ratio-of-uniforms, continuous sensitivity)") if before is not None else None
     record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
     if MECHANISM == MECHANISMS["dgauss"].id:  # the in-MPC protocol its secure runs used
         from mpcdp.noise.secure_gaussian import CIRCUIT
@@ -53,8 +86,8 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     if replaced is not None and replaced != MECHANISM:
         record["replaces_mechanism"] = replaced
     text = text.rstrip("\n") + "\n\n" + stamp(record)
-    prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=default) + "\n")
-    prefix.with_suffix(".md").write_text(text)
+    write_text(prefix.with_suffix(".json"), json.dumps(record, indent=1, default=default) + "\n")
+    write_text(prefix.with_suffix(".md"), text)
     files = [str(prefix.with_suffix(".json")), str(prefix.with_suffix(".md"))]
     if plot is not None:
         plot(record, prefix.with_suffix(".png"))

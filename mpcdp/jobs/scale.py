@@ -16,7 +16,7 @@ import pathlib
 import statistics
 from typing import Any, Callable
 
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import save_figure, write_record
 from mpcdp.validation import check_integer
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.train import plan_from, run_plan
@@ -107,5 +107,4 @@ def plot(record: dict[str, Any], path: pathlib.Path) -> None:
     ax.set_title(f"{algorithms}, {first['model']}, {first['dataset']}", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)

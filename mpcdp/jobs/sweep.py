@@ -31,7 +31,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number, read_protocol
 from mpcdp.jobs.train import plan_from, run_plan
 from mpcdp.learning.algorithms import ALGORITHMS
-from mpcdp.jobs.report import markdown_table, mean_pm, stamp, write_record
+from mpcdp.jobs.report import markdown_table, mean_pm, save_figure, stamp, write_record, write_text
 
 CENTRAL = "dp-gd"
 KEPT = ("test_error", "test_loss", "optimal_gap", "epsilon", "sigma", "sigma_by_party", "epsilon_by_party",
@@ -179,10 +179,10 @@ def rerender(out: str) -> dict[str, Any]:
     markdown = render(header, spec, summary, checks, runs)
     if "mechanism" in payload:
         markdown = markdown.rstrip("\n") + "\n\n" + stamp(payload)
-    prefix.with_suffix(".md").write_text(markdown)
+    write_text(prefix.with_suffix(".md"), markdown)
     payload.update(summary=[{"variant": k[0], "backend": k[1], "u": k[2], **v} for k, v in summary.items()],
                    agreement=checks, pooled_agreement=pooled_difference(runs))
-    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
+    write_text(prefix.with_suffix(".json"), json.dumps(payload, indent=1) + "\n")
     plot(header, spec, summary, prefix.with_suffix(".png"))
     return {"markdown": markdown, "png": str(prefix.with_suffix(".png")), **payload}
 
@@ -318,8 +318,7 @@ def plot(header: dict, spec: SweepSpec, summary: dict, path: pathlib.Path) -> No
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{header['name']}: m = {header['parties']}, ε = {header['epsilon']:g}, δ = {header['delta']:g}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def main_progress() -> Callable[[int, int, str], None]:

@@ -15,7 +15,9 @@ cannot claim a rank it holds no key for.
 Files: the output folder is created with mode 0700, or, if it exists, must be a directory of this user that
 no other user can write (else :class:`~mpcdp.errors.ConfigError`, naming the folder and a foreign owner's
 uid). Every key is created 0600 under a temporary name and moved into place (:mod:`mpcdp.private_files`): no
-other user can open it at any moment. Certificates are public and are written 0644 the same way.
+other user can open it at any moment. Certificates are public and are written 0644 the same way. On read
+(:class:`LinkSecurity`) the folder is checked the same way, and every file must be a regular file of this user
+(not a link) that no other user can write, the key one that no other user can read.
 
 Security model: authenticity and confidentiality of mpcdp's links against the network, given that the
 deployment CA's key is kept apart. TLS does not make a party honest: the protocols stay semi-honest.
@@ -29,7 +31,7 @@ import pathlib
 import ssl
 
 from mpcdp.errors import ConfigError
-from mpcdp.private_files import private_folder, write_private
+from mpcdp.private_files import check_private_file, check_private_folder, private_folder, write_private
 from mpcdp.validation import check_integer
 
 VALID_DAYS = 365
@@ -102,10 +104,13 @@ class LinkSecurity:
     def __init__(self, folder: str | os.PathLike, rank: int):
         base = pathlib.Path(folder)
         files = [base / "ca.pem", base / f"party-{rank}.pem", base / f"party-{rank}-key.pem"]
-        missing = [str(p) for p in files if not p.is_file()]
+        missing = [str(p) for p in files if not os.path.lexists(p)]
         if missing:
             raise ConfigError(f"`credentials` {str(base)!r} lacks {missing} for rank {rank} (make them with "
                               f"`mpcdp credentials`)")
+        check_private_folder(base, what="`credentials`")
+        for path in files:
+            check_private_file(path, what="`credentials`", secret=path is files[2])
         self.rank = rank
         self.server = self._context(ssl.PROTOCOL_TLS_SERVER, files)
         self.client = self._context(ssl.PROTOCOL_TLS_CLIENT, files)
