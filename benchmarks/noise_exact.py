@@ -31,11 +31,14 @@ def measure(config: MpcConfig, mode: str, samples: int, sigma: float) -> dict:
     total = sum(r["bytes_sent"] for r in result.values) + (result.dealer or {}).get("bytes_sent", 0)
     wall = max(r["wall_s"] for r in result.values)
     cpu = max(r["cpu_s"] for r in result.values)
+    dealer_cpu = (result.dealer or {}).get("cpu_s")
     check = validate_normal(first["values"], sigma=sigma, alpha=1e-3)
     return {"mode": mode, "busiest_party_bytes_per_sample": busiest / samples,
             "dealer_bytes_per_sample": (result.dealer or {}).get("bytes_sent", 0) / samples,
             "total_bytes_per_sample": total / samples, "rounds": max(r["rounds"] for r in result.values),
             "us_per_sample": 1e6 * wall / samples, "cpu_us_per_sample": 1e6 * cpu / samples,
+            "cpu_us_per_sample_by_party": [round(1e6 * r["cpu_s"] / samples, 2) for r in result.values],
+            "dealer_cpu_us_per_sample": None if dealer_cpu is None else 1e6 * dealer_cpu / samples,
             "parties": config.parties, "acceptance": first["accepted"] / first["candidates"],
             "validation": "passed" if check.passed else "; ".join(check.failures)}
 
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 "
              f"links (the harness default); {c['samples']:,} samples per call, σ = {c['sigma']}. "
              f"{protocol.get('load_note', '')}", "",
-             f"In-MPC circuit: {CIRCUIT}.", "",
+             f"In-MPC circuit: {CIRCUIT}.", "", *_moved(protocol),
              *_table(runs, "mode"), "",
              "`rou` is the ratio-of-uniforms sampler on 17-bit uniforms, whose output has holes in its tails.",
              "`dgauss` is the exact discrete Gaussian with a pmf enumerated in tests/test_discrete_gaussian.py.", ""]
@@ -73,12 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     if settings:
         lines += ["## By provider and committee size", "",
                   f"{protocol['settings']['samples']:,} samples per call at {c['parties']} parties. The committee's "
-                  "size and the provider decide who can learn the noise (mpcdp/README.md, threat model): with the "
-                  "dealer, the dealer and one member, or every member; under honest-majority, any two of parties "
-                  "0–2.", "", *_table(settings, "setting"), ""]
+                  "size and the provider decide who can learn the noise (each run's `noise_known_to`; "
+                  "mpcdp/README.md, threat model): with the dealer, the dealer and one member, or every member; "
+                  "under honest-majority, any two of parties 0–2.", "", *_table(settings, "setting"), ""]
     recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs,
                                                  "committee": scaling, "settings": settings, "circuit": CIRCUIT})
     return 0
+
+
+def _moved(protocol: dict) -> list[str]:
+    """The protocol's note on what moved against the previous record (``moved``), as a paragraph."""
+    return [protocol["moved"], ""] if protocol.get("moved") else []
 
 
 def _by_setting(protocol: dict, sigma: float) -> list[dict]:
@@ -97,11 +105,13 @@ def _by_setting(protocol: dict, sigma: float) -> list[dict]:
 def _table(runs: list[dict], first: str) -> list[str]:
     """The rows of ``runs`` as a markdown table whose first column is ``first`` (mode or parties)."""
     lines = [f"| {first} | busiest party B/sample | dealer B/sample | total B/sample | rounds | µs/sample (wall) | "
-             "CPU µs/sample (busiest party) | acceptance | validation (α = 0.001) |", "|---|---|---|---|---|---|---|---|---|"]
+             "CPU µs/sample (busiest party) | CPU µs/sample (dealer) | acceptance | validation (α = 0.001) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
+        dealer_cpu = "–" if r.get("dealer_cpu_us_per_sample") is None else f"{r['dealer_cpu_us_per_sample']:.1f}"
         lines.append(f"| {r[first]} | {r['busiest_party_bytes_per_sample']:,.0f} | {r['dealer_bytes_per_sample']:,.0f} | "
                      f"{r['total_bytes_per_sample']:,.0f} | {r['rounds']} | {r['us_per_sample']:.1f} | "
-                     f"{r['cpu_us_per_sample']:.1f} | {r['acceptance']:.4f} | {r['validation']} |")
+                     f"{r['cpu_us_per_sample']:.1f} | {dealer_cpu} | {r['acceptance']:.4f} | {r['validation']} |")
     return lines
 
 

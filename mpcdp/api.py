@@ -234,13 +234,14 @@ def train_result(plan, values: list[dict], mine: dict, model) -> TrainResult:
     from torch import nn
 
     from mpcdp.jobs.model_file import load_into
+    from mpcdp.jobs.train import plan_noise_known_to
 
     theta = mine["theta"]
     if isinstance(model, nn.Module):
         load_into(model, theta)
     run = {"protocol": plan.name, "algorithm": plan.record.display_name(plan.parties),
            "model": type(model).__name__ if isinstance(model, nn.Module) else str(model), "backend": plan.backend,
-           "noise_mode": plan.noise.mode, "output": plan.output}
+           "noise_mode": plan.noise.mode, "noise_known_to": plan_noise_known_to(plan), "output": plan.output}
     return TrainResult(model if isinstance(model, nn.Module) else theta, theta, mine["epsilon"], mine["delta"],
                        mine["held_out"], mine["sizes"], mine["certificate"], values,
                        most_exposed_party=mine.get("most_exposed_party"), metrics=mine.get("curve"), run=run,

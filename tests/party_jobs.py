@@ -276,16 +276,22 @@ def audited_srm(ctx, shard, params, noise, dim):
     noise_rows = torch.cat([ctx.reveal(b, label="test only", reason="audit").reshape(-1, dim) for b in blocks])
     grids = [b.precision_bits for b in blocks for _ in range(b.shape[0])]  # each row's release grid
     from mpcdp import adapter
+    from mpcdp.mpc import bernoulli
 
     return {"openings": audited, "locals": torch.stack(locals_), "noise": noise_rows, "grids": grids,
             "unkeyed_draws": adapter.unkeyed_draws(), "keyed_words": adapter.keyed_words(),
             "released": torch.stack(out["result"].released), "precision_bits": ctx.config.precision_bits,
-            "tables": adapter.deals_factor_tables()}
+            "tables": bernoulli.tables_dealt(), "provider": ctx.config.provider}
 
 
-def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
+def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int, planted: bool = False):
     """One pass of the in-MPC discrete Gaussian sampler with seeded party randomness; open every candidate's
-    value (test only) next to the accept bits, and the metered cost of the pass."""
+    value (test only) next to the accept bits, and the metered cost of the pass. ``planted``: under the view
+    audit's planted leak (the dealer's own-word tables)."""
+    import contextlib
+
+    from mpcdp.mpc import bernoulli
+
     import numpy as np
 
     from mpcdp.transport import costs
@@ -295,7 +301,7 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
 
     plan = dg.plan_for(sigma_units)
     words = party_words(np.random.default_rng([seed, ctx.rank]))
-    with costs.section() as ledger:
+    with costs.section() as ledger, bernoulli.planted_dealer_tables() if planted else contextlib.nullcontext():
         result = _candidates(ctx, plan, candidates, words)
     sampling = list(ctx.openings)
     values = ctx.reveal(Shared(result.value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
@@ -305,7 +311,8 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int):
     return {"accepted": result.accepted, "survivors": result.survivors, "kept": result.kept,
             "uniform": dict(zip(names, opened)), "values": values.to(torch.int64),
             "ops": dict(ledger.ops),
-            "openings": [(o.label, o.elements) for o in sampling if o.kind in ("coin", "masked", "comparison")],
+            "openings": [(o.label, o.elements) for o in sampling if o.kind in ("masked", "comparison")],
+            "coin": [(o.label, o.elements, o.bytes_sent) for o in sampling if o.kind == "coin"],
             "reshares": [(o.label, o.elements) for o in steps if o.kind == "share"],
             "step_bytes": sum(o.bytes_sent for o in steps), "rounds": ledger.rounds,
             "dealer_requests": ledger.dealer_requests,
@@ -322,7 +329,7 @@ def single_candidate_passes(ctx, sigma_units: float, calls: int):
     for _ in range(calls):
         before = len(ctx.openings)
         result = _candidates(ctx, plan, 1, words)
-        steps = [o.elements for o in ctx.openings[before:] if o.label.startswith("dg-")]
+        steps = [o.elements for o in ctx.openings[before:] if o.label.startswith("dg-") and o.kind != "coin"]
         out.append({"survivors": result.survivors, "accepted": bool(result.accepted.any()), "steps": steps})
     return out
 

@@ -25,8 +25,7 @@ from mpcdp.runtime.harness import run_parties
 from party_jobs import audited_srm
 
 STEPS, DIM = 2, 30
-PACKED = ("-b2a", "dg-piece", "-group", "-chunks", "-flags", "-supers", "-window")  # k-bit openings: B2A, one-hot
-# windows, the factor tables' windows
+PACKED = ("-b2a", "dg-piece", "-group", "-chunks", "-flags", "-supers")  # k-bit openings: B2A, one-hot windows
 
 
 @pytest.fixture(scope="module", params=["dealer", "honest-majority"])
@@ -59,10 +58,11 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         words = torch.cat([_words(v) for _, v in comparisons])  # first-factor and accept bits, 64 to a word
         bits = ((words.unsqueeze(1) >> torch.arange(64)) & 1).reshape(-1)
         assert 0 < int(bits.sum()) < bits.numel()  # both outcomes occurred
-        # one 256-bit coin key per pass where the factors are a circuit (honest-majority); the dealer's tables
-        # need none
+        # per pass, under every provider: the committed coin, every member's commitment (4 words) and then its
+        # part and nonce (8 words)
         coins = [(label, n) for label, n, _, kind, _ in party["openings"] if kind == "coin"]
-        assert set(coins) == (set() if party["tables"] else {("dg-coin", 4)}) and (party["tables"] or coins)
+        assert coins and not party["tables"] and coins[:2] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
+        assert set(coins) == {("dg-coin (commitments)", 4), ("dg-coin", 8)}
         masked = {label for label, _, _, kind, _ in party["openings"] if kind == "masked"}
         assert masked and all(label.startswith("dg-") for label in masked)
         assert all(recipients == (0, 1, 2) for _, _, recipients, kind, _ in party["openings"] if kind != "share"), \
@@ -71,8 +71,8 @@ def test_only_masked_values_accept_bits_and_releases_are_opened(audit):
         # place of Beaver openings; with the dealer nothing is reshared
         shares = {(label, recipients) for label, _, recipients, kind, _ in party["openings"] if kind == "share"}
         assert all(label.startswith("dg-") and recipients == (rank,) for label, recipients in shares)
-        assert bool(shares) == (not party["tables"])
-        assert ("dg-rest-window" in masked) == party["tables"]
+        assert bool(shares) == (party["provider"] == "honest-majority")
+        assert "dg-rest-window" not in masked  # the dealer's tables are the view audit's planted leak only
 
 
 def test_reshared_shares_are_uniform_words(audit):
@@ -124,11 +124,10 @@ def test_packed_window_openings_are_uniform_on_their_lanes(audit):
     """The one-hot windows open V ⊕ R on each value's own bits only, ⌊64/w⌋ values to a word: every opened
     bit inside a lane is set with probability 1/2 (binomial test per bit, family-wise α = 1e-5), and the bits
     above the last lane are 0."""
-    tables = audit[0]["tables"]  # with the dealer: the factor tables' windows; else the circuit's
     circuit = (("dg-first-group", 60), ("dg-rest-group", 54),
                *[(f"dg-{stage}-bern-{step}", width) for stage in ("first", "rest")
                  for step, width in (("flags", 64), ("supers", 64))])
-    for label, width in (("dg-piece", 60), *((("dg-first-window", 60), ("dg-rest-window", 62)) if tables else circuit)):
+    for label, width in (("dg-piece", 60), *circuit):
         words = torch.cat([_words(v) for lab, _, _, kind, v in audit[0]["openings"] if lab == label])
         assert words.numel() > 10
         assert width == 64 or (int(words.min()) >= 0 and int(words.max()) < 2**width)

@@ -53,6 +53,21 @@ def test_noise_prints_a_validated_json_line_with_costs():
     assert report["bytes_per_party"] > 0 and report["dealer_bytes"] > 0 and report["rounds"] > 10
     assert report["total_bytes"] == sum(report["bytes_by_party"]) + report["dealer_bytes"]
     assert "sample" in result.stderr  # the progress bar
+    # CPU per process, the dealer's included, and who could learn the noise
+    assert len(report["cpu_us_per_sample_by_party"]) == 2 and all(c > 0 for c in report["cpu_us_per_sample_by_party"])
+    assert report["dealer_cpu_us_per_sample"] > 0
+    assert report["noise_known_to"] == "the dealer with any one data party, or every data party together"
+
+
+def test_noise_with_a_committee_says_who_could_learn_it():
+    """dgauss at 4 parties, committee of 3: the JSON names the coalition that knows the noise without party 3;
+    no dealer CPU under honest-majority."""
+    result = _run("noise", "--parties", "4", "--samples", "500", "--sigma", "20", "--noise-committee", "3")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["noise_known_to"].startswith("the dealer with any one of parties 0–2 (the noise committee), "
+                                               "or parties 0–2 together, who then know it without party 3")
+    assert report["bytes_by_party"][3] < report["bytes_by_party"][1] / 10  # the non-member only waits
 
 
 def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
@@ -66,6 +81,7 @@ def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
     assert len(set(ledgers)) > 1  # unequal: the busiest party's times 3 would overstate the total
     assert report["total_bytes"] == sum(ledgers) and report["bytes_per_party"] == max(ledgers)
     assert report["bytes_per_sample"] == sum(ledgers) / 2000
+    assert report["dealer_cpu_us_per_sample"] is None and report["noise_known_to"].startswith("any two of parties 0–2")
 
 
 def test_noise_plaintext_mode_runs_without_parties(tmp_path):

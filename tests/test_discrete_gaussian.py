@@ -136,24 +136,32 @@ def test_a_pass_whose_candidates_all_fail_the_first_factor_skips_the_rest():
         assert p["survivors"] or not p["accepted"]
     empty = next(p for p in passes if p["survivors"] == 0)
     full = next(p for p in passes if p["survivors"] == 1)
-    # the dealer's tables: the other windows' opening, 3 AND levels over the 5 factor bits, the accept bits
-    assert len(full["steps"]) - len(empty["steps"]) == 1 + 3 + 1
+    # the other factors' circuit: their windows' opening, bernoulli_bits' 5 steps, 4 AND levels over the 11
+    # factor bits, the accept bits
+    assert len(full["steps"]) - len(empty["steps"]) == 1 + 5 + 4 + 1
 
 
-def _secure_pass(provider: str):
+def _secure_pass(provider: str, *, planted: bool = False):
     from mpcdp.config import MpcConfig
     from mpcdp.runtime.harness import run_parties
     from party_jobs import discrete_gaussian_pass
 
     sigma, n, seed = 445.3, 3000, 11
     config = MpcConfig(parties=3, provider=provider, timeout_s=300)
-    return sigma, n, seed, run_parties(discrete_gaussian_pass, config, args=(sigma, n, seed))
+    return sigma, n, seed, run_parties(discrete_gaussian_pass, config, args=(sigma, n, seed, planted))
 
 
 @pytest.fixture(scope="module")
 def dealer_pass():
-    """One pass at 3 parties with the dealer: Beaver multiplication with its material, factors from its tables."""
+    """One pass at 3 parties with the dealer: Beaver multiplication with its material, the factors a circuit
+    on dealt words XOR the committee's coin."""
     return _secure_pass("dealer")
+
+
+@pytest.fixture(scope="module")
+def planted_pass():
+    """One pass at 3 parties with the dealer's own-word tables: the view audit's planted leak (dg-mpc/5)."""
+    return _secure_pass("dealer", planted=True)
 
 
 @pytest.fixture(scope="module")
@@ -181,14 +189,14 @@ def _candidates_of(plan, n, seed):
     return fields, values, piece, dg.exponent(plan, values, piece)
 
 
-def test_without_a_dealer_the_mpc_sampler_makes_exactly_the_plaintext_decisions(majority_pass):
+def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
     """The candidates' values come from the members' seeded fields, and every accept decision is the plaintext
-    rule's. Without a dealer (honest-majority) the factors are a circuit: the test opens their uniform words
-    (dealt words XOR the committee's coin) and runs the rule on them, the first factor's for every candidate,
-    the others' for its survivors. With the dealer, whose tables evaluate the factors: the next test."""
+    rule's, under either provider. The factors are a circuit: the test opens their uniform words (dealt words
+    XOR the committee's coin) and runs the rule on them, the first factor's for every candidate, the others'
+    for its survivors. The planted leak's tables: the next test."""
     from mpcdp.noise.gaussian_factors import FIRST_GROUP
 
-    sigma, n, seed, results = majority_pass
+    sigma, n, seed, results = secure_pass
     plan = dg.plan_for(sigma)
     fields, values, piece, T = _candidates_of(plan, n, seed)
     r = results[0]
@@ -278,9 +286,10 @@ def _looked_up(tables: np.ndarray, mask: np.ndarray, T: np.ndarray, spec, pvalue
     return passed
 
 
-def test_with_the_dealer_the_tables_are_the_plaintext_rule(dealer_pass):
-    """With the dealer, each Bernoulli factor is read from a table the dealer made from its own uniform words,
-    which nobody else sees. Opened here for the test: every table and mask. Each table, moved back by its
+def test_the_planted_leaks_tables_are_the_plaintext_rule(planted_pass):
+    """Under the view audit's planted leak (circuit dg-mpc/5, :func:`mpcdp.mpc.bernoulli.planted_dealer_tables`)
+    each Bernoulli factor is read from a table the dealer made from its own uniform words: the leak the audit
+    must find is the real dg-mpc/5 sampler. Opened here for the test: every table and mask. Each table, moved back by its
     mask's window, is one that the plaintext rule dg.below makes for some uniform words (every such table is
     enumerated with its probability), the tables' frequencies match those probabilities (χ² per window, five
     windows, each at α = 1e-3), the low bits' one-hot and parity agree with the mask, and the accept decisions
@@ -288,7 +297,7 @@ def test_with_the_dealer_the_tables_are_the_plaintext_rule(dealer_pass):
     candidate, the others for its survivors."""
     from mpcdp.noise.gaussian_factors import FIRST_GROUP, OTHER_GROUPS, table_spec
 
-    sigma, n, seed, results = dealer_pass
+    sigma, n, seed, results = planted_pass
     plan = dg.plan_for(sigma)
     _, values, _, T = _candidates_of(plan, n, seed)
     r = results[0]
@@ -315,13 +324,15 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     sigma, n, _, results = secure_pass
     replicated = results[0]["dealer_requests"] == 0  # the honest-majority run
     r = results[0]
-    declared = declared_cost([n], dg.plan_for(sigma), survivors=[r["survivors"]], replicated=replicated,
-                             tables=not replicated)
+    declared = declared_cost([n], dg.plan_for(sigma), survivors=[r["survivors"]], replicated=replicated)
     assert [e for label, e in r["openings"] if label.startswith("dg-")] == declared.openings
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (11 if replicated else 15)
+    assert r["material_requests"] == declared.dealer_requests == (11 if replicated else 28)
+    # the committed coin: two public exchanges among the members (commitments, then parts with nonces)
+    assert [(label, n) for label, n, _ in r["coin"]] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
+    assert declared.exchanges == [32, 64]
     assert r["rounds"] == declared.rounds(3)
     for rank, party in enumerate(results):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank

@@ -36,7 +36,8 @@ def test_non_members_see_nothing_of_the_sampling_and_members_see_masked_values(r
     for rank in (0, 1, 2):
         sampling = [o for o in five[rank]["openings"] if o[0].startswith("dg-")]
         assert sampling and all(recipients == (0, 1, 2) for _, recipients, _ in sampling)
-        assert {kind for _, _, kind in sampling} == {"masked", "comparison"}  # the dealer's tables: no coin
+        assert {kind for _, _, kind in sampling} == {"masked", "comparison", "coin"}  # the coin: committed, then
+        # opened among the members only
 
 
 def test_the_committee_costs_the_same_at_five_parties_as_at_three(runs):

@@ -36,7 +36,7 @@ and ``generate``) added to ``KINDS``; nothing else changes. A new provider is on
 :mod:`mpcdp.providers` (its "How to add a provider").
 """
 
-from mpcdp.adapter import keyed, metering, replicated
+from mpcdp.adapter import dealer_view, keyed, metering, replicated
 from mpcdp.adapter.compat import install_torch_compat  # noqa: F401
 from mpcdp.adapter.dealer import run_dealer  # noqa: F401
 from mpcdp.adapter.group import provider, rank, world_size  # noqa: F401
@@ -53,6 +53,14 @@ from mpcdp.adapter.session import (  # noqa: F401
 metering.install()
 keyed.install()
 
+
+
+def recorded_dealer_view() -> list | None:
+    """The dealer's recorded view (:mod:`.dealer_view`), or None where it is not recorded."""
+    return dealer_view.RECORDED
+
+
+record_dealer_view = dealer_view.start
 
 
 def keyed_words() -> int:

@@ -38,9 +38,10 @@ for _kind in KINDS:  # a request names its kind: serve each kind under its class
 
 def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeout_s: float,
                security: LinkSecurity | None = None, insecure: bool = False,
-               iface: str | None = None) -> tuple[list[int], int]:
+               iface: str | None = None) -> tuple[list[int], int, list[float]]:
     """Run the dealer (rank ``parties``) until party 0 says ``terminate``; return the bytes it wrote to the
-    network for each request, in order, and in all (its links' kernel counters, keys and TLS included).
+    network for each request, in order, and in all (its links' kernel counters, keys and TLS included), and
+    the CPU seconds it spent on each request's reply.
 
     Raises:
         PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
@@ -61,8 +62,8 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
         raise losses.stopped(losses.resolve(rank, exc), "the dealer", str(exc)) from exc
     mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
-        request_bytes = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
-        return request_bytes, mesh.wire_bytes_sent()
+        request_bytes, request_cpu = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
+        return request_bytes, mesh.wire_bytes_sent(), request_cpu
     except PeerLost as exc:  # ProtocolViolation included: report it (first), close, then name whom to blame
         losses.report(rank, exc)
         mesh.close(orderly=False)

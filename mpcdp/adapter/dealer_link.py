@@ -27,10 +27,12 @@ share, plus 2 emulated hops (``link_delay_ms``); per party at start-up, one 32-b
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 
 from mpcdp.adapter import keyed, metering, objects
+from mpcdp.adapter import dealer_view
 from mpcdp.adapter.material import KINDS
 from mpcdp.adapter.compat import ttp_provider
 from mpcdp.errors import ConfigError, ProtocolViolation
@@ -111,15 +113,17 @@ def install_client(client: DealerClient | None) -> None:
     ttp_provider.TTPClient._TTPClient__instance = client
 
 
-def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> list[int]:
+def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> tuple[list[int], list[float]]:
     """The dealer's loop: key every party, then serve party 0's requests until ``terminate``; return the
-    bytes written to the network for each request (TLS records included where links are TLS)."""
+    bytes written to the network for each request (TLS records included where links are TLS) and the CPU
+    seconds this process spent making each reply."""
     parties = [j for j in mesh.links]
     keys = {j: secure_key() for j in parties}
     for j, generator in enumerate(dealer.generators):
         keyed.register(generator, keys[j], _DOMAIN)
     mesh.exchange({j: keyed.key_tensor(keys[j]) for j in parties}, {}, label=KEY_LABEL)
     request_bytes: list[int] = []
+    request_cpu: list[float] = []
     while True:
         # idle time between requests is the parties' own computation: no deadline here (a party that stops
         # closes its link, which ends the wait)
@@ -127,10 +131,12 @@ def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> list[int]:
         message = public.decode(raw, peer=0, label=REQUEST_LABEL)
         objects.check_request(message, allowed)
         if message == "terminate":
-            return request_bytes
-        before = mesh.wire_bytes_sent()
+            return request_bytes, request_cpu
+        before, cpu = mesh.wire_bytes_sent(), time.process_time()
         dealer.device = "cpu"
         result = getattr(dealer, message["function"])(*message["args"], **message["kwargs"])
+        request_cpu.append(time.process_time() - cpu)
+        dealer_view.note_request(message["function"], message["args"])
         mesh.exchange_text({0: public.encode(list(result.shape))}, [], label=SHAPE_LABEL)
         mesh.exchange({0: result.reshape(-1).contiguous()}, {}, label=REPLY_LABEL)
         request_bytes.append(mesh.wire_bytes_sent() - before)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from mpcdp.adapter import dealer_view
 from mpcdp.adapter.lanes import parity
 from mpcdp.errors import ProtocolViolation
 from mpcdp.randomness import KeyedStream, secure_key
@@ -148,10 +149,12 @@ def served(dealer, n: int, word_bits, windows, factors, bit_factors) -> torch.Te
     if stream is None:
         stream = dealer.private_stream = KeyedStream(secure_key(), domain=b"mpcdp/dealer-factor-uniforms")
     k = uniforms_needed(spec[2], spec[3])
-    blocks = []
+    blocks, drawn = [], []
     for start in range(0, n, ROWS_PER_BLOCK):
         rows = min(ROWS_PER_BLOCK, n - start)
         w = stream.words(rows * k).reshape(rows, k) & ((1 << spec[0]) - 1)
+        drawn.append(w)
         blocks.append(tables(r[start:start + rows], w, spec))
     y = torch.cat(blocks) if blocks else torch.zeros((0, reply_words(spec[1], spec[3])), dtype=torch.int64)
+    dealer_view.note_draw(r=r, w=torch.cat(drawn) if drawn else torch.zeros((0, k), dtype=torch.int64))
     return y ^ dealer._get_binary_PRSS(tuple(y.shape), remove_rank=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import chunk_masks, factor_tables, keyed, replicated
+from mpcdp.adapter import chunk_masks, dealer_view, factor_tables, keyed, replicated
 from mpcdp.adapter.lanes import moved_one_hots, one_hot_words, window_values
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
@@ -315,6 +315,7 @@ class OneHotPairs(Material):
     def serve(dealer, n: int, windows: list, lane: int = 64):
         windows = check_windows(windows, lane)
         r = dealer._get_binary_PRSS((n,))
+        dealer_view.note_draw(r=r)
         hots = _packed_one_hots(r, windows, lane)
         return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
 
@@ -387,9 +388,11 @@ class FactorTables(Material):
     shape (n,), and per element the tables of the factors of each window of a word masked by R and one word
     per bit factor, XOR-shared, shape (n, :func:`~.factor_tables.reply_words`).
 
-    Only a provider with a dealer serves it: the tables' maker knows every factor's uniform word, which is
-    safe only for one that never sees an opened value. Without a dealer the sampler evaluates the factors
-    with :func:`mpcdp.mpc.bernoulli.bernoulli_bits` instead (:func:`deals_factor_tables`).
+    **Only the view audit's planted leak asks for it** (:func:`mpcdp.mpc.bernoulli.planted_dealer_tables`):
+    the tables' maker knows every factor's uniform word, so the dealer would hold information correlated with
+    the released noise (it knows which window values pass, and a released candidate is one that passed). The
+    sampler evaluates the factors with :func:`mpcdp.mpc.bernoulli.bernoulli_bits` on words no single role
+    knows. Only a provider with a dealer serves it.
     """
 
     @staticmethod

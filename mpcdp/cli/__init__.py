@@ -10,6 +10,8 @@ sits beside the command's handler in the module of its job (:mod:`.measure`, :mo
     noise mode), secure and simulated, once, over seeds, over party sizes, over party counts.
 ``collab`` / ``decentralized``  papers 003 and 004.
 ``audit``  plant canaries in a training run and lower-bound ε from what it released (:mod:`mpcdp.jobs.audit`).
+``audit views``  record each role's whole view of the in-MPC sampler, the dealer's included, and test it against
+    the released noise (:mod:`mpcdp.jobs.views`).
 ``privacy``  calibrate DP-SRM/DDP-SRM noise and certify its ε on the release grid.
 ``party``  one process of a run on this host, finding the others by ``--rendezvous`` or the environment (RANK,
     WORLD_SIZE, RENDEZVOUS / MASTER_ADDR+MASTER_PORT), for separate hosts; rank m is the dealer (under
@@ -30,7 +32,7 @@ import warnings
 from mpcdp import plugins
 from mpcdp.errors import MpcdpError, PartyFailed
 from mpcdp.cli.hosts import _credentials_parser, _party_parser
-from mpcdp.cli.measure import _aggregate_parser, _cost_parser, _noise_parser
+from mpcdp.cli.measure import _aggregate_parser, _audit_views_parser, _cost_parser, _noise_parser
 from mpcdp.cli.papers import _collab_parser, _decentralized_parser
 from mpcdp.cli.training import (_audit_parser, _compare_parser, _privacy_parser, _scale_parser,
                                 _sweep_parser, _train_parser, warm_parties_for)
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _noise_parser(sub)
     _train_parser(sub)
     _audit_parser(sub)
+    _audit_views_parser(sub)
     _compare_parser(sub)
     _sweep_parser(sub)
     _scale_parser(sub)
@@ -73,6 +76,22 @@ def named_plugins(argv: list[str]) -> list[str]:
     return known.plugin
 
 
+def views_command(argv: list[str]) -> list[str]:
+    """``argv`` with ``audit views`` as the one command ``audit-views`` (the two words name it; ``audit``
+    alone takes a protocol file)."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--plugin":  # the global option that takes a value
+            i += 2
+            continue
+        if not argv[i].startswith("-"):
+            if argv[i] == "audit" and argv[i + 1:i + 2] == ["views"]:
+                return [*argv[:i], "audit-views", *argv[i + 2:]]
+            return argv
+        i += 1
+    return argv
+
+
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed once the plugins it names are loaded, so that the algorithms, models and samplers they
     register are choices of the command line like mpcdp's own.
@@ -82,7 +101,7 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         SystemExit: argparse refused the command line (it has printed why).
     """
     plugins.load(named_plugins(argv))
-    ns = build_parser().parse_args(argv)
+    ns = build_parser().parse_args(views_command(argv))
     plugins.load(ns.plugin)  # an abbreviated `--plug`, which only the full parser reads
     return ns
 

@@ -53,12 +53,65 @@ def _noise_parser(sub: argparse._SubParsersAction) -> None:
     noise.add_argument("--sigma", type=float, default=1.0)
     noise.add_argument("--chunk", type=int, default=50_000, help="samples per sampling call")
     noise.add_argument("--alpha", type=float, default=1e-3, help="family-wise level of the validation")
+    noise.add_argument("--noise-committee", type=int, default=3, metavar="C",
+                       help="dgauss: parties 0..C-1 sample (default 3). With the dealer the noise is known to the "
+                            "dealer with any one of them or to all of them together, so C = --parties makes every "
+                            "data party a member; under honest-majority C is 3 (any two of parties 0-2). The JSON "
+                            "says it as `noise_known_to`")
     noise.add_argument("--seed", type=int, default=None,
                        help="reproducible (insecure) party randomness; default: OS CSPRNG. For dgauss it fixes "
-                            "the candidates only: the accept decisions also use the dealer's own words (without a "
-                            "dealer, dealt words XOR the committee's coin), fresh every run")
+                            "the candidates only: the accept decisions also use dealt words XOR the committee's "
+                            "coin, fresh every run")
     noise.add_argument("--out", default=None, help="save the opened samples to this .npy file")
     noise.set_defaults(func=_cmd_noise, parties=3)
+
+
+def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
+    """``mpcdp audit views``: each role's view tested against the noise (:func:`_cmd_audit_views`)."""
+    views = sub.add_parser("audit-views", prog="mpcdp audit views",
+                           help="`mpcdp audit views`: run the in-MPC sampler, record each role's whole view (the "
+                                "dealer's included) and test it against the released noise",
+                           description="Run the in-MPC discrete Gaussian as one-sample calls with real party "
+                                       "processes (and the dealer), record each role's whole view — what it draws, "
+                                       "holds, receives and can count — open each call's sample for this audit "
+                                       "only, and test every view against the samples (permutation tests, each "
+                                       "role at level --alpha, its power stated). Prints one JSON line "
+                                       "{\"roles\": [{\"role\", \"verdict\", \"statistic\", \"p\", \"power\"}, ...]}; "
+                                       "exit 1 when a role is dependent.")
+    views.add_argument("--parties", type=int, default=3, help="number of data parties m")
+    views.add_argument("--provider", choices=["dealer", "honest-majority"], default="dealer")
+    views.add_argument("--noise-committee", type=int, default=3, metavar="C", help="parties 0..C-1 sample")
+    views.add_argument("--calls", type=int, default=400,
+                       help="one-sample calls of the sampler (each a pass): more calls, more power")
+    views.add_argument("--sigma", type=float, default=16.0, help="the noise's σ in grid units (>= 16)")
+    views.add_argument("--alpha", type=float, default=1e-4, help="each role's level (Bonferroni over its statistics)")
+    views.add_argument("--plant-leak", default=None, metavar="ROLE",
+                       help="give ROLE a known dependence, which the audit must report: 'dealer' (the dealer's "
+                            "own-word factor tables of circuit dg-mpc/5) or 'party J' for a member J (factor words "
+                            "equal to the committee's coin, which every member then holds)")
+    views.add_argument("--out", default=None, help="also write the JSON report to this file")
+    views.set_defaults(func=_cmd_audit_views)
+
+
+def _cmd_audit_views(ns: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from mpcdp.jobs.views import run_views
+
+    check_integer(ns.parties, "--parties", minimum=2)
+    check_integer(ns.calls, "--calls", minimum=20)
+    with tqdm(total=ns.calls, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",
+              file=sys.stderr) as bar:
+        report = run_views(parties=ns.parties, provider=ns.provider, calls=ns.calls, sigma=ns.sigma,
+                           alpha=ns.alpha, plant=ns.plant_leak, committee=ns.noise_committee,
+                           progress=lambda done, total: bar.update(done - bar.n))
+    text = json.dumps(report)
+    if ns.out:
+        from mpcdp.private_files import write_public
+
+        write_public(ns.out, (text + "\n").encode("utf-8"))
+    print(text)
+    return 0 if all(role["verdict"] == "independent" for role in report["roles"]) else 1
 
 
 def _cmd_noise(ns: argparse.Namespace) -> int:
@@ -70,6 +123,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
     from mpcdp.noise.rou import ACCEPTANCE
     from mpcdp.noise.validate import validate_normal
+    from mpcdp.noise.who_knows import noise_known_to
 
     check_integer(ns.samples, "--samples")
     chunk = max(1, min(ns.samples, ns.chunk))
@@ -78,7 +132,8 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
         values, wall = block.values.numpy(), time.perf_counter() - start
         summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
-                   "bytes_per_sample": 0.0, "rounds": 0, "support": block.support}
+                   "bytes_per_sample": 0.0, "rounds": 0, "support": block.support, "cpu_us_per_sample_by_party": [],
+                   "dealer_cpu_us_per_sample": None}
         accepted = candidates = None
     else:
         from mpcdp.jobs.noise import cost_summary, noise_party
@@ -97,7 +152,13 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         summary = cost_summary(result.values, result.dealer, ns.samples)
         accepted, candidates = first["accepted"], first["candidates"]
     if ns.out:
-        np.save(ns.out, values)
+        import io
+
+        from mpcdp.private_files import write_public
+
+        buffer = io.BytesIO()
+        np.save(buffer, values)
+        write_public(ns.out if str(ns.out).endswith(".npy") else f"{ns.out}.npy", buffer.getvalue())
     support = summary["support"] if np.isfinite(summary["support"]) else None
     check = validate_normal(values, sigma=ns.sigma, alpha=ns.alpha, support=support,
                             accepted=accepted if ns.mode == "rou" else None, candidates=candidates,
@@ -106,7 +167,9 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         "mode": ns.mode, "samples": int(values.size), "sigma": ns.sigma, "mean": check.mean, "std": check.std,
         "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
         "acceptance_rate": accepted / candidates if candidates else None,
-        **summary, "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
+        **summary, "noise_known_to": noise_known_to(mode=ns.mode, provider=ns.provider, parties=ns.parties,
+                                                    committee=ns.noise_committee),
+        "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
         "validation": "passed" if check.passed else "; ".join(check.failures),
     }
     print(json.dumps(report))

@@ -75,4 +75,5 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
                      precision_bits=ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
-                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible)
+                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible,
+                     noise_committee=getattr(ns, "noise_committee", None) or 3)

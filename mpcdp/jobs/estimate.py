@@ -105,7 +105,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
     by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`)."""
     candidates = _sampler_passes(levels, steps)
-    noise_cost = _sampler_cost(levels, candidates, replicated=replicated, tables=has_dealer)
+    noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
@@ -179,13 +179,13 @@ def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int
     return out
 
 
-def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, replicated: bool = False,
-                  tables: bool = True) -> costs.DeclaredCost | None:
+def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, replicated: bool = False
+                  ) -> costs.DeclaredCost | None:
     if not blocks:
         return None
     total = costs.DeclaredCost()
     for plan, passes in blocks:
-        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated, tables=tables)
+        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated)
     return total
 
 

@@ -46,12 +46,17 @@ def cost_summary(parties: list[dict[str, Any]], dealer: dict[str, Any] | None, s
     """What the sampling cost, from every process's own ledger: each party's bytes (``bytes_by_party``, rank
     order; None if a party could not meter them), the busiest party's, the dealer's (0 without one), and the
     true total — every party's plus the dealer's, not the busiest party's times m (parties send unequal
-    amounts under a dealer-free provider) — and that total per sample."""
+    amounts under a dealer-free provider) — and that total per sample; the CPU each process spent per
+    sample: every party while it sampled (``cpu_us_per_sample_by_party``) and the dealer while it made the
+    replies (``dealer_cpu_us_per_sample``; None without a dealer)."""
     sent = [r["bytes_sent"] for r in parties]
     metered = None not in sent
     dealer_bytes = (dealer or {}).get("bytes_sent") or 0
     total = sum(sent) + dealer_bytes if metered else None
+    dealer_cpu = (dealer or {}).get("cpu_s")
     return {"parties": len(parties), "bytes_by_party": sent, "bytes_per_party": max(sent) if metered else None,
             "dealer_bytes": dealer_bytes, "total_bytes": total,
             "bytes_per_sample": None if total is None else total / samples,
-            "rounds": max(r["rounds"] for r in parties), "support": parties[0]["support"]}
+            "rounds": max(r["rounds"] for r in parties), "support": parties[0]["support"],
+            "cpu_us_per_sample_by_party": [round(1e6 * r["cpu_s"] / samples, 2) for r in parties],
+            "dealer_cpu_us_per_sample": None if dealer_cpu is None else round(1e6 * dealer_cpu / samples, 2)}

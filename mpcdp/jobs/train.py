@@ -287,7 +287,17 @@ def _common_fields(plan: TrainPlan, sizes: tuple[int, ...]) -> dict[str, Any]:
     features' scaling and the noise mode."""
     return {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
             "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped",
-            "noise_mode": plan.noise.mode, **({"colluders": plan.noise.colluders} if plan.noise.colluders else {})}
+            "noise_mode": plan.noise.mode, **({"colluders": plan.noise.colluders} if plan.noise.colluders else {}),
+            "noise_known_to": plan_noise_known_to(plan)}
+
+
+def plan_noise_known_to(plan: TrainPlan) -> str:
+    """Who could learn the noise of a run of ``plan`` (:func:`mpcdp.noise.who_knows.noise_known_to`)."""
+    from mpcdp.noise.who_knows import noise_known_to
+
+    return noise_known_to(mode=plan.noise.mode, provider=plan.mpc.get("provider", providers.DEFAULT),
+                          parties=plan.parties, committee=plan.mpc.get("noise_committee", 3),
+                          colluders=plan.noise.colluders or 0, backend=plan.backend)
 
 
 def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int, ...], dim: int, rows: tuple, *,

@@ -202,8 +202,9 @@ def sample_noise(ctx, spec: NoiseSpec, shape: tuple[int, ...]) -> NoiseBlock:
 
 register(MechanismRecord(
     name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss,
-    summary="the exact discrete Gaussian sampled inside the MPC (private against any coalition without the dealer "
-            "that misses one data party; what training releases)",
+    summary="the exact discrete Gaussian sampled inside the MPC by the noise committee, parties 0..c-1 (known only "
+            "to the dealer with one member or to every member together; under honest-majority to any two of parties "
+            "0-2: the run's `noise_known_to`); what training releases",
     plan=DGAUSS.plan, residual=DGAUSS.residual, calibrate=nm.grid_calibrate(DGAUSS), certify=nm.grid_certify(DGAUSS),
     secure_rows=nm.dgauss_secure, simulated_rows=nm.dgauss_simulated))
 register(MechanismRecord(

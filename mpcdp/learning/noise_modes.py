@@ -8,9 +8,10 @@ as a parameter. The secure and the simulated backends draw the same distribution
 :class:`~mpcdp.accounting.grid.GridRelease` and asks the mechanism's ``plan`` for the sampler.
 
 ``dgauss`` (default)  one discrete Gaussian of σ_units per coordinate, sampled inside the MPC
-    (:mod:`mpcdp.noise.secure_gaussian`). No data party, and no coalition missing one data party and not the
-    dealer, learns a noise value. Certified with :data:`~mpcdp.accounting.released.DGAUSS`. Declared cost:
-    that of :func:`~mpcdp.noise.secure_gaussian.sample_discrete_gaussian` for rows·d samples.
+    (:mod:`mpcdp.noise.secure_gaussian`) by the noise committee, parties 0..c−1. Known only to the dealer with
+    one member, or to every member together (under honest-majority to any two of parties 0–2):
+    :func:`mpcdp.noise.who_knows.noise_known_to`, the run's ``noise_known_to``. Certified with
+    :data:`~mpcdp.accounting.released.DGAUSS`. Declared cost: that of :func:`~mpcdp.noise.secure_gaussian.sample_discrete_gaussian` for rows·d samples.
 ``distributed``  every party adds its own discrete Gaussian of σ_units/√(m − t) to its share, drawn in
     plaintext from its own CSPRNG: no sampling inside the MPC and no dealer involved with the noise. Private
     against any coalition of at most t = ``colluders`` parties, certified with

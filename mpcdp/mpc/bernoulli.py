@@ -1,29 +1,34 @@
 """Bernoulli factors [V < TH] on XOR-shared thresholds, exact: V = W ⊕ TH for a uniform word W, so V < TH
 exactly when TH has the top set bit of W, with probability TH/2^bits.
 
-Two ways, by provider:
-* :func:`table_factors` (a provider with a dealer): the dealer evaluates each factor for every value a window of
-  the secret word can take, from its own uniform words, and deals the tables
-  (:class:`mpcdp.adapter.FactorTables`); the parties open the window masked and look the result up. One
-  opening, no AND.
-* :func:`bernoulli_bits` (no dealer): W = R ⊕ S from dealt rotation pairs and the committee's coin
-  (:func:`coin_uniform`), its top set bit found by one-hot decoding, TH's bit there by ANDs.
+The sampler's way, under every provider: :func:`bernoulli_bits` on W = R ⊕ S, R a dealt rotation pair's word
+and S the committee's committed coin (:func:`coin_uniform`), W's top set bit found by one-hot decoding and
+TH's bit there by ANDs. No single role knows W: the dealer (or, without one, each generator) knows R only,
+each member S only. So whether a factor passes at a window value is hidden from every role alone, and the
+released noise is independent of each role's view (``mpcdp audit views`` measures it).
 
-Security model: semi-honest data parties; the dealer, where there is one, never sees an opened value (so it may
-know W); every opening is a value masked by randomness no data party knows (kind ``masked``). Nothing here
-opens a result: the functions return XOR shares. Used by the discrete Gaussian sampler
-(:mod:`mpcdp.noise.secure_gaussian`).
+:func:`table_factors` is kept as the planted leak of the view audit only (:func:`planted_dealer_tables`):
+the dealer evaluates each factor for every value a window of the secret word can take, from its *own*
+uniform words, and deals the tables; the parties open the window masked and look the result up. It is
+cheap (one opening, no AND), but the dealer then knows every candidate's pass set, and the released
+candidate is one that passed: that was circuit dg-mpc/5, and the reason it is no longer run.
+
+Security model: semi-honest data parties; every opening is a value masked by randomness no data party knows
+(kind ``masked``). Nothing here opens a result: the functions return XOR shares. Used by the discrete
+Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`).
 
 Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`declared_cost_bernoulli`,
 :func:`declared_cost_coin_uniform`):
-  table_factors   1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words); ⌈2^width/64⌉ dealt table words
-                  per window and one per bit factor; 1 dealer request; no AND
   coin_uniform    no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
   bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND), then 2⌈n/4⌉ and
                   2⌈n/16⌉ words (packed ANDs); 5 dealer requests
+  table_factors   (planted leak only) 1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words);
+                  ⌈2^width/64⌉ dealt table words per window and one per bit factor; 1 dealer request
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -110,6 +115,8 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     chunks = -(-bits // 4)
     windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
     r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
+    if _PLANTED_MEMBER_WORDS:  # the view audit's planted leak: R = 0, so W = S, which every member knows
+        r, hots = torch.zeros_like(r), _zero_one_hots(ctx, hots, windows)
     s = coin.reshape(-1) & low_mask(bits)
     return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
 
@@ -155,9 +162,62 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
 
 
+_PLANTED_TABLES = False  # only ever set by planted_dealer_tables (the view audit's planted leak)
+
+
+@contextlib.contextmanager
+def planted_dealer_tables():
+    """Within the block, in this process, the sampler reads its Bernoulli factors from the dealer's tables
+    (:func:`table_factors`, circuit dg-mpc/5) where the provider has a dealer. **A planted leak**: the
+    dealer then draws every factor's uniform word itself, so it holds information correlated with the
+    released noise (it knows, for every candidate, which window values pass). Only the view audit
+    (``mpcdp audit views --plant-leak dealer``, :mod:`mpcdp.jobs.views`) uses it, to show that the audit
+    detects such a dealer; a run never does."""
+    global _PLANTED_TABLES
+    before, _PLANTED_TABLES = _PLANTED_TABLES, True
+    try:
+        yield
+    finally:
+        _PLANTED_TABLES = before
+
+
+_PLANTED_MEMBER_WORDS = False  # only ever set by planted_member_words
+
+
+@contextlib.contextmanager
+def planted_member_words():
+    """Within the block, in this process, :func:`coin_uniform` drops the dealt word R, so every factor's
+    uniform word is the committee's coin S itself. **A planted leak**: every member then knows every
+    factor's word. Only the view audit (``mpcdp audit views --plant-leak party J``) uses it, on every member
+    at once (the words must agree), to show that it detects such a member; a run never does."""
+    global _PLANTED_MEMBER_WORDS
+    before, _PLANTED_MEMBER_WORDS = _PLANTED_MEMBER_WORDS, True
+    try:
+        yield
+    finally:
+        _PLANTED_MEMBER_WORDS = before
+
+
+def _zero_one_hots(ctx: MpcContext, hots: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
+    """XOR shares of the one-hots of R = 0 in ``hots``' layout: the first member holds them, the others 0."""
+    if ctx.rank != ctx.members[0]:
+        return torch.zeros_like(hots)
+    return _lane_ones(tuple(hots.shape), len(windows))
+
+
+def _lane_ones(shape: tuple[int, ...], windows: int) -> torch.Tensor:
+    """Words whose 16-bit lanes hold the one-hot of 0 (bit 0), one lane per window, four to a word."""
+    out = torch.zeros(shape, dtype=torch.int64)
+    for k in range(windows):
+        out[:, k // 4] |= 1 << (16 * (k % 4))
+    return out
+
+
 def tables_dealt() -> bool:
-    """Whether the run's provider deals factor tables (:func:`table_factors`): it has a dealer."""
-    return adapter.deals_factor_tables()
+    """Whether this pass reads its factors from dealt tables (:func:`table_factors`): only inside
+    :func:`planted_dealer_tables`, under a provider with a dealer. Otherwise every factor is the circuit
+    :func:`bernoulli_bits` on W = R ⊕ S, whose W no single role knows."""
+    return _PLANTED_TABLES and adapter.deals_factor_tables()
 
 
 def table_factors(ctx: MpcContext, words: torch.Tensor, word_bits: int, windows: list[tuple[int, int]],

@@ -61,8 +61,9 @@ OPENING_KINDS = {
              "recipient lacks, so uniformly random to it; the recipient then holds two of three shares, never "
              "an opened value",
     "coin": "a key the noise committee draws together: the XOR of every member's fresh 256 bits from the OS "
-            "CSPRNG, opened among the members only: uniform if one member draws honestly, and keys only "
-            "randomness that is XORed with dealt randomness no member knows",
+            "CSPRNG, each committed to (SHA-256 with a nonce) before any is opened, exchanged among the members "
+            "only: uniform if one member draws honestly, and keys only randomness that is XORed with dealt "
+            "randomness no member knows",
     "release": "a differentially private release (the noisy aggregate v_p) or a job's declared output",
     "public": "public by design: configuration fingerprints, agreed shapes and validation flags, or a "
               "DP-noised model handed from node to node",
@@ -148,6 +149,7 @@ class MpcContext:
         self.parties = config.parties
         self.openings: list[Opening] = []
         self.keep_values = False  # True: every Opening also keeps its plaintext (for the opening audit)
+        self.draws: list[tuple[str, Any]] = []  # with keep_values: what this party drew privately (note_draw)
         self.rounds = 0
         self.wire = WireMeter()
         self.steps = 0
@@ -215,6 +217,15 @@ class MpcContext:
         self.openings.append(Opening(label=label, elements=int(elements), recipients=tuple(recipients),
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
                                      values=kept))
+
+    def note_draw(self, label: str, values: Any) -> None:
+        """Record randomness this party drew or holds privately (its share of a candidate's fields, the
+        committee's coin words), when the context keeps values: the rest of its view next to
+        :attr:`openings`, for the view audit (:mod:`mpcdp.jobs.views`). Nothing is sent."""
+        if self.keep_values:
+            kept = {k: v.copy() if hasattr(v, "copy") else v for k, v in values.items()} \
+                if isinstance(values, dict) else values.clone()
+            self.draws.append((label, kept))
 
     def link_wire_bytes(self) -> int:
         """Bytes the kernel sent on this party's links to the others so far (TLS overhead included)."""
@@ -404,13 +415,29 @@ class MpcContext:
         return opened
 
     def common_stream(self, *, label: str, domain: bytes) -> KeyedStream:
-        """A ChaCha20 stream that every current member computes and nobody else: its 256-bit key is the XOR of
-        every member's fresh 256 bits from the OS CSPRNG, opened among the members (one opening of 4 words,
-        kind ``coin``). Uniform as long as one member draws honestly. Only for randomness that may be public
-        to every member (:func:`mpcdp.mpc.bernoulli.coin_uniform` XORs it with dealt randomness)."""
-        own = torch.from_numpy(np.frombuffer(secure_key(), dtype="<i8").astype(np.int64))
-        key = self._open(own, label=label, reason=OPENING_KINDS["coin"].split(":")[0], xor=True, kind="coin")
-        return KeyedStream(key.numpy().astype("<i8").tobytes(), domain=domain)
+        """A ChaCha20 stream that every current member computes and nobody else, keyed by a coin every member
+        committed to before any part was opened (:func:`mpcdp.mpc.coin.committed_stream`, opening kind
+        ``coin``). Only for randomness that may be public to every member: :func:`mpcdp.mpc.bernoulli.coin_uniform`
+        XORs it with dealt randomness no member knows."""
+        from mpcdp.mpc.coin import committed_stream
+
+        return committed_stream(self, label=label, domain=domain)
+
+    def members_exchange(self, vector: torch.Tensor, *, label: str, kind: str, reason: str) -> dict[int, torch.Tensor]:
+        """Every current member's fixed-size int64 ``vector`` (rank -> vector, this party's included), sent
+        all-to-all among the members in one round; recorded in :attr:`openings` as ``kind``."""
+        self.note_step(f"exchange {label}")
+        others = [j for j in self.members if j != self.rank]
+        received = {j: torch.empty_like(vector) for j in others}
+        before, start = self._mesh.bytes_sent, time.perf_counter()
+        self._mesh.exchange({j: vector for j in others}, received, label=label)
+        sent = self._mesh.bytes_sent - before
+        self.rounds += 1
+        costs.record_rounds(1)
+        self.wire.add(sent, time.perf_counter() - start)
+        self._disclose(label, vector.numel(), self.members, kind=kind, bytes_sent=sent, reason=reason,
+                       values=torch.stack([received[j] for j in others]) if others else None)
+        return {self.rank: vector, **received}
 
     def reshare(self, share: torch.Tensor, *, to: int, source: int, label: str) -> torch.Tensor:
         """Send this party's int64 ``share`` of protocol values to member ``to`` and receive member ``source``'s

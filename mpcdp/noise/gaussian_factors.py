@@ -1,6 +1,7 @@
 """The Bernoulli factors of the in-MPC discrete Gaussian (:mod:`mpcdp.noise.secure_gaussian`): which bit
-groups of T each stage of a pass evaluates, and how — from the dealer's tables, or without a dealer as a
-circuit on W = R ⊕ S — with their declared cost.
+groups of T each stage of a pass evaluates, and how — as a circuit on W = R ⊕ S under every provider, or
+(the view audit's planted leak only, :func:`mpcdp.mpc.bernoulli.planted_dealer_tables`) from the dealer's
+own-word tables — with their declared cost.
 
 Stages: the first factor (:data:`FIRST_GROUP`) on every candidate, then the other groups, the cut (T's bits
 from t = 64 up all 0) and the low bits' factor on the first factor's survivors. Each factor is the plaintext
@@ -57,7 +58,9 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     if low:
         names.append("v_low")
         thresholds.append((t_bits & ((1 << dg.LOW_BITS) - 1)) << (dg.WORD - dg.F))
-    uniform, hots = bernoulli.coin_uniform(ctx, coin.words(len(names) * n), dg.WORD)
+    coin_words = coin.words(len(names) * n)
+    ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
+    uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD)
     passed = bernoulli.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
     bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:

@@ -12,8 +12,8 @@ comparison-only samplers below are registered there, flagged not certified for t
 
 Samplers here (threat model: semi-honest parties, non-colluding dealer):
 
-``rou``  ratio-of-uniforms inside the MPC (:mod:`mpcdp.noise.rou`): nobody — no coalition missing
-    one data party, not the dealer — knows any noise value. Close to N(0, σ²) in its centre, truncated at
+``rou``  ratio-of-uniforms inside the MPC (:mod:`mpcdp.noise.rou`): no coalition missing one data party,
+    and not the dealer alone, knows any noise value (the dealer with one party does). Close to N(0, σ²) in its centre, truncated at
     σ·6.865 (k = 16), but its outputs x = 2cW/U₁ thin out in the tails: some grid cells inside the support
     can never be produced, and at large σ/2^-p the output lies on a lattice. A release with such noise is
     not the Gaussian mechanism, so its event is ``UnsupportedDpEvent`` — for cost comparison only; training

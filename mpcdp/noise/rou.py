@@ -1,8 +1,9 @@
 """Gaussian noise sampled inside the MPC by ratio-of-uniforms (paper 002, Appendix A; Kinderman–Monahan).
 
-No data party, no coalition missing one data party, and not the dealer learns a noise value: the uniforms are
-XOR-combined from every party's private random bits and all arithmetic happens on shares. Only each
-candidate's accept bit is opened.
+No data party alone and no coalition missing one data party learns a noise value, nor does the dealer alone:
+the uniforms are XOR-combined from every party's private random bits and all arithmetic happens on shares.
+Only each candidate's accept bit is opened. The dealer with any one data party learns it (it knows every
+Beaver mask; :func:`mpcdp.noise.who_knows.noise_known_to`).
 
 Sampler (per coordinate, vectorized over a batch; k = ``uniform_bits``, K = k + 1):
   u₁ = U₁ / 2^K with U₁ = 2·B₁ + 1 odd in [1, 2^K) and u₂ = (2·B₂ + 1) / 2^(k+1), B₁, B₂ uniform k-bit words

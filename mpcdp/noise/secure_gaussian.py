@@ -1,38 +1,45 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, sampled inside the MPC.
 
 The noise committee (parties 0..c−1, :meth:`~mpcdp.mpc.context.MpcContext.committee_members`) samples; the
-other parties take no part and receive one public message (the committee's counts). Who learns a noise
-value, per provider:
+other parties take no part and receive one public message (the committee's counts). Who can learn a noise
+value (:func:`noise_known_to` says it per run, and every run's JSON carries it as ``noise_known_to``):
 
-* ``dealer`` (Beaver multiplication with the dealer's material, the Bernoulli factors from its tables): the
-  dealer with any one member, or every member together; nobody else — no single party, no coalition missing
-  a member, not the dealer alone or with non-members.
+* ``dealer`` (Beaver multiplication with the dealer's material): the dealer together with any one member
+  (it knows every Beaver mask), or every member together. Nobody else: no single party, no coalition
+  missing a member, not the dealer alone or with non-members. With c < m the members 0..c−1 together are
+  such a coalition without the other data parties: ``noise_committee = m`` makes every data party a member.
 * ``honest-majority`` (the committee is parties 0–2; among exactly those three it multiplies by replicated
   resharing, :class:`~mpcdp.mpc.ring.ReplicatedProducts`, with no material): any two of parties 0–2, with or
-  without others; no single one of them, with any number of parties 3..m−1. This is the same threshold as
-  with Beaver multiplication on the generators' material (two generators hold every mask): what changed is
-  only how two of them would learn it (each holds two of the three shares of every factor) and what one
-  sees (another member's share of each factor, re-randomised by a zero sharing from a key it lacks: uniform
-  words, recorded in the opening audit as kind ``share``).
+  without others; no single one of them, with any number of parties 3..m−1. One member sees another
+  member's share of each factor, re-randomised by a zero sharing from a key it lacks (kind ``share``).
 
-A candidate's piece and point (:data:`MEMBER_FIELDS`) are the XOR of every member's private random bits. The
-Bernoulli factors' uniform words depend on the provider. With the dealer, the dealer draws them from its own
-stream and deals, per candidate, each factor evaluated at every value of the window of T it reads, moved by
-a mask (:func:`mpcdp.mpc.bernoulli.table_factors`): the dealer knows the words but sees no opened value, so
-it learns nothing without a member, and with one it learns the noise anyway. Without a dealer each uniform
-word is W = R ⊕ S (:func:`mpcdp.mpc.bernoulli.coin_uniform`): R the generators' joint word, S from the
-committee's coin (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`, opening kind ``coin``), so W is known
-to exactly the coalitions above. All arithmetic is exact on shares. Only each candidate's first-factor bit
-and accept bit are opened (to the members), and that is safe: candidates are independent, a candidate
-dropped or rejected is discarded, and one that is kept reveals only that it passed every factor, so it has
-the target distribution whatever the other bits are. The shares then get a sharing of zero added on every
-party, so each party's share is uniform.
+What each role's view holds, and why it is independent of the released noise (``mpcdp audit views`` tests
+each against the noise):
+
+* A candidate's piece and point (:data:`MEMBER_FIELDS`) are the XOR of every member's private random bits:
+  no member alone knows a candidate.
+* Every Bernoulli factor's uniform word is W = R ⊕ S (:func:`mpcdp.mpc.bernoulli.coin_uniform`): R a dealt
+  rotation pair's word, known to the dealer (without one, to the generators jointly), S from the committee's
+  coin (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`: every member commits to its part before any
+  part is opened, opening kind ``coin``), known to the members and never to the dealer. So no single role
+  knows W, and whether a factor passes at a value is hidden from each.
+* Only each candidate's first-factor bit and accept bit are opened (to the members): candidates are
+  independent, a candidate dropped or rejected is discarded, and one that is kept has the target
+  distribution whatever the other bits are. The counts they give (a pass's survivors and accepted
+  candidates, which the dealer can read off its request sizes and the non-members receive) are functions of
+  those bits only, so they are independent of the kept values too.
+* The dealer's own draws (every mask, one-hot and R) are uniform and independent of the candidates.
+
+All arithmetic is exact on shares. The shares then get a sharing of zero added on every party, so each
+party's share is uniform. Circuit dg-mpc/5 read the factors from tables the dealer made from its own words:
+cheap, but the dealer knew every candidate's pass set (the released candidate is one that passed); it is
+kept only as the view audit's planted leak (:func:`mpcdp.mpc.bernoulli.planted_dealer_tables`).
 
 Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpcdp.mpc.ring`,
 :mod:`mpcdp.mpc.binary` or :mod:`mpcdp.mpc.bernoulli`, and together they are the rule of
 :func:`~mpcdp.noise.discrete_gaussian.accept`:
   1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
-     communication); without a dealer the members open the coin's key (4 words).
+     communication); the members commit to and open the coin's key (4 + 8 words each way).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
      to a word); piece indicators and the piece's base, mask and sign extension are local selections.
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
@@ -43,27 +50,21 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
      lanes (four candidates to a word), then one AND level adds them.
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
-     others together about 3%), on every candidate. With the dealer: its window of T ⊕ R opened (ten to a
-     word) and the result read from the dealt table, no AND. Without: the dealt one-hot of R's window moved
-     by the opened window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set
-     bit and three AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`). Its pass bit is opened, 64 to a
-     word, and the candidates that fail it are dropped.
-  7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only. With the dealer:
-     T ⊕ R opened (one word each) and four tables read, the factors of t's bits 4..32 sharing one with the
-     cut, and the low bits' factor [V_low < T_low·2^(62−F)] from a dealt one-hot of the bit it reads and a
-     parity, local. Without: the other groups' windows (two to a word) and the same circuit, batched.
-  8. Accept = AND of the factors: 3 AND levels over 5 bits, eight candidates to a word (without a dealer 4
-     levels over 11 bits). Open it, 64 candidates to a word.
+     others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
+     window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set bit and three
+     AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
+     candidates that fail it are dropped.
+  7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
+     groups' windows (two to a word) and the same circuit, batched.
+  8. Accept = AND of the factors: 4 AND levels over 11 bits. Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, with the dealer 17 steps
-carrying ≈ 9.2n ring elements or words (≈ 14 per accepted sample at acceptance 0.64; 25.4n in dg-mpc/4,
-whose factors were circuits), 15 requests for material; dealt: table words n + 6s, one-hot words 5n,
-and_words ≈ 6n, b2a_bits (k+9)n, square n. Without a dealer (honest-majority, committee of parties 0–2) 29
-steps: the 17 multiplication steps (≈ 21.1n) are resharings, one round each and one word per element per
-member, the other 12 (≈ 4.3n) openings, and 11 requests for material remain (one-hot words ≈ 12n + 47s,
-b2a_bits (k+9)n). Measured bytes and time per sample: benchmarks/results/noise-exact.md.
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 29 steps. With the
+dealer every one is an opening (≈ 25.4n ring elements or words), 26 of them with a request for material;
+under honest-majority the 17 multiplication steps (≈ 21.1n) are resharings, one round each and one word per
+element per member, the other 12 (≈ 4.3n) openings, and 11 requests for material remain (one-hot words
+≈ 12n + 47s, b2a_bits (k+9)n). Measured bytes and time per sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ import torch
 
 from mpcdp.mpc import bernoulli, binary, ring
 from mpcdp.transport import costs
+from mpcdp.mpc.coin import coin_cost
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise import gaussian_factors as factors
@@ -84,12 +86,12 @@ from mpcdp.randomness import KeyedStream, secure_key
 
 MEMBER_FIELDS = ("index", "point", "sign")
 """The random fields each member draws privately (XOR-combined): the candidate's piece and point. The
-Bernoulli factors' uniform words come from dealt words XOR the committee's coin instead."""
+Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/5: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
-           "most first and its failures dropped, Bernoulli factors looked up in the dealer's tables (without a "
-           "dealer: rotation-decoded top bits of the generators' words XOR the committee's coin), packed "
+CIRCUIT = ("dg-mpc/6: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+           "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
+           "the committee's committed coin under every provider (no single role knows a factor's word), packed "
            "point/accept, T to binary by rotated one-hots of 4-bit chunks and a carry prefix on packed lanes; "
            "replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
@@ -184,7 +186,9 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassRes
     Opening the first factor's bit is safe for the same reason as opening the accept bit: a candidate that
     fails it is discarded, and one that passes every factor reveals only that it was accepted."""
     costs.record("random_bits", n * _member_bits(plan))
-    fields = {name: torch.from_numpy(v) for name, v in dg.draw_fields(plan, n, words, MEMBER_FIELDS).items()}
+    drawn = dg.draw_fields(plan, n, words, MEMBER_FIELDS)
+    ctx.note_draw("dg-fields", drawn)
+    fields = {name: torch.from_numpy(v) for name, v in drawn.items()}
     coin = None if bernoulli.tables_dealt() else ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
     word, indicators = _piece_words(ctx, plan, fields)
     value, T = _exponent(ctx, plan, word, indicators)
@@ -217,8 +221,7 @@ def _pass_steps(plan: dg.SamplerPlan, n: int, s: int, *, tables: bool
     ops = collections.Counter({"and_words": 2 * point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + n, "b2a_bits": (k + 9) * n,
                                "square": n, "random_bits": _member_bits(plan) * n})
-    steps = [] if tables else [(COIN_WORDS, False, False)]
-    steps += [(-(-n // (64 // dg.INDEX_BITS)), False, True), (4 * point_words, True, True), (n, False, True),
+    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (4 * point_words, True, True), (n, False, True),
               (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
     first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
     steps += [*first_steps, (-(-n // 64), False, False)]
@@ -234,24 +237,23 @@ def _pass_steps(plan: dg.SamplerPlan, n: int, s: int, *, tables: bool
     return steps, ops, silent
 
 
-COIN_WORDS = 4  # the committee's coin key: 256 bits, opened once per pass
-
-
 def _member_bits(plan: dg.SamplerPlan) -> int:
     bits = dg.field_bits(plan)
     return sum(bits[name] for name in MEMBER_FIELDS)
 
 
 def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: list[int] | None = None,
-                  replicated: bool = False, tables: bool | None = None) -> costs.DeclaredCost:
+                  replicated: bool = False, tables: bool = False) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``, of which
     ``survivors`` pass the first factor (default: :func:`expected_survivors`, for estimates).
 
-    ``tables``: the factors come from the dealer's tables (the default unless ``replicated``: a provider with
-    a dealer); otherwise they are the circuit of :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`.
+    ``tables``: the factors come from the dealer's tables (only the view audit's planted leak,
+    :func:`~mpcdp.mpc.bernoulli.planted_dealer_tables`); otherwise (every run) they are the circuit of
+    :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`.
 
     Per pass of n candidates and s survivors, with L = :func:`point_lane` and ⌈x⌉ the packed word counts, the
-    communication steps in order are: (circuit only) the coin's key 4 words; piece index ⌈n/10⌉; point ANDs
+    communication steps in order are: (circuit only) the committed coin, two public exchanges among the members
+    (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point ANDs
     4⌈n/(64/L)⌉; B2A n; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
     at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
     ⌈n/64⌉; then, if s > 0, the other factors' stage, accept AND levels of ⌈s/⌊64/lane⌋⌉ and the accept bits
@@ -273,11 +275,12 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: lis
     (what each member draws privately: :data:`MEMBER_FIELDS`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
-    tables = not replicated if tables is None else tables
     cost = costs.DeclaredCost()
     for n, s in zip(candidates, survivors, strict=True):
         steps, ops, silent = _pass_steps(plan, n, s, tables=tables)
         cost.ops.update(ops)
+        if not tables:
+            cost.exchanges.extend(coin_cost())
         for size, multiplication, material in steps:
             if multiplication and replicated:
                 cost.reshare(size)
@@ -309,8 +312,8 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
         plan: the sampler's public constants (:func:`~mpcdp.noise.discrete_gaussian.plan_for`).
         rng: a seeded generator for this party's random fields (:data:`MEMBER_FIELDS`: the candidates):
             reproducible, so *insecure*. None (default) draws them from a ChaCha20 stream under an OS-CSPRNG
-            key. The accept decisions also use the Bernoulli factors' words (the dealer's own, or without a
-            dealer dealt words XOR the committee's coin), which no seed fixes.
+            key. The accept decisions also use the Bernoulli factors' words (dealt words XOR the committee's
+            coin), which no seed fixes.
         stats: filled with public counts: candidates, passes, accepted (on the committee), samples.
     """
     if count < 1:

@@ -195,15 +195,24 @@ def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | No
     links = settings.links(config.parties)
     declare_network(settings.network)
     start = time.perf_counter()
-    request_bytes, bytes_sent = adapter.run_dealer(parties=config.parties, rendezvous_url=rendezvous,
-                                                   precision_bits=config.precision_bits, timeout_s=config.timeout_s,
-                                                   security=links.security, insecure=links.insecure,
-                                                   iface=links.iface)
-    return {"bytes_sent": bytes_sent, "wall_s": time.perf_counter() - start, "request_bytes": request_bytes}
+    if os.environ.get(RECORD_DEALER_VIEW) == "1":  # the view audit's dealer (mpcdp.jobs.views)
+        adapter.record_dealer_view()
+    request_bytes, bytes_sent, request_cpu = adapter.run_dealer(
+        parties=config.parties, rendezvous_url=rendezvous, precision_bits=config.precision_bits,
+        timeout_s=config.timeout_s, security=links.security, insecure=links.insecure, iface=links.iface)
+    report = {"bytes_sent": bytes_sent, "wall_s": time.perf_counter() - start, "request_bytes": request_bytes,
+              "request_cpu_s": request_cpu, "cpu_s": sum(request_cpu)}
+    if adapter.recorded_dealer_view() is not None:
+        report["view"] = adapter.recorded_dealer_view()
+    return report
+
+
+RECORD_DEALER_VIEW = "MPCDP_RECORD_DEALER_VIEW"
+"""Set to 1 in the launcher's environment, the dealer records its view for ``mpcdp audit views``."""
 
 
 def _redirect_output(log_path: str) -> None:
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(fd, 1)

@@ -83,7 +83,7 @@ class Mesh:
     def wire_bytes_sent(self) -> int:
         """What the kernel has sent on these links so far (TCP payload: frames, plus TLS records and
         handshakes where links are TLS)."""
-        return wire.tcp_bytes({link.fileno() for link in self.links.values()})[1]
+        return sum(wire.socket_counters(link)[1] for link in self.links.values())
 
     @property
     def protection(self) -> str:

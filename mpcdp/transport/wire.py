@@ -47,6 +47,21 @@ _BYTES_SENT_AT = 200  # tcpi_bytes_sent (u64): payload handed to the wire, retra
 _BYTES_RETRANS_AT = 208  # tcpi_bytes_retrans (u64)
 
 
+def socket_counters(sock: socket.socket) -> tuple[int, int]:
+    """(bytes received, bytes sent) of one TCP socket, as :func:`tcp_counters` reads them; (0, 0) where the
+    platform has no such counters. One ``getsockopt``: for a caller that holds its sockets (no scan of the
+    process's descriptors)."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+    except (OSError, AttributeError):
+        return 0, 0
+    if len(info) < _BYTES_RETRANS_AT + 8:
+        return 0, 0
+    return (struct.unpack_from("<Q", info, _BYTES_RECEIVED_AT)[0],
+            struct.unpack_from("<Q", info, _BYTES_SENT_AT)[0] - struct.unpack_from("<Q", info, _BYTES_RETRANS_AT)[0]
+            + struct.unpack_from("<I", info, _NOTSENT_AT)[0])
+
+
 def tcp_counters() -> dict[int, tuple[int, int]]:
     """Per TCP socket of this process (file descriptor → (bytes received, bytes sent)): TCP payload from
     the kernel's per-connection counters (``TCP_INFO``). Sent = handed to the wire (without retransmissions)
