@@ -39,8 +39,9 @@ from mpcdp.noise import secure_gaussian
 from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
-NOISE_S_PER_CANDIDATE = 9.0e-6  # the in-MPC sampler, dg-mpc/5, per candidate on the committee (noise-exact.md:
-# 10^5 samples, 1.55·10^5 candidates and 68 rounds in 1.44–1.57 s, less the rounds below)
+NOISE_S_PER_CANDIDATE = 2.6e-5  # the in-MPC sampler, dg-mpc/6, per candidate on the committee (noise-exact.md:
+# 10^5 samples, 1.55·10^5 candidates and 116 rounds in 4.1–4.5 s, less the rounds below; that run's host was
+# slower than the one the other constants were measured on: ratio-of-uniforms took 1.6× its earlier time)
 NOISE_S_PER_ROUND = 1.55e-3  # and per round of its passes (dg-mpc/4: 10^5 samples, 116 rounds in 2.0 s; the quick start 0.33 s)
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
 # per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of

@@ -60,11 +60,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, 29 steps. With the
-dealer every one is an opening (≈ 25.4n ring elements or words), 26 of them with a request for material;
-under honest-majority the 17 multiplication steps (≈ 21.1n) are resharings, one round each and one word per
-element per member, the other 12 (≈ 4.3n) openings, and 11 requests for material remain (one-hot words
-≈ 12n + 47s, b2a_bits (k+9)n). Measured bytes and time per sample: benchmarks/results/noise-exact.md.
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
+exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 25.4n ring elements or
+words). With the dealer every step is an opening and 26 of them need a request for material, as does each
+factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 21.1n) are
+resharings, one round each and one word per element per member, the other 11 (≈ 4.3n) openings, and 11
+requests for material remain (one-hot words ≈ 12n + 47s, b2a_bits (k+9)n). Measured bytes and time per
+sample: benchmarks/results/noise-exact.md.
 """
 
 from __future__ import annotations
@@ -261,7 +263,7 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: lis
     first factor's window ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits, lane 8); as a
     circuit the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements
     (flags ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH 2e, picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4 accept levels (11 bits,
-    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 9.2n elements; as a circuit 29 steps,
+    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 9.2n elements; as a circuit 28 steps,
     ≈ 26n elements, 20 of them (≈ 21n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
