@@ -108,9 +108,10 @@ def _member_view(ctx: MpcContext, first_opening: int, first_draw: int, counts: d
     candidates, survivors = counts["pass_candidates"][0], counts["pass_survivors"][0]
     view = {"fields": {k: v[:1].copy() for k, v in fields.items()}, "candidates": candidates,
             "survivors": survivors, "accepted": counts["accepted"],
-            "all_passes": list(zip(counts["pass_candidates"], counts["pass_survivors"])),
-            "first_accepted": _first_accepted(first_bits, accept_bits, candidates, survivors)}
-    source, rank = _source(first_bits, accept_bits, candidates, survivors)
+            "all_passes": list(zip(counts["pass_candidates"], counts["pass_survivors"]))}
+    source, rank = _source(first_bits, accept_bits, candidates) if survivors else (None, 0)
+    view["first_accepted"] = candidates if source is None else source
+    source = source or 0
     if "dg-first-coin" in coin:
         view["first_word"] = int(coin["dg-first-coin"]["words"][source])
     if "dg-rest-coin" in coin and survivors:
@@ -119,24 +120,14 @@ def _member_view(ctx: MpcContext, first_opening: int, first_draw: int, counts: d
     return view
 
 
-def _source(first_bits, accept_bits, candidates: int, survivors: int) -> tuple[int, int]:
+def _source(first_bits, accept_bits, candidates: int) -> tuple[int | None, int]:
     """(the first pass's first accepted candidate, its rank among the first factor's survivors), read from
-    the opened bits as every member reads them; (0, 0) where the pass accepted none."""
-    if first_bits is None or accept_bits is None or not survivors:
-        return 0, 0
+    the opened bits as every member reads them; (None, 0) where the pass accepted none."""
     passed = [i for i in range(candidates) if (int(first_bits[i // 64]) >> (i % 64)) & 1]
     for rank, i in enumerate(passed):
         if (int(accept_bits[rank // 64]) >> (rank % 64)) & 1:
             return i, rank
-    return 0, 0
-
-
-def _first_accepted(first_bits, accept_bits, candidates: int, survivors: int) -> int:
-    """The first pass's first accepted candidate (``candidates`` if none)."""
-    source, _ = _source(first_bits, accept_bits, candidates, survivors)
-    accepted = first_bits is not None and accept_bits is not None and survivors and any(
-        (int(w) for w in accept_bits.reshape(-1)))
-    return source if accepted else candidates
+    return None, 0
 
 
 # -- the dealer's view, aligned with the calls --------------------------------------------------------------
@@ -221,6 +212,13 @@ def would_accept(plan: dg.SamplerPlan, views: list[dict], samples: np.ndarray) -
     return accept_with(plan, first[:, None], rest[:, None, :], has_rest[:, None], samples[None, :])
 
 
+def first_factor_passes(word: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """The first factor's decision (group :data:`FIRST_GROUP` of the plaintext rule) for uniform words
+    ``word`` at exponents ``T``."""
+    low, width, _ = dg.GROUPS[FIRST_GROUP]
+    return dg.below(word, dg.group_thresholds()[FIRST_GROUP][(T >> low) & ((1 << width) - 1)], dg.WORD)
+
+
 def accept_with(plan: dg.SamplerPlan, first: np.ndarray, rest: np.ndarray, has_rest: np.ndarray,
                 x: np.ndarray) -> np.ndarray:
     """The plaintext rule's decision at values ``x`` with the first factor's word ``first`` and the other
@@ -230,9 +228,7 @@ def accept_with(plan: dg.SamplerPlan, first: np.ndarray, rest: np.ndarray, has_r
     T = dg.exponent(plan, x, dg.piece_of(plan, x))
     shape = np.broadcast_shapes(first.shape, rest.shape[:-1], has_rest.shape, T.shape)
     T = np.broadcast_to(T, shape)
-    low, width, _ = dg.GROUPS[FIRST_GROUP]
-    passed = dg.below(np.broadcast_to(first, shape), dg.group_thresholds()[FIRST_GROUP][(T >> low) & ((1 << width) - 1)],
-                      dg.WORD)
+    passed = first_factor_passes(np.broadcast_to(first, shape), T)
     fields = {f"v{FIRST_GROUP}": np.broadcast_to(first, shape)}
     for i, name in enumerate(REST_NAMES):
         word = np.broadcast_to(rest[..., i], shape)
@@ -282,9 +278,7 @@ def factor_word_effect(sigma_units: float, calls: int = 20_000, seed: int = 2026
     values, piece = dg.candidate_values(plan, fields)
     T = dg.exponent(plan, values, piece)
     ok = dg.accept(plan, T, fields).reshape(calls, n)
-    low, width, _ = dg.GROUPS[FIRST_GROUP]
-    first = dg.below(fields[f"v{FIRST_GROUP}"], dg.group_thresholds()[FIRST_GROUP][(T >> low) & ((1 << width) - 1)],
-                     dg.WORD).reshape(calls, n)
+    first = first_factor_passes(fields[f"v{FIRST_GROUP}"], T).reshape(calls, n)
     kept = ok.any(1)
     rows = np.arange(calls)[kept]
     source, survivor = ok[kept].argmax(1), first[kept].argmax(1)

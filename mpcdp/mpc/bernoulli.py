@@ -115,7 +115,7 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     chunks = -(-bits // 4)
     windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
     r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
-    if _PLANTED_MEMBER_WORDS:  # the view audit's planted leak: R = 0, so W = S, which every member knows
+    if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
         r, hots = torch.zeros_like(r), _zero_one_hots(ctx, hots, windows)
     s = coin.reshape(-1) & low_mask(bits)
     return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
@@ -162,10 +162,18 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
 
 
-_PLANTED_TABLES = False  # only ever set by planted_dealer_tables (the view audit's planted leak)
+_PLANTED: set[str] = set()  # the view audit's planted leaks in force in this process (never in a run)
 
 
 @contextlib.contextmanager
+def _planting(leak: str):
+    _PLANTED.add(leak)
+    try:
+        yield
+    finally:
+        _PLANTED.discard(leak)
+
+
 def planted_dealer_tables():
     """Within the block, in this process, the sampler reads its Bernoulli factors from the dealer's tables
     (:func:`table_factors`, circuit dg-mpc/5) where the provider has a dealer. **A planted leak**: the
@@ -173,43 +181,24 @@ def planted_dealer_tables():
     released noise (it knows, for every candidate, which window values pass). Only the view audit
     (``mpcdp audit views --plant-leak dealer``, :mod:`mpcdp.jobs.views`) uses it, to show that the audit
     detects such a dealer; a run never does."""
-    global _PLANTED_TABLES
-    before, _PLANTED_TABLES = _PLANTED_TABLES, True
-    try:
-        yield
-    finally:
-        _PLANTED_TABLES = before
+    return _planting("dealer tables")
 
 
-_PLANTED_MEMBER_WORDS = False  # only ever set by planted_member_words
-
-
-@contextlib.contextmanager
 def planted_member_words():
     """Within the block, in this process, :func:`coin_uniform` drops the dealt word R, so every factor's
     uniform word is the committee's coin S itself. **A planted leak**: every member then knows every
     factor's word. Only the view audit (``mpcdp audit views --plant-leak party J``) uses it, on every member
     at once (the words must agree), to show that it detects such a member; a run never does."""
-    global _PLANTED_MEMBER_WORDS
-    before, _PLANTED_MEMBER_WORDS = _PLANTED_MEMBER_WORDS, True
-    try:
-        yield
-    finally:
-        _PLANTED_MEMBER_WORDS = before
+    return _planting("member words")
 
 
 def _zero_one_hots(ctx: MpcContext, hots: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
-    """XOR shares of the one-hots of R = 0 in ``hots``' layout: the first member holds them, the others 0."""
-    if ctx.rank != ctx.members[0]:
-        return torch.zeros_like(hots)
-    return _lane_ones(tuple(hots.shape), len(windows))
-
-
-def _lane_ones(shape: tuple[int, ...], windows: int) -> torch.Tensor:
-    """Words whose 16-bit lanes hold the one-hot of 0 (bit 0), one lane per window, four to a word."""
-    out = torch.zeros(shape, dtype=torch.int64)
-    for k in range(windows):
-        out[:, k // 4] |= 1 << (16 * (k % 4))
+    """XOR shares of the one-hots of R = 0 in ``hots``' layout (bit 0 of each window's 16-bit lane, four
+    lanes to a word): the first member holds them, the others 0."""
+    out = torch.zeros_like(hots)
+    if ctx.rank == ctx.members[0]:
+        for k in range(len(windows)):
+            out[:, k // 4] |= 1 << (16 * (k % 4))
     return out
 
 
@@ -217,7 +206,7 @@ def tables_dealt() -> bool:
     """Whether this pass reads its factors from dealt tables (:func:`table_factors`): only inside
     :func:`planted_dealer_tables`, under a provider with a dealer. Otherwise every factor is the circuit
     :func:`bernoulli_bits` on W = R ⊕ S, whose W no single role knows."""
-    return _PLANTED_TABLES and adapter.deals_factor_tables()
+    return "dealer tables" in _PLANTED and adapter.deals_factor_tables()
 
 
 def table_factors(ctx: MpcContext, words: torch.Tensor, word_bits: int, windows: list[tuple[int, int]],
