@@ -9,8 +9,8 @@ The in-MPC sampler (:mod:`mpcdp.noise.secure_gaussian`) draws the noise on the n
   the members together hold every share. With c < m the members 0..c−1 together are a coalition that misses
   the other data parties and still knows the noise, and so learns the exact sum of the others' gradients in a
   release. ``noise_committee = m`` makes every data party a member. Cost: every party then takes part in
-  the sampler's openings, so its total bytes grow with m (3,249 B per sample at m = c = 4 against 2,456 at
-  3, in one measurement) instead of staying flat; the default keeps it flat.
+  every one of the sampler's openings, so its total bytes grow with m instead of staying flat (the
+  committee's point); the default keeps them flat (benchmarks/results/noise-exact.md, 3 to 16 parties).
 * ``honest-majority``: parties 0–2 make the material and sample; any two of them hold every mask (two of the
   three replicated shares), with or without others; no single one, with any number of parties 3..m−1.
 * ``distributed``: each party adds its own share of the noise, drawn in plaintext: all parties together know
