@@ -112,6 +112,7 @@ class LinkSecurity:
         for path in files:
             check_private_file(path, what="`credentials`", secret=path is files[2])
         self.rank = rank
+        self.ca_file, self.cert_file, self.key_file = files
         self.server = self._context(ssl.PROTOCOL_TLS_SERVER, files)
         self.client = self._context(ssl.PROTOCOL_TLS_CLIENT, files)
 

@@ -22,10 +22,12 @@ who reaches it can write a rank's endpoint or report first. Each process then ac
 the run's declared network (:func:`declared_network`: loopback when it listens on loopback, else the subnet
 of the interface it listens on, or ``MPCDP_NETWORK``) and refuses any other, naming the rank; loss reports
 are weighed, not trusted (:mod:`.losses`). Every value read is parsed against the store's schema, a
-malformed one names the rank of its key. torchrun's agent store is plain even with credentials: it checks
-nothing on write, and what is read from it is schema-checked all the same (the links stay TLS, so a forged
-endpoint still reaches no one but the rank whose certificate the link checks).
-Cost: per process one connection, two writes and m reads of about 30 bytes at start-up.
+malformed one names the rank of its key. torchrun's agent store and a ``file://`` store check nothing on
+write; with credentials every value written there is sealed by its writer's rank key and every reader
+verifies it (:mod:`.signed_values`): a value not sealed by its key's rank (a forged refusal, report or
+endpoint) is ignored and said once on stderr as an unauthenticated writer's; a rendezvous that then times
+out names no party. Cost: per process one connection, two writes and m reads of about 30 bytes at start-up
+(with sealing about 800 bytes each, one signature per write and one verification per value read).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import torch.distributed as dist
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarning, PeerLost, PeerTimeout, \
     ProtocolViolation
+from mpcdp.transport.signed_values import Unauthenticated, ValueSigner
 from mpcdp.transport.store import StoreClient, StoreServer
 from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, parse_endpoint,
                                           parse_report)
@@ -57,6 +60,8 @@ __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "S
 _store = None
 _server = None
 _run = None
+_signer: ValueSigner | None = None  # sealing values, where the store is not mpcdp's TLS store (credentials given)
+_forged: dict[str, str] = {}  # key -> why its value was ignored (said once on stderr)
 _network: ipaddress.IPv4Network | None = None  # MPCDP_NETWORK, as the runtime declared it
 _POLL_S = 0.02
 _REPORT_POLL_S = 0.25
@@ -77,12 +82,15 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
 
     ``security``: this rank's :class:`~.credentials.LinkSecurity`; the store's connections are then TLS.
     """
-    global _store, _server, _run
+    global _store, _server, _run, _signer
     _run = Run(rank, processes, security is not None)
+    _signer = None
+    _forged.clear()
     parsed = urlparse(rendezvous)
     if parsed.scheme == "file":
         _store = dist.FileStore(parsed.path, processes)
         _store.set_timeout(datetime.timedelta(seconds=float(timeout_s)))
+        _signer = None if security is None else ValueSigner(security, f"file:{parsed.path}")
         return _store
     if parsed.scheme == "env":
         host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
@@ -94,6 +102,7 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
         raise ConfigError(f"`rendezvous` {rendezvous!r} names no host and port (MASTER_ADDR, MASTER_PORT).")
     if _torchrun_keeps(host, port):
         _store = agent_store(host, int(port), timeout_s)
+        _signer = None if security is None else ValueSigner(security, f"torchrun:{agent_scope()}")
         return _store
     if rank == 0:
         if _server is not None:
@@ -158,7 +167,7 @@ def agent_store(host: str, port: int, timeout_s: float):
     """torchrun's agent store at host:port, joined as a client (no process of the run hosts it), with the keys
     of this run and restart apart from torchrun's own. It is a plain store that checks nothing on write;
     every value mpcdp reads from it is schema-checked (:func:`endpoints`, :func:`read_reports`)."""
-    prefix = f"mpcdp/{os.environ.get('TORCHELASTIC_RUN_ID', '')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    prefix = agent_scope()
     try:
         client = dist.TCPStore(host, port, is_master=False,
                                timeout=datetime.timedelta(seconds=float(timeout_s)), wait_for_workers=False)
@@ -166,6 +175,11 @@ def agent_store(host: str, port: int, timeout_s: float):
         raise PeerTimeout(f"Timed out after {timeout_s} s reaching torchrun's store at {host}:{port}: {exc}",
                           party=0) from None
     return dist.PrefixStore(prefix, client)
+
+
+def agent_scope() -> str:
+    """The key prefix of this run and restart in torchrun's agent store."""
+    return f"mpcdp/{os.environ.get('TORCHELASTIC_RUN_ID', '')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
 
 
 def who(rank: int, dealer: int | None) -> str:
@@ -187,28 +201,50 @@ def _key(rank: int) -> str:
     return f"{ENDPOINT_PREFIX}{rank}"
 
 
-def _read(key: str) -> bytes | None:
-    """A key's value, or None if nobody wrote it (torch's stores block on a missing key: check first)."""
+def _read(key: str, rank: int) -> bytes | None:
+    """Rank ``rank``'s value of ``key``, or None if nobody wrote it (torch's stores block on a missing key:
+    check first) or, where values are sealed, one not sealed by ``rank`` was written (said once)."""
     fetch = getattr(_store, "fetch", None)
-    if fetch is not None:
-        return fetch(key)
-    return _store.get(key) if _store.check([key]) else None
+    raw = fetch(key) if fetch is not None else (_store.get(key) if _store.check([key]) else None)
+    if raw is None or _signer is None:
+        return raw
+    try:
+        return _signer.open(key, rank, raw).encode("utf-8")
+    except Unauthenticated as exc:
+        _note_forged(key, rank, str(exc))
+        return None
+
+
+def _note_forged(key: str, rank: int, reason: str) -> None:
+    if _forged.get(key) != reason:  # each forgery said once
+        where = "torchrun's agent store" if _signer.scope.startswith("torchrun:") else "the file store"
+        _forged[key] = reason
+        print(f"mpcdp: {key} in {where} is not signed by rank {rank}'s credential ({reason}): an unauthenticated "
+              f"writer put it there (the store does not record who); ignored", file=sys.stderr, flush=True)
+
+
+def forged_keys() -> dict[str, str]:
+    """Keys whose value was ignored as not sealed by their rank, with the reason (this process's reads)."""
+    return dict(_forged)
+
+
+def _write(key: str, value: str) -> None:
+    _store.set(key, value if _signer is None else _signer.seal(key, value))
 
 
 def publish_endpoint(rank: int, host: str, port: int, processes: int) -> None:
     """Write where this process listens, and how many processes it expects in the run (public)."""
-    _store.set(_key(rank), f"{host} {int(port)} {int(processes)}")
+    _write(_key(rank), f"{host} {int(port)} {int(processes)}")
 
 
 def publish_report(rank: int, suspect: int | None, evidence: str) -> None:
     """Write this process's loss report (public; each rank writes its own once, :mod:`.losses`)."""
-    _store.set(f"{REPORT_PREFIX}{rank}", json.dumps({"suspect": suspect, "evidence": evidence},
-                                                    separators=(",", ":")))
+    _write(f"{REPORT_PREFIX}{rank}", json.dumps({"suspect": suspect, "evidence": evidence}, separators=(",", ":")))
 
 
 def publish_refusal(rank: int, refusal) -> None:
     """Write this party's refusal of its own input as its report (public; :mod:`mpcdp.refusals`)."""
-    _store.set(f"{REPORT_PREFIX}{rank}", json.dumps(refusal.value(), separators=(",", ":"), ensure_ascii=False))
+    _write(f"{REPORT_PREFIX}{rank}", json.dumps(refusal.value(), separators=(",", ":"), ensure_ascii=False))
 
 
 def read_reports(processes: int) -> dict[int, Report | str]:
@@ -216,7 +252,7 @@ def read_reports(processes: int) -> dict[int, Report | str]:
     here whatever store holds it)."""
     found: dict[int, Report | str] = {}
     for rank in range(processes):
-        raw = _read(f"{REPORT_PREFIX}{rank}")
+        raw = _read(f"{REPORT_PREFIX}{rank}", rank)
         if raw is None:
             continue
         try:
@@ -287,7 +323,7 @@ def endpoints(ranks: list[int], *, processes: int, timeout_s: float, dealer: int
     found: dict[int, tuple[str, int]] = {}
     while True:
         for rank in ranks:
-            raw = None if rank in found else _read(_key(rank))
+            raw = None if rank in found else _read(_key(rank), rank)
             if raw is not None:
                 found[rank] = _accept_endpoint(rank, raw, processes, dealer, network)
         if len(found) == len(ranks):
@@ -299,6 +335,11 @@ def endpoints(ranks: list[int], *, processes: int, timeout_s: float, dealer: int
                                party=None)
         if time.monotonic() > deadline:
             missing = sorted(set(ranks) - set(found))
+            forged = [r for r in missing if _key(r) in _forged]
+            if forged:  # a writer without credentials holds the key: not the party's fault
+                raise PeerTimeout(f"Timed out after {timeout_s} s waiting at the rendezvous: no endpoint signed by "
+                                  f"{', '.join(who(r, dealer) for r in forged)} arrived, and an unauthenticated "
+                                  f"writer wrote {'that key' if len(forged) == 1 else 'those keys'}", party=None)
             raise PeerTimeout(f"Timed out after {timeout_s} s waiting at the rendezvous for "
                               f"{', '.join(who(r, dealer) for r in missing)}", party=missing[0])
         time.sleep(_POLL_S)
