@@ -24,7 +24,8 @@ import torch
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.harness import free_port, run_parties
 from mpcdp.transport import frames
-from mpcdp.transport.joining import HANDSHAKE_S, MAX_PENDING
+from mpcdp.transport.gate import PER_SOURCE
+from mpcdp.transport.joining import HANDSHAKE_S
 from party_jobs import credentials_in_use
 from sniff import tls_records_only
 from test_multihost import _REASON as NETNS_UNAVAILABLE
@@ -163,7 +164,7 @@ def test_silent_connections_to_party_0s_listener_do_not_stop_a_tls_run(silent, d
                 proc.kill()
     assert ended == {0: ("ok", [3.0] * 3), 1: ("ok", [3.0] * 3), 2: ("ok", [3.0] * 3), 3: ("ok", None)}, ended
     assert [p.exitcode for p in procs] == [0] * 4
-    assert most - before < MAX_PENDING < 50, (before, most)
+    assert most - before < PER_SOURCE < 50, (before, most)  # no thread per connection
     log = logs[0].read_text()
     assert "Traceback" not in log and 1 <= log.count("refused a connection from 127.0.0.1") <= silent, log[-2000:]
 

@@ -7,8 +7,10 @@ links.
 Security model: with credentials (:mod:`.credentials`) every link is TLS 1.3, mutually authenticated by the
 deployment's CA, and a peer is the rank its certificate names; a connection that does not present this
 deployment's certificate for the rank it claims is refused and reported while the genuine process is
-awaited. Each accepted connection's handshake runs without blocking the others, under its own deadline
-(:data:`HANDSHAKE_S`), at most :data:`MAX_PENDING` at once. Without credentials links are plain TCP only
+awaited. The listener takes every connection at once; each admitted connection's handshake runs without
+blocking the others, under its own deadline (:data:`HANDSHAKE_S`), at most ``max(16, processes)`` at once
+per source, the rest parked unanswered by the gate (:mod:`.gate`); a connecting process retries a connection
+that was reset or closed before its handshake ended until its own deadline. Without credentials links are plain TCP only
 with ``--insecure-links``, which warns (:data:`INSECURE_LINKS_WARNING`). Cost: one TCP (and TLS) handshake
 and a 4-byte rank announcement per pair of processes.
 """
@@ -29,6 +31,7 @@ from urllib.parse import urlparse
 from mpcdp.errors import ConfigError, InsecureSettingWarning, PeerTimeout, ProtocolViolation
 from mpcdp.transport import rendezvous
 from mpcdp.transport.credentials import LinkSecurity
+from mpcdp.transport.gate import PER_SOURCE, Gate
 
 def local_address(rendezvous: str, iface: str | None = None) -> str:
     """The IPv4 address this process listens on: ``iface``'s, or else the one through which this host
@@ -63,7 +66,8 @@ def interface_address(iface: str) -> str:
 
 
 HANDSHAKE_S = 5.0  # an accepted connection has this long to finish its TLS handshake and announce its rank
-MAX_PENDING = 32  # accepted connections in that phase at once; later ones wait in the kernel's backlog
+ACCEPT_BATCH = 256  # connections taken from the backlog per wake (then the arrivals in hand get their turn)
+CONNECT_RETRY_S = 0.1  # first pause before connecting again to a peer whose listener reset the connection
 
 
 def establish(rank: int, processes: int, *, address: str, timeout_s: float,
@@ -84,22 +88,22 @@ def establish(rank: int, processes: int, *, address: str, timeout_s: float,
     hosts, which warns (:data:`INSECURE_LINKS_WARNING`).
 
     The listener serves each accepted connection's handshake and rank announcement without blocking,
-    under its own deadline (:data:`HANDSHAKE_S`), at most :data:`MAX_PENDING` at once: a connection that
-    fails, stalls or claims a rank it may not is closed and reported once (its origin address), and the
-    genuine process is awaited until the run's deadline. No thread is started.
+    under its own deadline (:data:`HANDSHAKE_S`), a few per source at once (:mod:`.gate`): a connection
+    that fails, stalls or claims a rank it may not is closed and reported once per source, and the genuine
+    process is awaited until the run's deadline. No thread is started.
     """
     if security is None:
         _consent_to_plain_links(rank, insecure)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind((address, 0))
-    listener.listen(MAX_PENDING + processes)
+    listener.listen(socket.SOMAXCONN)
     others = [j for j in range(processes) if j != rank]
     endpoints = (locate or _locate_by_rendezvous(timeout_s, processes, dealer))(rank, (address, listener.getsockname()[1]), others)
     links: dict[int, socket.socket] = {}
     deadline = time.monotonic() + timeout_s
     try:
         for peer in range(rank):
-            links[peer] = _connect(rank, peer, tuple(endpoints[peer]), security, timeout_s, dealer)
+            links[peer] = _connect(rank, peer, tuple(endpoints[peer]), security, deadline, dealer)
         _Arrivals(rank, processes, security, dealer).accept(listener, links, deadline, timeout_s)
     except BaseException:
         for link in links.values():
@@ -143,18 +147,35 @@ def _consent_to_plain_links(rank: int, insecure: bool) -> None:
     warnings.warn(f"party {rank}: {INSECURE_LINKS_WARNING}", InsecureSettingWarning, stacklevel=3)
 
 
-def _connect(rank: int, peer: int, endpoint: tuple[str, int], security: LinkSecurity | None, timeout_s: float,
+def _connect(rank: int, peer: int, endpoint: tuple[str, int], security: LinkSecurity | None, deadline: float,
              dealer: int | None) -> socket.socket:
     """The link from this process to ``peer`` (a lower rank) at ``endpoint``: TLS checked to be ``peer``'s
-    certificate where there is ``security``; this rank announced."""
-    try:
-        link = socket.create_connection(endpoint, timeout=timeout_s)
-    except socket.timeout:
-        raise PeerTimeout(f"Timed out after {timeout_s} s connecting to {rendezvous.who(peer, dealer)} at "
-                          f"{endpoint[0]}:{endpoint[1]}", party=peer) from None
+    certificate where there is ``security``; this rank announced. A connection refused, reset or closed
+    before its handshake ended (a listener under a flood may hold it back, :mod:`.gate`) is tried again,
+    with a growing pause, until ``deadline``."""
+    pause = CONNECT_RETRY_S
+    while True:
+        try:
+            return _connect_once(rank, peer, endpoint, security, deadline, dealer)
+        except ConnectionRefusedError:  # nothing listens there any more: the peer is gone, say so at once
+            raise
+        except (ConnectionError, ssl.SSLEOFError, socket.timeout) as exc:
+            if time.monotonic() + pause >= deadline:
+                raise PeerTimeout(f"Timed out connecting to {rendezvous.who(peer, dealer)} at {endpoint[0]}:"
+                                  f"{endpoint[1]} ({type(exc).__name__}: {exc})", party=peer) from None
+            time.sleep(pause)
+            pause = min(2 * pause, 2.0)
+
+
+def _connect_once(rank: int, peer: int, endpoint: tuple[str, int], security: LinkSecurity | None, deadline: float,
+                  dealer: int | None) -> socket.socket:
+    link = socket.create_connection(endpoint, timeout=max(0.1, min(HANDSHAKE_S, deadline - time.monotonic())))
     if security is not None:
         try:
             link = security.client.wrap_socket(link, server_side=False)
+        except (ssl.SSLEOFError, ConnectionError, socket.timeout):
+            link.close()
+            raise
         except (ssl.SSLError, OSError) as exc:
             link.close()
             raise ProtocolViolation(f"the TLS handshake with {rendezvous.who(peer, dealer)} failed "
@@ -164,6 +185,7 @@ def _connect(rank: int, peer: int, endpoint: tuple[str, int], security: LinkSecu
             raise ProtocolViolation(f"the process at {rendezvous.who(peer, dealer)}'s address presented the "
                                     f"certificate of {security.peer_rank(link)!r}", party=peer)
     link.sendall(struct.pack("<i", rank))
+    link.settimeout(None)
     return link
 
 
@@ -171,9 +193,9 @@ class _Arrival:
     """One accepted connection, until it has finished its TLS handshake (with ``security``) and announced its
     rank in 4 bytes; non-blocking, so that it never holds up the listener or another arrival."""
 
-    def __init__(self, raw: socket.socket, origin: str, security: LinkSecurity | None, expires: float):
+    def __init__(self, raw: socket.socket, origin: str, source: str, security: LinkSecurity | None, expires: float):
         raw.setblocking(False)
-        self.origin, self.expires = origin, expires
+        self.origin, self.source, self.expires = origin, source, expires
         self.link = security.server.wrap_socket(raw, server_side=True, do_handshake_on_connect=False) \
             if security is not None else raw
         self.shaking = security is not None
@@ -210,51 +232,65 @@ class _Arrivals:
         self.rank, self.processes, self.security, self.dealer = rank, processes, security, dealer
         self.pending: dict[socket.socket, _Arrival] = {}
         self.refused: list[str] = []
+        self.shown: set[str] = set()
+        self.closing = False
+        self.links: dict[int, socket.socket] = {}
         self.selector = selectors.DefaultSelector()
+        self.gate = Gate(max(PER_SOURCE, processes), hold_s=HANDSHAKE_S, who=rendezvous.who(rank, dealer))
 
     def accept(self, listener: socket.socket, links: dict[int, socket.socket], deadline: float,
                timeout_s: float) -> None:
         """Add the links of ranks ``rank``+1.. to ``links``; raise :class:`PeerTimeout` at ``deadline``."""
         listener.setblocking(False)
-        listening = False
+        self.links = links
+        self.selector.register(listener, selectors.EVENT_READ, None)
         try:
             while len(links) < self.processes - 1:
                 now = time.monotonic()
                 for arrival in [a for a in self.pending.values() if a.expires <= now]:
                     self._refuse(arrival, f"no TLS handshake and rank within {HANDSHAKE_S:g} s" if self.security
                                  else f"no rank within {HANDSHAKE_S:g} s")
+                self.gate.expire()
                 if now >= deadline:
                     raise self._timeout(links, timeout_s)
-                if listening != (len(self.pending) < MAX_PENDING):
-                    listening = not listening
-                    (self.selector.register if listening else self.selector.unregister)(
-                        *((listener, selectors.EVENT_READ, None) if listening else (listener,)))
-                wake = min([deadline, *(a.expires for a in self.pending.values())])
+                wake = min([deadline, *(a.expires for a in self.pending.values()),
+                            *filter(None, [self.gate.next_expiry()])])
                 for key, _ in self.selector.select(timeout=max(0.0, wake - now)):
                     if key.data is None:
                         self._take(listener, links)
-                    else:
+                    elif key.data.link in self.pending:
                         self._advance(key.data, links)
         finally:
+            self.closing = True
             for arrival in list(self.pending.values()):
                 self._refuse(arrival, "still unfinished when every process had its link")
+            self.gate.close()
             self.selector.close()
 
     def _take(self, listener: socket.socket, links: dict[int, socket.socket]) -> None:
-        while len(self.pending) < MAX_PENDING:
+        """Every connection in the backlog (up to :data:`ACCEPT_BATCH`), sorted by the gate; the admitted
+        ones start their handshake."""
+        batch = []
+        while len(batch) < ACCEPT_BATCH:
             try:
                 raw, origin = listener.accept()
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError as exc:  # e.g. out of file descriptors: leave it in the backlog for now
                 print(f"mpcdp {self._who(self.rank)}: could not accept a connection: {exc}", file=sys.stderr,
                       flush=True)
-                return
+                break
+            batch.append((raw, origin))
+        self._start(self.gate.sort(batch), links)
+
+    def _start(self, admitted: list[tuple[socket.socket, str, str]], links: dict[int, socket.socket]) -> None:
+        for raw, origin, source in admitted:
             try:
-                arrival = _Arrival(raw, origin[0], self.security, time.monotonic() + HANDSHAKE_S)
+                arrival = _Arrival(raw, origin, source, self.security, time.monotonic() + HANDSHAKE_S)
             except (ssl.SSLError, OSError) as exc:
                 raw.close()
-                self._report(origin[0], str(exc))
+                self._report(source, str(exc))
+                self._start(self.gate.release(source), links)
                 continue
             self.pending[arrival.link] = arrival
             self.selector.register(arrival.link, selectors.EVENT_READ, arrival)
@@ -277,6 +313,7 @@ class _Arrivals:
         self.selector.unregister(arrival.link)
         del self.pending[arrival.link]
         links[peer] = arrival.link
+        self._start(self.gate.release(arrival.source), links)
 
     def _claim_problem(self, peer: int, link: socket.socket, links: dict[int, socket.socket]) -> str | None:
         if not self.rank < peer < self.processes:
@@ -288,22 +325,34 @@ class _Arrivals:
         return None
 
     def _refuse(self, arrival: _Arrival, why: str) -> None:
-        self.pending.pop(arrival.link, None)
+        if self.pending.pop(arrival.link, None) is None:
+            return
         try:
             self.selector.unregister(arrival.link)
         except (KeyError, ValueError):
             pass
         arrival.link.close()
-        self._report(arrival.origin, why)
+        self._report(arrival.source, why)
+        promoted = self.gate.release(arrival.source)
+        if self.closing:
+            for raw, _, _ in promoted:
+                raw.close()
+        else:
+            self._start(promoted, self.links)
 
-    def _report(self, origin: str, why: str) -> None:
-        self.refused.append(f"{origin} ({why})")
-        print(f"mpcdp {self._who(self.rank)}: refused a connection from {origin}: {why}", file=sys.stderr,
-              flush=True)
+    def _report(self, source: str, why: str) -> None:
+        """Count a refusal; show the first from each source on stderr."""
+        self.refused.append(f"{source} ({why})")
+        if source not in self.shown:
+            self.shown.add(source)
+            print(f"mpcdp {self._who(self.rank)}: refused a connection from {source}: {why} (later refusals from "
+                  f"it are counted, not shown)", file=sys.stderr, flush=True)
 
     def _timeout(self, links: dict[int, socket.socket], timeout_s: float) -> PeerTimeout:
         missing = sorted(set(range(self.processes)) - set(links) - {self.rank})
         note = f"; refused {len(self.refused)} connection(s): {'; '.join(self.refused[:10])}" if self.refused else ""
+        held = self.gate.summary()
+        note += f"; {held}" if held else ""
         return PeerTimeout(f"Timed out after {timeout_s} s connecting the parties' links; no link to "
                            f"{', '.join(map(self._who, missing))}{note}", party=missing[0] if missing else None)
 

@@ -33,7 +33,7 @@ local runs get a throwaway deployment from the launcher, :mod:`mpcdp.runtime.har
 its certificate names. Plain TCP only with ``--insecure-links``, on one host as across hosts, which warns
 (:data:`~.joining.INSECURE_LINKS_WARNING`). Whoever can reach a listener is hostile until proven: each
 accepted connection gets :data:`~.joining.HANDSHAKE_S` seconds to finish its handshake and announce its rank, served without
-blocking the others, at most :data:`~.joining.MAX_PENDING` at once; a connection that fails is closed, reported once,
+blocking the others, at most a few per source at once (:mod:`.gate`); a connection that fails is closed, reported once,
 and the genuine process still awaited. What travels is what the protocols open: uniformly masked shares,
 public values, and the dealer's keys and material (the guide mpcdp/README.md, "Threat model").
 """

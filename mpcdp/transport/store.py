@@ -22,9 +22,12 @@ publish no endpoint and no loss report but its own. Without them (one host, or `
 process that reaches the store can write any rank's key once, within the schema; readers then accept
 endpoints only inside the run's network (:func:`mpcdp.transport.rendezvous.endpoints`).
 
-Bounds: the listener binds one address (the rendezvous host's, :func:`mpcdp.transport.rendezvous.bind_address`);
-at most ``max_connections`` connections are served at once (one thread each; one more is closed at once);
-under TLS a rank holds one connection (its newest); the TLS handshake and the first request must complete
+Bounds: the listener binds one address (the rendezvous host's, :func:`mpcdp.transport.rendezvous.bind_address`)
+and takes every connection at once; a gate (:mod:`.gate`) admits at most ``max(16, processes)`` per source
+(its address, and its user where it is on this host) to their TLS handshake and first request at once, one
+thread each, and parks the rest unanswered (no thread) until one of that source's finishes or
+``request_s`` passes; past its first request a connection counts against ``max_connections`` without
+credentials, and under TLS a rank holds one connection (its newest); the TLS handshake and the first request must complete
 within ``request_s`` of the connection's accept, on the connection's own thread, and every later request
 within ``request_s`` of its first byte; between requests a connection may stay idle while the store runs
 (the run's processes hold theirs from the rendezvous to the end of the run). Keys are bounded by the schema
@@ -44,6 +47,7 @@ import threading
 import time
 
 from mpcdp.errors import ConfigError, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.transport.gate import PER_SOURCE, Gate
 from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_RANKS,
                                           MAX_VALUE_BYTES, REQUEST_S, _recv_exactly, _shown, key_rank,
                                           loads_bounded, parse_endpoint, parse_report, read_reply, write_message)
@@ -75,8 +79,10 @@ class StoreServer:
         self.max_stored_bytes = 2 * min(self.ranks, 1024) * (MAX_VALUE_BYTES + 32)
         self.values: dict[str, str] = {}
         self.stored_bytes = 0
-        self.active = self.peak = 0
+        self.active = self.peak = self.established = 0
         self.refusals: dict[str, int] = {}
+        self.gate = Gate(max(PER_SOURCE, self.ranks if processes else PER_SOURCE), hold_s=self.request_s,
+                         who="party 0 (the rendezvous)")
         self.lock = threading.Lock()
         self._by_rank: dict[int, socket.socket] = {}
         self._open: set[socket.socket] = set()
@@ -87,7 +93,7 @@ class StoreServer:
         except OSError as exc:
             self.listener.close()
             raise ConfigError(f"the rendezvous {host}:{port} cannot be opened on party 0's host: {exc}") from None
-        self.listener.listen(64)
+        self.listener.listen(socket.SOMAXCONN)
         self.address = self.listener.getsockname()
         threading.Thread(target=self._accept, daemon=True, name="mpcdp-rendezvous").start()
 
@@ -95,34 +101,68 @@ class StoreServer:
         """Stop accepting and close every connection."""
         self.listener.close()
         with self.lock:
+            self.gate.close()
             for link in list(self._open):
                 _shut(link)
 
     def _accept(self) -> None:
+        """Take every connection at once (the backlog never fills); the gate admits it to a thread now or
+        parks it (:mod:`.gate`)."""
+        self.listener.settimeout(0.25)  # wake to reset parked connections past their hold time
         while True:
             try:
                 raw, origin = self.listener.accept()
+            except socket.timeout:
+                with self.lock:
+                    self.gate.expire()
+                continue
             except OSError:
                 return
             with self.lock:
-                admitted = self.active < self.max_connections
-                if admitted:
-                    self.active += 1
-                    self.peak = max(self.peak, self.active)
-                    self._open.add(raw)
-            if not admitted:
-                raw.close()
-                self._refuse(origin[0], f"more than {self.max_connections} connections at once")
-                continue
+                admitted = self.gate.sort([(raw, origin), *self._backlog()])  # one table read per batch
+                self.gate.expire()
+            self._launch(admitted)
+
+    def _backlog(self, most: int = 256) -> list[tuple[socket.socket, tuple[str, int]]]:
+        """The connections already waiting in the backlog (up to ``most``), without blocking."""
+        taken = []
+        self.listener.setblocking(False)
+        try:
+            while len(taken) < most:
+                taken.append(self.listener.accept())
+        except OSError:  # BlockingIOError: none left (or the listener closed: the accept loop sees it)
+            pass
+        finally:
             try:
-                threading.Thread(target=self._serve, args=(raw, origin[0]), daemon=True,
+                self.listener.settimeout(0.25)
+            except OSError:
+                pass
+        return taken
+
+    def _launch(self, admitted: list[tuple[socket.socket, str, str]]) -> None:
+        for raw, origin, source in admitted:
+            raw.settimeout(None)
+            with self.lock:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+                self._open.add(raw)
+            try:
+                threading.Thread(target=self._serve, args=(raw, origin, source), daemon=True,
                                  name="mpcdp-rendezvous-client").start()
             except RuntimeError:  # no thread to be had: refuse this one
                 self._release(raw, None)
-                self._refuse(origin[0], "no thread left to serve it")
+                self._left_handshake(source)
+                self._refuse(origin, "no thread left to serve it")
 
-    def _serve(self, raw: socket.socket, origin: str) -> None:
-        source, writer, link = origin, None, raw
+    def _left_handshake(self, source: str) -> None:
+        """A connection of ``source`` finished its first request (or failed before): its place goes to the
+        next parked connection of that source."""
+        with self.lock:
+            promoted = self.gate.release(source)
+        self._launch(promoted)
+
+    def _serve(self, raw: socket.socket, origin: str, gate_source: str) -> None:
+        source, writer, link, greeting = origin, None, raw, True
         try:
             deadline = time.monotonic() + self.request_s
             link = self._handshake(raw, origin, deadline)
@@ -136,6 +176,10 @@ class StoreServer:
                 reply = self._apply(request, writer)
                 link.settimeout(self.request_s)
                 write_message(link, reply)
+                if greeting:
+                    greeting = False
+                    self._left_handshake(gate_source)
+                    self._admit_established(writer)
         except _Left:
             pass
         except _Refused as exc:
@@ -147,7 +191,21 @@ class StoreServer:
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may end the store's host
             self._refuse(source, f"a request the store could not take ({type(exc).__name__})")
         finally:
+            if greeting:
+                self._left_handshake(gate_source)
+            else:
+                with self.lock:
+                    self.established -= 1
             self._release(raw, writer, link)
+
+    def _admit_established(self, writer: int | None) -> None:
+        """Count a connection past its first request; without credentials at most ``max_connections`` such
+        (under TLS each rank holds one, :meth:`_hold`)."""
+        with self.lock:
+            self.established += 1
+            over = self.security is None and self.established > self.max_connections
+        if over:
+            raise _Refused(f"more than {self.max_connections} connections at once")
 
     def _handshake(self, raw: socket.socket, origin: str, deadline: float) -> socket.socket:
         """TLS (with credentials) under the connection's first deadline; the peer's rank must be named."""
