@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ns, spec, command = recording.parse(__doc__, "protocols/flood.toml", "benchmarks/results/flood", argv)
     from mpcdp.jobs.train import plan_from
 
-    plan = plan_from(spec["training"], backend="mpc")
-    rows = [_one(plan, n) for n in spec["connections"]]
+    plan = plan_from(spec["flood"]["protocol"], backend="mpc")
+    rows = [_one(plan, n) for n in spec["flood"]["connections"]]
     base = next((r for r in rows if r["connections"] == 0 and r["finished"]), None)
     table = markdown_table(
         ["silent connections per listener", "finished", "training wall s", "set-up s", "wall ÷ no flood",
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{r['wall_s'] / base['wall_s']:.2f}" if base and r["finished"] else "–",
           r["listeners"], f"{r['opened']:,}"] for r in rows])
     markdown = (f"# The main job's training while another user floods every listener\n\nCommand: `{command}`  \n"
-                f"Training: `{spec['training']}` (secure, 3 parties and the dealer, TLS). The flooder runs as "
+                f"Training: `{spec['flood']['protocol']}` (secure, 3 parties and the dealer, TLS). The flooder runs as "
                 f"user `nobody` on the same host and holds N silent connections to every listener of the "
                 f"run, refilled as they close (the count includes refills, and retries at listeners that had "
                 f"closed once their process had its links).\n\n{table}\n")

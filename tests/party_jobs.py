@@ -774,3 +774,35 @@ def chunk_conversions(ctx, narrow: torch.Tensor, wide: torch.Tensor):
     for result in out.values():
         result["opened"] = ctx.open_masked([result.pop("bits")], label="test-output", xor=True)[0]
     return out
+
+
+def rogue_strategy(ctx, strategy: str, rogue: int, accused: int, at: int, honest_timeout: float | None = None):
+    """Rounds of secure sum + opening; at round ``at`` party ``rogue`` plays one of issue 45's strategies,
+    each starting or ending with a loss report naming ``accused`` (``violation``) that it writes itself:
+    ``a`` report, then close every link and return; ``b`` report, then stay silent with its links open;
+    ``c`` half a frame to every data party, 1 s, report, close, return; ``d`` half a frame to ``accused``
+    only, then report, close, return. Returns "rogue done" on the rogue (it exits 0). ``honest_timeout``: the
+    parties' wait per step (the run's timeout otherwise)."""
+    from mpcdp.transport import frames, rendezvous
+
+    mesh = ctx._mesh
+    if honest_timeout is not None:
+        mesh.timeout_s = honest_timeout
+    for r in range(3):
+        shared = secure_sum(ctx, torch.ones(50))
+        if ctx.rank == rogue and r == at:
+            targets = {"c": list(mesh.links), "d": [accused]}.get(strategy, [])
+            for j in targets:
+                header = frames.HEADER.pack(frames.MAGIC, frames.VERSION, frames.INT64, mesh._next_out[j],
+                                            frames.tag_of("sum"), 8 * 50)
+                mesh.links[j].setblocking(True)
+                mesh.links[j].sendall(header + bytes(8 * 25))
+            if strategy == "c":
+                time.sleep(1.0)
+            rendezvous.publish_report(rogue, accused, "violation")
+            if strategy == "b":
+                time.sleep(120)
+            mesh.close(orderly=False)
+            return "rogue done"
+        ctx.reveal(shared, label="sum", reason="test")
+    return "done"

@@ -7,7 +7,7 @@ from mpcdp.errors import PartyFailed
 from mpcdp.runtime.harness import run_job
 from mpcdp.transport import losses
 from mpcdp.transport.store_values import Report
-from party_jobs import forge_blame_then_garble, short_frame_then_wait
+from party_jobs import forge_blame_then_garble, rogue_strategy, short_frame_then_wait
 
 
 def _reports(*entries) -> dict:
@@ -21,10 +21,18 @@ def test_direct_evidence_outweighs_a_forged_report_and_a_cascade_of_closed_links
         assert losses.judge(me, reports).suspects == (2,)
 
 
-def test_an_unfinished_frame_outweighs_the_senders_own_timeout():
+def test_an_unfinished_frame_against_a_timeout_is_one_word_against_another_for_third_parties():
+    # party 0 holds party 1's unfinished frame; party 1 says party 0 sent nothing: either can be the rogue
     reports = _reports((1, 0, "timeout"), (0, 1, "short"), (2, 0, "timeout"), (3, 1, "closed"))
-    assert losses.judge(2, reports).suspects == (1,)
-    assert losses.judge(3, reports).suspects == (1,)
+    assert losses.suspects(2, reports, 4) == [0, 1]
+    for me in (2, 3):
+        verdict = losses.judge(me, reports, 4)
+        assert verdict.suspects == () and verdict.disputed
+    assert "the reports cannot tell which (party 0 says party 1 left a frame unfinished" in \
+        losses.message(losses.judge(2, reports, 4), "party 2", "x")
+    # a third process that also holds an unfinished frame from party 1 settles it
+    more = _reports((1, 0, "timeout"), (0, 1, "short"), (2, 1, "short"), (3, 1, "closed"))
+    assert losses.judge(3, more, 4).suspects == (1,)
 
 
 def test_a_killed_party_is_named_though_more_processes_saw_a_reporter_close():
@@ -34,12 +42,38 @@ def test_a_killed_party_is_named_though_more_processes_saw_a_reporter_close():
     assert losses.settled(reports, 4)  # party 2 is accused: nobody waits for its report
 
 
-def test_mutual_accusations_of_equal_strength_name_both_and_a_report_naming_me_is_ignored():
+def test_mutual_accusations_name_nobody_and_a_report_naming_me_is_ignored():
     reports = _reports((0, 2, "violation"), (2, 0, "short"), (1, 0, "closed"), (3, 2, "closed"))
-    verdict = losses.judge(3, reports)
-    assert verdict.suspects == (0, 2) and verdict.mutual
-    assert "party 0 or party 2 was lost: each accuses the other" in losses.message(verdict, "the dealer", "x")
-    assert losses.judge(0, reports).suspects == (2,)  # party 0 never believes party 2's report about itself
+    verdict = losses.judge(3, reports, 4)
+    assert verdict.suspects == () and verdict.disputed
+    assert "party 0 says party 2 sent a frame that is not the expected one; party 2 says party 0 left a frame " \
+        "unfinished" in losses.message(verdict, "the dealer", "x")
+    assert losses.judge(0, reports, 4).suspects == (2,)  # party 0 never believes party 2's report about itself
+
+
+# The rogue's strategies of issue 45 as the reports they leave (rogue 2, innocent 1, dealer 3): no third
+# process names party 1; where the reports allow, party 2 is named.
+ROGUE_REPORTS = {
+    "a: accuse, then close every link": [(2, 1, "violation"), (1, 2, "closed"), (0, 2, "closed"), (3, 2, "closed")],
+    "b: accuse, then stay silent": [(2, 1, "violation"), (1, 2, "timeout"), (0, 2, "timeout"), (3, 2, "timeout")],
+    "b: accuse, then stay silent (cascade)": [(2, 1, "violation"), (1, 0, "closed"), (0, 2, "timeout"),
+                                              (3, 0, "closed")],
+    "c: half a frame to everyone, accuse, close": [(2, 1, "violation"), (1, 2, "short"), (0, 2, "short"),
+                                                   (3, 2, "short")],
+    "d: half a frame to party 1, accuse": [(2, 1, "violation"), (1, 2, "short"), (0, 1, "closed"),
+                                           (3, 1, "closed")],
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(ROGUE_REPORTS))
+def test_a_rogue_that_reports_first_never_makes_a_third_process_name_its_victim(strategy):
+    reports = _reports(*ROGUE_REPORTS[strategy])
+    for me in (0, 3):
+        verdict = losses.judge(me, reports, 4)
+        assert 1 not in verdict.suspects, (me, verdict)
+        if strategy.startswith("c"):
+            assert verdict.suspects == (2,)
+    assert losses.judge(1, reports, 4).suspects in ((), (2,))
 
 
 def test_a_malformed_report_names_its_writer():
@@ -74,11 +108,36 @@ def test_a_rogue_that_reports_first_naming_another_and_sends_garbage_is_named(co
 
 
 @pytest.mark.parametrize("rogue_timeout", [2.5, None], ids=["its-own-timeout-fires", "reports-and-waits"])
-def test_a_rogue_that_cuts_a_frame_short_and_blames_party_0_is_named(config_for, credentials, rogue_timeout):
+def test_a_rogue_that_cuts_a_frame_short_and_blames_party_0_is_named_by_its_victim_and_the_victim_by_nobody(
+        config_for, credentials, rogue_timeout):
     """Party 1 announces its share's frame to party 0, sends 8 bytes less and waits; with a shorter timeout
-    of its own it stops first, reporting party 0 (or writes that report itself). Every honest process names
-    party 1."""
+    of its own it stops first, reporting party 0 (or writes that report itself). Party 0, which holds the
+    unfinished frame, names party 1; the others have only the two parties' words and name neither, and no
+    process names party 0."""
     with pytest.raises(PartyFailed) as info:
         run_job(short_frame_then_wait, config_for(3, timeout_s=60.0), args=(1, 1, 5.0, rogue_timeout))
-    _honest_reports_name(info.value, 1)
-    assert "party 1 left a frame unfinished" in info.value.reports[0].message
+    reports = {r.rank: r for r in info.value.reports}
+    assert reports[0].blamed_party == 1 and "party 1 left a frame unfinished" in reports[0].message
+    for rank in (2, 3):
+        assert reports[rank].status == "error" and reports[rank].blamed_party in (None, 1), reports[rank].message
+        assert "party 0 was lost" not in reports[rank].message
+
+
+@pytest.mark.parametrize("strategy", ["a", "b", "c", "d"])
+def test_a_rogue_that_reports_first_and_then_leaves_stalls_or_cuts_frames_never_gets_its_victim_named(
+        config_for, credentials, strategy):
+    """Issue 45's strategies, the rogue (party 2) the real party code with its sends wrapped, the innocent
+    party 1: (a) report party 1, close every link, exit 0; (b) report, stay silent, links open; (c) half a
+    frame to every party, 1 s, report, close; (d) half a frame to party 1 only, report, close. No honest
+    process names party 1; one holding an unfinished frame of party 2 names party 2, and party 1, which knows
+    the accusation is false, names party 2 (the only process that can have deviated if party 1 did not)."""
+    with pytest.raises(PartyFailed) as info:
+        run_job(rogue_strategy, config_for(3, timeout_s=60.0), args=(strategy, 2, 1, 1, 5.0))
+    for report in info.value.reports:
+        if report.rank == 2:
+            continue
+        assert report.status == "error", (report.rank, report.summary())
+        assert report.blamed_party != 1 and "party 1 was lost" not in report.message, (report.rank, report.message)
+        if "party 2 left a frame unfinished" in report.message:
+            assert report.blamed_party == 2, (report.rank, report.message)
+    assert next(r for r in info.value.reports if r.rank == 1).blamed_party == 2

@@ -171,7 +171,8 @@ def _stop_on_loss(rank: int, exc: BaseException, detail: str,
         ctx.close(orderly=False)
     adapter.stop_party(orderly=False)
     verdict = losses.resolve(rank, exc)
-    if isinstance(exc, PeerTimeout) and verdict.refusal is None and verdict.suspects in ((), (exc.party,)):
+    if isinstance(exc, PeerTimeout) and verdict.refusal is None and not verdict.disputed \
+            and verdict.suspects in ((), (exc.party,)):
         error: BaseException = exc
     else:
         error = losses.stopped(verdict, f"party {rank}", detail)

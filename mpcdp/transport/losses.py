@@ -74,6 +74,7 @@ class Verdict:
     accusations: tuple[Accusation, ...] = ()  # the evidence behind it
     own: bool = False  # this process's own direct evidence
     mutual: bool = False
+    disputed: bool = False  # several processes can be the deviating one, on each other's word only
     store_lost: bool = False
     refusal: rendezvous.Report | None = None  # a party's refusal of its own input: the cause
 
@@ -147,7 +148,7 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
         reports = rendezvous.read_reports(info.processes)
     except Exception:  # noqa: BLE001 - the store went with its host: judge what was read
         pass
-    return judge(me, reports)
+    return judge(me, reports, info.processes)
 
 
 def _alone(me: int, suspect: int | None, kind: str) -> Verdict:
@@ -180,11 +181,53 @@ def _refusal(reports: dict) -> rendezvous.Report | None:
     return refused[0] if refused else None
 
 
-def judge(me: int, reports: dict) -> Verdict:
-    """Weigh the run's reports as this process (``me``) sees them (the rules in the module docstring)."""
+def judge(me: int, reports: dict, processes: int | None = None) -> Verdict:
+    """Whom this process (``me``) names from the run's reports (the rules in the module docstring): a
+    refusal's writer; else the one process that can be the deviating one (:func:`suspects`); else, where
+    several can, nobody if the reports' evidence against them is only their words about each other, or the
+    reports weighed."""
     refused = _refusal(reports)
     if refused is not None and refused.writer != me:
         return Verdict((refused.writer,), refusal=refused)
+    possible = suspects(me, reports, processes)
+    if len(possible) == 1:
+        h = possible[0]
+        return Verdict((h,), tuple(a for a in _accusations(me, reports) if a.suspect == h))
+    weighed = _weigh(me, reports)
+    if possible and weighed.suspects and (
+            not set(weighed.suspects) <= set(possible)
+            or any(a.kind in DIRECT and a.reporter in possible for a in weighed.accusations)):
+        return Verdict((), weighed.accusations, disputed=True)
+    return weighed
+
+
+def suspects(me: int, reports: dict, processes: int | None = None) -> list[int]:
+    """The processes that can be the one that deviated (crashed, left or lied), given that every other
+    process's report is true: a frame that is not the expected one or left unfinished (``violation``,
+    ``short``) came from it, a link closed by a process that wrote no report was its (an honest process reports
+    before it closes its links), and only it writes a malformed report; a timeout fits any (a cascade). Never
+    ``me``. Empty: no single process explains the reports (the reports are then weighed)."""
+    seen = {me, *reports, *(r.suspect for r in reports.values() if isinstance(r, rendezvous.Report)
+                            and r.suspect is not None)}
+    ranks = processes if processes is not None else max(seen) + 1
+    return [h for h in range(ranks) if h != me and _explains(h, reports)]
+
+
+def _explains(h: int, reports: dict) -> bool:
+    for writer, rep in reports.items():
+        if writer == h:
+            continue  # the deviating process's own report may say anything
+        if not isinstance(rep, rendezvous.Report):
+            return False  # a malformed report: only the deviating process writes one
+        if rep.suspect is None or rep.suspect == h:
+            continue
+        if rep.evidence in DIRECT or (rep.evidence == "closed" and rep.suspect not in reports):
+            return False
+    return True
+
+
+def _weigh(me: int, reports: dict) -> Verdict:
+    """The reports weighed by evidence and reporters (the module docstring's fallback)."""
     live = [a for a in _accusations(me, reports) if not (a.kind == "closed" and a.suspect in reports)]
     if not live:
         return Verdict()
@@ -248,6 +291,10 @@ def message(verdict: Verdict, me: str, detail: str) -> str:
 
     if verdict.store_lost:
         return f"{me} stopped: party 0 was lost (the rendezvous store it hosts is unreachable) — {detail}"
+    if verdict.disputed:
+        words = "; ".join(f"{who(a.reporter)} says {who(a.suspect)} {WHAT[a.kind]}" for a in verdict.accusations)
+        return (f"{me} stopped: a process deviated or was lost, and the reports cannot tell which ({words}; only "
+                f"their own word, which no other process can check) — {detail}")
     if not verdict.suspects:
         return f"{me} stopped: a party of the run was lost or left without finishing ({detail})"
     if verdict.own:
