@@ -15,7 +15,9 @@ from party_jobs import PickleBomb, deviate_on_the_wire, every_message_on_mpcdp_l
 ROGUE, AT = 1, 2
 
 
-# With 3 parties the third (honest) party never reads the rogue's bytes itself: it must still stop, naming the rogue.
+# With 3 parties the third (honest) party never reads the rogue's bytes itself: it must still stop, naming the rogue
+# or, where it has only party 0's word against the rogue's (issue 45: the same reports as a rogue's false
+# accusation), nobody — never an honest party.
 @pytest.mark.parametrize("fault, parties", [("short", 2), ("long", 2), ("tag", 2), ("garbage", 2),
                                             ("pickle", 2), ("replay", 3), ("json-pickle", 2)])
 def test_a_deviating_peer_stops_every_honest_party_naming_it(fault, parties, config_for, tmp_path):
@@ -31,7 +33,9 @@ def test_a_deviating_peer_stops_every_honest_party_naming_it(fault, parties, con
     for rank in honest if fault != "short" else ():  # the honest parties: stopped with an error that names the rogue
         report = reports[rank]
         assert report.status in ("error", "died") and report.exitcode != 0, (fault, rank, report)
-        assert report.blamed_party == ROGUE, (fault, rank, report.message)
+        direct = rank == 0  # the party that read the rogue's bytes
+        assert report.blamed_party == ROGUE if direct else report.blamed_party in (ROGUE, None), \
+            (fault, rank, report.message)
         assert f"party {ROGUE}" in report.message, (fault, rank, report.message)
     if fault != "short":
         assert f"party {ROGUE} sent" in reports[0].message, reports[0].message

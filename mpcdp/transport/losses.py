@@ -12,14 +12,35 @@ then closes its links. Then (:func:`resolve`):
   (``short``, :mod:`.mesh`) — names its sender, whatever anyone reports;
 * any other process (its link closed, or it timed out with nothing partial) waits for the reports —
   until every process has reported or is reported gone or deviating, at most :data:`REPORT_WAIT_S` — and
-  weighs them
-  (:func:`judge`). It never believes a report that names itself. Evidence ranks ``violation`` > ``short``
-  > ``timeout`` > ``closed``. A ``closed`` accusation against a process that reported is explained by that
-  report (an honest process reports before it closes its links) and set aside. An accusation made by a
-  process that is itself accused with evidence at least as strong (``violation`` and ``short`` count as
-  equally strong here: both are observed bytes that the accused could claim too) is discounted; when two
-  processes accuse each other so, both are named ("party 0 or party 2: each accuses the other"). Of what
-  remains, the suspect with the strongest evidence from the most distinct reporters is named.
+  judges them (:func:`judge`). A report is its writer's word: nobody else can check that a frame was garbled
+  or cut short. So the judge asks which single process can be the one that deviated (crashed, left, lied)
+  if every *other* report is true (:func:`suspects`): a ``violation`` or ``short`` report names it; a
+  ``closed`` report against a process that wrote no report names it (an honest process reports before it
+  closes its links); a malformed report is its; a ``timeout`` fits anyone (a cascade). Never the judging
+  process itself, and never the dealer, which the dealer provider already trusts not to deviate (its
+  reports are taken as true).
+
+  - **One process** fits: it is named ("party 2 was lost (noticed by …)").
+  - **Several** fit and the evidence against them is their words about each other — e.g. party 2 says
+    party 1 sent a garbled frame and party 1 says party 2 closed its link — : nobody is named; the line
+    says who said what ("the reports cannot tell which"). A rogue that reports first therefore never gets
+    an innocent party named by a third process; a genuine detection by one process is likewise only its
+    word for the others (it names the sender itself).
+  - **None** fits (more than one failure): the reports are weighed as before: ``violation`` > ``short`` >
+    ``timeout`` > ``closed``; a ``closed`` accusation against a process that reported is explained by that
+    report; an accusation by a process itself accused with evidence at least as strong is discounted; of
+    what remains, the suspect with the strongest evidence from the most distinct reporters is named.
+
+  What each process concludes, case by case (rogue R, innocent I): R sends a garbled frame to P: P names R;
+  the others have only P's word, so they name R only if another process also holds direct evidence against
+  R, or R's own report accuses a third process (then only R fits), else nobody. R cuts a frame short: as garbled, once P's deadline or R's close comes. R stalls
+  with its links open: every process waiting on it times out and names it if nothing contradicts (a
+  timeout fits anyone), cascades included. R closes its links without a report (a crash, a kill): R is
+  named by every process. R reports "I got a garbled frame from I" and then closes, stays silent, or
+  sends half frames (issue 45's strategies a–d): I names R (it knows it sent nothing wrong, so only R fits);
+  a process holding R's unfinished frame names R; every other process names nobody. Two processes that
+  accuse each other: nobody. The dealer: like any process, except that it is never a suspect when it is
+  the run's dealer. One line per process in every case.
 
 A party that refuses its own input before joining the links writes its refusal as its report
 (:mod:`mpcdp.refusals`): that is the cause, whatever else was reported, and every other process stops naming it
@@ -30,10 +51,12 @@ the store up until the reports are in (at most :data:`LINGER_S`) so that the oth
 (:func:`linger`).
 
 Security model: under TLS the store lets a process write only its own report (a rogue can name only itself
-as the reporter), and every report is schema-checked by the store and by every reader (a malformed one
-names its writer, never stops the reader). A report is one process's word: a rogue that reports first no
-longer decides whom the others name, but a rogue with no one holding direct evidence against it can still
-accuse another; the message lists who reported what. Without credentials the store is plain and anyone who
+as the reporter; in a plain store mpcdp does not serve, reports are sealed by their writer's key,
+:mod:`.signed_values`), and every report is schema-checked by the store and by every reader (a malformed one
+names its writer, never stops the reader). A report is one process's word, and the judge treats it so: no
+process is named by a third on one other process's word against its own. Assumes at most one deviating
+process among the data parties for naming (with more, the judge may name nobody or fall back to weighing).
+Not done: frames signed by their sender, which would let a naive rogue's garbled frame be shown to others. Without credentials the store is plain and anyone who
 reaches it can write a report for a rank that has not written one. Party 0 hosts the store and could rewrite
 any report. Reports carry public metadata only: ranks and evidence kinds. Cost: one write and at most a few
 dozen reads (of about 50 bytes) per failing process.
@@ -148,7 +171,7 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
         reports = rendezvous.read_reports(info.processes)
     except Exception:  # noqa: BLE001 - the store went with its host: judge what was read
         pass
-    return judge(me, reports, info.processes)
+    return judge(me, reports, info.processes, info.dealer)
 
 
 def _alone(me: int, suspect: int | None, kind: str) -> Verdict:
@@ -181,7 +204,7 @@ def _refusal(reports: dict) -> rendezvous.Report | None:
     return refused[0] if refused else None
 
 
-def judge(me: int, reports: dict, processes: int | None = None) -> Verdict:
+def judge(me: int, reports: dict, processes: int | None = None, dealer: int | None = None) -> Verdict:
     """Whom this process (``me``) names from the run's reports (the rules in the module docstring): a
     refusal's writer; else the one process that can be the deviating one (:func:`suspects`); else, where
     several can, nobody if the reports' evidence against them is only their words about each other, or the
@@ -189,7 +212,7 @@ def judge(me: int, reports: dict, processes: int | None = None) -> Verdict:
     refused = _refusal(reports)
     if refused is not None and refused.writer != me:
         return Verdict((refused.writer,), refusal=refused)
-    possible = suspects(me, reports, processes)
+    possible = suspects(me, reports, processes, dealer)
     if len(possible) == 1:
         h = possible[0]
         return Verdict((h,), tuple(a for a in _accusations(me, reports) if a.suspect == h))
@@ -201,16 +224,17 @@ def judge(me: int, reports: dict, processes: int | None = None) -> Verdict:
     return weighed
 
 
-def suspects(me: int, reports: dict, processes: int | None = None) -> list[int]:
+def suspects(me: int, reports: dict, processes: int | None = None, dealer: int | None = None) -> list[int]:
     """The processes that can be the one that deviated (crashed, left or lied), given that every other
     process's report is true: a frame that is not the expected one or left unfinished (``violation``,
     ``short``) came from it, a link closed by a process that wrote no report was its (an honest process reports
     before it closes its links), and only it writes a malformed report; a timeout fits any (a cascade). Never
-    ``me``. Empty: no single process explains the reports (the reports are then weighed)."""
+    ``me``, and never the ``dealer``: the dealer provider's model already trusts it not to deviate, so its
+    reports are taken as true. Empty: no single process explains the reports (the reports are then weighed)."""
     seen = {me, *reports, *(r.suspect for r in reports.values() if isinstance(r, rendezvous.Report)
                             and r.suspect is not None)}
     ranks = processes if processes is not None else max(seen) + 1
-    return [h for h in range(ranks) if h != me and _explains(h, reports)]
+    return [h for h in range(ranks) if h not in (me, dealer) and _explains(h, reports)]
 
 
 def _explains(h: int, reports: dict) -> bool:
