@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from mpcdp import providers
+from mpcdp.errors import ConfigError
 from mpcdp.validation import check_bool, check_integer, check_number
 
 
@@ -83,6 +84,36 @@ class MpcConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+MPC_SETTINGS = ("provider", "insecure_dev", "precision_bits", "timeout_s", "link_delay_ms", "reproducible",
+                "noise_committee")
+"""What a protocol's ``[mpc]`` table may set: every :class:`MpcConfig` field but ``parties`` (the run gives it)."""
+
+
+def check_mpc_table(table: Any, where: str) -> dict[str, Any]:
+    """A protocol's ``[mpc]`` table, its keys checked (values are checked by :class:`MpcConfig` at launch).
+
+    Raises:
+        ConfigError: not a table, or a key that is not one of :data:`MPC_SETTINGS`, naming it and the nearest
+            valid key.
+    """
+    import difflib
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"[mpc]{where} must be a table. Found {table!r}.")
+    for key in table:
+        if key not in MPC_SETTINGS:
+            near = difflib.get_close_matches(str(key), MPC_SETTINGS, n=1)
+            hint = f"; did you mean `{near[0]}`?" if near else ""
+            raise ConfigError(f"[mpc] `{key}`{where} is not a setting{hint} [mpc] takes {', '.join(MPC_SETTINGS)}.")
+    return dict(table)
+
+
+def resolved_mpc(table: dict[str, Any]) -> dict[str, Any]:
+    """Every [mpc] setting a run uses: ``table``'s, and the default for the others (what a run's JSON shows)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(MpcConfig) if f.name != "parties"}
+    return {**defaults, **{k: v for k, v in table.items() if k in defaults}}
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:

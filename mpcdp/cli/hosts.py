@@ -10,7 +10,7 @@ import sys
 
 from mpcdp import providers
 from mpcdp.errors import ConfigError
-from mpcdp.cli.options import _config, _add_mpc_options, _add_model_outputs
+from mpcdp.cli.options import _config, _add_mpc_options, _add_model_outputs, given_mpc
 from mpcdp.cli.own_data_commands import _features, _own_data_outputs
 
 
@@ -107,14 +107,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         if not ns.protocol:
             raise ConfigError("`--protocol` is required with `--job train`.")
         plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
-        mpc = config.to_dict()
-        mpc.pop("parties")
-        mpc.pop("timeout_s")  # the command's, else the protocol's, else one that follows the estimate
-        timeout = ns.timeout if ns.timeout is not None else plan.mpc.get("timeout_s")
-        if timeout is not None:
-            mpc["timeout_s"] = timeout
-        mpc["reproducible"] = config.reproducible or bool(plan.mpc.get("reproducible", False))
-        plan = dataclasses.replace(plan, mpc=mpc)
+        # the command line's settings, else the protocol's, else the defaults (a time-out: one that follows
+        # the estimate), as `mpcdp train` resolves them
+        plan = dataclasses.replace(plan, mpc={**plan.mpc, **given_mpc(ns)})
         if ns.data:
             from mpcdp.jobs.own_data import PartySource, report, run_own_data_here
             from mpcdp.jobs.own_data_results import check_every

@@ -31,7 +31,9 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                              f"the protocol's [mpc] provider unless given")
     parser.add_argument("--insecure-dev", action="store_true",
                         help="allow insecure development settings (prints a warning)")
-    parser.add_argument("--precision-bits", type=int, default=16, help="fixed-point fractional bits")
+    parser.add_argument("--precision-bits", type=int, default=None,
+                        help="fixed-point fractional bits (default 16; `party --job train`: the protocol's [mpc] "
+                             "precision_bits unless given)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="per-party timeout in seconds (default 120; `party --job train`: the protocol's "
                              "[mpc] timeout_s, else one that follows the run's estimate)")
@@ -72,8 +74,18 @@ def _add_variant_options(parser: argparse.ArgumentParser) -> None:
                              "the smaller (paper 000)")
 
 
+def given_mpc(ns: argparse.Namespace) -> dict:
+    """The [mpc] settings this command line gives explicitly (they win over the protocol's, which win over the
+    defaults: one precedence for every launcher)."""
+    given = {"provider": ns.provider, "precision_bits": ns.precision_bits, "timeout_s": ns.timeout,
+             "noise_committee": getattr(ns, "noise_committee", None),
+             "link_delay_ms": getattr(ns, "link_delay_ms", 0.0) or None,
+             "insecure_dev": ns.insecure_dev or None, "reproducible": ns.reproducible or None}
+    return {key: value for key, value in given.items() if value is not None}
+
+
 def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
     return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
-                     precision_bits=ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
+                     precision_bits=16 if ns.precision_bits is None else ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
                      link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible,
                      noise_committee=getattr(ns, "noise_committee", None) or 3)

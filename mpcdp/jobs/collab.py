@@ -42,6 +42,7 @@ import torch
 
 from mpcdp.accounting.laplace import certify_owner
 from mpcdp.data.registry import load
+from mpcdp.config import check_mpc_table
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.execution import MPC, PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
@@ -115,7 +116,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
         name=protocol.get("name", path), dataset=protocol.get("dataset", "lending-club"), cost=cost,
         algorithm=algorithm, backend=backend, sizes=sizes, epsilons=epsilons, steps=steps, xi=float(xi),
         rho=training.get("rho"), c1=training.get("c1"), theta_max=theta_max, l2=float(training.get("l2", 0.0)),
-        seed=seed if seed is not None else training.get("seed"), mpc=dict(protocol.get("mpc", {})))
+        seed=seed if seed is not None else training.get("seed"), mpc=check_mpc_table(protocol.get("mpc", {}), f" in {path!r}"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpcdp.accounting.released import ACCOUNTANT
+from mpcdp.config import check_mpc_table
 from mpcdp.errors import ConfigError
 from mpcdp.execution import PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
@@ -110,7 +111,7 @@ def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
         visits=check_integer(run.get("visits", dec.DEFAULT_VISITS), "visits"), methods=methods,
         seed=check_integer(run.get("seed", 0), "seed", minimum=0), backend=backend,
         per_node=None if per_node is None else check_integer(per_node, "per_node"), calibration=calibration, deepq=dict(protocol.get("deepq", {})),
-        mpc=dict(protocol.get("mpc", {})), sweep=dict(protocol.get("sweep", {})))
+        mpc=check_mpc_table(protocol.get("mpc", {}), f" in {path!r}"), sweep=dict(protocol.get("sweep", {})))
     plan.settings()  # checks [deepq]
     return plan
 

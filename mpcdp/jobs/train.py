@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from mpcdp import providers
+from mpcdp.config import check_mpc_table, resolved_mpc
 from mpcdp.accounting.distributed import CALIBRATIONS
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
@@ -78,6 +79,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
               calibration: str | None = None, training_overrides: dict[str, Any] | None = None) -> TrainPlan:
     """Read a protocol file; the keyword arguments override what it says (sweeps and the command line)."""
     protocol = read_protocol(path)
+    mpc = check_mpc_table(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
     try:
         training, privacy = dict(protocol["training"]), dict(protocol["privacy"])
     except KeyError as missing:
@@ -134,7 +136,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     params = record.parse(training, m, passes)
     return TrainPlan(protocol.get("name", path), record.name, protocol.get("dataset", OWN_FILES), m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
-                     params, passes, dict(protocol.get("mpc", {})), output, float(ratio), normalize_rows,
+                     params, passes, mpc, output, float(ratio), normalize_rows,
                      calibration, model_name, noise)
 
 
@@ -349,6 +351,7 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
         fields["re_served_releases"] = first["re_served"]
         fields["opened_releases"] = first["opened_releases"]
     fields["provider"] = plan.mpc.get("provider", providers.DEFAULT)  # as the run's MpcConfig names it
+    fields["mpc"] = resolved_mpc(plan.mpc)  # every setting the parties ran with (protocol, command line, default)
     if "link_wire_bytes" in first:  # what the kernel sent on mpcdp's links (TLS records included)
         fields["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
         fields["links"] = first["links"]

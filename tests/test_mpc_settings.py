@@ -1,0 +1,101 @@
+"""One precedence for a run's [mpc] settings on every launcher (command line > protocol > default): a misspelt
+key is refused in one line before any data is read, on both backends; `mpcdp train` and separate `mpcdp party
+--job train` processes run with the protocol's settings, and every run's JSON shows the resolved ones."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from mpcdp.config import MPC_SETTINGS, check_mpc_table, resolved_mpc
+from mpcdp.errors import ConfigError
+from mpcdp.runtime.harness import free_port
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
+PROTOCOL = """name = "mpc-settings-test"
+{dataset}algorithm = "dp-sgd"
+[privacy]
+epsilon = 0.5
+delta = 1e-3
+[training]
+parties = 3
+batch = 30
+passes = 1
+c1 = 1.0
+learning_rate = 0.1
+seed = 0
+[mpc]
+{mpc}
+"""
+
+
+def _protocol(tmp_path, mpc: str, dataset: str = 'dataset = "breast-cancer"\n') -> str:
+    path = tmp_path / "p.toml"
+    path.write_text(PROTOCOL.format(dataset=dataset, mpc=mpc))
+    return str(path)
+
+
+def test_a_misspelt_key_names_itself_and_the_nearest_setting():
+    with pytest.raises(ConfigError, match=r"\[mpc\] `provder` in x is not a setting; did you mean `provider`\?"):
+        check_mpc_table({"provder": "dealer"}, " in x")
+    with pytest.raises(ConfigError, match="must be a table"):
+        check_mpc_table("dealer", "")
+    assert resolved_mpc({"noise_committee": 2})["noise_committee"] == 2
+    assert set(resolved_mpc({})) == set(MPC_SETTINGS)
+
+
+@pytest.mark.parametrize("backend", ["mpc", "simulated"])
+def test_the_typo_protocol_is_refused_in_one_line_before_any_data_is_read(tmp_path, backend):
+    """The parties' own files do not exist: had anything been read first, that would be the error."""
+    path = _protocol(tmp_path, 'provder = "dealer"', dataset="")
+    missing = [str(tmp_path / f"absent{j}.csv") for j in range(3)]
+    done = subprocess.run([MPCDP, "train", path, "--backend", backend, "--data", *missing, "--label", "y"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"mpcdp: [mpc] `provder` in {path!r} is not a setting; did you mean `provider`? [mpc] takes "
+        f"{', '.join(MPC_SETTINGS)}."]
+
+
+def test_mpcdp_train_and_separate_party_processes_run_with_the_protocols_settings(tmp_path, deployment):
+    path = _protocol(tmp_path, "noise_committee = 2\nprecision_bits = 20")
+    local = subprocess.run([MPCDP, "train", path], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert local.returncode == 0, local.stderr[-2000:]
+    shown = json.loads(local.stdout.strip().splitlines()[-1])["mpc"]
+    assert (shown["noise_committee"], shown["precision_bits"], shown["provider"]) == (2, 20, "dealer")
+
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", path, "--timeout", "300"],
+                              env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT) for rank in range(4)]
+    try:
+        done = [proc.communicate(timeout=600) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    for rank, (proc, (out, err)) in enumerate(zip(procs, done)):
+        assert proc.returncode == 0, (rank, err[-2000:])
+    for out, _ in done[:3]:
+        shown = json.loads(out.strip().splitlines()[-1])["mpc"]
+        assert (shown["noise_committee"], shown["precision_bits"]) == (2, 20), shown
+
+
+def test_the_packages_public_functions_show_their_parameters_and_import_nothing_heavy():
+    import inspect
+    import sys
+
+    import mpcdp
+    from mpcdp import api
+
+    for name in ("train", "load_model"):
+        ours, theirs = inspect.signature(getattr(mpcdp, name)), inspect.signature(getattr(api, name))
+        assert list(ours.parameters) == list(theirs.parameters), name
+        assert [p.kind for p in ours.parameters.values()] == [p.kind for p in theirs.parameters.values()], name
+        assert [p.default for p in ours.parameters.values()] == [p.default for p in theirs.parameters.values()]
+    fresh = subprocess.run([sys.executable, "-c", "import sys, mpcdp; print('torch' in sys.modules)"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert fresh.stdout.strip() == "False", fresh.stderr
