@@ -64,3 +64,23 @@ def test_a_reproducible_configuration_is_warned_about(capfd):
     config_for(dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True}))
     assert "WARNING: reproducible mode: every party's mini-batches come from the protocol's seed" in \
         capfd.readouterr().err
+
+
+def test_a_reproducible_run_whose_certified_delta_exceeds_the_target_says_no_guarantee_is_certified():
+    """The quick start with public batches: the unamplified ε is large and the sampler's truncation term
+    e^ε·D·tail makes the certified δ vacuous; the report prints no (ε, δ) and says why. A run whose δ meets
+    the target is reported as it is."""
+    from mpcdp.jobs.train_report import beyond_target
+
+    plan, public = _noise("protocols/quickstart-a9a.toml", "mpc", True)
+    pieces = public.certificate.pieces
+    report = {"epsilon": public.certificate.epsilon, "delta_certified": public.certificate.delta,
+              "delta_truncation": pieces["delta_truncation"], "accounting": "PLD"}
+    assert public.certificate.delta > 1  # the vacuous δ of issue 46
+    shown = beyond_target(report, plan.delta)
+    assert shown["epsilon"] is None and shown["delta_certified"] is None
+    assert shown["epsilon_not_certified_because"].startswith("no meaningful guarantee is certified: the certified δ")
+    assert shown["delta_unmet"] == public.certificate.delta and shown["epsilon_unmet"] == public.certificate.epsilon
+    _, secret = _noise("protocols/quickstart-a9a.toml", "mpc", False)
+    met = {"epsilon": secret.certificate.epsilon, "delta_certified": secret.certificate.delta, "accounting": "PLD"}
+    assert beyond_target(met, plan.delta) == met

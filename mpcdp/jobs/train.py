@@ -35,7 +35,7 @@ from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.jobs.secure_run import Job, Launcher, secure_run
 from mpcdp.jobs.secure_run import config_for, host_launcher  # noqa: F401 - re-exported for callers of this module
-from mpcdp.jobs.train_report import plan_report as _report, uncertified as _uncertified, unit_rows
+from mpcdp.jobs.train_report import beyond_target, plan_report as _report, uncertified as _uncertified, unit_rows
 from mpcdp.validation import check_bool, check_choice, check_integer, check_number, check_string, read_protocol
 
 OWN_FILES = ""  # a protocol without `dataset`: every party brings its own file (mpcdp.jobs.own_data)
@@ -263,7 +263,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
                      extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing,
                             "prepare_s": round(prepare_s, 3)})
     report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
-    return report
+    return beyond_target(report, plan.delta)
 
 
 def _check_checkpoint_request(plan: TrainPlan, checkpoint_dir: str | None, resume: bool) -> None:

@@ -50,6 +50,23 @@ def uncertified(report: dict[str, Any], reason: str | None) -> dict[str, Any]:
             "accounting": f"not certified ({reason}); for idealised noise: {report['accounting']}"}
 
 
+def beyond_target(report: dict[str, Any], target_delta: float) -> dict[str, Any]:
+    """``report`` saying plainly that no meaningful guarantee is certified when its certified δ exceeds the
+    target (a ``reproducible`` secure run: public batches, no amplification by subsampling, and the sampler's
+    truncation term e^ε·D·tail then dominates): ``epsilon`` and ``delta_certified`` None, the numbers kept
+    as ``epsilon_unmet`` / ``delta_unmet``, and the reason."""
+    delta = report.get("delta_certified")
+    if delta is None or delta <= target_delta:
+        return report
+    reason = (f"no meaningful guarantee is certified: the certified δ = {delta:.3g} at ε = {report['epsilon']:.4g} "
+              f"exceeds the target δ = {target_delta:g}"
+              + (" (public batches: no amplification by subsampling; the sampler's truncation term e^ε·D·tail "
+                 f"= {report['delta_truncation']:.3g} dominates)" if "delta_truncation" in report else ""))
+    return {**report, "epsilon": None, "delta_certified": None, "epsilon_not_certified_because": reason,
+            "epsilon_unmet": report["epsilon"], "delta_unmet": delta,
+            "accounting": f"not certified ({reason}); {report['accounting']}"}
+
+
 def privacy_pieces(certificate) -> dict[str, Any]:
     """The certificate's terms (mechanism and accountant versions, ε and δ pieces, the grid of each release
     kind), for a report; empty for a certificate without a grid."""
