@@ -806,3 +806,19 @@ def rogue_strategy(ctx, strategy: str, rogue: int, accused: int, at: int, honest
             return "rogue done"
         ctx.reveal(shared, label="sum", reason="test")
     return "done"
+
+
+def crypten_collectives(ctx):
+    """CrypTen's own calls on mpcdp's communicator: a reveal to party 1 only, and broadcasts from party 0 of a
+    float32 and an int32 tensor into every party's own tensor."""
+    from mpcdp.adapter.compat import crypten
+
+    shared = crypten.cryptensor(torch.tensor([1.5, -2.25]), src=0)
+    to_one = shared.get_plain_text(dst=1)
+    comm = crypten.communicator.get()
+    mine = torch.full((3,), float(ctx.rank), dtype=torch.float32)
+    filled = comm.broadcast(mine, 0)
+    counts = torch.tensor([7 * (ctx.rank + 1), 9], dtype=torch.int32)
+    batched = comm.broadcast([counts], 0, batched=True)
+    return {"to_one": to_one, "same_object": filled is mine, "mine": mine, "counts": counts,
+            "batched_same": batched[0] is counts}

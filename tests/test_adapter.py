@@ -96,3 +96,17 @@ def test_shared_and_crypten_tensors_convert_into_each_other_without_opening(conf
         assert r["positive"].tolist() == [float(v > 0) for v in total]
         assert torch.allclose(r["party0"], inputs[0].double(), atol=1e-4)
         assert r["opened"] == ["sum", "squared", "positive", "party 0's input"]
+
+
+def test_crypten_reveal_to_one_party_and_broadcast_behave_as_crypten(config_for):
+    """`get_plain_text(dst=1)` gives the value on party 1 and None elsewhere (CrypTen's reduce); broadcast
+    fills every party's own tensor in place, float32 and int32 included, and returns it."""
+    from party_jobs import crypten_collectives
+
+    values = run_parties(crypten_collectives, config_for(3))
+    assert values[0]["to_one"] is None and values[2]["to_one"] is None
+    assert torch.allclose(values[1]["to_one"], torch.tensor([1.5, -2.25]), atol=1e-4)
+    for v in values:
+        assert v["same_object"] and v["batched_same"]
+        assert v["mine"].dtype == torch.float32 and torch.equal(v["mine"], torch.zeros(3))
+        assert v["counts"].dtype == torch.int32 and v["counts"].tolist() == [7, 9]

@@ -153,20 +153,21 @@ class MeshCommunicator(comm.Communicator):
         return out if batched else out[0]
 
     def reduce(self, input, dst, op=ReduceOp.SUM, batched=False):
+        """The sum (or XOR) of every party's ``input`` on ``dst``; None on every other party, as CrypTen's own
+        communicator returns (so ``reveal(dst=j)`` / ``get_plain_text(dst=j)`` give None off ``dst``)."""
         like = list(input) if batched else [input]
         flat = self._batch(like)
         if op not in (ReduceOp.SUM, ReduceOp.BXOR):
             raise ValueError(f"reduce over mpcdp's links supports SUM and BXOR. Found {op}.")
         if self.rank != dst:
             self._round({dst: flat}, {}, "reduce")
-            out = [t.clone() for t in like]
-        else:
-            incoming = {j: torch.empty_like(flat) for j in self._others()}
-            self._round({}, incoming, "reduce")
-            total = flat.clone()
-            for other in incoming.values():
-                total = total ^ other if op == ReduceOp.BXOR else total + other
-            out = self._unbatch(total, like)
+            return None
+        incoming = {j: torch.empty_like(flat) for j in self._others()}
+        self._round({}, incoming, "reduce")
+        total = flat.clone()
+        for other in incoming.values():
+            total = total ^ other if op == ReduceOp.BXOR else total + other
+        out = self._unbatch(total, like)
         return out if batched else out[0]
 
     def gather(self, tensor, dst):
@@ -187,16 +188,20 @@ class MeshCommunicator(comm.Communicator):
         return [incoming[j].reshape(tensor.shape) for j in range(self.world_size)]
 
     def broadcast(self, input, src, group=None, batched=False):
+        """``src``'s tensor(s) copied into every party's ``input`` in place, which is returned (CrypTen's
+        semantics). Floating-point tensors travel as float64 and integer or boolean ones as int64: exact for
+        every width, and cast back to each tensor's own dtype."""
         like = list(input) if batched else [input]
-        flat = self._batch(like)
+        wire = [t.detach().to(torch.float64 if t.is_floating_point() else torch.int64) for t in like]
+        flat = self._batch(wire)
         if self.rank == src:
             self._round({j: flat for j in self._others()}, {}, "broadcast")
-            out = [t.clone() for t in like]
         else:
             received = torch.empty_like(flat)
             self._round({}, {src: received}, "broadcast")
-            out = self._unbatch(received, like)
-        return out if batched else out[0]
+            for tensor, part in zip(like, self._unbatch(received, wire)):
+                tensor.data.copy_(part.to(tensor.dtype))
+        return input
 
     def scatter(self, scatter_list, src, size=None, device=None):
         if self.rank == src:
