@@ -822,3 +822,11 @@ def crypten_collectives(ctx):
     batched = comm.broadcast([counts], 0, batched=True)
     return {"to_one": to_one, "same_object": filled is mine, "mine": mine, "counts": counts,
             "batched_same": batched[0] is counts}
+
+
+def crypten_generator_draws(ctx):
+    """Four words drawn through torch directly from this party's CrypTen ``prev`` and ``next`` generators."""
+    from mpcdp.adapter.compat import crypten
+
+    cpu = torch.device("cpu")
+    return {name: torch.randint(0, 2**62, (4,), generator=crypten.generators[name][cpu]) for name in ("prev", "next")}

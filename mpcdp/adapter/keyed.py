@@ -83,6 +83,16 @@ def key_bytes(tensor: torch.Tensor) -> bytes:
     return tensor.to(torch.int64).numpy().astype("<i8").tobytes()
 
 
+def torch_seed(key: bytes, domain: bytes) -> int:
+    """A 63-bit seed for the torch generator itself, derived from its key (SHA-256): code that draws from a
+    CrypTen generator through torch directly (``torch.randint(..., generator=g)``) gets what CrypTen's seeding
+    gives — the same numbers on the two parties sharing a pairwise key, other numbers elsewhere — though from
+    Mersenne Twister, not the keyed stream (mpcdp's paths never draw so: :func:`unkeyed_draws`)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(domain + b"/torch-seed\0" + key).digest()[:8], "little") >> 1
+
+
 def register(generator: torch.Generator, key: bytes, domain: bytes) -> None:
     """Make ``generator``'s draws come from the keyed stream of ``key`` in ``domain``."""
     _KEYED[id(generator)] = KeyedStream(key, domain)
@@ -130,3 +140,4 @@ def key_party_generators(mesh: Mesh) -> None:
         # prev of party i and next of party i − 1 hold the same key and must draw the same stream
         domain = b"mpcdp/party-pair" if name in ("prev", "next") else b"mpcdp/party-" + name.encode()
         register(generator, key, domain)
+        generator.manual_seed(torch_seed(key, domain))
