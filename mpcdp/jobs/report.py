@@ -78,7 +78,7 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     before = _previous_record(prefix.with_suffix(".json"))
     replaced = before.get("mechanism", "the earlier unversioned mechanism (continuous noise in float64 or "
                                        "ratio-of-uniforms, continuous sensitivity)") if before is not None else None
-    record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT}
+    record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT, "recorded": provenance()}
     if MECHANISM == MECHANISMS["dgauss"].id:  # the in-MPC protocol its secure runs used
         from mpcdp.noise.secure_gaussian import CIRCUIT
 
@@ -99,10 +99,39 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
             "files": files}
 
 
+def provenance() -> dict[str, Any]:
+    """Where a record comes from: the mpcdp version, the date (UTC), and, in a git checkout, the commit and
+    whether tracked files differed from it (``modified``)."""
+    import datetime
+    import subprocess
+
+    import mpcdp
+
+    root = pathlib.Path(mpcdp.__file__).resolve().parent.parent
+    found: dict[str, Any] = {"mpcdp_version": mpcdp.__version__,
+                             "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                 capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {**found, "commit": None}
+    if head.returncode != 0:
+        return {**found, "commit": None}
+    return {**found, "commit": head.stdout.strip(), "modified": bool(changed.stdout.strip())}
+
+
 def stamp(record: dict) -> str:
     """The lines a table ends with: the mechanism and accountant versions of its record (and the in-MPC
     circuit's, for the discrete Gaussian), and the mechanism of the record it replaced when that differed."""
     text = f"Mechanism: {record['mechanism']}.\nAccountant: {record['accountant']}.\n"
+    made = record.get("recorded")
+    if made:
+        commit = made.get("commit")
+        where = f"commit {commit[:12]}{' with local changes' if made.get('modified') else ''}" if commit else \
+            "outside a git checkout"
+        text += f"Recorded: {made['date']}, mpcdp {made['mpcdp_version']}, {where}.\n"
     if record.get("circuit"):
         text += f"In-MPC circuit (secure runs): {record['circuit']}.\n"
     if record.get("replaces_mechanism"):
