@@ -12,6 +12,7 @@ import pytest
 from mpcdp.config import MPC_SETTINGS, check_mpc_table, resolved_mpc
 from mpcdp.errors import ConfigError
 from mpcdp.runtime.harness import free_port
+from party_commands import run_party_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
@@ -69,17 +70,10 @@ def test_mpcdp_train_and_separate_party_processes_run_with_the_protocols_setting
 
     env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                MPCDP_CREDENTIALS=str(deployment))
-    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", path, "--timeout", "300"],
-                              env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, cwd=ROOT) for rank in range(4)]
-    try:
-        done = [proc.communicate(timeout=600) for proc in procs]
-    finally:
-        for proc in procs:
-            proc.kill()
-    for rank, (proc, (out, err)) in enumerate(zip(procs, done)):
-        assert proc.returncode == 0, (rank, err[-2000:])
-    for out, _ in done[:3]:
+    done = run_party_commands([["--job", "train", "--protocol", path, "--timeout", "300"]] * 4, env, 600)
+    for rank, (code, _, err) in enumerate(done):
+        assert code == 0, (rank, err[-2000:])
+    for _, out, _ in done[:3]:
         shown = json.loads(out.strip().splitlines()[-1])["mpc"]
         assert (shown["noise_committee"], shown["precision_bits"]) == (2, 20), shown
 

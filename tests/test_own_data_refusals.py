@@ -20,6 +20,7 @@ from mpcdp.jobs.own_data import PartySource
 from mpcdp.runtime.harness import free_port
 from mpcdp.refusals import MAX_NAME_BYTES, Refusal, parse_refusal, public_name, refusal_of
 from mpcdp.transport.store_values import MAX_VALUE_BYTES, parse_report
+from party_commands import run_party_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROTOCOL = "protocols/quickstart-a9a.toml"  # logistic regression: labels -1/+1, any number of features
@@ -68,23 +69,14 @@ def test_every_process_of_separate_commands_says_in_one_line_that_party_1_refuse
     files = _party_files(tmp_path, odd)
     env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                MPCDP_CREDENTIALS=str(deployment))
-    procs = []
-    for rank in range(4):
-        own = ["--data", files[rank], "--label", "y"] if rank < 3 else []
-        command = [str(ROOT / ".venv" / "bin" / "mpcdp"), "party", "--job", "train", "--protocol", PROTOCOL,
-                   "--timeout", "60", *own]
-        procs.append(subprocess.Popen(command, env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, cwd=ROOT))
-    try:
-        done = [proc.communicate(timeout=120) for proc in procs]
-    finally:
-        for proc in procs:
-            proc.kill()
-    for rank, (proc, (out, err)) in enumerate(zip(procs, done)):
-        assert proc.returncode != 0, (rank, out, err)
+    own = [["--data", files[rank], "--label", "y"] if rank < 3 else [] for rank in range(4)]
+    done = run_party_commands([["--job", "train", "--protocol", PROTOCOL, "--timeout", "60", *own[rank]]
+                               for rank in range(4)], env, 120)
+    for rank, (code, out, err) in enumerate(done):
+        assert code != 0, (rank, out, err)
         failure = [line for line in err.strip().splitlines() if not PROGRESS.match(line)]  # progress lines apart
         assert out == "" and failure == [f"mpcdp: the run failed: {LINES[odd]}"], (rank, err)
-    everything = "".join(out + err for out, err in done)
+    everything = "".join(out + err for _, out, err in done)
     for private in (*PRIVATE, str(tmp_path)):
         assert private not in everything
 

@@ -7,8 +7,6 @@ import datetime
 import json
 import os
 import pathlib
-import subprocess
-import time
 
 import numpy as np
 import pandas as pd
@@ -19,6 +17,7 @@ from mpcdp.errors import PeerTimeout
 from mpcdp.runtime.harness import free_port
 from mpcdp.transport import rendezvous, signed_values
 from mpcdp.transport.credentials import LinkSecurity
+from party_commands import run_party_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FORGED_REFUSAL = json.dumps({"refused": "nan", "file": "B.csv", "field": "salary", "position": None})
@@ -120,19 +119,10 @@ def test_a_torchrun_run_with_a_forged_refusal_for_party_1_trains_to_the_end(agen
     plain.set(rendezvous.REPORT_PREFIX + "1", FORGED_REFUSAL)
     files = _party_files(tmp_path)
     env = dict(os.environ, WORLD_SIZE="4", MPCDP_CREDENTIALS=str(deployment))
-    procs = []
-    for rank in range(4):
-        own = ["--data", files[rank], "--label", "y"] if rank < 3 else []
-        command = [str(ROOT / ".venv" / "bin" / "mpcdp"), "party", "--job", "train", "--protocol",
-                   "protocols/quickstart-a9a.toml", "--timeout", "120", *own]
-        procs.append(subprocess.Popen(command, env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, cwd=ROOT))
-    try:
-        done = [proc.communicate(timeout=240) for proc in procs]
-    finally:
-        for proc in procs:
-            proc.kill()
-    for rank, (proc, (out, err)) in enumerate(zip(procs, done)):
-        assert proc.returncode == 0, (rank, out, err[-3000:])
+    own = [["--data", files[rank], "--label", "y"] if rank < 3 else [] for rank in range(4)]
+    done = run_party_commands([["--job", "train", "--protocol", "protocols/quickstart-a9a.toml", "--timeout", "120",
+                                *own[rank]] for rank in range(4)], env, 240)
+    for rank, (code, out, err) in enumerate(done):
+        assert code == 0, (rank, out, err[-3000:])
         assert "party 1 refused" not in err and "salary" not in out + err
-    assert any("an unauthenticated writer put it there" in err for _, err in done)
+    assert any("an unauthenticated writer put it there" in err for _, _, err in done)

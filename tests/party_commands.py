@@ -1,0 +1,22 @@
+"""Separate ``mpcdp party`` processes as on separate hosts, for tests (one per rank, the dealer last)."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
+
+
+def run_party_commands(arguments: list[list[str]], env: dict, timeout: float) -> list[tuple[int, str, str]]:
+    """Start ``mpcdp party *arguments[rank]`` for every rank at once (``env`` plus RANK) and wait for all;
+    return (exit code, stdout, stderr) by rank. Every process is killed if the wait fails."""
+    procs = [subprocess.Popen([MPCDP, "party", *args], env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT) for rank, args in enumerate(arguments)]
+    try:
+        done = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    return [(proc.returncode, out, err) for proc, (out, err) in zip(procs, done)]
