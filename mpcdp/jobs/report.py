@@ -103,12 +103,15 @@ def provenance() -> dict[str, Any]:
     """Where a record comes from: the mpcdp version, the date (UTC), and, in a git checkout, the commit and
     whether tracked files differed from it (``modified``)."""
     import datetime
+    import importlib.metadata
     import subprocess
 
-    import mpcdp
-
-    root = pathlib.Path(mpcdp.__file__).resolve().parent.parent
-    found: dict[str, Any] = {"mpcdp_version": mpcdp.__version__,
+    root = pathlib.Path(__file__).resolve().parents[2]  # the checkout holding the mpcdp package
+    try:
+        version = importlib.metadata.version("mpcdp")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    found: dict[str, Any] = {"mpcdp_version": version,
                              "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
