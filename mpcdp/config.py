@@ -86,8 +86,7 @@ class MpcConfig:
         return dataclasses.asdict(self)
 
 
-MPC_SETTINGS = ("provider", "insecure_dev", "precision_bits", "timeout_s", "link_delay_ms", "reproducible",
-                "noise_committee")
+MPC_SETTINGS = tuple(f.name for f in dataclasses.fields(MpcConfig) if f.name != "parties")
 """What a protocol's ``[mpc]`` table may set: every :class:`MpcConfig` field but ``parties`` (the run gives it)."""
 
 

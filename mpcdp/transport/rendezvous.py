@@ -223,11 +223,6 @@ def _note_forged(key: str, rank: int, reason: str) -> None:
               f"writer put it there (the store does not record who); ignored", file=sys.stderr, flush=True)
 
 
-def forged_keys() -> dict[str, str]:
-    """Keys whose value was ignored as not sealed by their rank, with the reason (this process's reads)."""
-    return dict(_forged)
-
-
 def _write(key: str, value: str) -> None:
     _store.set(key, value if _signer is None else _signer.seal(key, value))
 
