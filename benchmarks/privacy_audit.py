@@ -13,7 +13,6 @@ benchmarks/results/privacy-audit.md and .json.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import tomllib
 
@@ -36,7 +35,7 @@ def _interval(correct: int, guesses: int) -> tuple[float, float]:
 def _audit(entry: dict, parties: int, confidence: float, timeout_s: float = 3600.0) -> dict:
     backend = entry.get("backend", "simulated")
     plan = plan_from(entry["protocol"], backend=backend, parties=int(entry.get("parties", parties)))
-    plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": timeout_s})
+    plan = plan.with_mpc(timeout_s=timeout_s)
     report = run_audit(plan, backend=backend, setting=entry.get("setting", "white-box"),
                        canaries=int(entry.get("canaries", 1000)), runs=int(entry.get("runs", 1)),
                        confidence=confidence, seed=entry.get("seed"))

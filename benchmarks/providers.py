@@ -14,7 +14,6 @@ honest-majority ÷ dealer. Writes benchmarks/results/providers.md and .json.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import time
@@ -63,7 +62,7 @@ def _training(provider: str, protocol: str, seed: int) -> dict:
     from mpcdp.jobs.train import plan_from, run_plan
 
     plan = plan_from(protocol, backend="mpc", seed=seed)
-    plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": provider})
+    plan = plan.with_mpc(provider=provider)
     report = run_plan(plan, curve=False)
     return {"provider": provider, "seed": seed, **{k: report[k] for k in (
         "wall_s", "setup_s", "presample_s", "online_s", "bytes_per_party", "dealer_bytes", "test_error", "epsilon")}}

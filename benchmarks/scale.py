@@ -104,7 +104,7 @@ def training(protocol: str, parties: int, per_party_batch: int) -> dict:
     for algorithm in ("storm", "srm"):
         secure = plan_from(protocol, parties=parties, algorithm=algorithm, backend="mpc",
                            training_overrides=overrides)
-        secure = dataclasses.replace(secure, mpc={**secure.mpc, "reproducible": True, "timeout_s": 900})
+        secure = secure.with_mpc(reproducible=True, timeout_s=900)
         simulated = dataclasses.replace(secure, backend="simulated")
         start = time.perf_counter()
         a = run_plan(secure, curve=False)

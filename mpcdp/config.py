@@ -16,14 +16,22 @@ from mpcdp.errors import ConfigError
 from mpcdp.validation import check_bool, check_integer, check_number
 
 
+DEFAULT_TIMEOUT_S = 120.0
+"""A run's per-party limit when nothing sets one (a training run's follows its estimate instead:
+:func:`mpcdp.jobs.estimate.default_timeout`)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class MpcConfig:
-    """How the parties compute together.
+class MpcSettings:
+    """What a protocol's ``[mpc]`` table, the command line and ``mpcdp.train``'s keywords may set: every
+    :class:`MpcConfig` field but ``parties``, each checked on its own at construction. A run plan carries one,
+    resolved once by :func:`resolve_mpc` (command line > protocol file > default); a launcher turns it into the
+    run's :class:`MpcConfig` with :meth:`for_parties`, where the checks that need the party count run.
 
     Attributes:
-        parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
         provider: where correlated randomness comes from: the name of a record of
-            :data:`mpcdp.providers.PROVIDERS` (:attr:`provider_record`), which checks this configuration too.
+            :data:`mpcdp.providers.PROVIDERS` (:attr:`MpcConfig.provider_record`), which checks the whole
+            configuration too.
             ``"dealer"`` (default): a separate process that holds no data and sees no opened value; secure if
             it does not collude with a party.
             ``"honest-majority"``: parties 0, 1 and 2 make it themselves from replicated keys
@@ -33,9 +41,10 @@ class MpcConfig:
             only, refused unless ``insecure_dev`` is True.
         insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
         precision_bits: fractional bits of the fixed-point encoding in Z_2^64 (resolution 2^-bits).
-        timeout_s: per-party limit for the whole run and for every blocking network operation. A training
-            protocol that gives none gets one that follows the run's estimate (:mod:`mpcdp.jobs.estimate`:
-            4 × the estimate, at least this default); one shorter than the estimate is refused.
+        timeout_s: per-party limit for the whole run and for every blocking network operation. None (not set):
+            :data:`DEFAULT_TIMEOUT_S`, except that a training run gets one that follows its estimate
+            (:mod:`mpcdp.jobs.estimate`: 4 × the estimate, at least the default); one shorter than the
+            estimate is refused.
         link_delay_ms: emulated one-way network latency: every round of mpcdp's transport and every dealer
             request waits this long per message hop (0 = none). For network experiments on one host,
             where the kernel offers no delay qdisc; a real network brings its own.
@@ -47,24 +56,57 @@ class MpcConfig:
             grow with m. All parties when m <= c. Without a dealer it is the three generators (c = 3).
     """
 
-    parties: int
     provider: str = providers.DEFAULT
     insecure_dev: bool = False
     precision_bits: int = 16
-    timeout_s: float = 120.0
+    timeout_s: float | None = None
     link_delay_ms: float = 0.0
     reproducible: bool = False
     noise_committee: int = 3
 
     def __post_init__(self) -> None:
-        check_integer(self.parties, "parties", minimum=2)
-        record = providers.lookup(self.provider)
+        providers.lookup(self.provider)
         check_bool(self.insecure_dev, "insecure_dev")
         check_integer(self.precision_bits, "precision_bits", minimum=8, maximum=24)
-        check_number(self.timeout_s, "timeout_s", low=0)
+        if self.timeout_s is not None:
+            check_number(self.timeout_s, "timeout_s", low=0)
         check_number(self.link_delay_ms, "link_delay_ms", low=0, high=10_000, low_open=False, high_open=False)
         check_bool(self.reproducible, "reproducible")
         check_integer(self.noise_committee, "noise_committee", minimum=2)
+
+    def replaced(self, **changes: Any) -> MpcSettings:
+        """These settings with ``changes`` (each checked); a name that is not a setting is a ConfigError."""
+        return MpcSettings(**_known_settings({**self.settings(), **changes}, ""))
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting by name (what a run's JSON shows as ``mpc``; ``timeout_s`` None when it follows the
+        run's estimate and that is not settled yet)."""
+        return {name: getattr(self, name) for name in MPC_SETTINGS}
+
+    def for_parties(self, parties: int) -> MpcConfig:
+        """The run's :class:`MpcConfig` for ``parties`` data parties (the provider's checks run here); an unset
+        ``timeout_s`` becomes :data:`DEFAULT_TIMEOUT_S`."""
+        timeout_s = DEFAULT_TIMEOUT_S if self.timeout_s is None else self.timeout_s
+        return MpcConfig(parties=parties, **{**self.settings(), "timeout_s": timeout_s})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MpcConfig(MpcSettings):
+    """How the parties compute together: :class:`MpcSettings` (whose attributes it has) for a number of parties,
+    with the provider's checks of the whole, and a set ``timeout_s``.
+
+    Attributes:
+        parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
+    """
+
+    parties: int
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        check_integer(self.parties, "parties", minimum=2)
+        super().__post_init__()
+        check_number(self.timeout_s, "timeout_s", low=0)
+        record = providers.lookup(self.provider)
         record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
         providers.check_declared(record, self)
 
@@ -86,16 +128,15 @@ class MpcConfig:
         return dataclasses.asdict(self)
 
 
-MPC_SETTINGS = tuple(f.name for f in dataclasses.fields(MpcConfig) if f.name != "parties")
+MPC_SETTINGS = tuple(f.name for f in dataclasses.fields(MpcSettings))
 """What a protocol's ``[mpc]`` table may set: every :class:`MpcConfig` field but ``parties`` (the run gives it)."""
 
 
-def check_mpc_table(table: Any, where: str) -> dict[str, Any]:
-    """A protocol's ``[mpc]`` table, its keys checked (values are checked by :class:`MpcConfig` at launch).
+def _known_settings(table: Any, where: str) -> dict[str, Any]:
+    """``table`` as a dict whose every key is one of :data:`MPC_SETTINGS`.
 
     Raises:
-        ConfigError: not a table, or a key that is not one of :data:`MPC_SETTINGS`, naming it and the nearest
-            valid key.
+        ConfigError: not a table, or a key that is not a setting, naming it and the nearest valid key.
     """
     import difflib
 
@@ -109,10 +150,22 @@ def check_mpc_table(table: Any, where: str) -> dict[str, Any]:
     return dict(table)
 
 
-def resolved_mpc(table: dict[str, Any]) -> dict[str, Any]:
-    """Every [mpc] setting a run uses: ``table``'s, and the default for the others (what a run's JSON shows)."""
-    defaults = {f.name: f.default for f in dataclasses.fields(MpcConfig) if f.name != "parties"}
-    return {**defaults, **{k: v for k, v in table.items() if k in defaults}}
+def resolve_mpc(table: Any, where: str, given: dict[str, Any] | None = None) -> MpcSettings:
+    """The one resolution of a run's [mpc] settings, used by every launcher (``mpcdp train``, ``mpcdp party``,
+    ``launch/host.sh`` and torchrun through it, ``mpcdp.train``, the paper 003 and 004 jobs): ``given`` (what
+    the command line or the caller sets explicitly; None values are not given) over the protocol's ``table``
+    over the defaults. Read before any data.
+
+    Raises:
+        ConfigError: ``table`` is not a table, a key of ``table`` or ``given`` is not a setting (naming it and
+            the nearest one), or a value is invalid (naming the setting and ``where`` it came from).
+    """
+    settings = _known_settings(table, where)
+    chosen = _known_settings({k: v for k, v in (given or {}).items() if v is not None}, " (given)")
+    try:
+        return MpcSettings(**{**settings, **chosen})
+    except ConfigError as exc:
+        raise ConfigError(f"[mpc]{where}: {exc}") from None
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:

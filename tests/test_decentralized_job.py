@@ -39,7 +39,7 @@ def _protocol(tmp_path, text=SMALL, extra=""):
 @pytest.mark.parametrize("method", ["algorithm1", "algorithm2", "dpsgd5"])
 def test_nodes_as_processes_hand_the_model_on_and_match_the_simulation(tmp_path, method):
     plan = job.plan_from(_protocol(tmp_path))
-    plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})  # the nodes' noise from the seed
+    plan = dataclasses.replace(plan, mpc=plan.mpc.replaced(reproducible=True))  # the nodes' noise from the seed
     apart = job.run_method(plan, method, backend="processes")
     together = job.run_method(plan, method, backend="simulated")
     assert apart["updates"] == together["updates"] == (3 if method != "dpsgd5" else 6) * 3

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mpcdp.config import MPC_SETTINGS, check_mpc_table, resolved_mpc
+from mpcdp.config import MPC_SETTINGS, MpcConfig, MpcSettings, resolve_mpc
 from mpcdp.errors import ConfigError
 from mpcdp.runtime.harness import free_port
 from party_commands import run_party_commands
@@ -41,11 +41,27 @@ def _protocol(tmp_path, mpc: str, dataset: str = 'dataset = "breast-cancer"\n') 
 
 def test_a_misspelt_key_names_itself_and_the_nearest_setting():
     with pytest.raises(ConfigError, match=r"\[mpc\] `provder` in x is not a setting; did you mean `provider`\?"):
-        check_mpc_table({"provder": "dealer"}, " in x")
+        resolve_mpc({"provder": "dealer"}, " in x")
     with pytest.raises(ConfigError, match="must be a table"):
-        check_mpc_table("dealer", "")
-    assert resolved_mpc({"noise_committee": 2})["noise_committee"] == 2
-    assert set(resolved_mpc({})) == set(MPC_SETTINGS)
+        resolve_mpc("dealer", "")
+    with pytest.raises(ConfigError, match=r"\[mpc\] `noise_comittee` \(given\) is not a setting; did you mean "
+                                          r"`noise_committee`"):
+        resolve_mpc({}, "", {"noise_comittee": 2})
+    with pytest.raises(ConfigError, match=r"\[mpc\] in x: `precision_bits` must be an integer in \[8, 24\]"):
+        resolve_mpc({"precision_bits": 40}, " in x")
+    assert set(resolve_mpc({}, "").settings()) == set(MPC_SETTINGS)
+
+
+def test_one_precedence_command_line_over_protocol_over_default():
+    table = {"noise_committee": 2, "precision_bits": 20, "provider": "honest-majority"}
+    resolved = resolve_mpc(table, " in x", {"precision_bits": 18, "provider": None})  # None: not given
+    assert (resolved.noise_committee, resolved.precision_bits, resolved.provider) == (2, 18, "honest-majority")
+    assert resolved.timeout_s is None and resolved.link_delay_ms == MpcSettings().link_delay_ms  # defaults
+    config = resolved.for_parties(3)
+    assert isinstance(config, MpcConfig) and config.timeout_s == 120.0 and config.precision_bits == 18
+    assert set(MPC_SETTINGS) == {f for f in config.to_dict() if f != "parties"}  # every setting, and no other
+    with pytest.raises(ConfigError, match="needs `parties` >= 3"):  # the provider's checks need the count
+        resolved.for_parties(2)
 
 
 @pytest.mark.parametrize("backend", ["mpc", "simulated"])

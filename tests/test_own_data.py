@@ -49,7 +49,7 @@ def party_files(tmp_path_factory):
 
 def test_own_files_give_the_shipped_paths_model_bit_for_bit_without_noise(party_files, capfd):
     plan, data, parts, _, sources = party_files
-    plan = dataclasses.replace(plan, output="last", mpc={**plan.mpc, "reproducible": True})
+    plan = dataclasses.replace(plan, output="last").with_mpc(reproducible=True)
     own = run_own_data(plan, sources, LOGISTIC, noise=False)
     assert "WARNING: reproducible mode: every party's mini-batches" in capfd.readouterr().err  # honoured: warned
     x, y = torch.from_numpy(data.x_train).double(), LOGISTIC.labels(data.y_train)

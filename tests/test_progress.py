@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from mpcdp.config import MpcSettings
 from mpcdp.errors import ConfigError
 from mpcdp.jobs import estimate as estimates
 from mpcdp.jobs.train import plan_from, run_plan
@@ -18,7 +19,7 @@ PROTOCOL = "protocols/smoke-breast-cancer.toml"
 
 def _secure(**mpc):
     plan = plan_from(PROTOCOL, backend="mpc")
-    return dataclasses.replace(plan, mpc={**plan.mpc, **mpc})
+    return plan.with_mpc(**mpc)
 
 
 def test_every_party_reports_each_phase_in_words_before_its_first_noise_pass_ends():
@@ -59,14 +60,15 @@ def test_the_default_timeout_follows_the_estimate():
     plan = plan_from(PROTOCOL, backend="mpc")
     long_run = estimates.RunEstimate(noise_samples=712_348, releases=206, party_bytes=(2_600_000_000,) * 3,
                                      dealer_bytes=1_700_000_000, setup_s=1.0, presample_s=500.0, online_s=39.0)
-    settled = estimates.settle_timeout({k: v for k, v in plan.mpc.items() if k != "timeout_s"}, long_run)
-    assert settled["timeout_s"] == estimates.SAFETY * 540
+    settled = estimates.settle_timeout(plan.mpc.replaced(timeout_s=None), long_run)
+    assert settled.timeout_s == estimates.SAFETY * 540
     short_run = dataclasses.replace(long_run, presample_s=1.0, online_s=1.0)
-    assert estimates.settle_timeout({}, short_run)["timeout_s"] == estimates.DEFAULT_TIMEOUT_S
-    assert estimates.settle_timeout({"timeout_s": 600}, long_run)["timeout_s"] == 600  # given and long enough
+    assert estimates.settle_timeout(MpcSettings(), short_run).timeout_s == estimates.DEFAULT_TIMEOUT_S
+    given = MpcSettings(timeout_s=600)
+    assert estimates.settle_timeout(given, long_run).timeout_s == 600  # given and long enough
     with pytest.raises(ConfigError, match=r"`timeout_s`=300 is shorter than this run's estimate of 540 s "
                                           r"\(712,348 noise samples, 2\.6 GB per party\)"):
-        estimates.settle_timeout({"timeout_s": 300}, long_run)
+        estimates.settle_timeout(MpcSettings(timeout_s=300), long_run)
 
 
 def test_phase_lines_are_rate_limited_per_phase():

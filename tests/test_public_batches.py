@@ -4,7 +4,6 @@ and every path that honours the flag says so on stderr."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import dp_accounting
 import pytest
@@ -18,7 +17,7 @@ DIM = 123
 
 def _noise(protocol: str, backend: str, reproducible: bool):
     plan = plan_from(protocol, backend=backend)
-    plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": reproducible})
+    plan = plan.with_mpc(reproducible=reproducible)
     sizes = tuple(len(p) for p in split_indices(32561, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed))
     return plan, plan_noise(plan, sizes, DIM)
 
@@ -61,7 +60,7 @@ def test_a_reproducible_configuration_is_warned_about(capfd):
     plan = plan_from("protocols/quickstart-a9a.toml", backend="mpc")
     config_for(plan)
     assert "reproducible mode" not in capfd.readouterr().err
-    config_for(dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True}))
+    config_for(plan.with_mpc(reproducible=True))
     assert "WARNING: reproducible mode: every party's mini-batches come from the protocol's seed" in \
         capfd.readouterr().err
 

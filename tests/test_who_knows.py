@@ -43,5 +43,5 @@ def test_a_training_report_says_who_could_learn_its_noise():
     assert plan_noise_known_to(plan) == "the dealer with any one data party, or every data party together"
     assert plan_noise_known_to(plan_from("protocols/quickstart-a9a.toml", backend="simulated")).startswith(
         "this process")
-    wider = dataclasses.replace(plan, parties=5, mpc={**plan.mpc, "noise_committee": 3})
+    wider = dataclasses.replace(plan, parties=5, mpc=plan.mpc.replaced(noise_committee=3))
     assert "without parties 3–4" in plan_noise_known_to(wider)

@@ -10,7 +10,9 @@ import sys
 
 from mpcdp import providers
 from mpcdp.errors import ConfigError
-from mpcdp.cli.options import _config, _add_mpc_options, _add_model_outputs, given_mpc
+from mpcdp.cli.options import _add_mpc_options, _add_model_outputs, given_mpc
+from mpcdp.config import resolve_mpc
+from mpcdp.validation import read_protocol
 from mpcdp.cli.own_data_commands import _features, _own_data_outputs
 
 
@@ -77,14 +79,13 @@ def _cmd_party(ns: argparse.Namespace) -> int:
 
     from mpcdp.runtime.party import run_dealer
 
-    if ns.provider is None and ns.job == "train" and ns.protocol:  # the protocol says, unless the command does
-        from mpcdp.jobs.train import protocol_provider
-
-        ns.provider = protocol_provider(ns.protocol).name
+    protocol = ns.protocol if ns.job == "train" else None  # its [mpc] table, under this command line's settings
+    table = read_protocol(protocol).get("mpc", {}) if protocol else {}
+    mpc = resolve_mpc(table, f" in {protocol!r}" if protocol else "", given_mpc(ns))
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
-                       dealer=providers.lookup(ns.provider or providers.DEFAULT).has_dealer)
+                       dealer=providers.lookup(mpc.provider).has_dealer)
     settings = read_settings(credentials=ns.credentials, insecure_links=ns.insecure_links, iface=ns.iface)
-    config = _config(ns, endpoint.parties)
+    config = mpc.for_parties(endpoint.parties)
     if endpoint.rank == endpoint.parties:
         if not config.provider_record.has_dealer:
             raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
@@ -106,10 +107,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
 
         if not ns.protocol:
             raise ConfigError("`--protocol` is required with `--job train`.")
-        plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed)
         # the command line's settings, else the protocol's, else the defaults (a time-out: one that follows
         # the estimate), as `mpcdp train` resolves them
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, **given_mpc(ns)})
+        plan = plan_from(ns.protocol, backend="mpc", parties=endpoint.parties, seed=ns.seed, mpc=given_mpc(ns))
         if ns.data:
             from mpcdp.jobs.own_data import PartySource, report, run_own_data_here
             from mpcdp.jobs.own_data_results import check_every

@@ -4,9 +4,10 @@ writes, a protocol's variants)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from mpcdp import providers
-from mpcdp.config import MpcConfig
+from mpcdp.config import MpcConfig, resolve_mpc
 
 
 def _provider_help(names: list[str]) -> str:
@@ -84,8 +85,13 @@ def given_mpc(ns: argparse.Namespace) -> dict:
     return {key: value for key, value in given.items() if value is not None}
 
 
-def _config(ns: argparse.Namespace, parties: int) -> MpcConfig:
-    return MpcConfig(parties=parties, provider=ns.provider or providers.DEFAULT, insecure_dev=ns.insecure_dev,
-                     precision_bits=16 if ns.precision_bits is None else ns.precision_bits, timeout_s=120.0 if ns.timeout is None else ns.timeout,
-                     link_delay_ms=getattr(ns, "link_delay_ms", 0.0), reproducible=ns.reproducible,
-                     noise_committee=getattr(ns, "noise_committee", None) or 3)
+def _config(ns: argparse.Namespace, parties: int, protocol: str | None = None) -> MpcConfig:
+    """The run's configuration for ``parties``: this command line's settings over ``protocol``'s [mpc] table
+    (None: no protocol) over the defaults (:func:`mpcdp.config.resolve_mpc`)."""
+    table: Any = {}
+    where = ""
+    if protocol:
+        from mpcdp.validation import read_protocol
+
+        table, where = read_protocol(protocol).get("mpc", {}), f" in {protocol!r}"
+    return resolve_mpc(table, where, given_mpc(ns)).for_parties(parties)

@@ -66,15 +66,11 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
 
     sources = _own_sources(ns)
     plan = plan_from(ns.protocol, backend=ns.backend, parties=len(sources), epsilon=ns.epsilon, seed=ns.seed,
-                     algorithm=ns.algorithm)
+                     algorithm=ns.algorithm, mpc={"reproducible": ns.reproducible or None, "provider": ns.provider})
     if plan.dataset != OWN_FILES:
         raise ConfigError(f"`--data` is for a protocol without `dataset`; {ns.protocol!r} trains on "
                           f"`dataset` {plan.dataset!r}.")
     plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
-    if ns.reproducible:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
-    if ns.provider:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": ns.provider})
     run = simulate_own_data if plan.backend == "simulated" else run_own_data
     values = run(plan, sources, plan.trained_model)
     result = {"protocol": plan.name, "backend": plan.backend, "parties": plan.parties, **report(values[0])}

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 
@@ -85,11 +84,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
     if ns.data:
         return _cmd_train_own_data(ns)
     plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
-                     algorithm=ns.algorithm, size_ratio=ns.size_ratio)
-    if ns.reproducible:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
-    if ns.provider:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "provider": ns.provider})
+                     algorithm=ns.algorithm, size_ratio=ns.size_ratio,
+                     mpc={"reproducible": ns.reproducible or None, "provider": ns.provider})
     if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
         raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
                           f"keeps saving into the directory it resumes from")
@@ -129,9 +125,7 @@ def _cmd_audit(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.train import plan_from
 
     check_number(ns.confidence, "--confidence", low=0, high=1)
-    plan = plan_from(ns.protocol, backend=ns.backend)
-    if ns.timeout is not None:
-        plan = dataclasses.replace(plan, mpc={**plan.mpc, "timeout_s": ns.timeout})
+    plan = plan_from(ns.protocol, backend=ns.backend, mpc={"timeout_s": ns.timeout})
     with tqdm(total=ns.runs, unit="run", desc=f"audit {plan.name} [{ns.backend}, {ns.setting}]", file=sys.stderr) as bar:
         report = audit.run_audit(plan, backend=ns.backend, setting=ns.setting, canaries=ns.canaries, runs=ns.runs,
                                  confidence=ns.confidence, seed=ns.seed,

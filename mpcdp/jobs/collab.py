@@ -42,7 +42,7 @@ import torch
 
 from mpcdp.accounting.laplace import certify_owner
 from mpcdp.data.registry import load
-from mpcdp.config import check_mpc_table
+from mpcdp.config import MpcSettings, resolve_mpc
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.execution import MPC, PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
@@ -72,8 +72,13 @@ class CollabPlan:
     theta_max: float = math.inf
     l2: float = 0.0
     seed: int | None = 0
-    mpc: dict = dataclasses.field(default_factory=dict)
+    mpc: MpcSettings = dataclasses.field(default_factory=MpcSettings)  # resolved once (resolve_mpc)
     offset: int = 0  # training rows before owner 1's (to leave an owner out and keep the others' rows)
+
+    @property
+    def parties(self) -> int:
+        """The owners, one party each."""
+        return len(self.sizes)
 
     def cost_function(self) -> SquaredLoss | HingeSVM:
         return SquaredLoss(l2=self.l2) if self.cost == "squared" else HingeSVM(l2=self.l2)
@@ -84,6 +89,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
               overrides: dict[str, Any] | None = None) -> CollabPlan:
     """Read a protocol file (see the module docstring); keyword arguments override it (sweeps, the command line)."""
     protocol = read_protocol(path, ("owners", "training"))
+    settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
     owners, training = dict(protocol["owners"]), {**protocol["training"], **(overrides or {})}
     sizes = tuple(sizes if sizes is not None else owners.get("sizes", ()))
     epsilons = tuple(epsilons if epsilons is not None else owners.get("epsilons", ()))
@@ -116,7 +122,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
         name=protocol.get("name", path), dataset=protocol.get("dataset", "lending-club"), cost=cost,
         algorithm=algorithm, backend=backend, sizes=sizes, epsilons=epsilons, steps=steps, xi=float(xi),
         rho=training.get("rho"), c1=training.get("c1"), theta_max=theta_max, l2=float(training.get("l2", 0.0)),
-        seed=seed if seed is not None else training.get("seed"), mpc=check_mpc_table(protocol.get("mpc", {}), f" in {path!r}"))
+        seed=seed if seed is not None else training.get("seed"), mpc=settings)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,14 +230,10 @@ def run_plan(plan: CollabPlan, *, f_star: float | None = None,
                          generators=noise_generators(plan.seed, len(problem.owners)), **hyper)
         final, iterates = run.final, run.iterates
     else:
-        from mpcdp.config import MpcConfig
-        from mpcdp.runtime.harness import run_job
+        from mpcdp.jobs.secure_run import Job, secure_run
 
-        config = MpcConfig(parties=len(plan.sizes), **plan.mpc)
-        spec = dataclasses.asdict(plan)
-        result = run_job(collab_party, config, party_args=[(o, j, spec, hyper) for j, o in enumerate(problem.owners)],
-                         job={"name": f"collab-{plan.backend}", "protocol": plan.name, "sizes": list(plan.sizes),
-                              "algorithm": plan.algorithm, "steps": plan.steps})
+        job = Job(f"collab-{plan.backend}", plan_fields=dataclasses.asdict(plan))
+        result = secure_run(plan, collab_party, [(o, j, plan, hyper) for j, o in enumerate(problem.owners)], job=job)
         first = result.values[0]
         final, iterates = first["final"], first["iterates"]
         if any(not torch.equal(final, r["final"]) for r in result.values):
@@ -261,11 +263,10 @@ def _certificate(xi: float, steps: int, n_l: int, epsilon_l: float, dim: int):
     return certify_owner(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l, dim=dim) if math.isfinite(epsilon_l) else None
 
 
-def collab_party(ctx, owner: Owner, position: int, spec: dict[str, Any], hyper: dict[str, float]) -> dict[str, Any]:
+def collab_party(ctx, owner: Owner, position: int, plan: CollabPlan, hyper: dict[str, float]) -> dict[str, Any]:
     """One owner as a party process: answer every query; combine in the clear or inside the MPC."""
     from mpcdp.mpc.release import noisy_release
 
-    plan = CollabPlan(**spec)
     cost = plan.cost_function()
     dim = cost.features(owner.x[:1]).shape[1]
 

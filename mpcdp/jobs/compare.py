@@ -13,7 +13,6 @@ over iterations for both backends (mean over seeds). The record (DIR/compare.jso
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import statistics
 from typing import Any
@@ -42,7 +41,7 @@ def compare(protocol: str, *, seeds: int, parties: int | None = None, epsilon: f
             plan = plan_from(protocol, backend=backend, parties=parties, epsilon=epsilon, seed=seed,
                              algorithm=algorithm, size_ratio=size_ratio)
             if backend == "mpc":
-                plan = dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True})
+                plan = plan.with_mpc(reproducible=True)
             runs[backend].append(run(plan))
     summary: dict[str, Any] = {"protocol": protocol, "seeds": seeds, "epsilon": runs["simulated"][0]["epsilon"],
                                "epsilon_mpc_reproducible": runs["mpc"][0]["epsilon"],

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from mpcdp.accounting.released import ACCOUNTANT
-from mpcdp.config import check_mpc_table
+from mpcdp.config import MpcSettings, resolve_mpc
 from mpcdp.errors import ConfigError
 from mpcdp.execution import PROCESSES, SIMULATED, backend_for
 from mpcdp.validation import check_choice, check_integer, check_number, read_protocol
@@ -71,16 +71,22 @@ class DecentralizedPlan:
     per_node: int | None = None
     calibration: str = "paper"
     deepq: dict = dataclasses.field(default_factory=dict)
-    mpc: dict = dataclasses.field(default_factory=dict)
+    mpc: MpcSettings = dataclasses.field(default_factory=MpcSettings)  # resolved once (resolve_mpc)
     sweep: dict = dataclasses.field(default_factory=dict)
 
     def settings(self) -> DeepQSettings:
         return DeepQSettings(**self.deepq)
 
+    @property
+    def parties(self) -> int:
+        """The nodes, one party each (the processes backend)."""
+        return self.nodes
+
 
 def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
     """Read and check a protocol file; keyword arguments (None = keep) override [run] fields."""
     protocol = read_protocol(path)
+    settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
     run = dict(protocol.get("run", {}))
     unknown = sorted(set(run) - _RUN_FIELDS)
     if unknown:
@@ -111,7 +117,7 @@ def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
         visits=check_integer(run.get("visits", dec.DEFAULT_VISITS), "visits"), methods=methods,
         seed=check_integer(run.get("seed", 0), "seed", minimum=0), backend=backend,
         per_node=None if per_node is None else check_integer(per_node, "per_node"), calibration=calibration, deepq=dict(protocol.get("deepq", {})),
-        mpc=check_mpc_table(protocol.get("mpc", {}), f" in {path!r}"), sweep=dict(protocol.get("sweep", {})))
+        mpc=settings, sweep=dict(protocol.get("sweep", {})))
     plan.settings()  # checks [deepq]
     return plan
 
@@ -257,22 +263,16 @@ def _simulate(plan, method, nodes, classes, seed, epsilon, delta) -> dict[str, A
 
 
 def _in_processes(plan, method, nodes, std, noise_multiplier, classes, seed) -> dict[str, Any]:
-    from mpcdp.config import MpcConfig
-    from mpcdp.runtime.harness import run_job
+    from mpcdp.jobs.secure_run import Job, secure_run
 
-    config = MpcConfig(parties=len(nodes), **plan.mpc)
-    if config.reproducible:
-        from mpcdp.randomness import warn_reproducible
-
-        warn_reproducible("every node's batch order, noise and Deep-Q exploration")
-    spec = dataclasses.asdict(plan)
     seeds = _deepq_seeds(seed, len(nodes))
     sizes = [n.batches_per_pass for n in nodes]
-    result = run_job(node_party, config,
-                     party_args=[(m, node, spec, method, std, noise_multiplier, classes, seed, seeds[m], sizes)
-                                 for m, node in enumerate(nodes)],
-                     job={"name": "decentralized", "protocol": plan.name, "method": method, "seed": seed,
-                          "nodes": len(nodes), "batches_per_pass": sizes})
+    job = Job("decentralized", plan_fields=dataclasses.asdict(plan),
+              public={"method": method, "seed": seed, "batches_per_pass": sizes},
+              reproducible_draws="every node's batch order, noise and Deep-Q exploration")
+    result = secure_run(plan, node_party,
+                        [(m, node, plan, method, std, noise_multiplier, classes, seed, seeds[m], sizes)
+                         for m, node in enumerate(nodes)], job=job)
     final = [r["w"] for r in result.values if r["w"] is not None]
     out = {"w": final[0], "updates": result.values[0]["updates"],
            "bytes_per_node": max(r["bytes_sent"] for r in result.values)}
@@ -282,14 +282,13 @@ def _in_processes(plan, method, nodes, std, noise_multiplier, classes, seed) -> 
     return out
 
 
-def node_party(ctx, me: int, node: dec.NodeState, spec: dict[str, Any], method: str, std: float,
+def node_party(ctx, me: int, node: dec.NodeState, plan: DecentralizedPlan, method: str, std: float,
                noise_multiplier: float | None, classes: int, seed: int, deepq_seed: int,
                batches_per_pass: list[int]) -> dict[str, Any]:
     """One node as a party process: wait for the global model, update it, hand it to the next holder.
 
     The node's batch order and gradient noise come from ChaCha20 streams under keys from the OS CSPRNG, its
     Deep-Q exploration from a generator seeded by it, unless the run is ``reproducible`` (then from the protocol's seed, as in the simulation)."""
-    plan = DecentralizedPlan(**{**spec, "methods": tuple(spec["methods"])})
     if not ctx.config.reproducible:
         from mpcdp.randomness import KeyedStream, batch_key, secure_key
 

@@ -77,7 +77,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
     for method in METHODS:
         if progress is not None:
             progress(len(todo) + len(backends), len(todo) + len(METHODS), f"processes {method}")
-        secure = run_method(dataclasses.replace(plan, mpc={**plan.mpc, "reproducible": True}), method,
+        secure = run_method(dataclasses.replace(plan, mpc=plan.mpc.replaced(reproducible=True)), method,
                             backend="processes")
         local = run_method(plan, method, backend="simulated")
         diff = float(np.max(np.abs(secure["w"] - local["w"])))

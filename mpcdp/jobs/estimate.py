@@ -31,6 +31,8 @@ import dataclasses
 import math
 from typing import Any
 
+from mpcdp import config
+from mpcdp.config import MpcSettings
 from mpcdp.errors import ConfigError
 from mpcdp.learning.backends import NoiseLevels, noise_samples
 from mpcdp.learning.release_noise import samples_per_pass
@@ -49,7 +51,7 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 SAFETY = 4.0  # the default time-out: this many times the estimate
-DEFAULT_TIMEOUT_S = 120.0  # ... and never less than MpcConfig's default
+DEFAULT_TIMEOUT_S = config.DEFAULT_TIMEOUT_S  # a run's time-out is never less than the one nothing sets
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words", "table_words")  # counted ops that are dealt elements
 
@@ -136,8 +138,8 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
     from mpcdp import providers
 
     batch = max(getattr(noise.params, "batch", 0), getattr(noise.params, "batch0", 0))
-    provider = providers.lookup(plan.mpc.get("provider", providers.DEFAULT))
-    committee = plan.mpc.get("noise_committee", 3)
+    provider = providers.lookup(plan.mpc.provider)
+    committee = plan.mpc.noise_committee
     # a provider with replicated arithmetic offers it to a committee of exactly three (its parties 0-2)
     replicated = hasattr(provider, "replicated_arithmetic") and min(plan.parties, committee) == 3
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
@@ -156,8 +158,8 @@ def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate
 
     estimate = estimate_plan(plan, noise, dim, levels)
     progress.note(estimate.describe())
-    check_timeout(plan.mpc.get("timeout_s"), estimate)
-    if "timeout_s" not in plan.mpc:
+    check_timeout(plan.mpc.timeout_s, estimate)
+    if plan.mpc.timeout_s is None:
         progress.extend_deadline(default_timeout(estimate))
     return estimate
 
@@ -209,11 +211,11 @@ def check_timeout(timeout_s: float | None, estimate: RunEstimate) -> None:
                           f"follows the estimate: {default_timeout(estimate):g} s)")
 
 
-def settle_timeout(mpc: dict[str, Any], estimate: RunEstimate) -> dict[str, Any]:
-    """``mpc`` (a protocol's ``[mpc]`` table) with its ``timeout_s`` checked against ``estimate``
-    (:func:`check_timeout`), or set to :func:`default_timeout` where it gives none."""
-    check_timeout(mpc.get("timeout_s"), estimate)
-    return mpc if "timeout_s" in mpc else {**mpc, "timeout_s": default_timeout(estimate)}
+def settle_timeout(mpc: MpcSettings, estimate: RunEstimate) -> MpcSettings:
+    """``mpc`` (a run's [mpc] settings) with its ``timeout_s`` checked against ``estimate``
+    (:func:`check_timeout`), or set to :func:`default_timeout` where none is set."""
+    check_timeout(mpc.timeout_s, estimate)
+    return mpc if mpc.timeout_s is not None else mpc.replaced(timeout_s=default_timeout(estimate))
 
 
 def _size(count: int) -> str:

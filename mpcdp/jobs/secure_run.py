@@ -1,5 +1,6 @@
-"""One secure run of a training plan: the one way `mpcdp train`, `mpcdp party --job train` (with or without
-``--data``), :func:`mpcdp.train` on own files and `mpcdp audit` start the party processes of a plan.
+"""One secure run of a plan: the one way `mpcdp train`, `mpcdp party --job train` (with or without ``--data``),
+:func:`mpcdp.train` on own files, `mpcdp audit`, `mpcdp collab` and `mpcdp decentralized` start the party
+processes of a plan.
 
 :func:`secure_run` builds the run's MPC configuration from the plan (:func:`config_for`), the description every
 party compares in its handshake over the whole resolved plan (:class:`Job`, :func:`handshake_description`), and
@@ -25,7 +26,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-from mpcdp.config import MpcConfig
+from mpcdp.config import MpcConfig, MpcSettings
 from mpcdp.randomness import warn_reproducible
 
 if TYPE_CHECKING:
@@ -34,8 +35,19 @@ if TYPE_CHECKING:
     from mpcdp.runtime.harness import RunResult
 
 
+class SecurePlan(Protocol):
+    """What :func:`secure_run` needs of any resolved plan (training, paper 003's collaboration, paper 004's
+    nodes): how many data parties it has and its resolved [mpc] settings."""
+
+    @property
+    def parties(self) -> int: ...
+
+    @property
+    def mpc(self) -> MpcSettings: ...
+
+
 class Plan(Protocol):
-    """What a secure run reads of a resolved protocol (:class:`mpcdp.jobs.train.TrainPlan` has it): every field
+    """What a secure training run reads of a resolved protocol (:class:`mpcdp.jobs.train.TrainPlan` has it): every field
     that changes the released bits or the certificate, and ``mpc``, the ``[mpc]`` table of its configuration."""
 
     name: str
@@ -53,7 +65,7 @@ class Plan(Protocol):
     normalize_rows: bool
     model: str
     noise: Any
-    mpc: dict
+    mpc: MpcSettings
     eval_every: int | None
 
 
@@ -72,21 +84,28 @@ class Job:
     ``run``: what runs (the algorithm's display name, "audit", ...); ``noise``: the calibrated releases, None
     where they are calibrated after the handshake (own data); ``dim``/``party_sizes``: the model's size and the
     shipped split's part sizes (None on own data: the counts are not public then); ``public``: the path's own
-    public settings (never a secret, e.g. the audit's setting and canary count)."""
+    public settings (never a secret, e.g. the audit's setting and canary count). ``plan_fields``: for a plan that
+    is not a training plan (papers 003 and 004), its whole resolved form, which the handshake compares instead
+    of a training plan's fields; ``reproducible_draws``: what a ``reproducible`` run draws from the protocol's
+    seed (the warning names it)."""
 
     run: str
     noise: PlanNoise | None = None
     dim: int | None = None
     party_sizes: tuple[int, ...] | None = None
     public: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    plan_fields: Mapping[str, Any] | None = None
+    reproducible_draws: str = "every party's mini-batches"
 
-    def describe(self, plan: Plan) -> dict[str, Any]:
-        """The handshake description of this job on ``plan``."""
+    def describe(self, plan: Any) -> dict[str, Any]:
+        """The handshake description of this job on ``plan`` (a :class:`Plan` unless ``plan_fields`` is set)."""
+        if self.plan_fields is not None:
+            return {"run": self.run, **_public_form(dict(self.plan_fields)), **_public_form(dict(self.public))}
         return handshake_description(plan, run=self.run, noise=self.noise, dim=self.dim,
                                      party_sizes=self.party_sizes, **self.public)
 
 
-def secure_run(plan: Plan, fn: Callable[..., Any], party_args: Sequence[Sequence[Any]], *, job: Job,
+def secure_run(plan: SecurePlan, fn: Callable[..., Any], party_args: Sequence[Sequence[Any]], *, job: Job,
                launch: Launcher | None = None, progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Run ``fn(ctx, *party_args[j])`` on every party j of ``plan``'s secure run after the handshake on ``job``;
     ``launch``: how the parties start (None: all here, :func:`~mpcdp.runtime.harness.run_job`); ``progress``:
@@ -100,7 +119,8 @@ def secure_run(plan: Plan, fn: Callable[..., Any], party_args: Sequence[Sequence
         from mpcdp.runtime.harness import run_job
 
         launch = run_job
-    return launch(fn, config_for(plan), party_args=party_args, job=job.describe(plan), progress=progress)
+    return launch(fn, config_for(plan, job.reproducible_draws), party_args=party_args, job=job.describe(plan),
+                  progress=progress)
 
 
 def secure_run_here(plan: Plan, fn: Callable[..., Any], args: Sequence[Any], *, job: Job, rank: int,
@@ -110,8 +130,8 @@ def secure_run_here(plan: Plan, fn: Callable[..., Any], args: Sequence[Any], *, 
     run the same on their hosts, the dealer ``mpcdp party`` with rank m): ``fn(ctx, *args)`` after the handshake
     on ``job``; returns its value. ``settings``: the run's :class:`~mpcdp.runtime.endpoint.RunSettings` (None:
     from the environment); ``on_step``: called with (step, label) as this party's steps start."""
-    return _join(fn, config_for(plan), args, job.describe(plan), rank=rank, rendezvous=rendezvous,
-                 settings=settings, on_step=on_step)
+    return _join(fn, config_for(plan, job.reproducible_draws), args, job.describe(plan), rank=rank,
+                 rendezvous=rendezvous, settings=settings, on_step=on_step)
 
 
 def host_launcher(rank: int, rendezvous: str, settings: RunSettings | None = None) -> Launcher:
@@ -145,13 +165,14 @@ def _join(fn: Callable[..., Any], config: MpcConfig, args: Sequence[Any], job: d
                      settings=settings)
 
 
-def config_for(plan: Plan) -> MpcConfig:
-    """The MPC configuration of ``plan``'s secure run (its ``[mpc]`` table, its parties). Every secure training
+def config_for(plan: SecurePlan, reproducible_draws: str = "every party's mini-batches") -> MpcConfig:
+    """The MPC configuration of ``plan``'s secure run (its resolved [mpc] settings, its parties). Every secure
     path (``mpcdp train``, ``mpcdp party --job train`` with or without ``--data``, ``mpcdp compare``, ``mpcdp
-    audit``) takes its configuration here, so a ``reproducible`` one is warned about here, once per run."""
-    config = MpcConfig(parties=plan.parties, **plan.mpc)
+    audit``, ``mpcdp collab``, ``mpcdp decentralized``) takes its configuration here, so a ``reproducible`` one
+    is warned about here, once per run, naming what it draws from the seed (``reproducible_draws``)."""
+    config = plan.mpc.for_parties(plan.parties)
     if config.reproducible:
-        warn_reproducible("every party's mini-batches")
+        warn_reproducible(reproducible_draws)
     return config
 
 

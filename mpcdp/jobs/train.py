@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from mpcdp import providers
-from mpcdp.config import check_mpc_table, resolved_mpc
+from mpcdp.config import MpcSettings, resolve_mpc
 from mpcdp.accounting.distributed import CALIBRATIONS
 from mpcdp.data.registry import load
 from mpcdp.data.split import split_indices
@@ -55,7 +55,7 @@ class TrainPlan:
     delta: float
     params: Any  # the algorithm record's parameters type
     passes: float
-    mpc: dict
+    mpc: MpcSettings  # resolved once (:func:`mpcdp.config.resolve_mpc`); the launcher adds the party count
     output: str = "paper"
     size_ratio: float = 1.0
     normalize_rows: bool = False
@@ -73,13 +73,19 @@ class TrainPlan:
         """The model object (:mod:`mpcdp.learning.models`) this plan trains."""
         return models.lookup(self.model)
 
+    def with_mpc(self, **changes: Any) -> TrainPlan:
+        """This plan with [mpc] settings changed (each checked: :meth:`mpcdp.config.MpcSettings.replaced`)."""
+        return dataclasses.replace(self, mpc=self.mpc.replaced(**changes))
+
 
 def plan_from(path: str, *, backend: str | None = None, parties: int | None = None, epsilon: float | None = None,
               seed: int | None = None, algorithm: str | None = None, size_ratio: float | None = None,
-              calibration: str | None = None, training_overrides: dict[str, Any] | None = None) -> TrainPlan:
-    """Read a protocol file; the keyword arguments override what it says (sweeps and the command line)."""
+              calibration: str | None = None, training_overrides: dict[str, Any] | None = None,
+              mpc: dict[str, Any] | None = None) -> TrainPlan:
+    """Read a protocol file; the keyword arguments override what it says (sweeps and the command line);
+    ``mpc``: the [mpc] settings given explicitly (:func:`mpcdp.config.resolve_mpc`; None values are not given)."""
     protocol = read_protocol(path)
-    mpc = check_mpc_table(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
+    settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}", mpc)  # a misspelt setting, before anything else
     try:
         training, privacy = dict(protocol["training"]), dict(protocol["privacy"])
     except KeyError as missing:
@@ -136,7 +142,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     params = record.parse(training, m, passes)
     return TrainPlan(protocol.get("name", path), record.name, protocol.get("dataset", OWN_FILES), m, backend,
                      float(epsilon if epsilon is not None else privacy["epsilon"]), float(privacy["delta"]),
-                     params, passes, mpc, output, float(ratio), normalize_rows,
+                     params, passes, settings, output, float(ratio), normalize_rows,
                      calibration, model_name, noise)
 
 
@@ -168,7 +174,7 @@ def srm_noise(setting, dim: int, epsilon: float, delta: float):
 def public_batches(plan: TrainPlan) -> bool:
     """Whether ``plan``'s batches are public: a secure run that is ``reproducible`` draws them from the
     protocol's seed, which every party (and anyone with the protocol file) knows."""
-    return plan.backend != "simulated" and bool(plan.mpc.get("reproducible", False))
+    return plan.backend != "simulated" and plan.mpc.reproducible
 
 
 def plan_noise(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> PlanNoise:
@@ -185,7 +191,7 @@ def _setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
 
 def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> dict[str, Any]:
     """What a checkpoint must match to be resumed: everything that shapes the run (not the time-outs)."""
-    mpc = {k: v for k, v in plan.mpc.items() if k not in ("timeout_s", "link_delay_ms")}
+    mpc = {k: v for k, v in plan.mpc.settings().items() if k not in ("timeout_s", "link_delay_ms")}
     return {"protocol": plan.name, "algorithm": plan.algorithm, "dataset": plan.dataset, "parties": plan.parties,
             "backend": plan.backend, "epsilon": plan.epsilon, "delta": plan.delta,
             "params": dataclasses.asdict(plan.params), "steps": steps, "output": plan.output,
@@ -196,7 +202,7 @@ def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> 
 
 def protocol_provider(path: str) -> providers.Provider:
     """The provider a protocol's ``[mpc] provider`` names (the default if none), read first: is a dealer a process?"""
-    return providers.lookup(read_protocol(path).get("mpc", {}).get("provider", providers.DEFAULT))
+    return providers.lookup(resolve_mpc(read_protocol(path).get("mpc", {}), f" in {path!r}").provider)
 
 
 def training_split(plan: TrainPlan):
@@ -297,8 +303,8 @@ def plan_noise_known_to(plan: TrainPlan) -> str:
     """Who could learn the noise of a run of ``plan`` (:func:`mpcdp.noise.who_knows.noise_known_to`)."""
     from mpcdp.noise.who_knows import noise_known_to
 
-    return noise_known_to(mode=plan.noise.mode, provider=plan.mpc.get("provider", providers.DEFAULT),
-                          parties=plan.parties, committee=plan.mpc.get("noise_committee", 3),
+    return noise_known_to(mode=plan.noise.mode, provider=plan.mpc.provider,
+                          parties=plan.parties, committee=plan.mpc.noise_committee,
                           colluders=plan.noise.colluders or 0, backend=plan.backend)
 
 
@@ -350,8 +356,8 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
     if fields["resumed_after_release"] is not None:  # what this run opened and what it re-served
         fields["re_served_releases"] = first["re_served"]
         fields["opened_releases"] = first["opened_releases"]
-    fields["provider"] = plan.mpc.get("provider", providers.DEFAULT)  # as the run's MpcConfig names it
-    fields["mpc"] = resolved_mpc(plan.mpc)  # every setting the parties ran with (protocol, command line, default)
+    fields["provider"] = plan.mpc.provider  # as the run's MpcConfig names it
+    fields["mpc"] = plan.mpc.settings()  # every setting the parties ran with (command line, protocol, default)
     if "link_wire_bytes" in first:  # what the kernel sent on mpcdp's links (TLS records included)
         fields["link_wire_bytes_per_party"] = max(r["link_wire_bytes"] for r in run.values)
         fields["links"] = first["links"]
