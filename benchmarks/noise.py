@@ -24,7 +24,7 @@ from benchmarks import recording
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import noise_party
 from mpcdp.transport.wire import WireMeter
-from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
 from mpcdp.noise.rou import ACCEPTANCE, support_bound
 from mpcdp.noise.validate import validate_normal
 from mpcdp.runtime.harness import run_job
@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     val = validation(protocol)
     rows, plain = cost(protocol)
     recording.record(ns.out, markdown(val, rows, plain, command),
-                     {"command": command, "validation": val, "cost": rows, "plaintext": plain})
+                     {"command": command, "validation": val, "cost": rows, "plaintext": plain},
+                     mechanism=MECHANISMS["rou"].id)  # what it validates; its cost rows name their modes
     return 0 if not val["failures"] else 1
 
 

@@ -32,10 +32,11 @@ def previous(out: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def record(out: str, markdown: str, payload: dict) -> None:
+def record(out: str, markdown: str, payload: dict, *, mechanism: str | None = None) -> None:
     """Write ``out``.md and ``out``.json through the project's one result writer
     (:func:`mpcdp.jobs.report.write_record`, which stamps the mechanism and accountant versions), and print the
-    table."""
+    table. ``mechanism``: the id of the sampler the benchmark measured, where that is not the in-MPC discrete
+    Gaussian (write_record's default)."""
     from mpcdp.jobs.report import write_record
 
-    print(write_record(out, payload, markdown)["markdown"])
+    print(write_record(out, payload, markdown, mechanism=mechanism)["markdown"])

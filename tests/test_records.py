@@ -1,8 +1,12 @@
 """Every record mpcdp writes says where it came from: the mpcdp version, the date and the commit (with whether
-tracked files differed from it), in its JSON and in the line its table ends with."""
+tracked files differed from it), in its JSON and in the line its table ends with. Every record under
+benchmarks/results/ does (those made before were stamped from git history by benchmarks/restamp.py), and names
+the current mechanism, accountant and in-MPC circuit ids unless it is marked stale in its JSON and at the top
+of its table."""
 
 import json
 import pathlib
+import re
 import subprocess
 
 import mpcdp
@@ -20,3 +24,97 @@ def test_a_record_names_the_version_date_and_commit_it_was_made_at(tmp_path):
     assert f"Recorded: {made['date']}, mpcdp {mpcdp.__version__}, " in out["markdown"]
     if head:
         assert f"commit {head[:12]}" in out["markdown"]
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+STALE_LINE = "> **Stale**: "
+
+
+def current_ids() -> tuple[set[str], str, str, str]:
+    """The mechanism ids a record may name (every registered way of making noise and paper 003's discrete
+    Laplace), the accountant's, the discrete Gaussian's and its in-MPC circuit's."""
+    from mpcdp.accounting.laplace import MECHANISM as LAPLACE
+    from mpcdp.accounting.released import ACCOUNTANT
+    from mpcdp.learning.mechanisms import MECHANISMS
+    from mpcdp.noise.secure_gaussian import CIRCUIT
+
+    return {m.id for m in MECHANISMS.values()} | {LAPLACE}, ACCOUNTANT, MECHANISMS["dgauss"].id, CIRCUIT
+
+
+def short(version) -> str:
+    """An id's name and version (``dg-mpc/5``, ``mpcdp-certify/2``), or what stands in its place."""
+    return re.match(r"[^\s:]*", version).group() or repr(version[:40]) if isinstance(version, str) else "missing"
+
+
+def old_ids(record: dict) -> list[str]:
+    """What in ``record`` is not current: its mechanism, accountant or (discrete Gaussian) circuit id."""
+    mechanisms, accountant, dgauss, circuit = current_ids()
+    found = []
+    if record.get("mechanism") not in mechanisms:
+        found.append(f"mechanism {short(record.get('mechanism'))} is not a current id "
+                     f"({', '.join(sorted(short(m) for m in mechanisms))})")
+    if record.get("accountant") != accountant:
+        found.append(f"accountant {versus(record.get('accountant'), accountant)}")
+    if record.get("mechanism") == dgauss and "circuit" in record and record["circuit"] != circuit:
+        found.append(f"circuit {versus(record['circuit'], circuit)}")
+    return found
+
+
+def versus(old, new: str) -> str:
+    """``old is not new`` by their short ids, in full where those agree (a dependency's version moved)."""
+    return f"{short(old)} is not {short(new)}" if short(old) != short(new) else f"{old!r} is not {new!r}"
+
+
+def record_problems(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
+    """Why the record at ``path`` fails the stamp check (empty when it passes); files named relative to ``root``."""
+    name = path.relative_to(root).as_posix()
+    record = json.loads(path.read_text())
+    if not isinstance(record, dict):
+        return [f"{name}: not a JSON object (a record is one)"]
+    problems = []
+    made = record.get("recorded") or {}
+    if not re.fullmatch(r"[0-9a-f]{40}", str(made.get("commit"))):
+        problems.append(f"{name}: recorded.commit is not a 40-hex commit: {made.get('commit')!r}")
+    if not made.get("mpcdp_version") or not re.fullmatch(r"\d{4}-\d\d-\d\d", str(made.get("date"))):
+        problems.append(f"{name}: recorded lacks mpcdp_version or date: {made!r}")
+    table = path.with_suffix(".md")
+    text = table.read_text() if table.is_file() else ""
+    if made.get("commit") and table.is_file() and \
+            f"Recorded: {made.get('date')}, mpcdp {made.get('mpcdp_version')}, commit {made['commit'][:12]}" not in text:
+        problems.append(f"{table.relative_to(root).as_posix()}: no 'Recorded: …' line matching its JSON")
+    old = old_ids(record)
+    if old:
+        stale = isinstance(record.get("stale"), str) and record["stale"].strip()
+        marked = text.startswith(STALE_LINE)
+        if not (stale and marked):
+            missing = " and ".join(what for what, ok in (("a `stale` string in its JSON", stale),
+                                                         (f"a first line {STALE_LINE!r} in its .md", marked)) if not ok)
+            problems.append(f"{name}: {'; '.join(old)} — and it lacks {missing}")
+    return problems
+
+
+def test_every_recorded_result_says_where_it_came_from_and_is_current_or_marked_stale():
+    records = sorted(RESULTS.rglob("*.json"))
+    assert records, f"no records under {RESULTS}"
+    problems = [problem for path in records for problem in record_problems(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_stamp_check_names_the_file_and_the_old_id(tmp_path):
+    """A current record with an old accountant and no stale mark fails, naming the file and the accountant;
+    marking it stale at both ends passes it."""
+    _, accountant, dgauss, circuit = current_ids()
+    path = tmp_path / "r.json"
+    made = {"mpcdp_version": "0.1.0", "date": "2026-11-29", "commit": "a" * 40, "modified": False}
+    record = {"x": 1, "mechanism": dgauss, "accountant": "mpcdp-certify/2 (old)", "recorded": made,
+              "circuit": circuit}
+    path.write_text(json.dumps(record))
+    path.with_suffix(".md").write_text(f"# t\n\nRecorded: 2026-11-29, mpcdp 0.1.0, commit {'a' * 12}.\n")
+    problems = record_problems(path, tmp_path)
+    assert len(problems) == 1 and problems[0].startswith(f"r.json: accountant mpcdp-certify/2 is not {short(accountant)}")
+    path.write_text(json.dumps({"stale": "Stale since accountant mpcdp-certify/3: ...", **record}))
+    assert "lacks a first line" in record_problems(path, tmp_path)[0]
+    path.with_suffix(".md").write_text(f"{STALE_LINE}Stale since ...\n\n" + path.with_suffix(".md").read_text())
+    assert record_problems(path, tmp_path) == []
+    path.write_text(json.dumps({**record, "accountant": accountant, "circuit": "dg-mpc/5: ..."}))
+    assert "circuit dg-mpc/5 is not dg-mpc/6" in record_problems(path, tmp_path)[0]
