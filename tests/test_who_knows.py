@@ -5,28 +5,29 @@ from __future__ import annotations
 
 import pytest
 
+from mpcdp.learning.mechanisms import MECHANISMS
 from mpcdp.noise.who_knows import noise_known_to
 
 
 @pytest.mark.parametrize("kwargs, expected", [
-    (dict(mode="dgauss", provider="dealer", parties=3), "the dealer with any one data party, or every data party "
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="dealer", parties=3), "the dealer with any one data party, or every data party "
                                                          "together"),
-    (dict(mode="dgauss", provider="dealer", parties=5, committee=5), "the dealer with any one data party, or every "
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="dealer", parties=5, committee=5), "the dealer with any one data party, or every "
                                                                       "data party together"),
-    (dict(mode="dgauss", provider="dealer", parties=5),
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="dealer", parties=5),
      "the dealer with any one of parties 0–2 (the noise committee), or parties 0–2 together, who then know it "
      "without parties 3–4 (noise_committee = 5 makes every data party a member)"),
-    (dict(mode="dgauss", provider="dealer", parties=3, committee=2),
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="dealer", parties=3, committee=2),
      "the dealer with any one of parties 0 and 1 (the noise committee), or parties 0 and 1 together, who then "
      "know it without party 2 (noise_committee = 3 makes every data party a member)"),
-    (dict(mode="dgauss", provider="honest-majority", parties=6),
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="honest-majority", parties=6),
      "any two of parties 0–2 together (with or without others); not one of them alone, with any number of the "
      "other parties"),
-    (dict(mode="rou", provider="dealer", parties=5), "the dealer with any one data party, or every data party "
+    (dict(drawn_by=MECHANISMS["rou"].drawn_by, provider="dealer", parties=5), "the dealer with any one data party, or every data party "
                                                       "together"),  # every party samples rou
-    (dict(mode="distributed", provider="dealer", parties=4, colluders=1),
+    (dict(drawn_by=MECHANISMS["distributed"].drawn_by, provider="dealer", parties=4, colluders=1),
      "all 4 data parties together (each adds its own share in plaintext; the certificate covers any 1 of them)"),
-    (dict(mode="dgauss", provider="dealer", parties=3, backend="simulated"),
+    (dict(drawn_by=MECHANISMS["dgauss"].drawn_by, provider="dealer", parties=3, backend="simulated"),
      "this process: the noise is drawn in plaintext"),
 ])
 def test_who_could_learn_the_noise(kwargs, expected):

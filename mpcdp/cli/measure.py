@@ -120,16 +120,16 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     import numpy as np
     from tqdm import tqdm
 
-    from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
-    from mpcdp.noise.rou import ACCEPTANCE
+    from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
     from mpcdp.noise.validate import validate_normal
     from mpcdp.noise.who_knows import noise_known_to
 
     check_integer(ns.samples, "--samples")
     chunk = max(1, min(ns.samples, ns.chunk))
-    if ns.mode == "plaintext":
+    mechanism = MECHANISMS[ns.mode]
+    if not mechanism.in_mpc:  # drawn here, in plaintext
         start = time.perf_counter()
-        block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode="plaintext", seed=ns.seed), (ns.samples,))
+        block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode=ns.mode, seed=ns.seed), (ns.samples,))
         values, wall = block.values.numpy(), time.perf_counter() - start
         summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
                    "bytes_per_sample": 0.0, "rounds": 0, "support": block.support, "cpu_us_per_sample_by_party": [],
@@ -160,14 +160,16 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         np.save(buffer, values)
         write_public(ns.out if str(ns.out).endswith(".npy") else f"{ns.out}.npy", buffer.getvalue())
     support = summary["support"] if np.isfinite(summary["support"]) else None
+    acceptance = getattr(mechanism, "acceptance", None)  # a sampler that states its acceptance rate has it checked
     check = validate_normal(values, sigma=ns.sigma, alpha=ns.alpha, support=support,
-                            accepted=accepted if ns.mode == "rou" else None, candidates=candidates,
-                            acceptance=ACCEPTANCE if ns.mode == "rou" else None)
+                            accepted=accepted if acceptance is not None else None, candidates=candidates,
+                            acceptance=acceptance)
     report = {
         "mode": ns.mode, "samples": int(values.size), "sigma": ns.sigma, "mean": check.mean, "std": check.std,
         "ks_statistic": check.ks_statistic, "ks_pvalue": check.ks_pvalue, "max_abs": check.max_abs,
         "acceptance_rate": accepted / candidates if candidates else None,
-        **summary, "noise_known_to": noise_known_to(mode=ns.mode, provider=ns.provider, parties=ns.parties,
+        **summary, "noise_known_to": noise_known_to(drawn_by=mechanism.drawn_by, provider=ns.provider,
+                                                    parties=ns.parties,
                                                     committee=ns.noise_committee),
         "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
         "validation": "passed" if check.passed else "; ".join(check.failures),

@@ -49,15 +49,16 @@ BUGS = ("noise scaled by 0.1", "noise omitted", "the same noise row every step")
 
 
 @contextlib.contextmanager
-def broken_mechanism(bug: str):
-    """Within the block, the simulated backend's discrete Gaussian noise is broken as ``bug`` says (one of
-    :data:`BUGS`) — to check that the audit catches it. Nothing else changes; the certificate still claims
-    the intact mechanism."""
+def broken_mechanism(bug: str, mode: str | None = None):
+    """Within the block, the simulated backend's noise of ``mode`` (None: the default training mechanism, the
+    discrete Gaussian) is broken as ``bug`` says (one of :data:`BUGS`) — to check that the audit catches it.
+    Nothing else changes; the certificate still claims the intact mechanism."""
     from mpcdp.learning import mechanisms
 
     if bug not in BUGS:
         raise ConfigError(f"`bug` must be one of {list(BUGS)}. Found {bug!r}.")
-    record = mechanisms.MECHANISMS["dgauss"]
+    mode = mode or mechanisms.NoiseChoice.mode
+    record = mechanisms.MECHANISMS[mode]
     draw = record.simulated_rows
 
     def rows(release, count, choice, parties, seed, stream):
@@ -68,11 +69,11 @@ def broken_mechanism(bug: str):
             return torch.zeros_like(good)
         return good[:1].expand_as(good).clone()
 
-    mechanisms.MECHANISMS["dgauss"] = dataclasses.replace(record, simulated_rows=rows)
+    mechanisms.MECHANISMS[mode] = dataclasses.replace(record, simulated_rows=rows)
     try:
         yield
     finally:
-        mechanisms.MECHANISMS["dgauss"] = record
+        mechanisms.MECHANISMS[mode] = record
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,9 +35,7 @@ from mpcdp import config
 from mpcdp.config import MpcSettings
 from mpcdp.errors import ConfigError
 from mpcdp.learning.backends import NoiseLevels, noise_samples
-from mpcdp.learning.release_noise import samples_per_pass
 from mpcdp.mpc import release as release_protocol
-from mpcdp.noise import secure_gaussian
 from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
@@ -165,21 +163,14 @@ def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate
 
 
 def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int]]]:
-    """(sampler plan, candidates of each pass) per noise block drawn inside the MPC, as
-    :func:`~mpcdp.learning.release_noise.secure_rows` draws it (chunks of one pass; the rare shortfall pass
-    left out)."""
-    if levels.noiseless or levels.choice.mode != "dgauss":
+    """(release kind, candidates of each pass) per noise block drawn inside the MPC, as the run's mechanism
+    declares them (its record's ``sampler_passes``; none for a mechanism that samples nothing in the MPC)."""
+    if levels.noiseless:
         return []
-    out = []
-    for release, rows, _ in levels.blocks(steps):
-        plan, left, passes = release.plan, rows * release.dim, []
-        chunk = samples_per_pass(plan)
-        while left > 0:
-            count = min(left, chunk)
-            passes.append(min(int(secure_gaussian.candidates_wanted(plan, count)), secure_gaussian.MAX_PASS))
-            left -= count
-        out.append((plan, passes))
-    return out
+    mechanism = levels.choice.record
+    blocks = [(release, mechanism.sampler_passes(release, rows * release.dim))
+              for release, rows, _ in levels.blocks(steps)]
+    return [(release, passes) for release, passes in blocks if passes]
 
 
 def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, replicated: bool = False
@@ -187,8 +178,8 @@ def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, r
     if not blocks:
         return None
     total = costs.DeclaredCost()
-    for plan, passes in blocks:
-        total = total + secure_gaussian.declared_cost(passes, plan, replicated=replicated)
+    for release, passes in blocks:
+        total = total + levels.choice.record.declared_cost(release, passes, replicated=replicated)
     return total
 
 

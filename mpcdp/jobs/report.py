@@ -64,14 +64,14 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     (``files``). The record and the table name the versions of the released mechanism and of the accountant,
     and the mechanism of the record they replace when it differs. ``mechanism``: the released mechanism's
     version (paper 003's discrete Laplace, the sampler a cost run measured); else the record's own
-    ``mechanism`` (a run's, its mechanism's ``id``); else the in-MPC discrete Gaussian's
-    (:data:`mpcdp.learning.mechanisms.MECHANISMS` ``['dgauss'].id``). ``extra_files``: further files of the
+    ``mechanism`` (a run's, its mechanism's ``id``); else the default training mechanism's (the in-MPC discrete
+    Gaussian, :data:`mpcdp.learning.mechanisms.MECHANISMS`); its record's ``circuit``, if any, is stamped too. ``extra_files``: further files of the
     record (a CSV table, a plot under the name a command documents), each path written by its function from
     the stamped record, after the JSON and the table."""
     from mpcdp.accounting.released import ACCOUNTANT
-    from mpcdp.learning.mechanisms import MECHANISMS
+    from mpcdp.learning.mechanisms import MECHANISMS, NoiseChoice, by_id
 
-    MECHANISM = mechanism or record.get("mechanism") or MECHANISMS["dgauss"].id  # noqa: N806 - this record's
+    MECHANISM = mechanism or record.get("mechanism") or MECHANISMS[NoiseChoice.mode].id  # noqa: N806 - this record's
 
     prefix = pathlib.Path(out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -79,10 +79,9 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
     replaced = before.get("mechanism", "the earlier unversioned mechanism (continuous noise in float64 or "
                                        "ratio-of-uniforms, continuous sensitivity)") if before is not None else None
     record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT, "recorded": provenance()}
-    if MECHANISM == MECHANISMS["dgauss"].id:  # the in-MPC protocol its secure runs used
-        from mpcdp.noise.secure_gaussian import CIRCUIT
-
-        record["circuit"] = CIRCUIT
+    released = by_id(MECHANISM)
+    if released is not None and released.circuit:  # the in-MPC protocol its secure runs used
+        record["circuit"] = released.circuit
     if replaced is not None and replaced != MECHANISM:
         record["replaces_mechanism"] = replaced
     text = text.rstrip("\n") + "\n\n" + stamp(record)

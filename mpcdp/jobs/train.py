@@ -155,7 +155,7 @@ def _noise_choice(protocol: dict, record: algorithms.Algorithm, parties: int, pa
     if unknown:
         raise ConfigError(f"[noise] {', '.join(f'`{k}`' for k in unknown)} in {path!r} is not a noise setting; "
                           f"it takes `mode` and `colluders`.")
-    choice = NoiseChoice(table.get("mode", "dgauss"), table.get("colluders", 0))
+    choice = NoiseChoice(table.get("mode", NoiseChoice.mode), table.get("colluders", NoiseChoice.colluders))
     if choice.colluders >= parties:
         raise ConfigError(f"[noise] `colluders` must be < parties ({parties}). Found {choice.colluders}.")
     if choice != NoiseChoice() and record.central_only:
@@ -303,7 +303,7 @@ def plan_noise_known_to(plan: TrainPlan) -> str:
     """Who could learn the noise of a run of ``plan`` (:func:`mpcdp.noise.who_knows.noise_known_to`)."""
     from mpcdp.noise.who_knows import noise_known_to
 
-    return noise_known_to(mode=plan.noise.mode, provider=plan.mpc.provider,
+    return noise_known_to(drawn_by=plan.noise.record.drawn_by, provider=plan.mpc.provider,
                           parties=plan.parties, committee=plan.mpc.noise_committee,
                           colluders=plan.noise.colluders or 0, backend=plan.backend)
 

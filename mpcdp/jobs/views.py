@@ -340,7 +340,7 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
     from mpcdp import providers
     from mpcdp.config import MpcConfig
     from mpcdp.noise.secure_gaussian import CIRCUIT
-    from mpcdp.noise.who_knows import noise_known_to
+    from mpcdp.noise.who_knows import COMMITTEE, noise_known_to
     from mpcdp.runtime.harness import run_job
     from mpcdp.runtime.party import RECORD_DEALER_VIEW
     from mpcdp.validation import check_integer, check_number
@@ -382,6 +382,7 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
                        "statistics": [dataclasses.asdict(s) for s in found]})
     return {"provider": provider, "parties": parties, "noise_committee": members, "calls": calls,
             "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant, "circuit": CIRCUIT.split(":")[0],
-            "noise_known_to": noise_known_to(mode="dgauss", provider=provider, parties=parties, committee=committee),
+            "noise_known_to": noise_known_to(drawn_by=COMMITTEE, provider=provider, parties=parties,
+                                             committee=committee),
             "roles": report}
 

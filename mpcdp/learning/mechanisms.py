@@ -19,8 +19,11 @@ How to add a mechanism: write an object with every member of :class:`Mechanism` 
 ``calibrate`` and ``certify`` (usually :func:`~mpcdp.learning.noise_modes.grid_calibrate` and
 :func:`~mpcdp.learning.noise_modes.grid_certify` of a :class:`~mpcdp.accounting.released.GridAccounting` that
 states its plan, residual and accountant), ``secure_rows`` and ``simulated_rows`` (the same distribution, in
-the MPC and in plaintext), ``draw`` for ``mpcdp noise``/``cost`` — usually a :class:`MechanismRecord` — and
-:func:`register` it (in a plugin: ``mpcdp --plugin MODULE``). Its docstring states its security model and
+the MPC and in plaintext), ``draw`` for ``mpcdp noise``/``cost``, and what the rest of mpcdp asks of it:
+``drawn_by`` (who draws the noise: the run's ``noise_known_to``), ``circuit`` (its in-MPC protocol's version,
+stamped in every record), ``sampler_passes`` and ``declared_cost`` (its sampling cost inside the MPC: the
+estimate and the default time-out) — usually a :class:`MechanismRecord`, whose defaults say "drawn by every
+party, nothing sampled inside the MPC" — and :func:`register` it (in a plugin: ``mpcdp --plugin MODULE``). Its docstring states its security model and
 declared cost. A sampler that no accountant certifies registers with ``training=False``. Two complete examples,
 one file each: tests/toy_sampler.py (a comparison-only sampler, named by ``mpcdp noise --mode`` and ``mpcdp cost
 --noise``) and the ``every-party`` record of tests/toy_algorithm.py (a training mechanism, certified and run by
@@ -40,7 +43,11 @@ from mpcdp.accounting.distributed_noise import DISTRIBUTED
 from mpcdp.accounting.released import DGAUSS
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.learning import noise_modes as nm
+from mpcdp.learning.release_noise import samples_per_pass
+from mpcdp.noise import secure_gaussian, who_knows
 from mpcdp.noise.modes import NoiseBlock, draw_boxmuller, draw_plaintext, draw_rou
+from mpcdp.noise.rou import ACCEPTANCE as ROU_ACCEPTANCE
+from mpcdp.transport import costs
 from mpcdp.validation import check_choice, check_integer, require_positive
 
 
@@ -55,6 +62,10 @@ class Mechanism(Protocol):
         training: certified for training (False: comparison only; the training members refuse).
         in_mpc: it runs among the parties (``draw`` needs a context).
         takes_colluders: it has a collusion threshold t (``[noise] colluders``).
+        circuit: the version of the in-MPC protocol its secure draws run, stamped next to ``id`` in every record
+            (empty: no protocol of its own inside the MPC).
+        drawn_by: who draws its noise, one of :data:`mpcdp.noise.who_knows.DRAWN_BY` (what the run's
+            ``noise_known_to`` says follows from it and the provider).
     """
 
     name: str
@@ -63,6 +74,8 @@ class Mechanism(Protocol):
     training: bool
     in_mpc: bool
     takes_colluders: bool
+    circuit: str
+    drawn_by: str
 
     def plan(self, release: Any, parties: Any) -> Any:
         """The sampler plan one party runs for a GridRelease, for a :class:`~mpcdp.accounting.released.Parties`."""
@@ -84,6 +97,14 @@ class Mechanism(Protocol):
 
     def draw(self, ctx, spec, count, shape) -> Any:
         """A NoiseBlock of ``shape`` for a :class:`NoiseSpec` (``mpcdp noise``, ``mpcdp cost``)."""
+
+    def sampler_passes(self, release, values: int) -> list[int]:
+        """The candidates of each sampling pass inside the MPC that draws ``values`` noise values of
+        ``release`` (a GridRelease) for training (empty: nothing is sampled inside the MPC)."""
+
+    def declared_cost(self, release, passes: list[int], *, replicated: bool) -> Any:
+        """The declared cost (:class:`mpcdp.transport.costs.DeclaredCost`) of ``passes`` (from
+        :meth:`sampler_passes`) on the noise committee; ``replicated``: multiplications by replicated resharing."""
 
 
 def _not_for_training(name: str) -> Callable:
@@ -110,8 +131,14 @@ class MechanismRecord:
     training: bool = True
     in_mpc: bool = True
     takes_colluders: bool = False
+    circuit: str = ""
+    drawn_by: str = who_knows.EVERY_PARTY
+    sampler_passes: Callable = dataclasses.field(default=lambda release, values: [])
+    declared_cost: Callable = dataclasses.field(default=lambda release, passes, *, replicated: costs.DeclaredCost())
+    acceptance: float | None = None  # optional: the analytic acceptance rate `mpcdp noise` checks (rou)
 
     def __post_init__(self) -> None:
+        who_knows.check_drawn_by(self.drawn_by, self.name)
         for member in ("plan", "residual", "calibrate", "certify", "secure_rows", "simulated_rows"):
             if getattr(self, member) is None:
                 if self.training:
@@ -121,17 +148,24 @@ class MechanismRecord:
 
 MECHANISMS: dict[str, Mechanism] = {}
 
-_TYPES = {"name": str, "id": str, "summary": str, "training": bool, "in_mpc": bool, "takes_colluders": bool}
+_TYPES = {"name": str, "id": str, "summary": str, "training": bool, "in_mpc": bool, "takes_colluders": bool,
+          "circuit": str, "drawn_by": str}
 
 
 def register(record: Mechanism) -> Mechanism:
     """Add ``record`` under its name (a new name only), after checking it has every member of :class:`Mechanism`."""
     registry.check_members(record, Mechanism, _TYPES, "mechanism")
+    who_knows.check_drawn_by(record.drawn_by, record.name)
     return registry.add(MECHANISMS, record.name, record, "mechanism")
 
 
 def lookup(name: Any, field: str = "mode") -> Mechanism:
     return registry.find(MECHANISMS, name, field)
+
+
+def by_id(mechanism_id: str) -> Mechanism | None:
+    """The registered mechanism whose version is ``mechanism_id`` (None: none is, e.g. an older version)."""
+    return next((m for m in MECHANISMS.values() if m.id == mechanism_id), None)
 
 
 def training_modes() -> list[str]:
@@ -200,8 +234,24 @@ def sample_noise(ctx, spec: NoiseSpec, shape: tuple[int, ...]) -> NoiseBlock:
     return mechanism.draw(ctx, spec, int(np.prod(shape)), shape)
 
 
+def _dgauss_passes(release: Any, values: int) -> list[int]:
+    """The in-MPC sampler's passes for ``values`` samples, in chunks of one pass (as
+    :func:`~mpcdp.learning.release_noise.secure_rows` draws them; the rare shortfall pass left out)."""
+    chunk, passes = samples_per_pass(release.plan), []
+    while values > 0:
+        count = min(values, chunk)
+        passes.append(min(int(secure_gaussian.candidates_wanted(release.plan, count)), secure_gaussian.MAX_PASS))
+        values -= count
+    return passes
+
+
+def _dgauss_cost(release: Any, passes: list[int], *, replicated: bool) -> costs.DeclaredCost:
+    return secure_gaussian.declared_cost(passes, release.plan, replicated=replicated)
+
+
 register(MechanismRecord(
-    name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss,
+    name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss, circuit=secure_gaussian.CIRCUIT,
+    drawn_by=who_knows.COMMITTEE, sampler_passes=_dgauss_passes, declared_cost=_dgauss_cost,
     summary="the exact discrete Gaussian sampled inside the MPC by the noise committee, parties 0..c-1 (known only "
             "to the dealer with one member or to every member together; under honest-majority to any two of parties "
             "0-2: the run's `noise_known_to`); what training releases",
@@ -209,9 +259,11 @@ register(MechanismRecord(
     secure_rows=nm.dgauss_secure, simulated_rows=nm.dgauss_simulated))
 register(MechanismRecord(
     name="rou", id="rou/1: ratio-of-uniforms inside the MPC (not certified)", draw=draw_rou, training=False,
+    acceptance=ROU_ACCEPTANCE,
     summary="ratio-of-uniforms inside the MPC (holes in its tails: for cost comparison only)"))
 register(MechanismRecord(
     name="distributed", id=DISTRIBUTED.id, draw=nm.draw_distributed, takes_colluders=True,
+    drawn_by=who_knows.EACH_PARTY,
     summary="every party adds its own discrete Gaussian of σ/√(m − t) to its share (private against any "
             "t = `colluders` parties; no sampling inside the MPC)",
     plan=DISTRIBUTED.plan, residual=DISTRIBUTED.residual, calibrate=nm.grid_calibrate(DISTRIBUTED),
@@ -222,5 +274,5 @@ register(MechanismRecord(
     summary="CrypTen's Box–Muller (measurably not N(0, σ²): comparison only)"))
 register(MechanismRecord(
     name="plaintext", id="plaintext/1: float64 Gaussian in plaintext (not certified)", draw=draw_plaintext,
-    training=False, in_mpc=False,
+    training=False, in_mpc=False, drawn_by=who_knows.THIS_PROCESS,
     summary="float64 Gaussian in plaintext (the simulated equivalent; protects nothing)"))

@@ -20,28 +20,44 @@ The in-MPC sampler (:mod:`mpcdp.noise.secure_gaussian`) draws the noise on the n
 
 from __future__ import annotations
 
-IN_MPC_MODES = ("dgauss", "rou")
+COMMITTEE = "the noise committee"
+EVERY_PARTY = "every data party"
+EACH_PARTY = "each data party its own share"
+THIS_PROCESS = "this process, in plaintext"
+DRAWN_BY = (COMMITTEE, EVERY_PARTY, EACH_PARTY, THIS_PROCESS)
+"""Who draws a mechanism's noise (its record's ``drawn_by``, :mod:`mpcdp.learning.mechanisms`): the noise
+committee inside the MPC (the in-MPC discrete Gaussian), every data party inside the MPC (the comparison
+samplers), each party its own share in plaintext (``distributed``), or the launching process in plaintext."""
+
+
+def check_drawn_by(drawn_by: str, name: str) -> None:
+    """Refuse a mechanism ``name`` whose ``drawn_by`` is not one of :data:`DRAWN_BY`."""
+    from mpcdp.errors import ConfigError
+
+    if drawn_by not in DRAWN_BY:
+        raise ConfigError(f"mechanism {name!r}: `drawn_by` must be one of {list(DRAWN_BY)}. Found {drawn_by!r}.")
 
 
 def _parties(members: int) -> str:
     return "parties 0 and 1" if members == 2 else f"parties 0–{members - 1}"
 
 
-def noise_known_to(*, mode: str, provider: str, parties: int, committee: int = 3, colluders: int = 0,
+def noise_known_to(*, drawn_by: str | None, provider: str, parties: int, committee: int = 3, colluders: int = 0,
                    backend: str = "mpc") -> str:
-    """Who could learn the noise of a run with noise ``mode`` under ``provider``, ``parties`` data parties and
-    a noise committee of ``committee`` (the configuration's ``noise_committee``), on ``backend``."""
-    if backend == "simulated" or mode == "plaintext":
+    """Who could learn the noise of a run whose noise is drawn by ``drawn_by`` (its mechanism's, one of
+    :data:`DRAWN_BY`; None: the run adds no noise) under ``provider``, ``parties`` data parties and a noise
+    committee of ``committee`` (the configuration's ``noise_committee``), on ``backend``."""
+    if backend == "simulated" or drawn_by == THIS_PROCESS:
         return "this process: the noise is drawn in plaintext"
-    if mode == "none":
+    if drawn_by is None:
         return "nobody: the run adds no noise"
-    if mode == "distributed":
+    if drawn_by == EACH_PARTY:
         return (f"all {parties} data parties together (each adds its own share in plaintext; the certificate "
                 f"covers any {colluders} of them)")
     if provider == "honest-majority":
         return ("any two of parties 0–2 together (with or without others); not one of them alone, with any "
                 "number of the other parties")
-    members = min(committee, parties) if mode == "dgauss" else parties
+    members = min(committee, parties) if drawn_by == COMMITTEE else parties
     whole = members >= parties
     if whole:
         return "the dealer with any one data party, or every data party together"
