@@ -17,8 +17,7 @@ from mpcdp.validation import check_bool, check_integer, check_number
 
 
 DEFAULT_TIMEOUT_S = 120.0
-"""A run's per-party limit when nothing sets one (a training run's follows its estimate instead:
-:func:`mpcdp.jobs.estimate.default_timeout`)."""
+"""The longest any party of a run may go without progress when nothing sets ``timeout_s``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -41,10 +40,10 @@ class MpcSettings:
             only, refused unless ``insecure_dev`` is True.
         insecure_dev: explicit opt-in to insecure development settings; warns whenever one is used.
         precision_bits: fractional bits of the fixed-point encoding in Z_2^64 (resolution 2^-bits).
-        timeout_s: per-party limit for the whole run and for every blocking network operation. None (not set):
-            :data:`DEFAULT_TIMEOUT_S`, except that a training run gets one that follows its estimate
-            (:mod:`mpcdp.jobs.estimate`: 4 × the estimate, at least the default); one shorter than the
-            estimate is refused.
+        timeout_s: liveness, not a wall clock: the longest the run may go without any party making progress
+            (a protocol step, an opening, a noise pass, a training step: :mod:`mpcdp.runtime.harness`), and
+            the longest any blocking network operation waits for a peer. A run that keeps making progress is
+            never stopped for its length; its estimate is shown, never used to stop it.
         link_delay_ms: emulated one-way network latency: every round of mpcdp's transport and every dealer
             request waits this long per message hop (0 = none). For network experiments on one host,
             where the kernel offers no delay qdisc; a real network brings its own.
@@ -59,7 +58,7 @@ class MpcSettings:
     provider: str = providers.DEFAULT
     insecure_dev: bool = False
     precision_bits: int = 16
-    timeout_s: float | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
     link_delay_ms: float = 0.0
     reproducible: bool = False
     noise_committee: int = 3
@@ -68,8 +67,7 @@ class MpcSettings:
         providers.lookup(self.provider)
         check_bool(self.insecure_dev, "insecure_dev")
         check_integer(self.precision_bits, "precision_bits", minimum=8, maximum=24)
-        if self.timeout_s is not None:
-            check_number(self.timeout_s, "timeout_s", low=0)
+        check_number(self.timeout_s, "timeout_s", low=0)
         check_number(self.link_delay_ms, "link_delay_ms", low=0, high=10_000, low_open=False, high_open=False)
         check_bool(self.reproducible, "reproducible")
         check_integer(self.noise_committee, "noise_committee", minimum=2)
@@ -79,33 +77,28 @@ class MpcSettings:
         return MpcSettings(**_known_settings({**self.settings(), **changes}, ""))
 
     def settings(self) -> dict[str, Any]:
-        """Every setting by name (what a run's JSON shows as ``mpc``; ``timeout_s`` None when it follows the
-        run's estimate and that is not settled yet)."""
+        """Every setting by name (what a run's JSON shows as ``mpc``)."""
         return {name: getattr(self, name) for name in MPC_SETTINGS}
 
     def for_parties(self, parties: int) -> MpcConfig:
-        """The run's :class:`MpcConfig` for ``parties`` data parties (the provider's checks run here); an unset
-        ``timeout_s`` becomes :data:`DEFAULT_TIMEOUT_S`."""
-        timeout_s = DEFAULT_TIMEOUT_S if self.timeout_s is None else self.timeout_s
-        return MpcConfig(parties=parties, **{**self.settings(), "timeout_s": timeout_s})
+        """The run's :class:`MpcConfig` for ``parties`` data parties (the provider's checks run here)."""
+        return MpcConfig(parties=parties, **self.settings())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MpcConfig(MpcSettings):
     """How the parties compute together: :class:`MpcSettings` (whose attributes it has) for a number of parties,
-    with the provider's checks of the whole, and a set ``timeout_s``.
+    with the provider's checks of the whole.
 
     Attributes:
         parties: number of data parties m (>= 2). With the ``dealer`` provider one more process runs.
     """
 
     parties: int
-    timeout_s: float = DEFAULT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         check_integer(self.parties, "parties", minimum=2)
         super().__post_init__()
-        check_number(self.timeout_s, "timeout_s", low=0)
         record = providers.lookup(self.provider)
         record.check(self)  # the provider's own refusals (and warnings), on otherwise valid fields
         providers.check_declared(record, self)

@@ -44,6 +44,15 @@ def killed_mid_protocol(ctx, victim: int):
     return ctx.reveal(shared, label="sum", reason="test")
 
 
+def progress_slowly(ctx, openings: int, pause_s: float):
+    """``openings`` secure sums, each opened, with a pause before each: a run that keeps progressing."""
+    total = 0.0
+    for i in range(openings):
+        time.sleep(pause_s)
+        total += float(ctx.reveal(secure_sum(ctx, torch.ones(2)), label=f"sum{i}", reason="test")[0])
+    return total
+
+
 def hang_at(ctx, victim: int):
     shared = secure_sum(ctx, torch.ones(4))
     if ctx.rank == victim:

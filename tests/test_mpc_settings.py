@@ -56,7 +56,7 @@ def test_one_precedence_command_line_over_protocol_over_default():
     table = {"noise_committee": 2, "precision_bits": 20, "provider": "honest-majority"}
     resolved = resolve_mpc(table, " in x", {"precision_bits": 18, "provider": None})  # None: not given
     assert (resolved.noise_committee, resolved.precision_bits, resolved.provider) == (2, 18, "honest-majority")
-    assert resolved.timeout_s is None and resolved.link_delay_ms == MpcSettings().link_delay_ms  # defaults
+    assert resolved.timeout_s == MpcSettings().timeout_s and resolved.link_delay_ms == MpcSettings().link_delay_ms
     config = resolved.for_parties(3)
     assert isinstance(config, MpcConfig) and config.timeout_s == 120.0 and config.precision_bits == 18
     assert set(MPC_SETTINGS) == {f for f in config.to_dict() if f != "parties"}  # every setting, and no other

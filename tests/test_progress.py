@@ -2,15 +2,11 @@
 printed before any party starts, a too-short time-out refused before any party starts naming both numbers,
 and the default time-out following the estimate."""
 
-import dataclasses
 import io
 import re
 
 import pytest
 
-from mpcdp.config import MpcSettings
-from mpcdp.errors import ConfigError
-from mpcdp.jobs import estimate as estimates
 from mpcdp.jobs.train import plan_from, run_plan
 from mpcdp.runtime import progress
 
@@ -45,30 +41,15 @@ def test_every_party_reports_each_phase_in_words_before_its_first_noise_pass_end
     assert report["dealer_bytes"] == pytest.approx(report["estimate"]["dealer_bytes"], rel=0.05)
 
 
-def test_a_timeout_shorter_than_the_estimate_is_refused_before_any_party_starts():
-    out = io.StringIO()
-    with progress.lines_to(out), pytest.raises(ConfigError) as refused:
-        run_plan(_secure(timeout_s=0.01), curve=False)
-    message = str(refused.value)
-    assert re.search(r"`timeout_s`=0\.01 is shorter than this run's estimate of [\d,]+ s \([\d,]+ noise samples",
-                     message)
-    assert "raise it or leave it out" in message
-    assert "mpcdp party" not in out.getvalue()  # no party started
-
-
-def test_the_default_timeout_follows_the_estimate():
-    plan = plan_from(PROTOCOL, backend="mpc")
-    long_run = estimates.RunEstimate(noise_samples=712_348, releases=206, party_bytes=(2_600_000_000,) * 3,
-                                     dealer_bytes=1_700_000_000, setup_s=1.0, presample_s=500.0, online_s=39.0)
-    settled = estimates.settle_timeout(plan.mpc.replaced(timeout_s=None), long_run)
-    assert settled.timeout_s == estimates.SAFETY * 540
-    short_run = dataclasses.replace(long_run, presample_s=1.0, online_s=1.0)
-    assert estimates.settle_timeout(MpcSettings(), short_run).timeout_s == estimates.DEFAULT_TIMEOUT_S
-    given = MpcSettings(timeout_s=600)
-    assert estimates.settle_timeout(given, long_run).timeout_s == 600  # given and long enough
-    with pytest.raises(ConfigError, match=r"`timeout_s`=300 is shorter than this run's estimate of 540 s "
-                                          r"\(712,348 noise samples, 2\.6 GB per party\)"):
-        estimates.settle_timeout(MpcSettings(timeout_s=300), long_run)
+def test_a_training_run_longer_than_its_timeout_finishes_while_it_makes_progress():
+    """Liveness, not a wall clock: a 3 s `timeout_s` bounds how long the run may go without progress, not how
+    long it takes (20 ms per message hop makes the run longer, every step still short); the estimate is shown
+    and never used to stop it."""
+    report = run_plan(_secure(timeout_s=3.0, link_delay_ms=20.0), curve=False)
+    assert report["mpc"]["timeout_s"] == 3.0
+    took = report["setup_s"] + report["presample_s"] + report["online_s"]
+    assert took > 3.0, took
+    assert report["epsilon"] > 0
 
 
 def test_phase_lines_are_rate_limited_per_phase():

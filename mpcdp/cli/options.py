@@ -36,8 +36,9 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                         help="fixed-point fractional bits (default 16; `party --job train`: the protocol's [mpc] "
                              "precision_bits unless given)")
     parser.add_argument("--timeout", type=float, default=None,
-                        help="per-party timeout in seconds (default 120; `party --job train`: the protocol's "
-                             "[mpc] timeout_s, else one that follows the run's estimate)")
+                        help="liveness in seconds: the longest the run may go without any party making progress, "
+                             "and a party may wait for a peer (default 120; `party --job train`: the protocol's "
+                             "[mpc] timeout_s unless given); never a limit on the run's length")
     parser.add_argument("--reproducible", action="store_true",
                         help="secure training draws its mini-batches from the protocol's seed instead of the OS "
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")

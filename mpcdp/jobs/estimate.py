@@ -1,5 +1,6 @@
 """What a secure training run will cost, said before any share moves: noise samples, bytes per party and the
-dealer's, and the time from the parties' start to their result — with the time-out it implies.
+dealer's, and the time from the parties' start to their result. Shown, never used to stop a run: a run is
+stopped only when no party makes progress for ``timeout_s`` (:mod:`mpcdp.runtime.harness`).
 
 Bytes come from the declared costs the protocols state and tests/test_costs.py checks against the counters:
 the in-MPC sampler's (:func:`mpcdp.noise.secure_gaussian.declared_cost`, per pass of candidates, passes as
@@ -21,19 +22,15 @@ Time is the declared bytes at rates calibrated from this project's recorded runs
 * set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement).
 
 An estimate, not a bound: another machine, a real network (add its latency per round) or a busy host change
-the time; benchmarks/results/estimate.md records estimate against measurement. The default time-out
-(:func:`default_timeout`) allows :data:`SAFETY` times the estimate for that reason.
+the time; benchmarks/results/estimate.md records estimate against measurement (33× off at load 14: the reason
+it never stops a run).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
-from mpcdp import config
-from mpcdp.config import MpcSettings
-from mpcdp.errors import ConfigError
 from mpcdp.learning.backends import NoiseLevels, noise_samples
 from mpcdp.mpc import release as release_protocol
 from mpcdp.transport import costs
@@ -48,8 +45,6 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 # training steps where 2e-7 predicted 1.88 s)
 GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
-SAFETY = 4.0  # the default time-out: this many times the estimate
-DEFAULT_TIMEOUT_S = config.DEFAULT_TIMEOUT_S  # a run's time-out is never less than the one nothing sets
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words", "table_words")  # counted ops that are dealt elements
 
@@ -148,17 +143,11 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:
     """Every party of a run on the parties' own data, once the data agreement has made the record counts
     public and the noise is calibrated for them (after the noise agreement, before any share): the estimate
-    of :func:`estimate_plan`, printed on this party (:mod:`mpcdp.runtime.progress`); a ``timeout_s`` the
-    protocol gives that is shorter is refused (:func:`check_timeout`; every party computes the same estimate
-    from the same public inputs, so every party refuses it); where it gives none, the launcher of a local run
-    is asked to allow :func:`default_timeout`."""
+    of :func:`estimate_plan`, printed on this party (:mod:`mpcdp.runtime.progress`)."""
     from mpcdp.runtime import progress
 
     estimate = estimate_plan(plan, noise, dim, levels)
     progress.note(estimate.describe())
-    check_timeout(plan.mpc.timeout_s, estimate)
-    if plan.mpc.timeout_s is None:
-        progress.extend_deadline(default_timeout(estimate))
     return estimate
 
 
@@ -181,32 +170,6 @@ def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, r
     for release, passes in blocks:
         total = total + levels.choice.record.declared_cost(release, passes, replicated=replicated)
     return total
-
-
-def default_timeout(estimate: RunEstimate) -> float:
-    """The time-out of a run whose protocol gives none: :data:`SAFETY` × the estimate, at least
-    :data:`DEFAULT_TIMEOUT_S`, in whole seconds (every party computes the same from the same public inputs)."""
-    return float(max(DEFAULT_TIMEOUT_S, math.ceil(SAFETY * estimate.seconds)))
-
-
-def check_timeout(timeout_s: float | None, estimate: RunEstimate) -> None:
-    """Refuse a given ``timeout_s`` shorter than the estimate, naming both numbers.
-
-    Raises:
-        ConfigError: ``timeout_s`` < the estimated seconds.
-    """
-    if timeout_s is not None and timeout_s < estimate.seconds:
-        raise ConfigError(f"`timeout_s`={timeout_s:g} is shorter than this run's estimate of "
-                          f"{math.ceil(estimate.seconds):,} s ({estimate.noise_samples:,} noise samples, "
-                          f"{_size(estimate.bytes_per_party)} per party): raise it or leave it out (the default "
-                          f"follows the estimate: {default_timeout(estimate):g} s)")
-
-
-def settle_timeout(mpc: MpcSettings, estimate: RunEstimate) -> MpcSettings:
-    """``mpc`` (a run's [mpc] settings) with its ``timeout_s`` checked against ``estimate``
-    (:func:`check_timeout`), or set to :func:`default_timeout` where none is set."""
-    check_timeout(mpc.timeout_s, estimate)
-    return mpc if mpc.timeout_s is not None else mpc.replaced(timeout_s=default_timeout(estimate))
 
 
 def _size(count: int) -> str:

@@ -342,11 +342,10 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
     """Train with the secure backend: one party process per shard of ``sizes`` records (``launch``, by default
     all on this host), after a handshake on the plan (:func:`~mpcdp.jobs.secure_run.secure_run`). Returns
     (party 0's result, the most bytes a party sent, the run's report fields, its timing since ``start``)."""
-    from mpcdp.jobs.estimate import estimate_plan, settle_timeout
+    from mpcdp.jobs.estimate import estimate_plan
     from mpcdp.runtime.progress import launcher_line
 
-    estimate = estimate_plan(plan, noise, dim)  # before any party starts: a short time-out is refused here
-    plan = dataclasses.replace(plan, mpc=settle_timeout(plan.mpc, estimate))
+    estimate = estimate_plan(plan, noise, dim)  # shown before any party starts; never used to stop the run
     launcher_line(f"mpcdp: {plan.name}: {estimate.describe()}")
     job = Job(plan.record.display_name(plan.parties), noise=noise, dim=dim, party_sizes=sizes)
     run = secure_run(plan, mpc_party, [(s, noise.params, noise.levels, dim, runner, checkpoint) for s in shards],

@@ -19,8 +19,10 @@ One harness for the CLI, the benchmarks and the tests:
 * every process's stdout/stderr goes to its own log file, whose tail is attached to a failure report; its
   progress lines (:mod:`mpcdp.runtime.progress`) come through its pipe and are printed by the launcher
   where :func:`~mpcdp.runtime.progress.lines_to` says (nowhere by default);
-* the run has a deadline (``MpcConfig.timeout_s``, which a party extends when the protocol gives no
-  ``timeout_s`` and its estimate needs more: :mod:`mpcdp.jobs.estimate`); a party that raises, exits or is killed makes the
+* liveness, not a wall clock: the run is stopped when no data party has made progress (a new protocol step
+  or progress count on the status board) for ``MpcConfig.timeout_s``, naming the party silent the longest,
+  for how long, at which step, and the setting that changes it; a run that keeps making progress is never
+  stopped for its length (its estimate is shown, never used to stop it); a party that raises, exits or is killed makes the
   whole run fail promptly with :class:`~mpcdp.errors.PartyFailed`, which names the party that caused it
   and carries its traceback — the other parties' consequent "connection closed" errors are reported
   as consequences, not causes. Every child is terminated (then killed) before the harness returns.
@@ -43,7 +45,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-from mpcdp.config import MpcConfig
+from mpcdp.config import DEFAULT_TIMEOUT_S, MpcConfig
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime import progress
 from mpcdp.runtime.board import StatusBoard
@@ -56,7 +58,6 @@ _POLL_S = 0.05
 _GRACE_S = 3.0  # after the first failure, time to hear from the other processes before judging (they weigh
 # the loss reports for up to 2 s, party 0 keeps the store up for up to 4 s: mpcdp.transport.losses)
 _LOG_TAIL_LINES = 25
-_LONGEST_DEADLINE_S = 7 * 24 * 3600.0  # the most a party may extend its run's deadline to (a week)
 
 
 @dataclasses.dataclass
@@ -136,20 +137,22 @@ def _read_tail(path: str) -> str:
         return ""
 
 
-def _failure(reports: list[PartyReport], limit_s: float, timed_out: bool) -> PartyFailed:
+def _failure(reports: list[PartyReport], liveness: _Liveness, timed_out: bool) -> PartyFailed:
     cause = _cause(reports)
     lines = []
+    if timed_out and (cause is None or cause.status == "timeout"):
+        cause = _laggard(reports) or reports[liveness.silent_longest()]
+    if cause is not None and cause.status in ("running", "timeout"):  # silent: stalled, or the others timed out
+        lines.append(f"{cause.name} went silent: no progress for {liveness.silent_for(cause.rank):.0f} s"
+                     + (f" at step {cause.step} ({cause.step_label})" if cause.role == "party" else "")
+                     + f", longer than timeout_s = {liveness.limit_s:g} s; if one step of this run takes that "
+                       "long, raise `timeout_s` ([mpc] timeout_s in the protocol, or --timeout)")
+    elif cause is not None:
+        lines.append(f"{cause.name} failed — {cause.summary().split(': ', 1)[1]}")
     if timed_out:
         running = [r for r in reports if r.status == "timeout"]
-        lines.append(f"run exceeded timeout_s={limit_s}; still running: "
-                     + ", ".join(f"{r.name} (at step {r.step}: {r.step_label})" if r.role == "party" else r.name
-                                 for r in running))
-        cause = cause if cause is not None and cause.status != "timeout" else _laggard(reports)
-        if cause is not None:
-            lines.append(f"{cause.name} stalled: it is at step {cause.step} ({cause.step_label}) while the "
-                         f"others have gone further")
-    if cause is not None and not timed_out:
-        lines.append(f"{cause.name} failed — {cause.summary().split(': ', 1)[1]}")
+        lines.append("still running: " + ", ".join(
+            f"{r.name} (at step {r.step}: {r.step_label})" if r.role == "party" else r.name for r in running))
     lines.append("status of every process:")
     lines += [f"  {r.summary()}" for r in reports]
     if cause is not None and cause.traceback:
@@ -256,22 +259,23 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, la
     values: dict[int, Any] = {}
     relay = _ProgressRelay(board, progress)
     start = time.monotonic()
-    inbox.start, inbox.limit_s = start, config.timeout_s
+    liveness = _Liveness(board, m, config.timeout_s, start)
     collecting = gc.isenabled()
     gc.disable()  # a full collection of the launcher's heap (≈ 0.1 s) would stall taking the results
     try:
         for process in processes:
             process.start()
         inbox.started()
-        failed, timed_out = _watch(processes, reports, values, inbox, relay, parties=m)
+        liveness.restart(time.monotonic())
+        failed, timed_out = _watch(processes, reports, values, inbox, relay, liveness, parties=m)
         if not failed and not timed_out:
             relay.final()
-            _finish(processes, reports, inbox.deadline)
+            _finish(processes, reports, time.monotonic() + config.timeout_s)
             inbox.drain(reports, values)  # the dealer's report
             return RunResult(values=[values[rank] for rank in range(m)], dealer=values.get(m),
                              wall_s=time.monotonic() - start)
         _attach_evidence(reports, board, logdir)
-        raise _failure(reports, inbox.limit_s, timed_out)
+        raise _failure(reports, liveness, timed_out)
     finally:
         if collecting:
             gc.enable()
@@ -307,16 +311,17 @@ def _processes(ctx, config: MpcConfig, settings: RunSettings, launcher: dict[str
 
 
 def _watch(processes: list, reports: list[PartyReport], values: dict[int, Any], inbox: "_Inbox",
-           relay: "_ProgressRelay", *, parties: int) -> tuple[bool, bool]:
+           relay: "_ProgressRelay", liveness: "_Liveness", *, parties: int) -> tuple[bool, bool]:
     """Take the processes' messages and notice their exits until every data party has reported success, or a
-    process has failed and the others have had :data:`_GRACE_S` to report (or have all stopped), or the
-    deadline passes (``inbox.deadline``, which a party may extend; the processes still running are then marked
-    ``timeout``). Returns (a process failed, the deadline passed)."""
+    process has failed and the others have had :data:`_GRACE_S` to report (or have all stopped), or no data
+    party has made progress for the run's ``timeout_s`` (``liveness``; the processes still running are then
+    marked ``timeout``). Returns (a process failed, the run stalled)."""
     failed_at: float | None = None
     while True:
         inbox.drain(reports, values)
         relay.poll()
         now = time.monotonic()
+        liveness.poll(now)
         _note_exits(processes, reports, values, inbox, now)
         if any(r.status in ("error", "died") for r in reports) and failed_at is None:
             failed_at = now
@@ -324,7 +329,7 @@ def _watch(processes: list, reports: list[PartyReport], values: dict[int, Any], 
         if parties_done or (failed_at is not None and (
                 now - failed_at > _GRACE_S or all(r.status != "running" for r in reports))):
             return failed_at is not None, False
-        if now > inbox.deadline:
+        if liveness.stalled(now):
             for report in reports:
                 if report.status == "running":
                     report.status, report.finished_at = "timeout", now
@@ -357,6 +362,45 @@ def _attach_evidence(reports: list[PartyReport], board: StatusBoard, logdir: str
             report.step, report.step_label = board.step(rank)
 
 
+class _Liveness:
+    """When each data party last made progress — a new protocol step or progress count on the status board —
+    and the run's window ``limit_s`` (``timeout_s``): the run has stalled when no party has progressed for
+    that long. Until every party has entered its first step (processes starting, links, handshake on a busy
+    host) the window is at least :data:`~mpcdp.config.DEFAULT_TIMEOUT_S`, so a short ``timeout_s`` chosen for
+    the protocol's steps does not stop a slow start. Polled by the launcher; costs the parties nothing."""
+
+    def __init__(self, board: StatusBoard, parties: int, limit_s: float, now: float):
+        self.board, self.limit_s = board, limit_s
+        self.first = [(board.step(rank)[0], board.progress(rank)) for rank in range(parties)]
+        self.seen = list(self.first)
+        self.changed = [now] * parties
+        self.started = False
+
+    def restart(self, now: float) -> None:
+        """The processes have been started (the first run also starts the fork server): count from ``now``."""
+        self.changed = [now] * len(self.changed)
+
+    def poll(self, now: float) -> None:
+        for rank in range(len(self.seen)):
+            mark = (self.board.step(rank)[0], self.board.progress(rank))
+            if mark != self.seen[rank]:
+                self.seen[rank], self.changed[rank] = mark, now
+        self.started = self.started or all(seen != first for seen, first in zip(self.seen, self.first))
+
+    def stalled(self, now: float) -> bool:
+        window = self.limit_s if self.started else max(self.limit_s, DEFAULT_TIMEOUT_S)
+        return now - max(self.changed) > window
+
+    def silent_longest(self) -> int:
+        """The data party whose last progress is the oldest."""
+        return min(range(len(self.changed)), key=lambda rank: self.changed[rank])
+
+    def silent_for(self, rank: int) -> float:
+        """Seconds since data party ``rank`` last progressed (the dealer, rank m: since any party did)."""
+        last = self.changed[rank] if rank < len(self.changed) else max(self.changed)
+        return time.monotonic() - last
+
+
 class _ProgressRelay:
     """Passes data party 0's progress (done, total) from the status board to the caller's
     ``progress`` callback, once per change; nothing when there is no callback."""
@@ -382,8 +426,6 @@ class _Inbox:
     message is read as soon as it is written, and the launcher wakes on a message or a process's exit."""
 
     def __init__(self, ctx, count: int):
-        self.start = time.monotonic()  # the run's start and its limit, set when it starts; a party may extend it
-        self.limit_s = float("inf")
         pairs = [ctx.Pipe(duplex=False) for _ in range(count)]
         self.readers = {rank: reader for rank, (reader, _) in enumerate(pairs)}
         self.writers = [writer for _, writer in pairs]
@@ -409,20 +451,13 @@ class _Inbox:
                 reader.close()
                 del self.readers[rank]
 
-    @property
-    def deadline(self) -> float:
-        """The run's deadline (``time.monotonic()``)."""
-        return self.start + self.limit_s
-
     def _progress_message(self, message) -> bool:
-        """Handle a party's progress line (printed where :func:`~mpcdp.runtime.progress.lines_to` says) or its
-        request for a later deadline (its run's estimate says it needs one; bounded); False for any other."""
+        """Handle a party's progress line (printed where :func:`~mpcdp.runtime.progress.lines_to` says); False
+        for any other message."""
         kind = message[0]
         if kind == "line" and isinstance(message[2], str):
             progress.launcher_line(message[2][:300])
-        elif kind == "deadline" and isinstance(message[2], float) and 0 < message[2] <= _LONGEST_DEADLINE_S:
-            self.limit_s = max(self.limit_s, message[2])
-        return kind in ("line", "deadline")
+        return kind == "line"
 
     def close(self) -> None:
         for end in [*self.readers.values(), *self.writers]:

@@ -301,8 +301,7 @@ def run_party_process(rank: int, config: MpcConfig, settings: RunSettings, rende
         _report_error(results, rank, error)
         announced.append(error)
 
-    reporter = progress.PhaseLines(f"mpcdp party {rank}", lambda line: _send(results, ("line", rank, line)),
-                                   on_deadline=lambda seconds: _send(results, ("deadline", rank, float(seconds))))
+    reporter = progress.PhaseLines(f"mpcdp party {rank}", lambda line: _send(results, ("line", rank, line)))
     try:
         value = run_party(rank=rank, config=config, rendezvous=rendezvous, fn=fn, args=args, job=job,
                           on_step=on_step, on_progress=on_progress, announce=announce, settings=settings,

@@ -9,9 +9,9 @@ Two sides:
   on its own writes its lines to its stderr; a party process of the local harness sends them to the launcher
   through its result pipe (:mod:`mpcdp.runtime.harness`);
 * **the launcher** of a local run prints what its parties send only while :func:`lines_to` names a stream
-  (the API and the CLI do; sweeps, benchmarks and tests stay quiet), and may extend its deadline when a
-  party asks for more time than the configured ``timeout_s`` because its estimate says so
-  (:func:`extend_deadline`; sent only where the protocol gives no ``timeout_s``).
+  (the API and the CLI do; sweeps, benchmarks and tests stay quiet). A run is stopped only when no party
+  makes progress for ``timeout_s`` (:mod:`mpcdp.runtime.harness`), never for its length: the estimate a party
+  prints is shown, not used to stop it.
 
 Rate: a phase's first line at once, then at most one line per :data:`INTERVAL_S`, and its last line (done =
 total). A line carries public counts only (samples, steps), never a data value.
@@ -34,10 +34,8 @@ class PhaseLines:
     """Rate-limited progress lines of one process, each prefixed with ``who`` ("mpcdp party 1")."""
 
     def __init__(self, who: str, write: Callable[[str], None], *, interval_s: float = INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic,
-                 on_deadline: Callable[[float], None] | None = None):
+                 clock: Callable[[], float] = time.monotonic):
         self.who, self.write, self.interval_s, self.clock = who, write, interval_s, clock
-        self.on_deadline = on_deadline
         self.name: str | None = None
         self.total = 0
         self.done = 0
@@ -86,14 +84,6 @@ def advance_by(count: int) -> None:
 def note(text: str) -> None:
     if _reporter is not None:
         _reporter.note(text)
-
-
-def extend_deadline(seconds: float) -> None:
-    """Ask the launcher of a local run to let the run go on for ``seconds`` from its start (the default
-    time-out that follows the run's estimate, :func:`mpcdp.jobs.estimate.default_timeout`); nothing for a
-    party started on its own, which has no whole-run deadline."""
-    if _reporter is not None and _reporter.on_deadline is not None:
-        _reporter.on_deadline(seconds)
 
 
 @contextlib.contextmanager
