@@ -3,6 +3,7 @@ held-out metrics per party and their secure weighted mean, and a mismatched file
 
 import dataclasses
 import functools
+import re
 
 import numpy as np
 import pandas as pd
@@ -147,6 +148,34 @@ def test_mpcdp_train_takes_torch_datasets_and_refuses_one_of_another_width():
                     protocol="protocols/own-data-mlp.toml")
 
 
+class _OneWide(torch.nn.Module):  # one output: a loss over class indices cannot score class 1
+    def __init__(self, features: int):
+        super().__init__()
+        self.layer = torch.nn.Linear(features, 1)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def test_a_module_that_cannot_score_every_class_is_refused_in_one_line_before_any_noise(capfd):
+    """Forward, loss and one backward pass with the agreed classes run on every party before it joins: a 1-wide
+    module under the default cross-entropy stops there, not after the noise pool was sampled."""
+    import mpcdp
+    from torch.utils.data import TensorDataset
+
+    g = torch.Generator().manual_seed(8)
+    parts = []
+    for n in (200, 200, 200):
+        x = torch.randn(n, 10, generator=g)
+        parts.append(TensorDataset(x, (x[:, 0] > 0).long()))
+    with pytest.raises(PartyRefused) as refused:
+        mpcdp.train(_OneWide(10), parts, protocol="protocols/own-data-mlp.toml")
+    assert re.fullmatch(r"party \d refused its data: the model cannot train with '2 classes, output width 1' "
+                        r"\(forward, loss and one backward pass on a record of zeros failed before any noise; give "
+                        r"it one output per class, or a loss that takes its output\)", str(refused.value))
+    assert "sampling noise" not in capfd.readouterr().err
+
+
 def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(party_files, deployment):
     """`mpcdp party --job train --data FILE` on each of three processes (and the dealer), as on separate hosts:
     every party prints the same released model and the certified ε."""
@@ -179,6 +208,7 @@ def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(pa
     assert all(r["theta"] == reports[0]["theta"] and r["parties_records"] == [len(p) for p in parts] for r in reports)
     assert all(r["epsilon"] <= plan.epsilon and r["delta_certified"] <= plan.delta for r in reports)
     assert [r["held_out"]["own"]["test_records"] for r in reports] == [len(t) for t in tests]
+    assert not [line for _, err in done for line in err.splitlines() if "Warning" in line]  # a clean run is quiet
 
 
 @pytest.mark.parametrize("field", ["epsilon", "params.c1"])

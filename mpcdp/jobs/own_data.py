@@ -46,6 +46,7 @@ import functools
 import time
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from mpcdp.mpc.data_agreement import agree_on_data
@@ -181,6 +182,7 @@ def local_checks(source: PartySource | CheckedData, model) -> CheckedData:
         model = model.build(tuple(train.x.shape[1:]))
     _check_forward(model, train)
     classes = model_classes(model, declared)
+    _check_training_step(model, classes, train)
     for data in (train, test) if test is not None else (train,):
         classes.check(data, source.label)
     return CheckedData(train, test, model, classes)
@@ -205,6 +207,34 @@ def _check_forward(model, data: PartyData) -> None:
                        data.source, str(shape)) from None
 
 
+def _check_training_step(model, classes: Classes, data: PartyData) -> None:
+    """The model trains on this party's record shape with the agreed classes: a forward pass, the user's loss
+    and one backward pass (per-example gradients) on a record of zeros labelled with the first and with the
+    last class, so that a network whose output cannot score every class (a 1-wide output under a loss that
+    indexes classes) is refused here, before the parties connect and any noise is drawn. No data involved.
+
+    Raises:
+        ConfigError: it does not, naming the model and the class count, carrying a ``model-input`` refusal.
+    """
+    if model.kind == "logreg":
+        return
+    shape = tuple(data.x.shape[1:])
+    x = torch.zeros((2, *shape), dtype=torch.float64)
+    first, last = (classes.values[0], classes.values[-1]) if classes.values else (0, classes.count - 1)
+    try:
+        y = model.labels(np.array([first, last]))
+        gradients = model.per_example_gradients(model.initial_theta(model.dimension(x), 0), x, y)
+        if not bool(torch.isfinite(torch.as_tensor(gradients)).all()):
+            raise ValueError("its per-example gradients are not finite on a record of zeros")
+    except Exception as exc:  # noqa: BLE001 - the user's module and loss: report what they said
+        width = _output_width(model)
+        raise refusing(ConfigError(
+            f"`model` {model.name!r} cannot train with {classes.count} classes (output width {width}) on records "
+            f"of shape {shape}: forward, loss and backward on a record of zeros labelled {first} and {last} "
+            f"failed: {type(exc).__name__}: {str(exc)[:300]}"),
+            "model-classes", data.source, f"{classes.count} classes, output width {width}") from None
+
+
 def check_own_data(plan, source: PartySource | CheckedData, model, noise: bool = True) -> tuple:
     """:func:`own_data_party`'s arguments once its local checks passed (:func:`local_checks`); the runtime
     calls it before the party joins the run (:func:`~mpcdp.runtime.party.checks_before_joining`)."""
@@ -219,7 +249,7 @@ def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize
     if test is None:
         own, local = None, torch.zeros(3, dtype=torch.float64)
     else:
-        x, y = torch.from_numpy(test.x).double(), model.labels(test.y)
+        x, y = torch.tensor(test.x, dtype=torch.float64), model.labels(test.y)
         if normalize_rows:
             x = unit_rows(x)
         loss, error = float(model.loss(theta, x, y)), float(model.error_rate(theta, x, y))
@@ -275,7 +305,7 @@ def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: b
     checked = local_checks(source, model)
     train, test, model = checked.train, checked.test, checked.model
     sizes = agree_on_data(ctx, checked.description())
-    x, y = torch.from_numpy(train.x).double(), model.labels(train.y)
+    x, y = torch.tensor(train.x, dtype=torch.float64), model.labels(train.y)
     if plan.normalize_rows:
         x = unit_rows(x)
     dim = model.dimension(x)

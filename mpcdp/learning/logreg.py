@@ -9,6 +9,7 @@ finite-sum objective F = (1/n)·Σ f_i.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch.func import grad, vmap
 
@@ -79,7 +80,7 @@ class LogisticModel:
     @staticmethod
     def labels(values) -> torch.Tensor:
         """±1 labels as float64."""
-        return torch.as_tensor(values).to(torch.float64)
+        return torch.tensor(np.asarray(values), dtype=torch.float64)  # a copy: the values may be read-only
 
     @staticmethod
     def dimension(x: torch.Tensor) -> int:
