@@ -13,7 +13,8 @@ from mpcdp.errors import ConfigError
 from mpcdp.cli.options import _add_mpc_options, _add_model_outputs, given_mpc
 from mpcdp.config import resolve_mpc
 from mpcdp.validation import read_protocol
-from mpcdp.cli.own_data_commands import _features, _own_data_outputs
+from mpcdp.cli.own_data_commands import _features, _own_data_outputs, own_model
+from mpcdp.cli.user_module import add_module_options, is_module_spec
 
 
 def _add_party_link_options(party: argparse.ArgumentParser) -> None:
@@ -51,7 +52,10 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
                        help="with --data: the feature columns, comma-separated (default: every other column), "
                             "or the dimension of an svmlight file")
     _add_model_outputs(party)
-    party.add_argument("--model", default="logreg-a9a", help="for --job cost: the model whose layers are costed")
+    party.add_argument("--model", default="logreg-a9a",
+                       help="for --job cost: the model whose layers are costed; for --job train with --data: your "
+                            "own nn.Module as FILE.py:CLASS (as `mpcdp train --model`)")
+    add_module_options(party, model_option=False)
     party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
     party.add_argument("--sigma", type=float, default=1.0)
     party.add_argument("--link-delay-ms", type=float, default=0.0,
@@ -115,11 +119,14 @@ def _cmd_party(ns: argparse.Namespace) -> int:
             from mpcdp.jobs.own_data_results import check_every
 
             plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
+            if not is_module_spec(ns.model):
+                ns.model = None  # the cost job's default names no module: the protocol's model
+            model = own_model(ns, plan)
             values = run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
-                                       plan.trained_model, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
+                                       model, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
                                        settings=settings)
             result = report(values)
-            _own_data_outputs(ns, plan, [values], result)
+            _own_data_outputs(ns, plan, [values], result, model)
         else:
             with progress.lines_to(sys.stderr):  # this host's estimate (its progress: run_party's own lines)
                 result = run_plan(plan, curve=False,

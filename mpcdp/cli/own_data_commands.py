@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from typing import Any
 
 from mpcdp.errors import ConfigError
 
@@ -29,10 +30,26 @@ def _own_sources(ns: argparse.Namespace) -> list:
     return [PartySource(f, t, ns.label, _features(ns.features)) for f, t in zip(ns.data, tests)]
 
 
+def own_model(ns: argparse.Namespace, plan) -> Any:
+    """The model the parties train: the user's ``--model FILE.py:Class`` (an ``nn.Module`` recipe, as
+    :func:`mpcdp.train` makes one), else the protocol's (:attr:`~mpcdp.jobs.train.TrainPlan.trained_model`;
+    None without a ``plan``)."""
+    from mpcdp.cli.user_module import user_module
+    from mpcdp.jobs.own_data import ModuleRecipe
+
+    if getattr(ns, "model", None):
+        return ModuleRecipe(user_module(ns.model, ns.model_arg), None, ns.classes)
+    if getattr(ns, "model_arg", None) or getattr(ns, "classes", None) is not None:
+        raise ConfigError("`--model-arg` and `--classes` are for your own module: give it with "
+                          "`--model FILE.py:Class`.")
+    return plan.trained_model if plan is not None else None
+
+
 def _check_own_data_options(ns: argparse.Namespace) -> None:
     """Refuse the own-data options without ``--data``, and the shipped-data options with it."""
     own = [flag for flag, value in (("--test", ns.test), ("--label", ns.label), ("--features", ns.features),
                                     ("--model-out", getattr(ns, "model_out", None)),
+                                    ("--model", getattr(ns, "model", None)),
                                     ("--eval-every", getattr(ns, "eval_every", None))) if value is not None]
     if own and not ns.data:
         raise ConfigError(f"`{own[0]}` is for the parties' own files: give them with `--data`.")
@@ -44,12 +61,13 @@ def _check_own_data_options(ns: argparse.Namespace) -> None:
         raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
 
 
-def _own_data_outputs(ns: argparse.Namespace, plan, values: list, report: dict) -> None:
+def _own_data_outputs(ns: argparse.Namespace, plan, values: list, report: dict, model: Any = None) -> None:
     """``--model-out`` and ``--plot`` of a run on own data (party ``values[0]``'s view); their paths go into
-    ``report``."""
+    ``report``. ``model``: what was trained (a module recipe gets the released parameters; None: the plan's)."""
     from mpcdp.api import train_result
 
-    result = train_result(plan, values, values[0], plan.model)
+    module = getattr(model, "module", None)
+    result = train_result(plan, values, values[0], module if module is not None else plan.model)
     if ns.model_out:
         report["model_files"] = list(result.save(ns.model_out))
     if ns.plot:
@@ -72,9 +90,11 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
                           f"`dataset` {plan.dataset!r}.")
     plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
     run = simulate_own_data if plan.backend == "simulated" else run_own_data
-    values = run(plan, sources, plan.trained_model)
+    model = own_model(ns, plan)
+    values = run(plan, sources, model)
     result = {"protocol": plan.name, "backend": plan.backend, "parties": plan.parties, **report(values[0])}
+    result["model"] = ns.model or plan.model
     result["held_out_by_party"] = [v["held_out"]["own"] for v in values]
-    _own_data_outputs(ns, plan, values, result)
+    _own_data_outputs(ns, plan, values, result, model)
     print(json.dumps(result))
     return 0

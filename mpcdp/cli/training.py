@@ -11,7 +11,8 @@ from mpcdp import providers
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
 from mpcdp.cli.options import _provider_help, _add_own_data_options, _add_model_outputs, _add_variant_options
-from mpcdp.cli.own_data_commands import _check_own_data_options, _cmd_train_own_data, _own_sources
+from mpcdp.cli.own_data_commands import _check_own_data_options, _cmd_train_own_data, _own_sources, own_model
+from mpcdp.cli.user_module import add_module_options
 
 
 def warm_parties_for(argv: list[str]) -> None:
@@ -72,6 +73,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                             f"{_provider_help(providers.names(insecure=False))}")
     _add_variant_options(train)
     _add_own_data_options(train)
+    add_module_options(train)
     _add_model_outputs(train)
     train.set_defaults(func=_cmd_train)
 
@@ -148,6 +150,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("--out", default="compare-out", help="folder for the PNG plot and the JSON record")
     _add_variant_options(compare)
     _add_own_data_options(compare)
+    add_module_options(compare)
     compare.set_defaults(func=_cmd_compare)
 
 
@@ -159,7 +162,7 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     if ns.data:
         from mpcdp.jobs.own_data_simulated import OwnFiles
 
-        own_data = OwnFiles(tuple(_own_sources(ns)))
+        own_data = OwnFiles(tuple(_own_sources(ns)), model=own_model(ns, None))
         parties = len(ns.data)
     summary = compare(ns.protocol, seeds=ns.seeds, parties=parties, epsilon=ns.epsilon, out=ns.out,
                       algorithm=ns.algorithm, size_ratio=ns.size_ratio, own_data=own_data)

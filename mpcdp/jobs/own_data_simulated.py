@@ -132,6 +132,7 @@ class OwnFiles:
 
     sources: tuple[PartySource, ...]
     metrics: tuple[str, ...] = ("test_error", "test_loss", "wall_s")
+    model: Any = None  # what the parties train (a module recipe); None: the protocol's model
 
     def __post_init__(self) -> None:
         missing = [j for j, source in enumerate(self.sources) if source.test is None]
@@ -147,7 +148,7 @@ class OwnFiles:
         plan = dataclasses.replace(plan, eval_every=1)
         start = time.perf_counter()
         run = simulate_own_data if plan.backend == SIMULATED else run_own_data
-        first = run(plan, list(self.sources), plan.trained_model)[0]
+        first = run(plan, list(self.sources), self.model if self.model is not None else plan.trained_model)[0]
         mean = first["held_out"]["mean"]
         return {"backend": plan.backend, "epsilon": first["epsilon"], "parties": plan.parties,
                 "parties_records": first["sizes"], "most_exposed_party": first["most_exposed_party"],

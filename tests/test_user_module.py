@@ -1,0 +1,81 @@
+"""`--model FILE.py:Class` trains the user's own nn.Module from the command line, as `mpcdp.train` does: the dry
+run and the secure run on each party's own CSV with 0/1 labels, and the refusals for a bad spec."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
+PROTOCOL = str(ROOT / "protocols" / "own-data-mlp.toml")
+MODULE = '''
+import torch
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, features, hidden=8):
+        super().__init__()
+        self.layers = torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.Tanh(),
+                                          torch.nn.Linear(hidden, 2))
+
+    def forward(self, x):
+        return self.layers(x)
+'''
+
+
+@pytest.fixture
+def own_files(tmp_path):
+    """The user's module in its own file and three parties' CSVs with 0/1 labels (what logreg refuses)."""
+    (tmp_path / "mymodel.py").write_text(MODULE)
+    rng = np.random.default_rng(5)
+    data, tests = [], []
+    for j in range(3):
+        for kind, rows, out in (("train", 400, data), ("test", 100, tests)):
+            x = rng.normal(size=(rows, 3))
+            frame = pd.DataFrame(x, columns=["a", "b", "c"])
+            frame["y"] = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(int)
+            path = tmp_path / f"{kind}{j}.csv"
+            frame.to_csv(path, index=False)
+            out.append(str(path))
+    return tmp_path / "mymodel.py", data, tests
+
+
+def _train(module_file, data, tests, *extra, backend="simulated"):
+    command = [MPCDP, "train", PROTOCOL, "--backend", backend, "--model", f"{module_file}:Mlp",
+               "--model-arg", "features=3", "--data", *data, "--test", *tests, "--label", "y", *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=module_file.parent.parent)
+
+
+@pytest.mark.parametrize("backend", ["simulated", "mpc"])
+def test_the_command_line_trains_the_users_module_on_0_1_labels(own_files, backend, tmp_path):
+    module_file, data, tests = own_files
+    done = _train(module_file, data, tests, "--model-arg", "hidden=6", "--model-out", str(tmp_path / "out.pt"),
+                  backend=backend)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["model"] == f"{module_file}:Mlp" and report["parties_records"] == [400, 400, 400]
+    assert report["epsilon"] <= 1.0 and 0.0 <= report["held_out"]["mean"]["test_error"] < 0.5
+    saved = json.loads((tmp_path / "out.json").read_text())
+    assert saved["model"] == "Mlp" and saved["parameters"] == 3 * 6 + 6 + 6 * 2 + 2  # its class, hidden=6
+    assert "Traceback" not in done.stderr and "Warning" not in done.stderr
+
+
+@pytest.mark.parametrize("spec, extra, line", [
+    ("{file}:Missing", [], r"mpcdp: `--model` '.*mymodel\.py:Missing': mymodel\.py has no nn\.Module class 'Missing'\."),
+    ("{file}", [], r"mpcdp: `--model` must be FILE\.py:Class\. Found '.*mymodel\.py'\."),
+    ("{file}:Mlp", ["--model-arg", "width=3"], r"mpcdp: `--model` '.*:Mlp' cannot be constructed with \{'features': 3, "
+                                               r"'width': 3\}: TypeError: .*"),
+])
+def test_a_bad_module_spec_is_one_line_before_any_data_is_read(own_files, spec, extra, line):
+    module_file, data, tests = own_files
+    command = [MPCDP, "train", PROTOCOL, "--backend", "simulated", "--model", spec.format(file=module_file),
+               "--model-arg", "features=3", *extra, "--data", *data, "--label", "y"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and __import__("re").fullmatch(line, done.stderr.strip())
