@@ -67,7 +67,8 @@ def own_data(records: list[int]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         files = _party_files(folder, records)
         torch.manual_seed(0)
-        result = mpcdp.train(example.SmallMlp(123), files, label="income_over_50k", protocol=OWN_DATA)
+        result = mpcdp.train(example.SmallMlp(123), files, label="income_over_50k", protocol=OWN_DATA,
+                             fresh_budget=True)  # a benchmark reruns on the same records
     costs = result.costs
     measured = {"bytes_per_party": max(costs["party_bytes"]), "dealer_bytes": costs["dealer_bytes"],
                 "seconds": costs["wall_s"], "presample_s": costs["presample_s"], "online_s": costs["online_s"],

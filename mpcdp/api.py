@@ -109,7 +109,9 @@ def train(model, data, *, protocol: str,
           label: str | None = None, features: Sequence[str] | int | None = None,
           test=None, loss=None, classes: int | None = None,
           epsilon: float | None = None, seed: int | None = None, noise: bool = True,
-          backend: str = "mpc", eval_every: int | None = None) -> TrainResult | None:
+          backend: str = "mpc", eval_every: int | None = None, checkpoint: str | None = None,
+          checkpoint_every: int | None = None, resume: bool = False,
+          fresh_budget: bool = False) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
@@ -137,6 +139,13 @@ def train(model, data, *, protocol: str,
             (:attr:`TrainResult.metrics`). The iterates are computed from the releases alone, so this is
             post-processing and costs no privacy: ε is unchanged. The parties' mean per round is opened as the
             final held-out mean is.
+        checkpoint: a folder on this party's own disk for its checkpoints (each party of a local run its own
+            ``party-j``), every ``checkpoint_every`` releases (default a tenth of the run); ``resume=True``
+            continues the run saved there after a party was lost, re-serving the releases already opened, so no
+            release is opened twice and the certified ε is the uninterrupted run's.
+        fresh_budget: start a run over records that an earlier run already spent privacy budget on (every
+            party keeps a ledger of its records' runs: :mod:`mpcdp.jobs.budget`); without it such a run is
+            refused in one line that says what was spent.
 
     Returns:
         :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (one line,
@@ -150,16 +159,22 @@ def train(model, data, *, protocol: str,
         raise ConfigError(f"`backend` must be one of {[MPC, SIMULATED]}. Found {backend!r}.")
     trained = _trained_model(model, loss, classes)
     options = dict(epsilon=epsilon, seed=seed)
+    from mpcdp.jobs.own_data import Keeping
+
+    keeping = Keeping(checkpoint, checkpoint_every, resume, fresh_budget)
+    if backend == SIMULATED and checkpoint:
+        raise ConfigError("`checkpoint` keeps a secure run: the dry run (`backend` 'simulated') has none.")
     eval_every = check_every(eval_every)
     features = tuple(features) if features is not None and not isinstance(features, int) else features
     if isinstance(data, (list, tuple)):
-        plan, values = _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every)
+        plan, values = _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every,
+                                 keeping)
         mine = values[0]
     else:
         if backend == SIMULATED:
             raise ConfigError("`backend` 'simulated' runs every party's file in this process: give `data` as a list "
                               "of one file per party")
-        ran = _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every)
+        ran = _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every, keeping)
         if ran is None:
             return None
         plan, mine = ran
@@ -185,7 +200,7 @@ def _trained_model(model, loss, classes):
     raise ConfigError(f"`model` must be an nn.Module or an mpcdp model name. Found {type(model).__name__}.")
 
 
-def _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every):
+def _run_here(trained, data, test, label, features, protocol, options, noise, backend, eval_every, keeping):
     """Every party on this host, one process per file (``mpc``), or the dry run in this process
     (``simulated``): (the plan, every party's values)."""
     from mpcdp.errors import ConfigError, PartyFailed
@@ -200,15 +215,16 @@ def _run_here(trained, data, test, label, features, protocol, options, noise, ba
     plan = plan_from(protocol, backend=backend, parties=len(files), **options)
     plan = dataclasses.replace(plan, eval_every=eval_every)
     sources = [PartySource(f, t, label, features) for f, t in zip(files, tests)]
-    run = simulate_own_data if plan.backend == "simulated" else run_own_data
     with progress.lines_to(sys.stderr):  # every party's estimate and progress lines, as they come
         try:
-            return plan, run(plan, sources, trained, noise=noise)
+            if plan.backend == "simulated":
+                return plan, simulate_own_data(plan, sources, trained, noise=noise)
+            return plan, run_own_data(plan, sources, trained, noise=noise, keeping=keeping)
         except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
             raise as_refusal(failure) from None
 
 
-def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every):
+def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every, keeping):
     """This host's party of a run across hosts (or the dealer's process: None); (the plan, its values)."""
     from mpcdp.jobs.own_data import PartySource, run_own_data_here
     from mpcdp.jobs.train import plan_from, protocol_provider
@@ -225,7 +241,7 @@ def _run_this_party(trained, data, test, label, features, protocol, options, noi
         return None
     source = PartySource(_records(data), _records(test), label, features)
     return plan, run_own_data_here(plan, source, trained, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
-                                   noise=noise)
+                                   noise=noise, keeping=keeping)
 
 
 def train_result(plan, values: list[dict], mine: dict, model) -> TrainResult:

@@ -39,6 +39,8 @@ CATEGORIES = {
     "schema": "held-out file {file} has another schema than the training file (first at column {field}{at})",
     "shape": "held-out file {file} has another record shape than the training file ({field})",
     "model-input": "the model cannot take the records of file {file} (record shape {field})",
+    "budget": "file {file} already spent privacy budget {field} in earlier runs (resume that run from its "
+              "checkpoint folder, or give --fresh-budget to spend more)",
     "model-classes": "the model cannot train with {field} (forward, loss and one backward pass on a record of "
                      "zeros failed before any noise; give it one output per class, or a loss that takes its output)",
     "error": "it stopped before joining the run (its own output says why)",

@@ -3,6 +3,15 @@ import pytest
 from mpcdp.config import MpcConfig
 
 
+@pytest.fixture(autouse=True)
+def own_privacy_ledger(tmp_path_factory, monkeypatch):
+    """Every test its own privacy ledger (mpcdp.jobs.budget), in this process and the ones it starts: tests reuse
+    the same records, and a user's real ledger is never touched."""
+    folder = tmp_path_factory.mktemp("ledger")
+    monkeypatch.setenv("MPCDP_LEDGER", str(folder))
+    return folder
+
+
 @pytest.fixture
 def config_for():
     """MpcConfig with the dealer (the default provider) and a test-sized timeout."""

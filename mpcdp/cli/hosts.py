@@ -13,7 +13,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.cli.options import _add_mpc_options, _add_model_outputs, given_mpc
 from mpcdp.config import resolve_mpc
 from mpcdp.validation import read_protocol
-from mpcdp.cli.own_data_commands import _features, _own_data_outputs, own_model
+from mpcdp.cli.own_data_commands import _features, _own_data_outputs, keeping_of, own_model
 from mpcdp.cli.user_module import add_module_options, is_module_spec
 
 
@@ -56,6 +56,15 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
                        help="for --job cost: the model whose layers are costed; for --job train with --data: your "
                             "own nn.Module as FILE.py:CLASS (as `mpcdp train --model`)")
     add_module_options(party, model_option=False)
+    party.add_argument("--checkpoint", default=None, metavar="DIR",
+                       help="with --job train --data: save this party's state under DIR (on its own disk)")
+    party.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                       help="releases between checkpoints (default: a tenth of the run)")
+    party.add_argument("--resume", default=None, metavar="DIR",
+                       help="with --job train --data: continue the run saved under DIR (every party resumes)")
+    party.add_argument("--fresh-budget", action="store_true",
+                       help="with --job train --data: run although this party's records already spent privacy "
+                            "budget in an earlier run (its ledger)")
     party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
     party.add_argument("--sigma", type=float, default=1.0)
     party.add_argument("--link-delay-ms", type=float, default=0.0,
@@ -124,7 +133,7 @@ def _cmd_party(ns: argparse.Namespace) -> int:
             model = own_model(ns, plan)
             values = run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
                                        model, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
-                                       settings=settings)
+                                       settings=settings, keeping=keeping_of(ns))
             result = report(values)
             _own_data_outputs(ns, plan, [values], result, model)
         else:

@@ -45,6 +45,19 @@ def own_model(ns: argparse.Namespace, plan) -> Any:
     return plan.trained_model if plan is not None else None
 
 
+def keeping_of(ns: argparse.Namespace) -> Any:
+    """``--checkpoint DIR`` / ``--checkpoint-every K`` / ``--resume DIR`` / ``--fresh-budget`` as a run's
+    :class:`~mpcdp.jobs.own_data.Keeping`."""
+    from mpcdp.jobs.own_data import Keeping
+
+    checkpoint, resume = getattr(ns, "checkpoint", None), getattr(ns, "resume", None)
+    if resume and checkpoint and checkpoint != resume:
+        raise ConfigError(f"`--checkpoint` {checkpoint!r} and `--resume` {resume!r} differ: a resumed run keeps "
+                          f"saving into the directory it resumes from")
+    return Keeping(resume or checkpoint, getattr(ns, "checkpoint_every", None), bool(resume),
+                   bool(getattr(ns, "fresh_budget", False)))
+
+
 def _check_own_data_options(ns: argparse.Namespace) -> None:
     """Refuse the own-data options without ``--data``, and the shipped-data options with it."""
     own = [flag for flag, value in (("--test", ns.test), ("--label", ns.label), ("--features", ns.features),
@@ -53,8 +66,10 @@ def _check_own_data_options(ns: argparse.Namespace) -> None:
                                     ("--eval-every", getattr(ns, "eval_every", None))) if value is not None]
     if own and not ns.data:
         raise ConfigError(f"`{own[0]}` is for the parties' own files: give them with `--data`.")
-    shipped = [flag for flag, value in (("--size-ratio", ns.size_ratio), ("--checkpoint", getattr(ns, "checkpoint", None)),
-                                        ("--resume", getattr(ns, "resume", None))) if value is not None]
+    shipped = [flag for flag, value in (("--size-ratio", ns.size_ratio),) if value is not None]
+    if getattr(ns, "fresh_budget", False) and not ns.data:
+        raise ConfigError("`--fresh-budget` is for the parties' own files (their privacy ledger): give them with "
+                          "`--data`.")
     if ns.data and shipped:
         raise ConfigError(f"`{shipped[0]}` applies to a shipped dataset's split, not to the parties' own files.")
     if getattr(ns, "plot", None) and getattr(ns, "eval_every", None) is None:
@@ -77,7 +92,8 @@ def _own_data_outputs(ns: argparse.Namespace, plan, values: list, report: dict, 
 def _cmd_train_own_data(ns: argparse.Namespace) -> int:
     """``mpcdp train P --data A B C``: every party's own file on this host, secure (a process per file) or the
     simulated dry run; prints party 0's report with every party's held-out metrics."""
-    from mpcdp.jobs.own_data import report, run_own_data
+    from mpcdp.errors import PartyFailed
+    from mpcdp.jobs.own_data import as_refusal, report, run_own_data
     from mpcdp.jobs.own_data_results import check_every
     from mpcdp.jobs.own_data_simulated import simulate_own_data
     from mpcdp.jobs.train import OWN_FILES, plan_from
@@ -89,9 +105,16 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
         raise ConfigError(f"`--data` is for a protocol without `dataset`; {ns.protocol!r} trains on "
                           f"`dataset` {plan.dataset!r}.")
     plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
-    run = simulate_own_data if plan.backend == "simulated" else run_own_data
     model = own_model(ns, plan)
-    values = run(plan, sources, model)
+    if plan.backend == "simulated":
+        if ns.checkpoint or ns.resume:
+            raise ConfigError("`--checkpoint`/`--resume` keep a secure run: the dry run has none.")
+        values = simulate_own_data(plan, sources, model)
+    else:
+        try:
+            values = run_own_data(plan, sources, model, keeping=keeping_of(ns))
+        except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
+            raise as_refusal(failure) from None
     result = {"protocol": plan.name, "backend": plan.backend, "parties": plan.parties, **report(values[0])}
     result["model"] = ns.model or plan.model
     result["held_out_by_party"] = [v["held_out"]["own"] for v in values]

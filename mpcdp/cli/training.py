@@ -59,7 +59,11 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--epsilon", type=float, default=None)
     train.add_argument("--seed", type=int, default=None)
     train.add_argument("--checkpoint", default=None, metavar="DIR",
-                       help="save every party's state under DIR (each party its own folder; DP-SRM and STORM)")
+                       help="save every party's state under DIR (each party its own folder; DP-SRM and STORM; "
+                            "shipped data or --data)")
+    train.add_argument("--fresh-budget", action="store_true",
+                       help="with --data: run although a party's records already spent privacy budget in an "
+                            "earlier run (each party's ledger; refused without it, saying what was spent)")
     train.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                        help="releases between checkpoints (default: a tenth of the run)")
     train.add_argument("--resume", default=None, metavar="DIR",

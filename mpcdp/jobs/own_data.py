@@ -235,10 +235,57 @@ def _check_training_step(model, classes: Classes, data: PartyData) -> None:
             "model-classes", data.source, f"{classes.count} classes, output width {width}") from None
 
 
-def check_own_data(plan, source: PartySource | CheckedData, model, noise: bool = True) -> tuple:
-    """:func:`own_data_party`'s arguments once its local checks passed (:func:`local_checks`); the runtime
-    calls it before the party joins the run (:func:`~mpcdp.runtime.party.checks_before_joining`)."""
-    return plan, local_checks(source, model), model, noise
+@dataclasses.dataclass(frozen=True)
+class Keeping:
+    """How a run on own data is kept across failures and runs: ``checkpoint_dir`` (this party's checkpoints,
+    on its own disk; None: none), ``every`` (releases between checkpoints; None: a tenth of the run),
+    ``resume`` (continue the run saved there instead of starting one), ``fresh_budget`` (start a run over
+    records that earlier runs already spent privacy budget on: :mod:`mpcdp.jobs.budget`)."""
+
+    checkpoint_dir: str | None = None
+    every: int | None = None
+    resume: bool = False
+    fresh_budget: bool = False
+
+    def __post_init__(self) -> None:
+        if self.resume and not self.checkpoint_dir:
+            raise ConfigError("`resume` continues a run from its checkpoint folder: give the folder.")
+        if self.every is not None:
+            from mpcdp.validation import check_integer
+
+            check_integer(self.every, "checkpoint_every")
+        if self.checkpoint_dir and not self.resume:
+            import pathlib
+
+            folder = pathlib.Path(self.checkpoint_dir)
+            if folder.exists() and any(folder.iterdir()):
+                raise ConfigError(f"checkpoint directory {self.checkpoint_dir!r} is not empty: resume from it "
+                                  f"(`--resume`) or choose a new one")
+
+
+def _checkpointable() -> list[str]:
+    from mpcdp.learning import algorithms
+
+    return sorted(name for name, record in algorithms.ALGORITHMS.items() if record.checkpointable)
+
+
+def check_own_data(plan, source: PartySource | CheckedData, model, noise: bool = True,
+                   keeping: Keeping | None = None) -> tuple:
+    """:func:`own_data_party`'s arguments once its local checks passed (:func:`local_checks`) and, for a run
+    with noise, its records have no budget spent by an earlier run (:func:`mpcdp.jobs.budget.check_budget`);
+    the runtime calls it before the party joins the run (:func:`~mpcdp.runtime.party.checks_before_joining`)."""
+    from mpcdp.jobs import budget
+
+    checked = local_checks(source, model)
+    keeping = keeping or Keeping()
+    if keeping.checkpoint_dir and not plan.record.checkpointable:
+        raise ConfigError(f"`checkpoint` keeps a run of a checkpointable algorithm ({', '.join(_checkpointable())}); "
+                          f"{plan.record.name!r} is not one.")
+    if noise and not isinstance(source, CheckedData):
+        resuming = budget.run_key(keeping.checkpoint_dir) if keeping.resume else None
+        budget.check_budget(budget.data_digest(checked.train.x, checked.train.y), file=checked.train.source,
+                            fresh_budget=keeping.fresh_budget, resuming=resuming)
+    return plan, checked, model, noise, keeping
 
 
 def _held_out(ctx, model, theta: torch.Tensor, test: PartyData | None, normalize_rows: bool) -> dict[str, Any]:
@@ -295,12 +342,14 @@ class ModuleRecipe:
 
 
 @checks_before_joining(check_own_data)
-def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: bool = True) -> dict[str, Any]:
+def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: bool = True,
+                   keeping: Keeping | None = None) -> dict[str, Any]:
     """One party of a run on its own data (see the module docstring). ``plan``: the protocol
     (:class:`~mpcdp.jobs.train.TrainPlan`; its dataset is not read); ``source``: this party's files, or its
     records once checked (:func:`check_own_data`, which the runtime runs first); ``model``: an mpcdp model
     object (:mod:`mpcdp.learning.models`, or :func:`~mpcdp.learning.modules.from_module` of an ``nn.Module``);
-    ``noise`` False: the same run without noise (for comparisons; nothing is certified)."""
+    ``noise`` False: the same run without noise (for comparisons; nothing is certified); ``keeping``: its
+    checkpoints and its privacy ledger entry (:class:`Keeping`, :mod:`mpcdp.jobs.budget`)."""
     started = time.perf_counter()
     checked = local_checks(source, model)
     train, test, model = checked.train, checked.test, checked.model
@@ -317,8 +366,11 @@ def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: b
     check_noise_agreement(ctx.exchange_public(agreed, label="noise agreement"))
     estimate = estimate_own_data(plan, planned, dim, levels)
     runner = functools.partial(plan.record.runner, model=model)
+    keeping = keeping or Keeping()
+    checkpoint, entry = _kept(plan, planned, levels, tuple(sizes), checked, keeping, certificate)
     prepare_s = time.perf_counter() - started
-    out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner)
+    out = mpc_party(ctx, Shard(ctx.rank, x, y), planned.params, levels, dim, runner, checkpoint=checkpoint,
+                    on_opened=None if entry is None else entry.opened)
     theta = out["result"].output(plan.output)
     evaluate_start = time.perf_counter()
     held_out = _held_out(ctx, model, theta, test, plan.normalize_rows)
@@ -330,14 +382,42 @@ def own_data_party(ctx, plan, source: PartySource | CheckedData, model, noise: b
             "releases": len(out["result"].released),
             "online_s": out["online_s"], "presample_s": out["presample_s"], "bytes_sent": out["bytes_sent"],
             "prepare_s": prepare_s, "evaluate_s": time.perf_counter() - evaluate_start,
-            "estimate": estimate.to_dict()}
+            "estimate": estimate.to_dict(), "resumed_after_release": out["resumed_after"],
+            "re_served_releases": out["re_served"],
+            "ledger": None if entry is None else {"file": str(entry.path), "opened": len(entry.entry["opened"]),
+                                                  "releases": entry.entry["releases"]}}
 
 
-def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True) -> list[dict[str, Any]]:
-    """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process."""
+def _kept(plan, planned, levels, sizes: tuple[int, ...], checked: CheckedData, keeping: Keeping,
+          certificate) -> tuple[dict[str, Any] | None, Any]:
+    """The run's checkpoint settings for :func:`~mpcdp.learning.backends.mpc_party` (None without a folder:
+    bound to the resolved plan, the agreed noise and the record counts, and by ``mpc_party`` to this party's
+    records) and its privacy ledger entry (None for a run without noise), written before the first release."""
+    from mpcdp.jobs import budget
+    from mpcdp.jobs.train import checkpoint_description
+
+    checkpoint = None
+    if keeping.checkpoint_dir:
+        checkpoint = {"dir": keeping.checkpoint_dir, "every": keeping.every or max(1, planned.steps // 10),
+                      "resume": keeping.resume,
+                      "description": {**checkpoint_description(plan, levels, planned.steps), "sizes": list(sizes)}}
+    if certificate is None:
+        return checkpoint, None
+    entry = budget.RunEntry(budget.data_digest(checked.train.x, checked.train.y),
+                            budget.run_key(keeping.checkpoint_dir), protocol=plan.name,
+                            epsilon=certificate.epsilon, delta=certificate.delta, releases=planned.steps + 1,
+                            file=checked.train.source)
+    return checkpoint, entry
+
+
+def run_own_data(plan, sources: Sequence[PartySource], model, *, noise: bool = True,
+                 keeping: Keeping | None = None) -> list[dict[str, Any]]:
+    """Every party of ``plan`` on this host, party j reading only ``sources[j]`` in its own process (its
+    checkpoints, if any, under ``keeping.checkpoint_dir``/party-j)."""
     if len(sources) != plan.parties:
         raise ConfigError(f"`sources` must give one file per party ({plan.parties}). Found {len(sources)}.")
-    run = secure_run(plan, own_data_party, [(plan, s, model, noise) for s in sources], job=_job(plan, noise))
+    run = secure_run(plan, own_data_party, [(plan, s, model, noise, keeping) for s in sources],
+                     job=_job(plan, noise))
     for value in run.values:  # the run's own measures, beside each party's
         value.update(wall_s=run.wall_s, dealer_bytes=(run.dealer or {}).get("bytes_sent"),
                      party_bytes=[v["bytes_sent"] for v in run.values])
@@ -363,18 +443,20 @@ def report(values: dict[str, Any]) -> dict[str, Any]:
             "accounting": certificate.get("method"), "releases": values["releases"],
             "held_out": values["held_out"], "online_s": values["online_s"], "presample_s": values["presample_s"],
             "bytes_sent": values["bytes_sent"], "most_exposed_party": values.get("most_exposed_party"),
+            "resumed_after_release": values.get("resumed_after_release"),
+            "re_served_releases": values.get("re_served_releases", []), "ledger": values.get("ledger"),
             **({"metrics": values["curve"]} if values.get("curve") else {}),
             **{key: values[key] for key in ("prepare_s", "evaluate_s", "estimate", "wall_s", "dealer_bytes",
                                              "party_bytes") if key in values}}
 
 
 def run_own_data_here(plan, source: PartySource, model, *, rank: int, rendezvous: str,
-                      noise: bool = True, settings=None) -> dict[str, Any]:
+                      noise: bool = True, settings=None, keeping: Keeping | None = None) -> dict[str, Any]:
     """This host's party ``rank`` of a run on the parties' own data (the others run the same on theirs, the
     dealer ``mpcdp party`` with rank m); what :func:`own_data_party` returns. ``settings``: the run's
     :class:`~mpcdp.runtime.endpoint.RunSettings` (None: from the environment)."""
-    return secure_run_here(plan, own_data_party, (plan, source, model, noise), job=_job(plan, noise), rank=rank,
-                           rendezvous=rendezvous, settings=settings)
+    return secure_run_here(plan, own_data_party, (plan, source, model, noise, keeping), job=_job(plan, noise),
+                           rank=rank, rendezvous=rendezvous, settings=settings)
 
 
 def _job(plan, noise: bool) -> Job:

@@ -143,12 +143,15 @@ class OwnFiles:
 
     def run(self, plan) -> dict[str, Any]:
         """One run of ``plan`` (its backend decides secure or simulated), as ``mpcdp compare`` reads it."""
-        from mpcdp.jobs.own_data import run_own_data
+        from mpcdp.jobs.own_data import Keeping, run_own_data
 
         plan = dataclasses.replace(plan, eval_every=1)
         start = time.perf_counter()
-        run = simulate_own_data if plan.backend == SIMULATED else run_own_data
-        first = run(plan, list(self.sources), self.model if self.model is not None else plan.trained_model)[0]
+        model = self.model if self.model is not None else plan.trained_model
+        if plan.backend == SIMULATED:
+            first = simulate_own_data(plan, list(self.sources), model)[0]
+        else:  # every secure seed is a run over the records, in each party's ledger: seeds × ε by design
+            first = run_own_data(plan, list(self.sources), model, keeping=Keeping(fresh_budget=True))[0]
         mean = first["held_out"]["mean"]
         return {"backend": plan.backend, "epsilon": first["epsilon"], "parties": plan.parties,
                 "parties_records": first["sizes"], "most_exposed_party": first["most_exposed_party"],

@@ -270,7 +270,8 @@ def _stored_blocks(blocks: list[Shared]) -> dict[str, Any]:
 
 
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
-              runner: Callable = run_srm, checkpoint: dict | None = None) -> dict[str, Any]:
+              runner: Callable = run_srm, checkpoint: dict | None = None,
+              on_opened: Callable[[int], None] | None = None) -> dict[str, Any]:
     """One party of a DDP-SRM run: noise pre-sampled inside the MPC, then the online phase (timed apart; the
     process's one-time set-up is in neither). The party's mini-batches come from a generator keyed by the OS
     CSPRNG, so no other party can tell which of its records a step used — unless the run is
@@ -279,7 +280,10 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
 
     ``checkpoint`` (DP-SRM only): ``{"dir", "every", "resume", "description"}`` — save this party's state every
     ``every`` releases under ``dir`` (:mod:`mpcdp.learning.checkpoint`), or continue from the newest release every
-    party saved (``resume``), refusing a checkpoint of another configuration before any share moves."""
+    party saved (``resume``), refusing a checkpoint of another configuration before any share moves.
+    ``on_opened``: called with t once release t is out, opened now or re-served after a restart (some party
+    opened it before, perhaps while this one was being killed): a privacy ledger (:mod:`mpcdp.jobs.budget`)
+    counts each release once either way."""
     check_shards(ctx, shard)
     if checkpoint:  # this party's checkpoints are bound to its own records, too
         checkpoint = {**checkpoint, "description": {**checkpoint["description"],
@@ -299,6 +303,8 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
                 block_row(noise, params.steps, t)[1])
             released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
                                      field="local gradient terms")
+        if on_opened is not None:
+            on_opened(t)
         if saver is not None:
             saver.journal(t, released)
         ctx.progress(t + 1, params.steps + 1)
