@@ -3,10 +3,24 @@ import pytest
 from mpcdp.config import MpcConfig
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_privacy_ledger(tmp_path_factory):
+    """A privacy ledger (mpcdp.jobs.budget) for the whole session, under every module-scoped fixture that trains:
+    the user's real ledger is never touched."""
+    import os
+
+    before = os.environ.get("MPCDP_LEDGER")
+    os.environ["MPCDP_LEDGER"] = str(tmp_path_factory.mktemp("ledger-session"))
+    yield
+    if before is None:
+        os.environ.pop("MPCDP_LEDGER", None)
+    else:
+        os.environ["MPCDP_LEDGER"] = before
+
+
 @pytest.fixture(autouse=True)
-def own_privacy_ledger(tmp_path_factory, monkeypatch):
-    """Every test its own privacy ledger (mpcdp.jobs.budget), in this process and the ones it starts: tests reuse
-    the same records, and a user's real ledger is never touched."""
+def own_privacy_ledger(session_privacy_ledger, tmp_path_factory, monkeypatch):
+    """Every test its own privacy ledger, in this process and the ones it starts: tests reuse the same records."""
     folder = tmp_path_factory.mktemp("ledger")
     monkeypatch.setenv("MPCDP_LEDGER", str(folder))
     return folder

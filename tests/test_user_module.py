@@ -64,6 +64,8 @@ def test_the_command_line_trains_the_users_module_on_0_1_labels(own_files, backe
     saved = json.loads((tmp_path / "out.json").read_text())
     assert saved["model"] == "Mlp" and saved["parameters"] == 3 * 6 + 6 + 6 * 2 + 2  # its class, hidden=6
     assert "Traceback" not in done.stderr and "Warning" not in done.stderr
+    shown = "mpcdp dry run: training step" if backend == "simulated" else "mpcdp party 0: training step"
+    assert shown in done.stderr  # progress in words, the dry run's too
 
 
 @pytest.mark.parametrize("spec, extra, line", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from typing import Any
 
 from mpcdp.errors import ConfigError
@@ -94,6 +95,7 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
     simulated dry run; prints party 0's report with every party's held-out metrics."""
     from mpcdp.errors import PartyFailed
     from mpcdp.jobs.own_data import as_refusal, report, run_own_data
+    from mpcdp.runtime import progress
     from mpcdp.jobs.own_data_results import check_every
     from mpcdp.jobs.own_data_simulated import simulate_own_data
     from mpcdp.jobs.train import OWN_FILES, plan_from
@@ -106,15 +108,16 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
                           f"`dataset` {plan.dataset!r}.")
     plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
     model = own_model(ns, plan)
-    if plan.backend == "simulated":
-        if ns.checkpoint or ns.resume:
-            raise ConfigError("`--checkpoint`/`--resume` keep a secure run: the dry run has none.")
-        values = simulate_own_data(plan, sources, model)
-    else:
-        try:
-            values = run_own_data(plan, sources, model, keeping=keeping_of(ns))
-        except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
-            raise as_refusal(failure) from None
+    with progress.lines_to(sys.stderr):  # the estimate and every party's progress (the dry run's too)
+        if plan.backend == "simulated":
+            if ns.checkpoint or ns.resume:
+                raise ConfigError("`--checkpoint`/`--resume` keep a secure run: the dry run has none.")
+            values = simulate_own_data(plan, sources, model)
+        else:
+            try:
+                values = run_own_data(plan, sources, model, keeping=keeping_of(ns))
+            except PartyFailed as failure:  # a party that refused its own input: its one line, on every process
+                raise as_refusal(failure) from None
     result = {"protocol": plan.name, "backend": plan.backend, "parties": plan.parties, **report(values[0])}
     result["model"] = ns.model or plan.model
     result["held_out_by_party"] = [v["held_out"]["own"] for v in values]

@@ -36,6 +36,7 @@ from mpcdp.learning.backends import NoiseLevels, shard_problem, train_simulated
 from mpcdp.learning.dpsrm import Shard
 from mpcdp.learning.logreg import warm_up
 from mpcdp.mpc.data_agreement import differences
+from mpcdp.runtime import progress
 
 
 def _party_local(j: int, source: PartySource, model):
@@ -108,7 +109,10 @@ def simulate_own_data(plan, sources: Sequence[PartySource], model, *, noise: boo
     runner = functools.partial(plan.record.runner, model=trained)
     warm_up()
     start = time.perf_counter()
-    result = train_simulated(shards, planned.params, levels, dim=dim, runner=runner)
+    progress.launcher_line(f"mpcdp dry run: {plan.name}: {len(shards)} parties' files read, {planned.steps + 1:,} "
+                           f"releases; the noise is drawn here, in plaintext")
+    with progress.reporting(progress.PhaseLines("mpcdp dry run", progress.launcher_line)):
+        result = train_simulated(shards, planned.params, levels, dim=dim, runner=runner)
     online_s = time.perf_counter() - start
     theta = result.output(plan.output)
     tests = [test for _, test, *_ in loaded]

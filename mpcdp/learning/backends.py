@@ -156,6 +156,7 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
     kinds = noise.blocks(params.steps)
 
     def aggregate(t: int, total: torch.Tensor) -> torch.Tensor:
+        progress.advance(t + 1)
         if not blocks or blocks[0] is None:
             return total
         block, offset = block_row(noise, params.steps, t)
@@ -168,6 +169,7 @@ def train_simulated(shards: Sequence[Shard], params, noise: NoiseLevels, *, dim:
                          **({"noise_more": blocks[2:]} if len(blocks) > 2 else {})}
     if resumed is not None:
         extra["resume"] = resumed["state"]
+    progress.phase("training step", params.steps + 1, 0 if resumed is None else resumed["state"]["releases"])
     return runner(shards, params, aggregate, dim=dim, **extra, **_sizes(params, len(shards)))
 
 
