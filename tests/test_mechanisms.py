@@ -86,7 +86,8 @@ def test_a_record_missing_a_member_is_refused_by_name():
         def draw(self, ctx, spec, count, shape):
             return None
 
-    with pytest.raises(ConfigError, match="lacks `plan`, `residual`, `calibrate`, `certify`, `secure_rows`, `simulated_rows`"):
+    with pytest.raises(ConfigError, match="lacks `circuit`, `drawn_by`, `plan`, `residual`, `calibrate`, `certify`, "
+                                          "`secure_rows`, `simulated_rows`, `sampler_passes`, `declared_cost`"):
         mechanisms.register(Partial())
     assert "partial" not in MECHANISMS
     with pytest.raises(ConfigError, match="needs `plan`"):
