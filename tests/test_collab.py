@@ -202,6 +202,12 @@ def test_algorithm2_reduces_the_loss_and_stays_in_the_box(task, cost, xi, c1):
     assert f_final < f0 - 0.5 * (f0 - f_star)
 
 
+def test_hinge_optimum_without_steps_is_the_start():
+    # with no step (steps=1: k runs over 1..T-1) the hinge recipe's best iterate is θ[1] = 0 (it returned None)
+    theta = nonprivate_optimum(_owners("svm"), HingeSVM(l2=0.01), steps=1)
+    assert isinstance(theta, torch.Tensor) and theta.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
 def test_hinge_subgradient_and_xi_bound():
     cost = HingeSVM(l2=1.0)
     x = cost.features(torch.tensor([[0.5, -0.5], [0.2, 0.1]], dtype=F64))
@@ -246,6 +252,14 @@ def test_excluding_small_conservative_owners_fig6():
     assert select_owners([1000, 100_000, 100_000], [0.1, 10.0, 10.0], always_include=[0]) == (0, 1, 2)
     # large conservative partners can still help a small owner that must take part
     assert select_owners([1000, 100_000, 100_000], [1.0, 1.0, 1.0], always_include=[0]) == (0, 1, 2)
+
+
+def test_select_owners_when_every_score_is_infinite():
+    # ε = 1e-160: 1/ε² overflows to inf, so every subset scores inf; the exhaustive search still returns one
+    # (it once compared against "no subset yet" and raised TypeError), the largest as ties go
+    assert collaboration_score([10, 20], [1e-160, 1e-160]) == math.inf
+    assert select_owners([10, 20], [1e-160, 1e-160]) == (0, 1)
+
 
 
 # --- Errors -----------------------------------------------------------------------------------------------------

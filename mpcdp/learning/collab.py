@@ -446,7 +446,8 @@ def nonprivate_optimum(owners: Sequence[Owner], cost: Cost, *, steps: int = 5000
         gram = x.T @ x / n + 0.5 * cost.l2 * torch.eye(dim, dtype=DTYPE)
         return torch.linalg.lstsq(gram, x.T @ y / n).solution
     check_number(cost.l2, "l2", low=0, note="for the hinge reference optimum (strong convexity)")
-    theta, best, best_value = torch.zeros(dim, dtype=DTYPE), None, math.inf
+    theta = best = torch.zeros(dim, dtype=DTYPE)  # θ[1]: the answer when no step runs (steps <= 1)
+    best_value = math.inf
     for k in range(1, steps):
         value = float(cost.g1(theta) + cost.losses(theta, x, y).mean())
         if value < best_value:

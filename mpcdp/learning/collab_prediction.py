@@ -135,7 +135,8 @@ def select_owners(sizes: Sequence[int], epsilons: Sequence[float], *,
 
     optional = [j for j in range(len(sizes)) if j not in required]
     if len(sizes) <= EXHAUSTIVE_LIMIT:
-        best, best_score = None, math.inf
+        best: tuple[int, ...] = ()  # replaced by the first subset, even one whose score is inf
+        best_score = math.inf
         for r in range(len(optional) + 1):
             for extra in itertools.combinations(optional, r):
                 subset = tuple(sorted(required + extra))
