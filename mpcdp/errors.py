@@ -67,6 +67,8 @@ class ProtocolViolation(PeerLost):
     or message number, or bytes that are not an mpcdp frame (``party`` names the sender). The run stops as
     if that party were lost."""
 
+    evidence: str | None = None  # a direct-evidence kind other than "violation" ("short"): losses.evidence_of
+
 
 class PeerTimeout(MpcdpError, TimeoutError):
     """Another party sent nothing for the configured ``timeout_s`` (``party`` names the first one owed)."""

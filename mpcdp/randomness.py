@@ -86,7 +86,7 @@ class KeyedStream:
         if sys.byteorder != "little":
             return torch.from_numpy(np.frombuffer(self.read(8 * int(n)), dtype="<i8").astype(np.int64))
         out = torch.empty(int(n), dtype=torch.int64)
-        memory = memoryview(out.numpy()).cast("B")
+        memory = out.numpy().data.cast("B")
         for start in range(0, len(memory), len(_ZEROS)):
             piece = memory[start:start + len(_ZEROS)]
             self._cipher.update_into(_ZEROS[:len(piece)], piece)

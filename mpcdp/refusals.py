@@ -125,5 +125,5 @@ def refusing(error: BaseException, category: str, file: Any = "", field: Any = "
              position: int | None = None) -> BaseException:
     """``error`` (a local refusal of this party's input) with the :class:`Refusal` the others will be told
     as its ``refusal``; the error itself, whatever it says here, stays on this party."""
-    error.refusal = refusal_of(category, file, field, position)
+    setattr(error, "refusal", refusal_of(category, file, field, position))  # any exception type; read with getattr
     return error

@@ -23,11 +23,13 @@ def find(table: dict, name, field: str):
 
 
 def members(interface: type) -> tuple[str, ...]:
-    """Every member of a ``typing.Protocol`` ``interface``: its annotated attributes, then its public methods."""
+    """Every member of a ``typing.Protocol`` ``interface``: its annotated attributes, then its public properties
+    (read-only attributes) and methods, in the order written."""
     import inspect
 
     return (*getattr(interface, "__annotations__", {}),
-            *(name for name, value in vars(interface).items() if inspect.isfunction(value) and not name.startswith("_")))
+            *(name for name, value in vars(interface).items()
+              if (inspect.isfunction(value) or isinstance(value, property)) and not name.startswith("_")))
 
 
 def check_members(record, interface: type, types: dict[str, type], kind: str) -> None:

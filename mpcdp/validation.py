@@ -89,8 +89,8 @@ def check_integer(value, field: str, *, minimum: int = 1, maximum: int | None = 
     """``value`` as an int in [``minimum``, ``maximum``] (no upper end when None); a bool, a float or a string
     is refused; a numpy integer is taken. The error names ``field`` (with ``where``), the rule (the upper end
     shown as ``maximum_name = maximum`` when it is named, e.g. ``T = 8``; with ``note``) and the value."""
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum
-            and (maximum is None or value <= maximum)):
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= minimum
+            and (maximum is None or int(value) <= maximum)):
         upper = f"{maximum_name} = {maximum}" if maximum_name else f"{maximum}"
         rule = f">= {minimum}" if maximum is None else f"in [{minimum}, {upper}]"
         raise ConfigError(f"`{field}`{where} must be an integer {rule}{_said(note)}. Found {value!r}.")

@@ -26,6 +26,7 @@ import math
 from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from scipy import optimize, special, stats
 
 from mpcdp.errors import ConfigError
@@ -77,29 +78,31 @@ def _largest_rejected(p_value, significance: float) -> float:
     return float(optimize.brentq(lambda e: p_value(e) - significance, 0.0, high, xtol=1e-6))
 
 
-def one_run(scores: Sequence[float], signs: Sequence[int], *, delta: float, confidence: float = 0.95,
+def one_run(scores: npt.ArrayLike, signs: npt.ArrayLike, *, delta: float, confidence: float = 0.95,
             guess_counts: Sequence[int] | None = None) -> AuditBound:
     """The one-run lower bound from canary ``scores`` (high: guess +1) and their true ``signs`` (±1).
 
     ``guess_counts``: the numbers k of guesses on each side to try (default: 1%, 2%, 5%, 10%, 20% and 50% of
     the canaries, at least 1); the significance is split evenly among them (Bonferroni).
     """
-    scores, signs = np.asarray(scores, dtype=np.float64), np.asarray(signs)
-    m = len(scores)
-    if m < 2 or len(signs) != m or not set(np.unique(signs)) <= {-1, 1}:
-        raise ConfigError(f"`scores` and `signs` (±1) must have the same length >= 2. Found {m} and {len(signs)}.")
+    score_arr, sign_arr = np.asarray(scores, dtype=np.float64), np.asarray(signs)
+    m = len(score_arr)
+    if m < 2 or len(sign_arr) != m or not set(np.unique(sign_arr)) <= {-1, 1}:
+        raise ConfigError(f"`scores` and `signs` (±1) must have the same length >= 2. "
+                          f"Found {m} and {len(sign_arr)}.")
     check_number(confidence, "confidence", low=0, high=1)
     if guess_counts is None:
         guess_counts = sorted({max(1, int(f * m / 2)) for f in (0.01, 0.02, 0.05, 0.1, 0.2, 1.0)})
-    order = np.argsort(scores, kind="stable")
+    order = np.argsort(score_arr, kind="stable")
     significance = (1 - confidence) / len(guess_counts)
-    best = None
+    best: tuple[float, int, int] | None = None
     for k in guess_counts:
         k = min(int(k), m // 2)
-        correct = int((signs[order[-k:]] == 1).sum() + (signs[order[:k]] == -1).sum())
+        correct = int((sign_arr[order[-k:]] == 1).sum() + (sign_arr[order[:k]] == -1).sum())
         eps = _largest_rejected(lambda e: one_run_p_value(m, 2 * k, correct, e, delta), significance)
         if best is None or eps > best[0]:
             best = (eps, k, correct)
+    assert best is not None  # guess_counts is not empty: the division above
     eps, k, correct = best
     return AuditBound(eps, "one run", confidence, delta, 2 * k, correct,
                       {"canaries": m, "k_tried": [int(k) for k in guess_counts], "k": int(k),
@@ -113,19 +116,19 @@ def clopper_pearson_upper(successes: int, trials: int, significance: float) -> f
     return 1.0 if successes >= trials else float(stats.beta.ppf(1 - significance, successes + 1, trials - successes))
 
 
-def many_runs(scores: Sequence[float], signs: Sequence[int], *, delta: float, confidence: float = 0.95,
+def many_runs(scores: npt.ArrayLike, signs: npt.ArrayLike, *, delta: float, confidence: float = 0.95,
               seed: int = 0) -> AuditBound:
     """The many-run lower bound from one canary score per run and its true sign (±1)."""
-    scores, signs = np.asarray(scores, dtype=np.float64), np.asarray(signs)
-    runs = len(scores)
-    if runs < 4 or len(signs) != runs:
+    score_arr, sign_arr = np.asarray(scores, dtype=np.float64), np.asarray(signs)
+    runs = len(score_arr)
+    if runs < 4 or len(sign_arr) != runs:
         raise ConfigError(f"the many-run audit needs at least 4 runs with a score and a sign each. Found {runs}.")
     order = np.random.default_rng(seed).permutation(runs)
     pick, test = order[: runs // 2], order[runs // 2:]
     significance = (1 - confidence) / 2
-    threshold = _best_threshold(scores[pick], signs[pick], delta, significance)
-    positives, negatives = signs[test] == 1, signs[test] == -1
-    guessed = scores[test] > threshold
+    threshold = _best_threshold(score_arr[pick], sign_arr[pick], delta, significance)
+    positives, negatives = sign_arr[test] == 1, sign_arr[test] == -1
+    guessed = score_arr[test] > threshold
     false_neg, false_pos = int((~guessed & positives).sum()), int((guessed & negatives).sum())
     fnr = clopper_pearson_upper(false_neg, int(positives.sum()), significance)
     fpr = clopper_pearson_upper(false_pos, int(negatives.sum()), significance)

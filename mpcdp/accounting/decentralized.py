@@ -184,7 +184,8 @@ def with_residual(cert: PrivacyCertificate, coordinates: int) -> PrivacyCertific
     grid can have (:func:`~mpcdp.accounting.grid.eta_bound`: every step's σ is ≈ 2^21 units)."""
     extra = Residual(coordinates, eta_bound(), plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01)
     pieces = extra.delta_pieces(cert.epsilon, cert.delta)
-    return dataclasses.replace(cert, epsilon_residual=extra.epsilon, noise_coordinates=coordinates, **pieces)
+    return dataclasses.replace(cert, epsilon_residual=extra.epsilon, noise_coordinates=coordinates,
+                               delta_truncation=pieces["delta_truncation"], delta_residual=pieces["delta_residual"])
 
 
 def smoothness(lam: float = 0.0) -> float:

@@ -169,8 +169,10 @@ def local_releases_for(sizes: tuple[int, ...], steps: int, bound: float, epsilon
             release = GridRelease(sensitivity, dim, sigma / sensitivity)
             certificate = certify_on_grid(kinds, (release,), delta, event_of)
         else:
-            noise = calibrate_on_grid(kinds, dim, epsilon, delta, event_of=event_of,
-                                      calibrate=lambda e, d, s=sensitivity: (full_batch_noise_for(s, steps, e, d)[0],))
+            def calibrate(e: float, d: float, s: float = sensitivity) -> tuple[float]:
+                return (full_batch_noise_for(s, steps, e, d)[0],)
+
+            noise = calibrate_on_grid(kinds, dim, epsilon, delta, event_of=event_of, calibrate=calibrate)
             release, certificate = noise.releases[0], noise.certificate
         releases.append(release)
         certificates.append(certificate)

@@ -114,6 +114,7 @@ def _generated_chunk_masks(source: replicated.ReplicatedSource, parts: dict[int,
     alpha = source.draw(0, n * chunks)
     weights = _chunk_weights(chunks)
     if g == 1:
+        assert sigma is not None
         s, wraps = _sum_chunks(parts[1], parts[2], chunks)
         v = chunk_one_hots(s, chunks) ^ sigma.reshape(n, words)
         q, e = torch.empty(n, dtype=torch.int64), torch.empty(n * chunks, dtype=torch.int64)
@@ -124,12 +125,14 @@ def _generated_chunk_masks(source: replicated.ReplicatedSource, parts: dict[int,
         return parts[1] - ((_bits(wraps, chunks) + converted) * weights).sum(1), torch.zeros((n, words),
                                                                                              dtype=torch.int64)
     if g == 0:
+        assert tau is not None and alpha is not None
         v = torch.empty(n * words, dtype=torch.int64)
         source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
         v = v.reshape(n, words)
         u = _bits(_wrap_bits(v, parts[0], chunks) ^ tau, chunks)
         source.mesh.exchange({1: (u.reshape(-1) - alpha).contiguous()}, {}, label=replicated.BITS_LABEL)
         return parts[0] - (u * weights).sum(1), _rotated_hots(v, parts[0], chunks)
+    assert sigma is not None and tau is not None and alpha is not None
     share = sigma.reshape(n, words)
     q = _wrap_bits(share, parts[0], chunks) ^ tau
     source.mesh.exchange({1: q.contiguous()}, {}, label=replicated.BITS_LABEL)
@@ -158,5 +161,7 @@ def generated(source: replicated.ReplicatedSource, n: int, bits: int) -> tuple[t
     high = source.random((n,)) if width < 64 else {}
     value, hots = _generated_chunk_masks(source, parts, chunks)
     if value is not None and high:
-        value = value + (source.own(high) << width)
+        own_high = source.own(high)
+        assert own_high is not None  # (value is not None: a generator)
+        value = value + (own_high << width)
     return source.additive(value, (n,)), source.xor(hots, (n, -(-chunks // 4)))

@@ -276,7 +276,7 @@ def _patch_crypten() -> None:
         else:
             crypten_uninit()
 
-    get._mpcdp = True
+    setattr(get, "_mpcdp", True)  # (read with getattr above)
     comm.get, comm.is_initialized, comm.uninit = get, is_initialized, uninit
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any, Protocol
 
 import torch
 
@@ -46,6 +47,15 @@ SHAPE_LABEL = "dealer reply shape"
 REPLY_LABEL = "dealer reply"
 MAX_REPLY_ELEMENTS = 1 << 28
 _DOMAIN = b"mpcdp/dealer"
+
+
+class TtpClient(Protocol):
+    """CrypTen's ``TTPClient`` interface, what its providers and :mod:`.material` call on the dealer's client:
+    :class:`DealerClient`, or one that refuses every request (:class:`mpcdp.adapter.session.NoDealer`)."""
+
+    def get_generator(self, device: Any = None) -> Any: ...
+
+    def ttp_request(self, func_name: str, device: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
 class DealerClient:
@@ -108,7 +118,7 @@ class DealerClient:
             self.mesh.close(orderly=orderly)
 
 
-def install_client(client: DealerClient | None) -> None:
+def install_client(client: TtpClient | None) -> None:
     """Make ``client`` what CrypTen's providers and :mod:`.material` reach as ``TTPClient.get()``."""
     ttp_provider.TTPClient._TTPClient__instance = client
 

@@ -26,6 +26,7 @@ class's name.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -64,11 +65,14 @@ class Material:
     def request_name(cls) -> str:
         return f"mpcdp_{cls.__name__}"
 
+    serve: Callable[..., torch.Tensor]  # every kind's: (dealer, *request arguments) -> party 0's share
+
     @staticmethod
-    def reply_shape(n: int, *args) -> tuple[int, ...]:
-        """The shape of party 0's share that ``serve`` returns for these arguments (checked before the reply is
-        received, :mod:`.dealer_link`): one row per element unless the kind says otherwise."""
-        return (n,)
+    def reply_shape(*args: Any) -> tuple[int, ...]:
+        """The shape of party 0's share that ``serve`` returns for a request's arguments (checked before the reply
+        is received, :mod:`.dealer_link`): one row per element (the first argument, n) unless the kind says
+        otherwise."""
+        return (args[0],)
 
     @classmethod
     def request(cls, *args):
@@ -130,7 +134,9 @@ class MaskedBits(Material):
         if arithmetic is not None:
             value = (arithmetic * (1 << torch.arange(low))).sum(1)
             if high:
-                value = value + (source.own(high) << low)
+                own_high = source.own(high)
+                assert own_high is not None  # (arithmetic is not None: a generator)
+                value = value + (own_high << low)
         width = share_bits(bits) or 64
         return source.additive(value, (n,)), source.xor(source.own(parts), (n,), bits=width)
 
@@ -201,7 +207,7 @@ class Products(Material):
         a = source.random((n, variables))
         mine, nxt = source.own(a), source.next_part(a)
         c = None
-        if mine is not None:  # this generator's three of the nine cross terms of every product
+        if mine is not None and nxt is not None:  # this generator's three of the nine cross terms of every product
             c = torch.stack([mine[:, u] * mine[:, v] + mine[:, u] * nxt[:, v] + nxt[:, u] * mine[:, v]
                              for u, v in pairs], 1)
         return source.additive(mine, (n, variables)), source.additive(c, (n, len(pairs)))
@@ -240,7 +246,7 @@ class AndShifted(Material):
         a = source.random((n, variables))
         mine, nxt = source.own(a), source.next_part(a)
         c = None
-        if mine is not None:
+        if mine is not None and nxt is not None:
             c = torch.stack([(mine[:, u] & shift_word(mine[:, v], s)) ^ (mine[:, u] & shift_word(nxt[:, v], s))
                              ^ (nxt[:, u] & shift_word(mine[:, v], s)) for u, v, s in pairs], 1)
         return source.xor(mine, (n, variables)), source.xor(c, (n, len(pairs)))
@@ -269,9 +275,9 @@ def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
         raise ProtocolViolation(f"a one-hot lane must be 16 or 64 bits. Found {str(lane)[:20]}", party=0)
     out = []
     for window in windows if isinstance(windows, (list, tuple)) and 0 < len(windows) <= 64 else [None]:
-        ok = isinstance(window, (list, tuple)) and len(window) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in window)
-        if not ok or not (0 <= window[0] and 1 <= window[1] <= lane.bit_length() - 1 and window[0] + window[1] <= 64):
+        if not (isinstance(window, (list, tuple)) and len(window) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in window)
+                and 0 <= window[0] and 1 <= window[1] <= lane.bit_length() - 1 and window[0] + window[1] <= 64):
             raise ProtocolViolation(f"a one-hot window must be (low bit, width <= {lane.bit_length() - 1}) inside a "
                                     f"64-bit word. Found {str(window)[:40]}", party=0)
         out.append((int(window[0]), int(window[1])))
@@ -330,6 +336,7 @@ class OneHotPairs(Material):
         if g is not None:
             s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
             if g == 1:
+                assert s is not None
                 u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
                 source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
                 summand = torch.zeros((n, w), dtype=torch.int64)
@@ -338,6 +345,7 @@ class OneHotPairs(Material):
                 source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
                 summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
             else:
+                assert s is not None
                 summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
         return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
 
@@ -410,7 +418,7 @@ class FactorTables(Material):
                           "see no opened value); this provider has none")
 
     @classmethod
-    def fetch(cls, n: int, word_bits: int, windows: list[tuple[int, int]], factors: list, bit_factors: list
+    def fetch(cls, n: int, word_bits: int, windows: Sequence[Sequence[int]], factors: list, bit_factors: list
               ) -> tuple[torch.Tensor, torch.Tensor]:
         windows = [list(w) for w in windows]
         factors = [[f[0], f[1], f[2], [int(t) for t in f[3]]] for f in factors]

@@ -121,14 +121,17 @@ class ReplicatedSource:
 
     def draw(self, component: int, n: int, bits: int = 64) -> torch.Tensor | None:
         """n words of ``component`` (masked to ``bits``), or None where this party does not hold it."""
-        stream = self.components.get(component)
-        return None if stream is None else stream.words(n) & _mask(bits)
+        return self.held(component, n, bits) if component in self.components else None
+
+    def held(self, component: int, n: int, bits: int = 64) -> torch.Tensor:
+        """:meth:`draw` of a component this party holds (a KeyError for one it does not)."""
+        return self.components[component].words(n) & _mask(bits)
 
     def random(self, shape: tuple[int, ...], bits: int = 64) -> dict[int, torch.Tensor]:
         """A fresh replicated random value of ``shape``: the components this party holds (none off the
         generators), each uniform on ``bits``-bit words."""
         n = int(torch.Size(shape).numel())
-        return {k: self.draw(k, n, bits).reshape(shape) for k in sorted(self.components)}
+        return {k: self.held(k, n, bits).reshape(shape) for k in sorted(self.components)}
 
     def own(self, parts: dict[int, torch.Tensor]) -> torch.Tensor | None:
         """This generator's summand of a replicated value (its first component), None off the generators."""
@@ -144,9 +147,11 @@ class ReplicatedSource:
         re-randomised by a sharing of zero and spread over every data party."""
         n = int(torch.Size(shape).numel())
         if self.generator is None:
-            return sum(self.pairs[g].words(n) for g in range(GENERATORS)).reshape(shape)
+            return sum((self.pairs[g].words(n) for g in range(GENERATORS)), torch.zeros((), dtype=torch.int64)
+                       ).reshape(shape)
         g = self.generator
-        share = value.reshape(-1) + self.draw(g, n) - self.draw((g + 1) % GENERATORS, n)
+        assert value is not None  # (a generator's summand)
+        share = value.reshape(-1) + self.held(g, n) - self.held((g + 1) % GENERATORS, n)
         for j in self._others():
             share = share - self.pairs[j].words(n)
         return share.reshape(shape)
@@ -160,7 +165,8 @@ class ReplicatedSource:
                 share ^= self.pairs[g].words(n) & mask
             return share.reshape(shape)
         g = self.generator
-        share = value.reshape(-1) ^ self.draw(g, n, bits) ^ self.draw((g + 1) % GENERATORS, n, bits)
+        assert value is not None  # (a generator's summand)
+        share = value.reshape(-1) ^ self.held(g, n, bits) ^ self.held((g + 1) % GENERATORS, n, bits)
         for j in self._others():
             share = share ^ (self.pairs[j].words(n) & mask)
         return share.reshape(shape)
@@ -181,6 +187,7 @@ class ReplicatedSource:
         n, shifts = some.numel(), torch.arange(k)
         alpha = self.draw(0, n * k)  # generators 0 and 2
         if g == 0:
+            assert alpha is not None
             u = ((parts[0] ^ parts[1]).reshape(-1, 1) >> shifts) & 1
             self.mesh.exchange({1: (u.reshape(-1) - alpha).contiguous()}, {}, label=BITS_LABEL)
             return u
@@ -189,6 +196,7 @@ class ReplicatedSource:
             e = torch.empty(n * k, dtype=torch.int64)
             self.mesh.exchange({}, {0: e}, label=BITS_LABEL)
             return q - 2 * e.reshape(n, k) * q
+        assert alpha is not None
         return -2 * alpha.reshape(n, k) * q
 
     # -- arithmetic on the generators' own shares (a committee of exactly the three of them) -----------------
@@ -224,6 +232,8 @@ class ReplicatedArithmetic:
     """
 
     def __init__(self, source: ReplicatedSource):
+        if source.generator is None:
+            raise ValueError("replicated arithmetic is for the three generators only")
         self.source = source
         self.position = source.generator
         self.send_to = (source.generator - 1) % GENERATORS
@@ -233,7 +243,7 @@ class ReplicatedArithmetic:
         """This generator's share of n fresh elements of a sharing of zero (XOR of words, or sum in Z_2^64);
         the three generators call it together, in the same order."""
         g = self.position
-        first, second = self.source.draw(g, n), self.source.draw((g + 1) % GENERATORS, n)
+        first, second = self.source.held(g, n), self.source.held((g + 1) % GENERATORS, n)
         return first ^ second if xor else first - second
 
 

@@ -102,9 +102,9 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     if endpoint.rank == endpoint.parties:
         if not config.provider_record.has_dealer:
             raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")
-        report = run_dealer(config=config, rendezvous=endpoint.rendezvous, settings=settings)
+        dealer_report = run_dealer(config=config, rendezvous=endpoint.rendezvous, settings=settings)
         if ns.job == "cost":  # the per-request bytes are needed to attribute dealer traffic to layers
-            print(json.dumps(report))
+            print(json.dumps(dealer_report))
         return 0
     if ns.data and ns.job != "train":
         raise ConfigError(f"`--data` is for `--job train`. Found `--job {ns.job}`.")

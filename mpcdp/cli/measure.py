@@ -127,10 +127,11 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     check_integer(ns.samples, "--samples")
     chunk = max(1, min(ns.samples, ns.chunk))
     mechanism = MECHANISMS[ns.mode]
+    summary: dict  # of the plaintext run, or cost_summary's
     if not mechanism.in_mpc:  # drawn here, in plaintext
         start = time.perf_counter()
         block = sample_noise(None, NoiseSpec(sigma=ns.sigma, mode=ns.mode, seed=ns.seed), (ns.samples,))
-        values, wall = block.values.numpy(), time.perf_counter() - start
+        values, wall = block.plain.numpy(), time.perf_counter() - start
         summary = {"parties": 0, "bytes_by_party": [], "bytes_per_party": 0, "dealer_bytes": 0, "total_bytes": 0,
                    "bytes_per_sample": 0.0, "rounds": 0, "support": block.support, "cpu_us_per_sample_by_party": [],
                    "dealer_cpu_us_per_sample": None}

@@ -258,6 +258,7 @@ def _cmd_privacy(ns: argparse.Namespace) -> int:
 
     released = srm_noise(setting, ns.dim, ns.epsilon, ns.delta)
     noise = noise_for(setting, ns.epsilon, ns.delta)
+    assert noise.certificate.pieces is not None  # (the accountant's certificate)
     paper_eps, paper_alpha = paper_epsilon(setting, noise.sigma0, noise.sigma, ns.delta)
     theorem = theorem41_sigmas(setting, ns.epsilon, ns.delta)
     theorem_cert = epsilon_for(setting, theorem.sigma0, theorem.sigma, ns.delta)

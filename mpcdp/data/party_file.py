@@ -110,7 +110,7 @@ def check_labels(data: PartyData, classes: int, described: str, *, values: Seque
     if not np.isfinite(y).all():
         raise refusing(InputError(f"{where} has NaN or Inf values"), "non-finite", data.source, field)
     if values is not None:
-        fits = np.isin(y, np.asarray(values, dtype=np.float64)).all()
+        fits = bool(np.isin(y, np.asarray(values, dtype=np.float64)).all())
     else:
         fits = bool(((y >= 0) & (y < classes) & (y == np.floor(y))).all())
     if not fits:

@@ -30,7 +30,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -59,6 +59,7 @@ def broken_mechanism(bug: str, mode: str | None = None):
         raise ConfigError(f"`bug` must be one of {list(BUGS)}. Found {bug!r}.")
     mode = mode or mechanisms.NoiseChoice.mode
     record = mechanisms.MECHANISMS[mode]
+    assert isinstance(record, mechanisms.MechanismRecord)  # (a shipped record, a dataclass)
     draw = record.simulated_rows
 
     def rows(release, count, choice, parties, seed, stream):
@@ -120,7 +121,7 @@ class CanaryRunner:
         def widened(t: int, value: torch.Tensor) -> torch.Tensor:
             extra = torch.zeros(c.count, dtype=torch.float64)
             kind = c.kind(t)
-            if self.planting:  # each canary takes part as any record does, at the release's sampling rate
+            if signs is not None:  # each canary takes part as any record does, at the release's sampling rate
                 took = rng.random(c.count) < c.rates[kind]
                 extra = torch.from_numpy(signs * took * c.bounds[kind]).to(torch.float64)
             out = aggregate(t, torch.cat([value.reshape(-1), extra]))
@@ -137,10 +138,10 @@ def white_box_scores(released: np.ndarray, kinds: list[int], mu: tuple[float, fl
     """Each canary's summed log-likelihood ratio of sign +1 against −1 (``released``: releases × canaries),
     under Gaussian noise of the scale the releases show (``sigma``, the certified one, only as a floor)."""
     x = np.asarray(released, dtype=np.float64).copy()
-    kinds = np.asarray(kinds)
+    kind_of = np.asarray(kinds)
     total = np.zeros(x.shape[1])
     for kind in (0, 1):
-        rows = kinds == kind
+        rows = kind_of == kind
         if not rows.any():
             continue
         values = x[rows]
@@ -179,7 +180,7 @@ def _canaries_for(plan: TrainPlan, noise, sizes: tuple[int, ...], dim: int, coun
     return Canaries(count, dim, (first.sensitivity / 2, later.sensitivity / 2), rates, separate, seed)
 
 
-def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, runners: list[Callable],
+def _train(plan: TrainPlan, backend: str, shards: list[Shard], noise, dim: int, runners: Sequence[Callable],
            audit: dict[str, Any]):
     """One training run, simulated or on the party processes; what party 0's runner returned. ``audit``: the
     audit's public settings (setting and canary count; never the canaries' signs or seed), for the handshake."""
@@ -199,10 +200,12 @@ def white_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -
     sizes, dim = tuple(len(p) for p in parts), model.dimension(x)
     noise = plan_noise(plan, sizes, dim + count)
     canaries = _canaries_for(plan, noise, sizes, dim, count, seed)
+    assert plan.record.runner is not None  # (an algorithm with a secure run: plan_noise)
     base = functools.partial(plan.record.runner, model=model)
     runners = [CanaryRunner(base, canaries, planting=(j == 0)) for j in range(len(shards))]
     run = _train(plan, backend, shards, noise, dim + count, runners, {"setting": "white-box", "canaries": count})
     levels = noise.levels
+    assert levels.first is not None and levels.later is not None  # (noisy: _canaries_for)
     sigma = (levels.first.noise_multiplier * levels.first.sensitivity,
              levels.later.noise_multiplier * levels.later.sensitivity)
     scores = white_box_scores(np.stack(run.released), run.kinds, canaries.bounds, sigma, canaries.rates)
@@ -230,6 +233,7 @@ def black_box_run(plan: TrainPlan, backend: str, count: int, seed: int | None) -
                       torch.cat([shards[0].y, torch.from_numpy(signs).to(shards[0].y.dtype)]))
     sizes, dim = tuple(len(s.y) for s in shards), model.dimension(x)
     noise = plan_noise(plan, sizes, dim)
+    assert plan.record.runner is not None  # (an algorithm with a secure run: plan_noise)
     base = functools.partial(plan.record.runner, model=model)
     result = _train(plan, backend, shards, noise, dim, [base] * len(shards),
                     {"setting": "black-box", "canaries": count})
@@ -307,8 +311,8 @@ def plot(record: dict[str, Any], path) -> None:
     scores, signs = np.asarray(record["scores"]), np.asarray(record["signs"])
     fig, ax = plt.subplots(figsize=(6, 3.5))
     bins = np.histogram_bin_edges(scores, bins=40)
-    ax.hist(scores[signs == 1], bins=bins, alpha=0.6, label="sign +1")
-    ax.hist(scores[signs == -1], bins=bins, alpha=0.6, label="sign −1")
+    ax.hist(scores[signs == 1], bins=bins.tolist(), alpha=0.6, label="sign +1")
+    ax.hist(scores[signs == -1], bins=bins.tolist(), alpha=0.6, label="sign −1")
     ax.set_xlabel("canary score (high: guess +1)")
     ax.set_ylabel("canaries" if record["runs"] == 1 else "runs")
     ax.set_title(f"{record['protocol']} ({record['backend']}, {record['setting']}): ε ≥ "

@@ -95,7 +95,7 @@ class RunEntry:
         self.path = folder / f"{run[:32]}.json"
         earlier = _read(self.path) if self.path.exists() else None
         today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-        self.entry = earlier if earlier is not None and earlier["run"] == run else {
+        self.entry: dict[str, Any] = earlier if earlier is not None and earlier["run"] == run else {
             "run": run, "protocol": protocol, "epsilon": float(epsilon), "delta": float(delta),
             "releases": int(releases), "opened": [], "file": file, "started": today}
         self.entry["updated"] = today

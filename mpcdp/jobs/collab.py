@@ -164,6 +164,7 @@ def step_size(plan: CollabPlan, problem: Problem) -> dict[str, float]:
     """ρ (Algorithm 1; default T²/λ, λ the smoothness estimated on the public slice — Theorem 2's largest ρ) or
     c1 and θ_max (Algorithm 2)."""
     if plan.algorithm == 2:
+        assert plan.c1 is not None  # (plan_from requires c1 for Algorithm 2)
         return {"c1": float(plan.c1), "theta_max": plan.theta_max}
     if plan.rho is not None:
         return {"rho": float(plan.rho)}
@@ -192,13 +193,13 @@ def noise_generators(seed: int | None, owners: int) -> list:
 
 
 def prediction(plan: CollabPlan, problem: Problem, *, sizes: Sequence[int] | None = None,
-               epsilons: Sequence[float] | None = None) -> dict[str, float]:
+               epsilons: Sequence[float] | None = None) -> dict[str, Any]:
     """What Theorems 2 / 3 predict before training, from public quantities only (sizes, budgets, Ξ, ρ or c1,
     and curvature estimated on the public slice)."""
     sizes = list(plan.sizes if sizes is None else sizes)
     epsilons = list(plan.epsilons if epsilons is None else epsilons)
     strong, _ = _public_curvature(plan, problem)
-    out = {"score": collaboration_score(sizes, epsilons), "strong_convexity_public": strong}
+    out: dict[str, Any] = {"score": collaboration_score(sizes, epsilons), "strong_convexity_public": strong}
     if plan.algorithm == 1:
         rho = step_size(plan, problem)["rho"]
         out["bound"] = theorem2_gap(sizes, epsilons, xi=plan.xi, rho=rho, strong_convexity=strong,
@@ -227,7 +228,8 @@ def run_plan(plan: CollabPlan, *, f_star: float | None = None,
     extra: dict[str, Any] = {}
     if plan.backend == "simulated":
         run = run_collab(problem.owners, cost, algorithm=plan.algorithm, steps=plan.steps, xi=plan.xi,
-                         generators=noise_generators(plan.seed, len(problem.owners)), **hyper)
+                         generators=noise_generators(plan.seed, len(problem.owners)), rho=hyper.get("rho"),
+                         c1=hyper.get("c1"), theta_max=hyper.get("theta_max", math.inf))
         final, iterates = run.final, run.iterates
     else:
         from mpcdp.jobs.secure_run import Job, secure_run
@@ -281,6 +283,7 @@ def collab_party(ctx, owner: Owner, position: int, plan: CollabPlan, hyper: dict
     generator = noise_generators(plan.seed, len(plan.sizes))[position]
     start = time.perf_counter()
     run = run_collab([owner], cost, algorithm=plan.algorithm, steps=plan.steps, xi=plan.xi, generators=[generator],
-                     sizes=plan.sizes, positions=[position], aggregate=aggregate, **hyper)
+                     sizes=plan.sizes, positions=[position], aggregate=aggregate, rho=hyper.get("rho"),
+                     c1=hyper.get("c1"), theta_max=hyper.get("theta_max", math.inf))
     return {"final": run.final, "iterates": run.iterates, "online_s": time.perf_counter() - start,
             "bytes_sent": ctx.wire.bytes_sent, "rounds": ctx.rounds}

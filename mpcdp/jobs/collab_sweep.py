@@ -100,7 +100,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
                               evaluation=_owners(full) if evaluated_as is not None else None)
             results.append({"kind": kind, **{k: report[k] for k in ("algorithm", "sizes", "epsilons", "seed", "gap",
                                                                      "psi", "f", "f_star", "prediction")}})
-    backends = []
+    backends: list[dict[str, Any]] = []
     for backend in spec.backends:
         if progress is not None:
             progress(len(todo) + len(backends), len(todo) + len(spec.backends), backend)
@@ -143,7 +143,7 @@ def _owners(plan: CollabPlan):
     return problem_of(plan).owners
 
 
-def _scenario_jobs(base: CollabPlan, spec: SweepSpec) -> list[tuple[str, CollabPlan, int]]:
+def _scenario_jobs(base: CollabPlan, spec: SweepSpec) -> list[tuple[str, CollabPlan, CollabPlan]]:
     s = spec.scenarios
     if not s:
         return []

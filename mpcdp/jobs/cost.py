@@ -93,13 +93,13 @@ def cost_party(ctx, layers: list[tuple[str, tuple[int, ...]]], noise: str, sigma
     spec = NoiseSpec(sigma=sigma, mode=noise)
     # warm-up (first calls pay for lazy initialisation): not reported
     warm = sample_noise(ctx, spec, (4,))
-    noisy_release(ctx, torch.zeros(4, dtype=torch.float64), warm.values, shape=(4,), label="warm-up")
+    noisy_release(ctx, torch.zeros(4, dtype=torch.float64), warm.shared, shape=(4,), label="warm-up")
     out = []
     for index, (name, shape) in enumerate(layers):
         d = math.prod(shape)
         local = _local_gradient((d,), ctx.rank, index)
         block, noise_record = _metered(ctx, lambda: sample_noise(ctx, spec, (d,)), interface)
-        _, release_record = _metered(ctx, lambda: noisy_release(ctx, local, block.values, shape=(d,),
+        _, release_record = _metered(ctx, lambda: noisy_release(ctx, local, block.shared, shape=(d,),
                                                                 label=f"release {name}"), interface)
         out.append({"layer": name, "shape": list(shape), "elements": d, "noise": noise_record,
                     "release": release_record, "noise_stats": dict(block.stats)})
@@ -115,11 +115,11 @@ def step_party(ctx, layers: list[tuple[str, tuple[int, ...]]], noise: str, sigma
 
     spec = NoiseSpec(sigma=sigma, mode=noise)
     warm = sample_noise(ctx, spec, (4,))
-    noisy_release(ctx, torch.zeros(4, dtype=torch.float64), warm.values, shape=(4,), label="warm-up")
+    noisy_release(ctx, torch.zeros(4, dtype=torch.float64), warm.shared, shape=(4,), label="warm-up")
     d = sum(math.prod(shape) for _, shape in layers)
     local = _local_gradient((d,), ctx.rank, 0)
     block, noise_record = _metered(ctx, lambda: sample_noise(ctx, spec, (d,)), None)
-    _, release_record = _metered(ctx, lambda: noisy_release(ctx, local, block.values, shape=(d,), label="release step"),
+    _, release_record = _metered(ctx, lambda: noisy_release(ctx, local, block.shared, shape=(d,), label="release step"),
                                  None)
     return {"elements": d, "noise": noise_record, "release": release_record, "noise_stats": dict(block.stats)}
 

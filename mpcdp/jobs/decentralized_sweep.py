@@ -57,6 +57,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
                 for c in sweep.get("calibrations", [plan.calibration])]
     runs = check_integer(runs if runs is not None else sweep.get("runs", 3), "runs", minimum=2,
                          note="standard errors need two seeds")
+    todo: list[tuple[Any, Any, float | None, str, int]]  # (budget, calibration, ε: None = noiseless, method, seed)
     todo = [(b, c, e, m, s) for b, c in settings for e in epsilons for m in PRIVATE for s in range(runs)]
     todo += [(*settings[0], None, "noiseless", s) for s in range(runs)]
     results = []
@@ -65,6 +66,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
             progress(i, len(todo) + len(METHODS), f"{budget}/{calibration} ε={eps} {method}")
         p = dataclasses.replace(plan, budget=budget, calibration=calibration)
         r = run_method(p, method, epsilon=eps if eps is not None else plan.epsilon, seed=seed)
+        keep: dict[str, Any]
         keep = {k: r[k] for k in ("method", "seed", "budget", "calibration", "epsilon", "epsilon_certified",
                                   "epsilon_all_classes", "epsilon_not_certified_because",
                                   "epsilon_gradient_releases_only", "epsilon_all_classes_gradient_releases_only",
@@ -73,7 +75,7 @@ def run_sweep(path: str, *, out: str, runs: int | None = None,
             keep.update({k: r[k] for k in ("accuracy_global", "accuracy_local", "global_fraction")})
         results.append(keep)
         dataset_name, per_node, delta = r["dataset"], r["per_node"], r["delta"]
-    backends = []
+    backends: list[dict[str, Any]] = []
     for method in METHODS:
         if progress is not None:
             progress(len(todo) + len(backends), len(todo) + len(METHODS), f"processes {method}")

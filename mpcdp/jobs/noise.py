@@ -33,7 +33,7 @@ def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: in
         rounds += ctx.rounds - rounds_before
         candidates += block.stats.get("candidates", 0)
         accepted += block.stats.get("accepted", 0)
-        values = ctx.reveal(block.values, label="noise-validation", reason="validation of the sampler only")
+        values = ctx.reveal(block.shared, label="noise-validation", reason="validation of the sampler only")
         if ctx.rank == 0:
             opened.append(values.numpy())
         ctx.progress(start + n, samples)

@@ -101,7 +101,8 @@ def plaintext_curves(model, result, tests: Sequence[PartyData | None], plan) -> 
     thetas = [result.iterates[t] for t in releases]
     owns = [None if t is None else own_metrics(model, thetas, t, plan.normalize_rows) for t in tests]
     counts = [0 if t is None else len(t.y) for t in tests]
-    mean = None if not sum(counts) else sum(n * o for n, o in zip(counts, owns) if o is not None) / sum(counts)
+    mean = None if not sum(counts) else sum((n * o for n, o in zip(counts, owns) if o is not None),
+                                            torch.zeros((), dtype=torch.float64)) / sum(counts)
     return [_curve(releases, own, mean, plan.eval_every) for own in owns]
 
 

@@ -78,7 +78,8 @@ def _held_out(model, theta: torch.Tensor, tests: list, normalize_rows: bool) -> 
     counts = [0 if t is None else len(t.y) for t in tests]
     mean = None
     if sum(counts):
-        total = sum(n * o for n, o in zip(counts, owns) if o is not None) / sum(counts)
+        total = sum((n * o for n, o in zip(counts, owns) if o is not None),
+                    torch.zeros((), dtype=torch.float64)) / sum(counts)
         mean = {"test_loss": float(total[0]), "test_error": float(total[1])}
     return [{"own": None if o is None else {"test_loss": float(o[0]), "test_error": float(o[1]), "test_records": n},
              "mean": mean} for o, n in zip(owns, counts)]

@@ -248,6 +248,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     noise = plan_noise(plan, sizes, dim)
     common.update(noise.report)
     checkpoint = _checkpoint_spec(plan, noise, checkpoint_dir, checkpoint_every, resume)
+    assert record.runner is not None  # (not central-only: Algorithm.__post_init__)
     runner = functools.partial(record.runner, model=model)
     if plan.backend == "simulated":
         warm_up()  # as every mpc party does before its clocks start
@@ -314,6 +315,7 @@ def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int
     returns the result and its certificate) and report it; ``rows``: (x, y, x_test, y_test)."""
     x, y, x_test, y_test = rows
     start, cpu = time.perf_counter(), time.process_time()
+    assert plan.record.run_central is not None  # (a central-only algorithm)
     central = plan.record.run_central(shards, plan.params, _setting(plan, sizes, dim))
     timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
     report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,

@@ -367,6 +367,7 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
     zero = result.values[0]["views"]
     roles: list[tuple[str, str, list[dict]]] = []
     if record.has_dealer:
+        assert result.dealer is not None  # (the run had a dealer process)
         calls_passes = [{"passes": v["all_passes"]} for v in zero]
         roles.append(("dealer", "dealer", dealer_views(result.dealer["view"], calls_passes)))
     for rank, value in enumerate(result.values):

@@ -242,9 +242,12 @@ def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_ba
     ``public_batches``: the run's batches are known to others (``reproducible`` secure runs draw them from the
     protocol's seed). The noise stays what the protocol calibrates (so the run equals its simulation), and the
     certificate is that of the same releases on their whole batches: no ε amplified by subsampling is printed."""
+    assert algorithm.releases is not None, f"algorithm {algorithm.name!r} has no secure run"
     releases = algorithm.releases(params, setting)
     if not releases.kinds:
         return PlanNoise(releases.steps, releases.params, releases.passes, NoiseLevels.none(), None, releases.report)
+    event_of = releases.event_of
+    assert event_of is not None, "private releases without their dp-accounting event"
     mode = setting.noise.record
     noise = mode.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
                            calibrate=releases.calibrate, event_of=releases.event_of,
@@ -256,7 +259,7 @@ def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_ba
             raise ConfigError(f"[noise] `mode` = {mode.name!r} cannot certify a run whose batches are public: set "
                               f"[mpc] `reproducible` = false, or use a mode that registers `certify`")
         certificate = mode.certify(releases.kinds, noise.releases, certificate.pieces["delta_gaussian"],
-                                   lambda sigmas: without_amplification(releases.event_of(sigmas)),
+                                   lambda sigmas: without_amplification(event_of(sigmas)),
                                    setting.parties, setting.noise)
         certificate = dataclasses.replace(certificate, method=f"{UNAMPLIFIED}; {certificate.method}")
         report["subsampling_amplification"] = "none: " + UNAMPLIFIED
@@ -433,6 +436,7 @@ def _run_local(shards: Sequence, params: SgdParameters, setting: Setting) -> Cen
     noise = local_noise_for(setting.sizes, steps, params.c1, setting.epsilon, setting.delta,
                             calibration=setting.calibration, dim=setting.dim)
     warm_up()
+    assert noise.releases is not None  # (dim given: the releases on their grids)
     result = run_local_then_average(shards, params, noise.releases, dim=setting.dim)
     return CentralRun(result, noise.certificate, steps, float(steps),
                       {"bytes_per_party": 0, "sigma_by_party": list(noise.sigmas),

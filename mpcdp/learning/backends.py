@@ -190,7 +190,7 @@ def _resume_payload(ctx: MpcContext | None, checkpoint: dict | None, rank: int) 
 def _opened_since(ctx: MpcContext, checkpoint: dict | None, resumed: dict | None) -> dict[int, torch.Tensor]:
     """The releases after the resumed checkpoint that some party journaled as opened, with their values
     (one public exchange; each value from the lowest-ranked party that has it, all copies must agree)."""
-    if resumed is None:
+    if resumed is None or checkpoint is None:  # (resumed only from a checkpoint)
         return {}
     after = resumed["state"]["releases"] - 1
     mine = {str(t): v for t, v in journaled(checkpoint["dir"], ctx.rank, after).items()}

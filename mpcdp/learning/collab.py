@@ -249,7 +249,7 @@ def combine(responses: Sequence[torch.Tensor], sizes: Sequence[int]) -> torch.Te
     shapes = {tuple(r.shape) for r in responses}
     if len(shapes) != 1:
         raise InputError(f"`responses` differ in shape: {sorted(shapes)}")
-    return sum(w * r.to(DTYPE) for w, r in zip(weights, responses))
+    return sum((w * r.to(DTYPE) for w, r in zip(weights, responses)), torch.zeros((), dtype=DTYPE))
 
 
 def project_box(theta: torch.Tensor, theta_max: float) -> torch.Tensor:
@@ -349,8 +349,10 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
                               released=released)
         aggregate_k = local if aggregate is None else aggregate(k, local)
         if algorithm == 1:
+            assert rho is not None  # (_check_run)
             new_theta = algorithm1_step(theta, aggregate_k, cost, k=k, rho=rho, steps=steps)
         else:
+            assert c1 is not None and averages is not None  # (_check_run; Algorithm 2 averages)
             new_theta = algorithm2_step(theta, aggregate_k, cost, k=k, c1=c1, theta_max=theta_max)
             averages.append(averaging_step(averages[-1], theta, k=k, steps=steps))
         theta = new_theta
@@ -358,7 +360,7 @@ def run_collab(owners: Sequence[Owner], cost: Cost, *, algorithm: int, steps: in
     scales = tuple(0.0 if math.isinf(o.epsilon) else laplace_grid(xi=xi, steps=steps, n_l=o.n, epsilon_l=o.epsilon,
                                                                    dim=dim).scale for o in owners)
     events = tuple(dp_accounting.ComposedDpEvent(list(e)) for e in released)
-    final = iterates[-1] if algorithm == 1 else averages[-1]
+    final = iterates[-1] if averages is None else averages[-1]  # (averages: Algorithm 2's only)
     return CollabRun(algorithm, iterates, averages, final, scales, events)
 
 

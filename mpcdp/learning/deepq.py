@@ -73,9 +73,10 @@ class DeepQSettings:
 def _q_network(inputs: int, hidden: int, generator: torch.Generator) -> torch.nn.Sequential:
     """Three layers of neurons (§VI): input → hidden → 2 outputs, linear activations, Xavier-uniform weights (as
     TensorFlow's default initialiser), zero biases."""
-    net = torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.Linear(hidden, 2)).to(torch.float64)
+    layers = (torch.nn.Linear(inputs, hidden), torch.nn.Linear(hidden, 2))
+    net = torch.nn.Sequential(*layers).to(torch.float64)  # (Module.to converts the layers in place)
     with torch.no_grad():
-        for layer in net:
+        for layer in layers:
             bound = math.sqrt(6.0 / (layer.in_features + layer.out_features))
             layer.weight.uniform_(-bound, bound, generator=generator)
             layer.bias.zero_()

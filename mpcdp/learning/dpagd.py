@@ -84,7 +84,9 @@ def run_dpagd(shards: Sequence[Shard], params: AgdParameters, *, dim: int) -> Ag
     y = torch.cat([s.y for s in shards])
     n = len(y)
     theta = torch.zeros(dim, dtype=torch.float64)
-    iterates, released, norms = [theta], [], []
+    iterates = [theta]
+    released: list[torch.Tensor] = []
+    norms: list[float] = []
     remaining = params.rho_total
     rho_ng = params.rho_total / params.initial_steps
     rho_sel = params.selection_share * rho_ng

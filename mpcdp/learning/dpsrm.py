@@ -145,7 +145,8 @@ def run_srm(shards: Sequence[Shard], params: SrmParameters, aggregate: Aggregate
             idx = torch.from_numpy(first[s.party])
             local += clip_rows(model.per_example_gradients(theta, s.x[idx], s.y[idx]), params.c1).sum(0)
         v_p = aggregate(0, local / total0)
-        released, norms = [v_p], []
+        released = [v_p]
+        norms: list[float] = []
         start = 0
         if on_release is not None:
             on_release(_state(0, theta, v_p, thetas, iterates, released, norms))

@@ -58,7 +58,7 @@ def run_local_then_average(shards: Sequence[Shard], params: SgdParameters, relea
             theta = theta - params.learning_rate * gradient
             path.append(theta)
         trajectories.append(torch.stack(path))
-    averaged = sum(w * path for w, path in zip(weights, trajectories))
+    averaged = sum((w * path for w, path in zip(weights, trajectories)), torch.zeros((), dtype=torch.float64))
     iterates = list(averaged.unbind(0))
     finals = [path[-1] for path in trajectories]
     return SrmResult(theta_output=iterates[-1], theta_last=iterates[-1], released=finals,

@@ -152,7 +152,7 @@ _TYPES = {"name": str, "id": str, "summary": str, "training": bool, "in_mpc": bo
           "circuit": str, "drawn_by": str}
 
 
-def register(record: Mechanism) -> Mechanism:
+def register(record: Mechanism | MechanismRecord) -> Mechanism:
     """Add ``record`` under its name (a new name only), after checking it has every member of :class:`Mechanism`."""
     registry.check_members(record, Mechanism, _TYPES, "mechanism")
     who_knows.check_drawn_by(record.drawn_by, record.name)

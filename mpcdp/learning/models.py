@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import torch
+
 from mpcdp import registry
 from mpcdp.learning.paper_networks import NETWORKS
 from mpcdp.learning.logreg import LOGISTIC
@@ -32,38 +34,45 @@ class Model(Protocol):
         feature_rows: its inputs are feature rows (the protocol's ``normalize_rows`` applies).
     """
 
-    name: str
-    kind: str
-    feature_rows: bool
+    # read-only (a frozen dataclass or a class attribute will do); checked by type when registered (_TYPES)
+    @property
+    def name(self) -> str: ...
 
-    def labels(self, values: Any) -> Any:
-        """A dataset's labels as the loss takes them (a tensor)."""
+    @property
+    def kind(self) -> str: ...
 
-    def dimension(self, x: Any) -> int:
+    @property
+    def feature_rows(self) -> bool: ...
+
+    def labels(self, values: Any) -> torch.Tensor:
+        """A dataset's labels (an array or a list) as the loss takes them."""
+
+    def dimension(self, x: torch.Tensor) -> int:
         """The length of θ for inputs ``x`` (a batch)."""
 
     def check_inputs(self, shape: tuple[int, ...], dataset: str) -> None:
         """Refuse (ConfigError naming ``dataset``) records of one-record ``shape`` that this model cannot take."""
 
-    def initial_theta(self, dim: int, seed: int = 0) -> Any:
+    def initial_theta(self, dim: int, seed: int = 0) -> torch.Tensor:
         """θ⁰ for the training loops."""
 
-    def per_example_gradients(self, theta: Any, x: Any, y: Any) -> Any:
+    def per_example_gradients(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """∇f_i(θ) for every record i of the batch: shape (n, dim), float64."""
 
-    def per_example_gradients_at(self, thetas: Any, x: Any, y: Any) -> Any:
+    def per_example_gradients_at(self, thetas: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-example gradients at every row of ``thetas``: shape (k, n, dim)."""
 
-    def clipped_gradient_sum(self, theta: Any, x: Any, y: Any, bound: float) -> Any:
+    def clipped_gradient_sum(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+                             bound: float) -> torch.Tensor:
         """Σ_i clip_bound(∇f_i(θ)) over the batch: shape (dim,)."""
 
-    def loss(self, theta: Any, x: Any, y: Any) -> Any:
+    def loss(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The mean loss over the batch (a float64 scalar tensor)."""
 
-    def error_rate(self, theta: Any, x: Any, y: Any) -> float:
+    def error_rate(self, theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> float:
         """The misclassification rate over the batch."""
 
-    def optimum(self, x: Any, y: Any) -> Any:
+    def optimum(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
         """The non-private minimiser (the reference of the optimality gap), or None where there is none."""
 
 

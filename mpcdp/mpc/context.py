@@ -84,7 +84,7 @@ class Opening:
     bytes_sent: int | None = None
     rounds: int = 1
     kind: str = "release"
-    values: torch.Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
+    values: Any = dataclasses.field(default=None, repr=False, compare=False)  # a tensor, or public JSON values
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +207,7 @@ class MpcContext:
         return ctx
 
     def _disclose(self, label: str, elements: int, recipients: tuple[int, ...], *, kind: str, reason: str,
-                  bytes_sent: int | None = None, rounds: int = 1, values: torch.Tensor | None = None) -> None:
+                  bytes_sent: int | None = None, rounds: int = 1, values: Any = None) -> None:
         """The choke point: record one value that became plaintext to ``recipients``."""
         if kind not in OPENING_KINDS:
             raise ValueError(f"`kind` must be one of {sorted(OPENING_KINDS)}. Found {kind!r}.")
@@ -226,6 +226,12 @@ class MpcContext:
             kept = {k: v.copy() if hasattr(v, "copy") else v for k, v in values.items()} \
                 if isinstance(values, dict) else values.clone()
             self.draws.append((label, kept))
+
+    @property
+    def _links(self) -> Mesh:
+        if self._mesh is None:
+            raise RuntimeError("context has no links to the other parties; build it with MpcContext.join")
+        return self._mesh
 
     def link_wire_bytes(self) -> int:
         """Bytes the kernel sent on this party's links to the others so far (TLS overhead included)."""
@@ -249,7 +255,7 @@ class MpcContext:
         self.rounds += 1
         costs.record_rounds(1)
         with self.wire:
-            everyone = _gather_public(self._mesh, self.rank, value, label=label)
+            everyone = _gather_public(self._links, self.rank, value, label=label)
         self._disclose(label, 1, tuple(range(self.parties)), kind="public", reason="public by design",
                        values=everyone)
         return everyone
@@ -259,7 +265,7 @@ class MpcContext:
         messages of 8·len bytes per party."""
         self.note_step("exchange")
         with self.wire:
-            stacked, rounds = self._mesh.exchange_int64(vector.to(torch.int64), label=label)
+            stacked, rounds = self._links.exchange_int64(vector.to(torch.int64), label=label)
         self.rounds += rounds
         costs.record_rounds(rounds)
         self._disclose(label, vector.numel(), tuple(range(self.parties)), kind="public",
@@ -274,9 +280,9 @@ class MpcContext:
                              f"Found {to!r}.")
         self.note_step(f"send {label}")
         flat = value.detach().to(torch.float64).contiguous().reshape(-1)
-        before, start = self._mesh.bytes_sent, time.perf_counter()
-        self._mesh.exchange({to: flat}, {}, label=label)
-        sent = self._mesh.bytes_sent - before
+        before, start = self._links.bytes_sent, time.perf_counter()
+        self._links.exchange({to: flat}, {}, label=label)
+        sent = self._links.bytes_sent - before
         self.rounds += 1
         costs.record_rounds(1)
         self.wire.add(sent, time.perf_counter() - start)
@@ -290,7 +296,7 @@ class MpcContext:
                              f"Found {src!r}.")
         self.note_step(f"receive {label}")
         into = torch.empty(int(torch.Size(shape).numel()), dtype=torch.float64)
-        self._mesh.exchange({}, {src: into}, label=label)
+        self._links.exchange({}, {src: into}, label=label)
         return into.reshape(shape)
 
     # -- fixed point ------------------------------------------------------------------------------
@@ -377,7 +383,7 @@ class MpcContext:
         done, and return the public counts it sends (:meth:`committee_done`, same label): a JSON object of at
         most 16 non-negative integers, checked here."""
         self.note_step(f"wait {label}")
-        raw = self._mesh.exchange_text({}, [members[0]], label=label, patient=True, limit=1024)[members[0]]
+        raw = self._links.exchange_text({}, [members[0]], label=label, patient=True, limit=1024)[members[0]]
         try:
             counts = json.loads(raw)
         except ValueError:
@@ -396,15 +402,15 @@ class MpcContext:
         if self.rank == members[0]:
             others = [j for j in range(self.parties) if j not in members]
             payload = json.dumps({k: int(v) for k, v in counts.items()}).encode()
-            self._mesh.exchange_text({j: payload for j in others}, [], label=label)
+            self._links.exchange_text({j: payload for j in others}, [], label=label)
             self._disclose(label, len(counts), tuple(others), kind="public", reason="public by design",
                            values=counts)
 
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str) -> torch.Tensor:
         self.note_step(f"open {label}")
-        before, start = self._mesh.bytes_sent, time.perf_counter()
-        opened, rounds = self._mesh.open_shares(flat, label=label, xor=xor, members=self.members)
-        sent = self._mesh.bytes_sent - before
+        before, start = self._links.bytes_sent, time.perf_counter()
+        opened, rounds = self._links.open_shares(flat, label=label, xor=xor, members=self.members)
+        sent = self._links.bytes_sent - before
         self.rounds += rounds
         costs.record("openings", 1)
         costs.record("opened_elements", flat.numel(), calls=0)
@@ -429,9 +435,9 @@ class MpcContext:
         self.note_step(f"exchange {label}")
         others = [j for j in self.members if j != self.rank]
         received = {j: torch.empty_like(vector) for j in others}
-        before, start = self._mesh.bytes_sent, time.perf_counter()
-        self._mesh.exchange({j: vector for j in others}, received, label=label)
-        sent = self._mesh.bytes_sent - before
+        before, start = self._links.bytes_sent, time.perf_counter()
+        self._links.exchange({j: vector for j in others}, received, label=label)
+        sent = self._links.bytes_sent - before
         self.rounds += 1
         costs.record_rounds(1)
         self.wire.add(sent, time.perf_counter() - start)
@@ -455,9 +461,9 @@ class MpcContext:
         self.note_step(f"reshare {label}")
         flat = share.reshape(-1).to(torch.int64).contiguous()
         received = torch.empty_like(flat)
-        before, start = self._mesh.bytes_sent, time.perf_counter()
-        self._mesh.exchange({to: flat}, {source: received}, label=label)
-        sent = self._mesh.bytes_sent - before
+        before, start = self._links.bytes_sent, time.perf_counter()
+        self._links.exchange({to: flat}, {source: received}, label=label)
+        sent = self._links.bytes_sent - before
         self.rounds += 1
         costs.record("reshares", 1)
         costs.record("reshared_elements", flat.numel(), calls=0)

@@ -132,4 +132,4 @@ def _schema_differences(everyone: list[dict], odd: list[int]) -> str | None:
                                this="party 0", other=f"party {r}") for r in odd]
     if any(d is None for d in found):
         return None
-    return "the schema: " + "; ".join(d[2] for d in found)
+    return "the schema: " + "; ".join(d[2] for d in found if d is not None)

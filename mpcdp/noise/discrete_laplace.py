@@ -50,7 +50,7 @@ def uniform_below(bound: np.ndarray, words: Words) -> np.ndarray:
     return out
 
 
-def bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray, words: Words) -> np.ndarray:
+def bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray | np.integer, words: Words) -> np.ndarray:
     """Exact Bernoulli(exp(−γ)) for γ = numerator/denominator ∈ [0, 1] (elementwise)."""
     numerator = np.asarray(numerator, dtype=np.int64)
     denominator = np.broadcast_to(np.asarray(denominator, dtype=np.int64), numerator.shape)

@@ -73,6 +73,20 @@ class NoiseBlock:
             return self.values.select_row(t)
         return self.values[t]
 
+    @property
+    def shared(self) -> Shared:
+        """``values`` of a mode that draws inside the MPC (a TypeError for plaintext noise)."""
+        if not isinstance(self.values, Shared):
+            raise TypeError("this noise was drawn in plaintext, not inside the MPC")
+        return self.values
+
+    @property
+    def plain(self) -> torch.Tensor:
+        """``values`` of plaintext noise (a TypeError for noise secret-shared inside the MPC)."""
+        if isinstance(self.values, Shared):
+            raise TypeError("this noise is secret-shared inside the MPC, not plaintext")
+        return self.values
+
 
 def gaussian_event(sigma: float, sensitivity: float) -> dp_accounting.DpEvent:
     return dp_accounting.GaussianDpEvent(noise_multiplier=sigma / sensitivity)

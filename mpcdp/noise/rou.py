@@ -159,7 +159,7 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
     t = ring.public_add(ctx, m << (_F_POWERS - K), -(3 << (_F_POWERS - 2)))
     powers = _powers(ctx, t, _LN_DEGREE)
     scale = _F_POWERS + _F_COEFF
-    acc = sum(coef * p for coef, p in zip(_LN_COEFFS[1:], powers))
+    acc = sum((coef * p for coef, p in zip(_LN_COEFFS[1:], powers)), torch.zeros((), dtype=torch.int64))
     acc = ring.public_add(ctx, acc, _LN_COEFFS[0] << _F_POWERS)  # e·(−ln y) <= 1.89 at 2^52: |acc| < 2^53
     f_lambda = _lambda_bits(K)
     lam = ring.truncate(ctx, acc, scale - f_lambda, scale + 2, label="rou-trunc")
@@ -182,7 +182,8 @@ def _powers(ctx: MpcContext, t: torch.Tensor, degree: int) -> list[torch.Tensor]
         have *= 2
     pairs = [pair for round_pairs in plan for pair in round_pairs]
     products = ring.Products(ctx, t.numel(), degree + 1, pairs, label="rou-mul")  # variable i = t^i
-    powers, opened = {1: t}, set()
+    powers = {1: t}
+    opened: set[int] = set()
     for round_pairs in plan:
         needed = {u for pair in round_pairs for u in pair} - opened
         products.open({u: powers[u] for u in sorted(needed)})

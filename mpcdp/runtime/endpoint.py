@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from mpcdp.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mpcdp.transport.credentials import LinkSecurity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +87,7 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
 class LinkSettings:
     """How this process's links are made: its TLS credentials (or None), whether plain links are allowed
     (``--insecure-links``), and the interface to listen on (None: the one that routes to the rendezvous host)."""
-    security: object | None
+    security: LinkSecurity | None
     insecure: bool
     iface: str | None
 

@@ -204,7 +204,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
     threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
-    launcher = {"environ": dict(os.environ), "cwd": os.getcwd()}
+    launcher: dict[str, Any] = {"environ": dict(os.environ), "cwd": os.getcwd()}
     with throwaway_deployment(read_settings(launcher["environ"]), m) as settings:
         return _launch(fn, config, settings, launcher, args=args, party_args=party_args, default_job=default_job,
                        party_jobs=party_jobs, progress=progress)
@@ -296,6 +296,8 @@ def _processes(ctx, config: MpcConfig, settings: RunSettings, launcher: dict[str
     reports: list[PartyReport] = []
     for rank in range(config.processes):
         log_path = os.path.join(logdir, f"rank{rank}.log")
+        target: Callable[..., None]
+        target_args: tuple[Any, ...]
         if rank < m:
             party_job = party_jobs[rank] if party_jobs is not None else default_job
             party_arg = tuple(party_args[rank]) if party_args is not None else tuple(args)

@@ -20,7 +20,7 @@ import os
 import pickle
 import sys
 import traceback
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
@@ -155,7 +155,7 @@ def _network_failure(exc: RuntimeError) -> bool:
 
 
 def _stop_on_loss(rank: int, exc: BaseException, detail: str,
-                  announce: Callable[[BaseException], None] | None, ctx, timeout_s: float):
+                  announce: Callable[[BaseException], None] | None, ctx, timeout_s: float) -> NoReturn:
     """Agree with the others on whom to name (:mod:`mpcdp.transport.losses`) and stop, naming it.
 
     This party's report goes into the store first; then its links close, so that the parties waiting on it

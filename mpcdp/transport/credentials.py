@@ -28,7 +28,9 @@ from __future__ import annotations
 import datetime
 import os
 import pathlib
+import socket
 import ssl
+from typing import cast
 
 from mpcdp.errors import ConfigError
 from mpcdp.private_files import check_private_file, check_private_folder, private_folder, write_private
@@ -132,10 +134,14 @@ class LinkSecurity:
         return context
 
     @staticmethod
-    def peer_rank(link: ssl.SSLSocket) -> int | None:
-        """The rank the verified peer certificate names, or None."""
+    def peer_rank(link: socket.socket) -> int | None:
+        """The rank the verified peer certificate names, or None (also for a link that is not TLS)."""
+        if not isinstance(link, ssl.SSLSocket):
+            return None
         cert = link.getpeercert()
-        for field in (cert or {}).get("subject", ()):
+        # ssl's documented form of "subject": relative distinguished names, each a tuple of (key, value) pairs
+        subject = cast("tuple[tuple[tuple[str, str], ...], ...]", (cert or {}).get("subject", ()))
+        for field in subject:
             for key, value in field:
                 if key == "commonName" and value.startswith("mpcdp party "):
                     tail = value[len("mpcdp party "):]

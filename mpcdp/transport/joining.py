@@ -209,7 +209,7 @@ class _Arrival:
             OSError, ssl.SSLError: the handshake failed or the connection closed.
         """
         try:
-            if self.shaking:
+            if self.shaking and isinstance(self.link, ssl.SSLSocket):  # (shaking: the link is TLS)
                 self.link.do_handshake()
                 self.shaking = False
             while len(self.announced) < 4:
@@ -270,7 +270,7 @@ class _Arrivals:
     def _take(self, listener: socket.socket, links: dict[int, socket.socket]) -> None:
         """Every connection in the backlog (up to :data:`ACCEPT_BATCH`), sorted by the gate; the admitted
         ones start their handshake."""
-        batch = []
+        batch: list[tuple[socket.socket, tuple[str, int]]] = []
         while len(batch) < ACCEPT_BATCH:
             try:
                 raw, origin = listener.accept()

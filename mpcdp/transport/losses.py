@@ -149,7 +149,7 @@ def report(me: int, exc: BaseException | None) -> None:
 def resolve(me: int, exc: BaseException | None) -> Verdict:
     """Whom this process names after ``exc``: its own direct evidence at once, else the run's reports."""
     suspect, kind = _suspect_of(me, exc)
-    if kind in DIRECT:
+    if kind in DIRECT and suspect is not None:  # (direct evidence always names a suspect: _suspect_of)
         return Verdict((suspect,), (Accusation(me, suspect, kind),), own=True)
     info = rendezvous.run()
     try:
@@ -302,6 +302,7 @@ def stopped(verdict: Verdict, me: str, detail: str) -> PartyLost | PartyRefused:
     :class:`~mpcdp.errors.PartyLost` with :func:`message`."""
     if verdict.refusal is not None:
         refusal = verdict.refusal
+        assert refusal.refusal is not None  # a verdict's refusal is a report that carries one (_refusal)
         return PartyRefused(refusal.refusal.text(refusal.writer), party=refusal.writer, refusal=refusal.refusal)
     return PartyLost(message(verdict, me, detail), party=verdict.party)
 

@@ -44,6 +44,7 @@ import selectors
 import socket
 import ssl
 import time
+from typing import cast
 
 import torch
 
@@ -87,7 +88,8 @@ class Mesh:
 
     @property
     def protection(self) -> str:
-        versions = {link.version() if isinstance(link, ssl.SSLSocket) else "plain TCP" for link in self.links.values()}
+        versions = {str(link.version()) if isinstance(link, ssl.SSLSocket) else "plain TCP"
+                    for link in self.links.values()}
         return versions.pop() if len(versions) == 1 else "mixed: " + ", ".join(sorted(map(str, versions)))
 
     def close(self, *, orderly: bool = True) -> None:
@@ -115,8 +117,8 @@ class Mesh:
         Raises:
             ProtocolViolation: a frame from party j is not the one expected here (named in the message).
         """
-        out = {j: (frames.code_of(t.dtype), memoryview(t.numpy()).cast("B")) for j, t in sends.items()}
-        into = {j: frames.Incoming(j, frames.code_of(t.dtype), label, into=memoryview(t.numpy()).cast("B"))
+        out = {j: (frames.code_of(t.dtype), t.numpy().data.cast("B")) for j, t in sends.items()}
+        into = {j: frames.Incoming(j, frames.code_of(t.dtype), label, into=t.numpy().data.cast("B"))
                 for j, t in receives.items()}
         self._move(out, into, label)
 
@@ -136,7 +138,11 @@ class Mesh:
                 raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
         into = {j: frames.Incoming(j, frames.JSON, label, limit=limit) for j in receives}
         self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, label, patient)
-        return {j: bytes(incoming.payload) for j, incoming in into.items()}
+        received = {}
+        for j, incoming in into.items():
+            assert incoming.payload is not None  # _move returned: every message arrived
+            received[j] = bytes(incoming.payload)
+        return received
 
     def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str,
               patient: bool = False) -> None:
@@ -220,7 +226,7 @@ class Mesh:
                     raise self._deadline_passed(pending, into, label)
                 for key, mask in ready:
                     j = key.data
-                    link = key.fileobj
+                    link = cast(socket.socket, key.fileobj)  # registered above: one of self.links
                     try:
                         if mask & selectors.EVENT_WRITE and pending.get(j):
                             sent[j] += self._send_some(link, pending[j])

@@ -49,7 +49,7 @@ import torch.distributed as dist
 from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarning, PeerLost, PeerTimeout, \
     ProtocolViolation
 from mpcdp.transport.signed_values import Unauthenticated, ValueSigner
-from mpcdp.transport.store import StoreClient, StoreServer
+from mpcdp.transport.store import Store, StoreClient, StoreServer
 from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, parse_endpoint,
                                           parse_report)
 
@@ -57,9 +57,9 @@ __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "S
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
            "publish_endpoint", "publish_refusal", "publish_report", "read_reports", "run", "who", "current"]
 
-_store = None
-_server = None
-_run = None
+_store: Store | None = None
+_server: StoreServer | None = None
+_run: Run | None = None
 _signer: ValueSigner | None = None  # sealing values, where the store is not mpcdp's TLS store (credentials given)
 _forged: dict[str, str] = {}  # key -> why its value was ignored (said once on stderr)
 _network: ipaddress.IPv4Network | None = None  # MPCDP_NETWORK, as the runtime declared it
@@ -77,7 +77,7 @@ class Run:
     dealer: int | None = None
 
 
-def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, security=None):
+def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, security=None) -> Store:
     """Join the rendezvous as ``rank`` (party 0 hosts it); keep the store as this process's :func:`current`.
 
     ``security``: this rank's :class:`~.credentials.LinkSecurity`; the store's connections are then TLS.
@@ -92,6 +92,7 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
         _store.set_timeout(datetime.timedelta(seconds=float(timeout_s)))
         _signer = None if security is None else ValueSigner(security, f"file:{parsed.path}")
         return _store
+    port: str | int | None  # MASTER_PORT's text or the URL's number
     if parsed.scheme == "env":
         host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
     elif parsed.scheme == "tcp":
@@ -163,7 +164,7 @@ def _torchrun_keeps(host: str, port) -> bool:
             and env.get("MASTER_PORT") == str(port))
 
 
-def agent_store(host: str, port: int, timeout_s: float):
+def agent_store(host: str, port: int, timeout_s: float) -> Store:
     """torchrun's agent store at host:port, joined as a client (no process of the run hosts it), with the keys
     of this run and restart apart from torchrun's own. It is a plain store that checks nothing on write;
     every value mpcdp reads from it is schema-checked (:func:`endpoints`, :func:`read_reports`)."""
@@ -187,7 +188,7 @@ def who(rank: int, dealer: int | None) -> str:
     return "the dealer" if rank == dealer else f"party {rank}"
 
 
-def current():
+def current() -> Store | None:
     """The store this process joined, or None (no run joined yet)."""
     return _store
 
@@ -197,6 +198,12 @@ def run() -> Run | None:
     return _run
 
 
+def _joined() -> Store:
+    if _store is None:
+        raise RuntimeError("no rendezvous joined")
+    return _store
+
+
 def _key(rank: int) -> str:
     return f"{ENDPOINT_PREFIX}{rank}"
 
@@ -204,8 +211,9 @@ def _key(rank: int) -> str:
 def _read(key: str, rank: int) -> bytes | None:
     """Rank ``rank``'s value of ``key``, or None if nobody wrote it (torch's stores block on a missing key:
     check first) or, where values are sealed, one not sealed by ``rank`` was written (said once)."""
-    fetch = getattr(_store, "fetch", None)
-    raw = fetch(key) if fetch is not None else (_store.get(key) if _store.check([key]) else None)
+    store = _joined()
+    fetch = getattr(store, "fetch", None)
+    raw = fetch(key) if fetch is not None else (store.get(key) if store.check([key]) else None)
     if raw is None or _signer is None:
         return raw
     try:
@@ -216,6 +224,7 @@ def _read(key: str, rank: int) -> bytes | None:
 
 
 def _note_forged(key: str, rank: int, reason: str) -> None:
+    assert _signer is not None  # only sealed values are opened
     if _forged.get(key) != reason:  # each forgery said once
         where = "torchrun's agent store" if _signer.scope.startswith("torchrun:") else "the file store"
         _forged[key] = reason
@@ -224,7 +233,7 @@ def _note_forged(key: str, rank: int, reason: str) -> None:
 
 
 def _write(key: str, value: str) -> None:
-    _store.set(key, value if _signer is None else _signer.seal(key, value))
+    _joined().set(key, value if _signer is None else _signer.seal(key, value))
 
 
 def publish_endpoint(rank: int, host: str, port: int, processes: int) -> None:

@@ -26,6 +26,7 @@ import base64
 import datetime
 import time
 
+from mpcdp.errors import ConfigError
 from mpcdp.transport.store_values import loads_bounded
 
 DOMAIN = b"mpcdp/store-value/1\0"
@@ -48,9 +49,13 @@ class ValueSigner:
     def __init__(self, security, scope: str):
         from cryptography import x509
         from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
 
         with open(security.key_file, "rb") as f:
-            self._key = serialization.load_pem_private_key(f.read(), password=None)
+            key = serialization.load_pem_private_key(f.read(), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):  # mpcdp's credentials are P-256 keys
+            raise ConfigError(f"`credentials`: {str(security.key_file)!r} is not an elliptic-curve key")
+        self._key = key
         with open(security.cert_file, "rb") as f:
             self._cert_der = x509.load_pem_x509_certificate(f.read()).public_bytes(serialization.Encoding.DER)
         with open(security.ca_file, "rb") as f:

@@ -45,6 +45,7 @@ import struct
 import sys
 import threading
 import time
+from typing import Protocol
 
 from mpcdp.errors import ConfigError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport.gate import PER_SOURCE, Gate
@@ -125,7 +126,7 @@ class StoreServer:
 
     def _backlog(self, most: int = 256) -> list[tuple[socket.socket, tuple[str, int]]]:
         """The connections already waiting in the backlog (up to ``most``), without blocking."""
-        taken = []
+        taken: list[tuple[socket.socket, tuple[str, int]]] = []
         self.listener.setblocking(False)
         try:
             while len(taken) < most:
@@ -163,6 +164,7 @@ class StoreServer:
 
     def _serve(self, raw: socket.socket, origin: str, gate_source: str) -> None:
         source, writer, link, greeting = origin, None, raw, True
+        deadline: float | None  # the first request's; None (no deadline) for the later ones
         try:
             deadline = time.monotonic() + self.request_s
             link = self._handshake(raw, origin, deadline)
@@ -231,7 +233,7 @@ class StoreServer:
             _shut(older)
 
     def _release(self, raw: socket.socket, writer: int | None, link: socket.socket | None = None) -> None:
-        for end in {raw, link} - {None}:
+        for end in {raw} if link is None else {raw, link}:
             end.close()
         with self.lock:
             self.active -= 1
@@ -329,6 +331,19 @@ class StoreServer:
                   f"from it are counted, not shown)", file=sys.stderr, flush=True)
 
 
+class Store(Protocol):
+    """The subset of torch's ``Store`` API mpcdp uses: :class:`StoreClient` has it, as do torch's ``FileStore``
+    and the ``PrefixStore`` over torchrun's agent store (:func:`mpcdp.transport.rendezvous.agent_store`)."""
+
+    def set(self, key: str, value: str, /) -> None: ...
+
+    def get(self, key: str, /) -> bytes: ...
+
+    def check(self, keys: list[str], /) -> bool: ...
+
+    def set_timeout(self, timeout: datetime.timedelta, /) -> None: ...
+
+
 def _shut(link: socket.socket) -> None:
     try:
         link.shutdown(socket.SHUT_RDWR)
@@ -353,14 +368,14 @@ class StoreClient:
     def set_timeout(self, timeout: datetime.timedelta) -> None:
         self.timeout_s = timeout.total_seconds()
 
-    def _connect(self, deadline: float) -> None:
+    def _connect(self, deadline: float) -> socket.socket:
         where = f"the rendezvous at {self.host}:{self.port} (party 0's host)"
         while True:
             try:
                 raw = socket.create_connection((self.host, self.port),
                                                timeout=max(0.1, deadline - time.monotonic()))
                 self.link = self._secure(raw, where)
-                return
+                return self.link
             except ProtocolViolation:
                 raise
             except OSError as exc:
@@ -406,11 +421,10 @@ class StoreClient:
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
-                if self.link is None:
-                    self._connect(deadline)
-                self.link.settimeout(max(0.05, deadline - time.monotonic()))
-                write_message(self.link, request)
-                reply = read_reply(self.link)
+                link = self._connect(deadline) if self.link is None else self.link
+                link.settimeout(max(0.05, deadline - time.monotonic()))
+                write_message(link, request)
+                reply = read_reply(link)
                 if "error" in reply:
                     self._drop()
                 return reply

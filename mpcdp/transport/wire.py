@@ -13,6 +13,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Collection
 
 @dataclasses.dataclass
 class WireMeter:
@@ -96,7 +97,7 @@ def tcp_counters() -> dict[int, tuple[int, int]]:
     return counters
 
 
-def tcp_bytes(fds: set[int] | None = None, *, exclude: set[int] = frozenset()) -> tuple[int, int]:
+def tcp_bytes(fds: set[int] | None = None, *, exclude: Collection[int] = frozenset()) -> tuple[int, int]:
     """(bytes received, bytes sent) summed over this process's TCP sockets (only ``fds`` if given, never
     those in ``exclude``); see :func:`tcp_counters`."""
     counters = tcp_counters()

@@ -32,7 +32,7 @@ class DeepQNode:
     node: NodeState
     controller: DeepQController
     w_local: np.ndarray
-    pending: tuple | None = None
+    pending: tuple[np.ndarray, int, float] | None = None  # (state, action, reward)
     global_updates: int = 0
     local_updates: int = 0
 
