@@ -836,7 +836,7 @@ def crypten_save_load(ctx, folder: str):
     """CrypTen's own saving and loading on mpcdp's parties: each party's shares through ``crypten.save`` /
     ``crypten.load``; a file naming another global, refused; a module party 0 saved, shared by
     ``crypten.load_from_party`` (its parameters zeroed off party 0, as CrypTen does); the tuple provider's
-    cache through ``save_cache`` / ``load_cache``."""
+    cache through ``save_cache`` / ``load_cache``; an encrypted module's state dict."""
     import io
     import pickle
 
@@ -861,7 +861,21 @@ def crypten_save_load(ctx, folder: str):
     return {"same_share": torch.equal(loaded.share, secret.share), "type": type(loaded).__name__,
             "plain": loaded.get_plain_text(), "refusal": refusal, "module": type(shared).__name__,
             "weights": shared.weight.detach().clone(), "bias_dtype": shared.bias.dtype, "src": shared.src,
-            "cache_kept": _cache_round_trip(crypten.mpc.get_default_provider(), folder)}
+            "cache_kept": _cache_round_trip(crypten.mpc.get_default_provider(), folder),
+            "state_dict_kept": _state_dict_round_trip(crypten)}
+
+
+def _state_dict_round_trip(crypten) -> bool:
+    """An encrypted batch norm's state dict (its buffers name CrypTen's autograd functions as ``grad_fn``)
+    saved by ``crypten.save`` and loaded into a fresh module."""
+    import io
+
+    module, fresh, saved = crypten.nn.BatchNorm1d(4).encrypt(), crypten.nn.BatchNorm1d(4).encrypt(), io.BytesIO()
+    crypten.save(module.state_dict(), saved)
+    saved.seek(0)
+    fresh.load_state_dict(crypten.load(saved))
+    return all(torch.equal(fresh.state_dict()[name].get_plain_text(), value.get_plain_text())
+               for name, value in module.state_dict().items())
 
 
 def _cache_round_trip(provider, folder: str) -> bool:

@@ -129,7 +129,7 @@ def test_crypten_save_and_load_round_trip_and_refuse_other_pickles(config_for, t
     `crypten.save` wrote now gives the same shares back on every party; a file naming another global (here
     `os.system`) is still refused, in one line naming it; `crypten.load_from_party` shares a module party 0
     saved (its structure travels as JSON, not pickle), zeroed off party 0 as CrypTen does; the tuple
-    provider's cache loads back too."""
+    provider's cache and an encrypted module's state dict load back too."""
     from party_jobs import crypten_save_load
 
     values = run_parties(crypten_save_load, config_for(2), args=(str(tmp_path),))
@@ -139,7 +139,7 @@ def test_crypten_save_and_load_round_trip_and_refuse_other_pickles(config_for, t
         assert "it names posix.system" in v["refusal"] and "\n" not in v["refusal"]
         assert v["module"] == "Linear" and v["src"] == 0 and v["bias_dtype"] == torch.float32
         assert torch.equal(v["weights"], torch.full((2, 3), 7.0 if rank == 0 else 0.0))
-        assert v["cache_kept"]
+        assert v["cache_kept"] and v["state_dict_kept"]
 
 
 def test_crypten_object_messages_carry_modules_as_json_and_refuse_other_classes():
@@ -167,13 +167,18 @@ def test_crypten_object_messages_carry_modules_as_json_and_refuse_other_classes(
 
 
 def test_crypten_from_pytorch_converts_without_onnxscript():
-    """torch 2.13's `torch.onnx.export` defaults to the dynamo exporter, which needs onnxscript (not installed);
-    CrypTen's `crypten.nn.from_pytorch` exports with the TorchScript exporter through the adapter, and the
-    converted model computes what the torch model does."""
+    """torch 2.13's `torch.onnx.export` defaults to the dynamo exporter, which needs onnxscript (not installed),
+    and its TorchScript exporter merges initializers of equal values through `Identity` nodes, which CrypTen
+    cannot convert (here two zero biases). Through the adapter `crypten.nn.from_pytorch` converts the model
+    with a parameter for each of its own, and computes what the torch model does."""
     from mpcdp.adapter.compat import crypten
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 3))
+    with torch.no_grad():
+        model[0].bias.zero_()
+        model[2].bias.zero_()
     x = torch.randn(5, 4)
     converted = crypten.nn.from_pytorch(model, x)
+    assert len(list(converted.parameters())) == len(list(model.parameters())) == 4
     assert torch.allclose(converted(x), model(x), atol=1e-5)

@@ -12,7 +12,8 @@ here.
   protocols over its own links (:mod:`.communicator`, :mod:`.dealer_link`).
 * ``crypten.nn.from_pytorch`` exports the model with ``torch.onnx.export``, whose default is now the
   ``torch.export``-based exporter (``dynamo=True``), which needs ``onnxscript``; CrypTen's converter reads the
-  TorchScript exporter's graphs. :func:`install_onnx_export` makes CrypTen's export pass ``dynamo=False``.
+  TorchScript exporter's graphs. :func:`install_onnx_export` makes CrypTen's export pass ``dynamo=False``, and
+  gives the graph back the duplicate initializers that exporter now merges (CrypTen cannot read the merge).
 * ``crypten.load``, ``crypten.load_from_party`` and the tuple provider's ``load_cache`` call ``torch.load``,
   which since torch 2.6 unpickles with ``weights_only=True`` and refuses every CrypTen class (and the
   ``frozenset`` keys of the tuple cache), so nothing ``crypten.save`` wrote loads back.
@@ -27,12 +28,14 @@ here.
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import pickle
 import re
 import sys
 import warnings
 
+import onnx
 import torch
 
 from mpcdp.providers import CRYPTEN_PROVIDERS
@@ -94,20 +97,44 @@ def configure(crypten_provider: str, precision_bits: int, timeout_s: float) -> N
 def install_onnx_export() -> None:
     """Make ``crypten.nn.from_pytorch`` export with torch's TorchScript exporter (idempotent): CrypTen's own
     export arguments (``crypten/nn/onnx_converter.py``, ``_export_pytorch_model``) plus ``dynamo=False``, without
-    torch's warning that this exporter is the legacy one (mpcdp chooses it: CrypTen's converter needs it)."""
+    torch's warning that this exporter is the legacy one (mpcdp chooses it: CrypTen's converter needs it), and
+    the graph given back its duplicate initializers (:func:`restore_duplicate_initializers`)."""
     if getattr(onnx_converter._export_pytorch_model, "_mpcdp", False):
         return
 
     def export(f, pytorch_model, dummy_input):
+        exported = io.BytesIO()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using the legacy TorchScript-based ONNX export")
-            torch.onnx.export(pytorch_model, dummy_input, f, do_constant_folding=False, export_params=True,
+            torch.onnx.export(pytorch_model, dummy_input, exported, do_constant_folding=False, export_params=True,
                               input_names=["input"], operator_export_type=torch.onnx.OperatorExportTypes.ONNX,
                               output_names=["output"], opset_version=onnx_converter._OPSET_VERSION, dynamo=False)
+        model = onnx.load_from_string(exported.getvalue())
+        restore_duplicate_initializers(model.graph)
+        f.write(model.SerializeToString())
         return f
 
     export._mpcdp = True
     onnx_converter._export_pytorch_model = export
+
+
+def restore_duplicate_initializers(graph) -> int:
+    """Undo torch's exporter keeping one initializer of several with equal values (two zero biases, a batch
+    norm's weight and running variance, all ones) and feeding the others from it through ``Identity`` nodes:
+    CrypTen's converter has no ``Identity`` op (its issue #455) and makes one parameter of each initializer, as
+    the exporters it was written for gave them. Each ``Identity`` of an initializer becomes a copy of that
+    initializer under the node's output name again; other ``Identity`` nodes stay (and CrypTen refuses them, as
+    it would). Returns how many were restored."""
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    duplicates = [node for node in graph.node
+                  if node.op_type == "Identity" and len(node.input) == 1 and node.input[0] in initializers]
+    for node in duplicates:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(initializers[node.input[0]])
+        copy.name = node.output[0]
+        graph.initializer.append(copy)
+        graph.node.remove(node)
+    return len(duplicates)
 
 
 install_onnx_export()
@@ -123,13 +150,17 @@ def deserializable_classes() -> dict[str, type]:
 
 def loadable_classes() -> list[type]:
     """The classes a file ``crypten.save``, ``crypten.save_from_party`` or the tuple provider's ``save_cache``
-    wrote may hold: CrypTen's tensor types and their parts (shares, encoder, ptype, autograd context), every
-    ``crypten.nn`` module, :func:`deserializable_classes`, and ``frozenset`` (the tuple cache's keys)."""
+    wrote may hold: CrypTen's tensor types and their parts (shares, encoder, ptype, autograd context and the
+    autograd functions a tensor's ``grad_fn`` names), every ``crypten.nn`` module, :func:`deserializable_classes`,
+    and ``frozenset`` (the tuple cache's keys)."""
     parts = [frozenset, arithmetic.ArithmeticSharedTensor, binary.BinarySharedTensor, crypten.encoder.FixedPointEncoder,
              crypten.mpc.ptype, gradients.AutogradContext, *crypten.CrypTensor.__CRYPTENSOR_TYPES__.values()]
-    modules = [value for value in vars(crypten.nn).values()
-               if isinstance(value, type) and issubclass(value, crypten.nn.Module)]
-    return list(dict.fromkeys([*parts, *modules, *deserializable_classes().values()]))
+    return list(dict.fromkeys([*parts, *_subclasses(vars(gradients), gradients.AutogradFunction),
+                               *_subclasses(vars(crypten.nn), crypten.nn.Module), *deserializable_classes().values()]))
+
+
+def _subclasses(namespace: dict, base: type) -> list[type]:
+    return [value for value in namespace.values() if isinstance(value, type) and issubclass(value, base)]
 
 
 def allow_listed_load(f, **kwargs):
