@@ -61,22 +61,28 @@ def _read_log(path: str) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _broken(test: str, error: Exception) -> dict:
-    """The outcome of the test during which a run failed (a party out of step, lost or silent)."""
-    first = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return {"test": test, "status": "error", "reason": f"the run stopped: {first}", "party": None,
-            "statuses": [], "seconds": None}
+def _resumed(log: str, failure: Exception) -> list[dict]:
+    """The outcomes of a run that failed, from party 0's notes (:func:`benchmarks.crypten_tests.run_in_party`),
+    the test it had started and not finished last: the run's failure, as an error."""
+    lines = _read_log(log)
+    done = [line for line in lines if "status" in line]
+    if lines and "started" in lines[-1]:
+        done.append({"test": lines[-1]["started"], "status": "error",
+                     "reason": f"the run stopped: {str(failure) or type(failure).__name__}"[:4000], "party": None,
+                     "statuses": [], "seconds": None})
+    return done
 
 
 def run_parties(parties: int, suite: str, files: dict, tests: list[str], settings: dict) -> tuple[list[dict], int]:
     """Every test of ``tests`` at ``parties`` data parties, in as many runs as it takes (a run that fails
-    resumes after the test it failed in); the outcomes in order and the number of runs."""
+    resumes after the test it failed in; one that fails twice in a row before its first test is raised); the
+    outcomes in order and the number of runs."""
     from mpcdp.config import MpcConfig
     from mpcdp.errors import PartyFailed
     from mpcdp.runtime.harness import run_job
 
     config = MpcConfig(parties=parties, provider=settings["provider"], timeout_s=settings["timeout_s"])
-    outcomes, runs = [], 0
+    outcomes, runs, fruitless = [], 0, 0
     while len(outcomes) < len(tests):
         remaining, runs = tests[len(outcomes):], runs + 1
         with tempfile.TemporaryDirectory(prefix="crypten-suite-") as folder:
@@ -85,9 +91,12 @@ def run_parties(parties: int, suite: str, files: dict, tests: list[str], setting
                 done = run_job(crypten_tests.run_in_party, config,
                                args=(suite, files, remaining, log, settings["margin_s"])).values[0]
             except PartyFailed as failure:
-                done = _read_log(log)
-                done.append(_broken(remaining[len(done)], failure))
-                print(f"  {parties} parties: the run stopped in {remaining[len(done) - 1]}", file=sys.stderr)
+                done = _resumed(log, failure)
+                fruitless = 0 if done else fruitless + 1
+                if fruitless == 2:
+                    raise
+                print(f"  {parties} parties: a run stopped after {len(done)} of {len(remaining)} tests",
+                      file=sys.stderr)
         outcomes += done
     return outcomes, runs
 
@@ -100,9 +109,12 @@ def _why(outcome: dict, exceptions: dict, parties: int) -> tuple[str, str]:
     return listed["kind"], listed["reason"]
 
 
-def _last_line(reason: str) -> str:
+def _exception(reason: str) -> str:
+    """A reason in one line: a stopped run's first (the harness's verdict), a traceback's last (the exception)."""
     lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
-    return lines[-1][:160] if lines else ""
+    if not lines:
+        return ""
+    return (lines[0] if lines[0].startswith("the run stopped") else lines[-1])[:200]
 
 
 def summarise(results: dict[int, list[dict]], files: dict, exceptions: dict) -> dict:
@@ -117,7 +129,7 @@ def summarise(results: dict[int, list[dict]], files: dict, exceptions: dict) -> 
             if o["status"] != "pass":
                 kind, reason = _why(o, exceptions, m)
                 listed.append({"parties": m, "test": o["test"], "status": o["status"], "statuses": o["statuses"],
-                               "kind": kind, "explanation": reason, "exception": _last_line(o["reason"]),
+                               "kind": kind, "explanation": reason, "exception": _exception(o["reason"]),
                                "detail": o["reason"]})
             elif o["test"] in exceptions and m in exceptions[o["test"]].get("parties", [m]):
                 listed.append({"parties": m, "test": o["test"], "status": "pass", "statuses": o["statuses"],

@@ -9,8 +9,8 @@ saves it, and this sdist's ``setup.py`` reads a ``requirements.txt`` the sdist d
 :func:`run_in_party` is the job each data party of an mpcdp run executes: every listed test method of
 CrypTen's ``MultiProcessTestCase`` classes, called in this process with CrypTen already joined to mpcdp's
 run (its communicator, generators and dealer: :mod:`mpcdp.adapter`), instead of CrypTen's own launcher
-(which forks its parties and forms a gloo group). After each test the parties exchange their outcomes, one
-round labelled with the test's name, so a party that fell out of step with the others stops the run there
+(which forks its parties and forms a gloo group). After each test the parties exchange their outcomes in
+rounds labelled with the test's name, so a party that fell out of step with the others stops the run there
 (a :class:`~mpcdp.errors.ProtocolViolation` or a time-out) instead of mixing one test's messages into the
 next; the launcher then resumes after that test (:mod:`benchmarks.crypten_suite`).
 """
@@ -200,10 +200,11 @@ def combined(test: str, everyone: list[dict]) -> dict:
 
 def run_in_party(ctx, suite: str, files: dict[str, str], tests: list[str], log: str | None,
                  margin_s: float) -> list[dict]:
-    """The job of every data party: run ``tests`` in order, exchange each one's outcome with the other parties
-    (one round, labelled with the test), and return the combined outcomes; party 0 also appends each to the
-    JSON-lines file ``log``, so the launcher knows how far a run got that fails. The run's deadline moves to
-    ``margin_s`` past each test's start."""
+    """The job of every data party: run ``tests`` in order, exchange each one's outcome with the other parties,
+    and return the combined outcomes. Two rounds per test, labelled with it: the outcomes, then a round that
+    says every party has them (a party can finish the first while another refuses what it read). Party 0 notes
+    in the JSON-lines file ``log`` each test it starts and each outcome, so the launcher knows in which test a
+    run that fails stopped. The run's deadline moves to ``margin_s`` past each test's start."""
     from mpcdp.adapter.compat import cfg, crypten
     from mpcdp.runtime import progress
 
@@ -211,11 +212,17 @@ def run_in_party(ctx, suite: str, files: dict[str, str], tests: list[str], log: 
     baseline, started, outcomes = copy.deepcopy(cfg.config), time.monotonic(), []
     for test in tests:
         progress.extend_deadline(time.monotonic() - started + margin_s)
+        _note(log, ctx.rank, {"started": test})
         _reset(crypten, cfg, baseline)
         mine = run_one(test, classes, ctx.rank, ctx.parties)
         outcome = combined(test, ctx.exchange_public(mine, label=f"crypten suite: {test}"))
-        if ctx.rank == 0 and log is not None:
-            with open(log, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(outcome) + "\n")
+        ctx.exchange_public(None, label=f"crypten suite: {test}: every party has every outcome")
+        _note(log, ctx.rank, outcome)
         outcomes.append(outcome)
     return outcomes
+
+
+def _note(log: str | None, rank: int, line: dict) -> None:
+    if rank == 0 and log is not None:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line) + "\n")
