@@ -839,3 +839,71 @@ def crypten_generator_draws(ctx):
 
     cpu = torch.device("cpu")
     return {name: torch.randint(0, 2**62, (4,), generator=crypten.generators[name][cpu]) for name in ("prev", "next")}
+
+
+def crypten_save_load(ctx, folder: str):
+    """CrypTen's own saving and loading on mpcdp's parties: each party's shares through ``crypten.save`` /
+    ``crypten.load``; a file naming another global, refused; a module party 0 saved, shared by
+    ``crypten.load_from_party`` (its parameters zeroed off party 0, as CrypTen does); the tuple provider's
+    cache through ``save_cache`` / ``load_cache``; an encrypted module's state dict."""
+    import io
+    import pickle
+
+    from mpcdp.adapter.compat import crypten
+
+    secret = crypten.cryptensor(torch.tensor([1.5, -2.25, 4.0]), src=0)
+    saved = io.BytesIO()
+    crypten.save(secret, saved)
+    saved.seek(0)
+    loaded = crypten.load(saved)
+    hostile = io.BytesIO()
+    torch.save({"payload": os.system}, hostile)
+    hostile.seek(0)
+    try:
+        crypten.load(hostile)
+        refusal = None
+    except pickle.UnpicklingError as exc:
+        refusal = str(exc)
+    model = os.path.join(folder, "linear.pt")
+    crypten.save_from_party(_sevens(), model, src=0)
+    shared = crypten.load_from_party(model, src=0)
+    return {"same_share": torch.equal(loaded.share, secret.share), "type": type(loaded).__name__,
+            "plain": loaded.get_plain_text(), "refusal": refusal, "module": type(shared).__name__,
+            "weights": shared.weight.detach().clone(), "bias_dtype": shared.bias.dtype, "src": shared.src,
+            "cache_kept": _cache_round_trip(crypten.mpc.get_default_provider(), folder),
+            "state_dict_kept": _state_dict_round_trip(crypten)}
+
+
+def _state_dict_round_trip(crypten) -> bool:
+    """An encrypted batch norm's state dict (its buffers name CrypTen's autograd functions as ``grad_fn``)
+    saved by ``crypten.save`` and loaded into a fresh module."""
+    import io
+
+    module, fresh, saved = crypten.nn.BatchNorm1d(4).encrypt(), crypten.nn.BatchNorm1d(4).encrypt(), io.BytesIO()
+    crypten.save(module.state_dict(), saved)
+    saved.seek(0)
+    fresh.load_state_dict(crypten.load(saved))
+    return all(torch.equal(fresh.state_dict()[name].get_plain_text(), value.get_plain_text())
+               for name, value in module.state_dict().items())
+
+
+def _cache_round_trip(provider, folder: str) -> bool:
+    """A request and a tuple cache as CrypTen's tracing fills them (the tuple cache's keys hold a frozenset of
+    keyword arguments), saved and loaded back by the provider."""
+    request = ("square", (torch.Size([2]),), {"device": torch.device("cpu")})
+    key = ("square", (torch.Size([2]),), frozenset({("device", torch.device("cpu"))}))
+    pair = (torch.arange(2), torch.ones(2, dtype=torch.int64))
+    provider.request_cache, provider.tuple_cache = [request], {key: [pair]}
+    provider.save_cache(folder)
+    provider.load_cache(folder)
+    requests, tuples = provider.request_cache, provider.tuple_cache
+    provider.request_cache, provider.tuple_cache = [], {}
+    return requests == [request] and set(tuples) == {key} and all(map(torch.equal, tuples[key][0], pair))
+
+
+def _sevens() -> torch.nn.Linear:
+    linear = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        linear.weight.fill_(7.0)
+        linear.bias.fill_(7.0)
+    return linear

@@ -3,6 +3,7 @@ CrypTen imports and runs in fresh interpreters, including spawned party processe
 module of the project that imports crypten."""
 
 import pytest
+import os
 import pathlib
 import re
 import subprocess
@@ -121,3 +122,63 @@ def test_crypten_generators_drawn_through_torch_agree_pairwise_and_differ_betwee
     for i in range(3):
         assert torch.equal(values[i]["next"], values[(i + 1) % 3]["prev"])
     assert len({tuple(v["next"].tolist()) for v in values}) == 3
+
+
+def test_crypten_save_and_load_round_trip_and_refuse_other_pickles(config_for, tmp_path):
+    """torch 2.13 loads with `weights_only=True`, which refused every CrypTen class: `crypten.load` of what
+    `crypten.save` wrote now gives the same shares back on every party; a file naming another global (here
+    `os.system`) is still refused, in one line naming it; `crypten.load_from_party` shares a module party 0
+    saved (its structure travels as JSON, not pickle), zeroed off party 0 as CrypTen does; the tuple
+    provider's cache and an encrypted module's state dict load back too."""
+    from party_jobs import crypten_save_load
+
+    values = run_parties(crypten_save_load, config_for(2), args=(str(tmp_path),))
+    for rank, v in enumerate(values):
+        assert v["same_share"] and v["type"] == "MPCTensor"
+        assert torch.allclose(v["plain"], torch.tensor([1.5, -2.25, 4.0]), atol=1e-4)
+        assert "it names posix.system" in v["refusal"] and "\n" not in v["refusal"]
+        assert v["module"] == "Linear" and v["src"] == 0 and v["bias_dtype"] == torch.float32
+        assert torch.equal(v["weights"], torch.full((2, 3), 7.0 if rank == 0 else 0.0))
+        assert v["cache_kept"] and v["state_dict_kept"]
+
+
+def test_crypten_object_messages_carry_modules_as_json_and_refuse_other_classes():
+    """What `broadcast_obj` sends: a module on CrypTen's allow-list, a size and typed tensors come back as they
+    were (dtype, parameter, tuple), with no pickle on the wire; a class off the allow-list is refused naming
+    the sender."""
+    from mpcdp.adapter import object_messages
+    from mpcdp.errors import ProtocolViolation
+    from mpcdp.transport import public
+
+    def through_the_wire(value):
+        return object_messages.decode(public.decode(public.encode(object_messages.encode(value)), peer=1,
+                                                    label="test"), peer=1)
+
+    model = torch.nn.Linear(4, 2)
+    back = through_the_wire({"model": model, "size": torch.Size([2, 3]), "counts": torch.arange(3, dtype=torch.int32)})
+    assert isinstance(back["model"], torch.nn.Linear) and back["model"].in_features == 4
+    assert isinstance(back["model"].weight, torch.nn.Parameter) and torch.equal(back["model"].weight, model.weight)
+    assert back["size"] == (2, 3) and back["counts"].dtype == torch.int32
+    forged = object_messages.encode(torch.nn.Sequential())  # torch.nn.Sequential is not on CrypTen's list
+    with pytest.raises(ProtocolViolation, match="party 1 .*Sequential"):
+        object_messages.decode(forged, peer=1)
+    with pytest.raises(TypeError):
+        object_messages.encode(os.system)
+
+
+def test_crypten_from_pytorch_converts_without_onnxscript():
+    """torch 2.13's `torch.onnx.export` defaults to the dynamo exporter, which needs onnxscript (not installed),
+    and its TorchScript exporter merges initializers of equal values through `Identity` nodes, which CrypTen
+    cannot convert (here two zero biases). Through the adapter `crypten.nn.from_pytorch` converts the model
+    with a parameter for each of its own, and computes what the torch model does."""
+    from mpcdp.adapter.compat import crypten
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 3))
+    with torch.no_grad():
+        model[0].bias.zero_()
+        model[2].bias.zero_()
+    x = torch.randn(5, 4)
+    converted = crypten.nn.from_pytorch(model, x)
+    assert len(list(converted.parameters())) == len(list(model.parameters())) == 4
+    assert torch.allclose(converted(x), model(x), atol=1e-5)

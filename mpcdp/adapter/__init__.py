@@ -5,8 +5,10 @@ Everything CrypTen keeps in globals (the ``cfg`` singleton, the communicator beh
 by the run's provider record) is touched here and nowhere else. The rest of mpcdp calls the plain functions below and sees CrypTen tensors only as opaque handles
 inside :class:`mpcdp.mpc.shared.Shared`.
 
-* :mod:`.compat`: making CrypTen 0.4.1 import on torch 2.13, and the only ``import crypten`` of mpcdp;
-* :mod:`.communicator`: CrypTen's communicator over mpcdp's links (no gloo process group exists);
+* :mod:`.compat`: making CrypTen 0.4.1 import and work on torch 2.13 (its ONNX export, its saved files loaded
+  with an allow-list), and the only ``import crypten`` of mpcdp;
+* :mod:`.communicator`: CrypTen's communicator over mpcdp's links (no gloo process group exists), its object
+  messages as JSON, never pickled (:mod:`.object_messages`);
 * :mod:`.group`: who this party is, and the run's provider;
 * :mod:`.session`: a data party joining and leaving (the building blocks a provider sets its material source
   up with), and the CrypTen protocols mpcdp calls directly;

@@ -5,8 +5,9 @@ provider) talk through one object, ``crypten.communicator.get()``. Its stock imp
 torch.distributed's gloo process group, plain TCP that carries TLS nowhere. :class:`MeshCommunicator`
 implements the same methods over the data parties' :class:`~mpcdp.transport.mesh.Mesh`: every message is a
 checked frame (:mod:`mpcdp.transport.frames`) on a link that is TLS 1.3 with credentials, and object
-messages are JSON in mpcdp's public schema (:mod:`mpcdp.transport.public`), never pickle. No gloo process
-group exists in an mpcdp run.
+messages are JSON in mpcdp's public schema (:mod:`mpcdp.transport.public`, with the tags of
+:mod:`.object_messages` for tuples, typed tensors and the modules CrypTen may deserialize), never pickle. No
+gloo process group exists in an mpcdp run.
 
 Declared cost per call (d elements, m parties; rounds are recorded in :mod:`mpcdp.transport.costs`):
 ``all_reduce`` is an opening (:meth:`~mpcdp.transport.mesh.Mesh.open_shares`: 1 round for 2 parties, 2
@@ -23,6 +24,7 @@ from typing import Any
 import torch
 from torch.distributed import ReduceOp
 
+from mpcdp.adapter import object_messages
 from mpcdp.adapter.compat import comm
 from mpcdp.adapter.objects import MAX_OBJECT_BYTES
 from mpcdp.transport import costs, public
@@ -216,12 +218,13 @@ class MeshCommunicator(comm.Communicator):
     def barrier(self):
         self.all_gather(torch.zeros(1, dtype=torch.int64))
 
-    # -- object messages (JSON, never pickle) ---------------------------------------------------
+    # -- object messages (JSON, never pickle: :mod:`.object_messages`) ---------------------------
     def _text(self, sends: dict[int, Any], receives: list[int]) -> dict[int, Any]:
-        payloads = {j: public.encode(obj) for j, obj in sends.items()}
+        payloads = {j: public.encode(object_messages.encode(obj)) for j, obj in sends.items()}
         raw = self.mesh.exchange_text(payloads, receives, label=self._label("object"), limit=MAX_OBJECT_BYTES)
         costs.record_rounds(1)
-        return {j: public.decode(data, peer=j, label="CrypTen object message") for j, data in raw.items()}
+        return {j: object_messages.decode(public.decode(data, peer=j, label="CrypTen object message"), peer=j)
+                for j, data in raw.items()}
 
     def send_obj(self, obj, dst, group=None):
         self._text({dst: obj}, [])
@@ -230,9 +233,10 @@ class MeshCommunicator(comm.Communicator):
         return self._text({}, [src])[src]
 
     def broadcast_obj(self, obj, src, group=None):
+        """``src``'s object on every party; ``src`` gets its own ``obj`` back, as from CrypTen's communicator."""
         if self.rank == src:
             self._text({j: obj for j in self._others()}, [])
-            return public.decode(public.encode(obj), peer=src, label="CrypTen object message")
+            return obj
         return self._text({}, [src])[src]
 
 
