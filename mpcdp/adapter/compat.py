@@ -34,6 +34,7 @@ import pickle
 import re
 import sys
 import warnings
+from typing import Any
 
 import onnx
 import torch
@@ -106,7 +107,8 @@ def install_onnx_export() -> None:
         exported = io.BytesIO()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using the legacy TorchScript-based ONNX export")
-            torch.onnx.export(pytorch_model, dummy_input, exported, do_constant_folding=False, export_params=True,
+            torch.onnx.export(pytorch_model, dummy_input, exported,  # type: ignore[arg-type]  # takes a file too
+                              do_constant_folding=False, export_params=True,
                               input_names=["input"], operator_export_type=torch.onnx.OperatorExportTypes.ONNX,
                               output_names=["output"], opset_version=onnx_converter._OPSET_VERSION, dynamo=False)
         model = onnx.load_from_string(exported.getvalue())
@@ -114,7 +116,7 @@ def install_onnx_export() -> None:
         f.write(model.SerializeToString())
         return f
 
-    export._mpcdp = True
+    setattr(export, "_mpcdp", True)  # noqa: B010 - a marker on a function: installed once
     onnx_converter._export_pytorch_model = export
 
 
@@ -171,7 +173,8 @@ def allow_listed_load(f, **kwargs):
     """
     kwargs.setdefault("weights_only", True)
     try:
-        with torch.serialization.safe_globals(loadable_classes()):
+        allowed: list[Any] = list(loadable_classes())
+        with torch.serialization.safe_globals(allowed):
             return torch.load(f, **kwargs)
     except pickle.UnpicklingError as exc:
         where = repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else "a file object"
@@ -211,7 +214,8 @@ def install_allow_listed_loads() -> None:
                                        src=src, load_closure=load_closure, **kwargs)
 
     load.__doc__, load_from_party.__doc__ = crypten_load.__doc__, crypten_load_from_party.__doc__
-    load._mpcdp = load_from_party._mpcdp = True
+    for patched in (load, load_from_party):
+        setattr(patched, "_mpcdp", True)  # noqa: B010 - a marker on a function: installed once
     crypten.load, crypten.load_from_party = load, load_from_party
     tuple_provider.TupleProvider._load_requests = _load_cached("request_cache", "_get_request_path")
     tuple_provider.TupleProvider._load_tuples = _load_cached("tuple_cache", "_get_tuple_path")
