@@ -40,7 +40,8 @@ def test_settings_are_frozen():
 def test_a_local_run_hands_its_processes_the_settings_not_environment_variables(config_for, monkeypatch):
     """The parties of a local run link over TLS with the launcher's throwaway deployment and import the
     launcher's plugins, while their environment holds no MPCDP_ variable (the user set none)."""
-    for name in ("MPCDP_CREDENTIALS", "MPCDP_INSECURE_LINKS", "MPCDP_IFACE", "MPCDP_PLUGINS", "MPCDP_NETWORK"):
+    for name in ("MPCDP_CREDENTIALS", "MPCDP_INSECURE_LINKS", "MPCDP_IFACE", "MPCDP_PLUGINS", "MPCDP_NETWORK",
+                 "MPCDP_LEDGER"):  # the suite's own privacy ledger folder (conftest) too: none set
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(plugins, "_LOADED", [])
     monkeypatch.setattr(providers, "PROVIDERS", dict(providers.PROVIDERS))  # the toy registers in a copy

@@ -29,7 +29,7 @@ def test_a_deviating_peer_stops_every_honest_party_naming_it(fault, parties, con
     reports = {r.rank: r for r in info.value.reports}
     assert info.value.party == ROGUE, str(info.value)
     if fault == "short":  # a frame cut short looks like a slow link until the deadline, which names the rogue
-        assert f"party {ROGUE} stalled" in str(info.value)
+        assert f"party {ROGUE} went silent" in str(info.value)
     for rank in honest if fault != "short" else ():  # the honest parties: stopped with an error that names the rogue
         report = reports[rank]
         assert report.status in ("error", "died") and report.exitcode != 0, (fault, rank, report)
