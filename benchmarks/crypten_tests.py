@@ -169,11 +169,15 @@ def _case(cls: type, method: str, rank: int, parties: int) -> unittest.TestCase:
 
 
 def _reset(crypten, cfg, baseline) -> None:
-    """CrypTen's global settings as the run started, before every test (CrypTen's launcher gives each test a
-    fresh process with the parent's configuration)."""
+    """CrypTen's global state as the run started, before every test (CrypTen's launcher gives each test a
+    fresh process with the parent's configuration): the configuration, autograd on, the default tensor type,
+    and each tuple provider neither tracing nor holding cached requests or tuples (``test_tuple_cache`` leaves
+    empty lists cached, from which later tests' requests would pop)."""
     cfg.set_config(copy.deepcopy(baseline))
     crypten.CrypTensor.set_grad_enabled(True)
     crypten.set_default_cryptensor_type("mpc")
+    for provider in vars(crypten.mpc)["__SUPPORTED_PROVIDERS"].values():
+        provider.tracing, provider.request_cache, provider.tuple_cache = False, [], {}
 
 
 def run_one(test: str, classes: dict[str, type], rank: int, parties: int) -> dict:

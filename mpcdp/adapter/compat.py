@@ -166,7 +166,8 @@ def _subclasses(namespace: dict, base: type) -> list[type]:
 
 
 def allow_listed_load(f, **kwargs):
-    """``torch.load(f, weights_only=True, **kwargs)`` with :func:`loadable_classes` allow-listed.
+    """``torch.load(f, weights_only=True, **kwargs)`` with :func:`loadable_classes` allow-listed (a caller's own
+    ``weights_only`` in ``kwargs``, which ``load_from_party`` passes on, is the caller's choice).
 
     Raises:
         pickle.UnpicklingError: ``f`` holds another global; one line names it and what to do.
@@ -194,9 +195,9 @@ def _what_was_refused(message: str) -> str:
 
 
 def install_allow_listed_loads() -> None:
-    """Make ``crypten.load`` and ``crypten.load_from_party`` load with :func:`allow_listed_load` where they would
-    call ``torch.load`` (their default ``load_closure``); a closure of the caller's own runs as before
-    (idempotent)."""
+    """Make ``crypten.load``, ``crypten.load_from_party`` and the tuple provider's ``load_cache`` load with
+    :func:`allow_listed_load` where they would call ``torch.load`` (the first two: their default
+    ``load_closure``); a closure of the caller's own runs as before (idempotent)."""
     if getattr(crypten.load, "_mpcdp", False):
         return
     crypten_load, crypten_load_from_party = crypten.load, crypten.load_from_party
