@@ -159,7 +159,7 @@ def train(model, data, *, protocol: str,
         raise ConfigError(f"`backend` must be one of {[MPC, SIMULATED]}. Found {backend!r}.")
     trained = _trained_model(model, loss, classes)
     options = dict(epsilon=epsilon, seed=seed)
-    from mpcdp.jobs.own_data import Keeping
+    from mpcdp.jobs.keeping import Keeping
 
     keeping = Keeping(checkpoint, checkpoint_every, resume, fresh_budget)
     if backend == SIMULATED and checkpoint:

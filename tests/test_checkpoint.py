@@ -150,3 +150,21 @@ def test_a_write_that_dies_half_way_leaves_the_previous_checkpoint(tmp_path, mon
     monkeypatch.setattr(torch, "save", real_save)
     assert checkpoint.available(tmp_path, 0) == [0]
     assert checkpoint.load(tmp_path, 0, 0, description)["state"]["releases"] == 1
+
+
+def test_every_launcher_checks_its_checkpoint_flags_as_one_record(tmp_path, capsys):
+    """`--checkpoint` and `--resume` naming different folders are refused by the shipped-data command as by
+    the own-data one (one check, :class:`mpcdp.jobs.keeping.Keeping`), before any data is read; a
+    checkpoint interval defaults to a tenth of the run."""
+    from mpcdp.cli import main
+    from mpcdp.jobs.keeping import Keeping
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    argv = ["train", "protocols/quickstart-a9a.toml", "--backend", "simulated", "--checkpoint", str(a),
+            "--resume", str(b)]
+    assert main(argv) == 2
+    assert f"`--checkpoint` '{a}' and `--resume` '{b}' differ" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="differ: a resumed run keeps saving"):
+        Keeping.from_flags(str(a), str(b))
+    assert Keeping.from_flags(None, str(a)) == Keeping(str(a), None, True)
+    assert (Keeping(str(a)).every_of(95), Keeping(str(a)).every_of(5), Keeping(str(a), 7).every_of(95)) == (9, 1, 7)

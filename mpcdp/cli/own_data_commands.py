@@ -48,15 +48,11 @@ def own_model(ns: argparse.Namespace, plan) -> Any:
 
 def keeping_of(ns: argparse.Namespace) -> Any:
     """``--checkpoint DIR`` / ``--checkpoint-every K`` / ``--resume DIR`` / ``--fresh-budget`` as a run's
-    :class:`~mpcdp.jobs.own_data.Keeping`."""
-    from mpcdp.jobs.own_data import Keeping
+    :class:`~mpcdp.jobs.keeping.Keeping`."""
+    from mpcdp.jobs.keeping import Keeping
 
-    checkpoint, resume = getattr(ns, "checkpoint", None), getattr(ns, "resume", None)
-    if resume and checkpoint and checkpoint != resume:
-        raise ConfigError(f"`--checkpoint` {checkpoint!r} and `--resume` {resume!r} differ: a resumed run keeps "
-                          f"saving into the directory it resumes from")
-    return Keeping(resume or checkpoint, getattr(ns, "checkpoint_every", None), bool(resume),
-                   bool(getattr(ns, "fresh_budget", False)))
+    return Keeping.from_flags(getattr(ns, "checkpoint", None), getattr(ns, "resume", None),
+                              getattr(ns, "checkpoint_every", None), bool(getattr(ns, "fresh_budget", False)))
 
 
 def _check_own_data_options(ns: argparse.Namespace) -> None:

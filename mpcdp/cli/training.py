@@ -8,10 +8,9 @@ import json
 import sys
 
 from mpcdp import providers
-from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
 from mpcdp.cli.options import _provider_help, _add_own_data_options, _add_model_outputs, _add_variant_options
-from mpcdp.cli.own_data_commands import _check_own_data_options, _cmd_train_own_data, _own_sources, own_model
+from mpcdp.cli.own_data_commands import _check_own_data_options, _cmd_train_own_data, _own_sources, keeping_of, own_model
 from mpcdp.cli.user_module import add_module_options
 
 
@@ -92,13 +91,11 @@ def _cmd_train(ns: argparse.Namespace) -> int:
     plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
                      algorithm=ns.algorithm, size_ratio=ns.size_ratio,
                      mpc={"reproducible": ns.reproducible or None, "provider": ns.provider})
-    if ns.resume and ns.checkpoint and ns.checkpoint != ns.resume:
-        raise ConfigError(f"`--checkpoint` {ns.checkpoint!r} and `--resume` {ns.resume!r} differ: a resumed run "
-                          f"keeps saving into the directory it resumes from")
+    keeping = keeping_of(ns)
     print(f"mpcdp: {plan.name} [{plan.backend}, {plan.parties} parties]", file=sys.stderr, flush=True)
     with progress.lines_to(sys.stderr):  # the estimate, then every party's progress in words
-        report = run_plan(plan, checkpoint_dir=ns.resume or ns.checkpoint, checkpoint_every=ns.checkpoint_every,
-                          resume=bool(ns.resume))
+        report = run_plan(plan, checkpoint_dir=keeping.checkpoint_dir, checkpoint_every=keeping.every,
+                          resume=keeping.resume)
     report.pop("test_error_curve")
     print(json.dumps(report))
     return 0

@@ -53,6 +53,7 @@ from mpcdp.mpc.data_agreement import agree_on_data
 from mpcdp.data.party_file import PartyData, check_labels, load_party_file, schema_difference
 from mpcdp.errors import ConfigError, ConfigMismatchError, PartyFailed, PartyRefused
 from mpcdp.jobs.estimate import estimate_own_data
+from mpcdp.jobs.keeping import Keeping
 from mpcdp.jobs.own_data_results import most_exposed_party, secure_curve
 from mpcdp.jobs.secure_run import Job, secure_run, secure_run_here
 from mpcdp.jobs.train import plan_noise, unit_rows
@@ -235,34 +236,6 @@ def _check_training_step(model, classes: Classes, data: PartyData) -> None:
             "model-classes", data.source, f"{classes.count} classes, output width {width}") from None
 
 
-@dataclasses.dataclass(frozen=True)
-class Keeping:
-    """How a run on own data is kept across failures and runs: ``checkpoint_dir`` (this party's checkpoints,
-    on its own disk; None: none), ``every`` (releases between checkpoints; None: a tenth of the run),
-    ``resume`` (continue the run saved there instead of starting one), ``fresh_budget`` (start a run over
-    records that earlier runs already spent privacy budget on: :mod:`mpcdp.jobs.budget`)."""
-
-    checkpoint_dir: str | None = None
-    every: int | None = None
-    resume: bool = False
-    fresh_budget: bool = False
-
-    def __post_init__(self) -> None:
-        if self.resume and not self.checkpoint_dir:
-            raise ConfigError("`resume` continues a run from its checkpoint folder: give the folder.")
-        if self.every is not None:
-            from mpcdp.validation import check_integer
-
-            check_integer(self.every, "checkpoint_every")
-        if self.checkpoint_dir and not self.resume:
-            import pathlib
-
-            folder = pathlib.Path(self.checkpoint_dir)
-            if folder.exists() and any(folder.iterdir()):
-                raise ConfigError(f"checkpoint directory {self.checkpoint_dir!r} is not empty: resume from it "
-                                  f"(`--resume`) or choose a new one")
-
-
 def _checkpointable() -> list[str]:
     from mpcdp.learning import algorithms
 
@@ -398,7 +371,7 @@ def _kept(plan, planned, levels, sizes: tuple[int, ...], checked: CheckedData, k
 
     checkpoint = None
     if keeping.checkpoint_dir:
-        checkpoint = {"dir": keeping.checkpoint_dir, "every": keeping.every or max(1, planned.steps // 10),
+        checkpoint = {"dir": keeping.checkpoint_dir, "every": keeping.every_of(planned.steps),
                       "resume": keeping.resume,
                       "description": {**checkpoint_description(plan, levels, planned.steps), "sizes": list(sizes)}}
     if certificate is None:

@@ -148,7 +148,8 @@ class OwnFiles:
 
     def run(self, plan) -> dict[str, Any]:
         """One run of ``plan`` (its backend decides secure or simulated), as ``mpcdp compare`` reads it."""
-        from mpcdp.jobs.own_data import Keeping, run_own_data
+        from mpcdp.jobs.keeping import Keeping
+        from mpcdp.jobs.own_data import run_own_data
 
         plan = dataclasses.replace(plan, eval_every=1)
         start = time.perf_counter()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import pathlib
 import time
 from typing import Any, Callable
 
@@ -33,6 +32,7 @@ from mpcdp.learning.dpsrm import OUTPUT_RULES, Shard
 from mpcdp.learning.logreg import warm_up
 from mpcdp.learning.mechanisms import NoiseChoice
 from mpcdp.accounting.released import calibrate_on_grid
+from mpcdp.jobs.keeping import Keeping
 from mpcdp.jobs.secure_run import Job, Launcher, secure_run
 from mpcdp.jobs.secure_run import config_for, host_launcher  # noqa: F401 - re-exported for callers of this module
 from mpcdp.jobs.train_report import beyond_target, plan_report as _report, uncertified as _uncertified, unit_rows
@@ -326,15 +326,12 @@ def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int
 
 def _checkpoint_spec(plan: TrainPlan, noise: PlanNoise, checkpoint_dir: str | None, checkpoint_every: int | None,
                      resume: bool) -> dict[str, Any] | None:
-    """Where and how often the parties save their state (None: no checkpoints): every ``checkpoint_every``
-    releases, by default a tenth of the run. A fresh run refuses a directory that is not empty."""
-    if not checkpoint_dir:
+    """Where and how often the parties save their state (None: no checkpoints), checked as every run's
+    :class:`~mpcdp.jobs.keeping.Keeping` (a fresh run refuses a folder that is not empty)."""
+    keeping = Keeping(checkpoint_dir, checkpoint_every, resume)
+    if not keeping.checkpoint_dir:
         return None
-    every = checkpoint_every if checkpoint_every is not None else max(1, noise.steps // 10)
-    if not resume and pathlib.Path(checkpoint_dir).exists() and any(pathlib.Path(checkpoint_dir).iterdir()):
-        raise ConfigError(f"checkpoint directory {checkpoint_dir!r} is not empty: resume from it (`--resume`) "
-                          f"or choose a new one")
-    return {"dir": str(checkpoint_dir), "every": every, "resume": resume,
+    return {"dir": str(keeping.checkpoint_dir), "every": keeping.every_of(noise.steps), "resume": resume,
             "description": checkpoint_description(plan, noise.levels, noise.steps)}
 
 
