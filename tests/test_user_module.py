@@ -81,3 +81,21 @@ def test_a_bad_module_spec_is_one_line_before_any_data_is_read(own_files, spec, 
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and __import__("re").fullmatch(line, done.stderr.strip())
+
+
+@pytest.mark.parametrize("job, model, line", [
+    (["--job", "train", "--protocol", PROTOCOL], "logreg-a9a", "for `--job train` give your own module as FILE.py:CLASS"),
+    (["--job", "train", "--protocol", PROTOCOL], "mine.py:Mlp", "trains your module on the parties' own files: give this"),
+    (["--job", "cost"], "mine.py:Mlp", "is a module: `--job cost` costs a model by name"),
+    ([], "logreg-a9a", "`--model` is for `--job train` (your module) or `--job cost` (a costed model)"),
+])
+def test_mpcdp_party_reads_model_one_way_per_job(job, model, line, capsys):
+    """`mpcdp party --model` is your module for `--job train --data` and a costed model's name for `--job cost`;
+    a value meant for the other job is refused in one line before the process joins anything."""
+    from mpcdp.cli import main
+
+    argv = ["party", "--rank", "0", "--parties", "3", "--rendezvous", "tcp://127.0.0.1:1", "--insecure-links",
+            *job, "--model", model]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and line in err, err

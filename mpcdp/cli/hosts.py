@@ -52,9 +52,9 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
                        help="with --data: the feature columns, comma-separated (default: every other column), "
                             "or the dimension of an svmlight file")
     _add_model_outputs(party)
-    party.add_argument("--model", default="logreg-a9a",
-                       help="for --job cost: the model whose layers are costed; for --job train with --data: your "
-                            "own nn.Module as FILE.py:CLASS (as `mpcdp train --model`)")
+    party.add_argument("--model", default=None,
+                       help="for --job train with --data: your own nn.Module as FILE.py:CLASS (as `mpcdp train "
+                            "--model`); for --job cost: the model whose layers are costed (default logreg-a9a)")
     add_module_options(party, model_option=False)
     party.add_argument("--checkpoint", default=None, metavar="DIR",
                        help="with --job train --data: save this party's state under DIR (on its own disk)")
@@ -83,6 +83,24 @@ def _party_parser(sub: argparse._SubParsersAction) -> None:
                        help="on an error, print its traceback too (by default: one line saying why, the same "
                             "on every process where a party refused its own data)")
     party.set_defaults(func=_cmd_party)
+
+
+def _check_party_model(ns: argparse.Namespace) -> None:
+    """``--model`` names your own module (FILE.py:CLASS) for ``--job train --data``, and a costed model by
+    name for ``--job cost``; anything else is refused in one line instead of being read as the other."""
+    if ns.model is None:
+        return
+    if ns.job == "cost" and is_module_spec(ns.model):
+        raise ConfigError(f"`--model` {ns.model!r} is a module: `--job cost` costs a model by name "
+                          f"(`mpcdp cost --help` lists them).")
+    if ns.job == "train" and not is_module_spec(ns.model):
+        raise ConfigError(f"`--model` {ns.model!r}: for `--job train` give your own module as FILE.py:CLASS "
+                          f"(with `--data`); the protocol names its own model otherwise.")
+    if ns.job == "train" and not ns.data:
+        raise ConfigError(f"`--model` {ns.model!r} trains your module on the parties' own files: give this "
+                          f"party's with `--data`.")
+    if ns.job == "aggregate":
+        raise ConfigError("`--model` is for `--job train` (your module) or `--job cost` (a costed model).")
 
 
 def _cmd_party(ns: argparse.Namespace) -> int:
@@ -114,6 +132,7 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         raise ConfigError(f"`{outputs[0]}` is for `--job train --data FILE` (a party's own data).")
     if ns.plot and ns.eval_every is None:
         raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
+    _check_party_model(ns)
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
         from mpcdp.runtime import progress
@@ -128,8 +147,6 @@ def _cmd_party(ns: argparse.Namespace) -> int:
             from mpcdp.jobs.own_data_results import check_every
 
             plan = dataclasses.replace(plan, eval_every=check_every(ns.eval_every))
-            if not is_module_spec(ns.model):
-                ns.model = None  # the cost job's default names no module: the protocol's model
             model = own_model(ns, plan)
             values = run_own_data_here(plan, PartySource(ns.data, ns.test, ns.label, _features(ns.features)),
                                        model, rank=endpoint.rank, rendezvous=endpoint.rendezvous,
@@ -145,6 +162,7 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     elif ns.job == "cost":
         from mpcdp.jobs.cost import MODELS, check_choice, cost_job, cost_party
 
+        ns.model = ns.model or "logreg-a9a"
         check_choice(ns.model, ns.noise)
         result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=cost_party,
                            args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
