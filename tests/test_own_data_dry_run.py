@@ -154,10 +154,13 @@ def test_mpcdp_compare_accepts_an_own_data_protocol_with_every_partys_files(csvs
     for j, f in enumerate([*files, *tests]):
         frame = pd.read_csv(f)
         signed.append(_write(tmp_path / f"c{j}.csv", frame.drop(columns="label").to_numpy(), 2 * frame["label"] - 1))
-    code = main(["compare", PROTOCOL, "--seeds", "1", "--out", str(tmp_path / "cmp"), "--data", *signed[:3],
-                 "--test", *signed[3:], "--label", "label"])
-    assert code == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    command = ["compare", PROTOCOL, "--seeds", "1", "--out", str(tmp_path / "cmp"), "--data", *signed[:3],
+               "--test", *signed[3:], "--label", "label"]
+    assert main(command) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert "1 secure run(s) over the parties' own records, each recorded in every party's privacy ledger" in err
+    assert summary["ledger_runs"] == 1
     assert summary["parties"] == 3 and summary["epsilon"] <= 1.0
     assert summary["epsilon_mpc_reproducible"] > summary["epsilon"]  # public batches: no amplification
     for backend in ("mpc", "simulated"):
@@ -165,6 +168,8 @@ def test_mpcdp_compare_accepts_an_own_data_protocol_with_every_partys_files(csvs
     record = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert [r["parties_records"] for r in record["runs"]["mpc"]] == [list(SIZES)]
     assert (tmp_path / "cmp" / "test_error.png").exists()
+    assert main(command) == 3  # the same records again: the ledger refuses, as `mpcdp train` does
+    assert "refused its data: file 'c0.csv' already spent privacy budget" in capsys.readouterr().err
     assert main(["compare", PROTOCOL, "--seeds", "1", "--data", *signed[:3], "--label", "label"]) == 2
     assert "give every party's held-out file" in capsys.readouterr().err
 

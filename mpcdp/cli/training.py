@@ -152,6 +152,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     _add_variant_options(compare)
     _add_own_data_options(compare)
     add_module_options(compare)
+    compare.add_argument("--fresh-budget", action="store_true",
+                         help="with --data: run although a party's records already spent privacy budget in an "
+                              "earlier run (every secure seed is a run recorded in each party's ledger)")
     compare.set_defaults(func=_cmd_compare)
 
 
@@ -161,10 +164,11 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     _check_own_data_options(ns)
     own_data, parties = None, ns.parties
     if ns.data:
-        from mpcdp.jobs.own_data_simulated import OwnFiles
+        from mpcdp.jobs.own_data_simulated import OwnFiles, ledger_line
 
-        own_data = OwnFiles(tuple(_own_sources(ns)), model=own_model(ns, None))
+        own_data = OwnFiles(tuple(_own_sources(ns)), model=own_model(ns, None), fresh_budget=ns.fresh_budget)
         parties = len(ns.data)
+        print(ledger_line(ns.seeds), file=sys.stderr, flush=True)
     summary = compare(ns.protocol, seeds=ns.seeds, parties=parties, epsilon=ns.epsilon, out=ns.out,
                       algorithm=ns.algorithm, size_ratio=ns.size_ratio, own_data=own_data)
     print(summary["table"], file=sys.stderr)
