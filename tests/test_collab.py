@@ -315,3 +315,12 @@ def test_lending_club_subset_is_prepared_as_documented():
     assert 4 < float(data.y_train.std()) < 6  # interest rate in percentage points (sd ≈ 4.9)
     classes = load("lending-club-class")
     assert set(np.unique(classes.y_train)) == {-1.0, 1.0} and classes.x_train.shape == (8857, 10)
+
+
+def test_an_epsilon_whose_noise_scale_overflows_is_refused_naming_the_owner():
+    """1/ε² underflowed through ε·ε to a ZeroDivisionError below ε ≈ 1e-162; now a tiny ε that still fits gives
+    its exact score and one whose 1/ε² is not a float is refused in one line naming the owner."""
+    assert collaboration_score([10, 10], [1e-154, math.inf]) == pytest.approx(1e154 / 20, rel=1e-12)
+    with pytest.raises(ConfigError, match=r"`epsilons` \(owner 1\) = 1e-163 is too small: its noise scale 1/ε² "
+                                          r"overflows"):
+        collaboration_score([10, 10], [1.0, 1e-163])
