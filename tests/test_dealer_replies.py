@@ -17,6 +17,8 @@ from mpcdp.transport import public
 from mpcdp.transport.mesh import Mesh
 
 DEALER = 2
+# the links are plain knowingly (see _meshes); the warning they raise is tested where links are the subject
+pytestmark = pytest.mark.filterwarnings("ignore::mpcdp.errors.InsecureSettingWarning")
 
 
 def _meshes(timeout_s: float) -> dict[int, Mesh]:

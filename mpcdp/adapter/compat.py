@@ -107,6 +107,8 @@ def install_onnx_export() -> None:
         exported = io.BytesIO()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using the legacy TorchScript-based ONNX export")
+            warnings.filterwarnings("ignore", message="The feature will be removed",  # the same exporter's logging
+                                    category=DeprecationWarning)
             torch.onnx.export(pytorch_model, dummy_input, exported,  # type: ignore[arg-type]  # takes a file too
                               do_constant_folding=False, export_params=True,
                               input_names=["input"], operator_export_type=torch.onnx.OperatorExportTypes.ONNX,
@@ -118,6 +120,19 @@ def install_onnx_export() -> None:
 
     setattr(export, "_mpcdp", True)  # noqa: B010 - a marker on a function: installed once
     onnx_converter._export_pytorch_model = export
+    onnx_converter.numpy_helper = _WritableArrays()
+
+
+class _WritableArrays:
+    """``onnx.numpy_helper`` for CrypTen's converter, whose ``torch.from_numpy(numpy_helper.to_array(t))`` got
+    read-only arrays over the model's bytes (torch warned it may write to them): each array is copied first."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(onnx.numpy_helper, name)
+
+    @staticmethod
+    def to_array(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        return onnx.numpy_helper.to_array(tensor, *args, **kwargs).copy()
 
 
 def restore_duplicate_initializers(graph) -> int:

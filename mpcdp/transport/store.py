@@ -96,6 +96,7 @@ class StoreServer:
             raise ConfigError(f"the rendezvous {host}:{port} cannot be opened on party 0's host: {exc}") from None
         self.listener.listen(socket.SOMAXCONN)
         self.address = self.listener.getsockname()
+        self.listener.settimeout(0.25)  # the accept loop wakes to reset parked connections past their hold time
         threading.Thread(target=self._accept, daemon=True, name="mpcdp-rendezvous").start()
 
     def close(self) -> None:
@@ -109,8 +110,7 @@ class StoreServer:
     def _accept(self) -> None:
         """Take every connection at once (the backlog never fills); the gate admits it to a thread now or
         parks it (:mod:`.gate`)."""
-        self.listener.settimeout(0.25)  # wake to reset parked connections past their hold time
-        while True:
+        while True:  # set before the thread starts: a store closed at once must not fail here
             try:
                 raw, origin = self.listener.accept()
             except socket.timeout:
