@@ -23,7 +23,7 @@ Certificate, for every such C:
    formula (their Thm 27) is not used — its higher-order terms hold for an exact Gaussian base only — nor is the
    exact μ-GDP conversion: the sum of discrete Gaussians is not a Gaussian.
 2. Sampler: on its support S the sampler's pmf is within e^(±η_dg) of D_{σ_p}(·|S) (enumerated,
-   :attr:`~mpcdp.noise.discrete_gaussian.SamplerPlan.eta_dg`), so within e^(±(η_dg + 2·tail)) of D_{σ_p},
+   :attr:`~mpcdp.noise.discrete_gaussian.DiscreteGaussianPlan.eta_dg`), so within e^(±(η_dg + 2·tail)) of D_{σ_p},
    where tail >= D_{σ_p}'s mass off S. By Poisson summation Σ_n e^(−n²/2σ²) >= √(2π)·σ, so
    tail <= erfc((edge − 1)/(σ_p·√2)), edge the support's first excluded |n|. Over the at most m·D honest
    noise coordinates of a run that opens D coordinates, the chain of :mod:`mpcdp.accounting.grid` gives
@@ -63,12 +63,12 @@ MECHANISM = ("ddgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(
              "KLS 2021 Prop. 14 for the honest parties' sum")
 
 
-def party_plan(release: GridRelease, parties: Parties) -> dg.SamplerPlan:
+def party_plan(release: GridRelease, parties: Parties) -> dg.DiscreteGaussianPlan:
     """The sampler each party runs for ``release``: σ_p >= σ_units/√(m − t) grid units."""
     return dg.plan_for(release.noise_multiplier * release.sensitivity_units / math.sqrt(parties.honest))
 
 
-def _tail(plan: dg.SamplerPlan) -> float:
+def _tail(plan: dg.DiscreteGaussianPlan) -> float:
     """An upper bound on D_σ's mass off the sampler's support."""
     return math.erfc((plan.support_edge - 1) / (plan.sigma * math.sqrt(2)))
 
@@ -123,7 +123,7 @@ DISTRIBUTED = GridAccounting(
                                         "parties": parties.parties, "colluders": parties.colluders},
     release_pieces=lambda r, z, parties: {"sigma_units_per_party": party_plan(r, parties).sigma,
                                           "noise_multiplier": z, "sigma": z * r.sensitivity},
-    scale=_scale, remedy="lower `colluders` or raise `delta`")
+    scale=_scale, remedy="lower `colluders` or raise `delta`", sampler=dg.DISCRETE_GAUSSIAN)
 """Every party's own discrete Gaussian (noise mode ``distributed``)."""
 
 

@@ -10,15 +10,22 @@ A noisy release opens r = Σ_j enc_p(term_j) + N, an integer vector read at reso
   :func:`release_precision` makes it small by choosing p so that the noise is about 2^21 units.
   The overhead is √d·z/σ_units, below 1e-3 for every shipped protocol. Randomized rounding would need a
   re-drawn rounding whose bound still grows with √d and a δ for its failure.
-* N is the sampler of :mod:`mpcdp.noise.discrete_gaussian` with σ_units = z·Δ_int (z the calibrated noise
-  multiplier). On its support S its pmf is within e^(±η) of R = round(σ·Z), the rounded continuous Gaussian,
-  and it is 0 off S.
+* N is drawn by the release's sampler (:class:`GridSampler`, the mechanism's) with σ_units = z·Δ_int (z the
+  calibrated noise multiplier). For every shipped mechanism that is the sampler of
+  :mod:`mpcdp.noise.discrete_gaussian`: on its support S its pmf is within e^(±η) of R = round(σ·Z), the rounded
+  continuous Gaussian, and it is 0 off S.
 
-Certificate. With R in place of the sampler, r is a post-processing of the continuous Gaussian mechanism with
-sensitivity Δ_int (the rounding of s + σZ to integers, s integer), so the continuous accountants
-(:mod:`mpcdp.accounting.certify`) certify it with noise multiplier σ_units/Δ_int: (ε, δ). For the sampler, over
-the D noise coordinates a run opens (any adaptivity: the noise is independent of everything before it), and
-every event E:
+The grid is mechanism-neutral: :class:`GridRelease` is the grid, Δ_int and the noise scale, plus the sampler that
+draws it, whose plan (of the mechanism's own type) the grid and every consumer outside the mechanism read only
+through :class:`GridPlan`. A mechanism's accounting (``GridAccounting`` of :mod:`mpcdp.accounting.released`)
+names its sampler, its plan and its residual. :func:`residual`, :func:`eta_bound` and :func:`reserve`'s
+defaults below are the discrete Gaussian's.
+
+Certificate (the discrete Gaussian's). With R in place of the sampler, r is a post-processing of the continuous
+Gaussian mechanism with sensitivity Δ_int (the rounding of s + σZ to integers, s integer), so the continuous
+accountants (:mod:`mpcdp.accounting.certify`) certify it with noise multiplier σ_units/Δ_int: (ε, δ). For the
+sampler, over the D noise coordinates a run opens (any adaptivity: the noise is independent of everything
+before it), and every event E:
   M̃_x(E) <= e^(Dη)·M_x(E)   and   M_x(E) <= e^(Dη)·M̃_x(E) + D·tail,
 tail = R's mass off S. Chaining the two, the released mechanism is
   (ε + 2Dη, e^(Dη)·(δ + e^ε·D·tail))-DP.
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Protocol, runtime_checkable
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
@@ -44,22 +52,56 @@ def integer_sensitivity(sensitivity: float, dim: int, precision: int) -> int:
     return math.ceil(exact * (1 + 1e-12))  # float rounding of the product may only raise it
 
 
+@runtime_checkable
+class GridPlan(Protocol):
+    """What the release grid and every mechanism-neutral consumer (reports, the estimate, the accountant's call)
+    read of a sampler plan: the public constants of one mechanism's integer sampler for one noise scale. The
+    rest of a plan (pieces, bit groups, rates, ...) is its mechanism's own: only code that runs that sampler
+    (its record's members, its circuit) reads it."""
+
+    @property
+    def sigma(self) -> float:
+        """The standard deviation of the integer noise this plan draws, in grid units (>= the scale asked for)."""
+        ...
+
+
+@runtime_checkable
+class GridSampler(Protocol):
+    """A mechanism's integer sampler on the release grid: one :class:`GridPlan` per noise scale."""
+
+    @property
+    def name(self) -> str:
+        """What it is, in words (in error messages and a handshake's description of the releases)."""
+        ...
+
+    def plan_for(self, sigma_units: float) -> GridPlan:
+        """The plan for noise of (at least) ``sigma_units`` grid units."""
+        ...
+
+
 @dataclasses.dataclass(frozen=True)
 class GridRelease:
-    """One kind of noisy release as opened: grid, integer sensitivity and the sampler's plan.
+    """One kind of noisy release as opened: its grid, its integer sensitivity and noise scale, and the sampler
+    that draws its noise. Mechanism-neutral: what the noise is comes from ``sampler`` (its :class:`GridPlan`).
 
     Attributes:
         sensitivity: Δ, the L2 sensitivity of the real-valued sum (the algorithm's, e.g. 2C/B).
         dim: d, the coordinates of one release.
         noise_multiplier: z, the noise the accountant was calibrated for (σ = z·Δ in real units).
+        sampler: the mechanism's integer sampler (:class:`GridSampler`; its ``GridAccounting.sampler``); the
+            default, the discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian`, is every shipped mechanism's.
     """
 
     sensitivity: float
     dim: int
     noise_multiplier: float
+    sampler: GridSampler = dg.DISCRETE_GAUSSIAN
 
     def __post_init__(self) -> None:
         check_number(self.noise_multiplier, "noise_multiplier", low=0)
+        if not isinstance(self.sampler, GridSampler):
+            raise ConfigError(f"`sampler` must have a `name` and `plan_for(sigma_units)`. "
+                              f"Found {type(self.sampler).__name__}.")
 
     @property
     def precision(self) -> int:
@@ -70,8 +112,14 @@ class GridRelease:
         return integer_sensitivity(self.sensitivity, self.dim, self.precision)
 
     @property
-    def plan(self) -> dg.SamplerPlan:
-        return dg.plan_for(self.noise_multiplier * self.sensitivity_units)
+    def sigma_units(self) -> float:
+        """z·Δ_int: the integer noise scale asked of the sampler, in grid units."""
+        return self.noise_multiplier * self.sensitivity_units
+
+    @property
+    def plan(self) -> GridPlan:
+        """The sampler's plan for :attr:`sigma_units` (its own type; read through :class:`GridPlan`)."""
+        return self.sampler.plan_for(self.sigma_units)
 
     @property
     def released_noise_multiplier(self) -> float:
@@ -121,10 +169,12 @@ class Residual:
 
 
 def residual(releases: list[tuple[GridRelease, int]]) -> Residual:
-    """The residual of a run that opens ``count`` rows of each release kind (pairs of (release, count))."""
+    """The discrete Gaussian's residual (the in-MPC sampler's, against round(σZ)) of a run that opens ``count``
+    rows of each release kind (pairs of (release, count))."""
     coordinates = sum(r.dim * count for r, count in releases)
-    eta = max(r.plan.eta_rounded + 2 * r.plan.truncated_mass for r, _ in releases)
-    tail = max(r.plan.truncated_mass for r, _ in releases)
+    plans = [dg.plan_of(r) for r, _ in releases]
+    eta = max(p.eta_rounded + 2 * p.truncated_mass for p in plans)
+    tail = max(p.truncated_mass for p in plans)
     return Residual(coordinates, eta, tail)
 
 

@@ -26,11 +26,10 @@ from typing import Callable, Sequence
 import dp_accounting
 
 from mpcdp.accounting.certify import Certificate, certify
-from mpcdp.accounting.grid import GridRelease, Residual, eta_bound, reserve, residual
+from mpcdp.accounting.grid import GridPlan, GridRelease, GridSampler, Residual, eta_bound, reserve, residual
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.discrete_gaussian import SamplerPlan
 from mpcdp.noise.fixed_point import SIGMA_UNITS
 
 # What produced a certificate; a recorded result carries both. Change MECHANISM whenever the released
@@ -88,7 +87,8 @@ class GridAccounting:
     Attributes:
         name: the mechanism's noise mode (in error messages).
         id: the mechanism's version string, stamped into every certificate (``pieces['mechanism']``).
-        plan: (release, parties) -> the sampler plan one party runs for ``release``.
+        plan: (release, parties) -> the sampler plan one party runs for ``release`` (its own type; what the
+            grid and the reports read of it is :class:`~mpcdp.accounting.grid.GridPlan`).
         residual: ([(release, rows)], parties) -> the sampler's :class:`~mpcdp.accounting.grid.Residual`.
         noise_multiplier: (release, parties) -> the noise multiplier the accountant certifies for it.
         accountant: (event, δ) -> the continuous accountant's certificate.
@@ -99,11 +99,13 @@ class GridAccounting:
         release_pieces: (release, z, parties) -> the noise terms of one release kind in ``pieces['releases']``.
         scale: (σs, event_of, ε', δ') -> one factor for every calibrated σ (None: 1, the calibrator's σ).
         remedy: what to change when the final certificate misses the target.
+        sampler: the integer sampler of the calibrated releases (:class:`~mpcdp.accounting.grid.GridSampler`;
+            each :class:`~mpcdp.accounting.grid.GridRelease` of :func:`calibrate_on_grid` carries it).
     """
 
     name: str
     id: str
-    plan: Callable[[GridRelease, Parties], SamplerPlan]
+    plan: Callable[[GridRelease, Parties], GridPlan]
     residual: Callable[[Sequence[tuple[GridRelease, int]], Parties], Residual]
     noise_multiplier: Callable[[GridRelease, Parties], float]
     accountant: Callable[[dp_accounting.DpEvent, float], Certificate]
@@ -114,6 +116,7 @@ class GridAccounting:
     release_pieces: Callable[[GridRelease, float, Parties], dict]
     scale: Callable | None = None
     remedy: str = "raise `delta`"
+    sampler: GridSampler = dg.DISCRETE_GAUSSIAN
 
 
 def check_kinds(kinds: Sequence[ReleaseKind]) -> tuple[ReleaseKind, ...]:
@@ -185,7 +188,8 @@ def calibrate_on_grid(kinds: Sequence[ReleaseKind], dim: int, epsilon: float, de
     epsilon_left, delta_left = reserve(epsilon, delta, coordinates, *mech.reserve_bounds(parties))
     sigmas = tuple(calibrate(epsilon_left, delta_left))
     scale = 1.0 if mech.scale is None else mech.scale(sigmas, event_of, epsilon_left, delta_left)
-    releases = tuple(GridRelease(k.sensitivity, dim, scale * s / k.sensitivity) for k, s in zip(kinds, sigmas))
+    releases = tuple(GridRelease(k.sensitivity, dim, scale * s / k.sensitivity, mech.sampler)
+                     for k, s in zip(kinds, sigmas))
     certificate = certify_on_grid(kinds, releases, delta_left, event_of, mech, parties)
     if certificate.epsilon > epsilon or certificate.delta > delta:
         raise ConfigError(f"{mech.name} noise certifies ({certificate.epsilon:.6g}, "
@@ -208,5 +212,6 @@ DGAUSS = GridAccounting(
     method=lambda accountant, parties: (f"{accountant.method}, on the release grid with integer sensitivity, plus "
                                         f"the sampler's residual"),
     pieces=lambda accountant, parties: core_pieces(accountant),
-    release_pieces=lambda r, z, parties: {"sigma_units": r.plan.sigma, "noise_multiplier": z, "sigma": r.sigma})
+    release_pieces=lambda r, z, parties: {"sigma_units": r.plan.sigma, "noise_multiplier": z, "sigma": r.sigma},
+    sampler=dg.DISCRETE_GAUSSIAN)
 """The in-MPC discrete Gaussian on the release grid (noise mode ``dgauss``)."""

@@ -202,7 +202,7 @@ def permutation_test(scores: np.ndarray, *, two_sided: bool) -> tuple[float, flo
     return z, float(min(1.0, p))
 
 
-def would_accept(plan: dg.SamplerPlan, views: list[dict], samples: np.ndarray) -> np.ndarray:
+def would_accept(plan: dg.DiscreteGaussianPlan, views: list[dict], samples: np.ndarray) -> np.ndarray:
     """(calls, calls): whether call i's candidate (the source where the role knows it, else candidate 0)
     would be accepted at value x_j under view i's words (the first factor's alone where the pass had no
     survivor)."""
@@ -219,7 +219,7 @@ def first_factor_passes(word: np.ndarray, T: np.ndarray) -> np.ndarray:
     return dg.below(word, dg.group_thresholds()[FIRST_GROUP][(T >> low) & ((1 << width) - 1)], dg.WORD)
 
 
-def accept_with(plan: dg.SamplerPlan, first: np.ndarray, rest: np.ndarray, has_rest: np.ndarray,
+def accept_with(plan: dg.DiscreteGaussianPlan, first: np.ndarray, rest: np.ndarray, has_rest: np.ndarray,
                 x: np.ndarray) -> np.ndarray:
     """The plaintext rule's decision at values ``x`` with the first factor's word ``first`` and the other
     factors' words ``rest`` (last axis in :data:`REST_NAMES` order; 62-bit, v_low's top F bits read), only
@@ -240,7 +240,7 @@ def _correlation(values: np.ndarray, samples: np.ndarray, sigma: float) -> np.nd
     return np.outer(values - values.mean(), (samples / sigma) ** 2 - 1)
 
 
-def role_statistics(role: str, views: list[dict], samples: np.ndarray, plan: dg.SamplerPlan) -> list[Statistic]:
+def role_statistics(role: str, views: list[dict], samples: np.ndarray, plan: dg.DiscreteGaussianPlan) -> list[Statistic]:
     """Every statistic of ``role`` (``dealer``, ``member`` or ``non-member``), in the order listed above."""
     tests: list[tuple[str, np.ndarray, bool]] = []
     if role in ("dealer", "member") and all("first_word" in v for v in views):  # members hold no factor words

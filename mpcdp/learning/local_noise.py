@@ -24,7 +24,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.learning.baselines import SgdParameters
 from mpcdp.learning.dpsrm import Shard, SrmResult
 from mpcdp.learning.logreg import clipped_gradient_sum
-from mpcdp.noise.discrete_gaussian import sample_plain
+from mpcdp.noise.discrete_gaussian import plan_of, sample_plain
 
 
 def run_local_then_average(shards: Sequence[Shard], params: SgdParameters, releases: Sequence[GridRelease | None],
@@ -46,7 +46,7 @@ def run_local_then_average(shards: Sequence[Shard], params: SgdParameters, relea
         if release is not None:
             if release.dim != dim:
                 raise ConfigError(f"`releases` (party {j}) is for d = {release.dim}; the model has d = {dim}")
-            units, _ = sample_plain(release.plan, params.steps * dim, seed=noise_seed, stream=shard.party)
+            units, _ = sample_plain(plan_of(release), params.steps * dim, seed=noise_seed, stream=shard.party)
             noise = torch.from_numpy(units).reshape(params.steps, dim)
         row_sq_norms = (shard.x * shard.x).sum(1)
         theta = torch.zeros(dim, dtype=torch.float64)

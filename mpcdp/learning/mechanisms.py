@@ -44,7 +44,7 @@ from mpcdp.accounting.released import DGAUSS
 from mpcdp.errors import ConfigError, InsecureSettingWarning
 from mpcdp.learning import noise_modes as nm
 from mpcdp.learning.release_noise import samples_per_pass
-from mpcdp.noise import secure_gaussian, who_knows
+from mpcdp.noise import discrete_gaussian, secure_gaussian, who_knows
 from mpcdp.noise.modes import NoiseBlock, draw_boxmuller, draw_plaintext, draw_rou
 from mpcdp.noise.rou import ACCEPTANCE as ROU_ACCEPTANCE
 from mpcdp.transport import costs
@@ -78,7 +78,9 @@ class Mechanism(Protocol):
     drawn_by: str
 
     def plan(self, release: Any, parties: Any) -> Any:
-        """The sampler plan one party runs for a GridRelease, for a :class:`~mpcdp.accounting.released.Parties`."""
+        """The sampler plan one party runs for a GridRelease, for a :class:`~mpcdp.accounting.released.Parties`
+        (the mechanism's own type; what code outside the mechanism reads of it is
+        :class:`~mpcdp.accounting.grid.GridPlan`)."""
 
     def residual(self, releases: Any, parties: Any) -> Any:
         """The sampler's Residual over [(release, rows)]."""
@@ -237,16 +239,17 @@ def sample_noise(ctx, spec: NoiseSpec, shape: tuple[int, ...]) -> NoiseBlock:
 def _dgauss_passes(release: Any, values: int) -> list[int]:
     """The in-MPC sampler's passes for ``values`` samples, in chunks of one pass (as
     :func:`~mpcdp.learning.release_noise.secure_rows` draws them; the rare shortfall pass left out)."""
-    chunk, passes = samples_per_pass(release.plan), []
+    plan = discrete_gaussian.plan_of(release)
+    chunk, passes = samples_per_pass(plan), []
     while values > 0:
         count = min(values, chunk)
-        passes.append(min(int(secure_gaussian.candidates_wanted(release.plan, count)), secure_gaussian.MAX_PASS))
+        passes.append(min(int(secure_gaussian.candidates_wanted(plan, count)), secure_gaussian.MAX_PASS))
         values -= count
     return passes
 
 
 def _dgauss_cost(release: Any, passes: list[int], *, replicated: bool) -> costs.DeclaredCost:
-    return secure_gaussian.declared_cost(passes, release.plan, replicated=replicated)
+    return secure_gaussian.declared_cost(passes, discrete_gaussian.plan_of(release), replicated=replicated)
 
 
 register(MechanismRecord(

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from mpcdp.accounting.distributed_noise import DISTRIBUTED
+from mpcdp.accounting.distributed_noise import party_plan
 from mpcdp.accounting.grid import GridRelease
-from mpcdp.accounting.released import DGAUSS, GridAccounting, Parties, calibrate_on_grid, certify_on_grid
+from mpcdp.accounting.released import GridAccounting, Parties, calibrate_on_grid, certify_on_grid
 from mpcdp.errors import ConfigError
 from mpcdp.learning.release_noise import secure_rows as dgauss_secure_rows, simulated_rows as dgauss_simulated_rows
 from mpcdp.mpc.shared import Shared
@@ -80,7 +80,7 @@ def dgauss_simulated(release: GridRelease, rows: int, choice, parties: int, seed
 def draw_dgauss(ctx, spec: Any, count: int, shape: tuple[int, ...]) -> NoiseBlock:
     """What training's secure rows are, for a release of ``spec``'s σ: the in-MPC sampler of its plan."""
     release, rows = release_for(spec, shape)
-    plan = DGAUSS.plan(release, Parties(ctx.parties, 0))
+    plan = discrete_gaussian.plan_of(release)
     stats: dict = {}
     shares = dgauss_secure_rows(ctx, release, rows, seed=spec.seed, stats=stats)
     stats |= {"acceptance_rate": stats["accepted"] / stats["candidates"], "precision_bits": release.precision}
@@ -91,7 +91,7 @@ def draw_dgauss(ctx, spec: Any, count: int, shape: tuple[int, ...]) -> NoiseBloc
 # -- distributed ----------------------------------------------------------------------------------------------
 
 def _own_rows(release: GridRelease, rows: int, parties: Parties, *, seed: int | None, stream: int) -> np.ndarray:
-    plan = DISTRIBUTED.plan(release, parties)
+    plan = party_plan(release, parties)
     values, _ = discrete_gaussian.sample_plain(plan, rows * release.dim, seed=seed, stream=stream)
     return values.reshape(rows, release.dim)
 
@@ -115,7 +115,7 @@ def draw_distributed(ctx, spec: Any, count: int, shape: tuple[int, ...]) -> Nois
     (σ_units/√(m − t), Δ_int from the same grid), as its additive share; zero communication."""
     release, rows = release_for(spec, shape)
     parties = parties_of(ctx.parties, spec.colluders, "`colluders`")
-    plan = DISTRIBUTED.plan(release, parties)
+    plan = party_plan(release, parties)
     own = _own_rows(release, rows, parties, seed=spec.seed, stream=ctx.rank)
     own_sigma = plan.sigma * 2.0**-release.precision
     return NoiseBlock(Shared(torch.from_numpy(own), release.precision).reshape(shape), spec,

@@ -1,6 +1,7 @@
 """Noise rows for the releases of a training run, on the release's own grid, for both backends.
 
-One definition (:mod:`mpcdp.noise.discrete_gaussian`, the plan of a :class:`~mpcdp.accounting.grid.GridRelease`)
+One definition (:mod:`mpcdp.noise.discrete_gaussian`, the plan of a :class:`~mpcdp.accounting.grid.GridRelease`
+whose sampler it is: :func:`~mpcdp.noise.discrete_gaussian.plan_of`)
 and two ways to draw it:
 
 * :func:`secure_rows` samples inside the MPC (:mod:`mpcdp.noise.secure_gaussian`). No data party, no coalition
@@ -33,16 +34,17 @@ def secure_rows(ctx: MpcContext, release: GridRelease, rows: int, *, seed: int |
 
     ``seed``: reproducible (insecure) random fields for tests; None draws them from a CSPRNG."""
     rng = None if seed is None else np.random.default_rng([seed, ctx.rank])
-    left, chunk, parts = rows * release.dim, samples_per_pass(release.plan), []
+    plan = discrete_gaussian.plan_of(release)
+    left, chunk, parts = rows * release.dim, samples_per_pass(plan), []
     while left > 0:
         count = min(left, chunk)
-        parts.append(secure_gaussian.sample_discrete_gaussian(ctx, count, release.plan, rng=rng, stats=stats))
+        parts.append(secure_gaussian.sample_discrete_gaussian(ctx, count, plan, rng=rng, stats=stats))
         progress.advance_by(count)
         left -= count
     return Shared(torch.cat(parts).reshape(rows, release.dim), release.precision)
 
 
-def samples_per_pass(plan: discrete_gaussian.SamplerPlan) -> int:
+def samples_per_pass(plan: discrete_gaussian.DiscreteGaussianPlan) -> int:
     """The most samples whose first pass of candidates fits in one pass of the sampler
     (:data:`~mpcdp.noise.secure_gaussian.MAX_PASS`; public: it depends on the plan's acceptance only)."""
     count = int(plan.acceptance * secure_gaussian.MAX_PASS)
@@ -53,5 +55,6 @@ def samples_per_pass(plan: discrete_gaussian.SamplerPlan) -> int:
 
 def simulated_rows(release: GridRelease, rows: int, *, seed: int | None = None, stream: int = 0) -> torch.Tensor:
     """``rows`` × d noise values drawn in plaintext from the same distribution, as int64 grid units."""
-    values, _ = discrete_gaussian.sample_plain(release.plan, rows * release.dim, seed=seed, stream=stream)
+    plan = discrete_gaussian.plan_of(release)
+    values, _ = discrete_gaussian.sample_plain(plan, rows * release.dim, seed=seed, stream=stream)
     return torch.from_numpy(values).reshape(rows, release.dim)

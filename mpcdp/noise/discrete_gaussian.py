@@ -25,14 +25,14 @@ Sampler, per candidate (every step an integer operation; the randomness is XOR-c
      (V = W ⊕ TH lets the MPC read the comparison off the top set bit of W: :func:`below`.)
 
 Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 32·2^F] · Π_g TH_g[a_g]/2^62 · (1 − T_low/2^F).
-Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`SamplerPlan.eta_dg`,
+Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`DiscreteGaussianPlan.eta_dg`,
 rigorous) sums the rounding of each threshold, of each Λ_j and the low-bit approximation, and is about 1e-12.
 Every n in S has positive mass: no holes. Outside S the mass is 0, and the target mass there is the
-truncation (:attr:`SamplerPlan.truncated_mass`, ≈ 1e-15).
+truncation (:attr:`DiscreteGaussianPlan.truncated_mass`, ≈ 1e-15).
 
 Against the rounded continuous Gaussian round(σ·Z), the reference of the accounting
 (:mod:`mpcdp.accounting.grid`), the pmf ratio on S adds at most (64/σ² + 1/σ²)/24 + O(σ^-4)
-(:attr:`SamplerPlan.eta_rounded`): the rounded Gaussian's pmf is φ integrated over one cell.
+(:attr:`DiscreteGaussianPlan.eta_rounded`): the rounded Gaussian's pmf is φ integrated over one cell.
 
 Acceptance ≈ 0.6. The opened accept bits reveal nothing about accepted values: candidates are independent,
 and conditioned on acceptance a value has the target distribution. The same argument as for any rejection
@@ -99,7 +99,7 @@ def _threshold_error() -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class SamplerPlan:
+class DiscreteGaussianPlan:
     """The public constants of the sampler for one σ (in grid units). Build with :func:`plan_for`."""
 
     sigma_requested: float
@@ -191,7 +191,7 @@ def _smallest_cut(G: int, bound: int) -> int:
     return m
 
 
-def plan_for(sigma: float) -> SamplerPlan:
+def plan_for(sigma: float) -> DiscreteGaussianPlan:
     """The sampler's public constants for a standard deviation of ``sigma`` grid units.
 
     Raises:
@@ -220,7 +220,35 @@ def plan_for(sigma: float) -> SamplerPlan:
     top = (1 << (k + 4)) ** 2 * G + max(Lambda)
     if top >= 1 << 62:
         raise ConfigError(f"`sigma` {sigma!r}: the exponent would need {top.bit_length()} bits (limit 62)")
-    return SamplerPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
+    return DiscreteGaussianPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiscreteGaussianSampler:
+    """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
+    :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
+
+    name: str = "discrete Gaussian (5 pieces, 7 bit groups, cut t >= 48)"
+
+    def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
+        return plan_for(sigma_units)
+
+
+DISCRETE_GAUSSIAN = DiscreteGaussianSampler()
+
+
+def plan_of(release) -> DiscreteGaussianPlan:
+    """The plan of ``release`` (a :class:`~mpcdp.accounting.grid.GridRelease`) for code that runs this sampler
+    (its circuit, its plaintext draws, its residual).
+
+    Raises:
+        ConfigError: the release's sampler is another mechanism's, whose plan this code cannot run.
+    """
+    plan = release.plan
+    if not isinstance(plan, DiscreteGaussianPlan):
+        raise ConfigError(f"this step runs the discrete Gaussian sampler; the release's sampler is "
+                          f"{release.sampler.name!r} (a {type(plan).__name__}): ask its mechanism's record instead")
+    return plan
 
 
 # -- the decision rule, on combined randomness (plaintext) ----------------------------------------------------
@@ -228,14 +256,14 @@ def plan_for(sigma: float) -> SamplerPlan:
 RANDOM_FIELDS = ("index", "point", "sign", *(f"v{g}" for g in range(len(GROUPS))), "v_low")
 
 
-def field_bits(plan: SamplerPlan) -> dict[str, int]:
+def field_bits(plan: DiscreteGaussianPlan) -> dict[str, int]:
     """Bits of each random field of a candidate."""
     bits = {"index": INDEX_BITS, "point": plan.k + 3, "sign": 1, "v_low": F}
     bits.update({f"v{g}": WORD for g in range(len(GROUPS))})
     return bits
 
 
-def draw_fields(plan: SamplerPlan, n: int, words, names: tuple[str, ...] = RANDOM_FIELDS) -> dict[str, np.ndarray]:
+def draw_fields(plan: DiscreteGaussianPlan, n: int, words, names: tuple[str, ...] = RANDOM_FIELDS) -> dict[str, np.ndarray]:
     """One party's random fields ``names`` for n candidates, drawn from ``words(count) -> int64 array`` in
     :data:`RANDOM_FIELDS` order.
 
@@ -247,7 +275,7 @@ def draw_fields(plan: SamplerPlan, n: int, words, names: tuple[str, ...] = RANDO
             for name in RANDOM_FIELDS if name in names}
 
 
-def candidate_values(plan: SamplerPlan, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def candidate_values(plan: DiscreteGaussianPlan, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(n, piece) of each candidate from its combined random fields."""
     piece = plan.index_table()[fields["index"]]
     k = plan.k
@@ -259,12 +287,12 @@ def candidate_values(plan: SamplerPlan, fields: dict[str, np.ndarray]) -> tuple[
     return n.astype(np.int64), piece
 
 
-def exponent(plan: SamplerPlan, n: np.ndarray, piece: np.ndarray) -> np.ndarray:
+def exponent(plan: DiscreteGaussianPlan, n: np.ndarray, piece: np.ndarray) -> np.ndarray:
     """T = n²·G + Λ_j (exact int64; < 2^62)."""
     return n * n * plan.G + np.asarray(plan.Lambda, dtype=np.int64)[piece]
 
 
-def accept(plan: SamplerPlan, T: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
+def accept(plan: DiscreteGaussianPlan, T: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
     """The accept decision of every candidate (exact integer comparisons)."""
     ok = T < (1 << (F + 6))
     for g, ((low, width, _), table) in enumerate(zip(GROUPS, group_thresholds())):
@@ -286,7 +314,7 @@ def _stream_words(seed: int | None, stream: int):
     return lambda n: generator.integers(-(2**63), 2**63 - 1, size=n, dtype=np.int64, endpoint=True)
 
 
-def sample_plain(plan: SamplerPlan, count: int, *, words=None, seed: int | None = None,
+def sample_plain(plan: DiscreteGaussianPlan, count: int, *, words=None, seed: int | None = None,
                  stream: int = 0) -> tuple[np.ndarray, dict]:
     """``count`` draws of the sampler in plaintext (int64 grid units) and public counts.
 
@@ -311,7 +339,7 @@ def sample_plain(plan: SamplerPlan, count: int, *, words=None, seed: int | None 
 
 # -- the exact output distribution ----------------------------------------------------------------------------
 
-def piece_of(plan: SamplerPlan, n: np.ndarray) -> np.ndarray:
+def piece_of(plan: DiscreteGaussianPlan, n: np.ndarray) -> np.ndarray:
     """The piece each candidate value n ∈ [−radius, radius) belongs to."""
     k = plan.k
     m = np.where(n < 0, -n - 1, n)  # magnitude in the piece layout (the negative side shifted by one)
@@ -320,12 +348,12 @@ def piece_of(plan: SamplerPlan, n: np.ndarray) -> np.ndarray:
     return np.where((n >= -(1 << k)) & (n < (1 << k)), 0, outer)
 
 
-def exact_acceptance(plan: SamplerPlan) -> float:
+def exact_acceptance(plan: DiscreteGaussianPlan) -> float:
     """The exact probability that a candidate is accepted (enumerates every candidate value)."""
     return float(np.exp(_log_sum(plan)))
 
 
-def _log_sum(plan: SamplerPlan) -> float:
+def _log_sum(plan: DiscreteGaussianPlan) -> float:
     total = -math.inf
     for n, log_weight in _log_weights(plan):
         finite = log_weight[np.isfinite(log_weight)]
@@ -335,7 +363,7 @@ def _log_sum(plan: SamplerPlan) -> float:
     return float(total)
 
 
-def _log_weights(plan: SamplerPlan, chunk: int = 1 << 22):
+def _log_weights(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
     """(n, ln(proposal(n)·P(accept | n))) over every candidate value, in chunks (−inf outside the support)."""
     sizes = plan.piece_sizes()
     log_c = np.log(np.array(plan.Q, dtype=np.float64) / (64 * np.array(sizes, dtype=np.float64)))
@@ -354,7 +382,7 @@ def _log_weights(plan: SamplerPlan, chunk: int = 1 << 22):
         yield n, log_w
 
 
-def exact_log_pmf(plan: SamplerPlan, chunk: int = 1 << 22):
+def exact_log_pmf(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
     """The sampler's exact output log-pmf, in chunks (n, ln P̃(n)); −inf where no candidate is ever accepted."""
     log_z = _log_sum(plan)
     for n, log_w in _log_weights(plan, chunk):

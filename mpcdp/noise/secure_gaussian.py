@@ -111,7 +111,7 @@ def party_words(rng: np.random.Generator | None):
     return lambda n: rng.integers(-(2**63), 2**63 - 1, size=n, dtype=np.int64, endpoint=True)
 
 
-def _piece_words(ctx: MpcContext, plan: dg.SamplerPlan, fields: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """XOR shares of (the candidate's (k+5)-bit two's complement word, the piece indicator bits I_0..I_4 as
     a (n, 5) tensor).
 
@@ -137,12 +137,12 @@ def _piece_words(ctx: MpcContext, plan: dg.SamplerPlan, fields: dict[str, torch.
     return (base ^ low ^ high) & full, indicators
 
 
-def point_lane(plan: dg.SamplerPlan) -> int:
+def point_lane(plan: dg.DiscreteGaussianPlan) -> int:
     """Bits per candidate word in the packed point ANDs: 32 (two to a word) while k + 5 <= 32."""
     return 32 if plan.k + 5 <= 32 else 64
 
 
-def _exponent(ctx: MpcContext, plan: dg.SamplerPlan, word: torch.Tensor, indicators: torch.Tensor):
+def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor, indicators: torch.Tensor):
     """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits."""
     k, n = plan.k, word.numel()
     packed = word
@@ -182,7 +182,7 @@ class PassResult:
         return int(self.kept.numel())
 
 
-def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassResult:
+def _candidates(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int, words) -> PassResult:
     """Draw n candidates; return the pass's accept mask, value shares and first-factor survivors.
 
     Opening the first factor's bit is safe for the same reason as opening the accept bit: a candidate that
@@ -208,12 +208,12 @@ def _candidates(ctx: MpcContext, plan: dg.SamplerPlan, n: int, words) -> PassRes
     return PassResult(accepted, value, keep, uniform)
 
 
-def expected_survivors(plan: dg.SamplerPlan, n: int) -> int:
+def expected_survivors(plan: dg.DiscreteGaussianPlan, n: int) -> int:
     """The expected number of a pass's n candidates that pass the first factor (for estimates)."""
     return min(n, math.ceil(n * plan.acceptance * SURVIVAL_OVER_ACCEPTANCE))
 
 
-def _pass_steps(plan: dg.SamplerPlan, n: int, s: int, *, tables: bool
+def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
                 ) -> tuple[list[tuple[int, bool, bool]], collections.Counter, int]:
     """(elements, is a multiplication, needs a request for material under Beaver multiplication) of every
     communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
@@ -239,12 +239,12 @@ def _pass_steps(plan: dg.SamplerPlan, n: int, s: int, *, tables: bool
     return steps, ops, silent
 
 
-def _member_bits(plan: dg.SamplerPlan) -> int:
+def _member_bits(plan: dg.DiscreteGaussianPlan) -> int:
     bits = dg.field_bits(plan)
     return sum(bits[name] for name in MEMBER_FIELDS)
 
 
-def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: list[int] | None = None,
+def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survivors: list[int] | None = None,
                   replicated: bool = False, tables: bool = False) -> costs.DeclaredCost:
     """The declared cost of :func:`sample_discrete_gaussian`: one pass per entry of ``candidates``, of which
     ``survivors`` pass the first factor (default: :func:`expected_survivors`, for estimates).
@@ -293,13 +293,13 @@ def declared_cost(candidates: list[int], plan: dg.SamplerPlan, *, survivors: lis
     return cost
 
 
-def candidates_wanted(plan: dg.SamplerPlan, need: int) -> float:
+def candidates_wanted(plan: dg.DiscreteGaussianPlan, need: int) -> float:
     """Candidates a pass draws for ``need`` more samples: the expected count plus a margin of 4√need + 8, so a
     second pass is rare (public: it depends on the plan's acceptance and on accept bits already opened)."""
     return need / plan.acceptance + 4 * math.sqrt(need) + 8
 
 
-def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, *,
+def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.DiscreteGaussianPlan, *,
                              rng: np.random.Generator | None = None, stats: dict | None = None) -> torch.Tensor:
     """Additive shares (int64, grid units) of ``count`` i.i.d. draws of the sampler of ``plan``.
 
@@ -341,7 +341,7 @@ def sample_discrete_gaussian(ctx: MpcContext, count: int, plan: dg.SamplerPlan, 
     return shares if everyone else ctx.rerandomised(shares)
 
 
-def _committee_samples(ctx: MpcContext, count: int, plan: dg.SamplerPlan, words, stats: dict) -> torch.Tensor:
+def _committee_samples(ctx: MpcContext, count: int, plan: dg.DiscreteGaussianPlan, words, stats: dict) -> torch.Tensor:
     """The committee's passes until ``count`` candidates are accepted; their additive shares."""
     kept, have = [], 0
     while have < count:

@@ -10,7 +10,7 @@ import numpy as np
 
 from mpcdp.accounting.grid import GridRelease
 from mpcdp.errors import ConfigError, InputError
-from mpcdp.noise.discrete_gaussian import sample_plain
+from mpcdp.noise.discrete_gaussian import plan_of, sample_plain
 from mpcdp.randomness import KeyedStream, permutation, secure_key, word_source
 from mpcdp.validation import check_integer, check_number
 
@@ -155,7 +155,7 @@ def release_on_grid(w_moved: np.ndarray, *, sigma: float, sensitivity: float, wo
     (z = σ/Δ), Δ_int = ⌈Δ·2^p + √size⌉ on the grid of σ (:class:`~mpcdp.accounting.grid.GridRelease`)."""
     release = GridRelease(sensitivity, int(w_moved.size), sigma / sensitivity)
     p = release.precision
-    noise, _ = sample_plain(release.plan, int(w_moved.size), words=words)
+    noise, _ = sample_plain(plan_of(release), int(w_moved.size), words=words)
     units = np.rint(np.asarray(w_moved, dtype=np.float64) * 2.0**p).astype(np.int64) + noise.reshape(w_moved.shape)
     return units * 2.0**-p
 
