@@ -60,3 +60,22 @@ def test_the_reserve_leaves_room_for_the_residual():
     pieces = res.delta_pieces(eps, dlt)
     assert dlt + sum(pieces.values()) <= 1e-5
     assert 0 < 3.0 - eps < 1e-3
+
+
+def test_a_release_takes_its_sampler_from_the_mechanism_and_refuses_one_without_the_interface():
+    """The default sampler is the discrete Gaussian's (every shipped mechanism's); a sampler must be a dataclass
+    with `name` and `plan_for`, since the run's handshake compares its fields with the rest of the release."""
+    from mpcdp.noise import discrete_gaussian as dg
+
+    release = grid.GridRelease(1e-3, 100, 1.0)
+    assert release.sampler is dg.DISCRETE_GAUSSIAN and dg.plan_of(release) == dg.plan_for(release.sigma_units)
+
+    class NotADataclass:
+        name = "x"
+
+        def plan_for(self, sigma_units):
+            return dg.plan_for(sigma_units)
+
+    for bad in (object(), NotADataclass()):
+        with pytest.raises(ConfigError, match="`sampler` must be a dataclass with a `name` and `plan_for"):
+            grid.GridRelease(1e-3, 100, 1.0, bad)

@@ -67,7 +67,8 @@ class GridPlan(Protocol):
 
 @runtime_checkable
 class GridSampler(Protocol):
-    """A mechanism's integer sampler on the release grid: one :class:`GridPlan` per noise scale."""
+    """A mechanism's integer sampler on the release grid: one :class:`GridPlan` per noise scale. A frozen
+    dataclass: its fields are public, and a secure run's handshake compares them with the rest of the releases."""
 
     @property
     def name(self) -> str:
@@ -99,9 +100,9 @@ class GridRelease:
 
     def __post_init__(self) -> None:
         check_number(self.noise_multiplier, "noise_multiplier", low=0)
-        if not isinstance(self.sampler, GridSampler):
-            raise ConfigError(f"`sampler` must have a `name` and `plan_for(sigma_units)`. "
-                              f"Found {type(self.sampler).__name__}.")
+        if not (isinstance(self.sampler, GridSampler) and dataclasses.is_dataclass(self.sampler)):
+            raise ConfigError(f"`sampler` must be a dataclass with a `name` and `plan_for(sigma_units)` (its fields "
+                              f"enter the run's handshake). Found {type(self.sampler).__name__}.")
 
     @property
     def precision(self) -> int:
