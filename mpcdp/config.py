@@ -16,6 +16,9 @@ from mpcdp.errors import ConfigError
 from mpcdp.validation import check_bool, check_integer, check_number
 
 
+SECURITY_LEVELS = ("semi-honest", "malicious")
+"""What ``security`` may be: the adversary the run is secure against (:class:`MpcSettings`)."""
+
 DEFAULT_TIMEOUT_S = 120.0
 """The longest any party of a run may go without progress when nothing sets ``timeout_s``."""
 
@@ -53,6 +56,11 @@ class MpcSettings:
         noise_committee: how many parties (0..c−1) sample the in-MPC noise (:mod:`mpcdp.noise.secure_gaussian`);
             it enters the release as their shares, re-randomised by a sharing of zero, so its cost does not
             grow with m. All parties when m <= c. Without a dealer it is the three generators (c = 3).
+        security: the adversary. ``"semi-honest"`` (default): parties follow the protocol. ``"malicious"``:
+            security with abort against any set of deviating data parties, with an honest dealer that colludes
+            with nobody (so ``provider`` must be ``"dealer"``): every value is authenticated by SPDZ2k-style MACs
+            and MAC-checked before it is used or output (:mod:`mpcdp.mpc.authenticated`). It covers the secure
+            sum and its release only; a job it does not cover is refused, never run semi-honest.
     """
 
     provider: str = providers.DEFAULT
@@ -62,6 +70,7 @@ class MpcSettings:
     link_delay_ms: float = 0.0
     reproducible: bool = False
     noise_committee: int = 3
+    security: str = "semi-honest"
 
     def __post_init__(self) -> None:
         providers.lookup(self.provider)
@@ -71,6 +80,19 @@ class MpcSettings:
         check_number(self.link_delay_ms, "link_delay_ms", low=0, high=10_000, low_open=False, high_open=False)
         check_bool(self.reproducible, "reproducible")
         check_integer(self.noise_committee, "noise_committee", minimum=2)
+        if self.security not in SECURITY_LEVELS:
+            raise ConfigError(f"`security` must be one of {list(SECURITY_LEVELS)}. Found {self.security!r}.")
+        if self.security == "malicious" and self.provider != "dealer":
+            raise ConfigError(f"`security` 'malicious' is not available with `provider` {self.provider!r}: security "
+                              f"with abort rests on the honest dealer's MAC keys (use provider 'dealer')")
+
+    def refuse_uncovered(self, what: str) -> None:
+        """Under ``security = "malicious"``, refuse ``what`` (a job or a step the MACs do not cover yet) in one
+        line; nothing under semi-honest security."""
+        if self.security == "malicious":
+            raise ConfigError(f"`security` 'malicious' does not cover {what} yet: only the secure sum and its "
+                              f"MAC-checked release are authenticated (`mpcdp aggregate`); the in-MPC noise sampler "
+                              f"and the protocols on dealt masks are not (issue 48)")
 
     def replaced(self, **changes: Any) -> MpcSettings:
         """These settings with ``changes`` (each checked); a name that is not a setting is a ConfigError."""
@@ -159,6 +181,20 @@ def resolve_mpc(table: Any, where: str, given: dict[str, Any] | None = None) -> 
         return MpcSettings(**{**settings, **chosen})
     except ConfigError as exc:
         raise ConfigError(f"[mpc]{where}: {exc}") from None
+
+
+def covers_malicious(fn: Any) -> Any:
+    """Mark a party function whose every opening is MAC-checked under ``security = "malicious"``
+    (:mod:`mpcdp.mpc.authenticated`); the launchers refuse any other (:func:`check_covered`)."""
+    fn.covers_malicious = True
+    return fn
+
+
+def check_covered(settings: MpcSettings, fn: Any) -> None:
+    """Refuse to run party function ``fn`` under ``security = "malicious"`` unless it is marked
+    :func:`covers_malicious` (one line, before any process starts or any share moves)."""
+    if not getattr(fn, "covers_malicious", False):
+        settings.refuse_uncovered(f"the job {getattr(fn, '__qualname__', fn)!s}")
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:

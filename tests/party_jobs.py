@@ -9,6 +9,7 @@ import time
 import torch
 
 from mpcdp import adapter
+from mpcdp.config import covers_malicious
 from crypten_view import record_view
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
@@ -907,3 +908,51 @@ def _sevens() -> torch.nn.Linear:
         linear.weight.fill_(7.0)
         linear.bias.fill_(7.0)
     return linear
+
+
+@covers_malicious
+def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_dir: str):
+    """The aggregation job's authenticated sum of (rank + 1)·ones(8) under ``security = "malicious"``, with party
+    ``rogue`` deviating at its message tagged ``label`` ("flip": bit 62 of the message's first word; "offset": the
+    word + 1). ``where`` = "share": it alters its share itself (the same altered words to every party, and in its
+    own computation: a consistent lie); "wire:J": it alters only the frame's payload to party J (well formed, only
+    the value is wrong). Each party writes what it released to ``released-<rank>`` once it has it (``rogue`` = −1:
+    nobody deviates)."""
+    from mpcdp.jobs.aggregate import reveal_aggregate
+
+    def altered(data: bytearray) -> bytearray:
+        word = int.from_bytes(data[:8], "little")
+        word = word ^ (1 << 62) if how == "flip" else (word + 1) % (1 << 64)
+        data[:8] = word.to_bytes(8, "little")
+        return data
+
+    if ctx.rank == rogue and where == "share":
+        exchange = ctx.members_exchange
+
+        def lying(vector, *, label: str, **kwargs):
+            if label == wanted:
+                vector = torch.frombuffer(altered(bytearray(vector.numpy().tobytes())), dtype=torch.int64)
+            return exchange(vector, label=label, **kwargs)
+
+        wanted = label
+        ctx.members_exchange = lying
+    elif ctx.rank == rogue:
+        mesh, to = ctx._mesh, int(where.split(":")[1])
+        original = mesh._move
+
+        def tampering(out, into, tag, *rest):
+            if tag == label and to in out:
+                out = {**out, to: (out[to][0], memoryview(altered(bytearray(out[to][1]))))}
+            return original(out, into, tag, *rest)
+
+        mesh._move = tampering
+    from mpcdp.mpc.release import noisy_release
+
+    total = reveal_aggregate(ctx, torch.full((8,), float(ctx.rank + 1), dtype=torch.float64))
+    with open(os.path.join(log_dir, f"released-{ctx.rank}"), "w") as log:
+        log.write(" ".join(str(v) for v in total.tolist()))
+    if rogue >= 0:
+        return total.tolist()
+    release = noisy_release(ctx, torch.full((2, 3), 0.25 * ctx.rank, dtype=torch.float64), None, shape=(2, 3),
+                            label="release")  # the training release's path, without noise
+    return total.tolist(), release.tolist()

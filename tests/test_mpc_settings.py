@@ -109,3 +109,15 @@ def test_the_packages_public_functions_show_their_parameters_and_import_nothing_
     fresh = subprocess.run([sys.executable, "-c", "import sys, mpcdp; print('torch' in sys.modules)"],
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert fresh.stdout.strip() == "False", fresh.stderr
+
+
+def test_security_is_a_setting_and_malicious_needs_the_dealer():
+    assert MpcSettings().security == "semi-honest"  # the default keeps every semi-honest path as it was
+    resolved = resolve_mpc({"security": "semi-honest"}, " in x", {"security": "malicious"})
+    assert resolved.security == "malicious" and resolved.for_parties(3).to_dict()["security"] == "malicious"
+    with pytest.raises(ConfigError, match=r"\[mpc\] in x: `security` must be one of \['semi-honest', 'malicious'\]"):
+        resolve_mpc({"security": "byzantine"}, " in x")
+    with pytest.raises(ConfigError) as refused:
+        resolve_mpc({"provider": "honest-majority", "security": "malicious"}, " in x")
+    line = str(refused.value)
+    assert "\n" not in line and "`security` 'malicious'" in line and "`provider` 'honest-majority'" in line

@@ -141,6 +141,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         from mpcdp.runtime.harness import run_job
 
         config = _config(ns, ns.parties)
+        config.refuse_uncovered("the in-MPC noise samplers (`mpcdp noise`)")
         with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC", file=sys.stderr) as bar:
             def progress(done: int, total: int) -> None:
                 bar.update(done - bar.n)

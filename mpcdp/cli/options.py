@@ -39,6 +39,9 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                         help="liveness in seconds: the longest the run may go without any party making progress, "
                              "and a party may wait for a peer (default 120; `party --job train`: the protocol's "
                              "[mpc] timeout_s unless given); never a limit on the run's length")
+    parser.add_argument("--security", choices=["semi-honest", "malicious"], default=None,
+                        help="the adversary: 'semi-honest' (default) or 'malicious' (security with abort, SPDZ2k "
+                             "MACs, needs the dealer; covers the secure sum and its release, refuses the rest)")
     parser.add_argument("--reproducible", action="store_true",
                         help="secure training draws its mini-batches from the protocol's seed instead of the OS "
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
@@ -82,7 +85,8 @@ def given_mpc(ns: argparse.Namespace) -> dict:
     given = {"provider": ns.provider, "precision_bits": ns.precision_bits, "timeout_s": ns.timeout,
              "noise_committee": getattr(ns, "noise_committee", None),
              "link_delay_ms": getattr(ns, "link_delay_ms", 0.0) or None,
-             "insecure_dev": ns.insecure_dev or None, "reproducible": ns.reproducible or None}
+             "insecure_dev": ns.insecure_dev or None, "reproducible": ns.reproducible or None,
+             "security": getattr(ns, "security", None)}
     return {key: value for key, value in given.items() if value is not None}
 
 

@@ -74,6 +74,9 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--provider", choices=providers.names(insecure=False), default=None,
                        help=f"secure backend: where correlated randomness comes from (overrides [mpc] provider): "
                             f"{_provider_help(providers.names(insecure=False))}")
+    train.add_argument("--security", choices=["semi-honest", "malicious"], default=None,
+                       help="the adversary (overrides [mpc] security): 'malicious' does not cover training yet and "
+                            "is refused (it covers `mpcdp aggregate`)")
     _add_variant_options(train)
     _add_own_data_options(train)
     add_module_options(train)
@@ -90,7 +93,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
         return _cmd_train_own_data(ns)
     plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
                      algorithm=ns.algorithm, size_ratio=ns.size_ratio,
-                     mpc={"reproducible": ns.reproducible or None, "provider": ns.provider})
+                     mpc={"reproducible": ns.reproducible or None, "provider": ns.provider,
+                          "security": ns.security})
     keeping = keeping_of(ns)
     print(f"mpcdp: {plan.name} [{plan.backend}, {plan.parties} parties]", file=sys.stderr, flush=True)
     with progress.lines_to(sys.stderr):  # the estimate, then every party's progress in words

@@ -14,8 +14,10 @@ from typing import Any
 
 import torch
 
+from mpcdp.config import covers_malicious
+from mpcdp.mpc.authenticated import input_sum, reveal_checked
 from mpcdp.mpc.context import MpcContext
-from mpcdp.mpc.secure_sum import secure_sum
+from mpcdp.mpc.secure_sum import checked_scaled, secure_sum
 from mpcdp.transport.wire import WireMeter
 
 
@@ -25,6 +27,18 @@ def local_vector(dim: int, rank: int, seed: int | None) -> torch.Tensor:
     return torch.randn(dim, generator=generator, dtype=torch.float64)
 
 
+def reveal_aggregate(ctx: MpcContext, vector: torch.Tensor) -> torch.Tensor:
+    """The opened sum of every party's ``vector``: semi-honest, or authenticated and MAC-checked under
+    ``security = "malicious"`` (:mod:`mpcdp.mpc.authenticated`)."""
+    if ctx.config.security != "malicious":
+        shared = secure_sum(ctx, vector, field="local")
+        return ctx.reveal(shared, label="aggregate", reason="output of the aggregation job")
+    scaled = checked_scaled(ctx, vector, weight=1.0, field="local")
+    total = input_sum(ctx, ctx.encode(scaled, field="local"), precision=ctx.config.precision_bits, label="aggregate")
+    return reveal_checked(ctx, total, label="aggregate", reason="output of the aggregation job, MAC-checked")
+
+
+@covers_malicious
 def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
                     local: list[float] | None = None) -> dict[str, Any]:
     """Party function: securely aggregate this party's vector; report what this party measured."""
@@ -32,10 +46,9 @@ def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
     meter = WireMeter()
     start = time.perf_counter()
     with meter:
-        shared = secure_sum(ctx, vector, field="local")
-        aggregate = ctx.reveal(shared, label="aggregate", reason="output of the aggregation job")
+        aggregate = reveal_aggregate(ctx, vector)
     wall_s = time.perf_counter() - start
-    opening = ctx.openings[-1]
+    opening = next(o for o in ctx.openings if o.label == "aggregate")
     return {
         "rank": ctx.rank,
         "local": vector.tolist(),

@@ -90,6 +90,7 @@ def plan_from(path: str, *, backend: str | None = None, algorithm: int | None = 
     """Read a protocol file (see the module docstring); keyword arguments override it (sweeps, the command line)."""
     protocol = read_protocol(path, ("owners", "training"))
     settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
+    settings.refuse_uncovered("paper 003's collaboration")
     owners, training = dict(protocol["owners"]), {**protocol["training"], **(overrides or {})}
     sizes = tuple(sizes if sizes is not None else owners.get("sizes", ()))
     epsilons = tuple(epsilons if epsilons is not None else owners.get("epsilons", ()))

@@ -87,6 +87,7 @@ def plan_from(path: str, **overrides: Any) -> DecentralizedPlan:
     """Read and check a protocol file; keyword arguments (None = keep) override [run] fields."""
     protocol = read_protocol(path)
     settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}")  # a misspelt setting, before anything else
+    settings.refuse_uncovered("paper 004's decentralized training")
     run = dict(protocol.get("run", {}))
     unknown = sorted(set(run) - _RUN_FIELDS)
     if unknown:

@@ -86,6 +86,7 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     ``mpc``: the [mpc] settings given explicitly (:func:`mpcdp.config.resolve_mpc`; None values are not given)."""
     protocol = read_protocol(path)
     settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}", mpc)  # a misspelt setting, before anything else
+    settings.refuse_uncovered("training (its releases carry in-MPC noise)")
     try:
         training, privacy = dict(protocol["training"]), dict(protocol["privacy"])
     except KeyError as missing:

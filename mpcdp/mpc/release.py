@@ -22,7 +22,9 @@ and accounts for this rounding in the integer sensitivity Δ_int). So the openin
 backends exactly), the run's precision.
 
 Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for the bytes); no dealer
-material. Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
+material. Under ``security = "malicious"`` (noise None only; with noise it is refused) every party's term is
+authenticated on input and the opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
+one more round of inputs, five rounds of the check, authenticated masks from the dealer). Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import torch
 
 from mpcdp.errors import InputError
 from mpcdp.transport import costs
+from mpcdp.mpc import authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
 from mpcdp.mpc.shared import Shared, share_of
@@ -63,13 +66,27 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
                    f"of the release grid 2^-{bits}")
     values = torch.zeros(shape, dtype=torch.float64) if problem is not None else local.to(torch.float64)
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
-    shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
-    if noise is not None:
-        padded = torch.cat([share_of(noise).reshape(-1), torch.zeros(1, dtype=torch.int64)])
-        shared = shared + Shared(padded, bits)
-    opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
+    if ctx.config.security == "malicious":
+        opened = _checked_release(ctx, ctx.encode(flagged, field=field, precision=bits), noise, bits, label)
+    else:
+        shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
+        if noise is not None:
+            padded = torch.cat([share_of(noise).reshape(-1), torch.zeros(1, dtype=torch.int64)])
+            shared = shared + Shared(padded, bits)
+        opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
     if opened[-1].item() != 0:
         everyone = ctx.exchange_public(problem, label="input problems (error path)")
         rank = next(r for r, p in enumerate(everyone) if p is not None)
         raise InputError(f"party {rank}: {everyone[rank]}", party=rank)
     return opened[:-1].reshape(shape)
+
+
+def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | None, bits: int,
+                     label: str) -> torch.Tensor:
+    """Under ``security = "malicious"``: every party's flagged term authenticated on input, summed, opened and
+    MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`). In-MPC noise is not authenticated yet, so
+    a release with noise is refused."""
+    if noise is not None:
+        ctx.config.refuse_uncovered("a release with in-MPC noise (the noise sampler is not authenticated)")
+    total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
+    return authenticated.reveal_checked(ctx, total, label=label, reason="aggregate release, MAC-checked")

@@ -75,6 +75,12 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
             (raised on every party, naming the party).
         ConfigMismatchError: parties passed different shapes.
     """
+    return ctx.masked_input(ctx.encode(checked_scaled(ctx, local, weight=weight, field=field), field=field))
+
+
+def checked_scaled(ctx: MpcContext, local: torch.Tensor, *, weight: float, field: str) -> torch.Tensor:
+    """``weight · local`` once every party's tensor passed steps 1–2 of the module docstring (the handshake of
+    validation flags and shape digests); the same refusals as :func:`secure_sum`, on every party."""
     problem = local_problem(local, weight, field)
     shape = tuple(local.shape) if torch.is_tensor(local) else None
     if problem is None:
@@ -86,7 +92,7 @@ def secure_sum(ctx: MpcContext, local: torch.Tensor, *, weight: float = 1.0, fie
     summary = ctx.exchange_fixed(torch.tensor([int(problem is not None), digest], dtype=torch.int64),
                                  label="validation flag and shape digest")
     if not summary[:, 0].any() and bool((summary[:, 1] == summary[0, 1]).all()):
-        return ctx.masked_input(ctx.encode(scaled, field=field))
+        return scaled
     everyone = ctx.exchange_public({"shape": shape, "problem": problem}, label="validation detail (error path)")
     for rank, info in enumerate(everyone):
         if info["problem"] is not None:

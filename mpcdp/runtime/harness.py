@@ -45,7 +45,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
-from mpcdp.config import DEFAULT_TIMEOUT_S, MpcConfig
+from mpcdp.config import DEFAULT_TIMEOUT_S, MpcConfig, check_covered
 from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime import progress
 from mpcdp.runtime.board import StatusBoard
@@ -203,6 +203,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     if party_jobs is not None and len(party_jobs) != m:
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
+    check_covered(config, fn)  # under security = "malicious": refused here, before any process starts
     threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
     launcher: dict[str, Any] = {"environ": dict(os.environ), "cwd": os.getcwd()}
     with throwaway_deployment(read_settings(launcher["environ"]), m) as settings:

@@ -64,8 +64,10 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     the rendezvous store up a moment for the others before raising.
     """
     from mpcdp import adapter
+    from mpcdp.config import check_covered
     from mpcdp.mpc.context import MpcContext
 
+    check_covered(config, fn)  # under security = "malicious", a job whose openings are not MAC-checked never starts
     ctx = None
     reporter = reporter if reporter is not None else progress.to_stderr(f"mpcdp party {rank}")
     try:

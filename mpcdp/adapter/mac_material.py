@@ -1,0 +1,168 @@
+"""The dealer's authenticated material for security with abort (SPDZ2k-style, :mod:`mpcdp.mpc.authenticated`).
+
+Every value lives in Z_2^128 (k = 64 value bits, s = 64 MAC bits, :mod:`.limbs`); a party's share of an
+authenticated value x is four int64 words: its value share (lo, hi) and its MAC share (lo, hi), with Σ value
+shares = x and Σ MAC shares = α·x mod 2^128. Three kinds, each a :class:`~.material.Material`:
+
+* :class:`MacKey`: every data party's share α_i of the MAC key, a uniform 64-bit word drawn from the keyed
+  generator it shares with the dealer; α = Σ α_i (in Z_2^128). The dealer keeps α for the run. Requested once
+  per run, before any other authenticated material.
+* :class:`AuthMasks`: for n elements and every data party o, an authenticated random mask [[r_o]], r_o uniform in
+  Z_2^128, whose owner o knows r_o (drawn from o's own dealer generator; nobody else but the dealer does).
+  Party o inputs x by broadcasting x − r_o mod 2^64.
+* :class:`AuthRandoms`: n authenticated random values [[r]] that nobody knows (the 2^64·r masks of a MAC check).
+
+As with every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the same
+words, and party 0 receives the difference from the dealer (8 bytes per word). Security: the dealer is honest
+and colludes with nobody (issue 48's model): it knows α and every mask. A party that asks for other material
+than the others, or draws other words, breaks the correlation of its own shares only, and the next MAC check
+fails. Without a dealer there is no authenticated material: ``security = "malicious"`` is refused with the
+``honest-majority`` provider (:class:`mpcdp.config.MpcSettings`).
+
+Declared cost (dealer, party 0's reply): :class:`AuthMasks` 4·8·m bytes per element, :class:`AuthRandoms` 4·8
+bytes per element, :class:`MacKey` nothing (an empty reply).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mpcdp.adapter import keyed
+from mpcdp.adapter.group import provider, rank, world_size
+from mpcdp.adapter.limbs import Ring, Wide
+from mpcdp.adapter.material import Material, _dealer_generator
+from mpcdp.errors import ConfigError, ProtocolViolation
+from mpcdp.transport import costs
+
+RING = Ring(64)
+WORDS = 4  # value lo, value hi, MAC lo, MAC hi
+
+
+def _no_dealer(*_args):
+    raise ConfigError("authenticated material (security = 'malicious') is dealt by the dealer only: "
+                      "`provider` must be 'dealer'")
+
+
+def _draw_wide(generator, n: int) -> Wide:
+    return Wide(keyed.ring((n,), generator=generator), keyed.ring((n,), generator=generator))
+
+
+def _dealer_key(dealer) -> torch.Tensor:
+    key = getattr(dealer, "mac_key", None)
+    if key is None:
+        raise ProtocolViolation("party 0 asked the dealer for authenticated material before the MAC key", party=0)
+    return key
+
+
+def _party0_share(dealer, values: Wide, n: int) -> torch.Tensor:
+    """Party 0's (n, 4) share of authenticated ``values``: parties 1..m−1 draw theirs from their generators."""
+    value, key = values, _dealer_key(dealer)
+    mac = RING.mul(Wide(key[0].expand(n), key[1].expand(n)), values)
+    for generator in dealer._get_generators()[1:]:
+        value = RING.sub(value, _draw_wide(generator, n))
+        mac = RING.sub(mac, _draw_wide(generator, n))
+    return torch.stack([value.lo, value.hi, mac.lo, mac.hi], 1)
+
+
+def _own_share(generator, n: int, request) -> tuple[Wide, Wide]:
+    """This party's value and MAC shares of n authenticated values (party 0's from the dealer's reply)."""
+    if rank() == 0:
+        reply = request()
+        return Wide(reply[:, 0], reply[:, 1]), Wide(reply[:, 2], reply[:, 3])
+    return _draw_wide(generator, n), _draw_wide(generator, n)
+
+
+class MacKey(Material):
+    """This party's share α_i of the MAC key (a uniform 64-bit word; the dealer keeps α = Σ α_i)."""
+
+    @staticmethod
+    def reply_shape() -> tuple[int, ...]:
+        return (0,)
+
+    @staticmethod
+    def serve(dealer):
+        shares = [keyed.ring((1,), generator=g) for g in dealer._get_generators()]
+        total = RING.sum0(Wide(torch.cat(shares), torch.zeros(len(shares), dtype=torch.int64)))
+        dealer.mac_key = torch.stack([total.lo, total.hi])
+        return torch.zeros(0, dtype=torch.int64)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls) -> torch.Tensor:
+        costs.record("mac_key", 1)
+        return provider().serve(cls)
+
+    @classmethod
+    def from_dealer(cls) -> torch.Tensor:
+        generator = _dealer_generator()
+        if rank() == 0:
+            cls.request()
+        return keyed.ring((1,), generator=generator)[0]
+
+
+class AuthMasks(Material):
+    """For n elements and every party o: [[r_o]] (value and MAC shares), and r_o itself to party o only."""
+
+    @staticmethod
+    def reply_shape(n: int, parties: int) -> tuple[int, ...]:
+        return (n, WORDS * parties)
+
+    @staticmethod
+    def serve(dealer, n: int, parties: int):
+        generators = dealer._get_generators()
+        if parties != len(generators):
+            raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
+                                    party=0)
+        masks = [_draw_wide(g, n) for g in generators]  # r_o from owner o's generator, for every owner first
+        return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
+        """(r for this party's own inputs, [this party's (value, MAC) shares of [[r_o]] for every owner o])."""
+        costs.record("auth_masks", n * world_size())
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
+        generator = _dealer_generator()
+        own = _draw_wide(generator, n)
+        m = world_size()
+        if rank() == 0:
+            reply = cls.request(n, m).reshape(n, m, WORDS)
+            return own, [(Wide(reply[:, o, 0], reply[:, o, 1]), Wide(reply[:, o, 2], reply[:, o, 3]))
+                         for o in range(m)]
+        return own, [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(m)]
+
+
+class AuthRandoms(Material):
+    """n authenticated random values [[r]] that no party knows."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = RING.zeros((n,))
+        for generator in dealer._get_generators():  # r = Σ of every party's draw: party 0's included
+            values = RING.add(values, _draw_wide(generator, n))
+        return _party0_share(dealer, values, n)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[Wide, Wide]:
+        costs.record("auth_randoms", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[Wide, Wide]:
+        generator = _dealer_generator()
+        _draw_wide(generator, n)  # party 0's part of r, which the dealer draws too (party 0's share comes next)
+        return _own_share(generator, n, lambda: cls.request(n))
+
+
+KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthRandoms)

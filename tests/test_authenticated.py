@@ -1,0 +1,152 @@
+"""Security with abort for the secure sum and its release (``[mpc] security = "malicious"``, issue 48's first
+slice): Z_2^(64+s) arithmetic on int64 limbs, the SPDZ2k batched MAC check's cheating success against its bound
+at a reduced s (plaintext simulation of the parties' shares in one process), the refusal of everything the MACs
+do not cover yet, and real party processes: an honest run, and a party that deviates in the authenticated sum
+makes every honest process stop with the MAC failure before anything is released (mpcdp/README.md, "Threat
+model")."""
+
+import random
+
+import pytest
+import torch
+
+from mpcdp.adapter.limbs import Ring, Wide
+from mpcdp.config import MpcConfig
+from mpcdp.errors import ConfigError, PartyFailed
+from mpcdp.jobs.noise import noise_party
+from mpcdp.jobs.train import plan_from
+from mpcdp.mpc.authenticated import sigma_terms
+from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.release import noisy_release
+from mpcdp.mpc.shared import Shared
+from mpcdp.runtime.harness import run_parties
+from party_jobs import tampered_aggregate
+
+
+def _wide(ring: Ring, values: list[int]) -> Wide:
+    signed = [(v % (1 << 64)) - ((v % (1 << 64)) >> 63 << 64) for v in values]
+    high = [((v >> 64) % (1 << 64)) - (((v >> 64) % (1 << 64)) >> 63 << 64) for v in values]
+    return ring.reduce(torch.tensor(signed, dtype=torch.int64), torch.tensor(high, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("s", [64, 8, 1])
+def test_limb_arithmetic_is_exact_in_the_ring(s):
+    ring, rng = Ring(s), random.Random(s)
+    big = ring.modulus
+    a = [0, big - 1, (1 << 64) - 1, 1 << 63] + [rng.randrange(big) for _ in range(300)]
+    b = [big - 1, big - 1, 1, 1 << 63] + [rng.randrange(big) for _ in range(300)]
+    x, y = _wide(ring, a), _wide(ring, b)
+    assert ring.to_ints(x) == a
+    assert ring.to_ints(ring.add(x, y)) == [(u + v) % big for u, v in zip(a, b)]
+    assert ring.to_ints(ring.sub(x, y)) == [(u - v) % big for u, v in zip(a, b)]
+    assert ring.to_ints(ring.mul(x, y)) == [u * v % big for u, v in zip(a, b)]
+    words = [v % (1 << 64) for v in b]
+    assert ring.to_ints(ring.scale(y.lo, x)) == [u * w % big for u, w in zip(a, words)]
+    assert ring.to_ints(ring.shift_up(x)) == [(u << 64) % big for u in a]
+    assert ring.total(x) == sum(a) % big
+    assert ring.to_ints(ring.sum0(x.reshape(8, -1))) == [sum(a[i::38]) % big for i in range(38)]
+
+
+def _simulated_check(s: int, trials: int, delta: int, seed: int) -> torch.Tensor:
+    """``trials`` independent openings of one authenticated value among 3 parties, simulated in one process, each
+    followed by the batched check's σ shares (:func:`sigma_terms`, the parties' own function). Party 1 cheats: it
+    adds ``delta`` to its value share (the opened value moves by delta) and, after seeing the coin χ, adds
+    delta·χ·g to its σ share for a guess g = α_1 + u of the key, its own share plus a uniform u for the honest
+    parties' (the check passes iff g·χ·delta ≡ α·χ·delta, mod 2^(64+s)). Returns whether each check passed."""
+    ring = Ring(s)
+    generator = torch.Generator().manual_seed(seed)
+
+    def uniform(bits: int | None = None) -> torch.Tensor:
+        words = torch.randint(-(1 << 63), (1 << 63) - 1, (trials,), generator=generator, dtype=torch.int64)
+        return words if bits is None else words & ((1 << bits) - 1)
+
+    def element() -> Wide:
+        return ring.reduce(uniform(), uniform())
+
+    alphas = [uniform(s) for _ in range(3)]
+    alpha = ring.sum0(Wide(torch.stack(alphas), torch.zeros(3, trials, dtype=torch.int64)))
+    value = element()
+    shares = [element(), element()]
+    shares = [ring.sub(value, ring.add(*shares))] + shares
+    macs = [element(), element()]
+    macs = [ring.sub(ring.mul(alpha, value), ring.add(*macs))] + macs
+    error = ring.from_int(delta, (trials,))
+    shares[1] = ring.add(shares[1], error)
+    opened = ring.add(ring.add(shares[0], shares[1]), shares[2])
+    chi, guess = uniform(s), alphas[1] + uniform(s)
+    sigmas = [sigma_terms(ring, alphas[i], chi, opened, macs[i]) for i in range(3)]
+    sigmas[1] = ring.add(sigmas[1], ring.scale(guess, ring.scale(chi, error)))
+    total = ring.add(ring.add(sigmas[0], sigmas[1]), sigmas[2])
+    return (total.lo == 0) & (total.hi == 0)
+
+
+def _exact_success(s: int, delta_bits: int) -> float:
+    """The simulated cheat's exact success: P[χ·(u − α_0 − α_2)·2^delta_bits ≡ 0 mod 2^(64+s)] for χ, u and the
+    honest key shares α_0, α_2 uniform in [0, 2^s), by enumeration."""
+    size, modulus = 1 << s, 1 << (64 + s - delta_bits)  # χ·D must vanish mod 2^(64+s-delta_bits)
+    ways = {0: 1}
+    for sign in (1, -1, -1):  # how many (u, α_0, α_2) give each D = u − α_0 − α_2
+        counts: dict[int, int] = {}
+        for d, w in ways.items():
+            for v in range(size):
+                counts[d + sign * v] = counts.get(d + sign * v, 0) + w
+        ways = counts
+    hits = sum(w for chi in range(size) for d, w in ways.items() if (chi * d) % modulus == 0)
+    return hits / size ** 4
+
+
+@pytest.mark.parametrize("s", [4, 8])
+def test_a_cheat_on_an_opened_value_passes_no_more_often_than_the_spdz2k_bound(s):
+    """α = 1e-6 per comparison (5 standard deviations): the empirical success of the best single cheat (an
+    error of 2^63 on a Z_2^64 value, the one whose combination vanishes mod 2^64 most often) matches its exact
+    probability, which is below SPDZ2k's bound (s+1)·2^-s; honest openings always pass."""
+    trials = 20_000
+    assert bool(_simulated_check(s, trials, 0, seed=1).all())
+    passed = _simulated_check(s, trials, 1 << 63, seed=2).double().mean().item()
+    exact, bound = _exact_success(s, 63), (s + 1) / 2 ** s
+    tolerance = 5 * (exact * (1 - exact) / trials) ** 0.5
+    assert abs(passed - exact) <= tolerance, (passed, exact)
+    assert exact < bound and passed < bound, (passed, exact, bound)
+    assert passed > 0  # at this small s the cheat succeeds at times: the test can see the check's limit
+
+
+def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
+    config = MpcConfig(parties=3, security="malicious")
+    with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover the job noise_party yet"):
+        run_parties(noise_party, config, args=(10, "dgauss", 1.0, None, 10))  # before any process starts
+    with pytest.raises(ConfigError, match="does not cover training .* yet"):
+        plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"})
+    ctx = MpcContext(rank=0, config=config, job={}, masks=None)  # a semi-honest opening never reaches the links
+    with pytest.raises(ConfigError, match="does not cover the opening 'v_p' yet"):
+        ctx.reveal(Shared(torch.zeros(3, dtype=torch.int64), 16), label="v_p", reason="test")
+    with pytest.raises(ConfigError, match="does not cover a release with in-MPC noise"):  # the sampler's shares
+        noisy_release(ctx, torch.zeros(3), Shared(torch.zeros(3, dtype=torch.int64), 20), shape=(3,), label="v_p")
+
+
+def test_an_honest_run_opens_the_exact_sum(config_for, tmp_path):
+    values = run_parties(tampered_aggregate, config_for(3, security="malicious"),
+                         args=(-1, "", "", "", str(tmp_path)))
+    assert values == [([6.0] * 8, [[0.75] * 3] * 2)] * 3
+
+
+# (the rogue, the message it alters, how, the line every honest process stops with)
+DEVIATIONS = {
+    "a share, consistently": (1, "aggregate", "share", "flip", "a share or an opened value was altered"),
+    "the opening to one party": (2, "aggregate", "wire:0", "offset", "parties received different opened or input"),
+    "the σ it committed to": (2, "aggregate: MAC-check σ", "share", "offset",
+                              "party 2 opened a σ share that does not match its commitment"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEVIATIONS))
+def test_a_party_that_deviates_in_the_authenticated_sum_stops_every_honest_party_before_any_release(
+        case, config_for, tmp_path):
+    rogue, label, where, how, line = DEVIATIONS[case]
+    with pytest.raises(PartyFailed) as info:
+        run_parties(tampered_aggregate, config_for(3, security="malicious"),
+                    args=(rogue, label, where, how, str(tmp_path)))
+    reports = {r.rank: r for r in info.value.reports if r.role == "party"}
+    for rank in (r for r in range(3) if r != rogue):
+        assert reports[rank].status == "error" and reports[rank].exitcode != 0, reports[rank]
+        assert f"MAC check failed (aggregate): {line}" in reports[rank].message, reports[rank].message
+    assert not list(tmp_path.glob("released-*"))  # nobody released anything
