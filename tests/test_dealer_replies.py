@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from mpcdp.adapter import dealer_link, keyed, objects
+from mpcdp.adapter import dealer_link, keyed, mac_material, objects
 from mpcdp.adapter.dealer import ALLOWED, Dealer
 from mpcdp.adapter.material import KINDS
 from mpcdp.errors import ConfigError, ProtocolViolation
@@ -106,11 +106,14 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_FactorTables", (4, 62, [[32, 5], [55, 7]], [[0, 0, 5, [1 << 62] * 32], [1, 2, 2, [0, 1, 2, 3]],
                                                         [1, 4, 3, [1 << 62] + [0] * 7]], [[0, 32, 9]]), [4, 4]),
     ("mpcdp_CommitteeScope", ([0, 1],), [0]),
+    ("mpcdp_MacKey", (), [0]),  # security = "malicious": the key first, then the authenticated material
+    ("mpcdp_AuthMasks", (3, 2), [3, 8]),
+    ("mpcdp_AuthRandoms", (3,), [3, 4]),
 ]
 
 
 def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
-    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 9
+    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 9 and len(mac_material.KINDS) == 3
     meshes = _meshes(timeout_s=20.0)
     try:
         dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)

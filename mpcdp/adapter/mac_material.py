@@ -10,7 +10,7 @@ shares = x and Σ MAC shares = α·x mod 2^128. Three kinds, each a :class:`~.ma
 * :class:`AuthMasks`: for n elements and every data party o, an authenticated random mask [[r_o]], r_o uniform in
   Z_2^128, whose owner o knows r_o (drawn from o's own dealer generator; nobody else but the dealer does).
   Party o inputs x by broadcasting x − r_o mod 2^64.
-* :class:`AuthRandoms`: n authenticated random values [[r]] that nobody knows (the 2^64·r masks of a MAC check).
+* :class:`AuthRandoms`: n authenticated random values [[r]] that nobody knows (the 2^64·r masks of an opening).
 
 As with every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the same
 words, and party 0 receives the difference from the dealer (8 bytes per word). Security: the dealer is honest

@@ -15,31 +15,32 @@ local; adding a public c: party 0 adds c to its value share and every party adds
 
 * Input (:func:`input_vectors`): the dealer deals every party o an authenticated mask [[r_o]] whose r_o only o
   knows; o sends d_o = x_o − r_o mod 2^k to every party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
-* Opening (:func:`open_values`): every party sends the low k bits of its value share only (the same 8 bytes per
-  element as a semi-honest opening, over the same links); the opened value goes into this party's pending list
-  and its digest of everything public since the last check. It is not returned to the caller before the check.
+  A deviating o may send any d_o: that is its input (input substitution, as in any MPC).
+* Opening (:func:`open_values`): with a dealt [[r]] nobody knows, every party sends every other its share of
+  x + 2^k·r in full (k + s bits: 2^k·r masks the upper bits, which could otherwise leak). The opened value goes
+  into this party's pending list and its digest of everything public since the last check; the caller gets it
+  only from :func:`reveal_checked`, after the check.
 * The batched MAC check (:func:`mac_check`), before ANY opened value is used or output: (1) a coin every party
   committed to before any part was opened (:mod:`mpcdp.mpc.coin`), drawn after the values are fixed, gives
-  χ_j ∈ Z_2^s for the n values opened since the last check; (2) with a dealt [[r]] nobody knows, every party
-  sends its share of ỹ = Σ χ_j x_j + 2^k·r in full (k+s bits: 2^k·r masks the upper bits of the combination, which
-  could otherwise leak, SPDZ2k's Π_MACCheck), and checks ỹ ≡ Σ χ_j y_j (mod 2^k) against the opened y_j;
-  (3) every party commits (SHA-256 with a 256-bit nonce) to σ_i = Σ χ_j m_ij + 2^k·m_i(r) − α_i·ỹ and sends the
-  commitment with the SHA-256 of its view (every d_o and opened value it received since the last check); a view
-  that differs from this party's is a failure (a party sent different values to different parties); (4) every
-  party opens σ_i with its nonce; a σ_i that does not match its commitment names its sender; Σ σ_i ≢ 0
-  (mod 2^(k+s)) is a failure. A failure stops this party with one line, ``MAC check failed``, and nothing that was
-  opened since the last check is returned.
+  χ_j ∈ Z_2^s for the n values y_j opened since the last check; (2) every party commits (SHA-256 with a 256-bit
+  nonce) to σ_i = Σ_j χ_j·m_ij − α_i·Σ_j χ_j·y_j (mod 2^(k+s)) and sends the commitment with the SHA-256 of its
+  view (every d_o and opened value it received since the last check); a view that differs from this party's is
+  a failure (some party sent different values to different parties); (3) every party opens σ_i with its nonce;
+  a σ_i that does not match its commitment names its sender; Σ σ_i ≢ 0 (mod 2^(k+s)) is a failure. A failure
+  stops this party with one line, ``MAC check failed``, and nothing opened since the last check is returned.
 
-Soundness (SPDZ2k, Lemma on the batched check): an adversary that adds errors δ_j to opened values (δ_j ≢ 0 mod
-2^k for some j) and any errors to MAC shares passes the check with probability at most 2^(−s+log2(s+1)) over α and
-the χ_j (with s = 64: below 2^-57.9), plus the hash commitments' binding. ``tests/test_authenticated.py`` measures
-the cheating success at s = 4 and s = 8 in plaintext simulation against that bound.
+Soundness (SPDZ2k's lemma for the batched check): an adversary that adds errors δ_j to opened values (δ_j ≢ 0
+mod 2^k for some j) and any errors to its σ share, chosen after seeing χ, passes with probability at most
+2^(−s+log2(s+1)) over α and the χ_j (s = 64: 2^-57.9), plus SHA-256's binding of the commitments.
+``tests/test_authenticated.py`` measures the best single cheat at s = 4 and s = 8 in plaintext simulation
+against that bound.
 
-Cost per party, m parties, n elements: input, (m−1)·8n bytes (d_o to every other party, one round); opening, the
-semi-honest opening (8n bytes per party through :meth:`~mpcdp.transport.mesh.Mesh.open_shares`); the check,
-independent of n: two coin rounds (32 + 64 bytes to each other party), ỹ (16 bytes), commitment and view digest
-(64 bytes), σ and its nonce (48 bytes), five rounds; from the dealer to party 0, 32·m bytes per input element
-and 32 per check, plus nothing for the key (measured: the guide, "Threat model").
+Cost per party, m parties, n elements: input, (m−1)·8n bytes (d_o to every other party, one round); opening,
+(m−1)·16n bytes (both limbs to every other party, one round; the semi-honest opening sends about
+2(m−1)/m·8n); the check, independent of n: two coin rounds (32 + 64 bytes to each other party), commitment and
+view digest (64 bytes), σ and its nonce (48 bytes): four rounds. From the dealer to party 0: 32·m bytes per
+input element (masks) and 32 per opened element (the 2^k·r masks); the key, once, nothing. Measured:
+``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
