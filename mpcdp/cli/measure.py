@@ -35,7 +35,7 @@ def _cmd_aggregate(ns: argparse.Namespace) -> int:
     results = run_parties(aggregate_party, config, args=(ns.dim, ns.seed),
                           job={"name": "aggregate", "dim": ns.dim})
     summary = check(results, config.precision_bits)
-    summary["provider"] = config.provider
+    summary["provider"], summary["security"] = config.provider, config.security
     summary["wall_s"] = round(time.perf_counter() - start, 3)
     print(json.dumps(summary))
     return 0 if summary["max_abs_error"] <= summary["error_bound"] and summary["all_parties_agree"] else 1
