@@ -121,3 +121,13 @@ def test_security_is_a_setting_and_malicious_needs_the_dealer():
         resolve_mpc({"provider": "honest-majority", "security": "malicious"}, " in x")
     line = str(refused.value)
     assert "\n" not in line and "`security` 'malicious'" in line and "`provider` 'honest-majority'" in line
+
+
+def test_security_on_the_command_line_is_one_more_given_setting():
+    from mpcdp.cli import build_parser
+    from mpcdp.cli.options import given_mpc
+
+    for argv in (["aggregate", "--security", "malicious"], ["party", "--security", "malicious"]):
+        assert given_mpc(build_parser().parse_args(argv))["security"] == "malicious", argv
+    assert "security" not in given_mpc(build_parser().parse_args(["aggregate"]))  # not given: the protocol's
+    assert build_parser().parse_args(["train", "p.toml", "--security", "malicious"]).security == "malicious"
