@@ -70,6 +70,28 @@ class ProtocolViolation(PeerLost):
     evidence: str | None = None  # a direct-evidence kind other than "violation" ("short"): losses.evidence_of
 
 
+class MacCheckFailed(ProtocolViolation):
+    """A MAC check under ``security = "malicious"`` failed (:mod:`mpcdp.mpc.authenticated`): some party deviated
+    from the protocol, and nothing opened since the last check was released. ``label`` names the opening;
+    ``party`` names a party only where the evidence identifies it (a σ share that does not match its sender's
+    commitment), else None. Every honest party detects it itself; its line says so
+    (:mod:`mpcdp.transport.losses`), not that a party was lost."""
+
+    evidence = "mac"
+
+    def __init__(self, label: str, why: str, *, party: int | None = None):
+        self.label, self.why = label, why
+        super().__init__(mac_line(label, why, party), party=party)
+
+
+def mac_line(label: str, why: str, party: int | None = None) -> str:
+    """The one line of a failed MAC check: which opening, why, whom the evidence names, that nothing left."""
+    culprit = f"party {party} deviated from the protocol" if party is not None else \
+        "a party deviated from the protocol"
+    return (f"the MAC check of opening {label!r} failed: {culprit} ({why}); nothing was released "
+            f"(security = 'malicious')")
+
+
 class PeerTimeout(MpcdpError, TimeoutError):
     """Another party sent nothing for the configured ``timeout_s`` (``party`` names the first one owed)."""
 

@@ -927,15 +927,17 @@ def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_di
         return data
 
     if ctx.rank == rogue and where == "share":
-        exchange = ctx.members_exchange
-
-        def lying(vector, *, label: str, **kwargs):
-            if label == wanted:
-                vector = torch.frombuffer(altered(bytearray(vector.numpy().tobytes())), dtype=torch.int64)
-            return exchange(vector, label=label, **kwargs)
+        def lying(method):
+            def sends(vector, *, label: str, **kwargs):
+                if label == wanted:
+                    vector = torch.frombuffer(altered(bytearray(vector.contiguous().numpy().tobytes())),
+                                              dtype=torch.int64).reshape(vector.shape)
+                return method(vector, label=label, **kwargs)
+            return sends
 
         wanted = label
-        ctx.members_exchange = lying
+        ctx.members_exchange = lying(ctx.members_exchange)  # the MAC check's rounds
+        ctx.open_authenticated = lying(ctx.open_authenticated)  # the masked inputs and the opening
     elif ctx.rank == rogue:
         mesh, to = ctx._mesh, int(where.split(":")[1])
         original = mesh._move

@@ -5,7 +5,10 @@ do not cover yet, and real party processes: an honest run, and a party that devi
 makes every honest process stop with the MAC failure before anything is released (mpcdp/README.md, "Threat
 model")."""
 
+import json
+import os
 import random
+import sys
 
 import pytest
 import torch
@@ -19,7 +22,8 @@ from mpcdp.mpc.authenticated import sigma_terms
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared
-from mpcdp.runtime.harness import run_parties
+from mpcdp.runtime.harness import free_port, run_parties
+from party_commands import ROOT, run_party_commands
 from party_jobs import tampered_aggregate
 
 
@@ -45,6 +49,18 @@ def test_limb_arithmetic_is_exact_in_the_ring(s):
     assert ring.to_ints(ring.shift_up(x)) == [(u << 64) % big for u in a]
     assert ring.total(x) == sum(a) % big
     assert ring.to_ints(ring.sum0(x.reshape(8, -1))) == [sum(a[i::38]) % big for i in range(38)]
+
+
+def test_a_wide_opening_combines_rows_with_the_low_words_carry():
+    from mpcdp.transport.mesh import _add_wide
+
+    rng, ring = random.Random(7), Ring(64)
+    values = [[rng.getrandbits(128) for _ in range(50)] + [2 ** 64 - 1, 2 ** 128 - 1] for _ in range(5)]
+    rows = [torch.stack([(w := _wide(ring, v)).lo, w.hi], dim=1) for v in values]
+    total = rows[0].clone()
+    for other in rows[1:]:
+        _add_wide(total, other)
+    assert ring.to_ints(Wide(total[:, 0], total[:, 1])) == [sum(c) % 2 ** 128 for c in zip(*values)]
 
 
 def _simulated_check(s: int, trials: int, delta: int, seed: int) -> torch.Tensor:
@@ -131,10 +147,12 @@ def test_an_honest_run_opens_the_exact_sum(config_for, tmp_path):
 
 # (the rogue, the message it alters, how, the line every honest process stops with)
 DEVIATIONS = {
-    "a share, consistently": (1, "aggregate", "share", "flip", "a share or an opened value was altered"),
-    "the opening to one party": (2, "aggregate", "wire:0", "offset", "parties received different opened or input"),
+    "a share, consistently": (1, "aggregate", "share", "flip",
+                              "a party deviated from the protocol (a share or an opened value was altered)"),
+    "the opening to one party": (0, "aggregate (sum)", "wire:1", "offset", "a party deviated from the protocol "
+                                 "(parties received different opened or input values)"),
     "the σ it committed to": (2, "aggregate: MAC-check σ", "share", "offset",
-                              "party 2 opened a σ share that does not match its commitment"),
+                              "party 2 deviated from the protocol (its σ share does not match its commitment)"),
 }
 
 
@@ -147,6 +165,40 @@ def test_a_party_that_deviates_in_the_authenticated_sum_stops_every_honest_party
                     args=(rogue, label, where, how, str(tmp_path)))
     reports = {r.rank: r for r in info.value.reports if r.role == "party"}
     for rank in (r for r in range(3) if r != rogue):
+        message = reports[rank].message
         assert reports[rank].status == "error" and reports[rank].exitcode != 0, reports[rank]
-        assert f"MAC check failed (aggregate): {line}" in reports[rank].message, reports[rank].message
+        assert message == (f"party {rank} stopped: the MAC check of opening 'aggregate' failed: {line}; nothing was "
+                           f"released (security = 'malicious')"), message
     assert not list(tmp_path.glob("released-*"))  # nobody released anything
+
+
+def test_separate_party_processes_with_credentials_sum_or_all_stop_on_one_flipped_bit(deployment):
+    """`mpcdp party --job aggregate --security malicious` as 3 data parties + the dealer, each its own OS
+    process with its certificate (as on separate hosts); d = 3000: the masked inputs travel by the star, the
+    opening (6000 words) by reduce-scatter. Honest: every party prints the sum. Party 1 flipping bit 62 of
+    the first word of its share's chunk to party 0 (the reduce-scatter's send): every other process, the
+    dealer included, exits non-zero with the MAC line and prints nothing on stdout."""
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    arguments = [["--job", "aggregate", "--security", "malicious", "--dim", "3000", "--timeout", "120"]] * 4
+    done = run_party_commands(arguments, env, 600)
+    for rank, (code, _, err) in enumerate(done):
+        assert code == 0, (rank, err[-2000:])
+    results = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in done[:3]]
+    expected = torch.tensor([r["local"] for r in results]).sum(0)
+    for result in results:
+        assert torch.allclose(torch.tensor(result["aggregate"]), expected, atol=3 * 2.0 ** -16), result["rank"]
+
+    env["MASTER_PORT"] = str(free_port())
+    rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "aggregate", "0", "--"]
+    done = run_party_commands(arguments, env, 600, commands={1: rogue})
+    line = ("the MAC check of opening 'aggregate' failed: a party deviated from the protocol (a share or an opened "
+            "value was altered); nothing was released (security = 'malicious')")
+    for rank in (0, 2):
+        code, out, err = done[rank]
+        assert code != 0 and out == "", (rank, code, out)
+        assert f"party {rank} stopped: {line}" in err.splitlines()[-1], (rank, err[-2000:])
+    code, out, err = done[3]
+    assert code != 0 and out == "", (code, out)
+    assert err.splitlines()[-1].startswith("mpcdp: the dealer stopped: a MAC check failed (party 0") \
+        and err.splitlines()[-1].endswith("nothing was released (security = 'malicious')"), err[-2000:]

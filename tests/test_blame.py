@@ -76,6 +76,35 @@ def test_a_rogue_that_reports_first_never_makes_a_third_process_name_its_victim(
     assert losses.judge(1, reports, 4).suspects in ((), (2,))
 
 
+def test_a_failed_mac_check_is_its_own_line_and_names_only_whom_the_loss_rules_name():
+    from mpcdp.errors import MacCheckFailed
+    from mpcdp.transport.store_values import parse_report
+
+    # every party found the MAC check failed and said so, naming nobody; the dealer saw their links close
+    reports = _reports((0, None, "mac"), (1, None, "mac"), (2, None, "mac"))
+    verdict = losses.judge(3, reports, 4, dealer=3)
+    assert verdict.suspects == () and verdict.mac == (0, 1, 2)
+    assert losses.message(verdict, "the dealer", "connection closed by party 1") == (
+        "the dealer stopped: a MAC check failed (party 0, party 1 and party 2 found it): a party deviated from "
+        "the protocol; nothing was released (security = 'malicious')")
+    # a party's own failed check: its line at once, naming a party only where the evidence names one
+    own = losses.resolve(2, MacCheckFailed("v_p", "its σ share does not match its commitment", party=1))
+    assert own.own and own.mac == (2,) and own.suspects == (1,)
+    assert losses.message(own, "party 2", str(MacCheckFailed("v_p", "x", party=1))) == (
+        "party 2 stopped: the MAC check of opening 'v_p' failed: party 1 deviated from the protocol (x); nothing "
+        "was released (security = 'malicious')")
+    # a mac report does not hide what the loss rules establish: a party that died without a report
+    died = _reports((0, 2, "closed"), (1, None, "mac"), (3, 0, "closed"))
+    assert losses.judge(1, died, 4, dealer=3).suspects == (2,)
+    # nor a dispute: a rogue that claims a failed check against a frame party 0 holds is one word against another
+    garbled = _reports((0, 2, "violation"), (2, None, "mac"), (1, 2, "closed"))
+    verdict = losses.judge(1, garbled, 4, dealer=3)
+    assert verdict.disputed and not verdict.mac and losses.judge(0, garbled, 4, dealer=3).suspects == (2,)
+    assert parse_report('{"suspect": null, "evidence": "mac"}', 1) == Report(1, None, "mac")
+    with pytest.raises(ValueError, match="evidence without a suspect"):
+        parse_report('{"suspect": null, "evidence": "violation"}', 1)
+
+
 def test_a_malformed_report_names_its_writer():
     reports = {1: "a malformed loss report (not JSON)", 0: Report(0, None, "none")}
     assert losses.judge(2, reports).suspects == (1,)

@@ -15,9 +15,18 @@ local; adding a public c: party 0 adds c to its value share and every party adds
 
 * Input (:func:`input_vectors`): the dealer deals every party o an authenticated mask [[r_o]] whose r_o only o
   knows; o sends d_o = x_o − r_o mod 2^k to every party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
-  A deviating o may send any d_o: that is its input (input substitution, as in any MPC).
-* Opening (:func:`open_values`): with a dealt [[r]] nobody knows, every party sends every other its share of
-  x + 2^k·r in full (k + s bits: 2^k·r masks the upper bits, which could otherwise leak). The opened value goes
+  A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
+  then authenticated on its own, as a check on each party's input (its clipping bound, to come) needs.
+* A sum's inputs (:func:`input_sum`, what the secure sum and the release use): the parties open only
+  D = Σ_o d_o, over the run's opening plan, and set [[Σ_o x_o]] = Σ_o [[r_o]] + D. Whoever combines the d_o
+  sees uniform words, so whatever a deviating party adds to D (as a contributor or a combiner) is independent of
+  the honest inputs: an input substitution again. A combiner that sends different parties different D fails
+  the view comparison of the next check.
+* Opening (:func:`open_values`): with a dealt [[r]] nobody knows, every party's share of x + 2^k·r in full
+  (k + s bits: 2^k·r masks the upper bits, which could otherwise leak) is summed over the run's opening plan
+  (:meth:`~mpcdp.mpc.context.MpcContext.open_authenticated`: both limbs, with the carry; direct, star or
+  reduce-scatter, as a semi-honest opening; a combiner that alters a sum is caught by the check, one that
+  sends different parties different sums by the view comparison). The opened value goes
   into this party's pending list and its digest of everything public since the last check; the caller gets it
   only from :func:`reveal_checked`, after the check.
 * The batched MAC check (:func:`mac_check`), before ANY opened value is used or output: (1) a coin every party
@@ -27,7 +36,12 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   view (every d_o and opened value it received since the last check); a view that differs from this party's is
   a failure (some party sent different values to different parties); (3) every party opens σ_i with its nonce;
   a σ_i that does not match its commitment names its sender; Σ σ_i ≢ 0 (mod 2^(k+s)) is a failure. A failure
-  stops this party with one line, ``MAC check failed``, and nothing opened since the last check is returned.
+  raises :class:`~mpcdp.errors.MacCheckFailed`, and nothing opened since the last check is returned: the party
+  stops with one line, "the MAC check of opening 'LABEL' failed: a party deviated from the protocol (why);
+  nothing was released (security = 'malicious')", naming a party only for a σ that does not match its
+  commitment (:mod:`mpcdp.transport.losses`; the dealer's line says which parties found the failure). Not
+  unanimous: a party that sends different commitments or σ shares to different parties can make some honest
+  parties stop while the others' checks pass (what those release is then correct: each check is sound alone).
 
 Soundness (SPDZ2k's lemma for the batched check): an adversary that adds errors δ_j to opened values (δ_j ≢ 0
 mod 2^k for some j) and any errors to its σ share, chosen after seeing χ, passes with probability at most
@@ -35,12 +49,13 @@ mod 2^k for some j) and any errors to its σ share, chosen after seeing χ, pass
 ``tests/test_authenticated.py`` measures the best single cheat at s = 4 and s = 8 in plaintext simulation
 against that bound.
 
-Cost per party, m parties, n elements: input, (m−1)·8n bytes (d_o to every other party, one round); opening,
-(m−1)·16n bytes (both limbs to every other party, one round; the semi-honest opening sends about
-2(m−1)/m·8n); the check, independent of n: two coin rounds (32 + 64 bytes to each other party), commitment and
-view digest (64 bytes), σ and its nonce (48 bytes): four rounds. From the dealer to party 0: 32·m bytes per
-input element (masks) and 32 per opened element (the 2^k·r masks); the key, once, nothing. Measured:
-``benchmarks/results/malicious-sum.md``.
+Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs,
+one opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`,
+(m−1)·8n in one round); the opening, one of 2n words (2F: both limbs); the check, independent of n: two coin
+rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and its nonce (48 bytes):
+four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
+others 8. From the dealer to party 0: 32·m bytes per input element (masks) and 32 per opened element (the
+2^k·r masks); the key, once, nothing. Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -53,7 +68,7 @@ import torch
 
 from mpcdp.adapter.limbs import Ring, Wide
 from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, MacKey
-from mpcdp.errors import ProtocolViolation
+from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
 
@@ -61,7 +76,6 @@ S_BITS = 64
 """s: the statistical security parameter of the MACs (bits), as dealt."""
 
 _DOMAIN = b"mpcdp/mac-check/1"
-_FAILED = "MAC check failed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,9 +151,9 @@ def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -> t
     n = value.lo.numel()
     r_value, r_mac = AuthRandoms.fetch(n)
     masked, masked_mac = RING.add(value, RING.shift_up(r_value)), RING.add(mac, RING.shift_up(r_mac))
-    shares = ctx.members_exchange(torch.cat([masked.lo, masked.hi]), label=label, kind="release", reason=reason)
-    stacked = torch.stack([shares[j] for j in sorted(shares)])
-    opened = RING.sum0(Wide(stacked[:, :n], stacked[:, n:]))
+    rows = ctx.open_authenticated(torch.stack([masked.lo, masked.hi], dim=1), label=label, kind="release",
+                                  reason=reason, wide=True)
+    opened = RING.reduce(rows[:, 0].clone(), rows[:, 1].clone())
     state.pending.append((opened, masked_mac))
     state.note_public(f"open {label}", torch.cat([opened.lo, opened.hi]))
     return opened.lo
@@ -162,8 +176,8 @@ def _words(raw: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(raw), dtype=torch.int64).clone()
 
 
-def _fail(label: str, why: str) -> ProtocolViolation:
-    return ProtocolViolation(f"{_FAILED} ({label}): {why}; nothing opened since the last check is released")
+def _fail(label: str, why: str, party: int | None = None) -> MacCheckFailed:
+    return MacCheckFailed(label, why, party=party)
 
 
 def mac_check(ctx: MpcContext, *, label: str) -> None:
@@ -189,8 +203,7 @@ def mac_check(ctx: MpcContext, *, label: str) -> None:
     total = 0
     for j, words in parts.items():
         if not torch.equal(_commitment(label, j, words[:2], words[2:].numpy().astype("<i8").tobytes()), bound[j][:4]):
-            raise ProtocolViolation(f"{_FAILED} ({label}): party {j} opened a σ share that does not match its "
-                                    f"commitment", party=j)
+            raise _fail(label, "its σ share does not match its commitment", party=j)
         total += RING.to_ints(Wide(words[:1], words[1:2]))[0]
     if total % RING.modulus != 0:
         raise _fail(label, "a share or an opened value was altered")
@@ -205,10 +218,22 @@ def reveal_checked(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -
 
 
 def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: str) -> AuthShared:
-    """Σ over the parties of their authenticated ``encoded`` vectors (every contribution authenticated on
-    input, then added locally)."""
-    parts = input_vectors(ctx, encoded, precision=precision, label=label)
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return AuthShared(total.value.reshape(*encoded.shape), total.mac.reshape(*encoded.shape), precision)
+    """[[Σ_o x_o]] for every party's int64 vector ``encoded`` (same shape everywhere), authenticated as a sum:
+    every party o masks its x_o with its dealt r_o, the parties open D = Σ_o (x_o − r_o) over the run's
+    opening plan (≈ 2(m−1)/m·8n bytes per party from 3 parties; one round for 2, two for more), and set
+    [[Σ x]] = Σ_o [[r_o]] + D. Each x_o − r_o is uniform (only o knows r_o), so whoever combines them learns
+    nothing, and anything a deviating party adds to D, as a contribution or as a combiner, is independent of
+    the honest inputs: an input substitution. D is in every party's view digest, so a combiner that sends
+    different parties different D fails the next check. The contributions are not authenticated one by one:
+    :func:`input_vectors` does that, for checks on each party's input, at (m−1)·8n bytes."""
+    state = _session(ctx)
+    flat = encoded.reshape(-1).to(torch.int64)
+    own, masks = AuthMasks.fetch(flat.numel())
+    opened = ctx.open_authenticated(flat - own.lo, label=f"{label} (masked inputs)", kind="masked",
+                                    reason="Σ_o (x_o − r_o) for dealt masks r_o only each input's owner knows: uniform")
+    state.note_public("masked inputs", opened)
+    value, mac = masks[0]
+    for other_value, other_mac in masks[1:]:
+        value, mac = RING.add(value, other_value), RING.add(mac, other_mac)
+    value, mac = add_public(RING, state.alpha, ctx.rank, value, mac, opened)
+    return AuthShared(value.reshape(*encoded.shape), mac.reshape(*encoded.shape), precision)

@@ -76,11 +76,16 @@ LINGER_S = 4.0
 _READ_TIMEOUT_S = 2.0
 _POLL_S = 0.1
 DIRECT = ("violation", "short")
-STRENGTH = {"violation": 3, "short": 3, "malformed": 3, "timeout": 2, "closed": 1}
-PREFERENCE = {"violation": 5, "malformed": 5, "short": 4, "timeout": 2, "closed": 1}
+STRENGTH = {"violation": 3, "short": 3, "malformed": 3, "mac": 3, "timeout": 2, "closed": 1}
+PREFERENCE = {"violation": 5, "malformed": 5, "mac": 5, "short": 4, "timeout": 2, "closed": 1}
 WHAT = {"violation": "sent a frame that is not the expected one", "short": "left a frame unfinished",
         "malformed": "wrote a malformed loss report", "timeout": "sent nothing within the timeout",
-        "closed": "closed its link"}
+        "closed": "closed its link", "mac": "opened a σ share that does not match its commitment"}
+MAC = "mac"
+"""A failed MAC check (``security = "malicious"``, :class:`~mpcdp.errors.MacCheckFailed`): every honest party
+detects it itself and says so in its own line (the opening, and a party only where the evidence names one);
+a process that did not run the check (the dealer, a party whose link closed first) says that the parties
+reporting it found a MAC check failed, unless the loss rules above name one process."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +105,7 @@ class Verdict:
     disputed: bool = False  # several processes can be the deviating one, on each other's word only
     store_lost: bool = False
     refusal: rendezvous.Report | None = None  # a party's refusal of its own input: the cause
+    mac: tuple[int, ...] = ()  # the processes whose MAC check failed (this one's own, or as reported)
 
     @property
     def party(self) -> int | None:
@@ -109,7 +115,7 @@ class Verdict:
 def evidence_of(exc: BaseException | None) -> str:
     """The evidence kind an error is: its ``evidence`` if it carries one (:mod:`.mesh`), else by type."""
     kind = getattr(exc, "evidence", None)
-    if kind in DIRECT:
+    if kind in DIRECT or kind == MAC:
         return kind
     if isinstance(exc, ProtocolViolation):
         return "violation"
@@ -122,6 +128,9 @@ def evidence_of(exc: BaseException | None) -> str:
 
 def _suspect_of(me: int, exc: BaseException | None) -> tuple[int | None, str]:
     suspect, kind = getattr(exc, "party", None), evidence_of(exc)
+    if kind == MAC:  # a failed MAC check is evidence with or without a suspect
+        valid = isinstance(suspect, int) and not isinstance(suspect, bool) and 0 <= suspect != me
+        return (suspect if valid else None), kind
     if not isinstance(suspect, int) or isinstance(suspect, bool) or suspect == me or suspect < 0 or kind == "none":
         return None, "none"
     return suspect, kind
@@ -151,6 +160,9 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
     suspect, kind = _suspect_of(me, exc)
     if kind in DIRECT and suspect is not None:  # (direct evidence always names a suspect: _suspect_of)
         return Verdict((suspect,), (Accusation(me, suspect, kind),), own=True)
+    if kind == MAC:  # this party's own check failed: its line says so, naming whom the evidence names
+        named = () if suspect is None else (suspect,)
+        return Verdict(named, tuple(Accusation(me, s, kind) for s in named), own=True, mac=(me,))
     info = rendezvous.run()
     try:
         _store()
@@ -220,7 +232,10 @@ def judge(me: int, reports: dict, processes: int | None = None, dealer: int | No
     if possible and weighed.suspects and (
             not set(weighed.suspects) <= set(possible)
             or any(a.kind in DIRECT and a.reporter in possible for a in weighed.accusations)):
-        return Verdict((), weighed.accusations, disputed=True)
+        weighed = Verdict((), weighed.accusations, disputed=True)
+    failed = tuple(sorted(w for w, r in reports.items() if isinstance(r, rendezvous.Report) and r.evidence == MAC))
+    if failed and not weighed.disputed and not weighed.suspects:  # nothing else said: the MAC failure is the cause
+        return Verdict((), mac=failed)
     return weighed
 
 
@@ -245,7 +260,7 @@ def _explains(h: int, reports: dict) -> bool:
             return False  # a malformed report: only the deviating process writes one
         if rep.suspect is None or rep.suspect == h:
             continue
-        if rep.evidence in DIRECT or (rep.evidence == "closed" and rep.suspect not in reports):
+        if rep.evidence in DIRECT or rep.evidence == MAC or (rep.evidence == "closed" and rep.suspect not in reports):
             return False
     return True
 
@@ -314,6 +329,13 @@ def message(verdict: Verdict, me: str, detail: str) -> str:
     def who(rank: int) -> str:
         return rendezvous.who(rank, info.dealer if info is not None else None)
 
+    if verdict.mac and verdict.own:
+        return f"{me} stopped: {detail}"
+    if verdict.mac:  # (its own detail is only the link that closed after the failure: not said, it names no one)
+        names = [who(r) for r in verdict.mac]
+        said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return (f"{me} stopped: a MAC check failed ({said} found it): a party deviated from the protocol; nothing "
+                f"was released (security = 'malicious')")
     if verdict.store_lost:
         return f"{me} stopped: party 0 was lost (the rendezvous store it hosts is unreachable) — {detail}"
     if verdict.disputed:

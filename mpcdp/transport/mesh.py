@@ -334,11 +334,13 @@ class Mesh:
 
     # -- the protocols' communication patterns ---------------------------------------------------------
     def open_shares(self, share: torch.Tensor, *, label: str, xor: bool = False,
-                    members: tuple[int, ...] | None = None) -> tuple[torch.Tensor, int]:
+                    members: tuple[int, ...] | None = None, wide: bool = False) -> tuple[torch.Tensor, int]:
         """Every member's ``share`` combined (sum in Z_2^64, or XOR of words), delivered to every member;
         returns (the combination, rounds). ``members``: the parties taking part, in rank order (default: all;
-        a noise committee, :meth:`mpcdp.mpc.context.MpcContext.committee`); the others take no part. Plans
-        (:func:`mpcdp.transport.costs.opening_plan`, on the members' count k):
+        a noise committee, :meth:`mpcdp.mpc.context.MpcContext.committee`); the others take no part. ``wide``:
+        ``share`` is n elements of Z_2^128 as rows (low word, high word), summed with the carry (the
+        authenticated openings of :mod:`mpcdp.mpc.authenticated`); chunks are cut between rows. Plans
+        (:func:`mpcdp.transport.costs.opening_plan`, on the members' count k and the words sent):
 
         * ``direct`` (2 members): each sends its share to the other. 1 round, 8d bytes each way.
         * ``star`` (while the first member relays at most 64 KiB, (k−1)·8d): shares to the first member, which
@@ -347,7 +349,10 @@ class Mesh:
         * ``scatter`` (larger): the vector is cut into k chunks; member i combines chunk i of every share
           (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(k−1)/k·8d bytes each.
         """
-        flat = share.reshape(-1).contiguous()
+        if wide and (xor or share.dim() != 2 or share.shape[1] != 2):
+            raise ValueError(f"a wide opening takes rows (low word, high word) summed. Found shape "
+                             f"{tuple(share.shape)}, xor={xor}.")
+        flat = share.contiguous() if wide else share.reshape(-1).contiguous()
         ranks = list(range(self.parties)) if members is None else list(members)
         plan = costs.opening_plan(flat.numel(), len(ranks))
         me, k = ranks.index(self.rank), len(ranks)
@@ -355,6 +360,8 @@ class Mesh:
         def combine(into: torch.Tensor, other: torch.Tensor) -> None:
             if xor:
                 into ^= other
+            elif wide:
+                _add_wide(into, other)
             else:
                 into += other
 
@@ -402,3 +409,14 @@ class Mesh:
 def _buffered(link: socket.socket) -> bool:
     """Whether a TLS link holds decrypted bytes that the selector will not announce."""
     return isinstance(link, ssl.SSLSocket) and link.pending() > 0
+
+
+_SIGN = -(1 << 63)
+
+
+def _add_wide(into: torch.Tensor, other: torch.Tensor) -> None:
+    """into += other for rows (low word, high word) of Z_2^128, in place: the low words' carry goes up."""
+    low = into[:, 0] + other[:, 0]
+    carry = ((low ^ _SIGN) < (into[:, 0] ^ _SIGN)).to(torch.int64)  # unsigned overflow of the low word
+    into[:, 1] += other[:, 1] + carry
+    into[:, 0] = low

@@ -30,7 +30,9 @@ MAX_RANKS = 4096
 REQUEST_S = 5.0
 ENDPOINT_PREFIX = "mpcdp/endpoint/"
 REPORT_PREFIX = "mpcdp/report/"
-EVIDENCE = ("violation", "short", "timeout", "closed", "none")
+EVIDENCE = ("violation", "short", "timeout", "closed", "mac", "none")
+"""``mac``: the writer's MAC check failed (``security = "malicious"``); it names a suspect only where the
+evidence does (a σ share that does not match its commitment), else none."""
 
 
 class Report(NamedTuple):
@@ -90,9 +92,9 @@ def parse_report(text: str, writer: int) -> Report:
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence {_shown(str(evidence))} is not one of {', '.join(EVIDENCE)}")
     if suspect is None:
-        if evidence != "none":
+        if evidence not in ("none", "mac"):
             raise ValueError("evidence without a suspect")
-        return Report(writer, None, "none")
+        return Report(writer, None, evidence)
     if isinstance(suspect, bool) or not isinstance(suspect, int) or not 0 <= suspect < MAX_RANKS:
         raise ValueError(f"suspect {_shown(str(suspect))} is not a rank")
     if suspect == writer or evidence == "none":
