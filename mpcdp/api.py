@@ -111,7 +111,7 @@ def train(model, data, *, protocol: str,
           epsilon: float | None = None, seed: int | None = None, noise: bool = True,
           backend: str = "mpc", eval_every: int | None = None, checkpoint: str | None = None,
           checkpoint_every: int | None = None, resume: bool = False,
-          fresh_budget: bool = False) -> TrainResult | None:
+          fresh_budget: bool = False, security: str | None = None) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
@@ -146,6 +146,10 @@ def train(model, data, *, protocol: str,
         fresh_budget: start a run over records that an earlier run already spent privacy budget on (every
             party keeps a ledger of its records' runs: :mod:`mpcdp.jobs.budget`); without it such a run is
             refused in one line that says what was spent.
+        security: ``"semi-honest"`` or ``"malicious"``, over the protocol's ``[mpc] security`` (as
+            ``--security`` is for ``mpcdp train``; :func:`mpcdp.config.resolve_mpc`). Training is not covered by
+            ``"malicious"`` yet: asked for here or in the protocol, it is refused in one line before anything
+            runs (see the guide's threat model).
 
     Returns:
         :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (one line,
@@ -158,7 +162,7 @@ def train(model, data, *, protocol: str,
     if backend not in (MPC, SIMULATED):
         raise ConfigError(f"`backend` must be one of {[MPC, SIMULATED]}. Found {backend!r}.")
     trained = _trained_model(model, loss, classes)
-    options = dict(epsilon=epsilon, seed=seed)
+    options = dict(epsilon=epsilon, seed=seed, mpc={"security": security})
     from mpcdp.jobs.keeping import Keeping
 
     keeping = Keeping(checkpoint, checkpoint_every, resume, fresh_budget)

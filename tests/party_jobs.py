@@ -937,7 +937,7 @@ def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_di
 
         wanted = label
         ctx.members_exchange = lying(ctx.members_exchange)  # the MAC check's rounds
-        ctx.open_authenticated = lying(ctx.open_authenticated)  # the masked inputs and the opening
+        ctx._open = lying(ctx._open)  # the masked inputs and the opening (authenticated.opened_checked)
     elif ctx.rank == rogue:
         mesh, to = ctx._mesh, int(where.split(":")[1])
         original = mesh._move

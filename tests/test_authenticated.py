@@ -139,6 +139,24 @@ def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
         noisy_release(ctx, torch.zeros(3), Shared(torch.zeros(3, dtype=torch.int64), 20), shape=(3,), label="v_p")
 
 
+def test_mpcdp_train_refuses_malicious_training_in_one_line_from_its_keyword_or_the_protocols_mpc_table(tmp_path):
+    import mpcdp
+
+    source = open("protocols/quickstart-a9a.toml").read()
+    semi, malicious = tmp_path / "semi.toml", tmp_path / "malicious.toml"
+    semi.write_text(source)
+    malicious.write_text(source + '\n[mpc]\nsecurity = "malicious"\n' if "[mpc]" not in source
+                         else source.replace("[mpc]", '[mpc]\nsecurity = "malicious"', 1))
+    files = [str(tmp_path / f"party-{j}.csv") for j in range(3)]  # never read: the refusal comes first
+    for protocol, security in ((malicious, None), (semi, "malicious")):
+        with pytest.raises(ConfigError) as refused:
+            mpcdp.train("logreg", files, protocol=str(protocol), label="y", security=security)
+        line = str(refused.value)
+        assert "\n" not in line and "`security` 'malicious' does not cover training" in line, line
+    with pytest.raises(ConfigError, match=r"`security` must be one of \['semi-honest', 'malicious'\]"):
+        mpcdp.train("logreg", files, protocol=str(semi), label="y", security="byzantine")
+
+
 def test_an_honest_run_opens_the_exact_sum(config_for, tmp_path):
     values = run_parties(tampered_aggregate, config_for(3, security="malicious"),
                          args=(-1, "", "", "", str(tmp_path)))

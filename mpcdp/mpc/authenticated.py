@@ -24,7 +24,7 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   the view comparison of the next check.
 * Opening (:func:`open_values`): with a dealt [[r]] nobody knows, every party's share of x + 2^k·r in full
   (k + s bits: 2^k·r masks the upper bits, which could otherwise leak) is summed over the run's opening plan
-  (:meth:`~mpcdp.mpc.context.MpcContext.open_authenticated`: both limbs, with the carry; direct, star or
+  (:func:`opened_checked`: both limbs, with the carry; direct, star or
   reduce-scatter, as a semi-honest opening; a combiner that alters a sum is caught by the check, one that
   sends different parties different sums by the view comparison). The opened value goes
   into this party's pending list and its digest of everything public since the last check; the caller gets it
@@ -143,6 +143,15 @@ def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, lab
     return out
 
 
+def opened_checked(ctx: MpcContext, words: torch.Tensor, *, label: str, reason: str, kind: str,
+                   wide: bool = False) -> torch.Tensor:
+    """``words`` of every party summed by the run's opening plan (:meth:`~mpcdp.transport.mesh.Mesh.open_shares`;
+    ``wide``: rows (low word, high word) summed in Z_2^128), through the context's choke point, under
+    ``security = "malicious"`` too: for this module only, whose MAC check and view comparison come before any
+    use of what is opened."""
+    return ctx._open(words, label=label, reason=reason, xor=False, kind=kind, checked=True, wide=wide)
+
+
 def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -> torch.Tensor:
     """Open ``x`` + 2^k·r in full (k + s bits; r dealt, authenticated, known to nobody) to every party and return
     its low k bits (int64 words, the value): pending until :func:`mac_check` passes."""
@@ -151,7 +160,7 @@ def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -> t
     n = value.lo.numel()
     r_value, r_mac = AuthRandoms.fetch(n)
     masked, masked_mac = RING.add(value, RING.shift_up(r_value)), RING.add(mac, RING.shift_up(r_mac))
-    rows = ctx.open_authenticated(torch.stack([masked.lo, masked.hi], dim=1), label=label, kind="release",
+    rows = opened_checked(ctx, torch.stack([masked.lo, masked.hi], dim=1), label=label, kind="release",
                                   reason=reason, wide=True)
     opened = RING.reduce(rows[:, 0].clone(), rows[:, 1].clone())
     state.pending.append((opened, masked_mac))
@@ -229,7 +238,7 @@ def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: 
     state = _session(ctx)
     flat = encoded.reshape(-1).to(torch.int64)
     own, masks = AuthMasks.fetch(flat.numel())
-    opened = ctx.open_authenticated(flat - own.lo, label=f"{label} (masked inputs)", kind="masked",
+    opened = opened_checked(ctx, flat - own.lo, label=f"{label} (masked inputs)", kind="masked",
                                     reason="Σ_o (x_o − r_o) for dealt masks r_o only each input's owner knows: uniform")
     state.note_public("masked inputs", opened)
     value, mac = masks[0]

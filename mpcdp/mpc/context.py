@@ -406,9 +406,9 @@ class MpcContext:
             self._disclose(label, len(counts), tuple(others), kind="public", reason="public by design",
                            values=counts)
 
-    def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str,
-              checked: bool = False, wide: bool = False) -> torch.Tensor:
-        if self.config.security == "malicious" and not checked:  # only mpcdp.mpc.authenticated, MAC-checked
+    def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str, checked: bool = False,
+              wide: bool = False) -> torch.Tensor:
+        if self.config.security == "malicious" and not checked:  # checked: mpcdp.mpc.authenticated's (opened_checked)
             self.config.refuse_uncovered(f"the opening {label!r}")
         self.note_step(f"open {label}")
         before, start = self._links.bytes_sent, time.perf_counter()
@@ -422,15 +422,6 @@ class MpcContext:
         self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
                        bytes_sent=sent, rounds=rounds, values=opened)
         return opened
-
-    def open_authenticated(self, words: torch.Tensor, *, label: str, reason: str, kind: str,
-                           wide: bool = False) -> torch.Tensor:
-        """For :mod:`mpcdp.mpc.authenticated` only: open ``words`` (int64, summed in Z_2^64; ``wide``: rows
-        (low word, high word) summed in Z_2^128) over the run's opening plan (direct, star or reduce-scatter,
-        :meth:`~mpcdp.transport.mesh.Mesh.open_shares`), also under ``security = "malicious"``. The caller uses
-        the result only after its MAC check, which also catches a combiner that sent different members
-        different results (the check compares digests of every member's view)."""
-        return self._open(words, label=label, reason=reason, xor=False, kind=kind, checked=True, wide=wide)
 
     def common_stream(self, *, label: str, domain: bytes) -> KeyedStream:
         """A ChaCha20 stream that every current member computes and nobody else, keyed by a coin every member

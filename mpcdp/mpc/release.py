@@ -22,9 +22,10 @@ and accounts for this rounding in the integer sensitivity Δ_int). So the openin
 backends exactly), the run's precision.
 
 Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for the bytes); no dealer
-material. Under ``security = "malicious"`` (noise None only; with noise it is refused) every party's term is
-authenticated on input and the opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
-one more round of inputs, five rounds of the check, authenticated masks from the dealer). Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
+material. Under ``security = "malicious"`` (noise None only; with noise it is refused) the parties' terms are
+authenticated as a sum on input and the opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
+one more opening for the masked inputs, the opening of both limbs, the check's four rounds (the coin's included),
+authenticated masks from the dealer). Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
 
 def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | None, bits: int,
                      label: str) -> torch.Tensor:
-    """Under ``security = "malicious"``: every party's flagged term authenticated on input, summed, opened and
+    """Under ``security = "malicious"``: every party's flagged term summed, authenticated as a sum on input, opened and
     MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`). In-MPC noise is not authenticated yet, so
     a release with noise is refused."""
     if noise is not None:
