@@ -207,10 +207,32 @@ def test_help_prints_the_help_and_nothing_else():
 
 
 PROBE = """
-import atexit, os, pathlib, threading, time
-out = pathlib.Path(os.environ["EXIT_PROBE_DIR"])
+import atexit, os, pathlib, sys, threading, time
+out, said = pathlib.Path(os.environ["EXIT_PROBE_DIR"]), threading.Event()
+
+
+class Said:  # stderr that notes the command's last line
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        if text.startswith("mpcdp: "):
+            said.set()
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def late():  # still running when the command has said why it stops
+    said.wait(120)
+    time.sleep(0.5)
+    (out / "thread").write_text("joined")
+
+
+sys.stderr = Said(sys.stderr)
 atexit.register(lambda: (out / "atexit").write_text("ran"))
-threading.Thread(target=lambda: (time.sleep(1.0), (out / "thread").write_text("joined"))).start()
+threading.Thread(target=late).start()
 print("buffered", end="")
 """
 
