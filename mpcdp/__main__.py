@@ -1,7 +1,5 @@
 """``python -m mpcdp``: the ``mpcdp`` command."""
 
-import sys
+from mpcdp.cli import run
 
-from mpcdp.cli import main
-
-sys.exit(main())
+run()

@@ -57,6 +57,15 @@ def test_calibration_round_trip_is_safe_and_tight(a9a_noise):
     assert epsilon_for(A9A, a9a_noise.sigma0 * 0.99, a9a_noise.sigma * 0.99, 1e-5).epsilon > 0.5
 
 
+def test_calibration_without_the_rdp_comparison_finds_the_same_noise(a9a_noise):
+    """``with_rdp=False`` (the training path, which keeps only σ) leaves out the RDP ε printed for comparison
+    and nothing else."""
+    lean = noise_for(A9A, 0.5, 1e-5, with_rdp=False)
+    assert (lean.nu, lean.sigma0, lean.sigma) == (a9a_noise.nu, a9a_noise.sigma0, a9a_noise.sigma)
+    assert lean.certificate.epsilon == a9a_noise.certificate.epsilon
+    assert "epsilon_rdp" in a9a_noise.certificate.pieces and "epsilon_rdp" not in lean.certificate.pieces
+
+
 @pytest.mark.parametrize("tau", [0.001, 0.003, 0.01])
 @pytest.mark.parametrize("z", [0.9, 1.0, 2.0, 4.0])
 def test_lemma37_is_an_upper_bound_inside_its_range_and_infinite_outside(tau, z):

@@ -204,3 +204,49 @@ def test_help_prints_the_help_and_nothing_else():
     assert not wants_warm_parties(["--help"]) and not wants_warm_parties([])
     assert wants_warm_parties(["train", "protocols/quickstart-a9a.toml"])
     assert not wants_warm_parties(["train", "protocols/quickstart-a9a.toml", "--backend", "simulated"])
+
+
+PROBE = """
+import atexit, os, pathlib, sys, threading, time
+out, said = pathlib.Path(os.environ["EXIT_PROBE_DIR"]), threading.Event()
+
+
+class Said:  # stderr that notes the command's last line
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        if text.startswith("mpcdp: "):
+            said.set()
+        return self.stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def late():  # still running when the command has said why it stops
+    said.wait(120)
+    time.sleep(0.5)
+    (out / "thread").write_text("joined")
+
+
+sys.stderr = Said(sys.stderr)
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+threading.Thread(target=late).start()
+print("buffered", end="")
+"""
+
+
+def test_the_command_exits_as_python_would_without_its_teardown(tmp_path):
+    """`python -m mpcdp` ends by os._exit (:func:`mpcdp.cli.run`): the exit code, every atexit handler, the
+    non-daemon threads and the buffered output still come out as in a normal exit."""
+    import os
+
+    (tmp_path / "exit_probe.py").write_text(PROBE)
+    env = {**os.environ, "EXIT_PROBE_DIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    result = subprocess.run([sys.executable, "-m", "mpcdp", "--plugin", "exit_probe", "train", "no-such.toml",
+                             "--backend", "simulated"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith("mpcdp: ")
+    assert result.stdout == "buffered"  # flushed: stdout is a pipe, so block-buffered
+    assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "thread").read_text() == "joined"

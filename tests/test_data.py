@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mpcdp.data.adult import load_a9a
+from mpcdp.data.adult import CUTS, _attributes, _encode, adult_directory, load_a9a
 from mpcdp.data.registry import load, load_svmlight
 from mpcdp.data.split import party_sizes, split_indices
 from mpcdp.errors import ConfigError
@@ -34,6 +34,47 @@ def test_a9a_is_one_hot_per_attribute(a9a):
             assert per_row.min() == 1  # binned values are never missing
         start += width
     assert start == 123
+
+
+def _encoded_row_by_row(path, attributes):
+    """The a9a encoding spelt out one row and one field at a time (the oracle of the vectorised encoder)."""
+    widths = [len(values) if values is not None else len(CUTS[name]) + 1 for name, values in attributes]
+    rows = [line for line in path.read_text().splitlines() if line and not line.startswith("|")]
+    x, y = np.zeros((len(rows), sum(widths)), dtype=np.float32), np.zeros(len(rows), dtype=np.float32)
+    for i, row in enumerate(rows):
+        fields = [field.strip() for field in row.split(",")]
+        offset = 0
+        for (name, values), width, field in zip(attributes, widths, fields):
+            if field != "?":
+                x[i, offset + (values.index(field) if values is not None
+                               else int(np.searchsorted(CUTS[name], float(field))))] = 1.0
+            offset += width
+        y[i] = 1.0 if fields[-1].rstrip(".") == ">50K" else -1.0
+    return x, y
+
+
+def test_a9a_encoding_equals_the_row_by_row_encoding(a9a):
+    directory = adult_directory()
+    attributes = _attributes(directory / "adult.names")
+    for name, (x, y) in (("adult.data", (a9a.x_train, a9a.y_train)), ("adult.test", (a9a.x_test, a9a.y_test))):
+        expected_x, expected_y = _encoded_row_by_row(directory / name, attributes)
+        assert x.dtype == expected_x.dtype == np.float32 and y.dtype == np.float32
+        assert np.array_equal(x, expected_x) and np.array_equal(y, expected_y), name
+
+
+def test_a9a_encoding_refuses_unknown_values_and_short_rows(tmp_path):
+    attributes = _attributes(adult_directory() / "adult.names")
+    good = ("39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, "
+            "40, ?, <=50K")
+    (tmp_path / "ok.data").write_text(good + "\n")
+    x, y = _encode(tmp_path / "ok.data", attributes)
+    assert x.sum() == 13 and y.tolist() == [-1.0]  # the missing country sets no feature
+    (tmp_path / "unknown.data").write_text(good.replace("State-gov", "Moon-gov") + "\n")
+    with pytest.raises(ConfigError, match="unknown.data: attribute 'workclass' has a value adult.names does not list"):
+        _encode(tmp_path / "unknown.data", attributes)
+    (tmp_path / "short.data").write_text(good + "\n" + good.rsplit(",", 1)[0] + "\n")
+    with pytest.raises(ConfigError, match="short.data: a row without 15 comma-separated fields"):
+        _encode(tmp_path / "short.data", attributes)
 
 
 def test_breast_cancer_and_unknown_datasets():

@@ -5,8 +5,9 @@ import torch
 
 from mpcdp.errors import InputError
 from mpcdp.learning.clipping import clip_rows, clipped_differences
-from mpcdp.learning.logreg import (clipped_gradient_sum, error_rate, example_loss, loss, optimum,
-                                   per_example_gradients, per_example_gradients_at, per_example_losses)
+from mpcdp.learning.logreg import (clipped_gradient_sum, error_rate, example_loss, lbfgs_optimum, loss,
+                                   newton_optimum, optimum, per_example_gradients, per_example_gradients_at,
+                                   per_example_losses)
 
 
 def _batch(seed=0, b=16, d=9):
@@ -105,3 +106,26 @@ def test_optimum_is_a_stationary_point_below_every_other_tried_point():
     assert torch.func.grad(loss)(best, x, y).norm() < 1e-6
     assert all(loss(best, x, y) <= loss(best + 0.05 * torch.randn(5, dtype=torch.float64), x, y)
                for _ in range(20))
+
+
+def test_newton_optimum_is_lbfgs_optimum_on_a9a():
+    from mpcdp.data.registry import load
+
+    data = load("a9a")
+    x, y = torch.from_numpy(data.x_train[:8000]).double(), torch.from_numpy(data.y_train[:8000]).double()
+    newton = newton_optimum(x, y)
+    assert newton is not None  # F is locally convex on Newton's whole path here: the fast path is taken
+    assert torch.equal(optimum(x, y), newton)
+    reference = lbfgs_optimum(x, y)
+    assert abs(loss(newton, x, y).item() - loss(reference, x, y).item()) < 1e-10
+    assert (newton - reference).abs().max() < 1e-3
+    assert torch.func.grad(loss)(newton, x, y).norm() < 1e-9
+
+
+def test_a_path_through_negative_curvature_keeps_the_lbfgs_optimum():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(60, 4, generator=g, dtype=torch.float64)
+    y = torch.where(x @ torch.tensor([3.0, -2.0, 1.0, 0.5], dtype=torch.float64) > 0, 1.0, -1.0).double()
+    # separable rows: θ grows where the regulariser λθ²/(1 + θ²) curves down, and Newton meets it
+    assert newton_optimum(x, y) is None
+    assert torch.equal(optimum(x, y), lbfgs_optimum(x, y))

@@ -63,16 +63,17 @@ def without_replacement_gaussians(flat: list[tuple[dp_accounting.DpEvent, int]])
             and all(swr(leaf) or isinstance(leaf, dp_accounting.GaussianDpEvent) for leaf, _ in flat))
 
 
-def calibrate_event(event_of, target: float, delta: float, *, guess: float, rtol: float
+def calibrate_event(event_of, target: float, delta: float, *, guess: float, rtol: float, with_rdp: bool = True
                     ) -> tuple[float, Certificate]:
     """Smallest noise parameter ν (to ``rtol``) whose event ``event_of(ν)`` certifies at most ``target`` at
     ``delta``, and that certificate (:func:`certify`'s own).
 
     Events that :func:`certify` certifies with the PLD accountant are calibrated by
     :func:`mpcdp.accounting.wor_pld.calibrate_event_pld` (a search on a coarser nested grid first); others by
-    a search on :func:`certify` itself."""
+    a search on :func:`certify` itself. ``with_rdp`` (False: leave out the PLD certificate's RDP ε, printed
+    for comparison only) applies to the former."""
     if without_replacement_gaussians(leaves(event_of(guess))):
-        return wor_pld.calibrate_event_pld(event_of, target, delta, guess=guess, rtol=rtol)
+        return wor_pld.calibrate_event_pld(event_of, target, delta, guess=guess, rtol=rtol, with_rdp=with_rdp)
     nu = calibrate(lambda v: certify(event_of(v), delta).epsilon, target, guess=guess, rtol=rtol)
     return nu, certify(event_of(nu), delta)
 

@@ -33,11 +33,12 @@ def epsilon_for(setting: DpSrmSetting, sigma0: float, sigma: float, delta: float
     return certify(dpsrm_event(setting, sigma0, sigma), delta)
 
 
-def noise_for(setting: DpSrmSetting, epsilon: float, delta: float) -> DpSrmNoise:
-    """The least noise (σ0, σ) in the family σ0/σ = C1/C_eff whose certified ε is at most ``epsilon``."""
+def noise_for(setting: DpSrmSetting, epsilon: float, delta: float, *, with_rdp: bool = True) -> DpSrmNoise:
+    """The least noise (σ0, σ) in the family σ0/σ = C1/C_eff whose certified ε is at most ``epsilon``.
+    ``with_rdp`` False: the certificate without the RDP ε printed beside it (for callers that keep only σ)."""
     _check(setting, delta)
 
     nu, certificate = calibrate_event(lambda v: dpsrm_event(setting, *setting.sigmas_for(v)), epsilon, delta,
-                                      guess=100.0, rtol=1e-5)
+                                      guess=100.0, rtol=1e-5, with_rdp=with_rdp)
     sigma0, sigma = setting.sigmas_for(nu)
     return DpSrmNoise(sigma0, sigma, nu, certificate)

@@ -290,7 +290,7 @@ COARSE = 10  # the calibration's first search runs on a grid this many times coa
 
 
 def calibrate_event_pld(event_of: Callable[[float], dp_accounting.DpEvent], target: float, delta: float, *,
-                        guess: float, rtol: float = 1e-5, interval: float = INTERVAL
+                        guess: float, rtol: float = 1e-5, interval: float = INTERVAL, with_rdp: bool = True
                         ) -> tuple[float, Certificate]:
     """The smallest noise parameter ν (to ``rtol``, the safe end) whose event ``event_of(ν)`` the PLD accountant
     certifies at most ``target`` at ``delta``, and that certificate — the PLD counterpart of
@@ -299,7 +299,8 @@ def calibrate_event_pld(event_of: Callable[[float], dp_accounting.DpEvent], targ
 
     First a search on a grid :data:`COARSE` times coarser: its points are a subset of the fine grid's, so its
     curves lie on or above the fine ones and its ν is safe at the fine interval too. Then Brent's method at the
-    fine interval between that ν and a little below it."""
+    fine interval between that ν and a little below it. ``with_rdp``: the certificate's RDP ε for comparison
+    (:func:`certify_pld`; about 0.25 s, which a caller that keeps only ν need not spend)."""
     check_delta(delta)
 
     def fine(v: float) -> float:
@@ -314,14 +315,14 @@ def calibrate_event_pld(event_of: Callable[[float], dp_accounting.DpEvent], targ
     high = calibrate(coarse, target, guess=guess, rtol=max(rtol, 1e-3))
     if fine(high) > target:  # not nested after all (the tails): search at the fine interval alone
         nu = calibrate(fine, target, guess=high, rtol=rtol)
-        return nu, certify_pld(event_of(nu), delta, interval=interval)
+        return nu, certify_pld(event_of(nu), delta, interval=interval, with_rdp=with_rdp)
     low, gap = high, 1e-3
     while fine(low) <= target:
         low, gap = high * (1 - gap), min(4 * gap, 0.5)
         if low < 1e-15:
-            return low, certify_pld(event_of(low), delta, interval=interval)
+            return low, certify_pld(event_of(low), delta, interval=interval, with_rdp=with_rdp)
     nu = math.exp(optimize.brentq(lambda x: math.log(fine(math.exp(x)) / target), math.log(low), math.log(high),
                                   xtol=rtol / 4, rtol=rtol / 4))
     while fine(nu) > target:  # the root may sit a hair on the unsafe side
         nu *= 1 + rtol
-    return nu, certify_pld(event_of(nu), delta, interval=interval)
+    return nu, certify_pld(event_of(nu), delta, interval=interval, with_rdp=with_rdp)

@@ -1,7 +1,5 @@
 """``python -m mpcdp.cli``: the ``mpcdp`` command."""
 
-import sys
+from mpcdp.cli import run
 
-from mpcdp.cli import main
-
-sys.exit(main())
+run()

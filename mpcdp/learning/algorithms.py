@@ -302,7 +302,7 @@ def srm_releases(setting_srm: DpSrmSetting) -> tuple[tuple[ReleaseKind, ...], Ca
              ReleaseKind("releases 1..T", 2 * setting_srm.c_eff / sum(setting_srm.batch), setting_srm.steps))
 
     def calibrate(eps: float, dlt: float) -> tuple[float, float]:
-        noise = noise_for(setting_srm, eps, dlt)
+        noise = noise_for(setting_srm, eps, dlt, with_rdp=False)  # σ only: the grid's certificate has its own
         return noise.sigma0, noise.sigma
 
     return kinds, calibrate, lambda sigmas: dpsrm_event(setting_srm, *sigmas)

@@ -145,9 +145,66 @@ def clipped_gradient_sum(theta: torch.Tensor, x: torch.Tensor, y: torch.Tensor, 
 
 
 def optimum(x: torch.Tensor, y: torch.Tensor, lam: float = LAMBDA) -> torch.Tensor:
-    """The non-private minimiser θ* of F over the rows of x (L-BFGS with strong Wolfe line search, from 0): the
-    reference of the optimal gap F(θ) − F(θ*). F is nonconvex through the regulariser; for the data here
-    (λ = 1e-3) L-BFGS settles at a point with ‖∇F‖ < 1e-6."""
+    """The non-private minimiser θ* of F over the rows of x, from 0: the reference of the optimal gap
+    F(θ) − F(θ*). F is nonconvex through the regulariser, so the method is fixed, not just the result:
+
+    * Newton's method (:func:`newton_optimum`) while F is strongly convex on its whole path — every Hessian it
+      meets has eigenvalues >= 1e-6 — until ‖∇F‖ <= 1e-10 (a9a: 8 steps, the same F(θ*) as L-BFGS to 1e-11);
+    * otherwise L-BFGS with strong Wolfe line search (:func:`lbfgs_optimum`), the method before Newton was
+      tried first: a path that meets negative or vanishing curvature (a9a with unit rows, the breast-cancer
+      and lending-club data, separable rows) keeps the reference it always had.
+
+    Cost: Newton, one (d × n)·(n × d) product per step; L-BFGS, about 70 loss and gradient evaluations, and
+    its first call in a process imports ``torch._dynamo`` (about 1.4 s; torch.optim does), which Newton
+    avoids."""
+    theta = newton_optimum(x, y, lam)
+    return theta if theta is not None else lbfgs_optimum(x, y, lam)
+
+
+def newton_optimum(x: torch.Tensor, y: torch.Tensor, lam: float = LAMBDA, *, tolerance: float = 1e-10,
+                   curvature: float = 1e-6, max_steps: int = 50) -> torch.Tensor | None:
+    """Newton's method for F from θ = 0 with Armijo backtracking; None as soon as a Hessian on the path has an
+    eigenvalue below ``curvature`` (F not strongly convex there — negative curvature, or rows that a
+    direction separates, whose infimum lies at infinity: the caller falls back to L-BFGS), or without ‖∇F‖ <=
+    ``tolerance`` after ``max_steps``. The Hessian in closed form: (1/n)·Xᵀ·diag(s_i(1 − s_i))·X plus the
+    regulariser's diagonal 2λ(1 − 3θ_k²)/(1 + θ_k²)³, with s_i = sigmoid(−y_i·x_iᵀθ); its product in float32
+    (a third of the float64 time; it only sets the direction: θ*, ∇F and F stay float64)."""
+    n, dim = x.shape
+    x32 = x.to(torch.float32)
+
+    def at(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # (margins y_i·x_iᵀθ, F(θ)) as loss()
+        margins = y * (x @ theta)
+        return margins, torch.nn.functional.softplus(-margins).mean() + lam * (theta**2 / (1 + theta**2)).sum()
+
+    theta = torch.zeros(dim, dtype=torch.float64)
+    margins, value = at(theta)
+    for _ in range(max_steps):
+        s = torch.sigmoid(-margins)
+        gradient = x.T @ (-y * s) / n + lam * 2 * theta / (1 + theta**2) ** 2
+        if gradient.norm() <= tolerance:
+            return theta
+        hessian = ((x32.T * (s * (1 - s) / n).to(torch.float32)) @ x32).to(torch.float64)
+        hessian.diagonal().add_(lam * 2 * (1 - 3 * theta**2) / (1 + theta**2) ** 3)
+        if torch.linalg.cholesky_ex(hessian - curvature * torch.eye(dim, dtype=torch.float64)).info != 0:
+            return None  # F not strongly convex here: negative curvature, or a minimum only at infinity
+        factor = torch.linalg.cholesky(hessian)
+        step = torch.cholesky_solve(-gradient.unsqueeze(1), factor).squeeze(1)
+        slope, t = float(gradient @ step), 1.0
+        while True:  # Armijo backtracking along the Newton direction
+            candidate = theta + t * step
+            candidate_margins, candidate_value = at(candidate)
+            if candidate_value <= value + 1e-4 * t * slope:
+                break
+            t /= 2
+            if t < 1e-10:
+                return None
+        theta, margins, value = candidate, candidate_margins, candidate_value
+    return None
+
+
+def lbfgs_optimum(x: torch.Tensor, y: torch.Tensor, lam: float = LAMBDA) -> torch.Tensor:
+    """θ* by L-BFGS with strong Wolfe line search from 0 (five runs of at most 500 iterations); for the data
+    here (λ = 1e-3) it settles at a point with ‖∇F‖ < 1e-6."""
     theta = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
     solver = torch.optim.LBFGS([theta], max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-10,
                                tolerance_change=1e-12)

@@ -51,6 +51,7 @@ An opening is 2 rounds through party 0 for m >= 3 parties, 1 for m = 2. Measured
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import secrets
 
@@ -89,15 +90,14 @@ def _lambda_bits(K: int) -> int:
     return 62 - 2 * K
 
 
-def _ln_coefficients() -> list[int]:
-    """Coefficients of e·(−ln(3/4 + t)) on t ∈ [−1/4, 1/4) in the power basis, at 2^_F_COEFF."""
+@functools.cache
+def _ln_coefficients() -> tuple[int, ...]:
+    """Coefficients of e·(−ln(3/4 + t)) on t ∈ [−1/4, 1/4) in the power basis, at 2^_F_COEFF (fitted on the
+    first call, not at import: about 0.13 s that every command importing the noise modes paid)."""
     t = np.linspace(-0.25, 0.25, 100_001)
     fit = np.polynomial.chebyshev.Chebyshev.fit(t, -math.e * np.log(0.75 + t), _LN_DEGREE, domain=[-0.25, 0.25])
     power = fit.convert(kind=np.polynomial.Polynomial).coef
-    return [int(round(a * 2**_F_COEFF)) for a in power]
-
-
-_LN_COEFFS = _ln_coefficients()
+    return tuple(int(round(a * 2**_F_COEFF)) for a in power)
 
 
 @dataclasses.dataclass
@@ -159,8 +159,9 @@ def _accept(ctx: MpcContext, n: int, k: int, rng) -> tuple[torch.Tensor, torch.T
     t = ring.public_add(ctx, m << (_F_POWERS - K), -(3 << (_F_POWERS - 2)))
     powers = _powers(ctx, t, _LN_DEGREE)
     scale = _F_POWERS + _F_COEFF
-    acc = sum((coef * p for coef, p in zip(_LN_COEFFS[1:], powers)), torch.zeros((), dtype=torch.int64))
-    acc = ring.public_add(ctx, acc, _LN_COEFFS[0] << _F_POWERS)  # e·(−ln y) <= 1.89 at 2^52: |acc| < 2^53
+    coefficients = _ln_coefficients()
+    acc = sum((coef * p for coef, p in zip(coefficients[1:], powers)), torch.zeros((), dtype=torch.int64))
+    acc = ring.public_add(ctx, acc, coefficients[0] << _F_POWERS)  # e·(−ln y) <= 1.89 at 2^52: |acc| < 2^53
     f_lambda = _lambda_bits(K)
     lam = ring.truncate(ctx, acc, scale - f_lambda, scale + 2, label="rou-trunc")
     lam = lam + z * int(round(math.e * math.log(2) * 2**f_lambda))
