@@ -1,10 +1,13 @@
-"""Each role's view of the in-MPC sampler against the noise it released (`mpcdp audit views`), recorded.
+"""Each role's view of the in-MPC sampler and of training releases against the noise (`mpcdp audit views`), recorded.
 
     .venv/bin/python -m benchmarks.views --protocol protocols/views.toml
 
 For every ``[[runs]]`` entry (provider, parties, planted leak or none): the audit of
-:mod:`mpcdp.jobs.views` with ``calls`` one-sample calls at σ = ``sigma`` grid units and level ``alpha`` per
-role; the table lists each role's verdict, its most significant statistic, p and the stated power.
+:mod:`mpcdp.jobs.views` with ``calls`` one-sample calls and ``releases`` training releases of ``dim``
+coordinates (:mod:`mpcdp.jobs.release_views`) at σ = ``sigma`` grid units and level ``alpha`` per role; the
+first table lists each role's verdict, its most significant statistic, p and the stated power; the second,
+each role's most significant release statistic, whose shares it received and the dealer's requests during
+the releases.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"audit views: {run} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         report = run_views(parties=run["parties"], provider=run["provider"], calls=a["calls"], sigma=a["sigma"],
-                           alpha=a["alpha"], plant=run.get("plant"))
+                           alpha=a["alpha"], plant=run.get("plant"), releases=a["releases"], dim=a["dim"])
         runs.append(report | {"wall_s": round(time.perf_counter() - start, 1)})
     lines = ["# Each role's view against the released noise (`mpcdp audit views`)", "",
              f"Command: `{command}`  ",
-             f"{a['calls']} one-sample calls per run at σ = {a['sigma']} grid units; α = {a['alpha']} per role "
-             "(Bonferroni over its statistics); p from the exact permutation mean and variance (Hoeffding) and a "
+             f"{a['calls']} one-sample calls and {a['releases']} training releases of d = {a['dim']} per run at "
+             f"σ = {a['sigma']} grid units; α = {a['alpha']} per role (Bonferroni over all its statistics, the "
+             "sampler's and the release's); p from the exact permutation mean and variance (Hoeffding) and a "
              "normal tail. Power: for `factor words`, against a role that holds the factors' true words "
-             "(simulated in plaintext); for `counts`, against a correlation of 0.25 with x²/σ².", "",
+             "(simulated in plaintext); for `counts`, against a correlation of 0.25 with x²/σ²; release power, "
+             "the smallest over the role's release statistics, against a correlation of 0.25 per coordinate with "
+             "the statistic's target.", "",
              f"In-MPC circuit: {runs[0]['circuit']}.", "",
              "| provider | m | planted leak | role | verdict | statistic | z | p | power | wall s |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -40,6 +46,21 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {report['provider']} | {report['parties']} | {report['plant_leak'] or '–'} | "
                          f"{role['role']} | {role['verdict']} | {role['statistic']} | {role['z']:.2f} | "
                          f"{role['p']:.2g} | {role['power']:.3f} | {report['wall_s']} |")
+    lines += ["", "Training releases (statistics named `release: …`; they use no released value):", "",
+              "| provider | m | planted leak | role | received shares from | dealer requests | release statistic "
+              "| z | p | release power |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for report in runs:
+        for role in report["roles"]:
+            found = [s for s in role["statistics"] if s["name"].startswith("release: ")]
+            if not found:
+                continue
+            worst = min(found, key=lambda s: s["p"])
+            senders = ", ".join(f"party {j}" for j in role.get("release_received_from", [])) or "–"
+            lines.append(f"| {report['provider']} | {report['parties']} | {report['plant_leak'] or '–'} | "
+                         f"{role['role']} | {senders if role['kind'] != 'dealer' else '–'} | "
+                         f"{role.get('release_requests', '–')} | {worst['name'][len('release: '):]} | "
+                         f"{worst['z']:.2f} | {worst['p']:.2g} | {role['release_power']:.3f} |")
     recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs})
     return 0
 

@@ -1,6 +1,7 @@
-"""`mpcdp audit views` (mpcdp.jobs.views): every role's whole view of the in-MPC sampler against the noise it
-released, with real party processes and the dealer, under both providers at m = 3 and 4; a planted leak is
-found. The statistics' machinery is checked against brute force on small cases."""
+"""`mpcdp audit views` (mpcdp.jobs.views, mpcdp.jobs.release_views): every role's whole view of the in-MPC
+sampler and of training releases against the noise, with real party processes and the dealer, under both
+providers at m = 3 and 4; planted leaks are found. The statistics' machinery is checked against brute force
+on small cases, and the shares an opening delivers are recorded as received, under every opening plan."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ import json
 import math
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
+import torch
 
 from mpcdp.jobs import views
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.transport import costs
+from mpcdp.transport.mesh import Mesh
 
 ALPHA = 1e-4  # each role's level in the runs below (the audit's default)
 
@@ -63,8 +68,65 @@ def test_a_leak_of_the_true_words_raises_the_score():
     assert 0.08 < dealer_shift < member_shift < 0.3 and 0.3 < spread < 0.5
 
 
-def _run(parties, provider, calls, plant=None, alpha=ALPHA):
-    return views.run_views(parties=parties, provider=provider, calls=calls, alpha=alpha, plant=plant)
+def _linked_meshes(parties: int) -> dict[int, Mesh]:
+    """Data parties 0..parties−1 joined by plain loopback links (plain knowingly: what is tested is what an
+    opening delivers, not the links)."""
+    endpoints, met, links = {}, threading.Barrier(parties), {}
+
+    def locate(rank, mine, peers):
+        endpoints[rank] = mine
+        met.wait(timeout=30)
+        return {peer: endpoints[peer] for peer in peers}
+
+    def connect(rank):
+        links[rank] = Mesh.establish(rank, parties, address="127.0.0.1", timeout_s=30, locate=locate, insecure=True)
+
+    threads = [threading.Thread(target=connect, args=(rank,)) for rank in range(parties)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return {rank: Mesh(rank, parties, links[rank], timeout_s=30, counted=False) for rank in range(parties)}
+
+
+@pytest.mark.filterwarnings("ignore::mpcdp.errors.InsecureSettingWarning")
+@pytest.mark.parametrize("parties, elements, plan", [(2, 5, "direct"), (3, 5, "star"), (3, 5000, "scatter")])
+def test_an_opening_records_every_share_a_party_receives(parties, elements, plan):
+    """Mesh.received_shares after open_shares: direct, each party the other's share; star, the first member
+    every other member's share and the others none (they receive only the sum); scatter, each party its
+    chunk of every other share, at its offset."""
+    assert costs.opening_plan(elements, parties) == plan
+    meshes = _linked_meshes(parties)
+    shares = {rank: torch.randint(-2**62, 2**62, (elements,), dtype=torch.int64) for rank in range(parties)}
+    opened = {}
+    threads = [threading.Thread(target=lambda r=rank: opened.setdefault(r, meshes[r].open_shares(
+        shares[r], label="test")[0])) for rank in range(parties)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for mesh in meshes.values():
+        mesh.close()
+    total = sum(shares.values())
+    chunks = {rank: torch.tensor_split(share, parties) for rank, share in shares.items()}
+    for rank in range(parties):
+        assert torch.equal(opened[rank], total)
+        received = meshes[rank].received_shares
+        if plan == "scatter":
+            offset = sum(c.numel() for c in chunks[0][:rank])
+            expected = {j: (offset, chunks[j][rank]) for j in range(parties) if j != rank}
+        elif plan == "direct" or rank == 0:
+            expected = {j: (0, shares[j]) for j in range(parties) if j != rank}
+        else:
+            expected = {}
+        assert set(received) == set(expected)
+        for j, (offset, share) in expected.items():
+            assert received[j][0] == offset and torch.equal(received[j][1], share)
+
+
+def _run(parties, provider, calls, plant=None, alpha=ALPHA, releases=0, dim=4):
+    return views.run_views(parties=parties, provider=provider, calls=calls, alpha=alpha, plant=plant,
+                           releases=releases, dim=dim)
 
 
 def _verdicts(report):
@@ -85,22 +147,53 @@ def test_with_the_dealer_at_four_parties_every_roles_view_is_independent_of_the_
         assert 0 < role["power"] <= 1 and role["power_against"]
 
 
-def test_the_dealers_own_word_tables_are_found():
+def _release_p(role):
+    """The Bonferroni p of a role's release statistics alone."""
+    found = [s for s in role["statistics"] if s["name"].startswith("release: ")]
+    return min(1.0, min(s["p"] for s in found) * len(found))
+
+
+def test_the_dealers_own_word_tables_are_found_and_a_clean_release_is_independent():
     """With the planted leak (dg-mpc/5's tables from the dealer's own words) at m = 3 the dealer is
     dependent: 300 calls at α = 1e-2, where the stated power is > 0.99. The members hold no factor word under
-    the planted tables (there is no coin); their views are tested at α = 1e-4 by the runs around this one."""
-    report = _run(3, "dealer", 300, plant="dealer", alpha=1e-2)
+    the planted tables (there is no coin); their views are tested at α = 1e-4 by the runs around this one.
+
+    The plant covers the sampler's one-sample calls only; the 20 training releases after them (d = 4) are
+    clean, and every role's release statistics are independent at α = 1e-4: party 0 (the star's first
+    member) received both other shares, the others none; the dealer served no request during a release."""
+    report = _run(3, "dealer", 300, plant="dealer", alpha=1e-2, releases=20)
     dealer = next(role for role in report["roles"] if role["role"] == "dealer")
     assert dealer["verdict"] == "dependent" and dealer["statistic"] == "factor words" and dealer["power"] > 0.99
-    assert [s["name"] for s in dealer["statistics"]] == ["factor words", "request sizes"]
+    assert [s["name"] for s in dealer["statistics"]] == ["factor words", "request sizes", "release: dealer requests"]
     members = [role for role in report["roles"] if role["kind"] == "member"]
     assert len(members) == 3 and all(s["name"] != "factor words" for role in members for s in role["statistics"])
+    assert dealer["release_requests"] == 0 and dealer["statistics"][-1]["p"] == 1.0
+    assert [role["release_received_from"] for role in members] == [[1, 2], [], []]
+    assert all(_release_p(role) >= ALPHA for role in report["roles"])
+    assert [s["name"] for s in members[0]["statistics"] if s["name"].startswith("release: ")] == [
+        "release: own noise share vs the noise",
+        "release: party 1's share vs its contribution", "release: party 1's share vs the noise",
+        "release: party 2's share vs its contribution", "release: party 2's share vs the noise"]
+
+
+def test_a_release_share_sent_without_its_pairwise_masks_is_found():
+    """--plant-leak release at m = 3 with the dealer: party 1 sends its release share without its pairwise
+    masks, so party 0, the star's first member, receives its contribution (input + noise share) in the clear;
+    party 0 is dependent on that statistic (30 releases of d = 4), the other roles are not."""
+    report = _run(3, "dealer", 20, plant="release", releases=30)
+    assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
+                                 "party 2": "independent"}
+    zero = next(role for role in report["roles"] if role["role"] == "party 0")
+    assert zero["statistic"] == "release: party 1's share vs its contribution" and zero["z"] > 6
+    assert report["plant_leak"] == "release" and report["releases"] == 30 and report["dim"] == 4
 
 
 def test_under_honest_majority_at_three_parties_every_view_is_independent():
-    report = _run(3, "honest-majority", 100)
+    """The sampler's 100 one-sample calls and 20 training releases (d = 4): every party independent."""
+    report = _run(3, "honest-majority", 100, releases=20)
     assert _verdicts(report) == {f"party {j}": "independent" for j in range(3)}
     assert report["noise_known_to"].startswith("any two of parties 0–2")
+    assert [role["release_received_from"] for role in report["roles"]] == [[1, 2], [], []]
 
 
 def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_path):
@@ -109,8 +202,8 @@ def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_pa
     calls at α = 1e-3: each member's stated power is > 0.999."""
     out = tmp_path / "views.json"
     proc = subprocess.run([sys.executable, "-m", "mpcdp", "audit", "views", "--provider", "honest-majority",
-                           "--parties", "4", "--calls", "200", "--alpha", "1e-3", "--plant-leak", "party 1",
-                           "--out", str(out)],
+                           "--parties", "4", "--calls", "200", "--releases", "0", "--alpha", "1e-3",
+                           "--plant-leak", "party 1", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -124,10 +217,11 @@ def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_pa
 @pytest.mark.parametrize("plant, provider, message", [
     ("dealer", "honest-majority", "needs a provider with a dealer"),
     ("party 3", "dealer", "member J of the noise committee"),
-    ("everyone", "dealer", "'dealer' or 'party J'"),
+    ("everyone", "dealer", "'dealer', 'release' or 'party J'"),
+    ("release", "dealer", "needs --releases >= 1"),
 ])
 def test_a_plant_that_names_no_role_is_refused_before_any_process_starts(plant, provider, message):
     from mpcdp.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):
-        views.run_views(parties=4, provider=provider, calls=20, plant=plant)
+        views.run_views(parties=4, provider=provider, calls=20, plant=plant, releases=0)

@@ -69,12 +69,14 @@ def _noise_parser(sub: argparse._SubParsersAction) -> None:
 def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
     """``mpcdp audit views``: each role's view tested against the noise (:func:`_cmd_audit_views`)."""
     views = sub.add_parser("audit-views", prog="mpcdp audit views",
-                           help="`mpcdp audit views`: run the in-MPC sampler, record each role's whole view (the "
-                                "dealer's included) and test it against the released noise",
-                           description="Run the in-MPC discrete Gaussian as one-sample calls with real party "
-                                       "processes (and the dealer), record each role's whole view — what it draws, "
-                                       "holds, receives and can count — open each call's sample for this audit "
-                                       "only, and test every view against the samples (permutation tests, each "
+                           help="`mpcdp audit views`: run the in-MPC sampler and training releases, record each "
+                                "role's whole view (the dealer's included) and test it against the released noise",
+                           description="Run the in-MPC discrete Gaussian as one-sample calls, then training releases "
+                                       "(noise sampled in MPC, added to every party's private input, the sum "
+                                       "opened), with real party processes (and the dealer); record each role's "
+                                       "whole view — what it draws, holds, receives and can count, every share "
+                                       "it receives in a release's opening — open each call's noise for this "
+                                       "audit only, and test every view against it (permutation tests, each "
                                        "role at level --alpha, its power stated). Prints one JSON line "
                                        "{\"roles\": [{\"role\", \"verdict\", \"statistic\", \"p\", \"power\"}, ...]}; "
                                        "exit 1 when a role is dependent.")
@@ -83,12 +85,16 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
     views.add_argument("--noise-committee", type=int, default=3, metavar="C", help="parties 0..C-1 sample")
     views.add_argument("--calls", type=int, default=400,
                        help="one-sample calls of the sampler (each a pass): more calls, more power")
+    views.add_argument("--releases", type=int, default=100,
+                       help="training releases after the sampler's calls (0: none; else >= 20): more, more power")
+    views.add_argument("--dim", type=int, default=8, help="coordinates of each release's noisy vector")
     views.add_argument("--sigma", type=float, default=16.0, help="the noise's σ in grid units (>= 16)")
     views.add_argument("--alpha", type=float, default=1e-4, help="each role's level (Bonferroni over its statistics)")
     views.add_argument("--plant-leak", default=None, metavar="ROLE",
                        help="give ROLE a known dependence, which the audit must report: 'dealer' (the dealer's "
-                            "own-word factor tables of circuit dg-mpc/5) or 'party J' for a member J (factor words "
-                            "equal to the committee's coin, which every member then holds)")
+                            "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
+                            "equal to the committee's coin, which every member then holds) or 'release' (party 1 "
+                            "sends its release share without its pairwise masks, to party 0)")
     views.add_argument("--out", default=None, help="also write the JSON report to this file")
     views.set_defaults(func=_cmd_audit_views)
 
@@ -100,10 +106,12 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
 
     check_integer(ns.parties, "--parties", minimum=2)
     check_integer(ns.calls, "--calls", minimum=20)
-    with tqdm(total=ns.calls, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",
+    check_integer(ns.releases, "--releases", minimum=0)
+    with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",
               file=sys.stderr) as bar:
         report = run_views(parties=ns.parties, provider=ns.provider, calls=ns.calls, sigma=ns.sigma,
                            alpha=ns.alpha, plant=ns.plant_leak, committee=ns.noise_committee,
+                           releases=ns.releases, dim=ns.dim,
                            progress=lambda done, total: bar.update(done - bar.n))
     text = json.dumps(report)
     if ns.out:

@@ -35,11 +35,20 @@ for a count (``accept bits``, ``counts``, ``request sizes``) against a correlati
 the planted dealer tables the members hold no factor words (there is no coin), so they have no ``factor
 words`` statistic.
 
+Then ``releases`` training releases of ``dim`` coordinates (:mod:`mpcdp.jobs.release_views`: the noise
+sampled in MPC, added to every party's private input, the sum opened; each role's whole view of the
+release, every share it receives in the opening included). Their statistics join each role's, named
+``release: …``, in the same Bonferroni; the role's entry adds ``release_power`` (the smallest over its
+release statistics), the senders whose shares a data party received (``release_received_from``) and the
+requests the dealer served during the releases (``release_requests``).
+
 ``plant`` gives a role a known dependence, to show that the audit finds it: ``dealer``, the dealer's own-word
 factor tables of circuit dg-mpc/5 (:func:`mpcdp.mpc.bernoulli.planted_dealer_tables`); ``party J`` for a
 member J, factor words equal to the coin (:func:`mpcdp.mpc.bernoulli.planted_member_words`; the words must
-agree, so every member holds them). Cost: what the sampler costs for ``calls`` one-sample calls, plus one
-opening per call.
+agree, so every member holds them); ``release``, party 1's release share without its pairwise masks
+(:func:`mpcdp.mpc.masks.planted_unmasked`). The sampler's plants cover its one-sample calls only, the
+release plant the releases only. Cost: what the sampler costs for ``calls`` one-sample calls, plus one
+opening per call; and the releases' (:mod:`mpcdp.jobs.release_views`).
 """
 
 from __future__ import annotations
@@ -69,9 +78,14 @@ POWER_CORRELATION = 0.25  # the alternative for the count statistics' stated pow
 
 # -- the parties' side ---------------------------------------------------------------------------------------
 
-def views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None) -> dict[str, Any]:
+def views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None, releases: int = 0,
+                dim: int = 1) -> dict[str, Any]:
     """Run ``calls`` one-sample calls of the in-MPC sampler on this party, recording its view of each; open
-    every sample (audit only). Returns this party's views and the opened samples."""
+    every sample (audit only). Then ``releases`` training releases of ``dim`` coordinates
+    (:func:`mpcdp.jobs.release_views.release_party`). Returns this party's views, the opened samples, the
+    releases' views and (party 0) the dealer requests made before the releases."""
+    from mpcdp import adapter
+    from mpcdp.jobs.release_views import PLANT, release_party
     from mpcdp.mpc import bernoulli
     from mpcdp.noise.secure_gaussian import sample_discrete_gaussian
 
@@ -80,7 +94,7 @@ def views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | No
     planted = contextlib.nullcontext()
     if plant == "dealer":
         planted = bernoulli.planted_dealer_tables()
-    elif plant is not None:
+    elif plant is not None and plant != PLANT:
         planted = bernoulli.planted_member_words()
     members = ctx.committee_members()
     views, samples = [], []
@@ -93,8 +107,11 @@ def views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | No
                          else {"accepted": counts["accepted"], "candidates": counts["candidates"]})
             samples.append(int(ctx.reveal(Shared(shares, 0), label="view-audit sample",
                                           reason="the view audit only: the noise, to test each view against")[0]))
-            ctx.progress(call + 1, calls)
-    return {"views": views, "samples": samples, "member": ctx.rank in members}
+            ctx.progress(call + 1, calls + releases)
+    sampler_requests = adapter.dealer_requests_made()
+    released = release_party(ctx, releases, dim, sigma_units, plant, done=calls, total=calls + releases)
+    return {"views": views, "samples": samples, "member": ctx.rank in members, "releases": released,
+            "sampler_requests": sampler_requests, "requests": adapter.dealer_requests_made()}
 
 
 def _member_view(ctx: MpcContext, first_opening: int, first_draw: int, counts: dict) -> dict[str, Any]:
@@ -315,12 +332,18 @@ def power(statistic: str, kind: str, sigma_units: float, calls: int, alpha: floa
 
 # -- the audit ------------------------------------------------------------------------------------------------
 
-def check_plant(plant: str | None, provider_has_dealer: bool, members: int) -> None:
+def check_plant(plant: str | None, provider_has_dealer: bool, members: int, releases: int = 0) -> None:
+    from mpcdp.jobs.release_views import PLANT
+
     if plant is None:
         return
     if plant == "dealer":
         if not provider_has_dealer:
             raise ConfigError("--plant-leak dealer needs a provider with a dealer")
+        return
+    if plant == PLANT:
+        if releases < 1:
+            raise ConfigError("--plant-leak release needs --releases >= 1")
         return
     if plant.startswith("party "):
         try:
@@ -329,61 +352,91 @@ def check_plant(plant: str | None, provider_has_dealer: bool, members: int) -> N
             rank = -1
         if 0 <= rank < members:
             return
-    raise ConfigError(f"--plant-leak must be 'dealer' or 'party J' for a member J of the noise committee "
-                      f"(0..{members - 1}). Found {plant!r}.")
+    raise ConfigError(f"--plant-leak must be 'dealer', 'release' or 'party J' for a member J of the noise "
+                      f"committee (0..{members - 1}). Found {plant!r}.")
 
 
 def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma: float = DEFAULT_SIGMA,
               alpha: float = DEFAULT_ALPHA, plant: str | None = None, committee: int = 3,
-              progress=None) -> dict[str, Any]:
-    """Run the audit (module docstring) and return its report: one entry per role."""
+              releases: int | None = None, dim: int | None = None, progress=None) -> dict[str, Any]:
+    """Run the audit (module docstring; the releases, :mod:`mpcdp.jobs.release_views`) and return its report:
+    one entry per role."""
     from mpcdp import providers
     from mpcdp.config import MpcConfig
+    from mpcdp.jobs import release_views
     from mpcdp.noise.secure_gaussian import CIRCUIT
     from mpcdp.noise.who_knows import COMMITTEE, noise_known_to
     from mpcdp.runtime.harness import run_job
     from mpcdp.runtime.party import RECORD_DEALER_VIEW
     from mpcdp.validation import check_integer, check_number
 
+    releases = release_views.DEFAULT_RELEASES if releases is None else releases
+    dim = release_views.DEFAULT_DIM if dim is None else dim
     check_integer(calls, "--calls", minimum=20)
+    check_integer(releases, "--releases", minimum=0)
+    if releases:
+        check_integer(releases, "--releases", minimum=20)
+    check_integer(dim, "--dim", minimum=1)
     check_number(alpha, "--alpha", low=0.0, high=0.5)
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
     record = providers.lookup(provider)
     config = MpcConfig(parties=parties, provider=provider, noise_committee=committee, timeout_s=600.0)
     members = min(parties, committee)
-    check_plant(plant, record.has_dealer, members)
+    check_plant(plant, record.has_dealer, members, releases)
     plan = dg.plan_for(sigma)
     saved = os.environ.get(RECORD_DEALER_VIEW)
     os.environ[RECORD_DEALER_VIEW] = "1"
     try:
-        result = run_job(views_party, config, args=(calls, sigma, plant), progress=progress,
-                         job={"name": "audit views", "calls": calls, "sigma": sigma, "plant": plant})
+        result = run_job(views_party, config, args=(calls, sigma, plant, releases, dim), progress=progress,
+                         job={"name": "audit views", "calls": calls, "sigma": sigma, "plant": plant,
+                              "releases": releases, "dim": dim})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
         else:
             os.environ[RECORD_DEALER_VIEW] = saved
     samples = np.array(result.values[0]["samples"], dtype=np.int64)
-    zero = result.values[0]["views"]
-    roles: list[tuple[str, str, list[dict]]] = []
+    zero = result.values[0]
+    roles: list[tuple[str, str, list[Statistic], list[tuple[str, np.ndarray, int]]]] = []
+    released = [value["releases"] for value in result.values]
+    noise = np.stack([v["noise"] for v in released[0]]) if releases else np.zeros((0, dim), dtype=np.int64)
+    contributed = release_views.contributions(released) if releases else []
+    extra: dict[str, dict[str, Any]] = {}
     if record.has_dealer:
         assert result.dealer is not None  # (the run had a dealer process)
-        calls_passes = [{"passes": v["all_passes"]} for v in zero]
-        roles.append(("dealer", "dealer", dealer_views(result.dealer["view"], calls_passes)))
+        view = result.dealer["view"]
+        if len(view) != zero["requests"]:
+            raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['requests']}")
+        calls_passes = [{"passes": v["all_passes"]} for v in zero["views"]]
+        served = np.array([len(view[a:b]) for a, b in (v["requests"] for v in released[0])], dtype=float)
+        found = role_statistics("dealer", dealer_views(view[:zero["sampler_requests"]], calls_passes), samples, plan)
+        roles.append(("dealer", "dealer", found,
+                      release_views.dealer_tests(served, noise, plan.sigma) if releases else []))
+        extra["dealer"] = {"release_requests": int(served.sum())} if releases else {}
     for rank, value in enumerate(result.values):
-        roles.append((f"party {rank}", "member" if value["member"] else "non-member", value["views"]))
+        kind = "member" if value["member"] else "non-member"
+        found = role_statistics(kind, value["views"], samples, plan)
+        tests = release_views.party_tests(value["releases"], noise, contributed, plan.sigma) if releases else []
+        roles.append((f"party {rank}", kind, found, tests))
+        extra[f"party {rank}"] = {"release_received_from": sorted(value["releases"][0]["received"])} \
+            if releases else {}
     report = []
-    for name, kind, views in roles:
-        found = role_statistics(kind, views, samples, plan)
+    for name, kind, found, tests in roles:
+        found = found + [Statistic(test, *permutation_test(scores, two_sided=True)) for test, scores, _ in tests]
         p = min(1.0, min(s.p for s in found) * len(found))
         pw, against = power(found[0].name, kind, sigma, calls, alpha, len(found))
-        report.append({"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
-                       "statistic": min(found, key=lambda s: s.p).name, "z": round(min(found, key=lambda s: s.p).z, 3),
-                       "p": p, "power": round(pw, 4), "power_against": against,
-                       "statistics": [dataclasses.asdict(s) for s in found]})
+        worst = min(found, key=lambda s: s.p)
+        entry = {"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
+                 "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4),
+                 "power_against": against, "statistics": [dataclasses.asdict(s) for s in found]}
+        if tests:
+            entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
+                                               for _, _, coordinates in tests), 4)
+            entry["release_power_against"] = release_views.POWER_AGAINST
+        report.append(entry | extra[name])
     return {"provider": provider, "parties": parties, "noise_committee": members, "calls": calls,
-            "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant, "circuit": CIRCUIT.split(":")[0],
+            "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
+            "circuit": CIRCUIT.split(":")[0],
             "noise_known_to": noise_known_to(drawn_by=COMMITTEE, provider=provider, parties=parties,
                                              committee=committee),
             "roles": report}
-

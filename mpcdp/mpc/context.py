@@ -74,7 +74,9 @@ OPENING_KINDS = {
 class Opening:
     """One disclosure: what became plaintext, to whom, of which kind (:data:`OPENING_KINDS`) and why.
 
-    ``values`` holds the plaintext itself only when the context keeps it (``keep_values``; for audits).
+    ``values`` holds the plaintext itself only when the context keeps it (``keep_values``; for audits), and
+    ``received`` then, for an opening of shares, the other members' shares this party received on the way
+    (sender -> (offset, values); :attr:`~mpcdp.transport.mesh.Mesh.received_shares`).
     """
 
     label: str
@@ -85,6 +87,7 @@ class Opening:
     rounds: int = 1
     kind: str = "release"
     values: Any = dataclasses.field(default=None, repr=False, compare=False)  # a tensor, or public JSON values
+    received: Any = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -207,16 +210,20 @@ class MpcContext:
         return ctx
 
     def _disclose(self, label: str, elements: int, recipients: tuple[int, ...], *, kind: str, reason: str,
-                  bytes_sent: int | None = None, rounds: int = 1, values: Any = None) -> None:
-        """The choke point: record one value that became plaintext to ``recipients``."""
+                  bytes_sent: int | None = None, rounds: int = 1, values: Any = None,
+                  received: dict[int, tuple[int, torch.Tensor]] | None = None) -> None:
+        """The choke point: record one value that became plaintext to ``recipients`` (and, with
+        ``keep_values``, the shares this party received on the way)."""
         if kind not in OPENING_KINDS:
             raise ValueError(f"`kind` must be one of {sorted(OPENING_KINDS)}. Found {kind!r}.")
-        kept = None
+        kept, shares = None, None
         if self.keep_values and values is not None:
             kept = values.detach().clone() if torch.is_tensor(values) else values
+        if self.keep_values and received is not None:
+            shares = {j: (offset, share.clone()) for j, (offset, share) in received.items()}
         self.openings.append(Opening(label=label, elements=int(elements), recipients=tuple(recipients),
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
-                                     values=kept))
+                                     values=kept, received=shares))
 
     def note_draw(self, label: str, values: Any) -> None:
         """Record randomness this party drew or holds privately (its share of a candidate's fields, the
@@ -420,7 +427,7 @@ class MpcContext:
         costs.record_rounds(rounds)
         self.wire.add(sent, time.perf_counter() - start)
         self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
-                       bytes_sent=sent, rounds=rounds, values=opened)
+                       bytes_sent=sent, rounds=rounds, values=opened, received=self._links.received_shares)
         return opened
 
     def common_stream(self, *, label: str, domain: bytes) -> KeyedStream:

@@ -15,6 +15,7 @@ Cost: establishing seeds — 1 round, m(m−1)/2 messages of 32 bytes; each zero
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
 from typing import Callable
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 
 SEED_BYTES = 32
+_UNMASKED: set[int] = set()  # the view audit's planted leak in force in this process (never in a run)
 
 
 def _stream(seed: bytes, nonce: int, numel: int) -> torch.Tensor:
@@ -63,9 +65,25 @@ class PairwiseMasks:
         self._nonce += 1
         total = torch.zeros(numel, dtype=torch.int64)
         for j, seed in self._seeds.items():
+            if _UNMASKED and (self.rank in _UNMASKED or j in _UNMASKED):
+                continue  # the planted leak: this pair's mask dropped on both ends (the sum is still 0)
             stream = _stream(seed, nonce, numel)
             if self.rank < j:
                 total += stream
             else:
                 total -= stream
         return total.reshape(shape)
+
+
+@contextlib.contextmanager
+def planted_unmasked(party: int):
+    """Within the block, in this process, every zero sharing leaves out the pairs of ``party``: its share is
+    no longer masked (the others' masks still cancel, so every sum is unchanged). **A planted leak**: a
+    party's masked input is then its input (plus its noise share) in the clear to whoever receives it. Only
+    the view audit (``mpcdp audit views --plant-leak release``, :mod:`mpcdp.jobs.views`) uses it, on every
+    party at once, to show that it detects such a share; a run never does."""
+    _UNMASKED.add(party)
+    try:
+        yield
+    finally:
+        _UNMASKED.discard(party)

@@ -67,6 +67,9 @@ class Mesh:
         self.dealer = dealer  # the dealer's rank, for naming it in errors
         self.bytes_sent = 0
         self.bytes_received = 0
+        # the last opening's shares received, sender -> (offset into the vector, its share of that part);
+        # references only, kept by the context when it records values (the view audit, mpcdp.jobs.views)
+        self.received_shares: dict[int, tuple[int, torch.Tensor]] = {}
         self._next_out = {j: 0 for j in links}
         self._next_in = {j: 0 for j in links}
         if counted:
@@ -348,6 +351,9 @@ class Mesh:
           8d. It sees each member's share — one additive share, uniformly masked, like any partial sum.
         * ``scatter`` (larger): the vector is cut into k chunks; member i combines chunk i of every share
           (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(k−1)/k·8d bytes each.
+
+        :attr:`received_shares` then holds the other members' shares (or chunks of them) that this party
+        received, by sender; every other message it received is part of the combination itself.
         """
         if wide and (xor or share.dim() != 2 or share.shape[1] != 2):
             raise ValueError(f"a wide opening takes rows (low word, high word) summed. Found shape "
@@ -370,6 +376,7 @@ class Mesh:
             peer = ranks[1 - me]
             other = torch.empty_like(flat)
             self.exchange({peer: flat}, {peer: other}, label=label)
+            self.received_shares = {peer: (0, other)}
             combine(result, other)
             return result.reshape(share.shape), 1
         if plan == "star":
@@ -377,10 +384,12 @@ class Mesh:
             if me == 0:
                 incoming = {j: torch.empty_like(flat) for j in ranks[1:]}
                 self.exchange({}, incoming, label=label)
+                self.received_shares = {j: (0, buf) for j, buf in incoming.items()}
                 for buf in incoming.values():
                     combine(result, buf)
                 self.exchange({j: result for j in ranks[1:]}, {}, label=label + " (sum)")
             else:
+                self.received_shares = {}
                 self.exchange({king: flat}, {}, label=label)
                 self.exchange({}, {king: result}, label=label + " (sum)")
             return result.reshape(share.shape), 2
@@ -391,6 +400,8 @@ class Mesh:
         mine.copy_(chunks[me])
         incoming = {ranks[i]: torch.empty_like(chunks[me]) for i in range(k) if i != me}
         self.exchange({ranks[i]: chunks[i] for i in range(k) if i != me}, incoming, label=label)
+        offset = sum(chunk.numel() for chunk in chunks[:me])
+        self.received_shares = {j: (offset, buf) for j, buf in incoming.items()}
         for buf in incoming.values():
             combine(mine, buf)
         self.exchange({ranks[i]: mine for i in range(k) if i != me},
