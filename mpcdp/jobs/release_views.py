@@ -87,15 +87,15 @@ def release_party(ctx: MpcContext, releases: int, dim: int, sigma_units: float, 
         with planted:
             released = noisy_release(ctx, torch.from_numpy(x).to(torch.float64) / (1 << RELEASE_BITS),
                                      Shared(noise, RELEASE_BITS), shape=(dim,), label=RELEASE_LABEL)
-        opening = ctx.openings[-1]
-        if opening.label != RELEASE_LABEL or opening.received is None:
+        label, received = ctx.draws[-1]  # noted by the release's opening: the shares it delivered here
+        if ctx.openings[-1].label != RELEASE_LABEL or label != f"received: {RELEASE_LABEL}":
             raise RuntimeError("the release's opening was not recorded")
         requests = (first, adapter.dealer_requests_made())
         u = ctx.reveal(Shared(noise, 0), label="view-audit release noise",
                        reason="the view audit only: the noise, to test each view against")
         views.append({"x": x, "noise_share": noise.numpy().copy(), "requests": requests,
                       "received": {j: (offset, share.numpy()[:dim - offset].copy())
-                                   for j, (offset, share) in opening.received.items() if offset < dim},
+                                   for j, (offset, share) in received.items() if offset < dim},
                       "released": torch.round(released * (1 << RELEASE_BITS)).to(torch.int64).numpy(),
                       "noise": u.to(torch.int64).numpy()})
         ctx.progress(done + call + 1, total or releases)

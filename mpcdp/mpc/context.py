@@ -74,9 +74,7 @@ OPENING_KINDS = {
 class Opening:
     """One disclosure: what became plaintext, to whom, of which kind (:data:`OPENING_KINDS`) and why.
 
-    ``values`` holds the plaintext itself only when the context keeps it (``keep_values``; for audits), and
-    ``received`` then, for an opening of shares, the other members' shares this party received on the way
-    (sender -> (offset, values); :attr:`~mpcdp.transport.mesh.Mesh.received_shares`).
+    ``values`` holds the plaintext itself only when the context keeps it (``keep_values``; for audits).
     """
 
     label: str
@@ -87,7 +85,6 @@ class Opening:
     rounds: int = 1
     kind: str = "release"
     values: Any = dataclasses.field(default=None, repr=False, compare=False)  # a tensor, or public JSON values
-    received: Any = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> dict[str, Any]:
@@ -210,25 +207,21 @@ class MpcContext:
         return ctx
 
     def _disclose(self, label: str, elements: int, recipients: tuple[int, ...], *, kind: str, reason: str,
-                  bytes_sent: int | None = None, rounds: int = 1, values: Any = None,
-                  received: dict[int, tuple[int, torch.Tensor]] | None = None) -> None:
-        """The choke point: record one value that became plaintext to ``recipients`` (and, with
-        ``keep_values``, the shares this party received on the way)."""
+                  bytes_sent: int | None = None, rounds: int = 1, values: Any = None) -> None:
+        """The choke point: record one value that became plaintext to ``recipients``."""
         if kind not in OPENING_KINDS:
             raise ValueError(f"`kind` must be one of {sorted(OPENING_KINDS)}. Found {kind!r}.")
-        kept, shares = None, None
+        kept = None
         if self.keep_values and values is not None:
             kept = values.detach().clone() if torch.is_tensor(values) else values
-        if self.keep_values and received is not None:
-            shares = {j: (offset, share.clone()) for j, (offset, share) in received.items()}
         self.openings.append(Opening(label=label, elements=int(elements), recipients=tuple(recipients),
                                      reason=reason, bytes_sent=bytes_sent, rounds=rounds, kind=kind,
-                                     values=kept, received=shares))
+                                     values=kept))
 
     def note_draw(self, label: str, values: Any) -> None:
-        """Record randomness this party drew or holds privately (its share of a candidate's fields, the
-        committee's coin words), when the context keeps values: the rest of its view next to
-        :attr:`openings`, for the view audit (:mod:`mpcdp.jobs.views`). Nothing is sent."""
+        """Record what this party drew or holds privately (its share of a candidate's fields, the committee's
+        coin words, the shares an opening delivered to it), when the context keeps values: the rest of its
+        view next to :attr:`openings`, for the view audit (:mod:`mpcdp.jobs.views`). Nothing is sent."""
         if self.keep_values:
             kept = {k: v.copy() if hasattr(v, "copy") else v for k, v in values.items()} \
                 if isinstance(values, dict) else values.clone()
@@ -427,7 +420,8 @@ class MpcContext:
         costs.record_rounds(rounds)
         self.wire.add(sent, time.perf_counter() - start)
         self._disclose(label, flat.numel(), self.members, kind=kind, reason=reason,
-                       bytes_sent=sent, rounds=rounds, values=opened, received=self._links.received_shares)
+                       bytes_sent=sent, rounds=rounds, values=opened)
+        self.note_draw(f"received: {label}", self._links.received_shares)  # by sender: (offset, share)
         return opened
 
     def common_stream(self, *, label: str, domain: bytes) -> KeyedStream:
