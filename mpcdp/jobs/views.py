@@ -395,48 +395,59 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
             os.environ.pop(RECORD_DEALER_VIEW, None)
         else:
             os.environ[RECORD_DEALER_VIEW] = saved
-    samples = np.array(result.values[0]["samples"], dtype=np.int64)
-    zero = result.values[0]
-    roles: list[tuple[str, str, list[Statistic], list[tuple[str, np.ndarray, int]]]] = []
-    released = [value["releases"] for value in result.values]
-    noise = np.stack([v["noise"] for v in released[0]]) if releases else np.zeros((0, dim), dtype=np.int64)
-    contributed = release_views.contributions(released) if releases else []
-    extra: dict[str, dict[str, Any]] = {}
-    if record.has_dealer:
-        assert result.dealer is not None  # (the run had a dealer process)
-        view = result.dealer["view"]
-        if len(view) != zero["requests"]:
-            raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['requests']}")
-        calls_passes = [{"passes": v["all_passes"]} for v in zero["views"]]
-        served = np.array([len(view[a:b]) for a, b in (v["requests"] for v in released[0])], dtype=float)
-        found = role_statistics("dealer", dealer_views(view[:zero["sampler_requests"]], calls_passes), samples, plan)
-        roles.append(("dealer", "dealer", found,
-                      release_views.dealer_tests(served, noise, plan.sigma) if releases else []))
-        extra["dealer"] = {"release_requests": int(served.sum())} if releases else {}
-    for rank, value in enumerate(result.values):
-        kind = "member" if value["member"] else "non-member"
-        found = role_statistics(kind, value["views"], samples, plan)
-        tests = release_views.party_tests(value["releases"], noise, contributed, plan.sigma) if releases else []
-        roles.append((f"party {rank}", kind, found, tests))
-        extra[f"party {rank}"] = {"release_received_from": sorted(value["releases"][0]["received"])} \
-            if releases else {}
-    report = []
-    for name, kind, found, tests in roles:
-        found = found + [Statistic(test, *permutation_test(scores, two_sided=True)) for test, scores, _ in tests]
-        p = min(1.0, min(s.p for s in found) * len(found))
-        pw, against = power(found[0].name, kind, sigma, calls, alpha, len(found))
-        worst = min(found, key=lambda s: s.p)
-        entry = {"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
-                 "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4),
-                 "power_against": against, "statistics": [dataclasses.asdict(s) for s in found]}
-        if tests:
-            entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
-                                               for _, _, coordinates in tests), 4)
-            entry["release_power_against"] = release_views.POWER_AGAINST
-        report.append(entry | extra[name])
+    report = [_entry(*role, sigma=sigma, calls=calls, releases=releases, alpha=alpha)
+              for role in _roles(result, record.has_dealer, plan, releases)]
     return {"provider": provider, "parties": parties, "noise_committee": members, "calls": calls,
             "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
             "circuit": CIRCUIT.split(":")[0],
             "noise_known_to": noise_known_to(drawn_by=COMMITTEE, provider=provider, parties=parties,
                                              committee=committee),
             "roles": report}
+
+
+def _roles(result, has_dealer: bool, plan: dg.DiscreteGaussianPlan, releases: int) -> list[tuple]:
+    """Each role's (name, kind, sampler statistics, release tests, extra report fields), from the run."""
+    from mpcdp.jobs import release_views
+
+    zero = result.values[0]
+    samples = np.array(zero["samples"], dtype=np.int64)
+    released = [value["releases"] for value in result.values]
+    noise = np.stack([v["noise"] for v in released[0]]) if releases else np.zeros((0, 1), dtype=np.int64)
+    contributed = release_views.contributions(released) if releases else []
+    roles: list[tuple] = []
+    if has_dealer:
+        assert result.dealer is not None  # (the run had a dealer process)
+        view = result.dealer["view"]
+        if len(view) != zero["requests"]:
+            raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['requests']}")
+        calls_passes = [{"passes": v["all_passes"]} for v in zero["views"]]
+        found = role_statistics("dealer", dealer_views(view[:zero["sampler_requests"]], calls_passes), samples, plan)
+        served = np.array([len(view[a:b]) for a, b in (v["requests"] for v in released[0])], dtype=float)
+        roles.append(("dealer", "dealer", found,
+                      release_views.dealer_tests(served, noise, plan.sigma) if releases else [],
+                      {"release_requests": int(served.sum())} if releases else {}))
+    for rank, value in enumerate(result.values):
+        kind = "member" if value["member"] else "non-member"
+        roles.append((f"party {rank}", kind, role_statistics(kind, value["views"], samples, plan),
+                      release_views.party_tests(value["releases"], noise, contributed, plan.sigma) if releases else [],
+                      {"release_received_from": sorted(value["releases"][0]["received"])} if releases else {}))
+    return roles
+
+
+def _entry(name: str, kind: str, found: list[Statistic], tests: list, extra: dict[str, Any], *, sigma: float,
+           calls: int, releases: int, alpha: float) -> dict[str, Any]:
+    """A role's report: its verdict over all its statistics (Bonferroni), the most significant, the power."""
+    from mpcdp.jobs import release_views
+
+    found = found + [Statistic(test, *permutation_test(scores, two_sided=True)) for test, scores, _ in tests]
+    p = min(1.0, min(s.p for s in found) * len(found))
+    pw, against = power(found[0].name, kind, sigma, calls, alpha, len(found))
+    worst = min(found, key=lambda s: s.p)
+    entry = {"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
+             "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
+             "statistics": [dataclasses.asdict(s) for s in found]}
+    if tests:
+        entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
+                                           for _, _, coordinates in tests), 4)
+        entry["release_power_against"] = release_views.POWER_AGAINST
+    return entry | extra
