@@ -400,7 +400,7 @@ class Mesh:
         mine.copy_(chunks[me])
         incoming = {ranks[i]: torch.empty_like(chunks[me]) for i in range(k) if i != me}
         self.exchange({ranks[i]: chunks[i] for i in range(k) if i != me}, incoming, label=label)
-        offset = sum(chunk.numel() for chunk in chunks[:me])
+        offset = sum(len(chunk) for chunk in chunks[:me])  # elements (rows, when wide) before this chunk
         self.received_shares = {j: (offset, buf) for j, buf in incoming.items()}
         for buf in incoming.values():
             combine(mine, buf)
