@@ -317,10 +317,9 @@ def test_lending_club_subset_is_prepared_as_documented():
     assert set(np.unique(classes.y_train)) == {-1.0, 1.0} and classes.x_train.shape == (8857, 10)
 
 
-def test_an_epsilon_whose_noise_scale_overflows_is_refused_naming_the_owner():
-    """1/ε² underflowed through ε·ε to a ZeroDivisionError below ε ≈ 1e-162; now a tiny ε that still fits gives
-    its exact score and one whose 1/ε² is not a float is refused in one line naming the owner."""
+def test_an_epsilon_whose_square_underflows_scores_infinite_not_a_division_by_zero():
+    """1/(ε·ε) raised ZeroDivisionError below ε ≈ 1e-162 (ε·ε underflows to 0); 1/ε/ε is inf there, as for
+    the ε whose square is still a float (the infinite-score case above), and a tiny ε that fits is exact."""
     assert collaboration_score([10, 10], [1e-154, math.inf]) == pytest.approx(1e154 / 20, rel=1e-12)
-    with pytest.raises(ConfigError, match=r"`epsilons` \(owner 1\) = 1e-163 is too small: its noise scale 1/ε² "
-                                          r"overflows"):
-        collaboration_score([10, 10], [1.0, 1e-163])
+    assert collaboration_score([10, 10], [1.0, 1e-163]) == math.inf
+    assert select_owners([10, 20], [1e-170, 1e-170]) == (0, 1)

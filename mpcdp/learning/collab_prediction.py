@@ -44,9 +44,6 @@ def _check_owners(sizes: Sequence[int], epsilons: Sequence[float]) -> tuple[tupl
     for j, (n_l, eps) in enumerate(zip(sizes, epsilons)):
         check_integer(n_l, "sizes", where=f" (owner {j})")
         check_number(eps, "epsilons", low=0, infinite=True, where=f" (owner {j})", note="math.inf for no privacy")
-        if not math.isinf(eps) and not math.isfinite(1.0 / eps / eps):
-            raise ConfigError(f"`epsilons` (owner {j}) = {eps!r} is too small: its noise scale 1/ε² overflows a "
-                              f"float (ε must be at least 1e-154).")
     return sizes, epsilons
 
 
