@@ -18,7 +18,9 @@ setting (a batch that does not split over the parties it thinks it has):
   the run naming RANK.
 
 Each refusal is also written as the detecting process's report (:mod:`mpcdp.refusals`), so a process already
-past its own wait — at the links' rendezvous — stops with the same line. The line names ranks, settings and
+past its own wait — at the links' rendezvous — stops with the same line; party 0, the store's host, keeps the
+store up until the processes still to come have reported (at most ``timeout_s``), so that one that starts
+late reads why too. The line names ranks, settings and
 counts only (public); a claim carries a random nonce only to tell two claimers of one rank apart.
 
 Security model: as the store's (:mod:`.rendezvous`): under TLS a process writes only its own rank's claim; in a
@@ -167,11 +169,11 @@ def _check_strays(mine: Claim) -> None:
 
 def _refuse(mine: Claim, refusal: Refusal) -> None:
     """Write ``refusal`` as this process's report (every other process polls them) and raise it; party 0, the
-    store's host, first keeps the store up until each process that claimed a place has reported (at most the
-    run's ``timeout_s``)."""
+    store's host, first keeps the store up until the others have reported (:func:`_linger`; at most the run's
+    ``timeout_s``)."""
     _tell(mine.rank, refusal)
     if mine.rank == 0:
-        _linger(mine)
+        _linger(mine, everyone=refusal.category in ("world-size", "dealer"))
     raise ConfigMismatchError(refusal.text(mine.rank), party=mine.rank)
 
 
@@ -182,14 +184,16 @@ def _tell(rank: int, refusal: Refusal) -> None:
         pass
 
 
-def _linger(mine: Claim) -> None:
-    """Party 0: wait until every rank whose claim is in the store has written its report, at most
-    ``mine.timeout_s`` (a rank that never claimed is not waited for)."""
+def _linger(mine: Claim, *, everyone: bool) -> None:
+    """Party 0: wait until every rank of the run (``everyone``: each is started, only with another setting;
+    else every rank whose claim is in the store — a RANK taken twice or beyond leaves a rank that never
+    comes) has written its report, at most ``mine.timeout_s``, so that a process that starts late reads why."""
     deadline = time.monotonic() + mine.timeout_s
     while time.monotonic() < deadline:
         try:
             reports = rendezvous.read_reports(mine.processes)
-            claimed = [r for r in range(mine.processes) if rendezvous.read_value(f"{CLAIM_PREFIX}{r}", r) is not None]
+            claimed = [r for r in range(mine.processes)
+                       if everyone or rendezvous.read_value(f"{CLAIM_PREFIX}{r}", r) is not None]
         except Exception:  # noqa: BLE001 - its own store failed: nobody left to wait for
             return
         if all(r in reports for r in claimed):
