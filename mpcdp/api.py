@@ -111,7 +111,7 @@ def train(model, data, *, protocol: str,
           epsilon: float | None = None, seed: int | None = None, noise: bool = True,
           backend: str = "mpc", eval_every: int | None = None, checkpoint: str | None = None,
           checkpoint_every: int | None = None, resume: bool = False,
-          fresh_budget: bool = False, security: str | None = None) -> TrainResult | None:
+          fresh_budget: bool = False, security: str | None = None, debug: bool = False) -> TrainResult | None:
     """Train ``model`` on the parties' own data as ``protocol`` says (algorithm, ε, δ, steps; its dataset is
     not read).
 
@@ -150,11 +150,43 @@ def train(model, data, *, protocol: str,
             ``--security`` is for ``mpcdp train``; :func:`mpcdp.config.resolve_mpc`). Training is not covered by
             ``"malicious"`` yet: asked for here or in the protocol, it is refused in one line before anything
             runs (see the guide's threat model).
+        debug: show where an error came from: the whole chain of tracebacks, and a failed local run's report of
+            every process (status, the cause's traceback and log tail) in its message. By default an error is
+            one line.
 
     Returns:
-        :class:`TrainResult` (None on the dealer's process). Raises :class:`~mpcdp.errors.PartyRefused` (one line,
-        every process) where a party refused its input, else :class:`~mpcdp.errors.PartyFailed` or the party's error.
+        :class:`TrainResult` (None on the dealer's process).
+
+    Raises:
+        MpcdpError: every refusal and failure, whose message is its one line (``str(error)``), raised here without
+            the tracebacks of the library's frames or of the party processes unless ``debug``:
+            :class:`~mpcdp.errors.PartyRefused` where a party refused its input (the same line on every process),
+            :class:`~mpcdp.errors.PartyFailed` where a party failed, was lost or went silent (its ``reports`` and
+            ``details`` say more), :class:`~mpcdp.errors.ConfigError` for a setting, or the error a party's
+            own process raised (a mismatch in the handshake, a lost peer, the rendezvous's refusal).
     """
+    from mpcdp.errors import MpcdpError
+
+    try:
+        return _train(model, data, protocol, label, features, test, loss, classes, epsilon, seed, noise, backend,
+                      eval_every, checkpoint, checkpoint_every, resume, fresh_budget, security)
+    except MpcdpError as error:
+        if debug:
+            raise
+        raise one_line(error) from None
+
+
+def one_line(error):
+    """``error`` as :func:`train` raises it by default: a failed local run's :meth:`~mpcdp.errors.PartyFailed.
+    one_line`, any other mpcdp error itself without the traceback of the frames below the caller's."""
+    from mpcdp.errors import PartyFailed
+
+    return error.one_line() if isinstance(error, PartyFailed) else error.with_traceback(None)
+
+
+def _train(model, data, protocol, label, features, test, loss, classes, epsilon, seed, noise, backend, eval_every,
+           checkpoint, checkpoint_every, resume, fresh_budget, security) -> TrainResult | None:
+    """:func:`train`, whose errors it raises as they come."""
     from mpcdp.errors import ConfigError
     from mpcdp.execution import MPC, SIMULATED
     from mpcdp.jobs.own_data_results import check_every
@@ -230,11 +262,16 @@ def _run_here(trained, data, test, label, features, protocol, options, noise, ba
 
 def _run_this_party(trained, data, test, label, features, protocol, options, noise, eval_every, keeping):
     """This host's party of a run across hosts (or the dealer's process: None); (the plan, its values)."""
+    from mpcdp import providers
     from mpcdp.jobs.own_data import PartySource, run_own_data_here
-    from mpcdp.jobs.train import plan_from, protocol_provider
+    from mpcdp.jobs.train import plan_from, protocol_mpc
     from mpcdp.runtime.endpoint import resolve
+    from mpcdp.runtime.party import take_place
 
-    endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=protocol_provider(protocol).has_dealer)
+    mpc = protocol_mpc(protocol)
+    endpoint = resolve(rank=None, parties=None, rendezvous=None, dealer=providers.lookup(mpc.provider).has_dealer,
+                       ranged=False)
+    take_place(endpoint, mpc.for_parties(endpoint.parties))  # RANK and WORLD_SIZE compared first, on every process
     plan = plan_from(protocol, backend="mpc", parties=endpoint.parties, **options)
     plan = dataclasses.replace(plan, eval_every=eval_every)
     if endpoint.rank == endpoint.parties:  # this host is the dealer's: it serves, and trains nothing

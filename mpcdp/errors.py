@@ -56,6 +56,15 @@ class PartyFailed(MpcdpError, RuntimeError):
     def __init__(self, message: str, *, party: int | None, reports: list):
         super().__init__(message, party=party)
         self.reports = reports
+        self.line, _, self.details = message.partition("\n")  # who failed and why; the launcher's report
+
+    def one_line(self) -> "PartyFailed":
+        """This failure with its first line (:attr:`line`: who failed and why) as its whole message, the same
+        ``party`` and ``reports``; :attr:`details` (every process's status, the cause's traceback and log tail)
+        stay readable on it. What :func:`mpcdp.train` and the command line show unless asked to debug."""
+        short = _copy_as(self, self.line)
+        short.details = self.details
+        return short
 
 
 class PeerLost(MpcdpError, ConnectionError):
@@ -120,3 +129,10 @@ class PartyRefused(PartyFailed):
     def __init__(self, message: str, *, party: int | None, refusal=None, reports: list | None = None):
         super().__init__(message, party=party, reports=list(reports or []))
         self.refusal = refusal
+
+
+def _copy_as(error: PartyFailed, message: str) -> PartyFailed:
+    """``error`` (a :class:`PartyFailed` or :class:`PartyRefused`) with another message, its attributes kept."""
+    if isinstance(error, PartyRefused):
+        return PartyRefused(message, party=error.party, refusal=error.refusal, reports=error.reports)
+    return PartyFailed(message, party=error.party, reports=error.reports)

@@ -45,6 +45,17 @@ CATEGORIES = {
                      "zeros failed before any noise; give it one output per class, or a loss that takes its output)",
     "error": "it stopped before joining the run (its own output says why)",
 }
+PLACE = {  # a process's place in the run refused at the rendezvous (mpcdp.transport.claims): no party's data
+    "world-size": "the processes were started with different WORLD_SIZE ({field}): give every process the same "
+                  "number of data parties",
+    "dealer": "the processes count the run's processes differently ({field}): the dealer is on for one and off for "
+              "another; give every process the same `provider`",
+    "rank-taken": "two processes were started with RANK {rank}: give each process its own (0..WORLD_SIZE-1 the "
+                  "data parties, WORLD_SIZE the dealer)",
+    "rank-beyond": "a process was started with RANK {position}, beyond WORLD_SIZE {field} (0..WORLD_SIZE-1 the "
+                   "data parties, WORLD_SIZE the dealer)",
+}
+CATEGORIES.update(PLACE)
 MAX_NAME_BYTES = 60
 MAX_POSITION = 1 << 31
 FIELDS = {"refused", "file", "field", "position"}
@@ -63,7 +74,12 @@ class Refusal:
     position: int | None = None
 
     def text(self, rank: int) -> str:
-        """The line every process says: "party 1 refused its data: file 'B.csv' column 'age' is not numeric"."""
+        """The line every process says: "party 1 refused its data: file 'B.csv' column 'age' is not numeric"
+        (``rank``: the writer's); for a place refused at the rendezvous (:data:`PLACE`), "refused at the
+        rendezvous: two processes were started with RANK 1: ..."."""
+        if self.category in PLACE:  # rank: the refusal's writer
+            return "refused at the rendezvous: " + PLACE[self.category].format(rank=rank, field=self.field,
+                                                                               position=self.position)
         at = f", position {self.position}" if self.position is not None else ""
         reason = CATEGORIES[self.category].format(file=f"'{self.file}'", field=f"'{self.field}'", at=at)
         return f"party {rank} refused its data: {reason}"

@@ -10,13 +10,16 @@ MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
 
 
 def run_party_commands(arguments: list[list[str]], env: dict, timeout: float,
-                       commands: dict[int, list[str]] | None = None) -> list[tuple[int, str, str]]:
-    """Start ``mpcdp party *arguments[rank]`` for every rank at once (``env`` plus RANK) and wait for all;
-    return (exit code, stdout, stderr) by rank. ``commands``: another command for some ranks, in place of
-    ``mpcdp party`` (e.g. a deviating party, ``tests/rogue_party.py``). Every process is killed if the wait
-    fails."""
+                       commands: dict[int, list[str]] | None = None,
+                       environments: dict[int, dict] | None = None) -> list[tuple[int, str, str]]:
+    """Start ``mpcdp party *arguments[rank]`` for every rank at once (``env`` plus RANK, plus
+    ``environments[rank]``) and wait for all; return (exit code, stdout, stderr) by rank. ``commands``: another
+    command for some ranks, in place of ``mpcdp party`` (e.g. a deviating party, ``tests/rogue_party.py``).
+    Every process is killed if the wait fails."""
     commands = commands or {}
-    procs = [subprocess.Popen([*commands.get(rank, [MPCDP, "party"]), *args], env=dict(env, RANK=str(rank)),
+    extra = environments or {}
+    procs = [subprocess.Popen([*commands.get(rank, [MPCDP, "party"]), *args],
+                              env={**env, "RANK": str(rank), **extra.get(rank, {})},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
              for rank, args in enumerate(arguments)]
     try:

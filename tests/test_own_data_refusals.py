@@ -27,7 +27,7 @@ PROTOCOL = "protocols/quickstart-a9a.toml"  # logistic regression: labels -1/+1,
 COLUMNS = ["age", "hours", "score"]
 SECRET = 4817.25  # a value in party 1's file that must reach no process's output
 NAN_COUNT = 7  # how many of party 1's records hold a NaN: a count that must not appear either
-PROGRESS = re.compile(r"mpcdp party \d+: ")  # a party's progress lines (mpcdp.runtime.progress), not errors
+PROGRESS = re.compile(r"mpcdp (party \d+|dealer): ")  # progress lines (mpcdp.runtime.progress), not errors
 
 
 def _party_files(folder: pathlib.Path, odd: str) -> list[str]:

@@ -8,6 +8,8 @@ one, it recovers every value that was multiplied; the guide mpcdp/README.md, "Th
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from mpcdp.adapter import dealer_link, objects
@@ -40,11 +42,11 @@ for _kind in KINDS:  # a request names its kind: serve each kind under its class
 
 
 def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeout_s: float,
-               security: LinkSecurity | None = None, insecure: bool = False,
-               iface: str | None = None) -> tuple[list[int], int, list[float]]:
+               security: LinkSecurity | None = None, insecure: bool = False, iface: str | None = None,
+               on_request: Callable[[int, int], None] | None = None) -> tuple[list[int], int, list[float]]:
     """Run the dealer (rank ``parties``) until party 0 says ``terminate``; return the bytes it wrote to the
     network for each request, in order, and in all (its links' kernel counters, keys and TLS included), and
-    the CPU seconds it spent on each request's reply.
+    the CPU seconds it spent on each request's reply. ``on_request``: as :func:`.dealer_link.serve`'s.
 
     Raises:
         PartyLost: a link closed before ``terminate``, naming the lost party (:mod:`mpcdp.transport.losses`).
@@ -65,7 +67,7 @@ def run_dealer(*, parties: int, rendezvous_url: str, precision_bits: int, timeou
         raise losses.stopped(losses.resolve(rank, exc), "the dealer", str(exc)) from exc
     mesh = Mesh(rank, parties + 1, links, timeout_s=timeout_s, counted=False, dealer=rank)
     try:
-        request_bytes, request_cpu = dealer_link.serve(mesh, Dealer(parties), ALLOWED)
+        request_bytes, request_cpu = dealer_link.serve(mesh, Dealer(parties), ALLOWED, on_request)
         return request_bytes, mesh.wire_bytes_sent(), request_cpu
     except PeerLost as exc:  # ProtocolViolation included: report it (first), close, then name whom to blame
         losses.report(rank, exc)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import torch
 
@@ -123,10 +123,12 @@ def install_client(client: TtpClient | None) -> None:
     ttp_provider.TTPClient._TTPClient__instance = client
 
 
-def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> tuple[list[int], list[float]]:
+def serve(mesh: Mesh, dealer, allowed: tuple[str, ...],
+          on_request: Callable[[int, int], None] | None = None) -> tuple[list[int], list[float]]:
     """The dealer's loop: key every party, then serve party 0's requests until ``terminate``; return the
     bytes written to the network for each request (TLS records included where links are TLS) and the CPU
-    seconds this process spent making each reply."""
+    seconds this process spent making each reply. ``on_request(served, sent)``: called after each request with
+    the requests served and the bytes written so far (the dealer's progress lines)."""
     parties = [j for j in mesh.links]
     keys = {j: secure_key() for j in parties}
     for j, generator in enumerate(dealer.generators):
@@ -150,3 +152,5 @@ def serve(mesh: Mesh, dealer, allowed: tuple[str, ...]) -> tuple[list[int], list
         mesh.exchange_text({0: public.encode(list(result.shape))}, [], label=SHAPE_LABEL)
         mesh.exchange({0: result.reshape(-1).contiguous()}, {}, label=REPLY_LABEL)
         request_bytes.append(mesh.wire_bytes_sent() - before)
+        if on_request is not None:
+            on_request(len(request_bytes), mesh.wire_bytes_sent())

@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             return ns.func(ns)
-    except PartyFailed as exc:
+    except PartyFailed as exc:  # one line: who failed and why; with --debug every process's report too
         _debug(ns)
-        print(f"mpcdp: the run failed: {exc}", file=sys.stderr)
+        print(f"mpcdp: the run failed: {exc if getattr(ns, 'debug', False) else exc.line}", file=sys.stderr)
         return 3
     except MpcdpError as exc:
         _debug(ns)

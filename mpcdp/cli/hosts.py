@@ -106,17 +106,16 @@ def _check_party_model(ns: argparse.Namespace) -> None:
 def _cmd_party(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.aggregate import aggregate_party
     from mpcdp.runtime.endpoint import read_settings, resolve
-    from mpcdp.runtime.party import run_party
-
-    from mpcdp.runtime.party import run_dealer
+    from mpcdp.runtime.party import run_dealer, run_party, take_place
 
     protocol = ns.protocol if ns.job == "train" else None  # its [mpc] table, under this command line's settings
     table = read_protocol(protocol).get("mpc", {}) if protocol else {}
     mpc = resolve_mpc(table, f" in {protocol!r}" if protocol else "", given_mpc(ns))
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
-                       dealer=providers.lookup(mpc.provider).has_dealer)
+                       dealer=providers.lookup(mpc.provider).has_dealer, ranged=False)
     settings = read_settings(credentials=ns.credentials, insecure_links=ns.insecure_links, iface=ns.iface)
     config = mpc.for_parties(endpoint.parties)
+    take_place(endpoint, config, settings)  # RANK and WORLD_SIZE compared at the rendezvous, before anything else
     if endpoint.rank == endpoint.parties:
         if not config.provider_record.has_dealer:
             raise ConfigError(f"rank {endpoint.rank} is the dealer's, but `provider` is {config.provider!r}.")

@@ -173,10 +173,9 @@ def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, r
 
 
 def _size(count: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"
+    from mpcdp.runtime.progress import size
+
+    return size(count)
 
 
 def _duration(seconds: float) -> str:

@@ -203,7 +203,12 @@ def checkpoint_description(plan: TrainPlan, levels: NoiseLevels, steps: int) -> 
 
 def protocol_provider(path: str) -> providers.Provider:
     """The provider a protocol's ``[mpc] provider`` names (the default if none), read first: is a dealer a process?"""
-    return providers.lookup(resolve_mpc(read_protocol(path).get("mpc", {}), f" in {path!r}").provider)
+    return providers.lookup(protocol_mpc(path).provider)
+
+
+def protocol_mpc(path: str) -> MpcSettings:
+    """A protocol's resolved ``[mpc]`` settings, read before its plan (a party's place is claimed with them)."""
+    return resolve_mpc(read_protocol(path).get("mpc", {}), f" in {path!r}")
 
 
 def training_split(plan: TrainPlan):

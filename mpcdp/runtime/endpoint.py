@@ -47,9 +47,11 @@ class Endpoint:
 
 
 def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
-            environ: Mapping[str, str] | None = None, dealer: bool = True) -> Endpoint:
+            environ: Mapping[str, str] | None = None, dealer: bool = True, ranged: bool = True) -> Endpoint:
     """This process's rank, the number of data parties and the rendezvous. ``dealer``: whether the run has a
-    dealer process (under torchrun it is one of ``WORLD_SIZE``; without one every rank is a data party)."""
+    dealer process (under torchrun it is one of ``WORLD_SIZE``; without one every rank is a data party).
+    ``ranged=False`` leaves a rank beyond the run to the rendezvous (:func:`mpcdp.runtime.party.take_place`
+    refuses it there, on every process)."""
     env = os.environ if environ is None else environ
 
     def pick(value, key: str, flag: str) -> int:
@@ -77,7 +79,9 @@ def resolve(*, rank: int | None, parties: int | None, rendezvous: str | None,
                           "MASTER_ADDR + MASTER_PORT.")
     if not rendezvous.startswith(("tcp://", "file://", "env://")):
         raise ConfigError(f"`rendezvous` must start with tcp://, file:// or env://. Found {rendezvous!r}.")
-    if not 0 <= rank_ <= parties_ - (0 if dealer else 1):
+    if parties_ < 1:
+        raise ConfigError(f"`WORLD_SIZE` (the number of data parties) must be at least 1. Found {parties_}.")
+    if rank_ < 0 or (ranged and rank_ > parties_ - (0 if dealer else 1)):
         raise ConfigError(f"`rank` must be in [0, {parties_}] ({parties_} = the dealer). Found {rank_}." if dealer
                           else f"`rank` must be in [0, {parties_ - 1}] (no dealer). Found {rank_}.")
     return Endpoint(rank=rank_, parties=parties_, rendezvous=rendezvous)

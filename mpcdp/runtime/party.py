@@ -24,9 +24,9 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from mpcdp import plugins
 from mpcdp.config import MpcConfig
-from mpcdp.errors import MpcdpError, PartyLost, PartyRefused, PeerLost, PeerTimeout
+from mpcdp.errors import ConfigError, ConfigMismatchError, MpcdpError, PartyLost, PartyRefused, PeerLost, PeerTimeout
 from mpcdp.runtime import progress
-from mpcdp.runtime.endpoint import RunSettings, read_settings
+from mpcdp.runtime.endpoint import Endpoint, RunSettings, read_settings
 from mpcdp.runtime.process_server import threads_per_process
 from mpcdp.transport import losses, rendezvous as rendezvous_store
 from mpcdp.refusals import Refusal, refusal_of
@@ -68,7 +68,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     from mpcdp.mpc.context import MpcContext
 
     check_covered(config, fn)  # under security = "malicious", a job whose openings are not MAC-checked never starts
-    ctx = None
+    ctx = mesh = None
     reporter = reporter if reporter is not None else progress.to_stderr(f"mpcdp party {rank}")
     try:
         with progress.reporting(reporter):
@@ -81,6 +81,8 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
             ctx = MpcContext.join(config=config, job=job, mesh=mesh, on_step=on_step, on_progress=on_progress)
             reporter.note("every party agrees on the run; starting")
             value = fn(ctx, *args)
+    except ConfigMismatchError as exc:  # the parties refused the run together: tell the dealer why, then stop
+        _stop_on_disagreement(rank, exc, announce, mesh)
     except (PeerLost, PeerTimeout) as exc:  # a link closed or timed out, or a peer deviated (ProtocolViolation)
         _stop_on_loss(rank, exc, str(exc), announce, ctx, config.timeout_s)
     except RuntimeError as exc:  # the rendezvous store failed: the peer is not named
@@ -95,6 +97,37 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
         raise PartyLost(f"party {rank} stopped: the dealer was lost before the run's end — {exc}",
                         party=exc.party) from exc
     return value
+
+
+def take_place(endpoint: Endpoint, config: MpcConfig, settings: RunSettings | None = None) -> None:
+    """A process started on its own (``mpcdp party``, :func:`mpcdp.train` under ``RANK``) claims its place —
+    RANK, WORLD_SIZE, a dealer or none — at the rendezvous before it reads its data or builds its plan, and
+    waits until every rank has claimed the same run (:func:`mpcdp.transport.claims.settle`): a wrong
+    WORLD_SIZE or RANK is refused on every process, naming the setting, as soon as both claims are in.
+    ``endpoint`` may hold a rank beyond the run (:func:`~mpcdp.runtime.endpoint.resolve` with
+    ``ranged=False``). Where the rendezvous cannot be reached within ``config.timeout_s``, nothing is claimed:
+    the party's own checks and the links' rendezvous say what is wrong.
+
+    Raises:
+        ConfigMismatchError: this or another process claims another place (naming WORLD_SIZE or RANK).
+        ConfigError: this rank is beyond the run and the rendezvous cannot be reached.
+        PeerTimeout: a rank made no claim within ``config.timeout_s``.
+    """
+    from mpcdp.transport import claims
+
+    settings = _use(settings)
+    declare_network(settings.network)
+    beyond = endpoint.rank >= config.processes
+    try:
+        rendezvous_store.open_store(endpoint.rendezvous, rank=endpoint.rank, processes=config.processes,
+                                    timeout_s=config.timeout_s, security=settings.links(endpoint.rank).security)
+    except (PeerTimeout, PeerLost, MpcdpError) as exc:
+        if beyond:
+            raise ConfigError(f"`rank` must be in [0, {config.processes - 1}]. Found {endpoint.rank}.") from exc
+        if isinstance(exc, (PeerTimeout, PeerLost)):
+            return  # nobody to claim a place with: the local checks run, and joining says who is missing
+        raise
+    claims.settle(endpoint.rank, config.parties, config.processes, config.timeout_s)
 
 
 def checks_before_joining(check: Callable[..., Sequence[Any]]):
@@ -187,9 +220,32 @@ def _stop_on_loss(rank: int, exc: BaseException, detail: str,
     raise error from exc
 
 
-def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | None = None) -> dict[str, Any]:
+def _stop_on_disagreement(rank: int, exc: ConfigMismatchError, announce: Callable[[BaseException], None] | None,
+                          mesh) -> NoReturn:
+    """Stop after the data parties refused the run together (``exc``: their handshake or data agreement
+    differed, the same line on each): write that line as this party's report (:mod:`mpcdp.transport.losses`)
+    before closing the links, so that the dealer, whose link closes next, says it too; party 0 keeps the store
+    up until the dealer has read it (at most :data:`~mpcdp.transport.losses.LINGER_S`). Cost: one store write
+    of at most 256 bytes per party."""
+    from mpcdp import adapter
+
+    if mesh is not None:  # joined the store: a mismatch at the rendezvous itself has nothing more to tell
+        losses.report_disagreement(rank, str(exc))
+        mesh.close(orderly=False)
+        adapter.stop_party(orderly=False)
+    if announce is not None:
+        announce(exc)
+    if mesh is not None:
+        losses.linger(rank)
+    raise exc
+
+
+def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | None = None,
+               reporter: progress.PhaseLines | None = None) -> dict[str, Any]:
     """Serve as the dealer (rank ``config.parties``) until the parties are done; report what it sent, in
-    total and per request (in the order party 0 made them). ``settings`` as for :func:`run_party`."""
+    total and per request (in the order party 0 made them). ``settings`` as for :func:`run_party`;
+    ``reporter``: where its progress lines go (None: this process's stderr, as ``mpcdp dealer``): what it
+    serves, at most one line per :data:`~mpcdp.runtime.progress.INTERVAL_S`."""
     import time
 
     from mpcdp import adapter
@@ -200,9 +256,13 @@ def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | No
     start = time.perf_counter()
     if os.environ.get(RECORD_DEALER_VIEW) == "1":  # the view audit's dealer (mpcdp.jobs.views)
         adapter.record_dealer_view()
+    reporter = reporter if reporter is not None else progress.to_stderr("mpcdp dealer")
+    reporter.note(f"serving a run of {config.parties} parties")
     request_bytes, bytes_sent, request_cpu = adapter.run_dealer(
         parties=config.parties, rendezvous_url=rendezvous, precision_bits=config.precision_bits,
-        timeout_s=config.timeout_s, security=links.security, insecure=links.insecure, iface=links.iface)
+        timeout_s=config.timeout_s, security=links.security, insecure=links.insecure, iface=links.iface,
+        on_request=progress.dealer_lines(reporter))
+    reporter.note(f"done: served {len(request_bytes):,} requests of party 0, {progress.size(bytes_sent)}")
     report = {"bytes_sent": bytes_sent, "wall_s": time.perf_counter() - start, "request_bytes": request_bytes,
               "request_cpu_s": request_cpu, "cpu_s": sum(request_cpu)}
     if adapter.recorded_dealer_view() is not None:
@@ -331,8 +391,9 @@ def run_dealer_process(config: MpcConfig, settings: RunSettings, rendezvous: str
     _name_process(f"mpcdp-rank{rank}")
     _take_launcher_state(launcher)
     _redirect_output(log_path)
+    reporter = progress.PhaseLines("mpcdp dealer", lambda line: _send(results, ("line", rank, line)))
     try:
-        report = run_dealer(config=config, rendezvous=rendezvous, settings=settings)
+        report = run_dealer(config=config, rendezvous=rendezvous, settings=settings, reporter=reporter)
     except BaseException as exc:  # noqa: BLE001
         traceback.print_exc()
         _report_error(results, rank, exc)

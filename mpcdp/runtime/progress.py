@@ -63,6 +63,32 @@ class PhaseLines:
         """One line that is not a phase's (joined, the estimate, ...)."""
         self.write(f"{self.who}: {text}")
 
+    def now_and_then(self, text: str) -> None:
+        """A line of a running count without a known total (what the dealer has served): written if the last
+        line was written at least :attr:`interval_s` ago."""
+        now = self.clock()
+        if now - self.shown_at >= self.interval_s:
+            self.shown_at = now
+            self.write(f"{self.who}: {text}")
+
+
+def dealer_lines(reporter: PhaseLines) -> Callable[[int, int], None]:
+    """The dealer's progress (:func:`mpcdp.runtime.party.run_dealer`): called with (requests served, bytes
+    sent) after each request, it writes at most one line per :data:`INTERVAL_S` ("served 1,204 requests of
+    party 0, 12.3 MB"); public counts only, what the run's report shows anyway."""
+    def served(requests: int, sent: int) -> None:
+        reporter.now_and_then(f"served {requests:,} requests of party 0, {size(sent)}")
+
+    return served
+
+
+def size(count: int) -> str:
+    """A byte count in words: "12.3 MB"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
 
 def phase(name: str, total: int, done: int = 0) -> None:
     """This process enters phase ``name`` (see :meth:`PhaseLines.phase`); nothing without a reporter."""

@@ -44,7 +44,10 @@ then closes its links. Then (:func:`resolve`):
 
 A party that refuses its own input before joining the links writes its refusal as its report
 (:mod:`mpcdp.refusals`): that is the cause, whatever else was reported, and every other process stops naming it
-(:func:`stopped`, :class:`~mpcdp.errors.PartyRefused`) as soon as it reads it.
+(:func:`stopped`, :class:`~mpcdp.errors.PartyRefused`) as soon as it reads it. Data parties that refuse the
+run together — their handshake or data agreement differed, and each computed the same line from what all of
+them sent — write that line as their report (:func:`report_disagreement`) before they close their links, so
+that the dealer, outside that agreement, stops with the same line instead of naming a lost party.
 
 If the store is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps
 the store up until the reports are in (at most :data:`LINGER_S`) so that the others can read them
@@ -68,7 +71,7 @@ import dataclasses
 import datetime
 import time
 
-from mpcdp.errors import PartyLost, PartyRefused, PeerLost, PeerTimeout, ProtocolViolation
+from mpcdp.errors import ConfigMismatchError, PartyLost, PartyRefused, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import rendezvous
 
 REPORT_WAIT_S = 2.0
@@ -106,6 +109,7 @@ class Verdict:
     store_lost: bool = False
     refusal: rendezvous.Report | None = None  # a party's refusal of its own input: the cause
     mac: tuple[int, ...] = ()  # the processes whose MAC check failed (this one's own, or as reported)
+    disagreement: rendezvous.Report | None = None  # the data parties refused the run together: the cause
 
     @property
     def party(self) -> int | None:
@@ -155,6 +159,16 @@ def report(me: int, exc: BaseException | None) -> None:
         pass
 
 
+def report_disagreement(me: int, line: str) -> None:
+    """Write this data party's refusal of the run that the data parties agreed on (``line``: their handshake or
+    data agreement differed) as its report, for the dealer; never raises (a store that is gone cannot be told)."""
+    try:
+        _store()
+        rendezvous.publish_disagreement(me, line)
+    except Exception:  # noqa: BLE001 - the store's host is gone, or it refused: nobody left to tell
+        pass
+
+
 def resolve(me: int, exc: BaseException | None) -> Verdict:
     """Whom this process names after ``exc``: its own direct evidence at once, else the run's reports."""
     suspect, kind = _suspect_of(me, exc)
@@ -176,7 +190,8 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
             reports = rendezvous.read_reports(info.processes)
         except Exception:  # noqa: BLE001 - the store's host, party 0's process, is gone
             return Verdict((0,), store_lost=True) if me != 0 else _alone(me, suspect, kind)
-        if settled(reports, info.processes) or _refusal(reports) or time.monotonic() > deadline:
+        if settled(reports, info.processes) or _refusal(reports) or _disagreement(reports) \
+                or time.monotonic() > deadline:
             break
         time.sleep(_POLL_S)
     try:  # once more: a report read in this pass may answer one written while the pass read others
@@ -216,6 +231,12 @@ def _refusal(reports: dict) -> rendezvous.Report | None:
     return refused[0] if refused else None
 
 
+def _disagreement(reports: dict) -> rendezvous.Report | None:
+    """The data parties' refusal of the run among the reports (the lowest writer's), or None."""
+    said = [r for _, r in sorted(reports.items()) if isinstance(r, rendezvous.Report) and r.reason is not None]
+    return said[0] if said else None
+
+
 def judge(me: int, reports: dict, processes: int | None = None, dealer: int | None = None) -> Verdict:
     """Whom this process (``me``) names from the run's reports (the rules in the module docstring): a
     refusal's writer; else the one process that can be the deviating one (:func:`suspects`); else, where
@@ -224,6 +245,9 @@ def judge(me: int, reports: dict, processes: int | None = None, dealer: int | No
     refused = _refusal(reports)
     if refused is not None and refused.writer != me:
         return Verdict((refused.writer,), refusal=refused)
+    disagreed = _disagreement(reports)
+    if disagreed is not None and disagreed.writer != me:
+        return Verdict(disagreement=disagreed)
     possible = suspects(me, reports, processes, dealer)
     if len(possible) == 1:
         h = possible[0]
@@ -311,10 +335,13 @@ def linger(rank: int, wait_s: float = LINGER_S) -> None:
         time.sleep(_POLL_S)
 
 
-def stopped(verdict: Verdict, me: str, detail: str) -> PartyLost | PartyRefused:
+def stopped(verdict: Verdict, me: str, detail: str) -> PartyLost | PartyRefused | ConfigMismatchError:
     """The error a process raises when it stops after a loss: :class:`~mpcdp.errors.PartyRefused` with the
-    refusing party's line (the same on every process) if a party refused its input, else
-    :class:`~mpcdp.errors.PartyLost` with :func:`message`."""
+    refusing party's line (the same on every process) if a party refused its input,
+    :class:`~mpcdp.errors.ConfigMismatchError` with the data parties' line if they refused the run together
+    (the dealer says why they left), else :class:`~mpcdp.errors.PartyLost` with :func:`message`."""
+    if verdict.disagreement is not None:
+        return ConfigMismatchError(f"{me} stopped: the data parties refused the run — {verdict.disagreement.reason}")
     if verdict.refusal is not None:
         refusal = verdict.refusal
         assert refusal.refusal is not None  # a verdict's refusal is a report that carries one (_refusal)

@@ -50,12 +50,12 @@ from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarnin
     ProtocolViolation
 from mpcdp.transport.signed_values import Unauthenticated, ValueSigner
 from mpcdp.transport.store import Store, StoreClient, StoreServer
-from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report, parse_endpoint,
-                                          parse_report)
+from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, REPORT_PREFIX, Report,
+                                          disagreement_value, parse_endpoint, parse_report, public_line)
 
 __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
-           "publish_endpoint", "publish_refusal", "publish_report", "read_reports", "run", "who", "current"]
+           "publish_disagreement", "publish_endpoint", "read_value", "write_value", "publish_refusal", "publish_report", "read_reports", "run", "who", "current"]
 
 _store: Store | None = None
 _server: StoreServer | None = None
@@ -63,6 +63,7 @@ _run: Run | None = None
 _signer: ValueSigner | None = None  # sealing values, where the store is not mpcdp's TLS store (credentials given)
 _forged: dict[str, str] = {}  # key -> why its value was ignored (said once on stderr)
 _network: ipaddress.IPv4Network | None = None  # MPCDP_NETWORK, as the runtime declared it
+_opened: tuple[str, int, int] | None = None  # (rendezvous, rank, processes) of the store joined
 _POLL_S = 0.02
 _REPORT_POLL_S = 0.25
 
@@ -78,11 +79,15 @@ class Run:
 
 
 def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, security=None) -> Store:
-    """Join the rendezvous as ``rank`` (party 0 hosts it); keep the store as this process's :func:`current`.
+    """Join the rendezvous as ``rank`` (party 0 hosts it); keep the store as this process's :func:`current`
+    (joined once per run: a second call for the same run returns it).
 
     ``security``: this rank's :class:`~.credentials.LinkSecurity`; the store's connections are then TLS.
     """
-    global _store, _server, _run, _signer
+    global _store, _server, _run, _signer, _opened
+    if _store is not None and _opened == (rendezvous, rank, processes):  # joined already (its claim, .claims)
+        return _store
+    _opened = (rendezvous, rank, processes)
     _run = Run(rank, processes, security is not None)
     _signer = None
     _forged.clear()
@@ -236,6 +241,16 @@ def _write(key: str, value: str) -> None:
     _joined().set(key, value if _signer is None else _signer.seal(key, value))
 
 
+def write_value(key: str, value: str) -> None:
+    """Write ``value`` under this process's own ``key`` (sealed where the store needs it)."""
+    _write(key, value)
+
+
+def read_value(key: str, rank: int) -> bytes | None:
+    """Rank ``rank``'s value of ``key`` (None: not written, or not sealed by ``rank``)."""
+    return _read(key, rank)
+
+
 def publish_endpoint(rank: int, host: str, port: int, processes: int) -> None:
     """Write where this process listens, and how many processes it expects in the run (public)."""
     _write(_key(rank), f"{host} {int(port)} {int(processes)}")
@@ -249,6 +264,13 @@ def publish_report(rank: int, suspect: int | None, evidence: str) -> None:
 def publish_refusal(rank: int, refusal) -> None:
     """Write this party's refusal of its own input as its report (public; :mod:`mpcdp.refusals`)."""
     _write(f"{REPORT_PREFIX}{rank}", json.dumps(refusal.value(), separators=(",", ":"), ensure_ascii=False))
+
+
+def publish_disagreement(rank: int, line: str) -> None:
+    """Write this data party's refusal of the run that the parties agreed on (their handshake or data agreement
+    differed) as its report, for the processes outside that agreement — the dealer — to say the same line
+    (public: what every data party computed from what all of them sent; :func:`~.store_values.public_line`)."""
+    _write(f"{REPORT_PREFIX}{rank}", disagreement_value(public_line(line)))
 
 
 def read_reports(processes: int) -> dict[int, Report | str]:

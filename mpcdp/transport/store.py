@@ -6,9 +6,11 @@ of UTF-8 JSON nested at most :data:`MAX_JSON_DEPTH` deep (checked before it is p
 ``{"op": "get", "key"}`` or ``{"op": "set", "key", "value"}`` → ``{"value"}``, or ``{"error"}`` followed by
 the connection's close. Nothing is unpickled.
 
-Schema: only two families of keys may be written, two keys per rank of the run (rank < ``processes``):
+Schema: only three families of keys may be written, three keys per rank of the run (rank < ``processes``;
+claims also for :data:`~.store_values.CLAIM_STRAYS` ranks beyond, a process started with a RANK beyond the run's):
 
 * ``mpcdp/endpoint/<rank>``: ``'IPv4 port processes'`` (where that rank listens, :func:`parse_endpoint`);
+* ``mpcdp/claim/<rank>``: ``'parties processes nonce'`` (the place a process was started with, :mod:`.claims`);
 * ``mpcdp/report/<rank>``: ``{"suspect": j | null, "evidence": kind}``, that rank's loss report
   (:func:`parse_report`, :mod:`.losses`), or that party's refusal of its own input (:mod:`mpcdp.refusals`).
 
@@ -31,7 +33,7 @@ credentials, and under TLS a rank holds one connection (its newest); the TLS han
 within ``request_s`` of the connection's accept, on the connection's own thread, and every later request
 within ``request_s`` of its first byte; between requests a connection may stay idle while the store runs
 (the run's processes hold theirs from the rendezvous to the end of the run). Keys are bounded by the schema
-(two per rank) and stored bytes by :attr:`StoreServer.max_stored_bytes`. Every refusal closes the connection
+(three per rank) and stored bytes by :attr:`StoreServer.max_stored_bytes`. Every refusal closes the connection
 and is reported once per source (the writer's rank, or its address) on party 0's stderr.
 Cost: one thread and one connection per process of the run; requests of at most a few hundred bytes.
 """
@@ -49,9 +51,10 @@ from typing import Protocol
 
 from mpcdp.errors import ConfigError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport.gate import PER_SOURCE, Gate
-from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_RANKS,
+from mpcdp.transport.store_values import (CLAIM_PREFIX, CLAIM_STRAYS, ENDPOINT_PREFIX, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_RANKS,
                                           MAX_VALUE_BYTES, REQUEST_S, _recv_exactly, _shown, key_rank,
-                                          loads_bounded, parse_endpoint, parse_report, read_reply, write_message)
+                                          loads_bounded, parse_claim, parse_endpoint, parse_report, read_reply,
+                                          write_message)
 
 _SHOWN_SOURCES = 32  # refusals reported on stderr: the first from each source, for this many sources
 
@@ -77,7 +80,7 @@ class StoreServer:
         self.ranks = processes or MAX_RANKS
         self.request_s = float(request_s)
         self.max_connections = max_connections or (max(16, 2 * processes + 8) if processes else 64)
-        self.max_stored_bytes = 2 * min(self.ranks, 1024) * (MAX_VALUE_BYTES + 32)
+        self.max_stored_bytes = (3 * min(self.ranks, 1024) + CLAIM_STRAYS) * (MAX_VALUE_BYTES + 32)
         self.values: dict[str, str] = {}
         self.stored_bytes = 0
         self.active = self.peak = self.established = 0
@@ -299,7 +302,7 @@ class StoreServer:
         if family is None:
             raise _Refused(f"it may not write {_shown(key)} (only mpcdp/endpoint/<rank> and mpcdp/report/<rank>)")
         prefix, rank = family
-        if rank >= self.ranks:
+        if rank >= self.ranks + (CLAIM_STRAYS if prefix == CLAIM_PREFIX else 0):
             raise _Refused(f"it may not write {key}: the run has ranks 0..{self.ranks - 1}")
         if self.security is not None and rank != writer:
             raise _Refused(f"rank {writer} may not write {key} (another rank's)")
@@ -308,6 +311,8 @@ class StoreServer:
         try:
             if prefix == ENDPOINT_PREFIX:
                 parse_endpoint(value)
+            elif prefix == CLAIM_PREFIX:
+                parse_claim(value)
             else:
                 parse_report(value, rank)
         except ValueError as exc:

@@ -3,9 +3,11 @@ their values, and bounded reading of the wire format (:mod:`.store` serves and r
 
 Wire format: a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES` of UTF-8 JSON nested at most
 :data:`MAX_JSON_DEPTH` deep (checked before it is parsed). Keys: ``mpcdp/endpoint/<rank>`` =
-``'IPv4 port processes'`` (:func:`parse_endpoint`) and ``mpcdp/report/<rank>`` = ``{"suspect": j | null,
+``'IPv4 port processes'`` (:func:`parse_endpoint`), ``mpcdp/claim/<rank>`` = ``'parties processes nonce'``
+(:func:`parse_claim`) and ``mpcdp/report/<rank>`` = ``{"suspect": j | null,
 "evidence": kind}``, or a party's refusal of its own input ``{"refused", "file", "field", "position"}``
-(:mod:`mpcdp.refusals`) (:func:`parse_report`). Nothing is unpickled.
+(:mod:`mpcdp.refusals`), or a data party's line refusing the run with the others ``{"disagreed": line}``
+(:func:`parse_report`). Nothing is unpickled.
 
 Security model: every value is parsed against this schema by the server when it is written and again by every
 reader; a malformed value names its writer (the rank in its key), never stops the reader. Cost: none beyond
@@ -30,6 +32,8 @@ MAX_RANKS = 4096
 REQUEST_S = 5.0
 ENDPOINT_PREFIX = "mpcdp/endpoint/"
 REPORT_PREFIX = "mpcdp/report/"
+CLAIM_PREFIX = "mpcdp/claim/"
+CLAIM_STRAYS = 8  # claims of ranks this far beyond a run's processes are kept (mpcdp.transport.claims)
 EVIDENCE = ("violation", "short", "timeout", "closed", "mac", "none")
 """``mac``: the writer's MAC check failed (``security = "malicious"``); it names a suspect only where the
 evidence does (a σ share that does not match its commitment), else none."""
@@ -37,18 +41,38 @@ evidence does (a σ share that does not match its commitment), else none."""
 
 class Report(NamedTuple):
     """One process's loss report: whom it suspects (None: nobody) and on what evidence (:data:`EVIDENCE`); or,
-    evidence ``"refused"``, the writer's refusal of its own input (:mod:`mpcdp.refusals`)."""
+    evidence ``"refused"``, the writer's refusal of its own input (:mod:`mpcdp.refusals`); or, evidence
+    ``"disagreed"``, the line on which the data parties refused the run together (``reason``: their handshake
+    or data agreement differed, :func:`disagreement_value`)."""
     writer: int
     suspect: int | None
     evidence: str
     refusal: Refusal | None = None
+    reason: str | None = None
+
+
+def public_line(text: str) -> str:
+    """``text`` as a disagreement report may carry it: printable characters only (others as ``?``), cut so that
+    its report fits :data:`MAX_VALUE_BYTES` (ending in ``…`` when cut)."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in text.split("\n", 1)[0])
+    cut = False
+    while len(disagreement_value(text + ("…" if cut else "")).encode("utf-8")) > MAX_VALUE_BYTES:
+        text, cut = text[:-8], True
+    return text + ("…" if cut else "")
+
+
+def disagreement_value(line: str) -> str:
+    """The report of a data party that refused the run with the others (public: the handshake's or the data
+    agreement's line, which every data party computed from what all of them sent): ``{"disagreed": line}``."""
+    return json.dumps({"disagreed": line}, separators=(",", ":"), ensure_ascii=False)
 
 
 # -- schema -----------------------------------------------------------------------------------------------
 
 def key_rank(key: str) -> tuple[str, int] | None:
-    """(prefix, rank) of a writable key (``mpcdp/endpoint/<rank>``, ``mpcdp/report/<rank>``), else None."""
-    for prefix in (ENDPOINT_PREFIX, REPORT_PREFIX):
+    """(prefix, rank) of a writable key (``mpcdp/endpoint/<rank>``, ``mpcdp/report/<rank>``,
+    ``mpcdp/claim/<rank>``), else None."""
+    for prefix in (ENDPOINT_PREFIX, REPORT_PREFIX, CLAIM_PREFIX):
         tail = key[len(prefix):] if key.startswith(prefix) else ""
         if tail.isascii() and tail.isdigit() and len(tail) <= 4 and (tail == "0" or not tail.startswith("0")):
             return prefix, int(tail)
@@ -73,6 +97,20 @@ def parse_endpoint(text: str) -> tuple[str, int, int]:
     return host, int(port), int(processes)
 
 
+def parse_claim(text: str) -> tuple[int, int, str]:
+    """``'parties processes nonce'`` (a process's claim of its place, :mod:`.claims`) → (parties, processes,
+    nonce: 16 hex digits).
+
+    Raises:
+        ValueError: any other text.
+    """
+    parts = text.split(" ")
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and 0 < int(p) <= MAX_RANKS for p in parts[:2]) \
+            or len(parts[2]) != 16 or any(ch not in "0123456789abcdef" for ch in parts[2]):
+        raise ValueError(f"{_shown(text)} is not 'parties processes nonce'")
+    return int(parts[0]), int(parts[1]), parts[2]
+
+
 def parse_report(text: str, writer: int) -> Report:
     """``{"suspect": j | null, "evidence": kind}`` written by rank ``writer`` → :class:`Report`; a refusal
     (:func:`~.refusals.parse_refusal`) → a report of evidence ``"refused"`` that suspects nobody.
@@ -86,6 +124,11 @@ def parse_report(text: str, writer: int) -> Report:
     value = loads_bounded(text.encode("utf-8"), MAX_JSON_DEPTH)
     if isinstance(value, dict) and "refused" in value:
         return Report(writer, None, "refused", parse_refusal(value))
+    if isinstance(value, dict) and "disagreed" in value:
+        line = value["disagreed"]
+        if set(value) != {"disagreed"} or not isinstance(line, str) or not line or public_line(line) != line:
+            raise ValueError("a disagreement that is not {'disagreed': one printable line}")
+        return Report(writer, None, "disagreed", reason=line)
     if not isinstance(value, dict) or set(value) != {"suspect", "evidence"}:
         raise ValueError(f"{_shown(text)} is not {{'suspect', 'evidence'}}")
     suspect, evidence = value["suspect"], value["evidence"]
