@@ -113,6 +113,8 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     mpc = resolve_mpc(table, f" in {protocol!r}" if protocol else "", given_mpc(ns))
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
                        dealer=providers.lookup(mpc.provider).has_dealer, ranged=False)
+    if endpoint.rank != endpoint.parties:  # the dealer trains nothing and costs nothing: it ignores `--model`
+        _check_party_model(ns)  # before the process takes its place at the rendezvous
     settings = read_settings(credentials=ns.credentials, insecure_links=ns.insecure_links, iface=ns.iface)
     config = mpc.for_parties(endpoint.parties)
     take_place(endpoint, config, settings)  # RANK and WORLD_SIZE compared at the rendezvous, before anything else
@@ -131,7 +133,6 @@ def _cmd_party(ns: argparse.Namespace) -> int:
         raise ConfigError(f"`{outputs[0]}` is for `--job train --data FILE` (a party's own data).")
     if ns.plot and ns.eval_every is None:
         raise ConfigError("`--plot` draws the per-round metrics: give `--eval-every K` too.")
-    _check_party_model(ns)
     if ns.job == "train":
         from mpcdp.jobs.train import host_launcher, plan_from, run_plan
         from mpcdp.runtime import progress

@@ -111,8 +111,10 @@ def _wait(mine: Claim) -> None:
             _check_strays(mine)
         if len(found) < processes and time.monotonic() > deadline:
             missing = [r for r in range(processes) if r not in found]
-            raise PeerTimeout(f"Timed out after {timeout_s:g} s waiting at the rendezvous for the claim of rank "
-                              f"{missing[0]} (RANK {missing[0]} was not started, or cannot reach the rendezvous)",
+            who = "the dealer" if missing[0] == mine.parties else f"party {missing[0]}"
+            _report_missing(mine, missing[0])
+            raise PeerTimeout(f"Timed out after {timeout_s:g} s waiting at the rendezvous for {who}'s claim of its "
+                              f"place (RANK {missing[0]} was not started, or cannot reach the rendezvous)",
                               party=missing[0])
         time.sleep(_POLL_S)
     _check_reports(mine)
@@ -175,6 +177,19 @@ def _refuse(mine: Claim, refusal: Refusal) -> None:
     if mine.rank == 0:
         _linger(mine, everyone=refusal.category in ("world-size", "dealer"))
     raise ConfigMismatchError(refusal.text(mine.rank), party=mine.rank)
+
+
+def _report_missing(mine: Claim, missing: int) -> None:
+    """Before this process stops for a rank that never claimed its place: its loss report (suspecting that
+    rank, on a timeout), and for party 0, the store's host, the store kept up until every process that did
+    claim has reported too — so that each of them names the missing rank on its own time-out instead of
+    losing the store first (:func:`_linger`; at most the run's ``timeout_s``)."""
+    try:
+        rendezvous.publish_report(mine.rank, missing, "timeout")
+    except Exception:  # noqa: BLE001 - the store went away or a twin of this rank reported: nothing to add
+        pass
+    if mine.rank == 0:
+        _linger(mine, everyone=False)
 
 
 def _tell(rank: int, refusal: Refusal) -> None:
