@@ -958,3 +958,44 @@ def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_di
     release = noisy_release(ctx, torch.full((2, 3), 0.25 * ctx.rank, dtype=torch.float64), None, shape=(2, 3),
                             label="release")  # the training release's path, without noise
     return total.tolist(), release.tolist()
+
+
+@covers_malicious
+def authenticated_products(ctx, n: int, seed: int, rogue: int):
+    """Under ``security = "malicious"``: party 0 inputs x, party 1 inputs y (uniform int64 words from ``seed``),
+    authenticated one by one; every party computes [[x·y]] (:func:`mpcdp.mpc.authenticated.multiply`) and
+    [[3x − y + 5]], [[x·2^40]] (the local helpers), opens them and MAC-checks. Then a second product, for which
+    party ``rogue`` flips bit 62 of the first word of its ε share (the same altered words to every party): every
+    party's check must fail. Returns (the opened words, the second check's failure line or None)."""
+    from mpcdp.errors import MacCheckFailed
+    from mpcdp.mpc import authenticated as auth
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    y = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    own = x if ctx.rank == 0 else y if ctx.rank == 1 else torch.zeros(n, dtype=torch.int64)
+    inputs = auth.input_vectors(ctx, own, precision=0, label="inputs")
+    xs, ys = inputs[0], inputs[1]
+    product = auth.multiply(ctx, xs, ys, label="product")
+    combined = auth.linear(ctx, [(3, xs), (-1, ys)], constant=5)
+    scaled = xs.mul_public(torch.tensor(1 << 40))
+    opened = [auth.open_values(ctx, v, label=f"out{i}", reason="test output")
+              for i, v in enumerate((product, combined, scaled))]
+    auth.mac_check(ctx, label="products")
+    if ctx.rank == rogue:
+        original = ctx._open
+
+        def lying(vector, *, label: str, **kwargs):
+            if label == "flipped (ε, δ)":
+                vector = vector.clone()
+                vector.view(-1)[0] ^= 1 << 62
+            return original(vector, label=label, **kwargs)
+
+        ctx._open = lying
+    failure = None
+    try:
+        auth.open_values(ctx, auth.multiply(ctx, xs, ys, label="flipped"), label="flipped", reason="test output")
+        auth.mac_check(ctx, label="flipped")
+    except MacCheckFailed as error:
+        failure = str(error)
+    return [o.tolist() for o in opened], failure

@@ -24,7 +24,7 @@ from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared
 from mpcdp.runtime.harness import free_port, run_parties
 from party_commands import ROOT, run_party_commands
-from party_jobs import tampered_aggregate
+from party_jobs import authenticated_products, tampered_aggregate
 
 
 def _wide(ring: Ring, values: list[int]) -> Wide:
@@ -124,6 +124,23 @@ def test_a_cheat_on_an_opened_value_passes_no_more_often_than_the_spdz2k_bound(s
     assert abs(passed - exact) <= tolerance, (passed, exact)
     assert exact < bound and passed < bound, (passed, exact, bound)
     assert passed > 0  # at this small s the cheat succeeds at times: the test can see the check's limit
+
+
+def test_authenticated_products_are_exact_mod_2_64_and_a_flipped_epsilon_share_fails_the_mac_check(config_for):
+    """A real 3-party run (plus the dealer): uniform 64-bit x (party 0's) and y (party 1's), authenticated one by
+    one; x·y by a dealt authenticated triple, 3x − y + 5 and 2^40·x locally, all opened and MAC-checked, equal the
+    int64 (mod 2^64) results. A second product whose ε share party 1 alters (bit 62 of its first word, consistently
+    to every party) fails the MAC check on every party."""
+    n, seed = 64, 5
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    y = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    expected = [(x * y).tolist(), (3 * x - y + 5).tolist(), (x * (1 << 40)).tolist()]  # int64 arithmetic wraps
+    results = run_parties(authenticated_products, config_for(3, security="malicious"), args=(n, seed, 1))
+    for opened, failure in results:
+        assert opened == expected
+        assert failure == ("the MAC check of opening 'flipped' failed: a party deviated from the protocol (a share "
+                           "or an opened value was altered); nothing was released (security = 'malicious')"), failure
 
 
 def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
