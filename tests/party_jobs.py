@@ -11,6 +11,7 @@ import torch
 from mpcdp import adapter
 from mpcdp.config import covers_malicious
 from crypten_view import record_view
+from mpcdp.mpc.bounded import witness as honest_witness
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
 
@@ -999,3 +1000,55 @@ def authenticated_products(ctx, n: int, seed: int, rogue: int):
     except MacCheckFailed as error:
         failure = str(error)
     return [o.tolist() for o in opened], failure
+
+
+BOUND_CASES = {  # contributions in grid units, ‖g‖² <= S = 100 (B = 10, L = 5 bits, L_s = 7)
+    "honest at the bound": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],
+    "party 1 just over": [[6, 8, 0, 0], [-10, 0, 1, 0], [0, 0, -6, 8]],
+    "party 2 wraps": [[6, 8, 0, 0], [-10, 0, 0, 0], [1 << 32, 0, 0, 0]],  # (2^32)² ≡ 0 mod 2^64
+    "party 1 wraps with non-bits": [[6, 8, 0, 0], [1 << 32, 0, 0, 0], [0, 0, -6, 8]],
+}
+
+
+def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
+    """A cheater's witness for a coordinate whose square wraps mod 2^64: the slack of the wrapped ‖g‖² (so check
+    (c) holds) and, with ``non_bits``, coordinate 0's whole offset g_0 + B in its first "bit" (so (b) holds too:
+    only (a) can refuse it); without, its bits clamped to their range (only (b) can)."""
+    words = honest_witness(g, bound)
+    width = bound.coordinate_bits
+    if non_bits:
+        words[:width] = 0
+        words[0] = int(g[0]) + bound.offset
+    wrapped = sum(int(v) ** 2 for v in g.tolist()) % (1 << 64)
+    slack = (bound.squared - wrapped) % (1 << 64)
+    words[bound.dim * width:] = torch.tensor([(slack >> i) & 1 for i in range(bound.slack_bits)])
+    return words
+
+
+@covers_malicious
+def bounded_cases(ctx, cases: list[str]):
+    """Under ``security = "malicious"``: for each case of :data:`BOUND_CASES`, every party contributes its vector
+    to an authenticated sum whose inputs are checked against ‖g‖² <= 100 (:func:`mpcdp.mpc.bounded.bounded_sum`),
+    then opens the sum MAC-checked. A refusal (:class:`~mpcdp.mpc.bounded.OutOfBound`) is caught, so the run
+    goes on to the next case. Returns, per case, (the opened sum or None, the refusal's line or None, the labels
+    opened in that case)."""
+    from mpcdp.mpc import bounded
+    from mpcdp.mpc.authenticated import reveal_checked
+
+    bound = bounded.UnitBound(100, 4)
+    out = []
+    for case in cases:
+        vectors = BOUND_CASES[case]
+        rogue = case.startswith(f"party {ctx.rank} wraps")
+        bounded.witness = (lambda g, b: wrapped_witness(g, b, "non-bits" in case)) if rogue else honest_witness
+        before = len(ctx.openings)
+        opened, refusal = None, None
+        try:
+            total = bounded.bounded_sum(ctx, torch.tensor(vectors[ctx.rank], dtype=torch.int64), bound,
+                                        precision=0, label=case)
+            opened = reveal_checked(ctx, total, label=case, reason="test output").tolist()
+        except bounded.OutOfBound as refused:
+            refusal = str(refused)
+        out.append((opened, refusal, [o.label for o in ctx.openings[before:] if o.kind != "public"]))
+    bounded.witness = honest_witness
+    return out

@@ -24,7 +24,7 @@ from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared
 from mpcdp.runtime.harness import free_port, run_parties
 from party_commands import ROOT, run_party_commands
-from party_jobs import authenticated_products, tampered_aggregate
+from party_jobs import BOUND_CASES, authenticated_products, bounded_cases, tampered_aggregate
 
 
 def _wide(ring: Ring, values: list[int]) -> Wide:
@@ -237,3 +237,34 @@ def test_separate_party_processes_with_credentials_sum_or_all_stop_on_one_flippe
     assert code != 0 and out == "", (code, out)
     assert err.splitlines()[-1].startswith("mpcdp: the dealer stopped: a MAC check failed (party 0") \
         and err.splitlines()[-1].endswith("nothing was released (security = 'malicious')"), err[-2000:]
+
+
+def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution_outside_it(config_for):
+    """One real 3-party run, ‖g‖² <= 100 grid units²: contributions at exactly the bound are summed; party 1 one
+    unit² over it (check (c) refuses it), party 2 with a coordinate 2^32 whose square wraps to 0 mod 2^64 and the
+    slack of the wrapped norm (check (b): the coordinate has no bits), and party 1 with that coordinate and a
+    witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line naming the contributor, before the sum is opened."""
+    cases = list(BOUND_CASES)
+    results = run_parties(bounded_cases, config_for(3, security="malicious"), args=(cases,))
+    for per_case in results:
+        outcome = dict(zip(cases, per_case))
+        assert outcome["honest at the bound"][:2] == ([-4.0, 8.0, -6.0, 8.0], None)
+        for case, rogue in (("party 1 just over", 1), ("party 2 wraps", 2), ("party 1 wraps with non-bits", 1)):
+            opened, refusal, labels = outcome[case]
+            assert opened is None and case not in labels, (case, labels)  # the sum was never opened
+            assert refusal == (f"party {rogue}'s contribution to release {case!r} is outside its clipping bound "
+                               f"(security = 'malicious')"), (case, refusal)
+
+
+def test_a_bound_in_grid_units_admits_an_honest_vector_at_its_norm_and_refuses_what_could_wrap():
+    from mpcdp.mpc.bounded import UnitBound, unit_bound, witness
+
+    bound = unit_bound(1.0, 4, 16)  # (2^16 + 1)²: rounding moves each coordinate by <= 1/2
+    assert bound.squared == (2 ** 16 + 1) ** 2 and bound.offset == 2 ** 16 + 1 and bound.coordinate_bits == 18
+    words = witness(torch.tensor([2 ** 16 + 1, 0, 0, 0]), bound)
+    assert words.numel() == bound.witness_words and set(words.tolist()) <= {0, 1}
+    assert sum(int(b) << i for i, b in enumerate(words[-bound.slack_bits:].tolist())) == 0  # no slack at the bound
+    with pytest.raises(ConfigError, match=r"`input_bound` is too large for 4096 coordinates"):
+        UnitBound(1 << 60, 4096)
+    with pytest.raises(ConfigError, match=r"`input_bound` must be a finite number >= 0"):
+        unit_bound(float("nan"), 4, 16)
