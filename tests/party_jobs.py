@@ -1051,4 +1051,10 @@ def bounded_cases(ctx, cases: list[str]):
             refusal = str(refused)
         out.append((opened, refusal, [o.label for o in ctx.openings[before:] if o.kind != "public"]))
     bounded.witness = honest_witness
-    return out
+    from mpcdp.jobs.aggregate import reveal_aggregate
+    from mpcdp.mpc.release import noisy_release
+
+    at_norm = torch.roll(torch.tensor([0.75, -1.0, 0.0, 0.0], dtype=torch.float64), ctx.rank)  # ‖x‖ = 1.25
+    summed = reveal_aggregate(ctx, at_norm, input_bound=1.25).tolist()
+    released = noisy_release(ctx, at_norm.reshape(2, 2), None, shape=(2, 2), label="release", bound=1.25).tolist()
+    return out, summed, released

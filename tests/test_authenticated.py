@@ -246,7 +246,8 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
     witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line naming the contributor, before the sum is opened."""
     cases = list(BOUND_CASES)
     results = run_parties(bounded_cases, config_for(3, security="malicious"), args=(cases,))
-    for per_case in results:
+    for per_case, summed, released in results:  # the jobs' own paths, every party's vector at the bound
+        assert summed == [0.75, -0.25, -0.25, -1.0] and released == [[0.75, -0.25], [-0.25, -1.0]]
         outcome = dict(zip(cases, per_case))
         assert outcome["honest at the bound"][:2] == ([-4.0, 8.0, -6.0, 8.0], None)
         for case, rogue in (("party 1 just over", 1), ("party 2 wraps", 2), ("party 1 wraps with non-bits", 1)):
@@ -268,3 +269,24 @@ def test_a_bound_in_grid_units_admits_an_honest_vector_at_its_norm_and_refuses_w
         UnitBound(1 << 60, 4096)
     with pytest.raises(ConfigError, match=r"`input_bound` must be a finite number >= 0"):
         unit_bound(float("nan"), 4, 16)
+
+
+def test_separate_party_processes_all_stop_naming_a_party_whose_contribution_wraps_past_its_bound(deployment):
+    """`mpcdp party --job aggregate --security malicious --input-bound 10` as 3 data parties + the dealer, each its
+    own OS process with its certificate; party 1 contributes a first coordinate of 65536 = 2^32 grid units (its
+    square wraps to 0 mod 2^64) past every check of its own: parties 0 and 2 exit non-zero with the line naming
+    party 1, the dealer exits non-zero citing their reports, and nobody prints a result."""
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    arguments = [["--job", "aggregate", "--security", "malicious", "--dim", "8", "--input-bound", "10",
+                  "--timeout", "120"]] * 4
+    rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "--contribute", "65536", "--"]
+    done = run_party_commands(arguments, env, 600, commands={1: rogue})
+    line = "party 1's contribution to release 'aggregate' is outside its clipping bound (security = 'malicious')"
+    for rank in (0, 2):
+        code, out, err = done[rank]
+        assert code != 0 and out == "", (rank, code, out)
+        assert err.splitlines()[-1].endswith(f"party {rank} stopped: {line}"), (rank, err[-2000:])
+    for rank in (1, 3):  # the rogue and the dealer stop too, printing no result
+        assert done[rank][0] != 0 and done[rank][1] == "", (rank, done[rank][:2])
+    assert "party 1 contributed outside its clipping bound" in done[3][2].splitlines()[-1], done[3][2][-2000:]

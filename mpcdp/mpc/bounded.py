@@ -61,9 +61,9 @@ LIMIT_BITS = 63
 class OutOfBound(ProtocolViolation):
     """A party's contribution is outside its bound (a check of :mod:`mpcdp.mpc.bounded` opened a nonzero):
     every honest party detects it itself, with the same line naming the party. The run stops before the
-    release is opened. Reported as a failed check (``evidence`` "mac", :mod:`mpcdp.transport.losses`)."""
+    release is opened. Reported as a failed check (``evidence`` "bound", :mod:`mpcdp.transport.losses`)."""
 
-    evidence = "mac"
+    evidence = "bound"
 
     def __init__(self, label: str, party: int):
         self.label = label
