@@ -964,8 +964,8 @@ def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_di
 @covers_malicious
 def authenticated_products(ctx, n: int, seed: int, rogue: int):
     """Under ``security = "malicious"``: party 0 inputs x, party 1 inputs y (uniform int64 words from ``seed``),
-    authenticated one by one; every party computes [[x·y]] (:func:`mpcdp.mpc.authenticated.multiply`) and
-    [[3x − y + 5]], [[x·2^40]] (the local helpers), opens them and MAC-checks. Then a second product, for which
+    authenticated one by one; every party computes [[x·y]] (:func:`mpcdp.mpc.authenticated.multiply`), [[y²]]
+    (:func:`~mpcdp.mpc.authenticated.square`) and [[3x − y + 5]], [[x·2^40]] (the local helpers), opens them and MAC-checks. Then a second product, for which
     party ``rogue`` flips bit 62 of the first word of its ε share (the same altered words to every party): every
     party's check must fail. Returns (the opened words, the second check's failure line or None)."""
     from mpcdp.errors import MacCheckFailed
@@ -980,8 +980,9 @@ def authenticated_products(ctx, n: int, seed: int, rogue: int):
     product = auth.multiply(ctx, xs, ys, label="product")
     combined = auth.linear(ctx, [(3, xs), (-1, ys)], constant=5)
     scaled = xs.mul_public(torch.tensor(1 << 40))
+    squared = auth.square(ctx, ys, label="square")
     opened = [auth.open_values(ctx, v, label=f"out{i}", reason="test output")
-              for i, v in enumerate((product, combined, scaled))]
+              for i, v in enumerate((product, combined, scaled, squared))]
     auth.mac_check(ctx, label="products")
     if ctx.rank == rogue:
         original = ctx._open

@@ -128,14 +128,14 @@ def test_a_cheat_on_an_opened_value_passes_no_more_often_than_the_spdz2k_bound(s
 
 def test_authenticated_products_are_exact_mod_2_64_and_a_flipped_epsilon_share_fails_the_mac_check(config_for):
     """A real 3-party run (plus the dealer): uniform 64-bit x (party 0's) and y (party 1's), authenticated one by
-    one; x·y by a dealt authenticated triple, 3x − y + 5 and 2^40·x locally, all opened and MAC-checked, equal the
+    one; x·y by a dealt authenticated triple, y² by a dealt square pair, 3x − y + 5 and 2^40·x locally, all opened and MAC-checked, equal the
     int64 (mod 2^64) results. A second product whose ε share party 1 alters (bit 62 of its first word, consistently
     to every party) fails the MAC check on every party."""
     n, seed = 64, 5
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
     y = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
-    expected = [(x * y).tolist(), (3 * x - y + 5).tolist(), (x * (1 << 40)).tolist()]  # int64 arithmetic wraps
+    expected = [(x * y).tolist(), (3 * x - y + 5).tolist(), (x * (1 << 40)).tolist(), (y * y).tolist()]  # int64 wraps
     results = run_parties(authenticated_products, config_for(3, security="malicious"), args=(n, seed, 1))
     for opened, failure in results:
         assert opened == expected

@@ -3,8 +3,9 @@
 Security model (issue 48): any set of data parties may deviate arbitrarily; the dealer is honest and colludes
 with nobody. The run then either opens what honest parties would have opened, or every honest party stops with
 :class:`~mpcdp.errors.ProtocolViolation` before any opened value is used or output (security with abort). Not
-fairness: a cheater can always make the run abort. Not input validity: a deviating party may input any value of
-the ring (its input is whatever it commits to; clipping bounds are not checked inside the MPC yet).
+fairness: a cheater can always make the run abort. Not input validity here: a deviating party may input any value
+of the ring (its input is whatever it commits to) unless its contribution is checked against its bound
+(:mod:`mpcdp.mpc.bounded`, on the inputs of :func:`input_vectors`).
 
 The ring (Cramer, Damgård, Escudero, Scholl, Xing, "SPDZ2k", CRYPTO 2018). Values live in Z_2^k, k = 64 (mpcdp's
 ring); shares and MACs in Z_2^(k+s), s = 64, as two int64 limbs (:mod:`mpcdp.adapter.limbs`). The MAC key α is
@@ -16,7 +17,8 @@ local; adding a public c: party 0 adds c to its value share and every party adds
 * Input (:func:`input_vectors`): the dealer deals every party o an authenticated mask [[r_o]] whose r_o only o
   knows; o sends d_o = x_o − r_o mod 2^k to every party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
   A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
-  then authenticated on its own, as a check on each party's input (its clipping bound, to come) needs.
+  then authenticated on its own, as a check on each party's input (its clipping bound, :mod:`mpcdp.mpc.bounded`)
+  needs.
 * A sum's inputs (:func:`input_sum`, what the secure sum and the release use): the parties open only
   D = Σ_o d_o, over the run's opening plan, and set [[Σ_o x_o]] = Σ_o [[r_o]] + D. Whoever combines the d_o
   sees uniform words, so whatever a deviating party adds to D (as a contributor or a combiner) is independent of
@@ -44,7 +46,8 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   parties stop while the others' checks pass (what those release is then correct: each check is sound alone).
 
 * Products (:func:`multiply`): a dealt authenticated Beaver triple; ε = x − a and δ = y − b opened in full
-  (uniform: a, b are uniform in Z_2^(k+s) and nobody knows them), joining the pending check. Linear combinations
+  (uniform: a, b are uniform in Z_2^(k+s) and nobody knows them), joining the pending check. Squares
+  (:func:`square`): a dealt pair [[a]], [[a²]], only ε opened. Linear combinations
   with public coefficients and constants (:meth:`AuthShared.mul_public`, :func:`add_constant`, :func:`linear`)
   are local.
 
@@ -61,7 +64,7 @@ rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes
 four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
 others 8. From the dealer to party 0: 32·m bytes per input element (masks) and 32 per opened element (the
 2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes
-per product from the dealer to party 0. Measured: ``benchmarks/results/malicious-sum.md``.
+per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ import weakref
 import torch
 
 from mpcdp.adapter.limbs import Ring, Wide
-from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthTriples, MacKey
+from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
 from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
@@ -263,6 +266,24 @@ def multiply(ctx: MpcContext, x: AuthShared, y: AuthShared, *, label: str) -> Au
     mac = RING.add(c_mac, RING.add(RING.mul(e, b_mac), RING.mul(d, a_mac)))
     value, mac = add_public_wide(RING, state.alpha, ctx.rank, value, mac, RING.mul(e, d))
     return AuthShared(value.reshape(*shape), mac.reshape(*shape), x.precision_bits + y.precision_bits)
+
+
+def square(ctx: MpcContext, x: AuthShared, *, label: str) -> AuthShared:
+    """[[x²]] (elementwise; precision twice x's, no truncation) by a dealt authenticated square pair ([[a]], [[a²]],
+    :class:`~mpcdp.adapter.mac_material.AuthSquares`): ε = x − a opened in full (uniform, as in :func:`multiply`),
+    then x² = a² + 2ε·[[a]] + ε², exact mod 2^(k+s) and MAC-consistent; ε joins the pending check. Cost: half
+    of :func:`multiply`'s — one opening of n elements of Z_2^(k+s) (2n words), 64 bytes per square from the
+    dealer."""
+    state = _session(ctx)
+    shape = x.value.shape
+    xv, xm = x.value.reshape(-1), x.mac.reshape(-1)
+    (a, a_mac), (c, c_mac) = AuthSquares.fetch(xv.lo.numel())
+    e = _open_wide(ctx, RING.sub(xv, a), RING.sub(xm, a_mac), label=f"{label} (ε)", kind="masked",
+                   reason="x − a for a dealt authenticated square pair nobody knows: uniform")
+    twice = RING.add(e, e)
+    value, mac = RING.add(c, RING.mul(twice, a)), RING.add(c_mac, RING.mul(twice, a_mac))
+    value, mac = add_public_wide(RING, state.alpha, ctx.rank, value, mac, RING.mul(e, e))
+    return AuthShared(value.reshape(*shape), mac.reshape(*shape), 2 * x.precision_bits)
 
 
 def sigma_terms(ring: Ring, alpha: torch.Tensor, chi: torch.Tensor, opened: Wide, macs: Wide) -> Wide:

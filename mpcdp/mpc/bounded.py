@@ -13,9 +13,10 @@ contribution g (d checked coordinates, plus any unchecked ones such as a release
 witness: the L bits of every offset coordinate u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits
 of the slack v = S − ‖g‖² (L_s = bit length of S). Every party then checks, for every contributor:
 
-  (a) every witness bit β satisfies β·(1 − β) ≡ 0: one authenticated product each (:func:`~.authenticated.multiply`);
+  (a) every witness bit β satisfies β·(1 − β) = β − β² ≡ 0: one authenticated square each
+      (:func:`~.authenticated.square`);
   (b) Σ_i 2^i·β_{j,i} − B − g_j ≡ 0 for every coordinate j;
-  (c) S − Σ_j g_j·g_j − Σ_i 2^i·σ_i ≡ 0 (d more products, the squares);
+  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (d more squares);
 
 all mod 2^64, by opening the left-hand sides (with the 2^64·r mask of :func:`~.authenticated.open_values`, so
 only their low 64 bits) through the checked opening and one batched MAC check, and requiring every one to be 0.
@@ -34,10 +35,10 @@ the sum is Σ_o [[g_o]] of the same authenticated inputs. Not checked: the coord
 release's validation flag: a party that sets it only makes every party stop with the input-problem line).
 
 Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness words per contributor:
-inputs (m − 1)·8·(n + W) bytes in one round (instead of the sum's one opening of n); one multiplication of
-m·(d·L + d) pairs (an opening of 2m(dL + d) elements of Z_2^128); one opening of the m(dL + d + 1) checks
-(128-bit, masked); one more MAC check (four rounds); the sum is local. From the dealer to party 0: 32·m bytes
-per input word, 96 per product, 32 per opened check. Rounds: 1 + 2 + 2 + 4 before the sum's own opening and
+inputs (m − 1)·8·(n + W) bytes in one round (instead of the sum's one opening of n); m·(d·L + d) squares (an
+opening of that many elements of Z_2^128); one opening of the m(dL + d + 1) checks (128-bit, masked); one more
+MAC check (four rounds); the sum is local. From the dealer to party 0: 32·m bytes per input word, 64 per
+square, 32 per opened check. Rounds: 1 + 2 + 2 + 4 before the sum's own opening and
 check. Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
@@ -150,17 +151,16 @@ def check_terms(ctx: MpcContext, contributions: list[AuthShared], witnesses: lis
                 bound: UnitBound, *, label: str) -> AuthShared:
     """The left-hand sides of checks (a), (b), (c) for every contributor (module docstring), in one flat
     authenticated vector, contributor by contributor: (a) its d·L bit products, (b) its d coordinate
-    differences, (c) its slack difference. One multiplication of m·(d·L + d) pairs."""
+    differences, (c) its slack difference. m·(d·L + d) authenticated squares (β·(1 − β) = β − β²)."""
     d, width = bound.dim, bound.coordinate_bits
     coordinate_bits = [_as_integers(w[: d * width]) for w in witnesses]
     slack_bits = [_as_integers(w[d * width:]) for w in witnesses]
     checked = [_as_integers(g[:d]) for g in contributions]
     bits = _cat(coordinate_bits)
-    left, right = _cat([bits] + checked), _cat([auth.linear(ctx, [(-1, bits)], constant=1)] + checked)
-    products = auth.multiply(ctx, left, right, label=f"{label} (bound check)")
+    squared = auth.square(ctx, _cat([bits] + checked), label=f"{label} (bound check)")
     m, count = len(contributions), bits.value.lo.numel()
-    bit_products = products[:count]
-    squares = products[count:]
+    bit_products = bits - squared[:count]  # β − β² = β·(1 − β)
+    squares = squared[count:]
     powers = torch.tensor([1 << i for i in range(width)], dtype=torch.int64)
     slack_powers = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
     out = []
