@@ -290,3 +290,14 @@ def test_separate_party_processes_all_stop_naming_a_party_whose_contribution_wra
     for rank in (1, 3):  # the rogue and the dealer stop too, printing no result
         assert done[rank][0] != 0 and done[rank][1] == "", (rank, done[rank][:2])
     assert "party 1 contributed outside its clipping bound" in done[3][2].splitlines()[-1], done[3][2][-2000:]
+
+
+def test_an_input_bound_without_malicious_security_is_refused_in_one_line_before_any_process_starts(capsys):
+    from mpcdp.cli import main
+
+    for command in (["aggregate", "--input-bound", "1"],
+                    ["party", "--job", "train", "--security", "malicious", "--input-bound", "1", "--rank", "0",
+                     "--parties", "2"]):
+        assert main(command) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "`--input-bound` is" in lines[0], lines
