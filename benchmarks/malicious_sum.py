@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     ns, protocol, command = recording.parse(__doc__, "protocols/malicious-sum-cost.toml",
                                             "benchmarks/results/malicious-sum", argv)
     table = run(protocol)
-    text = markdown(table, command, protocol["grid"]["repeats"]) + "\n".join(bounded_markdown(table, protocol["grid"])) + "\n"
+    grid = protocol["grid"]
+    text = markdown(table, command, grid["repeats"]) + "\n".join(bounded_markdown(table, grid)) + "\n"
     recording.record(ns.out, text, {"command": command, "rows": table})
     return 0
 

@@ -1008,6 +1008,7 @@ BOUND_CASES = {  # contributions in grid units, ‖g‖² <= S = 100 (B = 10, L 
     "party 1 just over": [[6, 8, 0, 0], [-10, 0, 1, 0], [0, 0, -6, 8]],
     "party 2 wraps": [[6, 8, 0, 0], [-10, 0, 0, 0], [1 << 32, 0, 0, 0]],  # (2^32)² ≡ 0 mod 2^64
     "party 1 wraps with non-bits": [[6, 8, 0, 0], [1 << 32, 0, 0, 0], [0, 0, -6, 8]],
+    "party 2 flips its ε share": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],  # bit 62 of its first ε word
 }
 
 
@@ -1030,11 +1031,23 @@ def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
 def bounded_cases(ctx, cases: list[str]):
     """Under ``security = "malicious"``: for each case of :data:`BOUND_CASES`, every party contributes its vector
     to an authenticated sum whose inputs are checked against ‖g‖² <= 100 (:func:`mpcdp.mpc.bounded.bounded_sum`),
-    then opens the sum MAC-checked. A refusal (:class:`~mpcdp.mpc.bounded.OutOfBound`) is caught, so the run
-    goes on to the next case. Returns, per case, (the opened sum or None, the refusal's line or None, the labels
+    then opens the sum MAC-checked. A refusal (:class:`~mpcdp.mpc.bounded.OutOfBound`, or the MAC failure of a
+    case where party 2 alters its share of the checks' ε) is caught, so the run goes on to the next case.
+    Returns, per case, (the opened sum or None, the refusal's line or None, the labels
     opened in that case)."""
+    from mpcdp.errors import MacCheckFailed
     from mpcdp.mpc import bounded
     from mpcdp.mpc.authenticated import reveal_checked
+
+    original_open = ctx._open
+
+    def flipping(vector, *, label: str, **kwargs):
+        if ctx.rank == 2 and label == "party 2 flips its ε share (bound check) (ε)":
+            vector = vector.clone()
+            vector.view(-1)[0] ^= 1 << 62
+        return original_open(vector, label=label, **kwargs)
+
+    ctx._open = flipping
 
     bound = bounded.UnitBound(100, 4)
     out = []
@@ -1048,7 +1061,7 @@ def bounded_cases(ctx, cases: list[str]):
             total = bounded.bounded_sum(ctx, torch.tensor(vectors[ctx.rank], dtype=torch.int64), bound,
                                         precision=0, label=case)
             opened = reveal_checked(ctx, total, label=case, reason="test output").tolist()
-        except bounded.OutOfBound as refused:
+        except (bounded.OutOfBound, MacCheckFailed) as refused:
             refusal = str(refused)
         out.append((opened, refusal, [o.label for o in ctx.openings[before:] if o.kind != "public"]))
     bounded.witness = honest_witness

@@ -243,7 +243,10 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
     """One real 3-party run, ‖g‖² <= 100 grid units²: contributions at exactly the bound are summed; party 1 one
     unit² over it (check (c) refuses it), party 2 with a coordinate 2^32 whose square wraps to 0 mod 2^64 and the
     slack of the wrapped norm (check (b): the coordinate has no bits), and party 1 with that coordinate and a
-    witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line naming the contributor, before the sum is opened."""
+    witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line
+    naming the contributor, before the sum is opened; party 2 altering its share of the checks' ε gets the MAC
+    line, not a bound refusal. Then the aggregation job's and the release's own paths with every party's vector
+    at exactly the bound given (in the vector's units)."""
     cases = list(BOUND_CASES)
     results = run_parties(bounded_cases, config_for(3, security="malicious"), args=(cases,))
     for per_case, summed, released in results:  # the jobs' own paths, every party's vector at the bound
@@ -255,6 +258,11 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
             assert opened is None and case not in labels, (case, labels)  # the sum was never opened
             assert refusal == (f"party {rogue}'s contribution to release {case!r} is outside its clipping bound "
                                f"(security = 'malicious')"), (case, refusal)
+        opened, refusal, labels = outcome["party 2 flips its ε share"]  # a MAC failure stays the MAC line
+        assert opened is None and "party 2 flips its ε share" not in labels
+        assert refusal == ("the MAC check of opening 'party 2 flips its ε share (bound checks)' failed: a party "
+                           "deviated from the protocol (a share or an opened value was altered); nothing was "
+                           "released (security = 'malicious')"), refusal
 
 
 def test_a_bound_in_grid_units_admits_an_honest_vector_at_its_norm_and_refuses_what_could_wrap():

@@ -23,7 +23,8 @@ fails. Without a dealer there is no authenticated material: ``security = "malici
 ``honest-majority`` provider (:class:`mpcdp.config.MpcSettings`).
 
 Declared cost (dealer, party 0's reply): :class:`AuthMasks` 4·8·m bytes per element, :class:`AuthRandoms` 4·8
-bytes per element, :class:`AuthTriples` 3·4·8 = 96 bytes per triple, :class:`AuthSquares` 64 bytes per pair, :class:`MacKey` nothing (an empty reply).
+bytes per element, :class:`AuthTriples` 3·4·8 = 96 bytes per triple, :class:`AuthSquares` 64 bytes per pair,
+:class:`MacKey` nothing (an empty reply).
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes
 four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
 others 8. From the dealer to party 0: 32·m bytes per input element (masks) and 32 per opened element (the
 2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes
-per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured: ``benchmarks/results/malicious-sum.md``.
+per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
+``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations

@@ -289,7 +289,8 @@ def _explains(h: int, reports: dict) -> bool:
             return False  # a malformed report: only the deviating process writes one
         if rep.suspect is None or rep.suspect == h:
             continue
-        if rep.evidence in DIRECT or rep.evidence in CHECKS or (rep.evidence == "closed" and rep.suspect not in reports):
+        if rep.evidence in DIRECT or rep.evidence in CHECKS or (
+                rep.evidence == "closed" and rep.suspect not in reports):
             return False
     return True
 
