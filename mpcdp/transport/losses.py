@@ -377,6 +377,11 @@ def message(verdict: Verdict, me: str, detail: str) -> str:
                 f"their own word, which no other process can check) — {detail}")
     if not verdict.suspects:
         return f"{me} stopped: a party of the run was lost or left without finishing ({detail})"
+    checked = sorted({a.reporter for a in verdict.accusations if a.kind == BOUND})
+    if checked and len(verdict.suspects) == 1:  # the parties' own bound checks named it: say so, not "lost"
+        said = " and ".join(who(r) for r in checked)
+        return (f"{me} stopped: {who(verdict.suspects[0])} contributed outside its clipping bound ({said} found "
+                f"it); nothing was released (security = 'malicious')")
     if verdict.own:
         return f"{me} stopped: {who(verdict.suspects[0])} was lost (noticed by {me}) — {detail}"
     evidence = "; ".join(f"{who(a.reporter)}: {who(a.suspect)} {WHAT[a.kind]}" for a in verdict.accusations)
