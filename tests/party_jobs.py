@@ -11,6 +11,7 @@ import torch
 from mpcdp import adapter
 from mpcdp.config import covers_malicious
 from crypten_view import record_view
+from mpcdp.mpc.bounded import witness as honest_witness
 from mpcdp.mpc.multiply import multiply
 from mpcdp.mpc.secure_sum import secure_sum
 
@@ -958,3 +959,116 @@ def tampered_aggregate(ctx, rogue: int, label: str, where: str, how: str, log_di
     release = noisy_release(ctx, torch.full((2, 3), 0.25 * ctx.rank, dtype=torch.float64), None, shape=(2, 3),
                             label="release")  # the training release's path, without noise
     return total.tolist(), release.tolist()
+
+
+@covers_malicious
+def authenticated_products(ctx, n: int, seed: int, rogue: int):
+    """Under ``security = "malicious"``: party 0 inputs x, party 1 inputs y (uniform int64 words from ``seed``),
+    authenticated one by one; every party computes [[x·y]] (:func:`mpcdp.mpc.authenticated.multiply`), [[y²]]
+    (:func:`~mpcdp.mpc.authenticated.square`) and [[3x − y + 5]], [[x·2^40]] (the local helpers), opens them and MAC-checks. Then a second product, for which
+    party ``rogue`` flips bit 62 of the first word of its ε share (the same altered words to every party): every
+    party's check must fail. Returns (the opened words, the second check's failure line or None)."""
+    from mpcdp.errors import MacCheckFailed
+    from mpcdp.mpc import authenticated as auth
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    y = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    own = x if ctx.rank == 0 else y if ctx.rank == 1 else torch.zeros(n, dtype=torch.int64)
+    inputs = auth.input_vectors(ctx, own, precision=0, label="inputs")
+    xs, ys = inputs[0], inputs[1]
+    product = auth.multiply(ctx, xs, ys, label="product")
+    combined = auth.linear(ctx, [(3, xs), (-1, ys)], constant=5)
+    scaled = xs.mul_public(torch.tensor(1 << 40))
+    squared = auth.square(ctx, ys, label="square")
+    opened = [auth.open_values(ctx, v, label=f"out{i}", reason="test output")
+              for i, v in enumerate((product, combined, scaled, squared))]
+    auth.mac_check(ctx, label="products")
+    if ctx.rank == rogue:
+        original = ctx._open
+
+        def lying(vector, *, label: str, **kwargs):
+            if label == "flipped (ε, δ)":
+                vector = vector.clone()
+                vector.view(-1)[0] ^= 1 << 62
+            return original(vector, label=label, **kwargs)
+
+        ctx._open = lying
+    failure = None
+    try:
+        auth.open_values(ctx, auth.multiply(ctx, xs, ys, label="flipped"), label="flipped", reason="test output")
+        auth.mac_check(ctx, label="flipped")
+    except MacCheckFailed as error:
+        failure = str(error)
+    return [o.tolist() for o in opened], failure
+
+
+BOUND_CASES = {  # contributions in grid units, ‖g‖² <= S = 100 (B = 10, L = 5 bits, L_s = 7)
+    "honest at the bound": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],
+    "party 1 just over": [[6, 8, 0, 0], [-10, 0, 1, 0], [0, 0, -6, 8]],
+    "party 2 wraps": [[6, 8, 0, 0], [-10, 0, 0, 0], [1 << 32, 0, 0, 0]],  # (2^32)² ≡ 0 mod 2^64
+    "party 1 wraps with non-bits": [[6, 8, 0, 0], [1 << 32, 0, 0, 0], [0, 0, -6, 8]],
+    "party 2 flips its ε share": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],  # bit 62 of its first ε word
+}
+
+
+def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
+    """A cheater's witness for a coordinate whose square wraps mod 2^64: the slack of the wrapped ‖g‖² (so check
+    (c) holds) and, with ``non_bits``, coordinate 0's whole offset g_0 + B in its first "bit" (so (b) holds too:
+    only (a) can refuse it); without, its bits clamped to their range (only (b) can)."""
+    words = honest_witness(g, bound)
+    width = bound.coordinate_bits
+    if non_bits:
+        words[:width] = 0
+        words[0] = int(g[0]) + bound.offset
+    wrapped = sum(int(v) ** 2 for v in g.tolist()) % (1 << 64)
+    slack = (bound.squared - wrapped) % (1 << 64)
+    words[bound.dim * width:] = torch.tensor([(slack >> i) & 1 for i in range(bound.slack_bits)])
+    return words
+
+
+@covers_malicious
+def bounded_cases(ctx, cases: list[str]):
+    """Under ``security = "malicious"``: for each case of :data:`BOUND_CASES`, every party contributes its vector
+    to an authenticated sum whose inputs are checked against ‖g‖² <= 100 (:func:`mpcdp.mpc.bounded.bounded_sum`),
+    then opens the sum MAC-checked. A refusal (:class:`~mpcdp.mpc.bounded.OutOfBound`, or the MAC failure of a
+    case where party 2 alters its share of the checks' ε) is caught, so the run goes on to the next case.
+    Returns, per case, (the opened sum or None, the refusal's line or None, the labels
+    opened in that case)."""
+    from mpcdp.errors import MacCheckFailed
+    from mpcdp.mpc import bounded
+    from mpcdp.mpc.authenticated import reveal_checked
+
+    original_open = ctx._open
+
+    def flipping(vector, *, label: str, **kwargs):
+        if ctx.rank == 2 and label == "party 2 flips its ε share (bound check) (ε)":
+            vector = vector.clone()
+            vector.view(-1)[0] ^= 1 << 62
+        return original_open(vector, label=label, **kwargs)
+
+    ctx._open = flipping
+
+    bound = bounded.UnitBound(100, 4)
+    out = []
+    for case in cases:
+        vectors = BOUND_CASES[case]
+        rogue = case.startswith(f"party {ctx.rank} wraps")
+        bounded.witness = (lambda g, b: wrapped_witness(g, b, "non-bits" in case)) if rogue else honest_witness
+        before = len(ctx.openings)
+        opened, refusal = None, None
+        try:
+            total = bounded.bounded_sum(ctx, torch.tensor(vectors[ctx.rank], dtype=torch.int64), bound,
+                                        precision=0, label=case)
+            opened = reveal_checked(ctx, total, label=case, reason="test output").tolist()
+        except (bounded.OutOfBound, MacCheckFailed) as refused:
+            refusal = str(refused)
+        out.append((opened, refusal, [o.label for o in ctx.openings[before:] if o.kind != "public"]))
+    bounded.witness = honest_witness
+    from mpcdp.jobs.aggregate import reveal_aggregate
+    from mpcdp.mpc.release import noisy_release
+
+    at_norm = torch.roll(torch.tensor([0.75, -1.0, 0.0, 0.0], dtype=torch.float64), ctx.rank)  # ‖x‖ = 1.25
+    summed = reveal_aggregate(ctx, at_norm, input_bound=1.25).tolist()
+    released = noisy_release(ctx, at_norm.reshape(2, 2), None, shape=(2, 2), label="release", bound=1.25).tolist()
+    return out, summed, released

@@ -1,7 +1,12 @@
-"""``mpcdp party`` with its sends wrapped, for tests of ``security = "malicious"`` on separate processes: run as
-``python tests/rogue_party.py LABEL TO -- PARTY ARGUMENTS``, it flips bit 62 of the first word of every payload it
-sends to party TO in a message tagged LABEL (a well-formed frame: only the value is wrong), and is otherwise
-``mpcdp party PARTY ARGUMENTS``."""
+"""``mpcdp party`` deviating, for tests of ``security = "malicious"`` on separate processes:
+
+* ``python tests/rogue_party.py LABEL TO -- PARTY ARGUMENTS`` flips bit 62 of the first word of every payload it
+  sends to party TO in a message tagged LABEL (a well-formed frame: only the value is wrong);
+* ``python tests/rogue_party.py --contribute VALUE -- PARTY ARGUMENTS`` contributes, to the aggregation job
+  (``--job aggregate``), its vector with the first coordinate replaced by VALUE (e.g. one whose square, in grid
+  units, wraps mod 2^64), past its own checks: only the in-MPC bound check (``--input-bound``) can refuse it;
+
+and is otherwise ``mpcdp party PARTY ARGUMENTS``."""
 
 from __future__ import annotations
 
@@ -24,7 +29,23 @@ def wrap_sends(label: str, to: int) -> None:
     Mesh._move = tampering
 
 
+def contribute(value: float) -> None:
+    from mpcdp.jobs import aggregate
+
+    original = aggregate.local_vector
+
+    def rogue_vector(dim, rank, seed):
+        vector = original(dim, rank, seed)
+        vector[0] = value
+        return vector
+
+    aggregate.local_vector = rogue_vector
+
+
 if __name__ == "__main__":
     split = sys.argv.index("--")
-    wrap_sends(sys.argv[1], int(sys.argv[2]))
+    if sys.argv[1] == "--contribute":
+        contribute(float(sys.argv[2]))
+    else:
+        wrap_sends(sys.argv[1], int(sys.argv[2]))
     sys.exit(main(["party", *sys.argv[split + 1:]]))

@@ -24,7 +24,7 @@ from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared
 from mpcdp.runtime.harness import free_port, run_parties
 from party_commands import ROOT, run_party_commands
-from party_jobs import tampered_aggregate
+from party_jobs import BOUND_CASES, authenticated_products, bounded_cases, tampered_aggregate
 
 
 def _wide(ring: Ring, values: list[int]) -> Wide:
@@ -126,6 +126,23 @@ def test_a_cheat_on_an_opened_value_passes_no_more_often_than_the_spdz2k_bound(s
     assert passed > 0  # at this small s the cheat succeeds at times: the test can see the check's limit
 
 
+def test_authenticated_products_are_exact_mod_2_64_and_a_flipped_epsilon_share_fails_the_mac_check(config_for):
+    """A real 3-party run (plus the dealer): uniform 64-bit x (party 0's) and y (party 1's), authenticated one by
+    one; x·y by a dealt authenticated triple, y² by a dealt square pair, 3x − y + 5 and 2^40·x locally, all opened and MAC-checked, equal the
+    int64 (mod 2^64) results. A second product whose ε share party 1 alters (bit 62 of its first word, consistently
+    to every party) fails the MAC check on every party."""
+    n, seed = 64, 5
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    y = torch.randint(-(2 ** 63), 2 ** 63 - 1, (n,), generator=g, dtype=torch.int64)
+    expected = [(x * y).tolist(), (3 * x - y + 5).tolist(), (x * (1 << 40)).tolist(), (y * y).tolist()]  # int64 wraps
+    results = run_parties(authenticated_products, config_for(3, security="malicious"), args=(n, seed, 1))
+    for opened, failure in results:
+        assert opened == expected
+        assert failure == ("the MAC check of opening 'flipped' failed: a party deviated from the protocol (a share "
+                           "or an opened value was altered); nothing was released (security = 'malicious')"), failure
+
+
 def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
     config = MpcConfig(parties=3, security="malicious")
     with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover the job noise_party yet"):
@@ -220,3 +237,77 @@ def test_separate_party_processes_with_credentials_sum_or_all_stop_on_one_flippe
     assert code != 0 and out == "", (code, out)
     assert err.splitlines()[-1].startswith("mpcdp: the dealer stopped: a MAC check failed (party 0") \
         and err.splitlines()[-1].endswith("nothing was released (security = 'malicious')"), err[-2000:]
+
+
+def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution_outside_it(config_for):
+    """One real 3-party run, ‖g‖² <= 100 grid units²: contributions at exactly the bound are summed; party 1 one
+    unit² over it (check (c) refuses it), party 2 with a coordinate 2^32 whose square wraps to 0 mod 2^64 and the
+    slack of the wrapped norm (check (b): the coordinate has no bits), and party 1 with that coordinate and a
+    witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line
+    naming the contributor, before the sum is opened; party 2 altering its share of the checks' ε gets the MAC
+    line, not a bound refusal. Then the aggregation job's and the release's own paths with every party's vector
+    at exactly the bound given (in the vector's units)."""
+    cases = list(BOUND_CASES)
+    results = run_parties(bounded_cases, config_for(3, security="malicious"), args=(cases,))
+    for per_case, summed, released in results:  # the jobs' own paths, every party's vector at the bound
+        assert summed == [0.75, -0.25, -0.25, -1.0] and released == [[0.75, -0.25], [-0.25, -1.0]]
+        outcome = dict(zip(cases, per_case))
+        assert outcome["honest at the bound"][:2] == ([-4.0, 8.0, -6.0, 8.0], None)
+        for case, rogue in (("party 1 just over", 1), ("party 2 wraps", 2), ("party 1 wraps with non-bits", 1)):
+            opened, refusal, labels = outcome[case]
+            assert opened is None and case not in labels, (case, labels)  # the sum was never opened
+            assert refusal == (f"party {rogue}'s contribution to release {case!r} is outside its clipping bound "
+                               f"(security = 'malicious')"), (case, refusal)
+        opened, refusal, labels = outcome["party 2 flips its ε share"]  # a MAC failure stays the MAC line
+        assert opened is None and "party 2 flips its ε share" not in labels
+        assert refusal == ("the MAC check of opening 'party 2 flips its ε share (bound checks)' failed: a party "
+                           "deviated from the protocol (a share or an opened value was altered); nothing was "
+                           "released (security = 'malicious')"), refusal
+
+
+def test_a_bound_in_grid_units_admits_an_honest_vector_at_its_norm_and_refuses_what_could_wrap():
+    from mpcdp.mpc.bounded import UnitBound, unit_bound, witness
+
+    bound = unit_bound(1.0, 4, 16)  # (2^16 + 1)²: rounding moves each coordinate by <= 1/2
+    assert bound.squared == (2 ** 16 + 1) ** 2 and bound.offset == 2 ** 16 + 1 and bound.coordinate_bits == 18
+    words = witness(torch.tensor([2 ** 16 + 1, 0, 0, 0]), bound)
+    assert words.numel() == bound.witness_words and set(words.tolist()) <= {0, 1}
+    assert sum(int(b) << i for i, b in enumerate(words[-bound.slack_bits:].tolist())) == 0  # no slack at the bound
+    with pytest.raises(ConfigError, match=r"`input_bound` is too large for 4096 coordinates"):
+        UnitBound(1 << 60, 4096)
+    with pytest.raises(ConfigError, match=r"`input_bound` must be a finite number >= 0"):
+        unit_bound(float("nan"), 4, 16)
+
+
+def test_separate_party_processes_all_stop_naming_a_party_whose_contribution_wraps_past_its_bound(deployment):
+    """`mpcdp party --job aggregate --security malicious --input-bound 10` as 3 data parties + the dealer, each its
+    own OS process with its certificate; party 1 contributes a first coordinate of 65536 = 2^32 grid units (its
+    square wraps to 0 mod 2^64) past every check of its own: parties 0 and 2 exit non-zero with the line naming
+    party 1, the dealer exits non-zero citing their reports, and nobody prints a result."""
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    arguments = [["--job", "aggregate", "--security", "malicious", "--dim", "8", "--input-bound", "10",
+                  "--timeout", "120"]] * 4
+    rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "--contribute", "65536", "--"]
+    done = run_party_commands(arguments, env, 600, commands={1: rogue})
+    line = "party 1's contribution to release 'aggregate' is outside its clipping bound (security = 'malicious')"
+    for rank in (0, 2):
+        code, out, err = done[rank]
+        assert code != 0 and out == "", (rank, code, out)
+        assert err.splitlines()[-1].endswith(f"party {rank} stopped: {line}"), (rank, err[-2000:])
+    for rank in (1, 3):  # the rogue and the dealer stop too, printing no result
+        assert done[rank][0] != 0 and done[rank][1] == "", (rank, done[rank][:2])
+    assert done[3][2].splitlines()[-1].startswith(  # the dealer: from the parties' reports
+        "mpcdp: the dealer stopped: party 1 contributed outside its clipping bound (party 0 and party 2"), \
+        done[3][2][-2000:]
+
+
+def test_an_input_bound_without_malicious_security_is_refused_in_one_line_before_any_process_starts(capsys):
+    from mpcdp.cli import main
+
+    for command in (["aggregate", "--input-bound", "1"],
+                    ["party", "--job", "train", "--security", "malicious", "--input-bound", "1", "--rank", "0",
+                     "--parties", "2"]):
+        assert main(command) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "`--input-bound` is" in lines[0], lines

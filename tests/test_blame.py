@@ -105,6 +105,25 @@ def test_a_failed_mac_check_is_its_own_line_and_names_only_whom_the_loss_rules_n
         parse_report('{"suspect": null, "evidence": "violation"}', 1)
 
 
+def test_a_failed_bound_check_is_named_as_such_by_the_dealer_and_by_the_party_that_found_it():
+    from mpcdp.mpc.bounded import OutOfBound
+    from mpcdp.transport.store_values import parse_report
+
+    # parties 0 and 2 found party 1's contribution outside its bound; party 1 (the rogue) names nobody
+    reports = _reports((0, 1, "bound"), (2, 1, "bound"), (1, None, "bound"))
+    verdict = losses.judge(3, reports, 4, dealer=3)
+    assert verdict.suspects == (1,)
+    assert losses.message(verdict, "the dealer", "connection closed by party 0") == (
+        "the dealer stopped: party 1 contributed outside its clipping bound (party 0 and party 2 found it); nothing "
+        "was released (security = 'malicious')")
+    own = losses.resolve(2, OutOfBound("v_p", 1))
+    assert own.own and own.suspects == (1,)
+    assert losses.message(own, "party 2", str(OutOfBound("v_p", 1))) == (
+        "party 2 stopped: party 1's contribution to release 'v_p' is outside its clipping bound (security = "
+        "'malicious')")
+    assert parse_report('{"suspect": null, "evidence": "bound"}', 1) == Report(1, None, "bound")
+
+
 def test_a_malformed_report_names_its_writer():
     reports = {1: "a malformed loss report (not JSON)", 0: Report(0, None, "none")}
     assert losses.judge(2, reports).suspects == (1,)

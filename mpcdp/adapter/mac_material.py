@@ -11,6 +11,9 @@ shares = x and Σ MAC shares = α·x mod 2^128. Three kinds, each a :class:`~.ma
   Z_2^128, whose owner o knows r_o (drawn from o's own dealer generator; nobody else but the dealer does).
   Party o inputs x by broadcasting x − r_o mod 2^64.
 * :class:`AuthRandoms`: n authenticated random values [[r]] that nobody knows (the 2^64·r masks of an opening).
+* :class:`AuthTriples`: n authenticated Beaver triples [[a]], [[b]], [[c]], a and b uniform in Z_2^128 that nobody
+  knows and c = a·b mod 2^128 (:func:`mpcdp.mpc.authenticated.multiply`).
+* :class:`AuthSquares`: n authenticated square pairs [[a]], [[a²]] (:func:`mpcdp.mpc.authenticated.square`).
 
 As with every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the same
 words, and party 0 receives the difference from the dealer (8 bytes per word). Security: the dealer is honest
@@ -20,7 +23,8 @@ fails. Without a dealer there is no authenticated material: ``security = "malici
 ``honest-majority`` provider (:class:`mpcdp.config.MpcSettings`).
 
 Declared cost (dealer, party 0's reply): :class:`AuthMasks` 4·8·m bytes per element, :class:`AuthRandoms` 4·8
-bytes per element, :class:`MacKey` nothing (an empty reply).
+bytes per element, :class:`AuthTriples` 3·4·8 = 96 bytes per triple, :class:`AuthSquares` 64 bytes per pair,
+:class:`MacKey` nothing (an empty reply).
 """
 
 from __future__ import annotations
@@ -165,4 +169,74 @@ class AuthRandoms(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthRandoms)
+class AuthTriples(Material):
+    """n authenticated Beaver triples: this party's (value, MAC) shares of [[a]], [[b]] and [[c = a·b mod 2^128]],
+    a and b uniform in Z_2^128 and known to nobody (each the sum of one draw from every party's dealer generator,
+    as :class:`AuthRandoms`). Party 0's reply: 12 words (96 bytes) per triple."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, 3 * WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        generators = dealer._get_generators()
+        a, b = RING.zeros((n,)), RING.zeros((n,))
+        for generator in generators:  # every party's parts of a, then of b, from its own generator: party 0's too
+            a = RING.add(a, _draw_wide(generator, n))
+            b = RING.add(b, _draw_wide(generator, n))
+        return torch.cat([_party0_share(dealer, v, n) for v in (a, b, RING.mul(a, b))], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> list[tuple[Wide, Wide]]:
+        """[(value, MAC) shares of [[a]], of [[b]], of [[c]]], each of n elements."""
+        costs.record("auth_triples", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> list[tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        _draw_wide(generator, n)  # this party's parts of a and b, which the dealer draws too
+        _draw_wide(generator, n)
+        if rank() == 0:
+            reply = cls.request(n).reshape(n, 3, WORDS)
+            return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(3)]
+        return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(3)]
+
+
+class AuthSquares(Material):
+    """n authenticated square pairs: this party's (value, MAC) shares of [[a]] and [[a² mod 2^128]], a uniform in
+    Z_2^128 and known to nobody (as :class:`AuthTriples`' a). Party 0's reply: 8 words (64 bytes) per pair."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, 2 * WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        a = RING.zeros((n,))
+        for generator in dealer._get_generators():  # every party's part of a, from its own generator
+            a = RING.add(a, _draw_wide(generator, n))
+        return torch.cat([_party0_share(dealer, v, n) for v in (a, RING.mul(a, a))], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> list[tuple[Wide, Wide]]:
+        """[(value, MAC) shares of [[a]], of [[a²]]], each of n elements."""
+        costs.record("auth_squares", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> list[tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        _draw_wide(generator, n)  # this party's part of a, which the dealer draws too
+        if rank() == 0:
+            reply = cls.request(n).reshape(n, 2, WORDS)
+            return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(2)]
+        return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(2)]
+
+
+KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthRandoms, AuthTriples, AuthSquares)

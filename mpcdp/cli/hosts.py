@@ -38,6 +38,9 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
 
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
+    party.add_argument("--input-bound", type=float, default=None, metavar="B",
+                       help="for --job aggregate with --security malicious: every party's vector is checked "
+                            "against the L2 bound B inside the MPC (every process must get the same)")
     party.add_argument("--job", choices=["aggregate", "train", "cost"], default="aggregate",
                        help="what to run: the aggregation demo (default), this host's party of `mpcdp train "
                             "--protocol P` (secure backend), or one process of `mpcdp cost`")
@@ -104,13 +107,16 @@ def _check_party_model(ns: argparse.Namespace) -> None:
 
 
 def _cmd_party(ns: argparse.Namespace) -> int:
-    from mpcdp.jobs.aggregate import aggregate_party
+    from mpcdp.jobs.aggregate import aggregate_party, check_input_bound
     from mpcdp.runtime.endpoint import read_settings, resolve
     from mpcdp.runtime.party import run_dealer, run_party, take_place
 
     protocol = ns.protocol if ns.job == "train" else None  # its [mpc] table, under this command line's settings
     table = read_protocol(protocol).get("mpc", {}) if protocol else {}
     mpc = resolve_mpc(table, f" in {protocol!r}" if protocol else "", given_mpc(ns))
+    if ns.input_bound is not None and ns.job != "aggregate":
+        raise ConfigError(f"`--input-bound` is for `--job aggregate`. Found `--job {ns.job}`.")
+    check_input_bound(mpc.security, ns.input_bound)
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
                        dealer=providers.lookup(mpc.provider).has_dealer, ranged=False)
     if endpoint.rank != endpoint.parties:  # the dealer trains nothing and costs nothing: it ignores `--model`
@@ -168,8 +174,11 @@ def _cmd_party(ns: argparse.Namespace) -> int:
                            args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
                            job=cost_job(ns.model, ns.noise, ns.sigma), settings=settings)
     else:
+        from mpcdp.jobs.aggregate import aggregate_job
+
         result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
-                           args=(ns.dim, ns.seed), job={"name": "aggregate", "dim": ns.dim}, settings=settings)
+                           args=(ns.dim, ns.seed, None, ns.input_bound), job=aggregate_job(ns.dim, ns.input_bound),
+                           settings=settings)
     print(json.dumps(result))
     return 0
 

@@ -20,20 +20,24 @@ def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
     agg.add_argument("--dim", type=int, default=123, help="length of each party's vector")
     agg.add_argument("--seed", type=int, default=None,
                      help="seed the parties' demo vectors (default: OS randomness)")
+    agg.add_argument("--input-bound", type=float, default=None, metavar="B",
+                     help="with --security malicious: check every party's vector against the L2 bound B inside "
+                          "the MPC before the sum is opened; a party outside it stops the run, named")
     agg.set_defaults(func=_cmd_aggregate, parties=3)
 
 
 def _cmd_aggregate(ns: argparse.Namespace) -> int:
-    from mpcdp.jobs.aggregate import aggregate_party, check
+    from mpcdp.jobs.aggregate import aggregate_job, aggregate_party, check, check_input_bound
     from mpcdp.runtime.harness import run_parties
 
     check_integer(ns.dim, "--dim")
     config = _config(ns, ns.parties)
+    check_input_bound(config.security, ns.input_bound)
     import time
 
     start = time.perf_counter()
-    results = run_parties(aggregate_party, config, args=(ns.dim, ns.seed),
-                          job={"name": "aggregate", "dim": ns.dim})
+    results = run_parties(aggregate_party, config, args=(ns.dim, ns.seed, None, ns.input_bound),
+                          job=aggregate_job(ns.dim, ns.input_bound))
     summary = check(results, config.precision_bits)
     summary["provider"], summary["security"] = config.provider, config.security
     summary["wall_s"] = round(time.perf_counter() - start, 3)

@@ -15,7 +15,9 @@ from typing import Any
 import torch
 
 from mpcdp.config import covers_malicious
+from mpcdp.errors import ConfigError
 from mpcdp.mpc.authenticated import input_sum, reveal_checked
+from mpcdp.mpc.bounded import bounded_sum, unit_bound
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import checked_scaled, secure_sum
 from mpcdp.transport.wire import WireMeter
@@ -27,26 +29,43 @@ def local_vector(dim: int, rank: int, seed: int | None) -> torch.Tensor:
     return torch.randn(dim, generator=generator, dtype=torch.float64)
 
 
-def reveal_aggregate(ctx: MpcContext, vector: torch.Tensor) -> torch.Tensor:
+def check_input_bound(security: str, input_bound: float | None) -> None:
+    """Refuse ``input_bound`` (the aggregation job's `--input-bound`) outside ``security = "malicious"``, in one
+    line: only the authenticated sum checks it (:mod:`mpcdp.mpc.bounded`)."""
+    if input_bound is not None and security != "malicious":
+        raise ConfigError("`--input-bound` is checked inside the MPC under `--security malicious` only "
+                          "(semi-honest parties clip their own inputs)")
+
+
+def reveal_aggregate(ctx: MpcContext, vector: torch.Tensor, input_bound: float | None = None) -> torch.Tensor:
     """The opened sum of every party's ``vector``: semi-honest, or authenticated and MAC-checked under
-    ``security = "malicious"`` (:mod:`mpcdp.mpc.authenticated`)."""
+    ``security = "malicious"`` (:mod:`mpcdp.mpc.authenticated`), where ``input_bound`` (an L2 norm) makes every
+    party's vector checked against it inside the MPC before the sum is opened (:mod:`mpcdp.mpc.bounded`)."""
+    check_input_bound(ctx.config.security, input_bound)
     if ctx.config.security != "malicious":
         shared = secure_sum(ctx, vector, field="local")
         return ctx.reveal(shared, label="aggregate", reason="output of the aggregation job")
     scaled = checked_scaled(ctx, vector, weight=1.0, field="local")
-    total = input_sum(ctx, ctx.encode(scaled, field="local"), precision=ctx.config.precision_bits, label="aggregate")
+    bits = ctx.config.precision_bits
+    encoded = ctx.encode(scaled, field="local")
+    if input_bound is None:
+        total = input_sum(ctx, encoded, precision=bits, label="aggregate")
+    else:
+        total = bounded_sum(ctx, encoded, unit_bound(input_bound, encoded.numel(), bits), precision=bits,
+                            label="aggregate")
     return reveal_checked(ctx, total, label="aggregate", reason="output of the aggregation job, MAC-checked")
 
 
 @covers_malicious
 def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
-                    local: list[float] | None = None) -> dict[str, Any]:
-    """Party function: securely aggregate this party's vector; report what this party measured."""
+                    local: list[float] | None = None, input_bound: float | None = None) -> dict[str, Any]:
+    """Party function: securely aggregate this party's vector (each checked against ``input_bound`` in L2 under
+    ``security = "malicious"`` when given); report what this party measured."""
     vector = torch.tensor(local, dtype=torch.float64) if local is not None else local_vector(dim, ctx.rank, seed)
     meter = WireMeter()
     start = time.perf_counter()
     with meter:
-        aggregate = reveal_aggregate(ctx, vector)
+        aggregate = reveal_aggregate(ctx, vector, input_bound)
     wall_s = time.perf_counter() - start
     opening = next(o for o in ctx.openings if o.label == "aggregate")
     return {
@@ -60,6 +79,11 @@ def aggregate_party(ctx: MpcContext, dim: int, seed: int | None = None,
         "wall_s": wall_s,
         "links": ctx.links,
     }
+
+
+def aggregate_job(dim: int, input_bound: float | None) -> dict[str, Any]:
+    """The job description every party compares at the handshake (the bound only when given)."""
+    return {"name": "aggregate", "dim": dim, **({} if input_bound is None else {"input_bound": input_bound})}
 
 
 def error_bound(parties: int, precision_bits: int) -> float:

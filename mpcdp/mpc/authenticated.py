@@ -3,8 +3,9 @@
 Security model (issue 48): any set of data parties may deviate arbitrarily; the dealer is honest and colludes
 with nobody. The run then either opens what honest parties would have opened, or every honest party stops with
 :class:`~mpcdp.errors.ProtocolViolation` before any opened value is used or output (security with abort). Not
-fairness: a cheater can always make the run abort. Not input validity: a deviating party may input any value of
-the ring (its input is whatever it commits to; clipping bounds are not checked inside the MPC yet).
+fairness: a cheater can always make the run abort. Not input validity here: a deviating party may input any value
+of the ring (its input is whatever it commits to) unless its contribution is checked against its bound
+(:mod:`mpcdp.mpc.bounded`, on the inputs of :func:`input_vectors`).
 
 The ring (Cramer, Damgård, Escudero, Scholl, Xing, "SPDZ2k", CRYPTO 2018). Values live in Z_2^k, k = 64 (mpcdp's
 ring); shares and MACs in Z_2^(k+s), s = 64, as two int64 limbs (:mod:`mpcdp.adapter.limbs`). The MAC key α is
@@ -16,7 +17,8 @@ local; adding a public c: party 0 adds c to its value share and every party adds
 * Input (:func:`input_vectors`): the dealer deals every party o an authenticated mask [[r_o]] whose r_o only o
   knows; o sends d_o = x_o − r_o mod 2^k to every party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
   A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
-  then authenticated on its own, as a check on each party's input (its clipping bound, to come) needs.
+  then authenticated on its own, as a check on each party's input (its clipping bound, :mod:`mpcdp.mpc.bounded`)
+  needs.
 * A sum's inputs (:func:`input_sum`, what the secure sum and the release use): the parties open only
   D = Σ_o d_o, over the run's opening plan, and set [[Σ_o x_o]] = Σ_o [[r_o]] + D. Whoever combines the d_o
   sees uniform words, so whatever a deviating party adds to D (as a contributor or a combiner) is independent of
@@ -43,6 +45,12 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   unanimous: a party that sends different commitments or σ shares to different parties can make some honest
   parties stop while the others' checks pass (what those release is then correct: each check is sound alone).
 
+* Products (:func:`multiply`): a dealt authenticated Beaver triple; ε = x − a and δ = y − b opened in full
+  (uniform: a, b are uniform in Z_2^(k+s) and nobody knows them), joining the pending check. Squares
+  (:func:`square`): a dealt pair [[a]], [[a²]], only ε opened. Linear combinations
+  with public coefficients and constants (:meth:`AuthShared.mul_public`, :func:`add_constant`, :func:`linear`)
+  are local.
+
 Soundness (SPDZ2k's lemma for the batched check): an adversary that adds errors δ_j to opened values (δ_j ≢ 0
 mod 2^k for some j) and any errors to its σ share, chosen after seeing χ, passes with probability at most
 2^(−s+log2(s+1)) over α and the χ_j (s = 64: 2^-57.9), plus SHA-256's binding of the commitments.
@@ -55,7 +63,9 @@ one opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs,
 rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and its nonce (48 bytes):
 four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
 others 8. From the dealer to party 0: 32·m bytes per input element (masks) and 32 per opened element (the
-2^k·r masks); the key, once, nothing. Measured: ``benchmarks/results/malicious-sum.md``.
+2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes
+per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
+``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -67,7 +77,7 @@ import weakref
 import torch
 
 from mpcdp.adapter.limbs import Ring, Wide
-from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, MacKey
+from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
 from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
@@ -87,10 +97,34 @@ class AuthShared:
     mac: Wide
     precision_bits: int
 
-    def __add__(self, other: AuthShared) -> AuthShared:
+    def _same(self, other: AuthShared) -> None:
         if other.precision_bits != self.precision_bits or other.value.shape != self.value.shape:
-            raise ValueError("cannot add authenticated values of different shapes or precisions")
+            raise ValueError("cannot combine authenticated values of different shapes or precisions")
+
+    def __add__(self, other: AuthShared) -> AuthShared:
+        self._same(other)
         return AuthShared(RING.add(self.value, other.value), RING.add(self.mac, other.mac), self.precision_bits)
+
+    def __sub__(self, other: AuthShared) -> AuthShared:
+        self._same(other)
+        return AuthShared(RING.sub(self.value, other.value), RING.sub(self.mac, other.mac), self.precision_bits)
+
+    def mul_public(self, words: torch.Tensor, *, precision_bits: int = 0) -> AuthShared:
+        """[[c·x]] for public int64 words ``c`` (broadcast against x; read as unsigned, so a negative c is
+        2^64 + c: right mod 2^k, the value's ring, and MAC-consistent in Z_2^(k+s)); local, no communication.
+        ``precision_bits``: c's own fractional bits, added to x's."""
+        words = words.to(torch.int64).expand(self.value.shape)
+        return AuthShared(RING.scale(words, self.value), RING.scale(words, self.mac),
+                          self.precision_bits + precision_bits)
+
+    def sum_last(self) -> AuthShared:
+        """[[Σ x]] along the last dimension; local."""
+        flat_value = Wide(self.value.lo.movedim(-1, 0), self.value.hi.movedim(-1, 0))
+        flat_mac = Wide(self.mac.lo.movedim(-1, 0), self.mac.hi.movedim(-1, 0))
+        return AuthShared(RING.sum0(flat_value), RING.sum0(flat_mac), self.precision_bits)
+
+    def __getitem__(self, index) -> AuthShared:
+        return AuthShared(self.value[index], self.mac[index], self.precision_bits)
 
     def __repr__(self) -> str:
         return f"AuthShared(shape={tuple(self.value.shape)}, precision_bits={self.precision_bits})"
@@ -127,6 +161,35 @@ def add_public(ring: Ring, alpha: torch.Tensor, rank: int, value: Wide, mac: Wid
     return (ring.add(value, c) if rank == 0 else value), ring.add(mac, ring.scale(alpha, c))
 
 
+def add_public_wide(ring: Ring, alpha: torch.Tensor, rank: int, value: Wide, mac: Wide, public: Wide):
+    """(value, MAC) shares of [[x]] + c for a public Z_2^(k+s) element ``c``."""
+    return (ring.add(value, public) if rank == 0 else value), ring.add(mac, ring.scale(alpha, public))
+
+
+def add_constant(ctx: MpcContext, x: AuthShared, words: torch.Tensor) -> AuthShared:
+    """[[x + c]] for public int64 words ``c`` (Z_2^k, at x's precision, broadcast against x); local."""
+    state = _session(ctx)
+    value, mac = add_public(RING, state.alpha, ctx.rank, x.value, x.mac,
+                            words.to(torch.int64).expand(x.value.shape))
+    return AuthShared(value, mac, x.precision_bits)
+
+
+def linear(ctx: MpcContext, terms: list[tuple[int, AuthShared]], constant: int = 0) -> AuthShared:
+    """[[Σ c_t·x_t + constant]] for public Python ints c_t (mod 2^k) and one shape and precision; local."""
+    total: AuthShared | None = None
+    for coefficient, x in terms:
+        scaled = x.mul_public(torch.tensor(_signed_word(coefficient), dtype=torch.int64))
+        total = scaled if total is None else total + scaled
+    if total is None:
+        raise ValueError("`terms` is empty")
+    return add_constant(ctx, total, torch.tensor(_signed_word(constant), dtype=torch.int64)) if constant else total
+
+
+def _signed_word(value: int) -> int:
+    value %= 1 << 64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: str) -> list[AuthShared]:
     """Every party inputs its own int64 vector ``encoded`` (same length everywhere): each party's as an
     authenticated value, in rank order. One round: (m−1)·8n bytes per party."""
@@ -152,20 +215,76 @@ def opened_checked(ctx: MpcContext, words: torch.Tensor, *, label: str, reason: 
     return ctx._open(words, label=label, reason=reason, xor=False, kind=kind, checked=True, wide=wide)
 
 
-def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -> torch.Tensor:
+def _open_wide(ctx: MpcContext, value: Wide, mac: Wide, *, label: str, reason: str, kind: str) -> Wide:
+    """Open the Z_2^(k+s) elements ``value`` (flat) in full to every party: pending until :func:`mac_check`."""
+    state = _session(ctx)
+    rows = opened_checked(ctx, torch.stack([value.lo, value.hi], dim=1), label=label, kind=kind,
+                          reason=reason, wide=True)
+    opened = RING.reduce(rows[:, 0].clone(), rows[:, 1].clone())
+    state.pending.append((opened, mac))
+    state.note_public(f"open {label}", torch.cat([opened.lo, opened.hi]))
+    return opened
+
+
+def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str, kind: str = "release") -> torch.Tensor:
     """Open ``x`` + 2^k·r in full (k + s bits; r dealt, authenticated, known to nobody) to every party and return
     its low k bits (int64 words, the value): pending until :func:`mac_check` passes."""
-    state = _session(ctx)
     value, mac = x.value.reshape(-1), x.mac.reshape(-1)
-    n = value.lo.numel()
-    r_value, r_mac = AuthRandoms.fetch(n)
+    r_value, r_mac = AuthRandoms.fetch(value.lo.numel())
     masked, masked_mac = RING.add(value, RING.shift_up(r_value)), RING.add(mac, RING.shift_up(r_mac))
-    rows = opened_checked(ctx, torch.stack([masked.lo, masked.hi], dim=1), label=label, kind="release",
-                                  reason=reason, wide=True)
-    opened = RING.reduce(rows[:, 0].clone(), rows[:, 1].clone())
-    state.pending.append((opened, masked_mac))
-    state.note_public(f"open {label}", torch.cat([opened.lo, opened.hi]))
-    return opened.lo
+    return _open_wide(ctx, masked, masked_mac, label=label, reason=reason, kind=kind).lo
+
+
+def multiply(ctx: MpcContext, x: AuthShared, y: AuthShared, *, label: str) -> AuthShared:
+    """[[x·y]] (elementwise, one shape; precision x's + y's, no truncation) by a dealt authenticated Beaver triple
+    ([[a]], [[b]], [[c = a·b]], :class:`~mpcdp.adapter.mac_material.AuthTriples`).
+
+    The parties open ε = x − a and δ = y − b in full, all k + s bits, as SPDZ2k prescribes: a and b are uniform
+    in Z_2^(k+s) and known to no party, so ε and δ are uniform whatever x and y are, upper bits included (no
+    2^k·r mask is needed, unlike :func:`open_values`, whose x may carry secret upper bits). Then
+    z = c + ε·[[b]] + δ·[[a]] + ε·δ (the public term added as :func:`add_public` does) equals x·y exactly mod
+    2^(k+s), so its low k bits are x·y mod 2^k, and z's MAC shares, a linear function of [[a]], [[b]], [[c]]
+    with public coefficients, are MAC-consistent. ε and δ join the pending list and the view digest: a party
+    that alters its ε or δ share (which would shift z by a multiple of b or a) fails the next
+    :func:`mac_check`, which comes before anything computed from z is opened to anyone. Cost: one opening of 2n
+    elements of Z_2^(k+s) (4n words, 2·F with F the semi-honest opening floor of 2n words; 1 round for 2
+    parties, 2 for more), 96 bytes per product from the dealer to party 0, about 60 int64 operations per
+    product locally."""
+    x._same(y)
+    state = _session(ctx)
+    shape = x.value.shape
+    xv, xm, yv, ym = x.value.reshape(-1), x.mac.reshape(-1), y.value.reshape(-1), y.mac.reshape(-1)
+    n = xv.lo.numel()
+    (a, a_mac), (b, b_mac), (c, c_mac) = AuthTriples.fetch(n)
+    eps, eps_mac = RING.sub(xv, a), RING.sub(xm, a_mac)
+    delta, delta_mac = RING.sub(yv, b), RING.sub(ym, b_mac)
+    opened = _open_wide(ctx, Wide(torch.cat([eps.lo, delta.lo]), torch.cat([eps.hi, delta.hi])),
+                        Wide(torch.cat([eps_mac.lo, delta_mac.lo]), torch.cat([eps_mac.hi, delta_mac.hi])),
+                        label=f"{label} (ε, δ)", kind="masked",
+                        reason="x − a and y − b for a dealt authenticated triple nobody knows: uniform")
+    e, d = opened[:n], opened[n:]
+    value = RING.add(c, RING.add(RING.mul(e, b), RING.mul(d, a)))
+    mac = RING.add(c_mac, RING.add(RING.mul(e, b_mac), RING.mul(d, a_mac)))
+    value, mac = add_public_wide(RING, state.alpha, ctx.rank, value, mac, RING.mul(e, d))
+    return AuthShared(value.reshape(*shape), mac.reshape(*shape), x.precision_bits + y.precision_bits)
+
+
+def square(ctx: MpcContext, x: AuthShared, *, label: str) -> AuthShared:
+    """[[x²]] (elementwise; precision twice x's, no truncation) by a dealt authenticated square pair ([[a]], [[a²]],
+    :class:`~mpcdp.adapter.mac_material.AuthSquares`): ε = x − a opened in full (uniform, as in :func:`multiply`),
+    then x² = a² + 2ε·[[a]] + ε², exact mod 2^(k+s) and MAC-consistent; ε joins the pending check. Cost: half
+    of :func:`multiply`'s — one opening of n elements of Z_2^(k+s) (2n words), 64 bytes per square from the
+    dealer."""
+    state = _session(ctx)
+    shape = x.value.shape
+    xv, xm = x.value.reshape(-1), x.mac.reshape(-1)
+    (a, a_mac), (c, c_mac) = AuthSquares.fetch(xv.lo.numel())
+    e = _open_wide(ctx, RING.sub(xv, a), RING.sub(xm, a_mac), label=f"{label} (ε)", kind="masked",
+                   reason="x − a for a dealt authenticated square pair nobody knows: uniform")
+    twice = RING.add(e, e)
+    value, mac = RING.add(c, RING.mul(twice, a)), RING.add(c_mac, RING.mul(twice, a_mac))
+    value, mac = add_public_wide(RING, state.alpha, ctx.rank, value, mac, RING.mul(e, e))
+    return AuthShared(value.reshape(*shape), mac.reshape(*shape), 2 * x.precision_bits)
 
 
 def sigma_terms(ring: Ring, alpha: torch.Tensor, chi: torch.Tensor, opened: Wide, macs: Wide) -> Wide:

@@ -35,6 +35,7 @@ import torch
 from mpcdp.errors import InputError
 from mpcdp.transport import costs
 from mpcdp.mpc import authenticated
+from mpcdp.mpc.bounded import bounded_sum, unit_bound
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
 from mpcdp.mpc.shared import Shared, share_of
@@ -48,8 +49,11 @@ def declared_cost(d: int) -> costs.DeclaredCost:
 
 
 def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *, shape: tuple[int, ...],
-                  label: str, field: str = "local") -> torch.Tensor:
+                  label: str, field: str = "local", bound: float | None = None) -> torch.Tensor:
     """Open Σ_j local_j + noise (float64) in one round; ``shape`` is the public shape every party agreed on.
+    ``bound``: under ``security = "malicious"``, every party's ``local`` is checked inside the MPC against this L2
+    norm (:mod:`mpcdp.mpc.bounded`, on the release grid) before the release is opened; semi-honest parties clip
+    their own terms, so it is not used there.
 
     Raises:
         InputError: some party's ``local`` is empty, non-finite, out of range or not of ``shape`` (raised on
@@ -68,7 +72,7 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
     values = torch.zeros(shape, dtype=torch.float64) if problem is not None else local.to(torch.float64)
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
     if ctx.config.security == "malicious":
-        opened = _checked_release(ctx, ctx.encode(flagged, field=field, precision=bits), noise, bits, label)
+        opened = _checked_release(ctx, ctx.encode(flagged, field=field, precision=bits), noise, bits, label, bound)
     else:
         shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
         if noise is not None:
@@ -83,11 +87,16 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
 
 
 def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | None, bits: int,
-                     label: str) -> torch.Tensor:
-    """Under ``security = "malicious"``: every party's flagged term summed, authenticated as a sum on input, opened and
+                     label: str, bound: float | None) -> torch.Tensor:
+    """Under ``security = "malicious"``: every party's flagged term summed, authenticated as a sum on input (each
+    term checked against ``bound`` first when given: :mod:`mpcdp.mpc.bounded`, the flag not included), opened and
     MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`). In-MPC noise is not authenticated yet, so
     a release with noise is refused."""
     if noise is not None:
         ctx.config.refuse_uncovered("a release with in-MPC noise (the noise sampler is not authenticated)")
-    total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
+    if bound is None:
+        total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
+    else:
+        checked = unit_bound(bound, encoded.numel() - 1, bits)
+        total = bounded_sum(ctx, encoded, checked, precision=bits, label=label)
     return authenticated.reveal_checked(ctx, total, label=label, reason="aggregate release, MAC-checked")

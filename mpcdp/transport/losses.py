@@ -79,16 +79,21 @@ LINGER_S = 4.0
 _READ_TIMEOUT_S = 2.0
 _POLL_S = 0.1
 DIRECT = ("violation", "short")
-STRENGTH = {"violation": 3, "short": 3, "malformed": 3, "mac": 3, "timeout": 2, "closed": 1}
-PREFERENCE = {"violation": 5, "malformed": 5, "mac": 5, "short": 4, "timeout": 2, "closed": 1}
+STRENGTH = {"violation": 3, "short": 3, "malformed": 3, "mac": 3, "bound": 3, "timeout": 2, "closed": 1}
+PREFERENCE = {"violation": 5, "malformed": 5, "mac": 5, "bound": 5, "short": 4, "timeout": 2, "closed": 1}
 WHAT = {"violation": "sent a frame that is not the expected one", "short": "left a frame unfinished",
         "malformed": "wrote a malformed loss report", "timeout": "sent nothing within the timeout",
-        "closed": "closed its link", "mac": "opened a σ share that does not match its commitment"}
+        "closed": "closed its link", "mac": "opened a σ share that does not match its commitment",
+        "bound": "contributed outside its clipping bound"}
 MAC = "mac"
 """A failed MAC check (``security = "malicious"``, :class:`~mpcdp.errors.MacCheckFailed`): every honest party
 detects it itself and says so in its own line (the opening, and a party only where the evidence names one);
 a process that did not run the check (the dealer, a party whose link closed first) says that the parties
 reporting it found a MAC check failed, unless the loss rules above name one process."""
+BOUND = "bound"
+"""A contribution outside its bound (``security = "malicious"``, :class:`~mpcdp.mpc.bounded.OutOfBound`): every
+honest party detects it itself, naming the contributor, and is treated as a failed MAC check is."""
+CHECKS = (MAC, BOUND)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +124,7 @@ class Verdict:
 def evidence_of(exc: BaseException | None) -> str:
     """The evidence kind an error is: its ``evidence`` if it carries one (:mod:`.mesh`), else by type."""
     kind = getattr(exc, "evidence", None)
-    if kind in DIRECT or kind == MAC:
+    if kind in DIRECT or kind in CHECKS:
         return kind
     if isinstance(exc, ProtocolViolation):
         return "violation"
@@ -132,7 +137,7 @@ def evidence_of(exc: BaseException | None) -> str:
 
 def _suspect_of(me: int, exc: BaseException | None) -> tuple[int | None, str]:
     suspect, kind = getattr(exc, "party", None), evidence_of(exc)
-    if kind == MAC:  # a failed MAC check is evidence with or without a suspect
+    if kind in CHECKS:  # a failed MAC or bound check is evidence with or without a suspect
         valid = isinstance(suspect, int) and not isinstance(suspect, bool) and 0 <= suspect != me
         return (suspect if valid else None), kind
     if not isinstance(suspect, int) or isinstance(suspect, bool) or suspect == me or suspect < 0 or kind == "none":
@@ -174,7 +179,7 @@ def resolve(me: int, exc: BaseException | None) -> Verdict:
     suspect, kind = _suspect_of(me, exc)
     if kind in DIRECT and suspect is not None:  # (direct evidence always names a suspect: _suspect_of)
         return Verdict((suspect,), (Accusation(me, suspect, kind),), own=True)
-    if kind == MAC:  # this party's own check failed: its line says so, naming whom the evidence names
+    if kind in CHECKS:  # this party's own check failed: its line says so, naming whom the evidence names
         named = () if suspect is None else (suspect,)
         return Verdict(named, tuple(Accusation(me, s, kind) for s in named), own=True, mac=(me,))
     info = rendezvous.run()
@@ -284,7 +289,8 @@ def _explains(h: int, reports: dict) -> bool:
             return False  # a malformed report: only the deviating process writes one
         if rep.suspect is None or rep.suspect == h:
             continue
-        if rep.evidence in DIRECT or rep.evidence == MAC or (rep.evidence == "closed" and rep.suspect not in reports):
+        if rep.evidence in DIRECT or rep.evidence in CHECKS or (
+                rep.evidence == "closed" and rep.suspect not in reports):
             return False
     return True
 
@@ -371,6 +377,11 @@ def message(verdict: Verdict, me: str, detail: str) -> str:
                 f"their own word, which no other process can check) — {detail}")
     if not verdict.suspects:
         return f"{me} stopped: a party of the run was lost or left without finishing ({detail})"
+    checked = sorted({a.reporter for a in verdict.accusations if a.kind == BOUND})
+    if checked and len(verdict.suspects) == 1:  # the parties' own bound checks named it: say so, not "lost"
+        said = " and ".join(who(r) for r in checked)
+        return (f"{me} stopped: {who(verdict.suspects[0])} contributed outside its clipping bound ({said} found "
+                f"it); nothing was released (security = 'malicious')")
     if verdict.own:
         return f"{me} stopped: {who(verdict.suspects[0])} was lost (noticed by {me}) — {detail}"
     evidence = "; ".join(f"{who(a.reporter)}: {who(a.suspect)} {WHAT[a.kind]}" for a in verdict.accusations)

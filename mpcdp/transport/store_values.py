@@ -34,9 +34,10 @@ ENDPOINT_PREFIX = "mpcdp/endpoint/"
 REPORT_PREFIX = "mpcdp/report/"
 CLAIM_PREFIX = "mpcdp/claim/"
 CLAIM_STRAYS = 8  # claims of ranks this far beyond a run's processes are kept (mpcdp.transport.claims)
-EVIDENCE = ("violation", "short", "timeout", "closed", "mac", "none")
+EVIDENCE = ("violation", "short", "timeout", "closed", "mac", "bound", "none")
 """``mac``: the writer's MAC check failed (``security = "malicious"``); it names a suspect only where the
-evidence does (a σ share that does not match its commitment), else none."""
+evidence does (a σ share that does not match its commitment), else none. ``bound``: the writer's in-MPC bound
+check of the suspect's contribution failed (:mod:`mpcdp.mpc.bounded`; none when it is the writer's own)."""
 
 
 class Report(NamedTuple):
@@ -135,7 +136,7 @@ def parse_report(text: str, writer: int) -> Report:
     if evidence not in EVIDENCE:
         raise ValueError(f"evidence {_shown(str(evidence))} is not one of {', '.join(EVIDENCE)}")
     if suspect is None:
-        if evidence not in ("none", "mac"):
+        if evidence not in ("none", "mac", "bound"):
             raise ValueError("evidence without a suspect")
         return Report(writer, None, evidence)
     if isinstance(suspect, bool) or not isinstance(suspect, int) or not 0 <= suspect < MAX_RANKS:

@@ -1,0 +1,215 @@
+"""Bounded inputs under ``security = "malicious"``: each party's contribution to an authenticated sum is checked
+inside the MPC against its L2 bound before anything is opened (issue 48, "Bounded inputs").
+
+Security model (:mod:`mpcdp.mpc.authenticated`'s): any set of data parties may deviate arbitrarily; the dealer is
+honest and colludes with nobody. Without this check a deviating party may input any ring value (an input
+substitution); with it, whatever it inputs is an integer vector g (in grid units, the sum's fixed-point grid)
+with ‖g‖² ≤ S, the bound in grid units², or every honest party stops with one line naming it —
+"party J's contribution to release 'R' is outside its clipping bound (security = 'malicious')" — before any value
+of the release is opened, and no value of the contribution is printed. A MAC failure stays the MAC line.
+
+The check. Every party o inputs, authenticated one by one (:func:`~mpcdp.mpc.authenticated.input_vectors`), its
+contribution g (d checked coordinates, plus any unchecked ones such as a release's validation flag) and a
+witness: the L bits of every offset coordinate u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits
+of the slack v = S − ‖g‖² (L_s = bit length of S). Every party then checks, for every contributor:
+
+  (a) every witness bit β satisfies β·(1 − β) = β − β² ≡ 0: one authenticated square each
+      (:func:`~.authenticated.square`);
+  (b) Σ_i 2^i·β_{j,i} − B − g_j ≡ 0 for every coordinate j;
+  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (d more squares);
+
+all mod 2^64, by opening the left-hand sides (with the 2^64·r mask of :func:`~.authenticated.open_values`, so
+only their low 64 bits) through the checked opening and one batched MAC check, and requiring every one to be 0.
+An honest contributor's are all 0, so opening them reveals nothing; only then is the sum opened.
+
+Soundness (every wrap-around excluded). In Z_2^64, β(1 − β) ≡ 0 forces β ∈ {0, 1}: β and 1 − β have opposite
+parity, so one of them is a unit and the other must be ≡ 0. With bits, (b) makes g_j ≡ u_j − B for an integer
+u_j ∈ [0, 2^L), so g_j's signed representative is that integer, |g_j| ≤ M = 2^L − 1 (B < 2^L): a coordinate that
+is large mod 2^64 (e.g. 2^32, whose square wraps to 0) has no such bits. Then the integer ‖g‖² ≤ d·M² <
+2^63 (the bound refuses larger d·2^(2L)), so the products of (c) compute it without wrapping, and with slack bits
+v ∈ [0, 2^L_s), L_s ≤ 62, (c) says ‖g‖² ≡ S − v (mod 2^64) with both sides in (−2^63, 2^63): ‖g‖² = S − v ≤ S.
+A deviation elsewhere — a wrong share, ε, δ, an altered opening of the checks or a zero opened where it is not
+— is a MAC failure with probability ≥ 1 − 2^-57.9 (:mod:`~.authenticated`), and a party that inputs different
+words to different parties fails the view comparison of the same check. What is checked is what is summed:
+the sum is Σ_o [[g_o]] of the same authenticated inputs. Not checked: the coordinates after the first d (a
+release's validation flag: a party that sets it only makes every party stop with the input-problem line).
+
+Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness words per contributor:
+inputs (m − 1)·8·(n + W) bytes in one round (instead of the sum's one opening of n); m·(d·L + d) squares (an
+opening of that many elements of Z_2^128); one opening of the m(dL + d + 1) checks (128-bit, masked); one more
+MAC check (four rounds); the sum is local. From the dealer to party 0: 32·m bytes per input word, 64 per
+square, 32 per opened check. Rounds: 1 + 2 + 2 + 4 before the sum's own opening and
+check. Measured: ``benchmarks/results/malicious-sum.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+
+import torch
+
+from mpcdp.errors import ConfigError, ProtocolViolation
+from mpcdp.mpc import authenticated as auth
+from mpcdp.mpc.authenticated import AuthShared
+from mpcdp.mpc.context import MpcContext
+
+LIMIT_BITS = 63
+"""d·(2^L)² must stay below 2^LIMIT_BITS and S below 2^62: then no check can wrap mod 2^64."""
+
+
+class OutOfBound(ProtocolViolation):
+    """A party's contribution is outside its bound (a check of :mod:`mpcdp.mpc.bounded` opened a nonzero):
+    every honest party detects it itself, with the same line naming the party. The run stops before the
+    release is opened. Reported as a failed check (``evidence`` "bound", :mod:`mpcdp.transport.losses`)."""
+
+    evidence = "bound"
+
+    def __init__(self, label: str, party: int):
+        self.label = label
+        super().__init__(f"party {party}'s contribution to release {label!r} is outside its clipping bound "
+                         f"(security = 'malicious')", party=party)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitBound:
+    """A contribution's bound in grid units: ‖g‖² ≤ ``squared`` over its first ``dim`` coordinates, with the
+    witness sizes of the module docstring (B = ``offset``, L = ``coordinate_bits``, L_s = ``slack_bits``)."""
+
+    squared: int
+    dim: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.squared < 1 << 62:
+            raise ConfigError(f"`input_bound` is {math.sqrt(self.squared):.4g} grid units; it must be below 2^31 "
+                              f"at this precision")
+        if self.dim * (1 << (2 * self.coordinate_bits)) >= 1 << LIMIT_BITS:
+            raise ConfigError(f"`input_bound` is too large for {self.dim} coordinates at this precision: the "
+                              f"in-MPC check needs d·(2^L)² < 2^{LIMIT_BITS} with L = {self.coordinate_bits} "
+                              f"bits per coordinate (lower the bound or the precision)")
+
+    @property
+    def offset(self) -> int:
+        return math.isqrt(self.squared)
+
+    @property
+    def coordinate_bits(self) -> int:
+        return max(1, (2 * self.offset).bit_length())
+
+    @property
+    def slack_bits(self) -> int:
+        return max(1, self.squared.bit_length())
+
+    @property
+    def witness_words(self) -> int:
+        return self.dim * self.coordinate_bits + self.slack_bits
+
+
+def unit_bound(norm: float, dim: int, precision: int) -> UnitBound:
+    """The bound, in grid units², on a contribution x with ‖x‖ ≤ ``norm`` once each coordinate is rounded to
+    the nearest multiple of 2^-``precision``: ⌈norm·2^p + √d/2⌉², in exact arithmetic with √d rounded up
+    (|round − exact| ≤ 1/2 per coordinate, so ‖g‖ ≤ norm·2^p + √d/2: an honest contribution at the bound
+    passes)."""
+    if not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
+        raise ConfigError(f"`input_bound` must be a finite number >= 0. Found {norm!r}.")
+    root = math.isqrt(dim)
+    upper = Fraction(norm) * 2 ** precision + Fraction(root if root * root == dim else root + 1, 2)
+    return UnitBound(math.ceil(upper) ** 2, dim)
+
+
+def _bits(values: list[int], width: int) -> list[int]:
+    return [(v >> i) & 1 for v in values for i in range(width)]
+
+
+def witness(g: torch.Tensor, bound: UnitBound) -> torch.Tensor:
+    """The contributor's witness words for its first ``bound.dim`` coordinates ``g`` (int64, grid units): the L
+    bits of each g_j + B, then the L_s bits of S − ‖g‖² (module docstring). Each value is clamped into its
+    bits' range, so a contribution outside the bound gets a witness that fails (b) or (c), never a wrong one
+    that passes."""
+    coordinates = [int(v) for v in g.tolist()]
+    top, slack_top = (1 << bound.coordinate_bits) - 1, (1 << bound.slack_bits) - 1
+    offsets = [min(max(v + bound.offset, 0), top) for v in coordinates]
+    slack = min(max(bound.squared - sum(v * v for v in coordinates), 0), slack_top)
+    return torch.tensor(_bits(offsets, bound.coordinate_bits) + _bits([slack], bound.slack_bits), dtype=torch.int64)
+
+
+def _cat(parts: list[AuthShared]) -> AuthShared:
+    from mpcdp.adapter.limbs import Wide
+
+    flat = [p.value.reshape(-1) for p in parts], [p.mac.reshape(-1) for p in parts]
+    return AuthShared(Wide(torch.cat([w.lo for w in flat[0]]), torch.cat([w.hi for w in flat[0]])),
+                      Wide(torch.cat([w.lo for w in flat[1]]), torch.cat([w.hi for w in flat[1]])),
+                      parts[0].precision_bits)
+
+
+def _as_integers(x: AuthShared) -> AuthShared:
+    return AuthShared(x.value, x.mac, 0)
+
+
+def check_terms(ctx: MpcContext, contributions: list[AuthShared], witnesses: list[AuthShared],
+                bound: UnitBound, *, label: str) -> AuthShared:
+    """The left-hand sides of checks (a), (b), (c) for every contributor (module docstring), in one flat
+    authenticated vector, contributor by contributor: (a) its d·L bit products, (b) its d coordinate
+    differences, (c) its slack difference. m·(d·L + d) authenticated squares (β·(1 − β) = β − β²)."""
+    d, width = bound.dim, bound.coordinate_bits
+    coordinate_bits = [_as_integers(w[: d * width]) for w in witnesses]
+    slack_bits = [_as_integers(w[d * width:]) for w in witnesses]
+    checked = [_as_integers(g[:d]) for g in contributions]
+    bits = _cat(coordinate_bits)
+    squared = auth.square(ctx, _cat([bits] + checked), label=f"{label} (bound check)")
+    m, count = len(contributions), bits.value.lo.numel()
+    bit_products = bits - squared[:count]  # β − β² = β·(1 − β)
+    squares = squared[count:]
+    powers = torch.tensor([1 << i for i in range(width)], dtype=torch.int64)
+    slack_powers = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
+    out = []
+    for o in range(m):
+        own_bits = bit_products[o * d * width:(o + 1) * d * width]
+        shaped = AuthShared(coordinate_bits[o].value.reshape(d, width), coordinate_bits[o].mac.reshape(d, width), 0)
+        offsets = shaped.mul_public(powers.expand(d, width)).sum_last()
+        differences = auth.add_constant(ctx, offsets - checked[o], torch.tensor(-bound.offset))
+        norm = squares[o * d:(o + 1) * d].sum_last()
+        slack = slack_bits[o].mul_public(slack_powers).sum_last()
+        rest = auth.add_constant(ctx, _neg(norm + slack), torch.tensor(bound.squared))
+        out.append(_cat([own_bits, differences, rest]))
+    return _cat(out)
+
+
+def _word(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _neg(x: AuthShared) -> AuthShared:
+    return x.mul_public(torch.tensor(-1))
+
+
+def bounded_sum(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, precision: int,
+                label: str) -> AuthShared:
+    """[[Σ_o g_o]] for every party's int64 vector ``encoded`` (grid units at ``precision``; same shape everywhere),
+    once every party's first ``bound.dim`` coordinates passed checks (a)–(c) (module docstring), opened and
+    MAC-checked before this returns: the caller opens the sum after.
+
+    Raises:
+        OutOfBound: a check opened a nonzero (on every honest party, naming the first such contributor).
+        MacCheckFailed: the MAC check of the checks failed.
+    """
+    flat = encoded.reshape(-1).to(torch.int64)
+    n = flat.numel()
+    if n < bound.dim:
+        raise ValueError(f"the bound covers {bound.dim} coordinates; the contribution has {n}")
+    inputs = auth.input_vectors(ctx, torch.cat([flat, witness(flat[: bound.dim], bound)]), precision=precision,
+                                label=f"{label} (bounded inputs)")
+    contributions, witnesses = [x[:n] for x in inputs], [x[n:] for x in inputs]
+    terms = check_terms(ctx, contributions, witnesses, bound, label=label)
+    opened = auth.open_values(ctx, terms, label=f"{label} (bound checks)", kind="public",
+                              reason="the bound checks' left-hand sides: 0 for an honest contributor")
+    auth.mac_check(ctx, label=f"{label} (bound checks)")
+    per_party = opened.reshape(len(inputs), -1)
+    for o in range(len(inputs)):
+        if bool(per_party[o].ne(0).any()):
+            raise OutOfBound(label, o)
+    total = contributions[0]
+    for other in contributions[1:]:
+        total = total + other
+    return AuthShared(total.value.reshape(*encoded.shape), total.mac.reshape(*encoded.shape), precision)
