@@ -91,8 +91,9 @@ class MpcSettings:
         line; nothing under semi-honest security."""
         if self.security == "malicious":
             raise ConfigError(f"`security` 'malicious' does not cover {what} yet: only the secure sum and its "
-                              f"MAC-checked release are authenticated (`mpcdp aggregate`); the in-MPC noise sampler "
-                              f"and the protocols on dealt masks are not (issue 48)")
+                              f"MAC-checked release (`mpcdp aggregate`) and the discrete Gaussian sampler (`mpcdp noise "
+                              f"--mode dgauss`) are authenticated; training and the protocols on dealt masks are "
+                              f"not (issue 48)")
 
     def replaced(self, **changes: Any) -> MpcSettings:
         """These settings with ``changes`` (each checked); a name that is not a setting is a ConfigError."""

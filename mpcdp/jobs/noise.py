@@ -12,13 +12,21 @@ from typing import Any
 
 import numpy as np
 
+from mpcdp.config import covers_malicious
+from mpcdp.mpc import authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.transport.wire import WireMeter
-from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
 
 
+@covers_malicious
 def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: int | None,
                 chunk: int) -> dict[str, Any]:
+    """Draw ``samples`` noise values of ``mode`` in chunks, metering each draw, and open them for validation.
+    Under ``security = "malicious"`` only a mechanism whose draw MAC-checks every opening runs (the refusal
+    comes before any share moves), and the validation opening is MAC-checked too."""
+    if ctx.config.security == "malicious" and not getattr(MECHANISMS[mode], "authenticated", False):
+        ctx.config.refuse_uncovered(f"noise mode {mode!r}")
     meter, rounds, opened, candidates, accepted = WireMeter(), 0, [], 0, 0
     wall = cpu = 0.0
     for start in range(0, samples, chunk):
@@ -33,7 +41,11 @@ def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: in
         rounds += ctx.rounds - rounds_before
         candidates += block.stats.get("candidates", 0)
         accepted += block.stats.get("accepted", 0)
-        values = ctx.reveal(block.shared, label="noise-validation", reason="validation of the sampler only")
+        if isinstance(block.values, authenticated.AuthShared):
+            values = authenticated.reveal_checked(ctx, block.values, label="noise-validation",
+                                                  reason="validation of the sampler only")
+        else:
+            values = ctx.reveal(block.shared, label="noise-validation", reason="validation of the sampler only")
         if ctx.rank == 0:
             opened.append(values.numpy())
         ctx.progress(start + n, samples)

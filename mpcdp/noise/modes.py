@@ -42,6 +42,7 @@ import torch
 from mpcdp.mpc.shared import Shared
 
 if TYPE_CHECKING:  # the samplers take a context; importing it here would import the adapter
+    from mpcdp.mpc.authenticated import AuthShared
     from mpcdp.mpc.context import MpcContext
 
 BOXMULLER_SUPPORT = math.sqrt(2 * 16 * math.log(2))
@@ -60,7 +61,7 @@ class NoiseBlock:
         stats: public counts (candidates, passes) for ``rou``.
     """
 
-    values: Shared | torch.Tensor
+    values: Shared | torch.Tensor | AuthShared
     spec: Any  # the mpcdp.learning.mechanisms.NoiseSpec it was drawn for
     event: dp_accounting.DpEvent
     sigma: float
