@@ -191,11 +191,25 @@ def covers_malicious(fn: Any) -> Any:
     return fn
 
 
-def check_covered(settings: MpcSettings, fn: Any) -> None:
-    """Refuse to run party function ``fn`` under ``security = "malicious"`` unless it is marked
-    :func:`covers_malicious` (one line, before any process starts or any share moves)."""
+def covers_malicious_unless(refusal: Any) -> Any:
+    """Mark a party function as :func:`covers_malicious` except for the arguments for which
+    ``refusal(*args)`` names what its MACs do not cover (None: covered), refused by :func:`check_covered`."""
+    def mark(fn: Any) -> Any:
+        fn.malicious_refusal = refusal
+        return covers_malicious(fn)
+    return mark
+
+
+def check_covered(settings: MpcSettings, fn: Any, args: Any = ()) -> None:
+    """Refuse to run party function ``fn`` on ``args`` under ``security = "malicious"`` unless it is marked
+    :func:`covers_malicious` (and its :func:`covers_malicious_unless` refusal names nothing for ``args``): one
+    line, before any process starts or any share moves."""
     if not getattr(fn, "covers_malicious", False):
         settings.refuse_uncovered(f"the job {getattr(fn, '__qualname__', fn)!s}")
+    refusal = getattr(fn, "malicious_refusal", None)
+    what = refusal(*args) if refusal is not None and settings.security == "malicious" else None
+    if what:
+        settings.refuse_uncovered(what)
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:

@@ -12,21 +12,25 @@ from typing import Any
 
 import numpy as np
 
-from mpcdp.config import covers_malicious
+from mpcdp.config import covers_malicious_unless
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.transport.wire import WireMeter
 from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
 
 
-@covers_malicious
+def _uncovered_mode(samples: int, mode: str, *rest: Any) -> str | None:
+    """What ``security = "malicious"`` does not cover among :func:`noise_party`'s arguments: a noise mode whose
+    draw does not MAC-check every opening."""
+    return None if getattr(MECHANISMS[mode], "authenticated", False) else f"noise mode {mode!r}"
+
+
+@covers_malicious_unless(_uncovered_mode)
 def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: int | None,
                 chunk: int) -> dict[str, Any]:
     """Draw ``samples`` noise values of ``mode`` in chunks, metering each draw, and open them for validation.
-    Under ``security = "malicious"`` only a mechanism whose draw MAC-checks every opening runs (the refusal
-    comes before any share moves), and the validation opening is MAC-checked too."""
-    if ctx.config.security == "malicious" and not getattr(MECHANISMS[mode], "authenticated", False):
-        ctx.config.refuse_uncovered(f"noise mode {mode!r}")
+    Under ``security = "malicious"`` only a mechanism whose draw MAC-checks every opening runs (the launchers
+    refuse the others before any process starts), and the validation opening is MAC-checked too."""
     meter, rounds, opened, candidates, accepted = WireMeter(), 0, [], 0, 0
     wall = cpu = 0.0
     for start in range(0, samples, chunk):
