@@ -145,8 +145,8 @@ def test_authenticated_products_are_exact_mod_2_64_and_a_flipped_epsilon_share_f
 
 def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
     config = MpcConfig(parties=3, security="malicious")
-    with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover the job noise_party yet"):
-        run_parties(noise_party, config, args=(10, "dgauss", 1.0, None, 10))  # before any process starts
+    with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover noise mode 'rou' yet"):
+        run_parties(noise_party, config, args=(10, "rou", 1.0, None, 10))  # before any process starts
     with pytest.raises(ConfigError, match="does not cover training .* yet"):
         plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"})
     ctx = MpcContext(rank=0, config=config, job={}, masks=None)  # a semi-honest opening never reaches the links
