@@ -93,7 +93,7 @@ def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | Non
     MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`). In-MPC noise is not authenticated yet, so
     a release with noise is refused."""
     if noise is not None:
-        ctx.config.refuse_uncovered("a release with in-MPC noise (the noise sampler is not authenticated)")
+        ctx.config.refuse_uncovered("a release with in-MPC noise (the release does not add authenticated noise yet)")
     if bound is None:
         total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
     else:
