@@ -72,6 +72,8 @@ class NoiseBlock:
     def row(self, t: int) -> Shared | torch.Tensor:
         if isinstance(self.values, Shared):
             return self.values.select_row(t)
+        if not isinstance(self.values, torch.Tensor):
+            raise TypeError("authenticated noise (security = 'malicious') has no rows to add to a release yet")
         return self.values[t]
 
     @property
@@ -84,7 +86,7 @@ class NoiseBlock:
     @property
     def plain(self) -> torch.Tensor:
         """``values`` of plaintext noise (a TypeError for noise secret-shared inside the MPC)."""
-        if isinstance(self.values, Shared):
+        if not isinstance(self.values, torch.Tensor):
             raise TypeError("this noise is secret-shared inside the MPC, not plaintext")
         return self.values
 
