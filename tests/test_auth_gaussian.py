@@ -55,13 +55,18 @@ def test_one_hot_and_mux_select_the_entry_the_bits_spell():
 
 def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_before_any_sample(config_for, tmp_path):
     """m = 3, σ = 1 (41 grid units... one pass of ~30 candidates). Honest: every party finishes and party 0
-    opened 12 MAC-checked samples. Then party 1 flips bit 62 of the first word it sends to party 0 in the
+    opened 12 MAC-checked samples, and a release with 3 authenticated noise values adds exactly those values.
+    Then party 1 flips bit 62 of the first word it sends to party 0 in the
     ε/δ opening of the sampler's 40th product (inside T's carry chain): parties 0 and 2 exit non-zero with
     the MAC line of the check that comes before the accept bits, and nobody released anything."""
     honest = run_parties(tampered_noise, config_for(3, security="malicious"),
                          args=(-1, "", 0, 12, str(tmp_path)))
     assert len(honest[0]["values"]) == 12 and all(np.isfinite(honest[0]["values"]))
     assert honest[0]["accepted"] >= 12 and honest[1]["candidates"] == honest[0]["candidates"]
+    for party in honest:  # the authenticated release adds the authenticated noise, exactly, on the 2^-4 grid
+        released, noise = torch.tensor(party["released"]), torch.tensor(party["noise"])
+        assert torch.equal(released, torch.tensor([1.5, -3.0, 6.0], dtype=torch.float64) + noise), party
+        assert torch.equal(noise * 16, (noise * 16).round()) and noise.abs().max() > 0
     for path in tmp_path.glob("released-*"):
         path.unlink()
 

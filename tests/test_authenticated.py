@@ -147,8 +147,9 @@ def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
     config = MpcConfig(parties=3, security="malicious")
     with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover noise mode 'rou' yet"):
         run_parties(noise_party, config, args=(10, "rou", 1.0, None, 10))  # before any process starts
-    with pytest.raises(ConfigError, match="does not cover training .* yet"):
-        plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"})
+    with pytest.raises(ConfigError, match="does not cover the simulated backend yet"):
+        plan_from("protocols/quickstart-a9a.toml", backend="simulated", mpc={"security": "malicious"})
+    assert plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"}).mpc.security == "malicious"
     ctx = MpcContext(rank=0, config=config, job={}, masks=None)  # a semi-honest opening never reaches the links
     with pytest.raises(ConfigError, match="does not cover the opening 'v_p' yet"):
         ctx.reveal(Shared(torch.zeros(3, dtype=torch.int64), 16), label="v_p", reason="test")
@@ -156,10 +157,12 @@ def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
         noisy_release(ctx, torch.zeros(3), Shared(torch.zeros(3, dtype=torch.int64), 20), shape=(3,), label="v_p")
 
 
-def test_mpcdp_train_refuses_malicious_training_in_one_line_from_its_keyword_or_the_protocols_mpc_table(tmp_path):
+def test_mpcdp_train_refuses_malicious_training_with_unauthenticated_noise_in_one_line_from_its_keyword_or_the_protocols_mpc_table(tmp_path):
+    """Training under `malicious` needs the authenticated sampler (dgauss): the distributed mode's noise is each
+    party's own, added to its share unchecked, so it is refused before any file is read."""
     import mpcdp
 
-    source = open("protocols/quickstart-a9a.toml").read()
+    source = open("protocols/quickstart-a9a.toml").read() + '\n[noise]\nmode = "distributed"\n'
     semi, malicious = tmp_path / "semi.toml", tmp_path / "malicious.toml"
     semi.write_text(source)
     malicious.write_text(source + '\n[mpc]\nsecurity = "malicious"\n' if "[mpc]" not in source
@@ -169,7 +172,8 @@ def test_mpcdp_train_refuses_malicious_training_in_one_line_from_its_keyword_or_
         with pytest.raises(ConfigError) as refused:
             mpcdp.train("logreg", files, protocol=str(protocol), label="y", security=security)
         line = str(refused.value)
-        assert "\n" not in line and "`security` 'malicious' does not cover training" in line, line
+        assert "\n" not in line and "`security` 'malicious' does not cover training with noise mode 'distributed'" \
+            in line, line
     with pytest.raises(ConfigError, match=r"`security` must be one of \['semi-honest', 'malicious'\]"):
         mpcdp.train("logreg", files, protocol=str(semi), label="y", security="byzantine")
 

@@ -70,7 +70,17 @@ def release_for(spec: Any, shape: tuple[int, ...]) -> tuple[GridRelease, int]:
 
 # -- dgauss ---------------------------------------------------------------------------------------------------
 
-def dgauss_secure(ctx, release: GridRelease, rows: int, choice) -> Shared:
+def dgauss_secure(ctx, release: GridRelease, rows: int, choice) -> Any:
+    """This party's shares of ``rows`` × d noise values of ``release``: :class:`Shared`, or under
+    ``security = "malicious"`` authenticated shares (:class:`~mpcdp.mpc.authenticated.AuthShared`, circuit
+    dg-auth: every opening MAC-checked) that only an authenticated release adds."""
+    if ctx.config.security == "malicious":
+        from mpcdp.mpc.authenticated import AuthShared
+        from mpcdp.noise.auth_gaussian import sample_authenticated
+
+        drawn = sample_authenticated(ctx, rows * release.dim, discrete_gaussian.plan_of(release))
+        return AuthShared(drawn.value.reshape(rows, release.dim), drawn.mac.reshape(rows, release.dim),
+                          release.precision)
     return dgauss_secure_rows(ctx, release, rows)
 
 

@@ -164,9 +164,16 @@ class AuthArith:
         return AuthShared(summed(x.value), summed(x.mac), 0)
 
     def combine(self, x, matrix):
-        shape = (*x.value.shape, matrix.shape[-1])
-        wide = _map(x, lambda t: t.unsqueeze(-1).expand(shape).contiguous())
-        return self.total(self.scale(wide, matrix), -2)
+        # row by row (x's last dimension): memory of the result's size, not of x's times the matrix's columns
+        total = None
+        for i in torch.nonzero(matrix.abs().sum(-1)).reshape(-1).tolist():
+            column = _map(x, lambda t: t[..., i:i + 1].expand(*t.shape[:-1], matrix.shape[-1]))
+            term = self.scale(column, matrix[i])
+            total = term if total is None else self.add(total, term)
+        if total is None:
+            zero = torch.zeros((*x.value.shape[:-1], matrix.shape[-1]), dtype=torch.int64)
+            return AuthShared(Wide(zero, zero), Wide(zero, zero), 0)
+        return total
 
     def open(self, x, *, label):
         return authenticated.open_values(self.ctx, x, label=label, kind="masked",
