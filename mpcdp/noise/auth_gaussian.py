@@ -33,10 +33,12 @@ runs the same code on plaintext bits against the rule):
   6. Accept = AND of the seven factors, NOT the low factor and T's bits 59..61 all 0 (10 products).
   7. MAC check; open the accept bits; MAC check; keep the accepted candidates' n (authenticated, secret).
 
-Cost per candidate (:func:`products_per_candidate`): about 890 authenticated products (each 4 words opened,
-96 bytes dealt) and 530 + 64 dealt bits (32 bytes each): roughly 170 KB per candidate at m = 3, so about
-300× the semi-honest sampler's bytes per sample (benchmarks/results/noise-malicious.md); ≈ 80 rounds per pass
-plus two MAC checks. Not optimised: correctness and soundness first.
+Cost per candidate (:func:`products_per_candidate`): 884 authenticated products (each 4 words opened, 96 bytes
+dealt) and 530 + 64 dealt bits (32 bytes each, for σ = 1 at 16 bits); measured at m = 3, 1,000 samples:
+366 kB per sample against the semi-honest circuit's 2.6 kB (139×; wall 153×;
+benchmarks/results/noise-malicious.md), about 87 openings (174 rounds) per pass, two MAC checks. Not
+optimised: correctness and soundness first (the first factor's early drop, which the semi-honest circuit uses,
+would save about a fifth).
 """
 
 from __future__ import annotations
