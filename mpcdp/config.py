@@ -200,16 +200,18 @@ def covers_malicious_unless(refusal: Any) -> Any:
     return mark
 
 
-def check_covered(settings: MpcSettings, fn: Any, args: Any = ()) -> None:
-    """Refuse to run party function ``fn`` on ``args`` under ``security = "malicious"`` unless it is marked
-    :func:`covers_malicious` (and its :func:`covers_malicious_unless` refusal names nothing for ``args``): one
-    line, before any process starts or any share moves."""
+def check_covered(settings: MpcSettings, fn: Any, args: Any = (), party_args: Any = None) -> None:
+    """Refuse to run party function ``fn`` on ``args`` (or on each party's ``party_args``) under
+    ``security = "malicious"`` unless it is marked :func:`covers_malicious` (and its
+    :func:`covers_malicious_unless` refusal names nothing for them): one line, before any process starts or any
+    share moves."""
     if not getattr(fn, "covers_malicious", False):
         settings.refuse_uncovered(f"the job {getattr(fn, '__qualname__', fn)!s}")
     refusal = getattr(fn, "malicious_refusal", None)
-    what = refusal(*args) if refusal is not None and settings.security == "malicious" else None
-    if what:
-        settings.refuse_uncovered(what)
+    for each in party_args if party_args is not None else [args]:
+        what = refusal(*each) if refusal is not None and settings.security == "malicious" else None
+        if what:
+            settings.refuse_uncovered(what)
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:
