@@ -315,3 +315,20 @@ def test_an_input_bound_without_malicious_security_is_refused_in_one_line_before
         assert main(command) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and "`--input-bound` is" in lines[0], lines
+
+
+def test_a_training_party_is_refused_per_its_arguments_before_any_process_starts():
+    """`mpc_party` under `malicious` is covered with the authenticated sampler's noise and no checkpoints; each
+    party's arguments are checked (the train job passes per-party arguments), in one line."""
+    from mpcdp.config import check_covered
+    from mpcdp.learning.backends import NoiseLevels, mpc_party
+    from mpcdp.learning.mechanisms import NoiseChoice
+
+    config = MpcConfig(parties=3, security="malicious")
+    covered = [(None, None, NoiseLevels(), 3, None, None)] * 3
+    check_covered(config, mpc_party, party_args=covered)  # dgauss, no checkpoints: covered
+    check_covered(MpcConfig(parties=3), mpc_party, party_args=[(None, None, NoiseLevels(choice=NoiseChoice(
+        "distributed", 1)), 3, None, {"dir": "x"})] * 3)  # semi-honest: nothing is refused
+    for last, line in ((NoiseLevels(choice=NoiseChoice("distributed", 1)), None), (NoiseLevels(), {"dir": "x"})):
+        with pytest.raises(ConfigError, match="does not cover (training with noise mode 'distributed'|checkpoints) yet"):
+            check_covered(config, mpc_party, party_args=covered[:2] + [(None, None, last, 3, None, line)])
