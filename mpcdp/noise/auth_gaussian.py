@@ -51,8 +51,8 @@ import torch
 
 from mpcdp.adapter.auth_bits import AuthBits
 from mpcdp.mpc import authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, and_all, mul_batch, mux_levels, not_bit, one_hot,
-                                     xor_public)
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, PlainArith, and_all, mul_batch, mux_levels, not_bit,
+                                     one_hot, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
@@ -153,8 +153,6 @@ def candidate_circuit(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str,
 def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> int:
     """Authenticated products per candidate of :func:`candidate_circuit` (counted by running it on one
     plaintext candidate)."""
-    from mpcdp.mpc.auth_circuits import PlainArith
-
     A = PlainArith()
     bits = dg.field_bits(plan)
     candidate_circuit(A, plan, {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()},
