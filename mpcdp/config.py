@@ -91,8 +91,8 @@ class MpcSettings:
         line; nothing under semi-honest security."""
         if self.security == "malicious":
             raise ConfigError(f"`security` 'malicious' does not cover {what} yet: only the secure sum and its "
-                              f"MAC-checked release (`mpcdp aggregate`) and the discrete Gaussian sampler (`mpcdp noise "
-                              f"--mode dgauss`) are authenticated; training and the protocols on dealt masks are "
+                              f"MAC-checked release (`mpcdp aggregate`), the discrete Gaussian sampler (`mpcdp noise --mode "
+                              f"dgauss`) and training with it are authenticated; the protocols on dealt masks are "
                               f"not (issue 48)")
 
     def replaced(self, **changes: Any) -> MpcSettings:
