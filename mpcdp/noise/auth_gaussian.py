@@ -35,7 +35,7 @@ runs the same code on plaintext bits against the rule):
 
 Cost per candidate (:func:`products_per_candidate`): 884 authenticated products (each 4 words opened, 96 bytes
 dealt) and 530 + 64 dealt bits (32 bytes each, for σ = 1 at 16 bits); measured at m = 3, 1,000 samples:
-366 kB per sample against the semi-honest circuit's 2.6 kB (139×; wall 153×;
+366 kB per sample against the semi-honest circuit's 2.65 kB (138×; wall 39×;
 benchmarks/results/noise-malicious.md), about 87 openings (174 rounds) per pass, two MAC checks. Not
 optimised: correctness and soundness first (the first factor's early drop, which the semi-honest circuit uses,
 would save about a fifth).
