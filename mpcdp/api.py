@@ -147,8 +147,9 @@ def train(model, data, *, protocol: str,
             party keeps a ledger of its records' runs: :mod:`mpcdp.jobs.budget`); without it such a run is
             refused in one line that says what was spent.
         security: ``"semi-honest"`` or ``"malicious"``, over the protocol's ``[mpc] security`` (as
-            ``--security`` is for ``mpcdp train``; :func:`mpcdp.config.resolve_mpc`). Training is not covered by
-            ``"malicious"`` yet: asked for here or in the protocol, it is refused in one line before anything
+            ``--security`` is for ``mpcdp train``; :func:`mpcdp.config.resolve_mpc`). Under ``"malicious"``
+            the in-MPC discrete Gaussian is authenticated and every release MAC-checked (security with abort);
+            another noise mode, the simulated backend or checkpoints are refused in one line before anything
             runs (see the guide's threat model).
         debug: show where an error came from: the whole chain of tracebacks, and a failed local run's report of
             every process (status, the cause's traceback and log tail) in its message. By default an error is

@@ -91,8 +91,9 @@ class MpcSettings:
         line; nothing under semi-honest security."""
         if self.security == "malicious":
             raise ConfigError(f"`security` 'malicious' does not cover {what} yet: only the secure sum and its "
-                              f"MAC-checked release are authenticated (`mpcdp aggregate`); the in-MPC noise sampler "
-                              f"and the protocols on dealt masks are not (issue 48)")
+                              f"MAC-checked release (`mpcdp aggregate`), the discrete Gaussian sampler (`mpcdp noise --mode "
+                              f"dgauss`) and training with it are authenticated; the protocols on dealt masks are "
+                              f"not (issue 48)")
 
     def replaced(self, **changes: Any) -> MpcSettings:
         """These settings with ``changes`` (each checked); a name that is not a setting is a ConfigError."""
@@ -190,11 +191,27 @@ def covers_malicious(fn: Any) -> Any:
     return fn
 
 
-def check_covered(settings: MpcSettings, fn: Any) -> None:
-    """Refuse to run party function ``fn`` under ``security = "malicious"`` unless it is marked
-    :func:`covers_malicious` (one line, before any process starts or any share moves)."""
+def covers_malicious_unless(refusal: Any) -> Any:
+    """Mark a party function as :func:`covers_malicious` except for the arguments for which
+    ``refusal(*args)`` names what its MACs do not cover (None: covered), refused by :func:`check_covered`."""
+    def mark(fn: Any) -> Any:
+        fn.malicious_refusal = refusal
+        return covers_malicious(fn)
+    return mark
+
+
+def check_covered(settings: MpcSettings, fn: Any, args: Any = (), party_args: Any = None) -> None:
+    """Refuse to run party function ``fn`` on ``args`` (or on each party's ``party_args``) under
+    ``security = "malicious"`` unless it is marked :func:`covers_malicious` (and its
+    :func:`covers_malicious_unless` refusal names nothing for them): one line, before any process starts or any
+    share moves."""
     if not getattr(fn, "covers_malicious", False):
         settings.refuse_uncovered(f"the job {getattr(fn, '__qualname__', fn)!s}")
+    refusal = getattr(fn, "malicious_refusal", None)
+    for each in party_args if party_args is not None else [args]:
+        what = refusal(*each) if refusal is not None and settings.security == "malicious" else None
+        if what:
+            settings.refuse_uncovered(what)
 
 
 def fingerprint(*parts: dict[str, Any]) -> str:

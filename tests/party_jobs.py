@@ -1072,3 +1072,39 @@ def bounded_cases(ctx, cases: list[str]):
     summed = reveal_aggregate(ctx, at_norm, input_bound=1.25).tolist()
     released = noisy_release(ctx, at_norm.reshape(2, 2), None, shape=(2, 2), label="release", bound=1.25).tolist()
     return out, summed, released
+
+
+@covers_malicious
+def tampered_noise(ctx, rogue: int, label: str, to: int, samples: int, log_dir: str):
+    """``mpcdp noise --mode dgauss`` under ``security = "malicious"`` (σ = 1, one chunk), with party ``rogue``
+    flipping bit 62 of the first word of every payload it sends to party ``to`` in a message tagged ``label``
+    (tests/rogue_party.py's wrapper: a well-formed frame, only the value is wrong; ``rogue`` = −1: nobody
+    deviates). Each party writes ``released-<rank>`` once the noise job has returned (validation values
+    opened and MAC-checked)."""
+    from mpcdp.jobs.noise import noise_party
+    from rogue_party import wrap_sends
+
+    if ctx.rank == rogue:
+        wrap_sends(label, to)
+    result = noise_party(ctx, samples, "dgauss", 1.0, None, samples)
+    with open(os.path.join(log_dir, f"released-{ctx.rank}"), "w") as log:
+        log.write("released")
+    released, noise = _authenticated_noisy_release(ctx)
+    return {key: result[key] for key in ("candidates", "accepted")} | {
+        "values": None if result["values"] is None else result["values"].tolist(),
+        "released": released.tolist(), "noise": noise.tolist()}
+
+
+def _authenticated_noisy_release(ctx):
+    """A release of Σ_j (rank + 1)·(0.25, −0.5, 1) with 3 authenticated noise values (σ = 16 grid units at
+    precision 4), and those noise values opened (MAC-checked) for the test to compare."""
+    from mpcdp.mpc import authenticated
+    from mpcdp.mpc.release import noisy_release
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise.auth_gaussian import sample_authenticated
+
+    drawn = sample_authenticated(ctx, 3, dg.plan_for(16.0))
+    noise = authenticated.AuthShared(drawn.value, drawn.mac, 4)
+    local = (ctx.rank + 1) * torch.tensor([0.25, -0.5, 1.0], dtype=torch.float64)
+    released = noisy_release(ctx, local, noise, shape=(3,), label="v_p[0]")
+    return released, authenticated.reveal_checked(ctx, noise, label="noise (test only)", reason="test")

@@ -145,10 +145,11 @@ def test_authenticated_products_are_exact_mod_2_64_and_a_flipped_epsilon_share_f
 
 def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
     config = MpcConfig(parties=3, security="malicious")
-    with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover the job noise_party yet"):
-        run_parties(noise_party, config, args=(10, "dgauss", 1.0, None, 10))  # before any process starts
-    with pytest.raises(ConfigError, match="does not cover training .* yet"):
-        plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"})
+    with pytest.raises(ConfigError, match=r"^`security` 'malicious' does not cover noise mode 'rou' yet"):
+        run_parties(noise_party, config, args=(10, "rou", 1.0, None, 10))  # before any process starts
+    with pytest.raises(ConfigError, match="does not cover the simulated backend yet"):
+        plan_from("protocols/quickstart-a9a.toml", backend="simulated", mpc={"security": "malicious"})
+    assert plan_from("protocols/quickstart-a9a.toml", mpc={"security": "malicious"}).mpc.security == "malicious"
     ctx = MpcContext(rank=0, config=config, job={}, masks=None)  # a semi-honest opening never reaches the links
     with pytest.raises(ConfigError, match="does not cover the opening 'v_p' yet"):
         ctx.reveal(Shared(torch.zeros(3, dtype=torch.int64), 16), label="v_p", reason="test")
@@ -156,10 +157,12 @@ def test_every_opening_a_job_does_not_authenticate_is_refused_in_one_line():
         noisy_release(ctx, torch.zeros(3), Shared(torch.zeros(3, dtype=torch.int64), 20), shape=(3,), label="v_p")
 
 
-def test_mpcdp_train_refuses_malicious_training_in_one_line_from_its_keyword_or_the_protocols_mpc_table(tmp_path):
+def test_mpcdp_train_refuses_malicious_training_with_unauthenticated_noise_in_one_line_from_its_keyword_or_the_protocols_mpc_table(tmp_path):
+    """Training under `malicious` needs the authenticated sampler (dgauss): the distributed mode's noise is each
+    party's own, added to its share unchecked, so it is refused before any file is read."""
     import mpcdp
 
-    source = open("protocols/quickstart-a9a.toml").read()
+    source = open("protocols/quickstart-a9a.toml").read() + '\n[noise]\nmode = "distributed"\n'
     semi, malicious = tmp_path / "semi.toml", tmp_path / "malicious.toml"
     semi.write_text(source)
     malicious.write_text(source + '\n[mpc]\nsecurity = "malicious"\n' if "[mpc]" not in source
@@ -169,7 +172,8 @@ def test_mpcdp_train_refuses_malicious_training_in_one_line_from_its_keyword_or_
         with pytest.raises(ConfigError) as refused:
             mpcdp.train("logreg", files, protocol=str(protocol), label="y", security=security)
         line = str(refused.value)
-        assert "\n" not in line and "`security` 'malicious' does not cover training" in line, line
+        assert "\n" not in line and "`security` 'malicious' does not cover training with noise mode 'distributed'" \
+            in line, line
     with pytest.raises(ConfigError, match=r"`security` must be one of \['semi-honest', 'malicious'\]"):
         mpcdp.train("logreg", files, protocol=str(semi), label="y", security="byzantine")
 
@@ -311,3 +315,20 @@ def test_an_input_bound_without_malicious_security_is_refused_in_one_line_before
         assert main(command) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and "`--input-bound` is" in lines[0], lines
+
+
+def test_a_training_party_is_refused_per_its_arguments_before_any_process_starts():
+    """`mpc_party` under `malicious` is covered with the authenticated sampler's noise and no checkpoints; each
+    party's arguments are checked (the train job passes per-party arguments), in one line."""
+    from mpcdp.config import check_covered
+    from mpcdp.learning.backends import NoiseLevels, mpc_party
+    from mpcdp.learning.mechanisms import NoiseChoice
+
+    config = MpcConfig(parties=3, security="malicious")
+    covered = [(None, None, NoiseLevels(), 3, None, None)] * 3
+    check_covered(config, mpc_party, party_args=covered)  # dgauss, no checkpoints: covered
+    check_covered(MpcConfig(parties=3), mpc_party, party_args=[(None, None, NoiseLevels(choice=NoiseChoice(
+        "distributed", 1)), 3, None, {"dir": "x"})] * 3)  # semi-honest: nothing is refused
+    for last, line in ((NoiseLevels(choice=NoiseChoice("distributed", 1)), None), (NoiseLevels(), {"dir": "x"})):
+        with pytest.raises(ConfigError, match="does not cover (training with noise mode 'distributed'|checkpoints) yet"):
+            check_covered(config, mpc_party, party_args=covered[:2] + [(None, None, last, 3, None, line)])

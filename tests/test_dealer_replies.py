@@ -111,6 +111,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_AuthRandoms", (3,), [3, 4]),
     ("mpcdp_AuthTriples", (3,), [3, 12]),
     ("mpcdp_AuthSquares", (3,), [3, 8]),
+    ("mpcdp_AuthBits", (3,), [3, 4]),
 ]
 
 

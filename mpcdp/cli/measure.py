@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import Any
 
 from mpcdp import providers
 from mpcdp.errors import ConfigError
@@ -126,6 +128,19 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
     return 0 if all(role["verdict"] == "independent" for role in report["roles"]) else 1
 
 
+def _side_by_side(summary: dict, semi: Any, samples: int, wall: float) -> dict:
+    """The semi-honest run's cost next to the malicious one's (``mpcdp noise --security malicious``)."""
+    from mpcdp.jobs.noise import cost_summary
+
+    other = cost_summary(semi.values, semi.dealer, samples)
+    semi_wall = max(r["wall_s"] for r in semi.values)
+    ratio = (summary["bytes_per_sample"] / other["bytes_per_sample"]
+             if summary["bytes_per_sample"] and other["bytes_per_sample"] else None)
+    return {"semi_honest_bytes_per_sample": other["bytes_per_sample"], "bytes_ratio_to_semi_honest": ratio,
+            "semi_honest_wall_s": round(semi_wall, 3),
+            "wall_ratio_to_semi_honest": wall / semi_wall if semi_wall else None}
+
+
 def _cmd_noise(ns: argparse.Namespace) -> int:
     import time
 
@@ -153,17 +168,24 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         from mpcdp.runtime.harness import run_job
 
         config = _config(ns, ns.parties)
-        config.refuse_uncovered("the in-MPC noise samplers (`mpcdp noise`)")
-        with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC", file=sys.stderr) as bar:
-            def progress(done: int, total: int) -> None:
-                bar.update(done - bar.n)
+        runs = [config] + ([dataclasses.replace(config, security="semi-honest")] if config.security == "malicious" else [])
+        results = []
+        for run in runs:  # under security = "malicious", the semi-honest run next to it: its cost, side by side
+            with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC ({run.security})",
+                      file=sys.stderr) as bar:
+                def progress(done: int, total: int) -> None:
+                    bar.update(done - bar.n)
 
-            result = run_job(noise_party, config, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
-                             job={"name": "noise", "samples": ns.samples, "mode": ns.mode, "sigma": ns.sigma,
-                                  "chunk": chunk}, progress=progress)
+                results.append(run_job(noise_party, run, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
+                                       job={"name": "noise", "samples": ns.samples, "mode": ns.mode,
+                                            "sigma": ns.sigma, "chunk": chunk}, progress=progress))
+        result = results[0]
         first = result.values[0]
         values, wall = first["values"], max(r["wall_s"] for r in result.values)
         summary = cost_summary(result.values, result.dealer, ns.samples)
+        summary["security"] = config.security
+        if len(results) > 1:
+            summary.update(_side_by_side(summary, results[1], ns.samples, wall))
         accepted, candidates = first["accepted"], first["candidates"]
     if ns.out:
         import io
@@ -184,7 +206,8 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         "acceptance_rate": accepted / candidates if candidates else None,
         **summary, "noise_known_to": noise_known_to(drawn_by=mechanism.drawn_by, provider=ns.provider,
                                                     parties=ns.parties,
-                                                    committee=ns.noise_committee),
+                                                    committee=ns.noise_committee if summary.get(
+                                                        "security") != "malicious" else ns.parties),
         "wall_s": round(wall, 3), "us_per_sample": 1e6 * wall / values.size,
         "validation": "passed" if check.passed else "; ".join(check.failures),
     }

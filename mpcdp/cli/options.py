@@ -41,7 +41,8 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                              "[mpc] timeout_s unless given); never a limit on the run's length")
     parser.add_argument("--security", choices=["semi-honest", "malicious"], default=None,
                         help="the adversary: 'semi-honest' (default) or 'malicious' (security with abort, SPDZ2k "
-                             "MACs, needs the dealer; covers the secure sum and its release, refuses the rest)")
+                             "MACs, needs the dealer; covers the secure sum, its release and `mpcdp noise --mode dgauss`, "
+                             "refuses the rest)")
     parser.add_argument("--reproducible", action="store_true",
                         help="secure training draws its mini-batches from the protocol's seed instead of the OS "
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")

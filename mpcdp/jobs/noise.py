@@ -12,13 +12,25 @@ from typing import Any
 
 import numpy as np
 
+from mpcdp.config import covers_malicious_unless
+from mpcdp.mpc import authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.transport.wire import WireMeter
-from mpcdp.learning.mechanisms import NoiseSpec, sample_noise
+from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
 
 
+def _uncovered_mode(samples: int, mode: str, *rest: Any) -> str | None:
+    """What ``security = "malicious"`` does not cover among :func:`noise_party`'s arguments: a noise mode whose
+    draw does not MAC-check every opening."""
+    return None if getattr(MECHANISMS[mode], "authenticated", False) else f"noise mode {mode!r}"
+
+
+@covers_malicious_unless(_uncovered_mode)
 def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: int | None,
                 chunk: int) -> dict[str, Any]:
+    """Draw ``samples`` noise values of ``mode`` in chunks, metering each draw, and open them for validation.
+    Under ``security = "malicious"`` only a mechanism whose draw MAC-checks every opening runs (the launchers
+    refuse the others before any process starts), and the validation opening is MAC-checked too."""
     meter, rounds, opened, candidates, accepted = WireMeter(), 0, [], 0, 0
     wall = cpu = 0.0
     for start in range(0, samples, chunk):
@@ -33,7 +45,11 @@ def noise_party(ctx: MpcContext, samples: int, mode: str, sigma: float, seed: in
         rounds += ctx.rounds - rounds_before
         candidates += block.stats.get("candidates", 0)
         accepted += block.stats.get("accepted", 0)
-        values = ctx.reveal(block.shared, label="noise-validation", reason="validation of the sampler only")
+        if isinstance(block.values, authenticated.AuthShared):
+            values = authenticated.reveal_checked(ctx, block.values, label="noise-validation",
+                                                  reason="validation of the sampler only")
+        else:
+            values = ctx.reveal(block.shared, label="noise-validation", reason="validation of the sampler only")
         if ctx.rank == 0:
             opened.append(values.numpy())
         ctx.progress(start + n, samples)

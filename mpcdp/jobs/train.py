@@ -86,7 +86,6 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     ``mpc``: the [mpc] settings given explicitly (:func:`mpcdp.config.resolve_mpc`; None values are not given)."""
     protocol = read_protocol(path)
     settings = resolve_mpc(protocol.get("mpc", {}), f" in {path!r}", mpc)  # a misspelt setting, before anything else
-    settings.refuse_uncovered("training (its releases carry in-MPC noise)")
     try:
         training, privacy = dict(protocol["training"]), dict(protocol["privacy"])
     except KeyError as missing:
@@ -128,6 +127,10 @@ def plan_from(path: str, *, backend: str | None = None, parties: int | None = No
     if normalize_rows and not model.feature_rows:
         raise ConfigError("`normalize_rows` applies to feature rows, not to images: leave it out for a CNN.")
     noise = _noise_choice(protocol, record, m, path)
+    if backend != MPC:  # nothing runs among parties to authenticate
+        settings.refuse_uncovered(f"the {backend} backend")
+    if not getattr(noise.record, "authenticated", False):  # its draw's openings are not MAC-checked
+        settings.refuse_uncovered(f"training with noise mode {noise.mode!r}")
     passes = training.pop("passes", None)
     if record.full_batch:
         passes = training.pop("steps", passes)
@@ -303,15 +306,16 @@ def _common_fields(plan: TrainPlan, sizes: tuple[int, ...]) -> dict[str, Any]:
     return {"party_sizes": list(sizes), "size_ratio": plan.size_ratio, "calibration": plan.calibration,
             "features": "rows scaled to unit L2 norm" if plan.normalize_rows else "as shipped",
             "noise_mode": plan.noise.mode, **({"colluders": plan.noise.colluders} if plan.noise.colluders else {}),
-            "noise_known_to": plan_noise_known_to(plan)}
+            "noise_known_to": plan_noise_known_to(plan), "security": plan.mpc.security}
 
 
 def plan_noise_known_to(plan: TrainPlan) -> str:
     """Who could learn the noise of a run of ``plan`` (:func:`mpcdp.noise.who_knows.noise_known_to`)."""
     from mpcdp.noise.who_knows import noise_known_to
 
+    malicious = plan.mpc.security == "malicious"  # every data party samples (mpcdp.noise.auth_gaussian)
     return noise_known_to(drawn_by=plan.noise.record.drawn_by, provider=plan.mpc.provider,
-                          parties=plan.parties, committee=plan.mpc.noise_committee,
+                          parties=plan.parties, committee=plan.parties if malicious else plan.mpc.noise_committee,
                           colluders=plan.noise.colluders or 0, backend=plan.backend)
 
 
@@ -371,4 +375,7 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
               "online_s": max(r["online_s"] for r in run.values),
               "dealer_bytes": (run.dealer or {}).get("bytes_sent"),
               "party_bytes": [r["bytes_sent"] for r in run.values], "estimate": estimate.to_dict()}
+    if plan.mpc.security == "malicious":  # the estimate models the semi-honest circuits only
+        timing["estimate"]["note"] = ("semi-honest circuits; under security = 'malicious' the authenticated sampler "
+                                      "(dg-auth) sends about 140x the sampler's bytes (noise-malicious.md)")
     return first["result"], max(r["bytes_sent"] or 0 for r in run.values), fields, timing

@@ -25,9 +25,11 @@ import torch
 
 from mpcdp.accounting.grid import GridRelease, encode
 from mpcdp.errors import ConfigError, InputError
+from mpcdp.config import covers_malicious_unless
 from mpcdp.learning.checkpoint import Checkpointer, available, journaled, load, shard_digest
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.learning.logreg import warm_up
+from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
@@ -271,6 +273,21 @@ def _stored_blocks(blocks: list[Shared]) -> dict[str, Any]:
     return out
 
 
+def _row(block: Any, row: int) -> Any:
+    """Row ``row`` of a noise block: :class:`Shared`, or authenticated shares under ``security = "malicious"``."""
+    return block[row] if isinstance(block, AuthShared) else block.select_row(row)
+
+
+def _uncovered_training(shard: Shard, params, noise: NoiseLevels, dim: int, runner: Callable = run_srm,
+                        checkpoint: dict | None = None, *rest: Any) -> str | None:
+    """What ``security = "malicious"`` does not cover among :func:`mpc_party`'s arguments: noise whose draw does
+    not MAC-check every opening, and checkpoints (they store plain shares)."""
+    if not getattr(noise.choice.record, "authenticated", False):
+        return f"training with noise mode {noise.choice.record.name!r}"
+    return "checkpoints" if checkpoint else None
+
+
+@covers_malicious_unless(_uncovered_training)
 def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: int,
               runner: Callable = run_srm, checkpoint: dict | None = None,
               on_opened: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -301,8 +318,8 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
         if t in replay:  # opened before the restart: served again, never opened again
             released = replay[t]
         else:
-            noise_row = None if not blocks else blocks[block_row(noise, params.steps, t)[0]].select_row(
-                block_row(noise, params.steps, t)[1])
+            noise_row = None if not blocks else _row(blocks[block_row(noise, params.steps, t)[0]],
+                                                     block_row(noise, params.steps, t)[1])
             released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
                                      field="local gradient terms")
         if on_opened is not None:

@@ -138,6 +138,7 @@ class MechanismRecord:
     sampler_passes: Callable = dataclasses.field(default=lambda release, values: [])
     declared_cost: Callable = dataclasses.field(default=lambda release, passes, *, replicated: costs.DeclaredCost())
     acceptance: float | None = None  # optional: the analytic acceptance rate `mpcdp noise` checks (rou)
+    authenticated: bool = False  # optional: `draw` MAC-checks every opening under security = "malicious"
 
     def __post_init__(self) -> None:
         who_knows.check_drawn_by(self.drawn_by, self.name)
@@ -253,7 +254,7 @@ def _dgauss_cost(release: Any, passes: list[int], *, replicated: bool) -> costs.
 
 
 register(MechanismRecord(
-    name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss, circuit=secure_gaussian.CIRCUIT,
+    name="dgauss", id=DGAUSS.id, draw=nm.draw_dgauss, circuit=secure_gaussian.CIRCUIT, authenticated=True,
     drawn_by=who_knows.COMMITTEE, sampler_passes=_dgauss_passes, declared_cost=_dgauss_cost,
     summary="the exact discrete Gaussian sampled inside the MPC by the noise committee, parties 0..c-1 (known only "
             "to the dealer with one member or to every member together; under honest-majority to any two of parties "

@@ -20,6 +20,7 @@ as a parameter. The secure and the simulated backends draw the same distribution
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -69,7 +70,17 @@ def release_for(spec: Any, shape: tuple[int, ...]) -> tuple[GridRelease, int]:
 
 # -- dgauss ---------------------------------------------------------------------------------------------------
 
-def dgauss_secure(ctx, release: GridRelease, rows: int, choice) -> Shared:
+def dgauss_secure(ctx, release: GridRelease, rows: int, choice) -> Any:
+    """This party's shares of ``rows`` × d noise values of ``release``: :class:`Shared`, or under
+    ``security = "malicious"`` authenticated shares (:class:`~mpcdp.mpc.authenticated.AuthShared`, circuit
+    dg-auth: every opening MAC-checked) that only an authenticated release adds."""
+    if ctx.config.security == "malicious":
+        from mpcdp.mpc.authenticated import AuthShared
+        from mpcdp.noise.auth_gaussian import sample_authenticated
+
+        drawn = sample_authenticated(ctx, rows * release.dim, discrete_gaussian.plan_of(release))
+        return AuthShared(drawn.value.reshape(rows, release.dim), drawn.mac.reshape(rows, release.dim),
+                          release.precision)
     return dgauss_secure_rows(ctx, release, rows)
 
 
@@ -82,6 +93,14 @@ def draw_dgauss(ctx, spec: Any, count: int, shape: tuple[int, ...]) -> NoiseBloc
     release, rows = release_for(spec, shape)
     plan = discrete_gaussian.plan_of(release)
     stats: dict = {}
+    if ctx.config.security == "malicious":  # every opening MAC-checked: circuit dg-auth (mpcdp.noise.auth_gaussian)
+        from mpcdp.noise.auth_gaussian import sample_authenticated
+
+        drawn = sample_authenticated(ctx, count, plan, stats=stats)
+        stats |= {"acceptance_rate": stats["accepted"] / stats["candidates"], "precision_bits": release.precision}
+        return NoiseBlock(dataclasses.replace(drawn, precision_bits=release.precision), spec,
+                          gaussian_event(release.sigma, spec.sensitivity), release.sigma,
+                          plan.support_edge / plan.sigma, count * plan.truncated_mass, stats)
     shares = dgauss_secure_rows(ctx, release, rows, seed=spec.seed, stats=stats)
     stats |= {"acceptance_rate": stats["accepted"] / stats["candidates"], "precision_bits": release.precision}
     return NoiseBlock(shares.reshape(shape), spec, gaussian_event(release.sigma, spec.sensitivity), release.sigma,

@@ -365,3 +365,14 @@ def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: 
         value, mac = RING.add(value, other_value), RING.add(mac, other_mac)
     value, mac = add_public(RING, state.alpha, ctx.rank, value, mac, opened)
     return AuthShared(value.reshape(*encoded.shape), mac.reshape(*encoded.shape), precision)
+
+
+def mac_key_share(ctx: MpcContext) -> torch.Tensor:
+    """This party's share α_i of the MAC key (for local operations that add a public value)."""
+    return _session(ctx).alpha
+
+
+def note_public(ctx: MpcContext, label: str, words: torch.Tensor) -> None:
+    """Add public ``words`` this party computed (e.g. a committed coin) to its view digest: a party that made
+    different parties see different words fails the next :func:`mac_check`'s view comparison."""
+    _session(ctx).note_public(label, words.reshape(-1).to(torch.int64))

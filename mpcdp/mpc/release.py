@@ -22,8 +22,9 @@ and accounts for this rounding in the integer sensitivity Δ_int). So the openin
 backends exactly), the run's precision.
 
 Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for the bytes); no dealer
-material. Under ``security = "malicious"`` (noise None only; with noise it is refused) the parties' terms are
-authenticated as a sum on input and the opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
+material. Under ``security = "malicious"`` (noise None, or authenticated noise from :mod:`mpcdp.noise.auth_gaussian`;
+any other noise is refused) the parties' terms are authenticated as a sum on input, the noise added, and the
+opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
 one more opening for the masked inputs, the opening of both limbs, the check's four rounds (the coin's included),
 authenticated masks from the dealer). Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import torch
 
+from mpcdp.adapter.limbs import Wide
 from mpcdp.errors import InputError
 from mpcdp.transport import costs
 from mpcdp.mpc import authenticated
@@ -48,8 +50,8 @@ def declared_cost(d: int) -> costs.DeclaredCost:
     return cost
 
 
-def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *, shape: tuple[int, ...],
-                  label: str, field: str = "local", bound: float | None = None) -> torch.Tensor:
+def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenticated.AuthShared | None, *,
+                  shape: tuple[int, ...], label: str, field: str = "local", bound: float | None = None) -> torch.Tensor:
     """Open Σ_j local_j + noise (float64) in one round; ``shape`` is the public shape every party agreed on.
     ``bound``: under ``security = "malicious"``, every party's ``local`` is checked inside the MPC against this L2
     norm (:mod:`mpcdp.mpc.bounded`, on the release grid) before the release is opened; semi-honest parties clip
@@ -60,8 +62,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
             every party, naming the first such party).
     """
     shape = tuple(shape)
-    if noise is not None and tuple(noise.shape) != shape:
-        raise ValueError(f"noise shape {tuple(noise.shape)} differs from the public shape {shape}")
+    if noise is not None and tuple(_shape(noise)) != shape:
+        raise ValueError(f"noise shape {tuple(_shape(noise))} differs from the public shape {shape}")
     bits = ctx.config.precision_bits if noise is None else noise.precision_bits
     problem = local_problem(local, 1.0, field)
     if problem is None and tuple(local.shape) != shape:
@@ -74,6 +76,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
     if ctx.config.security == "malicious":
         opened = _checked_release(ctx, ctx.encode(flagged, field=field, precision=bits), noise, bits, label, bound)
     else:
+        if isinstance(noise, authenticated.AuthShared):
+            raise TypeError("authenticated noise is released under `security` 'malicious' only")
         shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
         if noise is not None:
             padded = torch.cat([share_of(noise).reshape(-1), torch.zeros(1, dtype=torch.int64)])
@@ -86,17 +90,27 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | None, *,
     return opened[:-1].reshape(shape)
 
 
-def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | None, bits: int,
-                     label: str, bound: float | None) -> torch.Tensor:
+def _shape(noise: Shared | authenticated.AuthShared) -> tuple[int, ...]:
+    return tuple(noise.value.shape) if isinstance(noise, authenticated.AuthShared) else tuple(noise.shape)
+
+
+def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | authenticated.AuthShared | None,
+                     bits: int, label: str, bound: float | None) -> torch.Tensor:
     """Under ``security = "malicious"``: every party's flagged term summed, authenticated as a sum on input (each
-    term checked against ``bound`` first when given: :mod:`mpcdp.mpc.bounded`, the flag not included), opened and
-    MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`). In-MPC noise is not authenticated yet, so
-    a release with noise is refused."""
-    if noise is not None:
-        ctx.config.refuse_uncovered("a release with in-MPC noise (the noise sampler is not authenticated)")
+    term checked against ``bound`` first when given: :mod:`mpcdp.mpc.bounded`, the flag not included), plus the
+    authenticated noise (:mod:`mpcdp.noise.auth_gaussian`; the flag's slot gets 0), opened and MAC-checked before
+    it is returned (:mod:`mpcdp.mpc.authenticated`). Noise that is not authenticated (a semi-honest sampler's
+    :class:`Shared`) is refused."""
+    if isinstance(noise, Shared):
+        ctx.config.refuse_uncovered("a release with in-MPC noise that is not authenticated")
     if bound is None:
         total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
     else:
         checked = unit_bound(bound, encoded.numel() - 1, bits)
         total = bounded_sum(ctx, encoded, checked, precision=bits, label=label)
+    if isinstance(noise, authenticated.AuthShared):
+        zero = torch.zeros(1, dtype=torch.int64)
+        value, mac = noise.value.reshape(-1), noise.mac.reshape(-1)
+        total = total + authenticated.AuthShared(Wide(torch.cat([value.lo, zero]), torch.cat([value.hi, zero])),
+                                                 Wide(torch.cat([mac.lo, zero]), torch.cat([mac.hi, zero])), bits)
     return authenticated.reveal_checked(ctx, total, label=label, reason="aggregate release, MAC-checked")

@@ -42,6 +42,7 @@ import torch
 from mpcdp.mpc.shared import Shared
 
 if TYPE_CHECKING:  # the samplers take a context; importing it here would import the adapter
+    from mpcdp.mpc.authenticated import AuthShared
     from mpcdp.mpc.context import MpcContext
 
 BOXMULLER_SUPPORT = math.sqrt(2 * 16 * math.log(2))
@@ -60,7 +61,7 @@ class NoiseBlock:
         stats: public counts (candidates, passes) for ``rou``.
     """
 
-    values: Shared | torch.Tensor
+    values: Shared | torch.Tensor | AuthShared
     spec: Any  # the mpcdp.learning.mechanisms.NoiseSpec it was drawn for
     event: dp_accounting.DpEvent
     sigma: float
@@ -71,6 +72,8 @@ class NoiseBlock:
     def row(self, t: int) -> Shared | torch.Tensor:
         if isinstance(self.values, Shared):
             return self.values.select_row(t)
+        if not isinstance(self.values, torch.Tensor):
+            raise TypeError("authenticated noise (security = 'malicious') has no rows to add to a release yet")
         return self.values[t]
 
     @property
@@ -83,7 +86,7 @@ class NoiseBlock:
     @property
     def plain(self) -> torch.Tensor:
         """``values`` of plaintext noise (a TypeError for noise secret-shared inside the MPC)."""
-        if isinstance(self.values, Shared):
+        if not isinstance(self.values, torch.Tensor):
             raise TypeError("this noise is secret-shared inside the MPC, not plaintext")
         return self.values
 

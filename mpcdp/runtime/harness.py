@@ -203,7 +203,7 @@ def run_job(fn: Callable[..., Any], config: MpcConfig, *, args: Sequence[Any] = 
     if party_jobs is not None and len(party_jobs) != m:
         raise ValueError(f"`party_jobs` must have one entry per party ({m}). Found {len(party_jobs)}.")
     default_job = job if job is not None else {"fn": f"{fn.__module__}.{fn.__qualname__}"}
-    check_covered(config, fn)  # under security = "malicious": refused here, before any process starts
+    check_covered(config, fn, args, party_args)  # under security = "malicious": refused here, before any process starts
     threads_per_process(config.processes)  # a bad MPCDP_THREADS is refused here, before any process starts
     launcher: dict[str, Any] = {"environ": dict(os.environ), "cwd": os.getcwd()}
     with throwaway_deployment(read_settings(launcher["environ"]), m) as settings:

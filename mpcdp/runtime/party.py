@@ -67,7 +67,7 @@ def run_party(*, rank: int, config: MpcConfig, rendezvous: str, fn: Callable[...
     from mpcdp.config import check_covered
     from mpcdp.mpc.context import MpcContext
 
-    check_covered(config, fn)  # under security = "malicious", a job whose openings are not MAC-checked never starts
+    check_covered(config, fn, args)  # under security = "malicious", a job whose openings are not MAC-checked never starts
     ctx = mesh = None
     reporter = reporter if reporter is not None else progress.to_stderr(f"mpcdp party {rank}")
     try:

@@ -1,0 +1,246 @@
+"""Bit circuits on authenticated values, written once for two backends: the parties' authenticated shares
+(:class:`AuthArith`) and plaintext integers (:class:`PlainArith`, the simulation the tests compare with the
+plaintext rule). Used by the authenticated discrete Gaussian sampler (:mod:`mpcdp.noise.auth_gaussian`).
+
+A bit is an authenticated value of Z_2^k (k = 64) equal to 0 or 1 (:mod:`mpcdp.mpc.authenticated`, SPDZ2k
+MACs over Z_2^128). NOT, XOR with a public bit and every linear combination with public coefficients are
+local; AND is a product, XOR of two secret bits a + b − 2ab. A product is one authenticated Beaver
+multiplication (:func:`mpcdp.mpc.authenticated.multiply`): ε and δ opened in full, pending until the next MAC
+check. The circuits batch every product of a round into one call (:func:`mul_batch`): one opening and one
+dealer request per round. The backends' values keep their leading dimension (candidates); products and the
+public coefficients broadcast against it.
+
+Security model: as :mod:`mpcdp.mpc.authenticated` (security with abort against any set of deviating data
+parties; the dealer honest and colluding with nobody). Nothing here opens a result except
+:meth:`AuthArith.open`, whose value is pending until the caller's :func:`~mpcdp.mpc.authenticated.mac_check`.
+
+Cost (products; one round each level): :func:`one_hot` of w bits 2^w − 2 products in w − 1 rounds;
+:func:`mux` of 2^w secret entries 2^w − 1 products in w rounds; :func:`and_all` of b bits b − 1 products in
+⌈log2 b⌉ rounds; each product 4 words opened (two Z_2^128 elements) and 96 bytes dealt to party 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import torch
+
+from mpcdp.adapter.limbs import Wide
+from mpcdp.adapter.mac_material import RING
+from mpcdp.mpc import authenticated
+from mpcdp.mpc.authenticated import AuthShared
+from mpcdp.mpc.context import MpcContext
+
+
+def _signed(value: int) -> int:
+    value %= 1 << 64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def words(c: int | torch.Tensor) -> torch.Tensor:
+    """Public Z_2^64 words as int64 (Python ints reduced mod 2^64)."""
+    return c.to(torch.int64) if isinstance(c, torch.Tensor) else torch.tensor(_signed(int(c)), dtype=torch.int64)
+
+
+class Arith(Protocol):
+    """What the circuits need of a backend (values of one party, or plaintext)."""
+
+    def mul(self, x: Any, y: Any) -> Any: ...
+    def add(self, x: Any, y: Any) -> Any: ...
+    def sub(self, x: Any, y: Any) -> Any: ...
+    def scale(self, x: Any, c: int | torch.Tensor) -> Any: ...
+    def plus(self, x: Any, c: int | torch.Tensor) -> Any: ...
+    def cat(self, xs: Sequence[Any], dim: int) -> Any: ...
+    def reshape(self, x: Any, *shape: int) -> Any: ...
+    def expand(self, x: Any, *shape: int) -> Any: ...
+    def take(self, x: Any, index: Any) -> Any: ...
+    def total(self, x: Any, dim: int) -> Any: ...
+    def combine(self, x: Any, matrix: torch.Tensor) -> Any: ...
+    def open(self, x: Any, *, label: str) -> torch.Tensor: ...
+    def shape(self, x: Any) -> torch.Size: ...
+
+
+class PlainArith:
+    """Plaintext integers mod 2^64 (int64 tensors): the circuits' simulation, for tests."""
+
+    products = 0
+
+    def mul(self, x, y):
+        self.products += x.numel()
+        return x * y
+
+    def add(self, x, y):
+        return x + y
+
+    def sub(self, x, y):
+        return x - y
+
+    def scale(self, x, c):
+        return x * words(c)
+
+    def plus(self, x, c):
+        return x + words(c)
+
+    def cat(self, xs, dim):
+        return torch.cat(list(xs), dim)
+
+    def reshape(self, x, *shape):
+        return x.reshape(*shape)
+
+    def expand(self, x, *shape):
+        return x.expand(*shape).contiguous()
+
+    def take(self, x, index):
+        return x[index]
+
+    def total(self, x, dim):
+        return x.sum(dim)
+
+    def combine(self, x, matrix):
+        return (x.unsqueeze(-1) * matrix).sum(-2)
+
+    def open(self, x, *, label):
+        return x.clone()
+
+    def shape(self, x):
+        return x.shape
+
+
+def _map(x: AuthShared, fn) -> AuthShared:
+    return AuthShared(Wide(fn(x.value.lo), fn(x.value.hi)), Wide(fn(x.mac.lo), fn(x.mac.hi)), x.precision_bits)
+
+
+def _scale_wide(c: torch.Tensor, a: Wide) -> Wide:
+    return RING.scale(c.expand(a.shape).contiguous(), a)
+
+
+class AuthArith:
+    """This party's authenticated shares (:class:`AuthShared`, integers: precision 0) under ``ctx``; every
+    product labelled ``label`` and numbered."""
+
+    def __init__(self, ctx: MpcContext, label: str):
+        self.ctx, self.label, self.step, self.products = ctx, label, 0, 0
+
+    def mul(self, x, y):
+        self.step += 1
+        self.products += x.value.lo.numel()
+        return authenticated.multiply(self.ctx, x, y, label=f"{self.label}-{self.step}")
+
+    def add(self, x, y):
+        return AuthShared(RING.add(x.value, y.value), RING.add(x.mac, y.mac), 0)
+
+    def sub(self, x, y):
+        return AuthShared(RING.sub(x.value, y.value), RING.sub(x.mac, y.mac), 0)
+
+    def scale(self, x, c):
+        c = words(c)
+        return AuthShared(_scale_wide(c, x.value), _scale_wide(c, x.mac), 0)
+
+    def plus(self, x, c):
+        alpha = authenticated.mac_key_share(self.ctx)
+        value, mac = authenticated.add_public(RING, alpha, self.ctx.rank, x.value, x.mac,
+                                              words(c).expand(x.value.shape).contiguous())
+        return AuthShared(value, mac, 0)
+
+    def cat(self, xs, dim):
+        xs = list(xs)
+        def joined(part: str, limb: str) -> torch.Tensor:
+            return torch.cat([getattr(getattr(x, part), limb) for x in xs], dim)
+        return AuthShared(Wide(joined("value", "lo"), joined("value", "hi")),
+                          Wide(joined("mac", "lo"), joined("mac", "hi")), 0)
+
+    def reshape(self, x, *shape):
+        return _map(x, lambda t: t.reshape(*shape))
+
+    def expand(self, x, *shape):
+        return _map(x, lambda t: t.expand(*shape).contiguous())
+
+    def take(self, x, index):
+        return _map(x, lambda t: t[index])
+
+    def total(self, x, dim):
+        def summed(a: Wide) -> Wide:
+            return RING.sum0(Wide(a.lo.movedim(dim, 0), a.hi.movedim(dim, 0)))
+        return AuthShared(summed(x.value), summed(x.mac), 0)
+
+    def combine(self, x, matrix):
+        # row by row (x's last dimension): memory of the result's size, not of x's times the matrix's columns
+        total = None
+        for i in torch.nonzero(matrix.abs().sum(-1)).reshape(-1).tolist():
+            column = _map(x, lambda t: t[..., i:i + 1].expand(*t.shape[:-1], matrix.shape[-1]))
+            term = self.scale(column, matrix[i])
+            total = term if total is None else self.add(total, term)
+        if total is None:
+            zero = torch.zeros((*x.value.shape[:-1], matrix.shape[-1]), dtype=torch.int64)
+            return AuthShared(Wide(zero, zero), Wide(zero, zero), 0)
+        return total
+
+    def open(self, x, *, label):
+        return authenticated.open_values(self.ctx, x, label=label, kind="masked",
+                                         reason="a value masked by a dealt authenticated mask nobody knows")
+
+    def shape(self, x):
+        return x.value.shape
+
+
+def not_bit(A: Arith, x: Any) -> Any:
+    """1 − x (local)."""
+    return A.plus(A.scale(x, -1), 1)
+
+
+def xor_public(A: Arith, x: Any, bits: torch.Tensor) -> Any:
+    """x ⊕ b for public bits b (broadcast against x): x + b − 2bx (local)."""
+    return A.plus(A.scale(x, 1 - 2 * bits), bits)
+
+
+def mul_batch(A: Arith, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """Every product of ``pairs`` (each pair of one shape, leading dimension n) in one multiplication."""
+    if not pairs:
+        return []
+    n = A.shape(pairs[0][0])[0]
+    widths = [max(1, int(torch.Size(A.shape(x)[1:]).numel())) for x, _ in pairs]
+    left = A.cat([A.reshape(x, n, w) for (x, _), w in zip(pairs, widths)], 1)
+    right = A.cat([A.reshape(y, n, w) for (_, y), w in zip(pairs, widths)], 1)
+    product, out, at = A.mul(left, right), [], 0
+    for (x, _), w in zip(pairs, widths):
+        out.append(A.reshape(A.take(product, (slice(None), slice(at, at + w))), *A.shape(x)))
+        at += w
+    return out
+
+
+def one_hot(A: Arith, bits: Any) -> Any:
+    """(n, 2^w): column a is [the w bits (n, w), least significant first, spell a]; 2^w − 2 products."""
+    n, w = A.shape(bits)
+    first = A.take(bits, (slice(None), slice(0, 1)))
+    hot = A.cat([not_bit(A, first), first], 1)
+    for j in range(1, w):
+        width = 1 << j
+        (high,) = mul_batch(A, [(hot, A.expand(A.take(bits, (slice(None), slice(j, j + 1))), n, width))])
+        hot = A.cat([A.sub(hot, high), high], 1)
+    return hot
+
+
+def mux_levels(A: Arith, jobs: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """For each job (bits (n, w), entries (n, 2^w)): entries[:, a] at a = the bits' value, all jobs' levels
+    batched (one round per level of the widest job; 2^w − 1 products per job)."""
+    tables = [entries for _, entries in jobs]
+    widths = [A.shape(bits)[1] for bits, _ in jobs]
+    for level in range(max(widths)):
+        live = [i for i, w in enumerate(widths) if w > level]
+        pairs = []
+        for i in live:
+            even = A.take(tables[i], (slice(None), slice(0, None, 2)))
+            odd = A.take(tables[i], (slice(None), slice(1, None, 2)))
+            bit = A.take(jobs[i][0], (slice(None), slice(level, level + 1)))
+            pairs.append((A.expand(bit, *A.shape(even)), A.sub(odd, even)))
+        for i, moved in zip(live, mul_batch(A, pairs)):
+            tables[i] = A.add(A.take(tables[i], (slice(None), slice(0, None, 2))), moved)
+    return [A.reshape(t, A.shape(t)[0]) for t in tables]
+
+
+def and_all(A: Arith, bits: list[Any]) -> Any:
+    """The AND of bit vectors of one shape: a tree, ⌈log2 b⌉ rounds."""
+    while len(bits) > 1:
+        pairs = [(bits[i], bits[i + 1]) for i in range(0, len(bits) - 1, 2)]
+        bits = mul_batch(A, pairs) + ([bits[-1]] if len(bits) % 2 else [])
+    return bits[0]

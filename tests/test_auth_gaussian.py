@@ -1,0 +1,83 @@
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/1,
+mpcdp/noise/auth_gaussian.py): its circuit decides every candidate as the plaintext rule does on the same bits
+(so its output pmf is exact_log_pmf's), and in a real 3-party run a party that flips one bit of one share it
+sends inside the sampler makes every honest process stop with the MAC line before any sample is released."""
+
+import numpy as np
+import pytest
+import torch
+
+from mpcdp.errors import PartyFailed
+from mpcdp.mpc.auth_circuits import PlainArith, mux_levels, one_hot
+from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.auth_gaussian import MASK_BITS, candidate_circuit
+from mpcdp.runtime.harness import run_parties
+from party_jobs import tampered_noise
+
+
+def _value(bits: torch.Tensor) -> np.ndarray:
+    return (bits << torch.arange(bits.shape[1])).sum(1).numpy()
+
+
+@pytest.mark.parametrize("sigma", [16.0, 1e5])
+def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule(sigma):
+    """The circuit, run on plaintext integers (the same code the parties run on authenticated shares), gives
+    every candidate's n and accept bit exactly as :func:`dg.candidate_values` and :func:`dg.accept` do on the
+    same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
+    word 0); T's mask bits uniform. Both outcomes occur (the test can fail either way)."""
+    plan = dg.plan_for(sigma)
+    widths = dg.field_bits(plan)
+    generator = torch.Generator().manual_seed(48)
+    n = 3000
+    fields = {name: torch.randint(0, 2, (n, b), generator=generator) for name, b in widths.items()}
+    for name in fields:  # corner rows: all zeros, all ones, the factors' words zero on an accepted-looking row
+        fields[name][0], fields[name][1] = 0, 1
+        if name.startswith("v"):
+            fields[name][2] = 0
+    mask = torch.randint(0, 2, (n, MASK_BITS), generator=generator)
+    value, accept = candidate_circuit(PlainArith(), plan, fields, mask)
+    plain = {name: _value(bits) for name, bits in fields.items()}
+    n_plain, piece = dg.candidate_values(plan, plain)
+    expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)
+    assert np.array_equal(value.numpy(), n_plain)
+    assert np.array_equal(accept.numpy(), expected.astype(np.int64))
+    assert 0.5 < expected.mean() < 0.75  # both decisions occur, at about the plan's acceptance
+
+
+def test_one_hot_and_mux_select_the_entry_the_bits_spell():
+    A, generator = PlainArith(), torch.Generator().manual_seed(2)
+    bits = torch.randint(0, 2, (500, 6), generator=generator)
+    entries = torch.randint(-(1 << 40), 1 << 40, (500, 64), generator=generator)
+    spelled = torch.from_numpy(_value(bits))
+    assert torch.equal(one_hot(A, bits), torch.nn.functional.one_hot(spelled, 64))
+    assert torch.equal(mux_levels(A, [(bits, entries)])[0], entries[torch.arange(500), spelled])
+
+
+def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_before_any_sample(config_for, tmp_path):
+    """m = 3, σ = 1 (41 grid units... one pass of ~30 candidates). Honest: every party finishes and party 0
+    opened 12 MAC-checked samples, and a release with 3 authenticated noise values adds exactly those values.
+    Then party 1 flips bit 62 of the first word it sends to party 0 in the
+    ε/δ opening of the sampler's 40th product (inside T's carry chain): parties 0 and 2 exit non-zero with
+    the MAC line of the check that comes before the accept bits, and nobody released anything."""
+    honest = run_parties(tampered_noise, config_for(3, security="malicious"),
+                         args=(-1, "", 0, 12, str(tmp_path)))
+    assert len(honest[0]["values"]) == 12 and all(np.isfinite(honest[0]["values"]))
+    assert honest[0]["accepted"] >= 12 and honest[1]["candidates"] == honest[0]["candidates"]
+    for party in honest:  # the authenticated release adds the authenticated noise, exactly, on the 2^-4 grid
+        released, noise = torch.tensor(party["released"]), torch.tensor(party["noise"])
+        assert torch.equal(released, torch.tensor([1.5, -3.0, 6.0], dtype=torch.float64) + noise), party
+        assert torch.equal(noise * 16, (noise * 16).round()) and noise.abs().max() > 0
+    for path in tmp_path.glob("released-*"):
+        path.unlink()
+
+    with pytest.raises(PartyFailed) as info:
+        run_parties(tampered_noise, config_for(3, security="malicious"),
+                    args=(1, "dg-auth-40 (ε, δ)", 0, 12, str(tmp_path)))
+    reports = {r.rank: r for r in info.value.reports if r.role == "party"}
+    for rank in (0, 2):
+        message = reports[rank].message
+        assert reports[rank].status == "error" and reports[rank].exitcode != 0, reports[rank]
+        assert message.startswith(f"party {rank} stopped: the MAC check of opening 'dg-auth (before the accept "
+                                  f"bits)' failed: a party deviated from the protocol ("), message
+        assert message.endswith("nothing was released (security = 'malicious')"), message
+    assert not list(tmp_path.glob("released-*"))
