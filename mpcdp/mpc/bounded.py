@@ -54,6 +54,7 @@ from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.mpc import authenticated as auth
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
+from mpcdp.validation import check_number
 
 LIMIT_BITS = 63
 """d·(2^L)² must stay below 2^LIMIT_BITS and S below 2^62: then no check can wrap mod 2^64."""
@@ -111,8 +112,7 @@ def unit_bound(norm: float, dim: int, precision: int) -> UnitBound:
     the nearest multiple of 2^-``precision``: ⌈norm·2^p + √d/2⌉², in exact arithmetic with √d rounded up
     (|round − exact| ≤ 1/2 per coordinate, so ‖g‖ ≤ norm·2^p + √d/2: an honest contribution at the bound
     passes)."""
-    if not (isinstance(norm, (int, float)) and math.isfinite(norm) and norm >= 0):
-        raise ConfigError(f"`input_bound` must be a finite number >= 0. Found {norm!r}.")
+    check_number(norm, "input_bound", low=0, low_open=False)
     root = math.isqrt(dim)
     upper = Fraction(norm) * 2 ** precision + Fraction(root if root * root == dim else root + 1, 2)
     return UnitBound(math.ceil(upper) ** 2, dim)
