@@ -185,11 +185,12 @@ def plan_noise(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> PlanNoise:
     """Calibrate and certify ``plan``'s releases for parties of ``sizes`` records and models of ``dim``
     parameters (every algorithm whose releases go through the MPC). A reproducible secure run keeps the
     calibrated noise and is certified without amplification by subsampling (:func:`public_batches`)."""
-    return algorithms.plan_noise(plan.record, plan.params, _setting(plan, sizes, dim),
+    return algorithms.plan_noise(plan.record, plan.params, plan_setting(plan, sizes, dim),
                                  public_batches=public_batches(plan))
 
 
-def _setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
+def plan_setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
+    """What calibration knows of a run of ``plan`` over parties of ``sizes`` records, ``dim`` parameters."""
     return Setting(tuple(sizes), dim, plan.epsilon, plan.delta, plan.passes, plan.calibration, plan.noise)
 
 
@@ -326,7 +327,7 @@ def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int
     x, y, x_test, y_test = rows
     start, cpu = time.perf_counter(), time.process_time()
     assert plan.record.run_central is not None  # (a central-only algorithm)
-    central = plan.record.run_central(shards, plan.params, _setting(plan, sizes, dim))
+    central = plan.record.run_central(shards, plan.params, plan_setting(plan, sizes, dim))
     timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
     report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
                      levels=None, steps=central.steps, passes=central.passes, curve=curve,
