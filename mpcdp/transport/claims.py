@@ -93,8 +93,8 @@ def settle(rank: int, parties: int, processes: int, timeout_s: float) -> None:
 def _wait(mine: Claim) -> None:
     """:func:`settle`'s publishing and waiting."""
     rank, processes, timeout_s = mine.rank, mine.processes, mine.timeout_s
-    if not _publish(mine):
-        _refuse(mine, refusal_of("rank-taken"))
+    if not _publish(mine):  # the rank in `field`: another process that relays this line names it too
+        _refuse(mine, refusal_of("rank-taken", field=str(rank)))
     if rank >= processes:
         raise ConfigMismatchError(Refusal("rank-beyond", field=str(mine.parties), position=rank).text(rank))
     found = {rank: mine}
@@ -159,6 +159,8 @@ def _check_reports(mine: Claim) -> None:
     for writer, report in sorted(rendezvous.read_reports(mine.processes).items()):
         if isinstance(report, rendezvous.Report) and report.refusal is not None:
             _tell(mine.rank, report.refusal)  # this process has read it (party 0 waits for that)
+            if mine.rank == 0:  # the store's host: up until the others have read it too
+                _linger(mine, everyone=report.refusal.category in ("world-size", "dealer"))
             raise ConfigMismatchError(report.refusal.text(writer), party=writer)
 
 
