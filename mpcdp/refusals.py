@@ -77,7 +77,8 @@ class Refusal:
         """The line every process says: "party 1 refused its data: file 'B.csv' column 'age' is not numeric"
         (``rank``: the writer's); for a place refused at the rendezvous (:data:`PLACE`), "refused at the
         rendezvous: two processes were started with RANK 1: ..."."""
-        if self.category in PLACE:  # rank: the refusal's writer
+        if self.category in PLACE:  # rank: the refusal's writer, or the rank its `field` names (a relayed one)
+            rank = int(self.field) if self.category == "rank-taken" and self.field.isdigit() else rank
             return "refused at the rendezvous: " + PLACE[self.category].format(rank=rank, field=self.field,
                                                                                position=self.position)
         at = f", position {self.position}" if self.position is not None else ""

@@ -6,6 +6,8 @@ the rendezvous, naming the setting, on every process (claims published first and
 import os
 import pathlib
 import re
+import subprocess
+import sys
 import traceback
 
 import numpy as np
@@ -163,7 +165,22 @@ def test_a_second_claimer_of_a_rank_is_refused_and_tells_the_first(claim_store):
     write("mpcdp/claim/2", "3 4 00000000000000bb")  # the first process of rank 2
     with pytest.raises(ConfigMismatchError, match="two processes were started with RANK 2"):
         claims.settle(2, 3, 4, timeout_s=30.0)
-    assert rendezvous.read_reports(4)[2].refusal == refusal_of("rank-taken")
+    assert rendezvous.read_reports(4)[2].refusal == refusal_of("rank-taken", field="2")
+
+
+def test_party_0_relays_a_taken_rank_under_its_own_report_still_naming_that_rank(claim_store):
+    """Party 0 learns from rank 2's report that RANK 2 was taken twice and writes the same refusal as its own
+    report (the store's host waits for every claimer's): a process that reads report 0 first names RANK 2."""
+    write = claim_store
+    for rank in (1, 2, 3):
+        write(f"mpcdp/claim/{rank}", f"3 4 {rank:016x}")
+    rendezvous.publish_refusal(2, refusal_of("rank-taken", field="2"))  # the second claimer of rank 2
+    for rank in (1, 3):
+        rendezvous.publish_refusal(rank, refusal_of("rank-taken", field="2"))  # the others read it
+    with pytest.raises(ConfigMismatchError, match="two processes were started with RANK 2"):
+        claims.settle(0, 3, 4, timeout_s=10.0)
+    relayed = rendezvous.read_reports(4)[0].refusal
+    assert relayed is not None and "RANK 2:" in relayed.text(0)
 
 
 def test_a_rank_beyond_world_size_is_refused_by_those_waiting_for_the_missing_rank(claim_store):
@@ -173,6 +190,33 @@ def test_a_rank_beyond_world_size_is_refused_by_those_waiting_for_the_missing_ra
     write("mpcdp/claim/5", "3 4 0000000000000005")  # RANK 5 where rank 2 should be
     with pytest.raises(ConfigMismatchError, match=r"a process was started with RANK 5, beyond WORLD_SIZE 3"):
         claims.settle(0, 3, 4, timeout_s=2.0)
+
+
+def test_mpcdp_party_claims_its_place_before_it_imports_torch():
+    """What `mpcdp party` does before it claims its place (the parser, the protocol's [mpc] table, the
+    endpoint, the claim's modules) imports no torch: a wrong WORLD_SIZE or RANK is refused within seconds of
+    the interpreter's start, not after torch's import."""
+    script = ("import sys; from mpcdp.cli import parse_arguments; "
+              "ns = parse_arguments(['party', '--job', 'train', '--protocol', 'protocols/quickstart-a9a.toml', "
+              "'--rank', '1', '--parties', '3', '--rendezvous', 'tcp://127.0.0.1:1']); "
+              "import mpcdp.runtime.party, mpcdp.runtime.endpoint, mpcdp.transport.claims; "
+              "print(sorted(m for m in ('torch', 'numpy', 'crypten') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=MPCDP.parent)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_process_refuses_a_rank_started_twice_naming_it(deployment):
+    """Four `mpcdp party` processes, RANK 1 twice and rank 2 missing: every one stops naming RANK 1 — party 0,
+    the store's host, keeps the store up until the others have read why (long before the timeout of 300 s;
+    the wait below is 200 s)."""
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    command = ["--job", "train", "--protocol", "protocols/quickstart-a9a.toml", "--timeout", "300"]
+    done = run_party_commands([command] * 4, env, 200, environments={2: {"RANK": "1"}})
+    for i, (code, out, err) in enumerate(done):
+        assert code != 0 and "refused at the rendezvous: two processes were started with RANK 1:" in err \
+            and "Traceback" not in err, (i, err)
 
 
 def test_every_separate_process_refuses_a_wrong_world_size_at_the_rendezvous(tmp_path, deployment):

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special, stats
+if TYPE_CHECKING:
+    from scipy import optimize, special, stats
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_number
@@ -55,6 +56,8 @@ class AuditBound:
 
 def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
     """P-value of ``correct`` right guesses out of ``guesses`` among ``m`` canaries if the run is (ε, δ)-DP."""
+    from scipy import special, stats
+
     if not 0 <= correct <= guesses <= m:
         raise ConfigError(f"need 0 <= correct <= guesses <= m. Found correct={correct}, guesses={guesses}, m={m}.")
     q = special.expit(epsilon)
@@ -68,6 +71,8 @@ def one_run_p_value(m: int, guesses: int, correct: int, epsilon: float, delta: f
 
 def _largest_rejected(p_value, significance: float) -> float:
     """The largest ε whose p-value is ≤ ``significance`` (p-values rise with ε); 0 if none."""
+    from scipy import optimize
+
     if p_value(0.0) > significance:
         return 0.0
     high = 1.0
@@ -111,6 +116,8 @@ def one_run(scores: npt.ArrayLike, signs: npt.ArrayLike, *, delta: float, confid
 
 def clopper_pearson_upper(successes: int, trials: int, significance: float) -> float:
     """One-sided upper confidence bound on a binomial rate (exact)."""
+    from scipy import stats
+
     if trials == 0:
         return 1.0
     return 1.0 if successes >= trials else float(stats.beta.ppf(1 - significance, successes + 1, trials - successes))

@@ -7,13 +7,18 @@ sensitivity 2C/n, composed exactly (μ-GDP).
 
 from __future__ import annotations
 
-import dp_accounting
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import dp_accounting
 
 from mpcdp.accounting.certify import Certificate, calibrate_event, check_delta
 from mpcdp.accounting.distributed import full_batch_noise_for
 
 
 def dpsgd_event(n: tuple[int, ...], batch: tuple[int, ...], steps: int, c: float, sigma: float):
+    import dp_accounting
+
     j = max(range(len(n)), key=lambda i: batch[i] / n[i])
     z = sigma * sum(batch) / (2 * c)
     step = dp_accounting.SampledWithoutReplacementDpEvent(n[j], batch[j], dp_accounting.GaussianDpEvent(z))

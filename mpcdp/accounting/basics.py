@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
-import dp_accounting
-from dp_accounting import rdp
-from scipy import optimize, stats
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting import rdp
+    from scipy import optimize, stats
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_number
@@ -43,6 +45,8 @@ def check_delta(delta: float) -> None:
 
 def leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, int]]:
     """(leaf event, multiplicity) pairs of a tree of Composed / SelfComposed events."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.ComposedDpEvent):
         return [pair for child in event.events for pair in leaves(child)]
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
@@ -52,6 +56,8 @@ def leaves(event: dp_accounting.DpEvent) -> list[tuple[dp_accounting.DpEvent, in
 
 def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest ε with δ(ε) <= δ for μ-GDP (exact; bisection, safe end)."""
+    from scipy import stats
+
     def excess(eps: float) -> float:
         return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - delta
 
@@ -71,6 +77,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 def certify_rdp(event: dp_accounting.DpEvent, delta: float) -> Certificate:
     """dp-accounting's RDP certificate (replace-one, :data:`RDP_ORDERS`)."""
+    from dp_accounting import rdp
+    import dp_accounting
+
     check_delta(delta)
     accountant = rdp.RdpAccountant(orders=RDP_ORDERS, neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     if not accountant.supports(event):
@@ -86,6 +95,8 @@ def calibrate(epsilon_of, target: float, *, guess: float = 1.0, rtol: float = 1e
 
     ``epsilon_of`` must decrease in ν. Brent's method on log ν, then a step to the safe side.
     """
+    from scipy import optimize
+
     check_number(target, "epsilon", low=0)
     low, high = guess, guess
     while epsilon_of(high) > target:

@@ -17,9 +17,11 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import dp_accounting
-from dp_accounting import rdp
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting import rdp
 
 from mpcdp.accounting import wor_pld
 from mpcdp.accounting.basics import (RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, gdp_epsilon,
@@ -37,6 +39,8 @@ def certify(event: dp_accounting.DpEvent, delta: float, *, rdp_only: bool = Fals
     for a mechanism that is only known to have (at most) the Gaussian's RDP curve, such as a sum of discrete
     Gaussians (:mod:`mpcdp.accounting.distributed_noise`): the exact μ-GDP conversion holds for Gaussians
     only."""
+    import dp_accounting
+
     check_delta(delta)
     flat = leaves(event)
     kinds = {type(leaf) for leaf, _ in flat}
@@ -55,6 +59,8 @@ def certify(event: dp_accounting.DpEvent, delta: float, *, rdp_only: bool = Fals
 def without_replacement_gaussians(flat: list[tuple[dp_accounting.DpEvent, int]]) -> bool:
     """Whether the leaves are Gaussians, at least one on batches sampled without replacement: what the PLD
     accountant of :mod:`mpcdp.accounting.wor_pld` certifies."""
+    import dp_accounting
+
     def swr(leaf):
         return (isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
                 and isinstance(leaf.event, dp_accounting.GaussianDpEvent))
@@ -90,6 +96,9 @@ def zcdp_certificate(rho: float, delta: float) -> Certificate:
     conversion would be wrong here: it holds for Gaussian releases only, and a ρ-zCDP budget may be spent
     on other mechanisms, e.g. the exponential mechanism, ε²/8-zCDP.)
     """
+    from dp_accounting import rdp
+    import dp_accounting
+
     check_delta(delta)
     check_number(rho, "rho", low=0)
     accountant = rdp.RdpAccountant(orders=ZCDP_ORDERS)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import TYPE_CHECKING
 
-import dp_accounting
-from dp_accounting import pld, rdp
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting import pld, rdp
 
 from mpcdp.accounting.grid import SIGMA_UNITS, Residual, eta_bound, reserve
 from mpcdp.errors import ConfigError
@@ -101,6 +103,9 @@ class PrivacyCertificate:
 def _pld_epsilon(noise_multiplier: float, uses: int, delta: float) -> float:
     # Noise multiplier σ/Δ with Δ the *replace-one* distance: the pair analysed, N(0, σ²) vs N(Δ, σ²), is exactly
     # the replace-one pair of Lemma 4; the relation label only tells the accountant to take Δ as given.
+    from dp_accounting import pld
+    import dp_accounting
+
     accountant = pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
     accountant.compose(dp_accounting.GaussianDpEvent(noise_multiplier), uses)
     return float(accountant.get_epsilon(delta))
@@ -113,6 +118,9 @@ def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon:
 
     ``classes`` > 1 (per-classifier budget): the K-model release composes K·uses releases, reported separately.
     """
+    from dp_accounting import rdp
+    import dp_accounting
+
     check_number(noise_multiplier, "noise_multiplier", low=0)
     check_integer(uses, "uses")
     check_integer(classes, "classes")
@@ -130,6 +138,9 @@ def certify(noise_multiplier: float, *, uses: int, delta: float, target_epsilon:
 def calibrated_noise_multiplier(epsilon: float, delta: float, *, uses: int) -> float:
     """The smallest z = σ/Δ whose ``uses``-fold composed Gaussian certifies (ε, δ) with dp-accounting's PLD
     accountant (its calibrate_dp_mechanism bisection)."""
+    from dp_accounting import pld
+    import dp_accounting
+
     check_number(epsilon, "epsilon", low=0)
     check_number(delta, "delta", low=0, high=1)
     check_integer(uses, "uses")

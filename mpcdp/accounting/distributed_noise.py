@@ -43,9 +43,10 @@ RDP general bound certifies them (the algorithm's calibrator may use a tighter, 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 
 from mpcdp.accounting.certify import Certificate, calibrate as calibrate_scale
 from mpcdp.accounting.grid import GridRelease, Residual

@@ -15,8 +15,10 @@ event uses the largest rate (the most exposed party) with the combined batch in 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number, require_integers, require_positive
@@ -93,6 +95,8 @@ class DpSrmSetting:
 
 def dpsrm_event(setting: DpSrmSetting, sigma0: float, sigma: float) -> dp_accounting.DpEvent:
     """Release 0 and T releases, each a Gaussian on a batch sampled without replacement."""
+    import dp_accounting
+
     z0, z = setting.noise_multipliers(sigma0, sigma)
     n0, b0, _ = setting.sampling(True)
     n1, b1, _ = setting.sampling(False)
@@ -103,11 +107,15 @@ def dpsrm_event(setting: DpSrmSetting, sigma0: float, sigma: float) -> dp_accoun
 
 def full_batch_gaussian_event(sigma: float, sensitivity: float, steps: int) -> dp_accounting.DpEvent:
     """T Gaussian releases of full-batch queries (Jayaraman et al. 2018, WD-DP): no sampling."""
+    import dp_accounting
+
     return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(sigma / sensitivity), steps)
 
 
 def laplace_event(scale: float, l1_sensitivity: float, steps: int) -> dp_accounting.DpEvent:
     """T Laplace releases (paper 003, Theorem 1): each (l1_sensitivity/scale)-DP."""
+    import dp_accounting
+
     return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(scale / l1_sensitivity), steps)
 
 
@@ -115,6 +123,8 @@ def without_amplification(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent
     """``event`` with every sampling step replaced by the mechanism on its whole batch (sampling rate 1): the
     event of a run whose batches are public (a ``reproducible`` run's follow the protocol's seed), so that
     subsampling hides nothing and amplifies nothing."""
+    import dp_accounting
+
     if isinstance(event, (dp_accounting.SampledWithoutReplacementDpEvent, dp_accounting.PoissonSampledDpEvent)):
         return without_amplification(event.event)
     if isinstance(event, dp_accounting.SelfComposedDpEvent):

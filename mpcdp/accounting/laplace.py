@@ -35,9 +35,11 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import math
+from typing import TYPE_CHECKING
 
-import dp_accounting
-from dp_accounting import pld
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting import pld
 
 from mpcdp.accounting.basics import leaves
 from mpcdp.errors import ConfigError
@@ -124,6 +126,8 @@ def laplace_grid(*, xi: float, steps: int, n_l: int, epsilon_l: float, dim: int)
 
 def query_event(scale: float, sensitivity: float) -> dp_accounting.DpEvent:
     """The event of one response: ``LaplaceDpEvent(b/Δ)``, or ``NonPrivateDpEvent`` when b = 0."""
+    import dp_accounting
+
     check_number(scale, "scale", low=0, low_open=False)
     check_number(sensitivity, "sensitivity", low=0)
     if scale == 0:
@@ -138,6 +142,8 @@ def owner_event(*, xi: float, steps: int, n_l: int, epsilon_l: float,
     Algorithms 1 and 2 loop k = 1..T−1, so a run answers T−1 queries while the scale is set for T (the paper
     is conservative by one query); pass ``queries=T−1`` to account for exactly what a run released.
     """
+    import dp_accounting
+
     queries = steps if queries is None else queries
     check_integer(queries, "queries", minimum=0, maximum=steps, maximum_name="T")
     scale = laplace_scale(xi=xi, steps=steps, n_l=n_l, epsilon_l=epsilon_l)
@@ -154,6 +160,8 @@ def pure_epsilon(event: dp_accounting.DpEvent) -> float:
     Raises:
         dp_accounting.UnsupportedEventError: a leaf that is neither Laplace, non-private nor a no-op.
     """
+    import dp_accounting
+
     terms = []
     for leaf, count in leaves(event):
         if isinstance(leaf, dp_accounting.NoOpDpEvent) or count == 0:
@@ -194,6 +202,9 @@ class OwnerCertificate:
 def pld_certificate(event: dp_accounting.DpEvent, *, delta: float = 1e-12,
                     budget: float | None = None) -> tuple[float, float]:
     """(ε at ``delta``, δ at ``budget``) from dp-accounting's PLD accountant (see the module note on the relation)."""
+    from dp_accounting import pld
+    import dp_accounting
+
     check_number(delta, "delta", low=0, high=1, low_open=False)
     accountant = pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
     if not accountant.supports(event):

@@ -21,9 +21,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import math
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 
 from mpcdp.accounting.certify import Certificate, certify
 from mpcdp.accounting.grid import GridPlan, GridRelease, GridSampler, Residual, eta_bound, reserve, residual

@@ -23,10 +23,12 @@ Security model: none — public arithmetic, for tests and benchmarks.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
+    from scipy import fft, special
 import numpy as np
-from scipy import fft, special
 
 from mpcdp.accounting.basics import check_delta
 from mpcdp.accounting.wor_pld import STEP_TAIL, _loss_edge, steps_of
@@ -45,6 +47,8 @@ def _output_threshold(loss: np.ndarray, rate: float, z: float) -> np.ndarray:
 
 def _explicit_cdfs(bounds: np.ndarray, rate: float, z: float) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) masses of {log(A/B) <= bound} for each bound."""
+    from scipy import special
+
     x = _output_threshold(bounds, rate, z)
     return (1 - rate) * special.ndtr(x / z) + rate * special.ndtr((x - 1) / z), special.ndtr(x / z)
 
@@ -52,6 +56,8 @@ def _explicit_cdfs(bounds: np.ndarray, rate: float, z: float) -> tuple[np.ndarra
 def _dominating_cdf(bounds: np.ndarray, rate: float, z: float) -> np.ndarray:
     """P*(L* <= bound) for the symmetrised pair (bounds never 0): A's mass above ℓ = bound > 0, B's mass above
     ℓ = −bound mirrored below 0."""
+    from scipy import special
+
     out = np.empty_like(bounds)
     up = bounds > 0
     x = _output_threshold(bounds[up], rate, z)
@@ -76,6 +82,8 @@ def _bucket_masses(rate: float, z: float, width: float, pair: str) -> tuple[np.n
 
 def _compose(parts: list[tuple[np.ndarray, int]]) -> np.ndarray:
     """The distribution of the sum of independent bucket indices (each array ``count`` times), by one FFT."""
+    from scipy import fft
+
     length = sum(count * (len(p) - 1) for p, count in parts) + 1
     size = fft.next_fast_len(length, real=True)
     spectrum = np.ones(size // 2 + 1, dtype=complex)

@@ -22,12 +22,13 @@ logaddexp), exact up to float rounding of a few ulps relative; the curve it feed
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+    from scipy import special
 import numpy as np
-from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-from scipy import special
 
 from mpcdp.accounting.basics import RDP_ORDERS, Certificate, check_delta, leaves
 from mpcdp.errors import ConfigError
@@ -38,6 +39,8 @@ METHOD = ("RDP, replace-one, sampling without replacement by the general bound (
 
 
 def _log_binomial(alpha: int, j: np.ndarray) -> np.ndarray:
+    from scipy import special
+
     return special.gammaln(alpha + 1) - special.gammaln(j + 1) - special.gammaln(alpha - j + 1)
 
 
@@ -70,6 +73,8 @@ def gaussian_curve(noise_multiplier: float) -> Callable[[np.ndarray], np.ndarray
 
 def _leaves(event: dp_accounting.DpEvent) -> list[tuple[float, float, int]]:
     """(rate, noise multiplier, count) of each Gaussian-dominated leaf of a Composed / SelfComposed tree."""
+    import dp_accounting
+
     out = []
     for leaf, count in leaves(event):
         if (isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
@@ -94,6 +99,8 @@ def composed_rdp(event: dp_accounting.DpEvent, orders: Sequence[int] = RDP_ORDER
 
 def certify_general(event: dp_accounting.DpEvent, delta: float, orders: Sequence[int] = RDP_ORDERS) -> Certificate:
     """The certified ε at ``delta`` of ``event`` by the general bound (see the module docstring)."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
     check_delta(delta)
     epsilon, order = compute_epsilon(np.asarray(orders, dtype=np.float64), composed_rdp(event, orders), delta)
     return Certificate(float(epsilon), delta, METHOD, float(order))

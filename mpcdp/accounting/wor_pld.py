@@ -66,13 +66,14 @@ import fractions
 import functools
 import importlib.metadata
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+    from scipy import optimize, special
 import numpy as np
-from dp_accounting.pld import pld_pmf
-from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
-from scipy import optimize, special
 
 from mpcdp.accounting.basics import RDP_ORDERS, Certificate, calibrate, certify_rdp, check_delta, leaves
 from mpcdp.errors import ConfigError
@@ -118,6 +119,8 @@ def steps_of(event: dp_accounting.DpEvent) -> tuple[Step, ...]:
 
 
 def _collect(event: dp_accounting.DpEvent) -> list[Step]:
+    import dp_accounting
+
     out = []
     for leaf, count in leaves(event):
         if (isinstance(leaf, dp_accounting.SampledWithoutReplacementDpEvent)
@@ -137,6 +140,8 @@ def _collect(event: dp_accounting.DpEvent) -> list[Step]:
 
 def gaussian_delta(epsilon: np.ndarray, z: float) -> np.ndarray:
     """H_{e^ε}(N(Δ, σ²) ‖ N(0, σ²)) for σ/Δ = z: Φ(−εz + 1/2z) − e^ε·Φ(−εz − 1/2z), in log space."""
+    from scipy import special
+
     epsilon = np.asarray(epsilon, dtype=np.float64)
     first = special.log_ndtr(-epsilon * z + 0.5 / z)
     second = epsilon + special.log_ndtr(-epsilon * z - 0.5 / z)
@@ -206,6 +211,9 @@ def step_pld(rate: float, z: float, interval: float = INTERVAL, version: str = A
              ) -> PrivacyLossDistribution:
     """One step's pair, discretised with pessimistic connect-the-dots on [−E, E] (see the module docstring).
     ``version`` keys the cache: a cached value is never reused by another accountant version."""
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+
     edge = _grid_size(rate, z, interval)
     probs, infinity = connect_dots(rate, z, interval, edge)
     return PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, -edge, probs, infinity, True))
@@ -301,6 +309,8 @@ def calibrate_event_pld(event_of: Callable[[float], dp_accounting.DpEvent], targ
     curves lie on or above the fine ones and its ν is safe at the fine interval too. Then Brent's method at the
     fine interval between that ν and a little below it. ``with_rdp``: the certificate's RDP ε for comparison
     (:func:`certify_pld`; about 0.25 s, which a caller that keeps only ν need not spend)."""
+    from scipy import optimize
+
     check_delta(delta)
 
     def fine(v: float) -> float:

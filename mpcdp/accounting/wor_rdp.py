@@ -17,9 +17,10 @@ step whose result ``certify_rdp`` certifies itself.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 import numpy as np
 
 try:  # the library's private building blocks; without them calibration uses certify itself
@@ -67,6 +68,8 @@ def wor_gaussian_rdp(q: float, noise_multiplier: float, orders: Sequence[int]) -
 def _leaves(event: dp_accounting.DpEvent, count: int, out: list) -> bool:
     """(rate, noise multiplier, count) of each leaf, in the accountant's order of composition; False if the
     tree holds anything but Composed / SelfComposed / sampled-without-replacement Gaussians."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         return _leaves(event.event, event.count * count, out)
     if isinstance(event, dp_accounting.ComposedDpEvent):

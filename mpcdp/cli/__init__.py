@@ -38,8 +38,18 @@ from mpcdp.cli.training import (_audit_parser, _compare_parser, _privacy_parser,
                                 _sweep_parser, _train_parser, warm_parties_for)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``mpcdp`` parser: the global options, then one subparser per command, in the order of ``--help``."""
+PARSERS = (("aggregate", _aggregate_parser), ("noise", _noise_parser), ("train", _train_parser),
+           ("audit", _audit_parser), ("audit-views", _audit_views_parser), ("compare", _compare_parser),
+           ("sweep", _sweep_parser), ("scale", _scale_parser), ("collab", _collab_parser),
+           ("decentralized", _decentralized_parser), ("privacy", _privacy_parser), ("party", _party_parser),
+           ("credentials", _credentials_parser), ("cost", _cost_parser))
+"""Each command and its parser function, in the order of ``--help``."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``mpcdp`` parser: the global options, then one subparser per command, in the order of ``--help``;
+    ``command``: that command's subparser only (a command's parser may import what its choices need — the
+    noise modes import torch — and ``mpcdp party`` claims its place before it imports torch)."""
     from mpcdp import __version__
 
     parser = argparse.ArgumentParser(prog="mpcdp", description=__doc__.split("\n\n")[0])
@@ -51,20 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="on an error, print its traceback too (by default: one line saying why)")
     sub = parser.add_subparsers(dest="command", required=True)
-    _aggregate_parser(sub)
-    _noise_parser(sub)
-    _train_parser(sub)
-    _audit_parser(sub)
-    _audit_views_parser(sub)
-    _compare_parser(sub)
-    _sweep_parser(sub)
-    _scale_parser(sub)
-    _collab_parser(sub)
-    _decentralized_parser(sub)
-    _privacy_parser(sub)
-    _party_parser(sub)
-    _credentials_parser(sub)
-    _cost_parser(sub)
+    for name, add in PARSERS:
+        if command is None or name == command:
+            add(sub)
     return parser
 
 
@@ -74,6 +73,19 @@ def named_plugins(argv: list[str]) -> list[str]:
     early.add_argument("--plugin", action="append", default=[])
     known, _ = early.parse_known_args(argv)
     return known.plugin
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no global option or a global option's value."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--plugin":  # the global option that takes a value
+            i += 2
+            continue
+        if not argv[i].startswith("-"):
+            return argv[i]
+        i += 1
+    return None
 
 
 def views_command(argv: list[str]) -> list[str]:
@@ -101,7 +113,9 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         SystemExit: argparse refused the command line (it has printed why).
     """
     plugins.load(named_plugins(argv))
-    ns = build_parser().parse_args(views_command(argv))
+    argv = views_command(argv)
+    named = command_of(argv)
+    ns = build_parser(named if named in dict(PARSERS) else None).parse_args(argv)
     plugins.load(ns.plugin)  # an abbreviated `--plug`, which only the full parser reads
     return ns
 

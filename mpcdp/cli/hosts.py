@@ -34,8 +34,6 @@ def _add_party_link_options(party: argparse.ArgumentParser) -> None:
 
 def _add_party_job_options(party: argparse.ArgumentParser) -> None:
     """``mpcdp party``'s job (``--job``) and the options of each job: the demo, training and the cost."""
-    from mpcdp.learning.mechanisms import in_mpc_modes
-
     party.add_argument("--dim", type=int, default=123)
     party.add_argument("--seed", type=int, default=None)
     party.add_argument("--input-bound", type=float, default=None, metavar="B",
@@ -68,7 +66,9 @@ def _add_party_job_options(party: argparse.ArgumentParser) -> None:
     party.add_argument("--fresh-budget", action="store_true",
                        help="with --job train --data: run although this party's records already spent privacy "
                             "budget in an earlier run (its ledger)")
-    party.add_argument("--noise", choices=in_mpc_modes(), default="dgauss")
+    party.add_argument("--noise", default="dgauss",
+                       help="for --job cost: an in-MPC noise mode (checked when the job starts, so that the process "
+                            "claims its place before it imports the noise modes and torch)")
     party.add_argument("--sigma", type=float, default=1.0)
     party.add_argument("--link-delay-ms", type=float, default=0.0,
                        help="emulated one-way latency per round (every process must get the same)")
@@ -107,7 +107,6 @@ def _check_party_model(ns: argparse.Namespace) -> None:
 
 
 def _cmd_party(ns: argparse.Namespace) -> int:
-    from mpcdp.jobs.aggregate import aggregate_party, check_input_bound
     from mpcdp.runtime.endpoint import read_settings, resolve
     from mpcdp.runtime.party import run_dealer, run_party, take_place
 
@@ -116,7 +115,10 @@ def _cmd_party(ns: argparse.Namespace) -> int:
     mpc = resolve_mpc(table, f" in {protocol!r}" if protocol else "", given_mpc(ns))
     if ns.input_bound is not None and ns.job != "aggregate":
         raise ConfigError(f"`--input-bound` is for `--job aggregate`. Found `--job {ns.job}`.")
-    check_input_bound(mpc.security, ns.input_bound)
+    if ns.input_bound is not None:  # (the aggregation job imports torch: only when there is a bound to check)
+        from mpcdp.jobs.aggregate import check_input_bound
+
+        check_input_bound(mpc.security, ns.input_bound)
     endpoint = resolve(rank=ns.rank, parties=ns.parties, rendezvous=ns.rendezvous,
                        dealer=providers.lookup(mpc.provider).has_dealer, ranged=False)
     if endpoint.rank != endpoint.parties:  # the dealer trains nothing and costs nothing: it ignores `--model`
@@ -174,7 +176,7 @@ def _cmd_party(ns: argparse.Namespace) -> int:
                            args=(MODELS[ns.model], ns.noise, ns.sigma, ns.meter_iface),
                            job=cost_job(ns.model, ns.noise, ns.sigma), settings=settings)
     else:
-        from mpcdp.jobs.aggregate import aggregate_job
+        from mpcdp.jobs.aggregate import aggregate_job, aggregate_party
 
         result = run_party(rank=endpoint.rank, config=config, rendezvous=endpoint.rendezvous, fn=aggregate_party,
                            args=(ns.dim, ns.seed, None, ns.input_bound), job=aggregate_job(ns.dim, ns.input_bound),

@@ -100,7 +100,7 @@ def _cmd_train(ns: argparse.Namespace) -> int:
     print(f"mpcdp: {plan.name} [{plan.backend}, {plan.parties} parties]", file=sys.stderr, flush=True)
     with progress.lines_to(sys.stderr):  # the estimate, then every party's progress in words
         report = run_plan(plan, checkpoint_dir=keeping.checkpoint_dir, checkpoint_every=keeping.every,
-                          resume=keeping.resume)
+                          resume=keeping.resume, curve=False)  # the JSON line has no per-iterate curve
     report.pop("test_error_curve")
     print(json.dumps(report))
     return 0

@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from scipy import stats
+if TYPE_CHECKING:
+    from scipy import stats
 
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
@@ -139,6 +140,8 @@ def dealer_tests(requests: np.ndarray, noise: np.ndarray, sigma: float) -> list[
 def power(coordinates: int, calls: int, alpha: float, tests: int) -> float:
     """Power of a two-sided statistic at level α/``tests`` against a per-coordinate correlation of
     :data:`POWER_CORRELATION` with its target."""
+    from scipy import stats
+
     z = POWER_CORRELATION * math.sqrt(calls * coordinates)
     return float(stats.norm.cdf(z - stats.norm.isf(alpha / tests / 2)))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import time
 from typing import Any, Callable
 
@@ -35,7 +36,8 @@ from mpcdp.accounting.released import calibrate_on_grid
 from mpcdp.jobs.keeping import Keeping
 from mpcdp.jobs.secure_run import Job, Launcher, secure_run
 from mpcdp.jobs.secure_run import config_for, host_launcher  # noqa: F401 - re-exported for callers of this module
-from mpcdp.jobs.train_report import beyond_target, plan_report as _report, uncertified as _uncertified, unit_rows
+from mpcdp.jobs.train_report import (beyond_target, plan_report as _report, training_optimum,
+                                     uncertified as _uncertified, unit_rows)
 from mpcdp.validation import check_bool, check_choice, check_integer, check_number, check_string, read_protocol
 
 OWN_FILES = ""  # a protocol without `dataset`: every party brings its own file (mpcdp.jobs.own_data)
@@ -185,11 +187,12 @@ def plan_noise(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> PlanNoise:
     """Calibrate and certify ``plan``'s releases for parties of ``sizes`` records and models of ``dim``
     parameters (every algorithm whose releases go through the MPC). A reproducible secure run keeps the
     calibrated noise and is certified without amplification by subsampling (:func:`public_batches`)."""
-    return algorithms.plan_noise(plan.record, plan.params, _setting(plan, sizes, dim),
+    return algorithms.plan_noise(plan.record, plan.params, plan_setting(plan, sizes, dim),
                                  public_batches=public_batches(plan))
 
 
-def _setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
+def plan_setting(plan: TrainPlan, sizes: tuple[int, ...], dim: int) -> Setting:
+    """What calibration knows of a run of ``plan`` over parties of ``sizes`` records, ``dim`` parameters."""
     return Setting(tuple(sizes), dim, plan.epsilon, plan.delta, plan.passes, plan.calibration, plan.noise)
 
 
@@ -263,6 +266,7 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
         warm_up()  # as every mpc party does before its clocks start
     start = time.perf_counter()
     prepare_s = start - prepare_start  # data, calibration and certification, in this process
+    reference = None if plan.backend == "simulated" else _reference_while_training(plan)
     if plan.backend == "simulated":
         cpu = time.process_time()
         result = train_simulated(shards, noise.params, noise.levels, dim=dim, runner=runner, checkpoint=checkpoint)
@@ -274,12 +278,30 @@ def run_plan(plan: TrainPlan, progress: Callable[[int, int], None] | None = None
     wall = time.perf_counter() - start
     common["releases"] = len(result.released)  # the privacy ledger: v_p⁰..v_pᵀ, each counted once
     evaluate_start = time.perf_counter()
+    if reference is not None:
+        reference.join()
     report = _report(plan, data, result, x, y, x_test, y_test, certificate=noise.certificate, levels=noise.levels,
                      steps=noise.steps, passes=noise.passes, curve=curve,
                      extra={"wall_s": round(wall, 3), "bytes_per_party": bytes_per_party, **common, **timing,
                             "prepare_s": round(prepare_s, 3)})
     report["evaluate_s"] = round(time.perf_counter() - evaluate_start, 3)
     return beyond_target(report, plan.delta)
+
+
+def _reference_while_training(plan: TrainPlan) -> threading.Thread:
+    """The optimal gap's reference (:func:`~mpcdp.jobs.train_report.training_optimum`, kept in its cache),
+    computed in a thread of this process while the parties train — the launcher only waits for them then, at
+    first for the fork server's imports. Join it before the report; a failure there is left to the report's
+    own call, which raises it."""
+    def compute() -> None:
+        try:
+            training_optimum(plan.dataset, plan.normalize_rows, plan.model)
+        except Exception:  # noqa: BLE001 - the report computes it again and says why
+            pass
+
+    thread = threading.Thread(target=compute, name="mpcdp-reference", daemon=True)
+    thread.start()
+    return thread
 
 
 def _check_checkpoint_request(plan: TrainPlan, checkpoint_dir: str | None, resume: bool) -> None:
@@ -326,7 +348,7 @@ def _central_report(plan: TrainPlan, data, shards: list[Shard], sizes: tuple[int
     x, y, x_test, y_test = rows
     start, cpu = time.perf_counter(), time.process_time()
     assert plan.record.run_central is not None  # (a central-only algorithm)
-    central = plan.record.run_central(shards, plan.params, _setting(plan, sizes, dim))
+    central = plan.record.run_central(shards, plan.params, plan_setting(plan, sizes, dim))
     timing = {"wall_s": round(time.perf_counter() - start, 3), "cpu_s": round(time.process_time() - cpu, 3)}
     report = _report(plan, data, central.result, x, y, x_test, y_test, certificate=central.certificate,
                      levels=None, steps=central.steps, passes=central.passes, curve=curve,

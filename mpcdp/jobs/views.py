@@ -58,11 +58,12 @@ import dataclasses
 import functools
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from scipy import stats
+if TYPE_CHECKING:
+    from scipy import stats
 
 from mpcdp.errors import ConfigError
 from mpcdp.mpc.context import MpcContext
@@ -206,6 +207,8 @@ class Statistic:
 def permutation_test(scores: np.ndarray, *, two_sided: bool) -> tuple[float, float]:
     """(z, p) of Σ_i scores[i, i] against its distribution over permutations of the columns: exact mean and
     variance (Hoeffding), normal tail."""
+    from scipy import stats
+
     n = scores.shape[0]
     grand = scores.mean()
     total = float(np.trace(scores))
@@ -320,6 +323,8 @@ def factor_word_effect(sigma_units: float, calls: int = 20_000, seed: int = 2026
 def power(statistic: str, kind: str, sigma_units: float, calls: int, alpha: float, tests: int) -> tuple[float, str]:
     """(power, the alternative it is against) of a role's first ``statistic`` (a role of ``kind``) at level
     α/``tests`` (its share of the role's Bonferroni level)."""
+    from scipy import stats
+
     if statistic == "factor words":
         dealer_shift, spread, member_shift = factor_word_effect(sigma_units)
         z = (dealer_shift if kind == "dealer" else member_shift) * math.sqrt(calls) / spread

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 
 from mpcdp.accounting.baselines import dpsgd_event, dpsgd_noise_for
 from mpcdp.accounting.certify import Certificate, zcdp_budget_for
@@ -33,6 +34,7 @@ from mpcdp.accounting.events import DpSrmSetting, dpsrm_event, full_batch_gaussi
 from mpcdp.accounting.released import ReleaseKind
 from mpcdp.errors import ConfigError
 from mpcdp import registry
+from mpcdp.learning import calibration_cache
 from mpcdp.learning.backends import NoiseLevels
 from mpcdp.learning.baselines import SgdParameters, run_sgd
 from mpcdp.learning.dpagd import AgdParameters, run_dpagd
@@ -236,24 +238,48 @@ UNAMPLIFIED = ("batches public (a reproducible run's follow the protocol's seed)
                "by subsampling (sampling rate 1)")
 
 
-def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_batches: bool = False) -> PlanNoise:
+def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_batches: bool = False,
+               cached: bool = True) -> PlanNoise:
     """Calibrate and certify ``algorithm``'s releases for ``setting`` with the setting's noise mode.
 
     ``public_batches``: the run's batches are known to others (``reproducible`` secure runs draw them from the
     protocol's seed). The noise stays what the protocol calibrates (so the run equals its simulation), and the
-    certificate is that of the same releases on their whole batches: no ε amplified by subsampling is printed."""
+    certificate is that of the same releases on their whole batches: no ε amplified by subsampling is printed.
+
+    ``cached``: take the releases and the certificate from the shipped calibrations
+    (:mod:`mpcdp.learning.calibration_cache`) where an entry's key is that of every input here; the report's
+    ``certificate_from`` says which (the cache and its key, or computed)."""
     assert algorithm.releases is not None, f"algorithm {algorithm.name!r} has no secure run"
     releases = algorithm.releases(params, setting)
     if not releases.kinds:
         return PlanNoise(releases.steps, releases.params, releases.passes, NoiseLevels.none(), None, releases.report)
+    report = dict(releases.report)
+    if public_batches:
+        report["subsampling_amplification"] = "none: " + UNAMPLIFIED
+    found = None
+    if cached:
+        inputs = calibration_cache.inputs_of(algorithm.name, params, setting, releases.kinds,
+                                             public_batches=public_batches, mechanism=setting.noise.record.id)
+        found = calibration_cache.lookup(inputs)
+    if found is None:
+        grid, certificate = _calibrate(releases, setting, public_batches=public_batches)
+        report["certificate_from"] = "computed"
+    else:
+        key, grid, certificate = found
+        report["certificate_from"] = f"the shipped calibrations (mpcdp/learning/calibrations.json), key {key}"
+    levels = NoiseLevels(grid, setting.noise, tuple(k.rows for k in releases.kinds))
+    return PlanNoise(releases.steps, releases.params, releases.passes, levels, certificate, report)
+
+
+def _calibrate(releases: Releases, setting: Setting, *, public_batches: bool) -> tuple[tuple, Certificate]:
+    """The releases on their grids and their certificate, calibrated and certified now (dp-accounting)."""
     event_of = releases.event_of
     assert event_of is not None, "private releases without their dp-accounting event"
     mode = setting.noise.record
     noise = mode.calibrate(releases.kinds, setting.dim, setting.epsilon, setting.delta,
                            calibrate=releases.calibrate, event_of=releases.event_of,
                            parties=setting.parties, choice=setting.noise)
-    levels = NoiseLevels(noise.releases, setting.noise, tuple(k.rows for k in releases.kinds))
-    certificate, report = noise.certificate, dict(releases.report)
+    certificate = noise.certificate
     if public_batches:
         if mode.certify is None:
             raise ConfigError(f"[noise] `mode` = {mode.name!r} cannot certify a run whose batches are public: set "
@@ -262,8 +288,7 @@ def plan_noise(algorithm: Algorithm, params: Any, setting: Setting, *, public_ba
                                    lambda sigmas: without_amplification(event_of(sigmas)),
                                    setting.parties, setting.noise)
         certificate = dataclasses.replace(certificate, method=f"{UNAMPLIFIED}; {certificate.method}")
-        report["subsampling_amplification"] = "none: " + UNAMPLIFIED
-    return PlanNoise(releases.steps, releases.params, releases.passes, levels, certificate, report)
+    return tuple(noise.releases), certificate
 
 
 # -- parameter readers ------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
@@ -29,7 +29,8 @@ from mpcdp.config import covers_malicious_unless
 from mpcdp.learning.checkpoint import Checkpointer, available, journaled, load, shard_digest
 from mpcdp.learning.dpsrm import Shard, SrmResult, run_srm
 from mpcdp.learning.logreg import warm_up
-from mpcdp.mpc.authenticated import AuthShared
+if TYPE_CHECKING:
+    from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
@@ -275,6 +276,8 @@ def _stored_blocks(blocks: list[Shared]) -> dict[str, Any]:
 
 def _row(block: Any, row: int) -> Any:
     """Row ``row`` of a noise block: :class:`Shared`, or authenticated shares under ``security = "malicious"``."""
+    from mpcdp.mpc.authenticated import AuthShared
+
     return block[row] if isinstance(block, AuthShared) else block.select_row(row)
 
 

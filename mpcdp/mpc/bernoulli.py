@@ -29,12 +29,14 @@ Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 import torch
 
-from mpcdp import adapter
-from mpcdp.adapter.factor_tables import reply_words, table_words
-from mpcdp.adapter.lanes import parity, row_blocks
+if TYPE_CHECKING:
+    from mpcdp import adapter
+    from mpcdp.adapter.factor_tables import reply_words, table_words
+    from mpcdp.adapter.lanes import parity, row_blocks
 from mpcdp.mpc import binary
 from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, packed_ands, rotated_one_hots
 from mpcdp.mpc.context import MpcContext
@@ -63,6 +65,8 @@ def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     [v_k = 0], value k at bit k). Local: :data:`TOP_TABLE` applied to every word, block by block. It is a
     parity of lane positions per output bit (top bit t: positions 2^t..2^(t+1)−1; zero: position 0), so each
     is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down."""
+    from mpcdp.adapter.lanes import row_blocks
+
     words = words.contiguous()
     n, w = words.shape
     places = torch.arange(w, dtype=torch.int64)
@@ -112,6 +116,8 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     hidden from every member alone and from the dealer alone; whoever holds both R and S (the dealer with a
     member, or two generators) learns it. One request for material; no communication.
     """
+    from mpcdp import adapter
+
     chunks = -(-bits // 4)
     windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
     r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
@@ -206,6 +212,8 @@ def tables_dealt() -> bool:
     """Whether this pass reads its factors from dealt tables (:func:`table_factors`): only inside
     :func:`planted_dealer_tables`, under a provider with a dealer. Otherwise every factor is the circuit
     :func:`bernoulli_bits` on W = R ⊕ S, whose W no single role knows."""
+    from mpcdp import adapter
+
     return "dealer tables" in _PLANTED and adapter.deals_factor_tables()
 
 
@@ -221,6 +229,10 @@ def table_factors(ctx: MpcContext, words: torch.Tensor, word_bits: int, windows:
     one opening; the tables' words dealt (:func:`declared_cost_table_factors`); 1 dealer request; no AND.
     Also returns this party's shares of the mask R and of the tables (for tests of the decisions).
     """
+    from mpcdp import adapter
+    from mpcdp.adapter.factor_tables import table_words
+    from mpcdp.adapter.lanes import parity
+
     flat = words.reshape(-1)
     n = flat.numel()
     r, tables = adapter.dealer_factor_tables(n, word_bits, windows, factors, bit_factors)
@@ -242,6 +254,8 @@ def table_factors(ctx: MpcContext, words: torch.Tensor, word_bits: int, windows:
 
 def declared_cost_table_factors(n: int, windows: list[tuple[int, int]], bit_factors: list) -> tuple[int, int]:
     """(words opened, table words dealt) of :func:`table_factors` on n words."""
+    from mpcdp.adapter.factor_tables import reply_words
+
     spots = [*windows, *((low, bits) for low, bits, _ in bit_factors)]
     span = max(lo + width for lo, width in spots) - min(lo for lo, _ in spots)
     return -(-n // (64 // span)), reply_words(windows, bit_factors) * n

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import torch
 
-from mpcdp import adapter
-from mpcdp.adapter.lanes import chunk_values, lanes_below, row_blocks
+if TYPE_CHECKING:
+    from mpcdp import adapter
+    from mpcdp.adapter.lanes import chunk_values, lanes_below, row_blocks
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -69,6 +71,9 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
     for every chunk i (its 4 bits at 4i..4i+3, one word per element), of the carry-flip bits of e_i (bits 1..3 of
     e_i ⊕ (e_i + 1), same places), and of the chunks' (generate, propagate) bits (n, 2), bit i of each for
     chunk i: generate = [c_i + r_i >= 16] = [e_i < c_i], propagate = [e_i = 15]. Local."""
+    from mpcdp import adapter
+    from mpcdp.adapter.lanes import chunk_values
+
     digits = chunk_values(c, chunks)
     e, flips = torch.zeros_like(c), torch.zeros_like(c)
     gp = torch.zeros((c.numel(), 2), dtype=torch.int64)
@@ -90,6 +95,8 @@ def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, 
     return bit i of a lane's G is g_i ⊕ p_i·g_{i−1} ⊕ p_i·p_{i−1}·g_{i−2} ⊕ ... — the carry out of positions 0..i
     with none into position 0 — for every i < ``width`` (Kogge–Stone, ⌈log2 width⌉ levels). What a shift moves
     into a lane from the lane below is masked off."""
+    from mpcdp.adapter.lanes import lanes_below
+
     span = 1
     while span < width:
         last = 2 * span >= width
@@ -142,6 +149,8 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
     2 + L dealer requests (1 for q = 1). For bits = 62: ≈ 4n elements
     in 6 openings (a binary adder on the 62 bits opens 13n in 7).
     """
+    from mpcdp import adapter
+
     if not 1 <= bits <= 64:
         raise ValueError(f"`bits` must be in [1, 64]. Found {bits}.")
     flat, n = x.reshape(-1), x.numel()
@@ -181,6 +190,8 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
     one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
     8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.lanes.row_blocks`).
     """
+    from mpcdp.adapter.lanes import row_blocks
+
     flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
     words = onehot.reshape(-1)
     out = torch.empty_like(words)
@@ -243,6 +254,8 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
     (:func:`~mpcdp.adapter.moved_one_hots`, local), is the one-hot of the word's window. Cost: one opening of
     the span's bits, ⌊64/span⌋ elements to a word; one dealt word per word of one-hots; no AND.
     """
+    from mpcdp import adapter
+
     flat = words.reshape(-1)
     r, hots = adapter.dealer_one_hot_pairs(flat.numel(), windows, lane)
     low = min(lo for lo, _ in windows)
@@ -259,6 +272,8 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     """Bit 0 of each ``lane``-bit lane (lane a power of 2 <= 64) becomes the parity of that lane (local; the
     other bits are left meaningless). Block by block."""
+    from mpcdp.adapter.lanes import row_blocks
+
     out = torch.empty(words.shape, dtype=torch.int64)
     flat_in, flat_out = words.reshape(-1), out.view(-1)
     for rows in row_blocks(flat_in.numel(), 1):
@@ -275,6 +290,8 @@ def gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
     """Bits 0, stride, 2·stride, ... of each word, packed: bit i of the result is bit i·stride (local; stride
     a power of 2, count·stride <= 64). Groups of gathered bits are merged pairwise, ⌈log2 count⌉ steps, block
     by block."""
+    from mpcdp.adapter.lanes import row_blocks
+
     wanted = _signed(sum(1 << (i * stride) for i in range(count)))
     merges, group = [], 1  # (shift, mask) per step: groups of `group` bits at the bottom of 2·group·stride
     while group < count:

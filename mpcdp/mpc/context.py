@@ -37,7 +37,6 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from mpcdp import adapter
 from mpcdp.config import MpcConfig, fingerprint
 from mpcdp.errors import ConfigMismatchError, InputError, ProtocolViolation
 from mpcdp.transport import costs, public
@@ -365,6 +364,7 @@ class MpcContext:
     def committee(self, members: tuple[int, ...]):
         """Inside: openings (and the correlated randomness, :class:`mpcdp.adapter.CommitteeScope`) involve
         ``members`` only; every member enters together, the other parties do not enter at all. Yields."""
+        from mpcdp import adapter  # here, not above: importing this module does not import CrypTen
         if self.rank not in members:
             raise RuntimeError(f"party {self.rank} is not on the committee {members}")
         previous, self.members = self.members, tuple(members)

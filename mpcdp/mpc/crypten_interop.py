@@ -13,7 +13,10 @@ and its traffic is in the run's byte and round counters; ``ctx.openings`` lists 
 
 from __future__ import annotations
 
-from mpcdp.adapter import interop
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpcdp.adapter import interop
 from mpcdp.mpc.shared import Shared, share_of
 
 
@@ -24,6 +27,8 @@ def to_crypten(x: Shared):
         TypeError: ``x`` is not a Shared value.
         RuntimeError: no mpcdp run is joined in this process.
     """
+    from mpcdp.adapter import interop
+
     if not isinstance(x, Shared):
         raise TypeError(f"`x` must be an mpcdp Shared value. Found {type(x).__name__}.")
     return interop.mpc_tensor(share_of(x), x.precision_bits)
@@ -36,6 +41,8 @@ def from_crypten(tensor) -> Shared:
         TypeError: ``tensor`` is not an ``MPCTensor``.
         RuntimeError: no mpcdp run is joined in this process.
     """
+    from mpcdp.adapter import interop
+
     if not interop.is_mpc_tensor(tensor):
         raise TypeError(f"`tensor` must be a crypten MPCTensor. Found {type(tensor).__name__}.")
     share, bits = interop.share_and_precision(tensor)

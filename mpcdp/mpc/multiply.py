@@ -13,13 +13,18 @@ parties, a dealer `wrap_rng` and a gather of n elements at party 0 (1 round) for
 
 from __future__ import annotations
 
-from mpcdp import adapter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpcdp import adapter
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared, share_of
 
 
 def multiply(ctx: MpcContext, x: Shared, y: Shared) -> Shared:
+    from mpcdp import adapter
+
     if x.shape != y.shape:
         raise ValueError(f"`x` and `y` must have the same shape. Found {tuple(x.shape)} and {tuple(y.shape)}.")
     ctx.note_step("multiply")

@@ -31,13 +31,16 @@ authenticated masks from the dealer). Error: at most m·2^-(p+1) per element fro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from mpcdp.adapter.limbs import Wide
+if TYPE_CHECKING:
+    from mpcdp.adapter.limbs import Wide
+    from mpcdp.mpc import authenticated
+    from mpcdp.mpc.bounded import bounded_sum, unit_bound
 from mpcdp.errors import InputError
 from mpcdp.transport import costs
-from mpcdp.mpc import authenticated
-from mpcdp.mpc.bounded import bounded_sum, unit_bound
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
 from mpcdp.mpc.shared import Shared, share_of
@@ -61,6 +64,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
         InputError: some party's ``local`` is empty, non-finite, out of range or not of ``shape`` (raised on
             every party, naming the first such party).
     """
+    from mpcdp.mpc import authenticated
+
     shape = tuple(shape)
     if noise is not None and tuple(_shape(noise)) != shape:
         raise ValueError(f"noise shape {tuple(_shape(noise))} differs from the public shape {shape}")
@@ -91,6 +96,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
 
 
 def _shape(noise: Shared | authenticated.AuthShared) -> tuple[int, ...]:
+    from mpcdp.mpc import authenticated
+
     return tuple(noise.value.shape) if isinstance(noise, authenticated.AuthShared) else tuple(noise.shape)
 
 
@@ -101,6 +108,10 @@ def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | aut
     authenticated noise (:mod:`mpcdp.noise.auth_gaussian`; the flag's slot gets 0), opened and MAC-checked before
     it is returned (:mod:`mpcdp.mpc.authenticated`). Noise that is not authenticated (a semi-honest sampler's
     :class:`Shared`) is refused."""
+    from mpcdp.adapter.limbs import Wide
+    from mpcdp.mpc import authenticated
+    from mpcdp.mpc.bounded import bounded_sum, unit_bound
+
     if isinstance(noise, Shared):
         ctx.config.refuse_uncovered("a release with in-MPC noise that is not authenticated")
     if bound is None:

@@ -34,11 +34,14 @@ as recorded by :mod:`mpcdp.transport.costs`, checked in tests/test_costs.py):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 
 import torch
 
-from mpcdp import adapter
-from mpcdp.adapter.lanes import row_blocks
+if TYPE_CHECKING:
+    from mpcdp import adapter
+    from mpcdp.adapter.lanes import row_blocks
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 
@@ -70,6 +73,8 @@ def Products(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int
     ``product(u, v)``. By the provider's capability for the parties computing now (``ctx.members``):
     :class:`ReplicatedProducts` where it offers replicated arithmetic for them (honest-majority, among exactly
     parties 0–2), else :class:`BeaverProducts` with its material."""
+    from mpcdp import adapter
+
     arithmetic = adapter.replicated_arithmetic(ctx.members)
     if arithmetic is not None:
         return ReplicatedProducts(ctx, n, variables, pairs, label=label, arithmetic=arithmetic)
@@ -80,6 +85,8 @@ def ShiftedAnds(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, 
                 label: str) -> "BeaverShiftedAnds | ReplicatedShiftedAnds":
     """x_u AND shift(x_v, s) of XOR-shared words, the same interface as :func:`Products` (``product(u, v, s)``),
     chosen the same way: :class:`ReplicatedShiftedAnds` or :class:`BeaverShiftedAnds`."""
+    from mpcdp import adapter
+
     arithmetic = adapter.replicated_arithmetic(ctx.members)
     if arithmetic is not None:
         return ReplicatedShiftedAnds(ctx, n, variables, pairs, label=label, arithmetic=arithmetic)
@@ -97,6 +104,8 @@ class BeaverProducts:
     """
 
     def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int]], *, label: str):
+        from mpcdp import adapter
+
         self.ctx, self.label = ctx, label
         self.masks, self.mask_products = adapter.dealer_products(n, variables, pairs)
         self.column = {pair: i for i, pair in enumerate(pairs)}
@@ -121,6 +130,8 @@ class BeaverShiftedAnds:
     """
 
     def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str):
+        from mpcdp import adapter
+
         self.ctx, self.label = ctx, label
         self.masks, self.mask_products = adapter.dealer_and_shifted(n, variables, pairs)
         self.column = {pair: i for i, pair in enumerate(pairs)}
@@ -132,6 +143,8 @@ class BeaverShiftedAnds:
         self.eps.update(zip(keys, opened))
 
     def product(self, u: int, v: int, s: int) -> torch.Tensor:
+        from mpcdp import adapter
+
         shift = adapter.shift_word
         c = self.mask_products[:, self.column[(u, v, s)]]
         eu, ev = self.eps[u], shift(self.eps[v], s)
@@ -214,6 +227,8 @@ class ReplicatedShiftedAnds(_Resharing):
         costs.record("and_words", n * len(pairs))
 
     def product(self, u: int, v: int, s: int) -> torch.Tensor:
+        from mpcdp import adapter
+
         shift = adapter.shift_word
         (xu, xu_next), (xv, xv_next) = self.held[u], self.held[v]
         xv, xv_next = shift(xv, s), shift(xv_next, s)
@@ -248,6 +263,8 @@ def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a"
 
     The dealer's random word R masks the opened C = X ⊕ R; then x_i = c_i + (1 − 2c_i)·r_i is linear.
     """
+    from mpcdp import adapter
+
     r_word, r_bits = adapter.dealer_word_bits(words.numel(), k)
     (opened,) = ctx.open_masked([(words ^ r_word) & _low_mask(k)], label=label, xor=True)
     return _bits_from_opened(ctx, opened.reshape(-1), r_bits)
@@ -256,6 +273,8 @@ def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a"
 def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor) -> torch.Tensor:
     """c_i + (1 − 2c_i)·r_i for the opened words' bits c_i (c_i added by party 0 only, as :func:`public_add`),
     computed as (r_i ⊕ m) − m, m = −c_i (so −r_i where c_i = 1), block by block. Local."""
+    from mpcdp.adapter.lanes import row_blocks
+
     places = torch.arange(r_bits.shape[1], dtype=torch.int64)
     out = torch.empty_like(r_bits)
     for rows in row_blocks(r_bits.shape[0], r_bits.shape[1]):
@@ -280,6 +299,8 @@ def truncate(ctx: MpcContext, x: torch.Tensor, shift: int, bound_bits: int, *, l
     c < 2^(ℓ+1) — an event independent of x, since c is uniform — and those elements are redone with a
     fresh mask (probability ≈ 2^(ℓ+1−64) each).
     """
+    from mpcdp import adapter
+
     if not 0 < shift < bound_bits <= 61:
         raise ValueError(f"`truncate` needs 0 < shift < bound_bits <= 61. Found shift={shift}, "
                          f"bound_bits={bound_bits}.")
@@ -304,6 +325,8 @@ def ge_zero(ctx: MpcContext, d: torch.Tensor, bound_bits: int, *, label: str = "
     with XOR-shared bits of r, evaluated with a log-depth prefix circuit on packed words. Only the final
     bit is opened.
     """
+    from mpcdp import adapter
+
     if not 1 <= bound_bits <= 62:
         raise ValueError(f"`bound_bits` must be in [1, 62]. Found {bound_bits}.")
     ell = bound_bits

@@ -35,7 +35,8 @@ import math
 from typing import TYPE_CHECKING, Any
 import secrets
 
-import dp_accounting
+if TYPE_CHECKING:
+    import dp_accounting
 import numpy as np
 import torch
 
@@ -92,6 +93,8 @@ class NoiseBlock:
 
 
 def gaussian_event(sigma: float, sensitivity: float) -> dp_accounting.DpEvent:
+    import dp_accounting
+
     return dp_accounting.GaussianDpEvent(noise_multiplier=sigma / sensitivity)
 
 
@@ -112,6 +115,8 @@ def draw_plaintext(ctx, spec: Any, count: int, shape) -> NoiseBlock:
 
 
 def draw_rou(ctx: MpcContext, spec: Any, count: int, shape) -> NoiseBlock:
+    import dp_accounting
+
     from mpcdp.noise import rou
 
     rng = None if spec.seed is None else np.random.default_rng([spec.seed, ctx.rank])
@@ -124,6 +129,8 @@ def draw_rou(ctx: MpcContext, spec: Any, count: int, shape) -> NoiseBlock:
 
 
 def draw_boxmuller(ctx: MpcContext, spec: Any, count: int, shape) -> NoiseBlock:
+    import dp_accounting
+
     from mpcdp import adapter
 
     share = adapter.crypten_randn(count, sigma=spec.sigma, precision_bits=ctx.config.precision_bits)

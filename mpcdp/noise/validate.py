@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import stats
+if TYPE_CHECKING:
+    from scipy import stats
 
 TAIL_POINTS = (2.0, 3.0, 4.0)
 
@@ -44,6 +46,8 @@ def validate_normal(x: np.ndarray, *, sigma: float = 1.0, alpha: float = 1e-3, s
     optionally the acceptance count (binomial, p = ``acceptance``); and — not statistical — no |x| above
     ``support``·σ.
     """
+    from scipy import stats
+
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     checks = 4 + len(TAIL_POINTS) - 1 + (1 if acceptance is not None else 0)

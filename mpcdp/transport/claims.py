@@ -2,7 +2,8 @@
 
 A process started on its own (``mpcdp party``, :func:`mpcdp.train` under ``RANK``, torchrun) takes its place
 from its settings: ``RANK`` and ``WORLD_SIZE`` (:mod:`mpcdp.runtime.endpoint`) and whether the run has a dealer
-(its ``provider``). Before it reads its data or builds its plan, it writes that claim into the run's store
+(its ``provider``). Before it reads its data or builds its plan — and, for ``mpcdp party`` at a ``tcp://``
+rendezvous, before it imports torch — it writes that claim into the run's store
 (``mpcdp/claim/<rank>`` = ``'parties processes nonce'``, :func:`~.store_values.parse_claim`) and waits for every
 other rank's (:func:`settle`), so that a process given the wrong setting is refused, naming the setting, on
 every process as soon as both claims are in — not at the timeout, and not with a consequence of the wrong
@@ -20,7 +21,8 @@ setting (a batch that does not split over the parties it thinks it has):
 Each refusal is also written as the detecting process's report (:mod:`mpcdp.refusals`), so a process already
 past its own wait — at the links' rendezvous — stops with the same line; party 0, the store's host, keeps the
 store up until the processes still to come have reported (at most ``timeout_s``), so that one that starts
-late reads why too. The line names ranks, settings and
+late reads why too — also when it learns of the refusal from another process's report. A relayed "RANK taken
+twice" names the rank in its ``field``, so that it names that rank whoever relays it. The line names ranks, settings and
 counts only (public); a claim carries a random nonce only to tell two claimers of one rank apart.
 
 Security model: as the store's (:mod:`.rendezvous`): under TLS a process writes only its own rank's claim; in a
@@ -38,7 +40,7 @@ import secrets
 import time
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, PeerLost, PeerTimeout, ProtocolViolation
-from mpcdp.refusals import Refusal, refusal_of
+from mpcdp.refusals import PLACE, Refusal, refusal_of
 from mpcdp.transport import rendezvous
 from mpcdp.transport.store_values import CLAIM_PREFIX, CLAIM_STRAYS, parse_claim
 
@@ -93,8 +95,8 @@ def settle(rank: int, parties: int, processes: int, timeout_s: float) -> None:
 def _wait(mine: Claim) -> None:
     """:func:`settle`'s publishing and waiting."""
     rank, processes, timeout_s = mine.rank, mine.processes, mine.timeout_s
-    if not _publish(mine):
-        _refuse(mine, refusal_of("rank-taken"))
+    if not _publish(mine):  # the rank in `field`: another process that relays this line names it too
+        _refuse(mine, refusal_of("rank-taken", field=str(rank)))
     if rank >= processes:
         raise ConfigMismatchError(Refusal("rank-beyond", field=str(mine.parties), position=rank).text(rank))
     found = {rank: mine}
@@ -159,6 +161,8 @@ def _check_reports(mine: Claim) -> None:
     for writer, report in sorted(rendezvous.read_reports(mine.processes).items()):
         if isinstance(report, rendezvous.Report) and report.refusal is not None:
             _tell(mine.rank, report.refusal)  # this process has read it (party 0 waits for that)
+            if mine.rank == 0 and report.refusal.category in PLACE:  # the store's host: up until the other
+                _linger(mine, everyone=report.refusal.category in ("world-size", "dealer"))  # claimers read it
             raise ConfigMismatchError(report.refusal.text(writer), party=writer)
 
 

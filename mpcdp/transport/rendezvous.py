@@ -42,9 +42,11 @@ import struct
 import sys
 import time
 import warnings
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import torch.distributed as dist
+if TYPE_CHECKING:
+    import torch.distributed as dist
 
 from mpcdp.errors import ConfigError, ConfigMismatchError, InsecureSettingWarning, PeerLost, PeerTimeout, \
     ProtocolViolation
@@ -83,6 +85,8 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
     (joined once per run: a second call for the same run returns it).
 
     ``security``: this rank's :class:`~.credentials.LinkSecurity`; the store's connections are then TLS.
+    torch is imported only for a ``file://`` store or torchrun's: a process claims its place at a ``tcp://``
+    rendezvous (:mod:`.claims`) before it imports torch.
     """
     global _store, _server, _run, _signer, _opened
     if _store is not None and _opened == (rendezvous, rank, processes):  # joined already (its claim, .claims)
@@ -93,6 +97,8 @@ def open_store(rendezvous: str, *, rank: int, processes: int, timeout_s: float, 
     _forged.clear()
     parsed = urlparse(rendezvous)
     if parsed.scheme == "file":
+        import torch.distributed as dist
+
         _store = dist.FileStore(parsed.path, processes)
         _store.set_timeout(datetime.timedelta(seconds=float(timeout_s)))
         _signer = None if security is None else ValueSigner(security, f"file:{parsed.path}")
@@ -173,6 +179,8 @@ def agent_store(host: str, port: int, timeout_s: float) -> Store:
     """torchrun's agent store at host:port, joined as a client (no process of the run hosts it), with the keys
     of this run and restart apart from torchrun's own. It is a plain store that checks nothing on write;
     every value mpcdp reads from it is schema-checked (:func:`endpoints`, :func:`read_reports`)."""
+    import torch.distributed as dist
+
     prefix = agent_scope()
     try:
         client = dist.TCPStore(host, port, is_master=False,
