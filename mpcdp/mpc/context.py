@@ -241,10 +241,11 @@ class MpcContext:
         """How this party's links are protected: ``TLSv1.3`` (every link) or ``plain TCP``."""
         return self._mesh.protection if self._mesh is not None else "none"
 
-    def close(self, *, orderly: bool = True) -> None:
-        """Close this party's links to the others: the run is over (``orderly``), or this party stops early."""
+    def close(self, *, orderly: bool = True, drain_s: float = 0.0) -> None:
+        """Close this party's links to the others: the run is over (``orderly``), or this party stops early
+        (``drain_s``: :meth:`~mpcdp.transport.mesh.Mesh.close`)."""
         if self._mesh is not None:
-            self._mesh.close(orderly=orderly)
+            self._mesh.close(orderly=orderly, drain_s=drain_s)
 
     # -- public metadata --------------------------------------------------------------------------
     def exchange_public(self, value: Any, *, label: str = "public metadata") -> list[Any]:

@@ -202,8 +202,8 @@ def _stop_on_loss(rank: int, exc: BaseException, detail: str,
     from mpcdp import adapter
 
     losses.report(rank, exc)
-    if ctx is not None:
-        ctx.close(orderly=False)
+    if ctx is not None:  # after its own failed check, its last message must still reach the honest others
+        ctx.close(orderly=False, drain_s=losses.DRAIN_S if losses.own_check_failed(exc) else 0.0)
     adapter.stop_party(orderly=False)
     verdict = losses.resolve(rank, exc)
     if isinstance(exc, PeerTimeout) and verdict.refusal is None and not verdict.disputed \

@@ -76,6 +76,7 @@ from mpcdp.transport import rendezvous
 
 REPORT_WAIT_S = 2.0
 LINGER_S = 4.0
+DRAIN_S = 3.0  # after its own failed check, how long a party keeps its links open for peers finishing theirs (Mesh.close)
 _READ_TIMEOUT_S = 2.0
 _POLL_S = 0.1
 DIRECT = ("violation", "short")
@@ -133,6 +134,11 @@ def evidence_of(exc: BaseException | None) -> str:
     if isinstance(exc, PeerLost):
         return "closed"
     return "none"
+
+
+def own_check_failed(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is this process's own failed MAC or bound check (its peers may still be finishing theirs)."""
+    return evidence_of(exc) in CHECKS
 
 
 def _suspect_of(me: int, exc: BaseException | None) -> tuple[int | None, str]:

@@ -95,9 +95,14 @@ class Mesh:
                     for link in self.links.values()}
         return versions.pop() if len(versions) == 1 else "mixed: " + ", ".join(sorted(map(str, versions)))
 
-    def close(self, *, orderly: bool = True) -> None:
+    def close(self, *, orderly: bool = True, drain_s: float = 0.0) -> None:
         """Close every link. ``orderly``: the run ended here as planned, so each peer first gets an empty
-        ``goodbye`` frame; a peer that sees a link close without one knows this party stopped early."""
+        ``goodbye`` frame; a peer that sees a link close without one knows this party stopped early.
+        ``drain_s`` > 0 (a party whose own check failed, :mod:`mpcdp.runtime.party`): first keep the links open,
+        reading and dropping what the peers still send, until each peer closes or ``drain_s`` passes. A peer
+        still finishing the same round of the check watches this party's link (:meth:`_transfer`) and would
+        stop at its close, with the others' reports instead of its own verdict; this way every honest party
+        finishes its own check and says what it found itself."""
         if self.counted:
             costs.register_links(set())
         for j, link in self.links.items():
@@ -107,6 +112,9 @@ class Mesh:
                     link.sendall(frames.header(frames.JSON, self._next_out[j], "goodbye", 0))
                 except (OSError, ssl.SSLError):
                     pass  # the peer is already gone
+        if drain_s > 0:
+            _drain(list(self.links.values()), drain_s)
+        for link in self.links.values():
             link.close()
         self.links = {}
 
@@ -431,3 +439,28 @@ def _add_wide(into: torch.Tensor, other: torch.Tensor) -> None:
     carry = ((low ^ _SIGN) < (into[:, 0] ^ _SIGN)).to(torch.int64)  # unsigned overflow of the low word
     into[:, 1] += other[:, 1] + carry
     into[:, 0] = low
+
+
+
+def _drain(links: list[socket.socket], seconds: float) -> None:
+    """Read and drop what arrives on every link until each peer closes it or ``seconds`` pass
+    (:meth:`Mesh.close`). Raw reads: a TLS link is closed right after, never read as TLS again."""
+    deadline = time.monotonic() + seconds
+    with selectors.DefaultSelector() as waiting:
+        for link in links:
+            try:
+                waiting.register(link, selectors.EVENT_READ)
+            except (OSError, ValueError):
+                pass  # already closed
+        while waiting.get_map() and time.monotonic() < deadline:
+            for key, _ in waiting.select(timeout=max(0.0, deadline - time.monotonic())):
+                sock = cast(socket.socket, key.fileobj)
+                try:
+                    sock.setblocking(False)
+                    data = socket.socket.recv(sock, 65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    waiting.unregister(sock)
