@@ -87,17 +87,21 @@ def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
     assert report["dealer_cpu_us_per_sample"] is None and report["noise_known_to"].startswith("any two of parties 0–2")
 
 
-def test_noise_plaintext_mode_runs_without_parties(tmp_path):
+def test_noise_plaintext_mode_runs_without_parties(tmp_path, capsys):
+    """In this process (:func:`mpcdp.cli.main`): the plaintext mode starts no process at all."""
+    from mpcdp.cli import main
+
     out = tmp_path / "x.npy"
-    result = _run("noise", "--samples", "5000", "--mode", "plaintext", "--sigma", "2", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    code = main(["noise", "--samples", "5000", "--mode", "plaintext", "--sigma", "2", "--out", str(out)])
+    result = capsys.readouterr()
+    assert code == 0, result.err
+    report = json.loads(result.out)
     assert report["bytes_per_party"] == 0 and report["validation"] == "passed"
     import numpy as np
     assert np.load(out).shape == (5000,)
 
 
-def test_privacy_prints_the_table_and_one_json_line():
+def test_privacy_prints_the_table_and_one_json_line(capsys):
     result = _run("privacy", "--epsilon", "0.5", "--delta", "1e-5", "--n", "32561", "--batch", "100",
                   "--batch0", "200", "--steps", "1627")
     assert result.returncode == 0, result.stderr
@@ -116,15 +120,22 @@ def test_privacy_prints_the_table_and_one_json_line():
     assert any(line.startswith("released on the grid") for line in lines[:-1])
     assert report["epsilon_paper_lemma37"] > 0.5
     assert any(line.startswith("continuous Gaussian") for line in lines[:-1])
-    bad = _run("privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
-               "--steps", "3")
-    assert bad.returncode == 2 and "`--epsilon` must be a finite number > 0. Found -1.0." in bad.stderr
+    from mpcdp.cli import main  # the refusal's exit status and line: the entry point's logic, in this process
+
+    assert main(["privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
+                 "--steps", "3"]) == 2
+    assert "`--epsilon` must be a finite number > 0. Found -1.0." in capsys.readouterr().err
 
 
-def test_train_simulated_quickstart_prints_the_report():
-    result = _run("train", "protocols/quickstart-a9a.toml", "--backend", "simulated")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+def test_train_simulated_quickstart_prints_the_report(capsys, monkeypatch):
+    """In this process (:func:`mpcdp.cli.main`): the simulated backend starts no process."""
+    from mpcdp.cli import main
+
+    monkeypatch.chdir(ROOT)
+    code = main(["train", "protocols/quickstart-a9a.toml", "--backend", "simulated"])
+    result = capsys.readouterr()
+    assert code == 0, result.err
+    report = json.loads(result.out.strip().splitlines()[-1])
     for key in ("algorithm", "backend", "parties", "epsilon", "delta", "sigma0", "sigma", "iterations",
                 "data_passes", "test_loss", "test_error", "train_loss", "grad_norm", "wall_s", "bytes_per_party"):
         assert key in report, key
