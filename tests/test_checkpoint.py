@@ -27,15 +27,29 @@ def _keep_until(source: pathlib.Path, target: pathlib.Path, release: int) -> Non
             path.unlink()
 
 
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """The smoke protocol's uninterrupted run on a backend, checkpointed after every 4th release (run once per
+    backend for the module; tests copy its folder before resuming from it): (plan, report, folder)."""
+    runs = {}
+
+    def of(backend: str):
+        if backend not in runs:
+            folder = tmp_path_factory.mktemp(f"whole-{backend}") / "a"
+            plan = plan_from(SMOKE, backend=backend)
+            runs[backend] = plan, run_plan(plan, curve=False, checkpoint_dir=str(folder), checkpoint_every=4), folder
+        return runs[backend]
+    return of
+
+
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
-def test_a_resumed_run_ends_with_the_uninterrupted_model(tmp_path, backend):
-    plan = plan_from(SMOKE, backend=backend)
-    whole = run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "a"), checkpoint_every=4)
+def test_a_resumed_run_ends_with_the_uninterrupted_model(tmp_path, backend, whole_run):
+    plan, whole, folder = whole_run(backend)
     steps = whole["iterations"]
     assert whole["releases"] == steps + 1 and steps > 8
-    saved = sorted(int(p.stem.split("-")[1]) for p in (tmp_path / "a" / "party-0").glob("release-*.pt"))
+    saved = sorted(int(p.stem.split("-")[1]) for p in (folder / "party-0").glob("release-*.pt"))
     assert saved == sorted({*range(3, steps + 1, 4), steps})  # after releases 4, 8, ... and the last
-    _keep_until(tmp_path / "a", tmp_path / "b", 7)
+    _keep_until(folder, tmp_path / "b", 7)
     resumed = run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "b"), resume=True)
     assert resumed["model_sha256"] == whole["model_sha256"]
     assert resumed["test_loss"] == whole["test_loss"] and resumed["epsilon"] == whole["epsilon"]
@@ -57,11 +71,12 @@ def test_a_checkpoint_of_another_configuration_is_refused(tmp_path):
         run_plan(plan, curve=False, checkpoint_dir=str(tmp_path / "missing"), resume=True)
 
 
-def test_a_foreign_checkpoint_or_changed_data_is_refused_by_the_parties_before_any_share(tmp_path):
+def test_a_foreign_checkpoint_or_changed_data_is_refused_by_the_parties_before_any_share(tmp_path, whole_run):
     from mpcdp.runtime.harness import run_job
 
-    plan = plan_from(SMOKE, backend="mpc")
-    run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), checkpoint_every=50)
+    plan, _, folder = whole_run("mpc")  # the module's checkpointed secure run, copied
+    tmp_path = tmp_path / "copy"
+    shutil.copytree(folder, tmp_path)
     with pytest.raises(PartyFailed) as info:
         run_plan(plan_from(SMOKE, backend="mpc", seed=9), curve=False, checkpoint_dir=str(tmp_path), resume=True)
     assert "ConfigMismatchError" in str(info.value) and "`params.seed`: checkpoint = 0, this run = 9" in str(info.value)

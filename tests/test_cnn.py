@@ -93,7 +93,8 @@ def test_a_few_secure_ddp_srm_steps_on_3_parties_reduce_the_cnn_loss(config_for)
     from mpcdp.runtime.harness import run_job
 
     shards, x, y = _mnist_shards(3, 64)
-    params = SrmParameters(steps=6, batch=16, batch0=32, c1=1.0, c2=0.5, gamma=0.5, lipschitz=0.5, zeta=1.0)
+    params = SrmParameters(steps=4, batch=16, batch0=32, c1=1.0, c2=0.5, gamma=0.5, lipschitz=0.5, zeta=1.0)
+    # 4 steps: the simulated twin's loss falls 0.058 (2.323 -> 2.265, noise seeds 5-7 within 0.001), 1.45x the bar
     runner = functools.partial(run_srm, model=MNIST_CNN)
     levels = NoiseLevels.for_sigmas(1e-3, 1e-3, dim=MNIST_CNN.dim)
     run = run_job(mpc_party, config_for(3, reproducible=True), party_args=[(s, params, levels, MNIST_CNN.dim, runner) for s in shards])
@@ -103,7 +104,7 @@ def test_a_few_secure_ddp_srm_steps_on_3_parties_reduce_the_cnn_loss(config_for)
     assert after < before - 0.04, (before, after)
     assert len(secure.released) == params.steps + 1 and run.values[0]["rounds"] > 0
     simulated = train_simulated(shards, params, levels, dim=MNIST_CNN.dim, noise_seed=5, runner=runner)
-    # same batches, same clipping; the two differ by the noise (σ = 1e-3 per coordinate, 7 releases)
+    # same batches, same clipping; the two differ by the noise (σ = 1e-3 per coordinate, 5 releases)
     assert (secure.theta_last - simulated.theta_last).abs().max().item() < 0.05
 
 

@@ -49,8 +49,9 @@ def _outputs(procs: list, timeout: int) -> list[str]:
     return outputs
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def hosts():
+    """Four emulated hosts for the whole module (set up once: every test leaves them as it found them)."""
     tag = "t" + secrets.token_hex(3)
     script = str(ROOT / "launch" / "netns.sh")
     try:
@@ -63,29 +64,60 @@ def hosts():
         assert tag not in left
 
 
-@pytest.fixture
-def deployment(tmp_path):
-    """This test run's credentials: a CA and a certificate per rank (`mpcdp credentials`)."""
-    folder = tmp_path / "credentials"
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    """This module's credentials: a CA and a certificate per rank (`mpcdp credentials`, started once)."""
+    folder = tmp_path_factory.mktemp("multihost") / "credentials"
     subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES),
                     "--out", str(folder)], check=True, capture_output=True)
     return folder
 
 
+@pytest.fixture(scope="module")
+def tls_aggregate(hosts, deployment, tmp_path_factory):
+    """The secure aggregation over TLS, each process started by `launch/host.sh` from environment variables
+    only, while party 0's host captures its link (one run, asserted by several tests): every process's
+    (exit code, stdout, stderr), and the capture's TCP streams."""
+    from sniff import tcp_streams
+
+    tag, addresses = hosts
+    env = {"MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
+    results, capture = _captured_run(tag, addresses, env, 29500, tmp_path_factory.mktemp("tls") / "tls.bin", [],
+                                     command=["bash", str(ROOT / "launch" / "host.sh")])
+    return results, tcp_streams(capture)
+
+
+@pytest.fixture(scope="module")
+def plain_aggregate(hosts, tmp_path_factory):
+    """The same aggregation over plain links (`--insecure-links`), captured on party 0's link: its TCP streams."""
+    from sniff import tcp_streams
+
+    tag, addresses = hosts
+    _, capture = _captured_run(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29505,
+                                     tmp_path_factory.mktemp("plain") / "plain.bin", [])
+    return tcp_streams(capture)
+
+
+@pytest.fixture(scope="module")
+def plain_cost(hosts, tmp_path_factory):
+    """`mpcdp cost` of a layer with noise over plain links (knowingly: the byte-exact comparison with the
+    declared costs is of the frames themselves), every process metering its host's interface, captured on party
+    0's link: every process's JSON line, and the capture's TCP streams."""
+    from sniff import tcp_streams
+
+    tag, addresses = hosts
+    args = ["--job", "cost", "--model", "logreg-ijcnn1", "--noise", "rou", "--meter-iface", "eth-mpcdp"]
+    results, capture = _captured_run(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29501,
+                                     tmp_path_factory.mktemp("cost") / "plain.bin", args, timeout=90)
+    return [json.loads(out.strip().splitlines()[-1]) for _, out, _ in results], tcp_streams(capture)
+
+
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_parties_on_separate_hosts(hosts, deployment):
-    tag, addresses = hosts
+def test_parties_on_separate_hosts(hosts, tls_aggregate):
+    _, addresses = hosts
     assert addresses == [f"10.213.0.{i + 1}" for i in range(PARTIES + 1)]
-    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29500",
-                  "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
-    procs = []
-    for rank in range(PARTIES + 1):
-        env = dict(os.environ, RANK=str(rank), **env_common)
-        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", "bash", str(ROOT / "launch" / "host.sh"),
-               "--dim", str(DIM), "--seed", str(SEED), "--timeout", "90"]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = _outputs(procs, 150)
+    outputs = [out for _, out, _ in tls_aggregate[0]]  # every process exited 0 (_captured_run)
     results = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
     assert outputs[PARTIES].strip() == ""  # the dealer prints nothing and sees no result
     exact = sum(local_vector(DIM, rank, SEED) for rank in range(PARTIES))
@@ -110,25 +142,14 @@ def test_each_host_sees_only_the_emulated_subnet(hosts):
 
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(hosts):
+def test_cost_ledger_bytes_match_what_crossed_each_hosts_link(plain_cost):
     """`mpcdp cost` with every party and the dealer on its own host: the TCP payload the cost ledger counted is
     what each host's interface sent, less 66 header bytes (Ethernet, IPv4, TCP with timestamps) per packet, to
     within a few option bytes — far less than any message — and the online release is the declared opening."""
     from mpcdp.jobs.cost import summarize
     from mpcdp.transport import costs
 
-    tag, addresses = hosts
-    # plain links (knowingly): the byte-exact comparison with the declared costs is of the frames themselves
-    env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29501",
-                  "MPCDP_INSECURE_LINKS": "1"}
-    procs = []
-    for rank in range(PARTIES + 1):
-        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
-               "--iface", "eth-mpcdp", "--job", "cost", "--model", "logreg-ijcnn1", "--noise", "rou", "--meter-iface", "eth-mpcdp",
-               "--timeout", "90"]
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [json.loads(out.strip().splitlines()[-1]) for out in _outputs(procs, 150)]
+    outputs, _ = plain_cost
     run = summarize("logreg-ijcnn1", PARTIES, "rou", 1.0, 0.0, outputs[:PARTIES], outputs[PARTIES], 0.0)
     layer = run.layers[0]
     for rank in range(PARTIES):  # over both measured sections (a segment may leave just after a section ends)
@@ -172,19 +193,24 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path, deploy
     tag, addresses = hosts
     protocol = tmp_path / "hosts.toml"
     protocol.write_text(TRAIN_PROTOCOL)
-    for rank in range(PARTIES + 1):
-        subprocess.run(["ip", "netns", "exec", f"{tag}-h{rank}", "tc", "qdisc", "add", "dev", "eth-mpcdp", "root",
-                        "tbf", "rate", "50mbit", "burst", "64kb", "latency", "1s"], check=True)
     env_common = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29502",
                   "MPCDP_CREDENTIALS": str(deployment)}
-    procs = []
-    for rank in range(PARTIES + 1):
-        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
-               "--iface", "eth-mpcdp", "--job", "train", "--protocol", str(protocol), "--link-delay-ms", "5",
-               "--timeout", "120"]
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = _outputs(procs, 200)
+    try:
+        for rank in range(PARTIES + 1):
+            subprocess.run(["ip", "netns", "exec", f"{tag}-h{rank}", "tc", "qdisc", "add", "dev", "eth-mpcdp",
+                            "root", "tbf", "rate", "50mbit", "burst", "64kb", "latency", "1s"], check=True)
+        procs = []
+        for rank in range(PARTIES + 1):
+            cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
+                   "--iface", "eth-mpcdp", "--job", "train", "--protocol", str(protocol), "--link-delay-ms", "5",
+                   "--timeout", "120"]
+            procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        outputs = _outputs(procs, 200)
+    finally:  # the hosts are the module's: the next test gets unlimited links again
+        for rank in range(PARTIES + 1):
+            subprocess.run(["ip", "netns", "exec", f"{tag}-h{rank}", "tc", "qdisc", "del", "dev", "eth-mpcdp",
+                            "root"], check=False, capture_output=True)
     hosted = [json.loads(out.strip().splitlines()[-1]) for out in outputs[:PARTIES]]
     local = run_plan(plan_from(str(protocol)), curve=False)
     for rank, report in enumerate(hosted):
@@ -194,13 +220,16 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path, deploy
 
 
 def _aggregate_on_hosts(tag: str, addresses: list[str], env_by_rank: list[dict], port: int, timeout: int = 20,
-                        extra: tuple[str, ...] = ()):
+                        extra: tuple[str, ...] = (), command: list[str] | None = None):
+    """``mpcdp party`` (or ``command``, e.g. launch/host.sh) on every emulated host; (exit code, stdout,
+    stderr) by rank."""
+    command = command or [str(ROOT / ".venv" / "bin" / "mpcdp"), "party", "--iface", "eth-mpcdp"]
     procs = []
     for rank in range(PARTIES + 1):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR=addresses[0],
                    MASTER_PORT=str(port), **env_by_rank[rank])
-        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
-               "--iface", "eth-mpcdp", "--dim", str(DIM), "--seed", str(SEED), "--timeout", str(timeout), *extra]
+        cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", *command, "--dim", str(DIM), "--seed", str(SEED),
+               "--timeout", str(timeout), *extra]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         return [(proc.wait(timeout=timeout + 60), *proc.communicate()) for proc in procs]
@@ -215,10 +244,10 @@ def test_a_process_without_the_deployments_credentials_cannot_join(hosts, deploy
     """Party 2's host holds a certificate for rank 2, but of another deployment: the others refuse its
     connection, no share reaches it, and every process stops naming party 2. (Plain links across hosts without
     `--insecure-links`: tests/test_wire.py.)"""
+    from mpcdp.transport.credentials import make_deployment
+
     tag, addresses = hosts
-    other = tmp_path / "other"
-    subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES), "--out",
-                    str(other)], check=True, capture_output=True)
+    other = make_deployment(tmp_path / "other", PARTIES)  # as `mpcdp credentials` makes them (the fixture's)
     envs = [{"MPCDP_CREDENTIALS": str(deployment)} for _ in range(PARTIES + 1)]
     envs[2] = {"MPCDP_CREDENTIALS": str(other)}
     results = _aggregate_on_hosts(tag, addresses, envs, 29503, timeout=6)
@@ -230,60 +259,56 @@ def test_a_process_without_the_deployments_credentials_cannot_join(hosts, deploy
 
 
 def _captured_run(tag: str, addresses: list[str], env: dict, port: int, capture: pathlib.Path,
-                  extra: list[str]) -> bytes:
+                  extra: list[str], timeout: int = 60, command: list[str] | None = None) -> tuple[list, bytes]:
     """Run a job on the emulated hosts while party 0's host (rendezvous, dealer requests, every link)
-    captures its link; the capture."""
+    captures its link; every process's (exit code, stdout, stderr), once all exited 0, and the capture."""
     sniffer = subprocess.Popen(["ip", "netns", "exec", f"{tag}-h0", sys.executable, str(ROOT / "tests" / "sniff.py"),
                                 "eth-mpcdp", str(capture)], stdout=subprocess.PIPE, text=True)
     try:
         assert sniffer.stdout.readline().strip() == "capturing"
-        results = _aggregate_on_hosts(tag, addresses, [env] * (PARTIES + 1), port, timeout=60, extra=extra)
+        results = _aggregate_on_hosts(tag, addresses, [env] * (PARTIES + 1), port, timeout=timeout, extra=extra,
+                                      command=command)
         assert all(code == 0 for code, _, _ in results), [err[-1500:] for _, _, err in results]
     finally:
         sniffer.kill()
         sniffer.wait()
-    return capture.read_bytes()
+    return results, capture.read_bytes()
 
 
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_no_opened_value_crosses_the_wire_in_the_clear(hosts, deployment, tmp_path):
+def test_no_opened_value_crosses_the_wire_in_the_clear(plain_aggregate, tls_aggregate):
     """A packet capture on party 0's link: over plain links (`--insecure-links`) the opened sum's ring words
     are on the wire (so the capture can see them); over TLS they are not, nor any 8 consecutive bytes of them."""
-    from sniff import tcp_streams
-
-    tag, addresses = hosts
     exact = sum(torch.round(local_vector(DIM, rank, SEED) * 2.0**16).to(torch.int64) for rank in range(PARTIES))
     words = exact.numpy().astype("<i8").tobytes()
-    plain = _captured_run(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29505, tmp_path / "plain.bin", [])
-    assert words in b"".join(tcp_streams(plain).values())
-    sealed = b"".join(tcp_streams(_captured_run(tag, addresses, {"MPCDP_CREDENTIALS": str(deployment)}, 29506,
-                                                tmp_path / "tls.bin", [])).values())
+    assert words in b"".join(plain_aggregate.values())
+    sealed = b"".join(tls_aggregate[1].values())
     assert len(sealed) > len(words)
     assert not any(words[i:i + 8] in sealed for i in range(0, len(words), 8))
 
 
 @pytest.mark.netns
 @pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
-def test_every_byte_on_the_wire_is_inside_tls(hosts, deployment, tmp_path):
+def test_every_byte_on_the_wire_is_inside_tls(hosts, deployment, tmp_path, plain_cost, plain_aggregate):
     """`mpcdp cost` of a layer with its noise sampled in MPC (dealer material: keys, requests and party 0's
     shares; CrypTen's and mpcdp's openings) on the emulated hosts with credentials: in the capture on party
     0's link, every TCP stream (the links to both parties and the dealer, and the rendezvous store's
-    connections) is TLS records from its first byte to its last. Over plain links the same check fails."""
+    connections) is TLS records from its first byte to its last. Over plain links the same check fails (the
+    module's plain runs: the cost job with noise, and the aggregation)."""
     from sniff import tcp_streams, tls_records_only
 
     tag, addresses = hosts
     noisy = ["--job", "cost", "--model", "logreg-ijcnn1", "--noise", "dgauss"]
     sealed = tcp_streams(_captured_run(tag, addresses, {"MPCDP_CREDENTIALS": str(deployment)}, 29507,
-                                       tmp_path / "tls.bin", noisy))
+                                       tmp_path / "tls.bin", noisy)[1])
     peers = {k[2] if k[0] == addresses[0] else k[0] for k in sealed}
     assert peers == set(addresses[1:]), peers  # party 0 talked to both parties and the dealer
     assert sum(1 for k in sealed if 29507 in (k[1], k[3])) >= 2 * 3  # the store's connections, both ways
     assert all(tls_records_only(stream) for stream in sealed.values()), \
         [k for k, v in sealed.items() if not tls_records_only(v)]
-    plain = tcp_streams(_captured_run(tag, addresses, {"MPCDP_INSECURE_LINKS": "1"}, 29508, tmp_path / "plain.bin",
-                                      noisy))
-    assert not any(tls_records_only(v) for v in plain.values())
+    for plain in (plain_cost[1], plain_aggregate):
+        assert plain and not any(tls_records_only(v) for v in plain.values())
 
 
 def _party_csvs(rows_per_party: int, test_rows: int) -> tuple[list[str], list[str], tuple]:
@@ -343,10 +368,11 @@ def test_three_hosts_train_a_users_mlp_each_on_a_csv_no_other_process_can_see(ho
     tag, addresses = hosts
     train, test, _ = _party_csvs(2000, 500)
     protocol = tmp_path / "own.toml"
-    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text().replace("passes = 1.0", "passes = 0.25"))
+    # 4 steps (a tenth of a pass): 5 releases of the MLP's 2,018 noised coordinates, sampled in the MPC
+    protocol.write_text((ROOT / "protocols" / "own-data-mlp.toml").read_text().replace("passes = 1.0", "passes = 0.1"))
     private = tmp_path / "private"
     private.mkdir()
-    env = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29503",
+    env = {"WORLD_SIZE": str(PARTIES), "MASTER_ADDR": addresses[0], "MASTER_PORT": "29509",
            "MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
     results = _example_on_hosts(tag, private, list(zip(train, test)), [[sys.executable]] * (PARTIES + 1),
                                 ["--protocol", str(protocol)], lambda rank: dict(env, RANK=str(rank)))
@@ -390,7 +416,7 @@ def test_torchrun_on_each_host_trains_the_users_mlp_to_the_shipped_paths_model_b
     private = tmp_path / "private"
     private.mkdir()
     torchrun = [[str(ROOT / ".venv" / "bin" / "torchrun"), "--nnodes", str(PARTIES + 1), "--node_rank", str(rank),
-                 "--nproc_per_node", "1", "--master_addr", addresses[0], "--master_port", "29505"]
+                 "--nproc_per_node", "1", "--master_addr", addresses[0], "--master_port", "29510"]
                 for rank in range(PARTIES + 1)]
     env = {"MPCDP_IFACE": "eth-mpcdp", "MPCDP_CREDENTIALS": str(deployment)}
     results = _example_on_hosts(tag, private, list(zip(train, test)), torchrun,
