@@ -76,7 +76,8 @@ class Deviation:
             return out
         at = rng.randrange(out.numel()) if self.word is None else self.word
         if self.kind in ("flip", "equivocate"):
-            out[at] ^= 1 << rng.randrange(64) if rng.random() < 0.9 else -(1 << 63)
+            bit = rng.randrange(64)
+            out[at] ^= -(1 << 63) if bit == 63 else 1 << bit
         elif self.kind == "offset":
             out[at] += rng.randrange(1, 1 << 63) * rng.choice((1, -1))
         elif self.kind == "replay":
