@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from mpcdp.adapter.limbs import Wide
     from mpcdp.mpc import authenticated
     from mpcdp.mpc.bounded import bounded_sum, unit_bound
-from mpcdp.errors import InputError
+from mpcdp.errors import InputError, ProtocolViolation
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.secure_sum import local_problem
@@ -63,6 +63,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
     Raises:
         InputError: some party's ``local`` is empty, non-finite, out of range or not of ``shape`` (raised on
             every party, naming the first such party).
+        ProtocolViolation: the validation flags are set but no party names a problem (a party deviated: under
+            ``security = "malicious"`` its flag is an input it may substitute), on every party, naming nobody.
     """
     from mpcdp.mpc import authenticated
 
@@ -90,7 +92,10 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
         opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
     if opened[-1].item() != 0:
         everyone = ctx.exchange_public(problem, label="input problems (error path)")
-        rank = next(r for r, p in enumerate(everyone) if p is not None)
+        rank = next((r for r, p in enumerate(everyone) if p is not None), None)
+        if rank is None:  # a party set its flag and names no problem: only a deviating party does that
+            raise ProtocolViolation(f"release {label!r}: the parties' validation flags are set but no party names "
+                                    "a problem: a party deviated from the protocol; nothing was released")
         raise InputError(f"party {rank}: {everyone[rank]}", party=rank)
     return opened[:-1].reshape(shape)
 
