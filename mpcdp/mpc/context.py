@@ -242,8 +242,7 @@ class MpcContext:
         return self._mesh.protection if self._mesh is not None else "none"
 
     def close(self, *, orderly: bool = True, drain_s: float = 0.0) -> None:
-        """Close this party's links to the others: the run is over (``orderly``), or this party stops early
-        (``drain_s``: :meth:`~mpcdp.transport.mesh.Mesh.close`)."""
+        """Close this party's links: the run is over (``orderly``), or it stops early (``drain_s``: Mesh.close)."""
         if self._mesh is not None:
             self._mesh.close(orderly=orderly, drain_s=drain_s)
 
