@@ -2,6 +2,8 @@
 
 * ``python tests/rogue_party.py LABEL TO -- PARTY ARGUMENTS`` flips bit 62 of the first word of every payload it
   sends to party TO in a message tagged LABEL (a well-formed frame: only the value is wrong);
+  ``python tests/rogue_party.py --once LABEL TO -- ...`` flips it in the first such message only (one bit of one
+  share: e.g. ``--job train``, whose sampler reuses its products' tags in every pass);
 * ``python tests/rogue_party.py --contribute VALUE -- PARTY ARGUMENTS`` contributes, to the aggregation job
   (``--job aggregate``), its vector with the first coordinate replaced by VALUE (e.g. one whose square, in grid
   units, wraps mod 2^64), past its own checks: only the in-MPC bound check (``--input-bound``) can refuse it;
@@ -16,11 +18,13 @@ from mpcdp.cli import main
 from mpcdp.transport.mesh import Mesh
 
 
-def wrap_sends(label: str, to: int) -> None:
+def wrap_sends(label: str, to: int, once: bool = False) -> None:
     original = Mesh._move
+    flipped = []
 
     def tampering(self, out, into, tag, *rest):
-        if tag == label and to in out:
+        if tag == label and to in out and not (once and flipped):
+            flipped.append(tag)
             data = bytearray(out[to][1])
             data[:8] = (int.from_bytes(data[:8], "little") ^ (1 << 62)).to_bytes(8, "little")
             out = {**out, to: (out[to][0], memoryview(data))}
@@ -46,6 +50,8 @@ if __name__ == "__main__":
     split = sys.argv.index("--")
     if sys.argv[1] == "--contribute":
         contribute(float(sys.argv[2]))
+    elif sys.argv[1] == "--once":
+        wrap_sends(sys.argv[2], int(sys.argv[3]), once=True)
     else:
         wrap_sends(sys.argv[1], int(sys.argv[2]))
     sys.exit(main(["party", *sys.argv[split + 1:]]))

@@ -16,6 +16,10 @@ the sampler needs no check that it is one: with an honest dealer nobody can deal
 that draws other words than the dealer's breaks only its own shares' correlation, which the next MAC check
 catches (:func:`mpcdp.mpc.authenticated.mac_check`).
 
+View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every b
+it deals in its recorded view (:mod:`.dealer_view`), and a party that records (:func:`record_parts`) keeps its
+own part of each XOR; neither records anything otherwise.
+
 Declared cost: party 0's reply, 4·8 = 32 bytes per bit; the other parties nothing (their shares come from their
 dealer keys); one request per call.
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import keyed
+from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING, WORDS, _no_dealer, _own_share, _party0_share
@@ -35,6 +39,16 @@ from mpcdp.transport import costs
 def _bit_part(generator, n: int) -> torch.Tensor:
     """One party's part of n dealt bits (bit 0 of a word from its dealer generator)."""
     return keyed.ring((n,), generator=generator) & 1
+
+
+PARTS: list[torch.Tensor] | None = None  # this party's parts, while the view audit records (None: not recording)
+
+
+def record_parts() -> list[torch.Tensor]:
+    """Keep this party's part of every dealt bit's XOR from now on (the view audit only); returns the list."""
+    global PARTS
+    PARTS = []
+    return PARTS
 
 
 class AuthBits(Material):
@@ -49,6 +63,7 @@ class AuthBits(Material):
         bits = torch.zeros(n, dtype=torch.int64)
         for generator in dealer._get_generators():  # b = XOR of one bit from every party's generator
             bits ^= _bit_part(generator, n)
+        dealer_view.note_draw(bits=bits)  # the view audit's record of what the dealer knows (no-op otherwise)
         return _party0_share(dealer, RING.lift(bits), n)
 
     generate = staticmethod(_no_dealer)
@@ -62,7 +77,9 @@ class AuthBits(Material):
     @classmethod
     def from_dealer(cls, n: int) -> tuple[Wide, Wide]:
         generator = _dealer_generator()
-        _bit_part(generator, n)  # this party's part of the XOR, which the dealer draws too
+        part = _bit_part(generator, n)  # this party's part of the XOR, which the dealer draws too
+        if PARTS is not None:
+            PARTS.append(part.clone())
         return _own_share(generator, n, lambda: cls.request(n))
 
 

@@ -43,6 +43,7 @@ would save about a fifth).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Any
@@ -160,13 +161,33 @@ def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> int:
     return A.products
 
 
+_PLANTED = False  # the view audit's planted leak: no coin, so a candidate's bits are the dealt bits R
+
+
+@contextlib.contextmanager
+def planted_no_coin():
+    """The view audit's planted dealer leak (``mpcdp audit views --security malicious --plant-leak dealer``):
+    the coin is all zeros, so every candidate bit is the dealer's R (W = R without the coin). Never in a run."""
+    global _PLANTED
+    _PLANTED = True
+    try:
+        yield
+    finally:
+        _PLANTED = False
+
+
 def _coin_bits(ctx: MpcContext, n: int, width: int) -> torch.Tensor:
-    """(n, width) public bits of the committed coin, noted in this party's view."""
+    """(n, width) public bits of the committed coin, noted in this party's view (and, with ``ctx.keep_values``,
+    kept for the view audit)."""
     stream = ctx.common_stream(label="dg-auth-coin", domain=_COIN_DOMAIN)
     words = stream.words(math.ceil(n * width / 64))
+    if _PLANTED:
+        words = torch.zeros_like(words)
     authenticated.note_public(ctx, "dg-auth-coin", words)
     bits = (words.reshape(-1, 1) >> torch.arange(64)) & 1
-    return bits.reshape(-1)[: n * width].reshape(n, width)
+    bits = bits.reshape(-1)[: n * width].reshape(n, width)
+    ctx.note_draw("dg-auth-coin", bits)
+    return bits
 
 
 def _dealt_bits(n: int, width: int) -> AuthShared:

@@ -1,0 +1,256 @@
+"""`mpcdp audit views --security malicious`: each role's view of the authenticated sampler (circuit dg-auth,
+:mod:`mpcdp.noise.auth_gaussian`) tested against the released noise. Issue 44's rule: moving randomness moves
+who learns what, and dg-auth moved it — the dealer deals every candidate bit R (it knows R), the parties know
+the committed coin S, the bits are R ⊕ S; the dealer also knows the MAC key α and every mask it deals.
+
+The sampler runs as ``calls`` one-sample calls by real party processes and the dealer under ``security =
+"malicious"`` (every data party samples). Each process records its view of every call:
+
+* the dealer: every request it serves (name and size) and every bit it deals (R, :class:`mpcdp.adapter.auth_bits.
+  AuthBits`; the masks of T's bits are dealt bits too);
+* a data party: its own part of each dealt bit's XOR, the coin S, every value it opened (the masked T − r, the
+  accept bits; the ε/δ and σ's are kept in its openings) and the public counts.
+
+Each call's sample is then opened (MAC-checked; for this audit only) and every view is tested against it by
+the permutation test of :mod:`mpcdp.jobs.views` (exact mean and variance, normal tail; for a match
+statistic, whose score is 0 or 1, p is the Poisson tail at the permutation mean: rare events). The statistics, each
+a score a role can compute from its own view of call i and a value x_j:
+
+``dealt bits`` (dealer): the value the plaintext rule (:func:`~mpcdp.noise.discrete_gaussian.accept`) releases
+    when the dealer's R are taken as the candidates' bits, equal to x (one-sided);
+``request sizes`` (dealer): the number of requests it served in the call against x²/σ² (two-sided);
+``coin`` (each party): the same with the coin S as the bits;
+``own bit parts`` (each party): with its own parts ⊕ S;
+``accept bits`` (each party): the index of the first accepted candidate against x²/σ²;
+``masked T`` (each party): the opened T − r of candidate 0, read as a signed number, against x²/σ²;
+``pooled bit parts`` (the coalition of every data party but the last, which the threat model lists as learning
+    nothing): the XOR of its members' parts ⊕ S.
+
+A sanity check ties the views to the run: every party's parts XORed with S must decode to the released sample
+in every call (the coalition of every data party knows the noise: :func:`mpcdp.noise.who_knows.noise_known_to`).
+
+``plant`` ``"dealer"`` plants the leak issue 44 is about, moved to dg-auth: no coin, so W = R
+(:func:`mpcdp.noise.auth_gaussian.planted_no_coin`); the dealer's ``dealt bits`` then decode the sample itself.
+
+Power: for a match statistic, against a role that knows the candidates' bits in a quarter of the calls
+(q = 1/(2√π·σ), a discrete Gaussian's collision probability, the chance rate otherwise; :func:`match_power`;
+low at 10 calls, about 0.9 at 40); for a count, against a
+correlation of 0.25 with x²/σ². Cost: what the authenticated sampler costs for ``calls`` one-sample calls, one
+MAC-checked opening per call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import stats
+
+from mpcdp.config import covers_malicious
+from mpcdp.errors import ConfigError
+from mpcdp.mpc.context import MpcContext
+from mpcdp.noise import discrete_gaussian as dg
+
+POWER_FRACTION = 0.25  # the match statistics' alternative: the role knows the bits in this fraction of calls
+POWER_CORRELATION = 0.25
+
+
+# -- decoding candidates from bits, as the plaintext rule does ------------------------------------------------
+
+def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
+    """The value the sampler releases from candidates with these bits ((n, width), the fields in
+    :data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS` order, widths :func:`~dg.field_bits`): the first the
+    plaintext rule accepts (candidate 0's value where it accepts none)."""
+    fields, at = {}, 0
+    for name in dg.RANDOM_FIELDS:
+        width = dg.field_bits(plan)[name]
+        chunk = bits[:, at:at + width].astype(np.int64)
+        fields[name] = (chunk << np.arange(width, dtype=np.int64)).sum(1)
+        at += width
+    values, piece = dg.candidate_values(plan, fields)
+    accepted = np.flatnonzero(dg.accept(plan, dg.exponent(plan, values, piece), fields))
+    return int(values[accepted[0] if accepted.size else 0])
+
+
+# -- the parties' side ---------------------------------------------------------------------------------------
+
+@covers_malicious
+def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None) -> dict[str, Any]:
+    """Run ``calls`` one-sample calls of the authenticated sampler on this party, recording its view of each;
+    open every sample (MAC-checked, audit only). Returns the views, the samples and (party 0) the dealer
+    requests made by each call."""
+    from mpcdp import adapter
+    from mpcdp.adapter import auth_bits
+    from mpcdp.mpc import authenticated
+    from mpcdp.noise.auth_gaussian import planted_no_coin, sample_authenticated
+
+    plan = dg.plan_for(sigma_units)
+    ctx.keep_values = True
+    parts = auth_bits.record_parts()
+    views, samples, requests = [], [], []
+    with planted_no_coin() if plant == "dealer" else contextlib.nullcontext():
+        for call in range(calls):
+            first_opening, first_draw, before = len(ctx.openings), len(ctx.draws), adapter.dealer_requests_made()
+            parts.clear()
+            counts: dict[str, Any] = {}
+            shares = sample_authenticated(ctx, 1, plan, stats=counts)
+            views.append(_party_view(ctx, first_opening, first_draw, list(parts)))
+            opened = authenticated.open_values(ctx, shares, label="view-audit sample",
+                                               reason="the view audit only: the noise, to test each view against")
+            authenticated.mac_check(ctx, label="view-audit sample")
+            requests.append(adapter.dealer_requests_made() - before)  # the call's, its audit opening's included
+            samples.append(int(opened[0]))
+            ctx.progress(call + 1, calls)
+    auth_bits.PARTS = None
+    return {"views": views, "samples": samples, "requests": requests}
+
+
+def _party_view(ctx: MpcContext, first_opening: int, first_draw: int, parts: list[torch.Tensor]) -> dict[str, Any]:
+    """One call's view: per pass, this party's parts of the candidates' bits, the coin; the opened values."""
+    coins = [v.numpy().astype(np.uint8) for label, v in ctx.draws[first_draw:] if label == "dg-auth-coin"]
+    fields = [p for i, p in enumerate(parts) if i % 2 == 0]  # per pass: the fields' bits, then T's mask bits
+    own = [f.reshape(c.shape).numpy().astype(np.uint8) for f, c in zip(fields, coins)]
+    opened = {o.label: o.values for o in ctx.openings[first_opening:] if o.values is not None}
+    accept = opened["dg-auth-accept"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-accept" in opened else np.zeros(1)
+    masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
+    hits = np.flatnonzero(accept == 1)
+    return {"coin": np.concatenate(coins), "own": np.concatenate(own), "passes": len(coins),
+            "first_accepted": int(hits[0]) if hits.size else int(accept.size), "masked_t": int(masked[0])}
+
+
+# -- the statistics -----------------------------------------------------------------------------------------
+
+def _match(values: np.ndarray, samples: np.ndarray) -> tuple[np.ndarray, bool]:
+    return (values[:, None] == samples[None, :]).astype(float), False
+
+
+def _count(values: np.ndarray, samples: np.ndarray, sigma: float) -> tuple[np.ndarray, bool]:
+    return np.outer(values - values.mean(), (samples / sigma) ** 2 - 1), True
+
+
+def power(statistic: str, sigma: float, calls: int, alpha: float, tests: int) -> tuple[float, str]:
+    """(power, the alternative) of ``statistic`` at level α/``tests``."""
+    if statistic in ("dealt bits", "coin", "own bit parts", "pooled bit parts"):
+        return match_power(calls, 1 / (2 * math.sqrt(math.pi) * sigma), alpha / tests), (
+            f"a role that knows the candidates' bits in {POWER_FRACTION:.0%} of the calls")
+    z = POWER_CORRELATION * math.sqrt(calls)
+    return float(stats.norm.cdf(z - stats.norm.isf(alpha / tests / 2))), (
+        f"a correlation of {POWER_CORRELATION} between the role's value and x²/σ²")
+
+
+def match_power(calls: int, q: float, level: float) -> float:
+    """Power of a match statistic (Poisson tail at the permutation mean, :func:`_test`) at ``level`` when a
+    role's value equals x in a fraction :data:`POWER_FRACTION` of the calls and by chance (rate q) otherwise:
+    P(matches >= t*), t* the fewest matches it reports (the permutation mean then about t/calls + (calls − 1)·q)."""
+    for t in range(1, calls + 1):
+        if stats.poisson.sf(t - 1, t / calls + (calls - 1) * q) < level:
+            return float(stats.binom.sf(t - 1, calls, POWER_FRACTION + (1 - POWER_FRACTION) * q))
+    return 0.0
+
+
+def _dealer_bits(view: list, requests: list[int], passes: list[int], widths: list[int]) -> list[np.ndarray]:
+    """Per call, the dealer's R for every pass's candidates ((n, width) bits), from its recorded requests
+    (``requests``: how many party 0 made in each call; the first is the MAC key's, before the first call)."""
+    start = len(view) - sum(requests)
+    out = []
+    for made, n_passes, width in zip(requests, passes, widths):
+        served = view[start:start + made]
+        start += made
+        dealt = [draws["bits"] for _, _, draws in served if "bits" in draws][0::2][:n_passes]
+        out.append(np.concatenate([d.reshape(-1, width).numpy().astype(np.uint8) for d in dealt]))
+    return out
+
+
+def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str, Any]]:
+    samples = np.array(result.values[0]["samples"], dtype=np.int64)
+    calls = samples.size
+    views = [value["views"] for value in result.values]
+    everyone = [decode(plan, np.bitwise_xor.reduce([v[i]["own"] for v in views]) ^ views[0][i]["coin"])
+                for i in range(calls)]
+    if everyone != samples.tolist():  # the views are the run's: every party together decodes the noise
+        raise ConfigError("the audit's views do not decode the released noise: the record is misaligned")
+    found: list[tuple[str, str, list]] = []
+    requests = np.array(result.values[0]["requests"], dtype=float)
+    view = result.dealer["view"]
+    dealt = _dealer_bits(view, result.values[0]["requests"], [v["passes"] for v in views[0]],
+                         [v["coin"].shape[1] for v in views[0]])
+    found.append(("dealer", "dealer", [
+        ("dealt bits", *_match(np.array([decode(plan, d) for d in dealt]), samples)),
+        ("request sizes", *_count(requests, samples, plan.sigma))]))
+    for rank, mine in enumerate(views):
+        found.append((f"party {rank}", "party", [
+            ("coin", *_match(np.array([decode(plan, v["coin"]) for v in mine]), samples)),
+            ("own bit parts", *_match(np.array([decode(plan, v["own"] ^ v["coin"]) for v in mine]), samples)),
+            ("accept bits", *_count(np.array([v["first_accepted"] for v in mine], float), samples, plan.sigma)),
+            ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma))]))
+    coalition = views[:-1]  # every data party but the last: a coalition the threat model says learns nothing
+    if len(coalition) >= 2:
+        name = "parties 0 and 1" if len(coalition) == 2 else f"parties 0–{len(coalition) - 1}"
+        pooled = [decode(plan, np.bitwise_xor.reduce([v[i]["own"] for v in coalition]) ^ views[0][i]["coin"])
+                  for i in range(calls)]
+        found.append((name, "coalition", [("pooled bit parts", *_match(np.array(pooled), samples))]))
+    return [_entry(role, kind, tests, plan.sigma, calls, alpha) for role, kind, tests in found]
+
+
+def _test(name: str, scores: np.ndarray, two_sided: bool):
+    """A statistic's (z, p): a count's from the permutation test's normal tail; a match's p from the Poisson tail
+    at the permutation mean (matches are rare: the normal tail would overstate one or two chance matches)."""
+    from mpcdp.jobs.views import Statistic, permutation_test
+
+    z, p = permutation_test(scores, two_sided=two_sided)
+    if not two_sided:
+        total, mean = float(np.trace(scores)), float(scores.mean()) * scores.shape[0]
+        p = float(stats.poisson.sf(total - 1, mean)) if mean > 0 else float(total == 0)
+    return Statistic(name, z, p)
+
+
+def _entry(role: str, kind: str, tests: list, sigma: float, calls: int, alpha: float) -> dict[str, Any]:
+    found = [_test(name, scores, two) for name, scores, two in tests]
+    p = min(1.0, min(s.p for s in found) * len(found))
+    worst = min(found, key=lambda s: s.p)
+    pw, against = power(found[0].name, sigma, calls, alpha, len(found))
+    return {"role": role, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
+            "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
+            "statistics": [{"name": s.name, "z": s.z, "p": s.p} for s in found]}
+
+
+def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plant: str | None,
+                   progress=None) -> dict[str, Any]:
+    """Run the audit under ``security = "malicious"`` (module docstring) and return its report."""
+    import os
+
+    from mpcdp.config import MpcConfig
+    from mpcdp.noise.auth_gaussian import CIRCUIT
+    from mpcdp.noise.who_knows import EVERY_PARTY, noise_known_to
+    from mpcdp.runtime.harness import run_job
+    from mpcdp.runtime.party import RECORD_DEALER_VIEW
+
+    from mpcdp.validation import check_integer, check_number
+
+    check_integer(parties, "--parties", minimum=2)
+    check_integer(calls, "--calls", minimum=10)
+    check_number(alpha, "--alpha", low=0.0, high=0.5)
+    check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
+    if plant not in (None, "dealer"):
+        raise ConfigError(f"--plant-leak under --security malicious must be 'dealer'. Found {plant!r}.")
+    plan = dg.plan_for(sigma)
+    config = MpcConfig(parties=parties, provider="dealer", security="malicious", timeout_s=600.0)
+    saved = os.environ.get(RECORD_DEALER_VIEW)
+    os.environ[RECORD_DEALER_VIEW] = "1"
+    try:
+        result = run_job(auth_views_party, config, args=(calls, sigma, plant), progress=progress,
+                         job={"name": "audit views", "security": "malicious", "calls": calls, "sigma": sigma,
+                              "plant": plant})
+    finally:
+        if saved is None:
+            os.environ.pop(RECORD_DEALER_VIEW, None)
+        else:
+            os.environ[RECORD_DEALER_VIEW] = saved
+    return {"provider": "dealer", "security": "malicious", "parties": parties, "noise_committee": parties,
+            "calls": calls, "releases": 0, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
+            "circuit": CIRCUIT.split(":")[0],
+            "noise_known_to": noise_known_to(drawn_by=EVERY_PARTY, provider="dealer", parties=parties),
+            "roles": _roles(result, plan, alpha)}

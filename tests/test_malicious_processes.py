@@ -1,0 +1,63 @@
+"""Issue 48's acceptance on separate processes: `mpcdp party --job train --security malicious` as 3 data parties
+and the dealer, each its own OS process with its certificate (as on separate hosts). A party that flips one bit
+of one share it sends — inside the authenticated sampler, or in a release — makes every honest process exit
+non-zero before printing any result (mpcdp/README.md, "Threat model")."""
+
+import os
+import re
+import sys
+
+import pytest
+
+from mpcdp.runtime.harness import free_port
+from party_commands import ROOT, run_party_commands
+
+# The smallest training that still samples its noise in the MPC: breast cancer (d = 30), 3 parties, DDP-SRM's
+# first batch and one step (60 authenticated noise samples, two releases).
+PROTOCOL = """name = "malicious-processes"
+dataset = "breast-cancer"
+[privacy]
+epsilon = 3.0
+delta = 1e-3
+[training]
+parties = 3
+batch = 30
+batch0 = 30
+passes = 0.01
+c2 = 0.5
+gamma = 0.5
+zeta = 0.5
+seed = 0
+"""
+
+FLIPS = {  # where party 1 flips bit 62 of the first word it sends to party 0: (its message's tag, the check that fails)
+    "sampler": ("dg-auth-40 (ε, δ)", "dg-auth (before the accept bits)"),  # ε/δ of a product in T's carry chain
+    "release": ("v_p[0]", "v_p[0]"),  # its share of the first release's opening (masked input + noise share)
+}
+
+
+@pytest.mark.parametrize("where", sorted(FLIPS))
+def test_a_party_flipping_one_bit_of_one_share_stops_every_honest_process_before_any_result(where, tmp_path,
+                                                                                            deployment):
+    """Nothing on stdout from any process but the rogue's; parties 0 and 2 and the dealer exit non-zero with the
+    MAC line (its own check's, or the line citing the parties that found it)."""
+    label, check = FLIPS[where]
+    protocol = tmp_path / "malicious.toml"
+    protocol.write_text(PROTOCOL)
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    arguments = [["--job", "train", "--protocol", str(protocol), "--security", "malicious", "--timeout", "120"]] * 4
+    rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "--once", label, "0", "--"]
+    done = run_party_commands(arguments, env, 600, commands={1: rogue})
+    own = (f"the MAC check of opening '{check}' failed: a party deviated from the protocol (a share or an opened "
+           f"value was altered); nothing was released (security = 'malicious')")
+    for rank in (0, 2):  # its own check's line, or (had another party's report come first) the line citing it
+        code, out, err = done[rank]
+        assert code != 0 and out == "", (rank, code, out[-2000:])
+        last = err.splitlines()[-1]
+        assert last.endswith(f"party {rank} stopped: {own}") or re.fullmatch(
+            rf"mpcdp: party {rank} stopped: a MAC check failed \(party \d( and party \d)* found it\): a party "
+            r"deviated from the protocol; nothing was released \(security = 'malicious'\)", last), (rank, err[-2000:])
+    code, out, err = done[3]  # the dealer
+    assert code != 0 and out == "", (code, out[-2000:])
+    assert err.splitlines()[-1].startswith("mpcdp: the dealer stopped: a MAC check failed"), err[-2000:]
