@@ -75,32 +75,32 @@ def named_plugins(argv: list[str]) -> list[str]:
     return known.plugin
 
 
-def command_of(argv: list[str]) -> str | None:
-    """The command ``argv`` names: its first word that is no global option or a global option's value."""
+def _command_at(argv: list[str]) -> int | None:
+    """Where in ``argv`` its command stands: its first word that is no global option or a global option's
+    value (None: no command)."""
     i = 0
     while i < len(argv):
         if argv[i] == "--plugin":  # the global option that takes a value
             i += 2
             continue
         if not argv[i].startswith("-"):
-            return argv[i]
+            return i
         i += 1
     return None
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (:func:`_command_at`)."""
+    i = _command_at(argv)
+    return None if i is None else argv[i]
 
 
 def views_command(argv: list[str]) -> list[str]:
     """``argv`` with ``audit views`` as the one command ``audit-views`` (the two words name it; ``audit``
     alone takes a protocol file)."""
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--plugin":  # the global option that takes a value
-            i += 2
-            continue
-        if not argv[i].startswith("-"):
-            if argv[i] == "audit" and argv[i + 1:i + 2] == ["views"]:
-                return [*argv[:i], "audit-views", *argv[i + 2:]]
-            return argv
-        i += 1
+    i = _command_at(argv)
+    if i is not None and argv[i] == "audit" and argv[i + 1:i + 2] == ["views"]:
+        return [*argv[:i], "audit-views", *argv[i + 2:]]
     return argv
 
 
