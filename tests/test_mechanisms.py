@@ -45,7 +45,7 @@ def test_cost_and_noise_draw_the_training_mechanism_and_its_plan(monkeypatch, mo
     """`mpcdp cost --noise MODE` / `mpcdp noise --mode MODE` (sample_noise with a NoiseSpec) and a training run
     (its NoiseChoice's secure_rows for a GridRelease) resolve to the same record and run the same sampler plan."""
     plans = _capture(monkeypatch)
-    ctx = types.SimpleNamespace(parties=3, rank=0)
+    ctx = types.SimpleNamespace(parties=3, rank=0, config=types.SimpleNamespace(security="semi-honest"))
     sigma, d = 0.37, 123
     assert MECHANISMS[NoiseSpec(sigma=sigma, mode=mode).mode] is NoiseChoice(mode, colluders).record
     block = sample_noise(ctx, NoiseSpec(sigma=sigma, mode=mode, colluders=colluders), (d,))
