@@ -107,6 +107,9 @@ class SimContext:
         self.streams = 0
 
     # -- what the protocol code calls -------------------------------------------------------------
+    def note_draw(self, label: str, values) -> None:
+        """Nothing: as the real context when no audit records (MpcContext.note_draw)."""
+
     def _open(self, flat: torch.Tensor, *, label: str, reason: str, xor: bool, kind: str, checked: bool = False,
               wide: bool = False) -> torch.Tensor:
         received = self._send(flat, label)

@@ -68,6 +68,15 @@ def _party0_share(dealer, values: Wide, n: int) -> torch.Tensor:
     return torch.stack([value.lo, value.hi, mac.lo, mac.hi], 1)
 
 
+def _own_shares(generator, n: int, k: int, request) -> list[tuple[Wide, Wide]]:
+    """This party's (value, MAC) shares of k authenticated vectors of n values each, in the order the dealer
+    served them (party 0's from the dealer's (n, 4k) reply)."""
+    if rank() == 0:
+        reply = request().reshape(n, k, WORDS)
+        return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(k)]
+    return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(k)]
+
+
 def _own_share(generator, n: int, request) -> tuple[Wide, Wide]:
     """This party's value and MAC shares of n authenticated values (party 0's from the dealer's reply)."""
     if rank() == 0:
@@ -200,10 +209,7 @@ class AuthTriples(Material):
         generator = _dealer_generator()
         _draw_wide(generator, n)  # this party's parts of a and b, which the dealer draws too
         _draw_wide(generator, n)
-        if rank() == 0:
-            reply = cls.request(n).reshape(n, 3, WORDS)
-            return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(3)]
-        return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(3)]
+        return _own_shares(generator, n, 3, lambda: cls.request(n))
 
 
 class AuthSquares(Material):
@@ -233,10 +239,7 @@ class AuthSquares(Material):
     def from_dealer(cls, n: int) -> list[tuple[Wide, Wide]]:
         generator = _dealer_generator()
         _draw_wide(generator, n)  # this party's part of a, which the dealer draws too
-        if rank() == 0:
-            reply = cls.request(n).reshape(n, 2, WORDS)
-            return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(2)]
-        return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(2)]
+        return _own_shares(generator, n, 2, lambda: cls.request(n))
 
 
 KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthRandoms, AuthTriples, AuthSquares)
