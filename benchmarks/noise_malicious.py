@@ -1,5 +1,5 @@
 """The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/1) beside the
-semi-honest one (dg-mpc/6): bytes, rounds, time and CPU per sample, both in the same invocation.
+semi-honest one (dg-mpc): bytes, rounds, time and CPU per sample, both in the same invocation.
 
     .venv/bin/python -m benchmarks.noise_malicious --parties 3 --samples 1000
 

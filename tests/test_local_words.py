@@ -138,3 +138,21 @@ def test_b2a_bits_from_the_opened_word_are_c_plus_one_minus_2c_times_r(rank, sma
     c_bits = (opened.unsqueeze(1) >> torch.arange(11)) & 1
     expected = (1 - 2 * c_bits) * r_bits + (c_bits if rank == 0 else 0)
     assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("widths", [[64 - i for i in range(26)] + [62] * 4, [2, 7, 1, 3, 12, 58, 53, 32, 64, 1, 63],
+                                    [5] * 12])
+def test_pack_fields_writes_the_fields_one_after_another_and_unpacks_them(widths):
+    """Field i (mod 2^widths[i]) at bit Σ_{j<i} widths[j] of the element's bit string, words of 64 bits from the
+    low end (a field across a word boundary split between them); unpacking gives every field back."""
+    rng = random.Random(sum(widths))
+    values = _words(rng, 7, len(widths))
+    packed = lanes.pack_fields(values, widths)
+    for row in range(7):
+        string, offset = 0, 0
+        for v, w in zip(values[row].tolist(), widths):
+            string |= (v & ((1 << w) - 1)) << offset
+            offset += w
+        assert packed[row].tolist() == [binary._signed(string >> (64 * j)) for j in range(-(-offset // 64))]
+    assert torch.equal(lanes.unpack_fields(packed, widths),
+                       torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))

@@ -1,5 +1,6 @@
 """Local word arithmetic on lane-packed one-hot words: moving each lane's set position by a public (or opened)
-value, packing one-hots, and the block-by-block iteration that keeps these passes in cache.
+value, packing one-hots, packing fields of given widths one after another (:func:`pack_fields`), and the
+block-by-block iteration that keeps these passes in cache.
 
 Security model: none of its own — every function is local and GF(2)-linear in the share word, so applied to
 each party's XOR share of lane-packed one-hots of r it gives shares of the moved one-hots, revealing nothing.
@@ -165,3 +166,70 @@ def chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
     values = (word.unsqueeze(1) >> (4 * torch.arange(4 * -(-chunks // 4)))) & 0xF
     values[:, chunks:] = 0
     return values
+
+
+@functools.lru_cache(maxsize=64)
+def _field_layout(widths: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
+    """Per field of :func:`pack_fields`: its word, its bit offset there, its mask, for a field that crosses
+    into the next word the bits there (0 otherwise), and the mask of a word's bits from its offset up moved down
+    (what a logical right shift by the offset keeps), as tensors."""
+    words, bits, masks, spill, above = [], [], [], [], []
+    offset = 0
+    for w in widths:
+        words.append(offset // 64)
+        bits.append(offset % 64)
+        masks.append(-1 if w >= 64 else (1 << w) - 1)
+        spill.append(max(0, offset % 64 + w - 64))
+        above.append(-1 if offset % 64 == 0 else (1 << (64 - offset % 64)) - 1)
+        offset += w
+    return tuple(torch.tensor(v, dtype=torch.int64) for v in (words, bits, masks, spill, above))
+
+
+def pack_fields(values: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """(n, k) int64 values to (n, ⌈Σ widths/64⌉) words: field i (values[:, i] mod 2^widths[i]) at its offset
+    Σ_{j<i} widths[j] of the element's bit string, a field that crosses a word boundary split between the two
+    (local and XOR-linear: applied to XOR shares it gives XOR shares of the packed words)."""
+    word, bit, mask, spill, _ = _field_layout(tuple(int(w) for w in widths))
+    fields = values & mask
+    out = torch.zeros((values.shape[0], -(-sum(widths) // 64)), dtype=torch.int64)
+    out.index_add_(1, word, fields << bit)  # disjoint bit fields: the sum is their OR
+    crossing = torch.nonzero(spill).reshape(-1)
+    if crossing.numel():  # the upper parts: the next word's low bits
+        upper = (fields[:, crossing] >> (64 - bit[crossing])) & ((1 << spill[crossing]) - 1)
+        out.index_add_(1, word[crossing] + 1, upper)
+    return out
+
+
+def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """The (n, k) fields of :func:`pack_fields`' words, each in [0, 2^widths[i]) (a 64-bit field as int64)."""
+    word, bit, mask, spill, above = _field_layout(tuple(int(w) for w in widths))
+    out = (words[:, word] >> bit) & above  # a logical shift: the sign's copies cleared
+    crossing = torch.nonzero(spill).reshape(-1)
+    if crossing.numel():
+        out[:, crossing] |= words[:, word[crossing] + 1] << (64 - bit[crossing])
+    return out & mask
+
+
+def packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
+    """(n, ⌈windows/(64/lane)⌉): the one-hot words of r's windows, 64/lane to a word (window i: word i // per,
+    lane i % per)."""
+    values = window_values(r, windows)
+    return pack_columns(values, lane, lambda v: one_hot_words(v, lane))
+
+
+def pack_columns(values: torch.Tensor, lane: int, per_word) -> torch.Tensor:
+    """Apply ``per_word`` to each group of 64/lane columns of ``values`` (padded with 0) and stack the words."""
+    per = 64 // lane
+    n, w = values.shape
+    padded = torch.cat([values, values.new_zeros((n, (-w) % per))], 1)
+    return torch.stack([per_word(padded[:, i:i + per]) for i in range(0, padded.shape[1], per)], 1)
+
+
+def check_widths(widths, k: int) -> list[int]:
+    """``widths``: k integers in [1, 64] (the bits of each field of :func:`pack_fields`)."""
+    from mpcdp.errors import ProtocolViolation
+
+    if not (isinstance(widths, (list, tuple)) and len(widths) == k and all(
+            isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= 64 for w in widths)):
+        raise ProtocolViolation(f"field widths must be {k} integers in [1, 64]. Found {str(widths)[:60]}", party=0)
+    return [int(w) for w in widths]

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from mpcdp.adapter import chunk_masks, dealer_view, factor_tables, keyed, replicated
-from mpcdp.adapter.lanes import moved_one_hots, one_hot_words, window_values
+from mpcdp.adapter.lanes import check_widths, moved_one_hots, pack_fields, packed_one_hots, unpack_fields
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -81,37 +81,48 @@ class Material:
 
 
 class WordBits(Material):
-    """n random k-bit words R: a XOR share of R, shape (n,), and additive shares of its k bits, (n, k)."""
+    """n random k-bit words R: a XOR share of R, shape (n,), and additive shares of its k bits, (n, k).
+
+    ``widths`` (optional, k entries in [1, 64]): bit i's additive shares are needed only mod 2^widths[i] (it is
+    used times 2^(64 − widths[i]) or in a value read mod 2^widths[i]), so the dealer sends party 0 its share of
+    bit i reduced to widths[i] bits, the fields packed one after another in ⌈Σ widths / 64⌉ words per element
+    (:func:`pack_fields`); party 0's shares of bit i are then right mod 2^widths[i] only."""
 
     @staticmethod
-    def reply_shape(n: int, k: int) -> tuple[int, ...]:
-        return (n, k)
+    def reply_shape(n: int, k: int, widths: list | None = None) -> tuple[int, ...]:
+        return (n, k) if widths is None else (n, -(-sum(check_widths(widths, k)) // 64))
 
     @staticmethod
-    def serve(dealer, n: int, k: int):
+    def serve(dealer, n: int, k: int, widths: list | None = None):
         word = dealer._get_binary_PRSS((n,), bitlength=k)
         bits = (word.unsqueeze(1) >> torch.arange(k)) & 1
-        return bits - dealer._get_additive_PRSS((n, k), remove_rank=True)
+        share = bits - dealer._get_additive_PRSS((n, k), remove_rank=True)
+        return share if widths is None else pack_fields(share, check_widths(widths, k))
 
     generator_rounds = 1
 
     @staticmethod
-    def generate(source: replicated.ReplicatedSource, n: int, k: int):
+    def generate(source: replicated.ReplicatedSource, n: int, k: int, widths: list | None = None):
         parts = source.random((n,), bits=k)
         word = source.xor(source.own(parts), (n,), bits=k)
         return word, source.additive(source.arithmetic_bits(parts, k), (n, k))
 
     @classmethod
-    def fetch(cls, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def fetch(cls, n: int, k: int, widths: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("b2a_bits", n * k)
-        return provider().serve(cls, n, k)
+        if widths is None:
+            return provider().serve(cls, n, k)
+        return provider().serve(cls, n, k, [int(w) for w in widths])
 
     @classmethod
-    def from_dealer(cls, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def from_dealer(cls, n: int, k: int, widths: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         word = keyed.kbit((n,), bitlength=k, generator=generator)
-        bits = cls.request(n, k) if rank() == 0 else keyed.ring((n, k), generator=generator)
-        return word, bits
+        if rank() != 0:
+            return word, keyed.ring((n, k), generator=generator)
+        if widths is None:
+            return word, cls.request(n, k)
+        return word, unpack_fields(cls.request(n, k, list(widths)), check_widths(widths, k))
 
 
 class MaskedBits(Material):
@@ -284,21 +295,6 @@ def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
     return out
 
 
-def _packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
-    """(n, ⌈windows/(64/lane)⌉): the one-hot words of r's windows, 64/lane to a word (window i: word i // per,
-    lane i % per)."""
-    values = window_values(r, windows)
-    return _pack_columns(values, lane, lambda v: one_hot_words(v, lane))
-
-
-def _pack_columns(values: torch.Tensor, lane: int, per_word) -> torch.Tensor:
-    """Apply ``per_word`` to each group of 64/lane columns of ``values`` (padded with 0) and stack the words."""
-    per = 64 // lane
-    n, w = values.shape
-    padded = torch.cat([values, values.new_zeros((n, (-w) % per))], 1)
-    return torch.stack([per_word(padded[:, i:i + per]) for i in range(0, padded.shape[1], per)], 1)
-
-
 class OneHotPairs(Material):
     """Rotation pairs for one-hot decoding: n random words R, XOR-shared, shape (n,), and for each window
     (low, width) of R the one-hot of r = (R >> low) mod 2^width in a ``lane``-bit lane, 64/lane lanes to a
@@ -322,7 +318,7 @@ class OneHotPairs(Material):
         windows = check_windows(windows, lane)
         r = dealer._get_binary_PRSS((n,))
         dealer_view.note_draw(r=r)
-        hots = _packed_one_hots(r, windows, lane)
+        hots = packed_one_hots(r, windows, lane)
         return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
 
     generator_rounds = 1
@@ -337,7 +333,7 @@ class OneHotPairs(Material):
             s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
             if g == 1:
                 assert s is not None
-                u = moved_one_hots(_packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+                u = moved_one_hots(packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
                 source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
                 summand = torch.zeros((n, w), dtype=torch.int64)
             elif g == 0:

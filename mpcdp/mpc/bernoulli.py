@@ -20,8 +20,9 @@ Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`).
 Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`declared_cost_bernoulli`,
 :func:`declared_cost_coin_uniform`):
   coin_uniform    no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
-  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND), then 2⌈n/4⌉ and
-                  2⌈n/16⌉ words (packed ANDs); 5 dealer requests
+  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND; with ``runs`` 2·(n/blocks)
+                  ·:func:`run_words`), then 2⌈n/4⌉ and
+                  2⌈n/16⌉ words (packed ANDs); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
   table_factors   (planted leak only) 1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words);
                   ⌈2^width/64⌉ dealt table words per window and one per bit factor; 1 dealer request
 """
@@ -128,7 +129,7 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
 
 
 def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
-                   label: str) -> torch.Tensor:
+                   label: str, runs: list[list[tuple[int, int]]] | None = None) -> torch.Tensor:
     """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of
     their 4-bit chunks (:func:`coin_uniform`; bits <= 64) and XOR-shared thresholds TH <= 2^bits
     (TH = 2^bits: always 1): for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability
@@ -144,7 +145,13 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
     ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
     W = 0 gives 0. Cost per element: openings of 1/4 + 1/16 words (the two rotations), 2 words (T1 AND TH),
-    1/2 and 1/8 word (the packed ANDs); dealt: 1 + 1 one-hot words and ≈ 1.3 AND words.
+    1/2 and 1/8 word (the packed ANDs); dealt: 1 + 1/4 one-hot words and ≈ 1.3 AND words.
+
+    ``runs``: the elements are len(runs) blocks of equal size, and every threshold of block b has its bits
+    0..bits−1 inside the runs (low, width) of runs[b] (the union of a group's table entries' set bits; the
+    other bits 0 in every share, as a selection from a public table makes them). Then T1 AND TH is needed on
+    those bits only: they are packed one after another, the blocks' runs side by side, and T1 AND TH costs
+    2⌈Σ widths/64⌉ words per element of a block (:func:`run_words`) instead of 2 per element.
     """
     n = thresholds.numel()
     chunks = -(-bits // 4)
@@ -155,17 +162,59 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
                                                  label=f"{label}-flags", lane=16))
     f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
     super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
-    f2, _ = _tops(ctx, rotated_one_hots(ctx, super_flags, [(0, supers)], label=f"{label}-supers", lane=16))
-    f2 = f2 & low_mask(supers)  # bit s: super-chunk s is the highest nonzero one
-    ands = ShiftedAnds(ctx, n, 2, [(0, 1, 0)], label=f"{label}-and")
+    f2 = _super_tops(ctx, super_flags, supers, label=f"{label}-supers")  # bit s: super-chunk s is the highest nonzero one
     flat_th = thresholds.reshape(-1)
-    ands.open({0: t1, 1: flat_th & low_mask(bits)})
-    q = binary.gather_bits(lane_parity(ands.product(0, 1, 0), 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
+    t1_th = _and_on_runs(ctx, t1, flat_th & low_mask(bits), runs or [[(0, 64)]], label=f"{label}-and")
+    q = binary.gather_bits(lane_parity(t1_th, 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
     (f1_q,) = packed_ands(ctx, {0: f1, 1: q}, [(0, 1)], 16, label=f"{label}-pick")
     r = binary.gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
     (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
     picked = lane_parity(f2_r, 4) & 1
     return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
+
+
+def run_words(runs: list[list[tuple[int, int]]]) -> int:
+    """Words per element of a block that :func:`_and_on_runs` opens for each of its two operands."""
+    return -(-sum(width for block in runs for _, width in block) // 64)
+
+
+def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[list[tuple[int, int]]], *,
+                 label: str) -> torch.Tensor:
+    """XOR shares of x AND y for XOR-shared words whose product is 0 outside the bit runs (low, width) of each
+    block (x, y: len(runs) blocks of equal size): one AND of the runs' bits packed one after another per element
+    of a block (:func:`~mpcdp.adapter.lanes.pack_fields`, XOR-linear), :func:`run_words` words per operand."""
+    from mpcdp.adapter.lanes import pack_fields, unpack_fields
+
+    blocks = len(runs)
+    per = x.numel() // blocks
+    block = torch.tensor([b for b, runs_of in enumerate(runs) for _ in runs_of], dtype=torch.int64)
+    low = torch.tensor([lo for runs_of in runs for lo, _ in runs_of], dtype=torch.int64).unsqueeze(1)
+    widths = [width for runs_of in runs for _, width in runs_of]
+
+    def packed(v: torch.Tensor) -> torch.Tensor:
+        fields = v.reshape(blocks, per)[block] >> low  # (fields, per); pack_fields keeps each field's width
+        return pack_fields(fields.T, widths).reshape(-1)
+
+    words = run_words(runs)
+    ands = ShiftedAnds(ctx, per * words, 2, [(0, 1, 0)], label=label)
+    ands.open({0: packed(x), 1: packed(y)})
+    got = unpack_fields(ands.product(0, 1, 0).reshape(per, words), widths)
+    out = torch.zeros((blocks, per), dtype=torch.int64)
+    out.index_add_(0, block, got.T << low)  # a block's runs are disjoint bits: the sum is their OR
+    return out.reshape(-1)
+
+
+def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:
+    """XOR shares of the top-bit one-hot of each ``supers``-bit value (<= 4 bits), by one rotation of the
+    values four to a word (element 4i + j at bits 4j of word i, its one-hot in lane j): one dealt one-hot word
+    per four elements, one opening of 16 bits per four elements."""
+    n = flags.numel()
+    padded = torch.zeros(-(-n // 4) * 4, dtype=torch.int64)
+    padded[:n] = flags.reshape(-1) & low_mask(supers)
+    places = 4 * torch.arange(4, dtype=torch.int64)
+    packed = (padded.reshape(-1, 4) << places).sum(1)  # disjoint bit fields: the sum is their OR
+    tops, _ = _tops(ctx, rotated_one_hots(ctx, packed, [(4 * j, supers) for j in range(4)], label=label, lane=16))
+    return ((tops.unsqueeze(1) >> places) & low_mask(supers)).reshape(-1)[:n]
 
 
 _PLANTED: set[str] = set()  # the view audit's planted leaks in force in this process (never in a run)
@@ -267,10 +316,14 @@ def declared_cost_coin_uniform(n: int, bits: int) -> int:
     return -(-chunks // 4) * n  # four 16-bit one-hot lanes to a word
 
 
-def declared_cost_bernoulli(e: int) -> tuple[list[tuple[int, bool]], dict[str, int]]:
+def declared_cost_bernoulli(e: int, runs: list[list[tuple[int, int]]] | None = None
+                            ) -> tuple[list[tuple[int, bool]], dict[str, int]]:
     """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
-    on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e, the picks
-    2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words 2e."""
+    on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e (with ``runs``:
+    2·(e/blocks)·:func:`run_words`), the picks
+    2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words e + ⌈e/4⌉ (the super-flags' one-hots
+    four elements to a word)."""
     quarter, sixteenth = -(-e // 4), -(-e // 16)
-    steps = [(quarter, False), (sixteenth, False), (2 * e, True), (2 * quarter, True), (2 * sixteenth, True)]
-    return steps, {"and_words": e + quarter + sixteenth, "one_hot_words": 2 * e}
+    anded = e if runs is None else e // len(runs) * run_words(runs)
+    steps = [(quarter, False), (sixteenth, False), (2 * anded, True), (2 * quarter, True), (2 * sixteenth, True)]
+    return steps, {"and_words": anded + quarter + sixteenth, "one_hot_words": e + quarter}

@@ -258,16 +258,31 @@ def and_words(ctx: MpcContext, pairs: list[tuple[torch.Tensor, torch.Tensor]], *
     return [part.reshape(p[0].shape) for part, p in zip(torch.split(z, sizes), pairs)]
 
 
-def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a") -> torch.Tensor:
-    """Additive shares (n, k) of the k low bits of XOR-shared words (one round, one opening per word).
+def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a", packed: bool = False,
+             widths: list[int] | None = None) -> torch.Tensor:
+    """Additive shares (n, k) of the k low bits of XOR-shared words (one round, one opening of n words, or with
+    ``packed`` of ⌈n/⌊64/k⌋⌉ words: the masked k-bit values ⌊64/k⌋ to a word). ``widths``: bit i's shares are
+    needed only mod 2^widths[i] (and are right only mod that): the dealer sends party 0 fewer bytes
+    (:class:`mpcdp.adapter.material.WordBits`).
 
     The dealer's random word R masks the opened C = X ⊕ R; then x_i = c_i + (1 − 2c_i)·r_i is linear.
     """
     from mpcdp import adapter
+    from mpcdp.adapter.lanes import pack_fields, unpack_fields
 
-    r_word, r_bits = adapter.dealer_word_bits(words.numel(), k)
-    (opened,) = ctx.open_masked([(words ^ r_word) & _low_mask(k)], label=label, xor=True)
-    return _bits_from_opened(ctx, opened.reshape(-1), r_bits)
+    r_word, r_bits = adapter.dealer_word_bits(words.numel(), k, widths)
+    masked = ((words ^ r_word) & _low_mask(k)).reshape(-1)
+    per = 64 // k if packed else 1
+    if per == 1:
+        (opened,) = ctx.open_masked([masked], label=label, xor=True)
+    else:  # ⌊64/k⌋ masked values to a word, as fields of k bits
+        n = masked.numel()
+        rows = torch.zeros(-(-n // per) * per, dtype=torch.int64)
+        rows[:n] = masked
+        (words_opened,) = ctx.open_masked([pack_fields(rows.reshape(-1, per), [k] * per).reshape(-1)], label=label,
+                                          xor=True)
+        opened = unpack_fields(words_opened.reshape(-1, 1), [k] * per).reshape(-1)[:n]
+    return _bits_from_opened(ctx, opened, r_bits)
 
 
 def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor) -> torch.Tensor:

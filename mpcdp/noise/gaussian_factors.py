@@ -61,11 +61,43 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     coin_words = coin.words(len(names) * n)
     ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
     uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD)
-    passed = bernoulli.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern")
+    passed = bernoulli.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern",
+                                      runs=threshold_runs(groups, low=low))
     bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:
         bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
     return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
+
+
+def _runs(bits: int) -> list[tuple[int, int]]:
+    """The runs (low, width) of consecutive set bits of ``bits``, from bit 0 up."""
+    runs, p = [], 0
+    while bits >> p:
+        if (bits >> p) & 1:
+            q = p
+            while (bits >> q) & 1:
+                q += 1
+            runs.append((p, q - p))
+            p = q
+        else:
+            p += 1
+    return runs
+
+
+def threshold_runs(groups: tuple[int, ...], *, low: bool) -> list[list[tuple[int, int]]]:
+    """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the runs of bits below
+    2^62 that its thresholds can have set: the union of its table's entries' bits (TH = 2^62 has none there),
+    and T_low·2^(62−F)'s bits 62−F..62−F+LOW_BITS−1. T1 AND TH is 0 elsewhere, so only these bits are ANDed."""
+    tables, mask = dg.group_thresholds(), (1 << dg.WORD) - 1
+    runs = []
+    for g in groups:
+        union = 0
+        for threshold in tables[g].tolist():
+            union |= int(threshold) & mask
+        runs.append(_runs(union))
+    if low:
+        runs.append([(dg.WORD - dg.F, dg.LOW_BITS)])
+    return runs
 
 
 def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list, list, list]:
@@ -142,14 +174,14 @@ def other_factor_bits(*, tables: bool) -> int:
     return len(OTHER_GROUPS) + 1 + dg.ABOVE
 
 
-def _factor_steps(e: int) -> list[tuple[int, bool, bool]]:
-    return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e)[0]]
+def _factor_steps(e: int, runs: list) -> list[tuple[int, bool, bool]]:
+    return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e, runs)[0]]
 
 
-def _factor_ops(e: int) -> dict[str, int]:
+def _factor_ops(e: int, runs: list) -> dict[str, int]:
     """The factors' operations: :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` and their uniform words'
     :func:`~mpcdp.mpc.bernoulli.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
-    ops = dict(bernoulli.declared_cost_bernoulli(e)[1])
+    ops = dict(bernoulli.declared_cost_bernoulli(e, runs)[1])
     ops["one_hot_words"] += bernoulli.declared_cost_coin_uniform(e, dg.WORD)
     return ops
 
@@ -170,6 +202,7 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
         opened, dealt = bernoulli.declared_cost_table_factors(e, windows, bit_factors)
         return [(opened, False, True)], {"table_words": dealt}, 0
     factor_count = len(groups) + (not first)  # the low bits' factor with the others
-    ops = dict(_factor_ops(factor_count * e))
+    runs = threshold_runs(groups, low=not first)
+    ops = dict(_factor_ops(factor_count * e, runs))
     ops["one_hot_words"] += len(group_windows(groups)) * e
-    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(factor_count * e)], ops, 1
+    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(factor_count * e, runs)], ops, 1

@@ -42,9 +42,12 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      communication); the members commit to and open the coin's key (4 + 8 words each way).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
      to a word); piece indicators and the piece's base, mask and sign extension are local selections.
-  3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E), one AND level, two candidates to a word.
-  4. B2A of n's k+5 bits and of I_1..I_4 (one opening). Then n as a two's complement integer, n² (one
-     Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
+  3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 4 bits per candidate need the AND (the
+     point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
+     one AND level, sixteen candidates to a word.
+  4. B2A of n's k+5 bits and of I_1..I_4 (one opening, two candidates to a word; the dealer sends party 0
+     each bit's share only to the bits that matter: bit i of n mod 2^(64−i), I_j mod 2^62). Then n as a two's
+     complement integer, n² (one Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
@@ -52,21 +55,24 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
      others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
      window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set bit and three
-     AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`). Its pass bit is opened, 64 to a word, and the
-     candidates that fail it are dropped.
+     AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots four candidates to
+     a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are dropped.
   7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
-     groups' windows (two to a word) and the same circuit, batched.
+     groups' windows (two to a word) and the same circuit, batched; the AND of W's top-bit one-hots with the
+     thresholds only on the bits some entry of each factor's table has set
+     (:func:`~mpcdp.noise.gaussian_factors.threshold_runs`: 291 of the 7 factors' 434 bits), packed one
+     after another, 5 words per survivor instead of 7.
   8. Accept = AND of the factors: 4 AND levels over 11 bits. Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 25.4n ring elements or
+exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 20.4n ring elements or
 words). With the dealer every step is an opening and 26 of them need a request for material, as does each
-factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 21.1n) are
-resharings, one round each and one word per element per member, the other 11 (≈ 4.3n) openings, and 11
-requests for material remain (one-hot words ≈ 12n + 47s, b2a_bits (k+9)n). Measured bytes and time per
-sample: benchmarks/results/noise-exact.md.
+factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 16.7n) are
+resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
+requests for material remain (one-hot words ≈ 11.25n + 41.75s, b2a_bits (k+9)n). Measured bytes and time per
+sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
 from __future__ import annotations
@@ -91,11 +97,12 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/6: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/7: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
-           "the committee's committed coin under every provider (no single role knows a factor's word), packed "
-           "point/accept, T to binary by rotated one-hots of 4-bit chunks and a carry prefix on packed lanes; "
-           "replicated resharing among parties 0-2 under honest-majority")
+           "the committee's committed coin under every provider (no single role knows a factor's word), their "
+           "top-bit AND only on the thresholds' possible bits packed across factors, the point's AND on 4 bits, "
+           "packed B2A opening and reply, packed accept, T to binary by rotated one-hots of 4-bit chunks and a "
+           "carry prefix on packed lanes; replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -118,28 +125,31 @@ def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[st
     The index's one-hot comes from a rotation pair; each index value's piece j gives, by local selection,
     the piece's base bit B_j, point mask M_j and sign extension E_j, and the word is
     n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, k low bits); piece j >= 1
-    is +m or ~m = −m − 1 with m = 2^(k+j−1) + (point mod 2^(k+j−1)). One AND level of two pairs."""
+    is +m or ~m = −m − 1 with m = 2^(k+j−1) + (point mod 2^(k+j−1)). Only 4 bits per candidate need an AND:
+    M's k low bits are 1 for every piece, so point AND M is the point's k low bits next to (its 3 high bits
+    AND M's); E's 5 high bits are 1 for every piece, so sign AND E is the sign there and sign AND [j >= 1] on
+    the k low bits. One AND level of one pair of 4-bit values, sixteen candidates to a word."""
     k, width = plan.k, plan.k + 5
-    full = (1 << width) - 1
+    full, low_k = (1 << width) - 1, (1 << k) - 1
     onehot = binary.rotated_one_hots(ctx, fields["index"], [(0, dg.INDEX_BITS)], label="dg-piece")[:, 0]
     table = plan.index_table().tolist()
     bases = [0] + [1 << (k + j - 1) for j in range(1, dg.PIECES)]
-    masks = [(1 << k) - 1] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
-    extensions = [full ^ ((1 << k) - 1)] + [full] * (dg.PIECES - 1)
+    masks = [low_k] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
     chosen = binary.select(ctx, onehot, tuple(1 << int(j) for j in table), dg.PIECES)  # bit j: I_j
     indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
     base = binary.select(ctx, onehot, tuple(bases[j] for j in table), width)
-    mask = binary.select(ctx, onehot, tuple(masks[j] for j in table), width)
-    extension = binary.select(ctx, onehot, tuple(extensions[j] for j in table), width)
-    sign = binary.broadcast(ctx, fields["sign"], 0)
-    low, high = binary.packed_ands(ctx, {0: fields["point"], 1: mask, 2: sign, 3: extension}, [(0, 1), (2, 3)],
-                                   point_lane(plan), label="dg-point")
+    high_masks = binary.select(ctx, onehot, tuple(((masks[j] >> k) & 7) | (int(j >= 1) << 3) for j in table),
+                               POINT_LANE)  # bits 0-2: M's bits k..k+2; bit 3: [j >= 1]
+    sign = fields["sign"] & 1
+    (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & 7) | (sign << 3), 1: high_masks}, [(0, 1)],
+                                  POINT_LANE, label="dg-point")
+    low = (fields["point"] & low_k) | ((anded & 7) << k)
+    high = (binary.broadcast(ctx, sign, 0) & (full ^ low_k)) | (binary.broadcast(ctx, anded, 3) & low_k)
     return (base ^ low ^ high) & full, indicators
 
 
-def point_lane(plan: dg.DiscreteGaussianPlan) -> int:
-    """Bits per candidate word in the packed point ANDs: 32 (two to a word) while k + 5 <= 32."""
-    return 32 if plan.k + 5 <= 32 else 64
+POINT_LANE = 4
+"""Bits per candidate in the point's packed AND (its 3 high bits and the sign): sixteen candidates to a word."""
 
 
 def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor, indicators: torch.Tensor):
@@ -148,7 +158,7 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
     packed = word
     for j in range(1, dg.PIECES):
         packed = packed | (indicators[:, j] << (k + 4 + j))
-    bits = ring.b2a_bits(ctx, packed, k + 9, label="dg-b2a")
+    bits = ring.b2a_bits(ctx, packed, k + 9, label="dg-b2a", packed=True, widths=b2a_widths(plan))
     value = ring.bits_to_value(bits[:, : k + 4]) - bits[:, k + 4] * (1 << (k + 4))
     square = ring.Products(ctx, n, 1, [(0, 0)], label="dg-square")
     square.open({0: value})
@@ -156,6 +166,12 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
     for j in range(1, dg.PIECES):
         T = T + bits[:, k + 4 + j] * (plan.Lambda[j] - plan.Lambda[0])
     return value, T
+
+
+def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
+    """The bits of each converted bit's shares that matter: n's bit i (weight ±2^i; n is kept, exact in
+    Z_2^64) mod 2^(64−i); the piece bits I_1..I_4 (times Λ_j − Λ_0 in T, which is read mod 2^62) mod 2^62."""
+    return [64 - i for i in range(plan.k + 5)] + [62] * (dg.PIECES - 1)
 
 
 SURVIVAL_OVER_ACCEPTANCE = 1.05
@@ -218,13 +234,14 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
     """(elements, is a multiplication, needs a request for material under Beaver multiplication) of every
     communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
     operation counts; and its requests for material that open nothing (each stage's coin_uniform)."""
-    k, point_words = plan.k, -(-n // (64 // point_lane(plan)))
+    k, point_words = plan.k, -(-n // (64 // POINT_LANE))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
-    ops = collections.Counter({"and_words": 2 * point_words + a2b_ops["and_words"],
+    ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + n, "b2a_bits": (k + 9) * n,
                                "square": n, "random_bits": _member_bits(plan) * n})
-    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (4 * point_words, True, True), (n, False, True),
-              (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
+    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True),
+             (-(-n // (64 // (k + 9))), False, True),
+             (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
     first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
     steps += [*first_steps, (-(-n // 64), False, False)]
     ops.update(first_ops)
@@ -253,27 +270,28 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     :func:`~mpcdp.mpc.bernoulli.planted_dealer_tables`); otherwise (every run) they are the circuit of
     :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`.
 
-    Per pass of n candidates and s survivors, with L = :func:`point_lane` and ⌈x⌉ the packed word counts, the
-    communication steps in order are: (circuit only) the committed coin, two public exchanges among the members
-    (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point ANDs
-    4⌈n/(64/L)⌉; B2A n; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
+    Per pass of n candidates and s survivors, with ⌈x⌉ the packed word counts, the communication steps in
+    order are: (circuit only) the committed coin, two public exchanges among the members
+    (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
+    (:data:`POINT_LANE`); B2A ⌈n/⌊64/(k+9)⌋⌉; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
     at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
     ⌈n/64⌉; then, if s > 0, the other factors' stage, accept AND levels of ⌈s/⌊64/lane⌋⌉ and the accept bits
     ⌈s/64⌉. The stages (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the
     first factor's window ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits, lane 8); as a
     circuit the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements
-    (flags ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH 2e, picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4 accept levels (11 bits,
-    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 9.2n elements; as a circuit 28 steps,
-    ≈ 26n elements, 20 of them (≈ 21n) multiplications.
+    (flags ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH 2e — 2n for the first factor, 2·5s for the others' packed
+    bits, :func:`~mpcdp.mpc.bernoulli.run_words` — picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4 accept levels (11 bits,
+    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 6.6n elements; as a circuit 28 steps,
+    ≈ 20.4n elements, 17 of them (≈ 16.7n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
     bits needs a request for material, as does each circuit stage's coin_uniform. With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
-    an opening's 2) and needs no material. Operations: and_words 2⌈n/(64/L)⌉ + 7⌈n/4⌉ + 3n + the accept
-    levels (+ Σ(e + ⌈e/4⌉ + ⌈e/16⌉) over a circuit's two stages); one_hot_words a2b + n (+ n + 5s + 6(n + 7s)
-    for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1)n
+    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + 7⌈n/4⌉ + 3n + the accept
+    levels (+ Σ(the T1 AND TH words + ⌈e/4⌉ + ⌈e/16⌉) over a circuit's two stages); one_hot_words a2b + n
+    (+ n + 5s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
