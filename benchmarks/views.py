@@ -5,11 +5,13 @@
 For every ``[[runs]]`` entry (provider, parties, planted leak or none): the audit of
 :mod:`mpcdp.jobs.views` with ``calls`` one-sample calls and ``releases`` training releases of ``dim``
 coordinates (:mod:`mpcdp.jobs.release_views`) at σ = ``sigma`` grid units and level ``alpha`` per role; a run
-with ``security = "malicious"`` audits the authenticated sampler instead (:mod:`mpcdp.jobs.auth_views`, its own
-``calls``, no releases); the
-first table lists each role's verdict, its most significant statistic, p and the stated power; the second,
-each role's most significant release statistic, whose shares it received and the dealer's requests during
-the releases.
+with ``security = "malicious"`` audits the authenticated sampler and MAC-checked releases instead
+(:mod:`mpcdp.jobs.auth_views`, :mod:`mpcdp.jobs.auth_release_views`). A run may name its own ``calls``,
+``releases`` and ``dim`` (else ``[audit]``'s). The first table lists the runs, each with its own calls,
+releases, parties, provider, security level, wall time, the load average when it started and its provenance;
+the second, each role's verdict, its most significant statistic, p and the stated power; the third, each
+role's most significant release statistic, whose shares it received and the dealer's requests during the
+releases. ``--keep-recorded`` re-runs only the runs the record does not already hold with the same settings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import time
 
 from benchmarks import recording
+from mpcdp.jobs import release_views
 from mpcdp.jobs.auth_views import run_auth_views
 from mpcdp.jobs.views import run_views
 
@@ -113,10 +116,15 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
             lines.append(f"| {report['security']} | {report['provider']} | {report['parties']} | {report['calls']} | "
                          f"{report['releases']} | {report['plant_leak'] or '–'} | {role['role']} | {role['verdict']} | "
                          f"{role['statistic']} | {role['z']:.2f} | {role['p']:.2g} | {role['power']:.3f} |")
-    lines += ["", "Training releases (statistics named `release: …`; they use no released value):", "",
+    lines += ["", "Training releases (statistics named `release: …`; they use no released value). Release power: "
+              "against a correlation of 0.25 per coordinate with the statistic's target, the smallest over the "
+              "role's release statistics (a scalar one's where the role has one: the dealer's request count, "
+              "under malicious each σ share, one number per release, nearly powerless at 20 releases), and that "
+              "of a statistic over all d coordinates (a received share, a noise share, a mask) at the role's "
+              "Bonferroni level:", "",
               "| security | provider | m | releases × d | planted leak | role | received shares from | dealer "
-              "requests | release statistic | z | p | release power |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "requests | release statistic | z | p | release power (smallest) | power, a d-coordinate statistic |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for report in runs:
         for role in report["roles"]:
             found = [s for s in role["statistics"] if s["name"].startswith("release: ")]
@@ -128,7 +136,8 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
                          f"{report['releases']} × {report.get('dim', '–')} | {report['plant_leak'] or '–'} | "
                          f"{role['role']} | {senders} | "
                          f"{role.get('release_requests', '–')} | {worst['name'][len('release: '):]} | "
-                         f"{worst['z']:.2f} | {worst['p']:.2g} | {role['release_power']:.3f} |")
+                         f"{worst['z']:.2f} | {worst['p']:.2g} | {role['release_power']:.3f} | "
+                         f"{release_views.power(report['dim'], report['releases'], report['alpha'], len(role['statistics'])):.3f} |")
     lines += ["", "Who could learn the noise (each run's `noise_known_to`):", ""]
     lines += sorted({f"- {r['security']}, {r['provider']}, m = {r['parties']}: {r['noise_known_to']}" for r in runs})
     return "\n".join(lines)
