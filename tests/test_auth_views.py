@@ -45,6 +45,7 @@ def clean():
     return auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=None, releases=10, dim=8)
 
 
+@pytest.mark.timeout(900)  # the module's one clean run starts here: generous under a loaded machine
 def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the_noise(clean):
     """The dealer (its dealt bits R and request counts), each party (the coin, its own bit parts, the accept
     bits, the masked T) and parties 0 and 1 pooling their parts: each independent at α = 1e-4 (10 one-sample
@@ -88,6 +89,7 @@ def test_every_roles_view_of_a_malicious_release_is_independent_of_the_noise_and
     assert all(0 < role["release_power"] <= 1 for role in report["roles"])
 
 
+@pytest.mark.timeout(900)  # 10 calls and 10 releases: generous under a loaded machine
 def test_a_release_input_sent_without_its_dealt_mask_is_found():
     """--plant-leak release under malicious: party 1 sends x_1 in the clear and every party leaves [[r_1]] out
     of the sum, so each release still opens Σ x + u and passes its MAC check (the audit checks it); party 0,
