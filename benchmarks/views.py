@@ -11,7 +11,8 @@ with ``security = "malicious"`` audits the authenticated sampler and MAC-checked
 releases, parties, provider, security level, wall time, the load average when it started and its provenance;
 the second, each role's verdict, its most significant statistic, p and the stated power; the third, each
 role's most significant release statistic, whose shares it received and the dealer's requests during the
-releases. ``--keep-recorded`` re-runs only the runs the record does not already hold with the same settings.
+releases. ``--keep-recorded`` re-runs only the runs the record does not already hold with the same settings and
+the current circuit.
 """
 
 from __future__ import annotations
@@ -55,17 +56,21 @@ def _key(run: dict, plant: str | None, calls: int, releases: int, dim: int | Non
 def main(argv: list[str] | None = None) -> int:
     ns, protocol, command = recording.parse(__doc__, "protocols/views.toml", "benchmarks/results/views", argv, flags={
         "keep-recorded": "re-run only the runs the record does not hold with the same security, provider, parties, "
-                         "planted leak, calls and releases; keep the others (each with its own wall time, load and "
-                         "provenance). For a change that alters only some runs' statistics, re-record every run "
-                         "it alters without this flag"})
+                         "planted leak, calls, releases and the current circuit; keep the others (each with its own "
+                         "wall time, load and provenance). After a change to what a run measures, re-record "
+                         "without it"})
+    from mpcdp.noise.auth_gaussian import CIRCUIT as auth_circuit
+    from mpcdp.noise.secure_gaussian import CIRCUIT as mpc_circuit
+
     a = protocol["audit"]
     kept = {}
     if ns.keep_recorded:
         before = recording.previous(ns.out) or {"runs": []}
         made = before.get("recorded", {})
         stamp = {"date": made.get("date"), "commit": (made.get("commit") or "")[:12]}
+        current = {"malicious": auth_circuit.split(":")[0], "semi-honest": mpc_circuit.split(":")[0]}
         kept = {_key(r, r["plant_leak"], r["calls"], r["releases"], r.get("dim")): {"run_recorded": stamp} | r
-                for r in before["runs"]}
+                for r in before["runs"] if r["circuit"] == current[r.get("security", "semi-honest")]}
     runs = []
     for run in protocol["runs"]:
         key = _key(run, run.get("plant"), *(run.get(k, a[k]) for k in ("calls", "releases", "dim")))
