@@ -38,20 +38,70 @@ def test_decode_releases_what_the_circuit_accepts_first():
         assert auth_views.decode(plan, row) == int(value[first])
 
 
-def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the_noise():
+@pytest.fixture(scope="module")
+def clean():
+    """One clean audit at m = 3: 10 one-sample calls, then 10 MAC-checked releases of d = 8 (shared by the
+    tests below: one multi-process run)."""
+    return auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=None, releases=10, dim=8)
+
+
+@pytest.mark.timeout(900)  # the module's one clean run starts here: generous under a loaded machine
+def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the_noise(clean):
     """The dealer (its dealt bits R and request counts), each party (the coin, its own bit parts, the accept
     bits, the masked T) and parties 0 and 1 pooling their parts: each independent at α = 1e-4 (10 one-sample
     calls; the recorded run, benchmarks/results/views.md, has more). The run's noise_known_to is the
     malicious sampler's: the dealer with any one party (R and S), or every party together."""
-    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=None)
+    report = clean
     assert _verdicts(report) == {"dealer": "independent", "party 0": "independent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
     assert report["noise_known_to"] == "the dealer with any one data party, or every data party together"
     assert report["circuit"] == "dg-auth/1" and report["security"] == "malicious"
     names = {role["role"]: [s["name"] for s in role["statistics"]] for role in report["roles"]}
-    assert names["dealer"] == ["dealt bits", "request sizes"]
-    assert names["party 1"] == ["coin", "own bit parts", "accept bits", "masked T"]
-    assert all(0 < role["power"] <= 1 and role["power_against"] for role in report["roles"])
+    assert names["dealer"][:2] == ["dealt bits", "request sizes"]
+    assert names["party 1"][:4] == ["coin", "own bit parts", "accept bits", "masked T"]
+    for role in report["roles"]:  # the power of its first statistic at its share of α (releases' included)
+        stated, against = auth_views.power(role["statistics"][0]["name"], 16.0, 10, 1e-4, len(role["statistics"]))
+        assert role["power"] == round(stated, 4) and role["power_against"] == against
+
+
+def test_every_roles_view_of_a_malicious_release_is_independent_of_the_noise_and_the_inputs(clean):
+    """The releases' statistics join each role's: the dealer's requests (two per release: the input masks and
+    the opening's masks) and the masks it generated; party 0, the star's first member, receives parties 1 and
+    2's masked inputs, value shares (both words) and σ shares; parties 1 and 2 only the sums and σ; the
+    coalition its pooled noise shares, with party 2's release share. All independent; the run's views passed
+    the checks that every release opened Σ x + u and the noise shares sum to u."""
+    report = clean
+    assert report["releases"] == 10 and report["dim"] == 8
+    names = {role["role"]: [s["name"] for s in role["statistics"] if s["name"].startswith("release: ")]
+             for role in report["roles"]}
+    roles = {role["role"]: role for role in report["roles"]}
+    assert roles["dealer"]["release_requests"] == 20
+    assert {"release: dealer requests", "release: dealer's mask for party 1 vs its input",
+            "release: dealer's mask for party 2 vs the noise"} <= set(names["dealer"])
+    assert roles["party 0"]["release_received_from"] == [1, 2]
+    assert roles["party 1"]["release_received_from"] == [] == roles["party 2"]["release_received_from"]
+    for j in (1, 2):
+        assert {f"release: party {j}'s masked input vs its input", f"release: party {j}'s release share vs the noise",
+                f"release: party {j}'s release share vs its noise share",
+                f"release: party {j}'s release share (upper word) vs the noise"} <= set(names["party 0"])
+    assert names["party 1"] == ["release: own noise share vs the noise", "release: party 0's MAC-check σ vs the noise",
+                                "release: party 2's MAC-check σ vs the noise"]
+    assert names["parties 0 and 1"] == ["release: pooled noise shares vs the noise",
+                                        "release: pooled noise shares and party 2's release share vs the noise"]
+    assert all(0 < role["release_power"] <= 1 for role in report["roles"])
+
+
+@pytest.mark.timeout(900)  # 10 calls and 10 releases: generous under a loaded machine
+def test_a_release_input_sent_without_its_dealt_mask_is_found():
+    """--plant-leak release under malicious: party 1 sends x_1 in the clear and every party leaves [[r_1]] out
+    of the sum, so each release still opens Σ x + u and passes its MAC check (the audit checks it); party 0,
+    which combines the masked inputs, is dependent (its received share equals x_1); nobody else is."""
+    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant="release", releases=10,
+                                       dim=8)
+    assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
+                                 "party 2": "independent", "parties 0 and 1": "independent"}
+    party0 = next(role for role in report["roles"] if role["role"] == "party 0")
+    assert party0["statistic"] == "release: party 1's masked input vs its input" and party0["z"] > 5
 
 
 def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_path):
@@ -61,7 +111,7 @@ def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_p
     are not; exit 1."""
     out = tmp_path / "views.json"
     proc = subprocess.run([sys.executable, "-m", "mpcdp", "audit", "views", "--security", "malicious", "--parties",
-                           "3", "--calls", "10", "--plant-leak", "dealer", "--out", str(out)],
+                           "3", "--calls", "10", "--releases", "0", "--plant-leak", "dealer", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -72,10 +122,64 @@ def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_p
     assert dealer["statistic"] == "dealt bits" and dealer["z"] > 6 and 0 < dealer["power"] <= 1
 
 
-@pytest.mark.parametrize("plant", ["release", "party 1"])
-def test_a_plant_the_malicious_audit_does_not_have_is_refused_before_any_process_starts(plant):
-    with pytest.raises(ConfigError, match="--plant-leak under --security malicious must be 'dealer'"):
-        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=plant)
+@pytest.mark.parametrize("plant, releases, message", [
+    ("party 1", 10, "--plant-leak under --security malicious must be 'dealer' or 'release'"),
+    ("release", 0, "--plant-leak release needs --releases >= 10")])
+def test_a_plant_the_malicious_audit_does_not_have_is_refused_before_any_process_starts(plant, releases, message):
+    with pytest.raises(ConfigError, match=message):
+        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=plant, releases=releases)
+
+
+def _synthetic(calls: int, dim: int, leak: bool) -> tuple[list[list[dict]], np.ndarray]:
+    """Three parties' recorded release views, uniform shares; with ``leak`` party 1's masked input (which party
+    0 received) is its input itself."""
+    rng = np.random.default_rng(7)
+    words = lambda *shape: rng.integers(-(2**63), 2**63 - 1, size=shape, dtype=np.int64)  # noqa: E731
+    noise = rng.integers(-40, 41, size=(calls, dim))
+    xs = [rng.integers(-64, 65, size=(calls, dim)) for _ in range(3)]
+    by_rank = []
+    for rank in range(3):
+        views = []
+        for i in range(calls):
+            masked = {j: (0, xs[j][i] if leak and j == 1 else words(dim)) for j in (1, 2)} if rank == 0 else {}
+            rows = {j: (0, words(dim, 2)) for j in (1, 2)} if rank == 0 else {}
+            views.append({"x": xs[rank][i], "noise_share": words(dim), "mask": words(dim), "masked": masked,
+                          "rows": rows, "sigma": {j: int(words(1)[0]) for j in range(3) if j != rank},
+                          "noise": noise[i]})
+        by_rank.append(views)
+    return by_rank, noise
+
+
+@pytest.mark.parametrize("leak", [False, True])
+def test_the_release_statistics_find_an_unmasked_input_and_nothing_in_uniform_shares(leak):
+    """On synthetic views (no processes): with uniform shares every release statistic of party 0 is centred
+    (|z| < 4.5); with party 1's input received in the clear, 'party 1's masked input vs its input' is far out."""
+    from mpcdp.jobs import auth_release_views as rel
+    from mpcdp.jobs.views import permutation_test
+
+    by_rank, noise = _synthetic(60, 8, leak)
+    z = {name: permutation_test(scores, two_sided=True)[0]
+         for name, scores, _ in rel.party_tests(by_rank[0], noise, by_rank, 16.0)}
+    leaked = "release: party 1's masked input vs its input"
+    assert (z[leaked] > 10) == leak
+    assert all(abs(v) < 4.5 for name, v in z.items() if name != leaked or not leak)
+
+
+def test_views_that_do_not_open_the_sum_are_refused():
+    """check_views ties the record to the run: a release whose V is not Σ x + u is a misaligned record."""
+    from mpcdp.jobs import auth_release_views as rel
+
+    by_rank, noise = _synthetic(5, 4, False)
+    for views in by_rank:
+        for v in views:
+            v["noise_share"] = np.zeros(4, dtype=np.int64)
+    for i, v in enumerate(by_rank[0]):
+        v["noise_share"] = noise[i].copy()
+        v["released"] = sum(views[i]["x"] for views in by_rank) + noise[i]
+    rel.check_views(by_rank)
+    by_rank[0][3]["released"] = by_rank[0][3]["released"] + 1
+    with pytest.raises(ConfigError, match="did not open Σ x \\+ u"):
+        rel.check_views(by_rank)
 
 
 def test_a_malicious_training_run_says_every_data_party_is_the_committee_whatever_noise_committee_says():

@@ -91,20 +91,22 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
     views.add_argument("--noise-committee", type=int, default=3, metavar="C", help="parties 0..C-1 sample")
     views.add_argument("--calls", type=int, default=400,
                        help="one-sample calls of the sampler (each a pass): more calls, more power")
-    views.add_argument("--releases", type=int, default=100,
-                       help="training releases after the sampler's calls (0: none; else >= 20): more, more power")
+    views.add_argument("--releases", type=int, default=None,
+                       help="training releases after the sampler's calls (0: none; else >= 20, >= 10 under "
+                            "--security malicious; default 100, 20 under malicious): more, more power")
     views.add_argument("--dim", type=int, default=8, help="coordinates of each release's noisy vector")
     views.add_argument("--sigma", type=float, default=16.0, help="the noise's σ in grid units (>= 16)")
     views.add_argument("--alpha", type=float, default=1e-4, help="each role's level (Bonferroni over its statistics)")
     views.add_argument("--security", choices=["semi-honest", "malicious"], default="semi-honest",
                        help="'malicious': audit the authenticated sampler (dg-auth; every data party samples, "
-                            "the dealer provider; --noise-committee and --releases are not used)")
+                            "the dealer provider; --noise-committee is not used) and MAC-checked training releases")
     views.add_argument("--plant-leak", default=None, metavar="ROLE",
                        help="give ROLE a known dependence, which the audit must report: 'dealer' (the dealer's "
                             "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
                             "equal to the committee's coin, which every member then holds) or 'release' (party 1 "
                             "sends its release share without its pairwise masks, to party 0); under --security "
-                            "malicious, 'dealer' only (no coin: the candidates' bits are the dealer's)")
+                            "malicious, 'dealer' (no coin: the candidates' bits are the dealer's) or 'release' "
+                            "(party 1 sends its release input without its dealt mask, to party 0)")
     views.add_argument("--out", default=None, help="also write the JSON report to this file")
     views.set_defaults(func=_cmd_audit_views)
 
@@ -115,18 +117,24 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
     from mpcdp.jobs.views import run_views
 
     check_integer(ns.parties, "--parties", minimum=2)
-    check_integer(ns.calls, "--calls", minimum=10 if ns.security == "malicious" else 20)
+    malicious = ns.security == "malicious"
+    check_integer(ns.calls, "--calls", minimum=10 if malicious else 20)
+    if ns.releases is None:
+        from mpcdp.jobs import auth_release_views, release_views
+
+        ns.releases = auth_release_views.DEFAULT_RELEASES if malicious else release_views.DEFAULT_RELEASES
     check_integer(ns.releases, "--releases", minimum=0)
-    if ns.security == "malicious":
+    if malicious:
         from mpcdp.jobs.auth_views import run_auth_views
 
         if ns.provider != "dealer":
             raise ConfigError("`--security malicious` needs `--provider dealer` (security with abort has an honest "
                               "dealer)")
-        with tqdm(total=ns.calls, unit="call", desc=f"audit views [malicious, m = {ns.parties}]",
+        with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [malicious, m = {ns.parties}]",
                   file=sys.stderr) as bar:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
-                                    plant=ns.plant_leak, progress=lambda done, total: bar.update(done - bar.n))
+                                    plant=ns.plant_leak, releases=ns.releases, dim=ns.dim,
+                                    progress=lambda done, total: bar.update(done - bar.n))
         return _print_views(report, ns.out)
     with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",
               file=sys.stderr) as bar:

@@ -37,6 +37,15 @@ Power: for a match statistic, against a role that knows the candidates' bits in 
 low at 10 calls, about 0.9 at 40); for a count, against a
 correlation of 0.25 with x²/σ². Cost: what the authenticated sampler costs for ``calls`` one-sample calls, one
 MAC-checked opening per call.
+
+Then ``releases`` MAC-checked training releases of ``dim`` coordinates (:mod:`mpcdp.jobs.auth_release_views`:
+the authenticated noise added to every party's private input, the inputs authenticated as a sum, the total
+opened and MAC-checked; each role's whole view of each, the dealer's requests and masks, every share a party
+receives and the check's σ shares included). Their statistics join each role's, named ``release: …``, in the
+same Bonferroni (the coalition's too: its pooled noise shares); the role's entry adds ``release_power``,
+``release_received_from`` (a data party) and ``release_requests`` (the dealer). ``plant`` ``"release"``: party 1
+sends its release input without its dealt mask (the sum unchanged), which party 0 receives; it covers the
+releases only.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ from scipy import stats
 
 from mpcdp.config import covers_malicious
 from mpcdp.errors import ConfigError
+from mpcdp.jobs.auth_release_views import DEFAULT_DIM
+from mpcdp.jobs.release_views import PLANT
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
@@ -78,12 +89,15 @@ def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
 # -- the parties' side ---------------------------------------------------------------------------------------
 
 @covers_malicious
-def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None) -> dict[str, Any]:
+def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None, releases: int = 0,
+                     dim: int = 1) -> dict[str, Any]:
     """Run ``calls`` one-sample calls of the authenticated sampler on this party, recording its view of each;
-    open every sample (MAC-checked, audit only). Returns the views, the samples and (party 0) the dealer
-    requests made by each call."""
+    open every sample (MAC-checked, audit only). Then ``releases`` MAC-checked training releases of ``dim``
+    coordinates (:func:`mpcdp.jobs.auth_release_views.auth_release_party`). Returns the views, the samples,
+    (party 0) the dealer requests made by each call and before the releases, and the releases' views."""
     from mpcdp import adapter
     from mpcdp.adapter import auth_bits
+    from mpcdp.jobs.auth_release_views import auth_release_party
     from mpcdp.mpc import authenticated
     from mpcdp.noise.auth_gaussian import planted_no_coin, sample_authenticated
 
@@ -103,9 +117,12 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
             authenticated.mac_check(ctx, label="view-audit sample")
             requests.append(adapter.dealer_requests_made() - before)  # the call's, its audit opening's included
             samples.append(int(opened[0]))
-            ctx.progress(call + 1, calls)
+            ctx.progress(call + 1, calls + releases)
     auth_bits.PARTS = None
-    return {"views": views, "samples": samples, "requests": requests}
+    sampler_requests = adapter.dealer_requests_made()
+    released = auth_release_party(ctx, releases, dim, sigma_units, plant, done=calls, total=calls + releases)
+    return {"views": views, "samples": samples, "requests": requests, "sampler_requests": sampler_requests,
+            "releases": released, "all_requests": adapter.dealer_requests_made()}
 
 
 def _party_view(ctx: MpcContext, first_opening: int, first_draw: int, parts: list[torch.Tensor]) -> dict[str, Any]:
@@ -165,34 +182,52 @@ def _dealer_bits(view: list, requests: list[int], passes: list[int], widths: lis
 
 
 def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str, Any]]:
-    samples = np.array(result.values[0]["samples"], dtype=np.int64)
+    """Each role's report entry: the sampler's statistics, then (with releases) the releases'
+    (:mod:`mpcdp.jobs.auth_release_views`), in one Bonferroni."""
+    from mpcdp.jobs import auth_release_views as rel
+
+    zero = result.values[0]
+    samples = np.array(zero["samples"], dtype=np.int64)
     calls = samples.size
     views = [value["views"] for value in result.values]
     everyone = [decode(plan, np.bitwise_xor.reduce([v[i]["own"] for v in views]) ^ views[0][i]["coin"])
                 for i in range(calls)]
     if everyone != samples.tolist():  # the views are the run's: every party together decodes the noise
         raise ConfigError("the audit's views do not decode the released noise: the record is misaligned")
-    found: list[tuple[str, str, list]] = []
-    requests = np.array(result.values[0]["requests"], dtype=float)
+    released = [value["releases"] for value in result.values]
+    releases = len(released[0])
+    noise = np.stack([v["noise"] for v in released[0]]) if releases else np.zeros((0, 1), dtype=np.int64)
+    if releases:
+        rel.check_views(released)
+    found: list[tuple[str, str, list, list, dict]] = []
+    requests = np.array(zero["requests"], dtype=float)
     view = result.dealer["view"]
-    dealt = _dealer_bits(view, result.values[0]["requests"], [v["passes"] for v in views[0]],
+    if len(view) != zero["all_requests"]:
+        raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['all_requests']}")
+    dealt = _dealer_bits(view[:zero["sampler_requests"]], zero["requests"], [v["passes"] for v in views[0]],
                          [v["coin"].shape[1] for v in views[0]])
     found.append(("dealer", "dealer", [
         ("dealt bits", *_match(np.array([decode(plan, d) for d in dealt]), samples)),
-        ("request sizes", *_count(requests, samples, plan.sigma))]))
+        ("request sizes", *_count(requests, samples, plan.sigma))],
+        rel.dealer_tests(view, released, noise, plan.sigma) if releases else [],
+        {"release_requests": sum(b - a for a, b in (v["requests"] for v in released[0]))} if releases else {}))
     for rank, mine in enumerate(views):
         found.append((f"party {rank}", "party", [
             ("coin", *_match(np.array([decode(plan, v["coin"]) for v in mine]), samples)),
             ("own bit parts", *_match(np.array([decode(plan, v["own"] ^ v["coin"]) for v in mine]), samples)),
             ("accept bits", *_count(np.array([v["first_accepted"] for v in mine], float), samples, plan.sigma)),
-            ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma))]))
+            ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma))],
+            rel.party_tests(released[rank], noise, released, plan.sigma) if releases else [],
+            {"release_received_from": sorted(released[rank][0]["masked"])} if releases else {}))
     coalition = views[:-1]  # every data party but the last: a coalition the threat model says learns nothing
     if len(coalition) >= 2:
         name = "parties 0 and 1" if len(coalition) == 2 else f"parties 0–{len(coalition) - 1}"
         pooled = [decode(plan, np.bitwise_xor.reduce([v[i]["own"] for v in coalition]) ^ views[0][i]["coin"])
                   for i in range(calls)]
-        found.append((name, "coalition", [("pooled bit parts", *_match(np.array(pooled), samples))]))
-    return [_entry(role, kind, tests, plan.sigma, calls, alpha) for role, kind, tests in found]
+        found.append((name, "coalition", [("pooled bit parts", *_match(np.array(pooled), samples))],
+                      rel.coalition_tests(released, noise, plan.sigma) if releases else [], {}))
+    return [_entry(role, kind, tests, release_tests, extra, sigma=plan.sigma, calls=calls, releases=releases,
+                   alpha=alpha) for role, kind, tests, release_tests, extra in found]
 
 
 def _test(name: str, scores: np.ndarray, two_sided: bool):
@@ -207,19 +242,31 @@ def _test(name: str, scores: np.ndarray, two_sided: bool):
     return Statistic(name, z, p)
 
 
-def _entry(role: str, kind: str, tests: list, sigma: float, calls: int, alpha: float) -> dict[str, Any]:
+def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[str, Any], *, sigma: float,
+           calls: int, releases: int, alpha: float) -> dict[str, Any]:
+    """A role's report: its verdict over all its statistics, the sampler's and the releases' (Bonferroni), the
+    most significant, the power of its first statistic and (with releases) the smallest release power."""
+    from mpcdp.jobs import release_views
+
     found = [_test(name, scores, two) for name, scores, two in tests]
+    found += [_test(name, scores, True) for name, scores, _ in release_tests]
     p = min(1.0, min(s.p for s in found) * len(found))
     worst = min(found, key=lambda s: s.p)
     pw, against = power(found[0].name, sigma, calls, alpha, len(found))
-    return {"role": role, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
-            "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
-            "statistics": [{"name": s.name, "z": s.z, "p": s.p} for s in found]}
+    entry = {"role": role, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
+             "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
+             "statistics": [{"name": s.name, "z": s.z, "p": s.p} for s in found]}
+    if release_tests:
+        entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
+                                           for _, _, coordinates in release_tests), 4)
+        entry["release_power_against"] = release_views.POWER_AGAINST
+    return entry | extra
 
 
 def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plant: str | None,
-                   progress=None) -> dict[str, Any]:
-    """Run the audit under ``security = "malicious"`` (module docstring) and return its report."""
+                   releases: int = 0, dim: int | None = None, progress=None) -> dict[str, Any]:
+    """Run the audit under ``security = "malicious"`` (module docstring; the releases,
+    :mod:`mpcdp.jobs.auth_release_views`) and return its report."""
     import os
 
     from mpcdp.config import MpcConfig
@@ -231,26 +278,33 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     from mpcdp.validation import check_integer, check_number
 
     check_integer(parties, "--parties", minimum=2)
+    dim = DEFAULT_DIM if dim is None else dim
     check_integer(calls, "--calls", minimum=10)
+    check_integer(releases, "--releases", minimum=0)
+    if releases:
+        check_integer(releases, "--releases", minimum=10)
+    check_integer(dim, "--dim", minimum=1)
     check_number(alpha, "--alpha", low=0.0, high=0.5)
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
-    if plant not in (None, "dealer"):
-        raise ConfigError(f"--plant-leak under --security malicious must be 'dealer'. Found {plant!r}.")
+    if plant not in (None, "dealer", PLANT):
+        raise ConfigError(f"--plant-leak under --security malicious must be 'dealer' or 'release'. Found {plant!r}.")
+    if plant == PLANT and releases < 1:
+        raise ConfigError("--plant-leak release needs --releases >= 10")
     plan = dg.plan_for(sigma)
     config = MpcConfig(parties=parties, provider="dealer", security="malicious", timeout_s=600.0)
     saved = os.environ.get(RECORD_DEALER_VIEW)
     os.environ[RECORD_DEALER_VIEW] = "1"
     try:
-        result = run_job(auth_views_party, config, args=(calls, sigma, plant), progress=progress,
+        result = run_job(auth_views_party, config, args=(calls, sigma, plant, releases, dim), progress=progress,
                          job={"name": "audit views", "security": "malicious", "calls": calls, "sigma": sigma,
-                              "plant": plant})
+                              "plant": plant, "releases": releases, "dim": dim})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
         else:
             os.environ[RECORD_DEALER_VIEW] = saved
     return {"provider": "dealer", "security": "malicious", "parties": parties, "noise_committee": parties,
-            "calls": calls, "releases": 0, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
+            "calls": calls, "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
             "circuit": CIRCUIT.split(":")[0],
             "noise_known_to": noise_known_to(drawn_by=EVERY_PARTY, provider="dealer", parties=parties),
             "roles": _roles(result, plan, alpha)}

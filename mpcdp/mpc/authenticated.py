@@ -70,6 +70,7 @@ per product from the dealer to party 0; a square half of that (n elements, 64 by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import weakref
@@ -86,6 +87,7 @@ S_BITS = 64
 """s: the statistical security parameter of the MACs (bits), as dealt."""
 
 _DOMAIN = b"mpcdp/mac-check/1"
+_UNMASKED_INPUTS: set[int] = set()  # the view audit's planted leak in force in this process (never in a run)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,14 +359,32 @@ def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: 
     state = _session(ctx)
     flat = encoded.reshape(-1).to(torch.int64)
     own, masks = AuthMasks.fetch(flat.numel())
-    opened = opened_checked(ctx, flat - own.lo, label=f"{label} (masked inputs)", kind="masked",
-                                    reason="Σ_o (x_o − r_o) for dealt masks r_o only each input's owner knows: uniform")
+    ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o, for the view audit (a no-op in a run)
+    sent = flat if ctx.rank in _UNMASKED_INPUTS else flat - own.lo
+    opened = opened_checked(ctx, sent, label=f"{label} (masked inputs)", kind="masked",
+                            reason="Σ_o (x_o − r_o) for dealt masks r_o only each input's owner knows: uniform")
     state.note_public("masked inputs", opened)
-    value, mac = masks[0]
-    for other_value, other_mac in masks[1:]:
+    kept = [pair for owner, pair in enumerate(masks) if owner not in _UNMASKED_INPUTS]
+    value, mac = kept[0]
+    for other_value, other_mac in kept[1:]:
         value, mac = RING.add(value, other_value), RING.add(mac, other_mac)
     value, mac = add_public(RING, state.alpha, ctx.rank, value, mac, opened)
     return AuthShared(value.reshape(*encoded.shape), mac.reshape(*encoded.shape), precision)
+
+
+@contextlib.contextmanager
+def planted_unmasked_input(party: int):
+    """Within the block, in this process, :func:`input_sum` leaves out ``party``'s dealt mask: that party sends
+    its x in the clear and every party leaves [[r_party]] out of the sum (so the sum, and its MACs, are
+    unchanged). **A planted leak**: whoever combines the masked inputs (the opening plan's first member, or a
+    chunk's) then receives that party's input. Only the view audit (``mpcdp audit views --security malicious
+    --plant-leak release``, :mod:`mpcdp.jobs.auth_release_views`) uses it, on every party at once, to show
+    that it detects such a contribution; a run never does."""
+    _UNMASKED_INPUTS.add(party)
+    try:
+        yield
+    finally:
+        _UNMASKED_INPUTS.discard(party)
 
 
 def mac_key_share(ctx: MpcContext) -> torch.Tensor:
