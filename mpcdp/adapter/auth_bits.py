@@ -32,6 +32,7 @@ from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING, WORDS, _no_dealer, _own_share, _party0_share
+from mpcdp.errors import ProtocolViolation
 from mpcdp.adapter.material import Material, _dealer_generator
 from mpcdp.transport import costs
 
@@ -83,4 +84,234 @@ class AuthBits(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-KINDS: tuple[type[Material], ...] = (AuthBits,)
+# -- the bit domain (SPDZ2k with k = 1, circuit dg-auth/2, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
+#
+# A bit-domain element is one int64 word per party for its value share and one for its MAC share: Σ value shares
+# = x in Z_2^64, whose low bit is the bit (the 63 upper bits are "don't care"), and Σ MAC shares = α_b·x mod 2^64
+# under the bit-domain key α_b = Σ α_b,i (a uniform 64-bit word per party; s = 63 MAC bits above the one value
+# bit). Every value share comes from the keyed generator each party shares with the dealer (party 0's too: a
+# dealt bit is the XOR of the low bits of every party's draw, as :class:`AuthBits`' b), so party 0's reply carries
+# only what is correlated: the MAC shares, and a product's value share.
+
+
+def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
+    """Party 0's MAC shares (n,) of bit-domain ``values`` (the dealer's α_b·x minus parties 1..m−1's MAC draws)."""
+    key = getattr(dealer, "bit_key", None)
+    if key is None:
+        raise ProtocolViolation("party 0 asked the dealer for bit-domain material before the bit MAC key", party=0)
+    mac = key * values
+    for generator in dealer._get_generators()[1:]:
+        mac = mac - keyed.ring(values.shape, generator=generator)
+    return mac
+
+
+def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
+    """This party's k MAC-share vectors (n,) (and whatever else party 0's reply carries, in the reply's order)."""
+    if rank() == 0:
+        reply = request().reshape(n, k)
+        return [reply[:, t] for t in range(k)]
+    return [keyed.ring((n,), generator=generator) for _ in range(k)]
+
+
+class BitKey(Material):
+    """This party's share α_b,i of the bit-domain MAC key (a uniform 64-bit word; the dealer keeps α_b)."""
+
+    @staticmethod
+    def reply_shape() -> tuple[int, ...]:
+        return (0,)
+
+    @staticmethod
+    def serve(dealer):
+        total = torch.zeros((), dtype=torch.int64)
+        for generator in dealer._get_generators():
+            total = total + keyed.ring((1,), generator=generator)[0]
+        dealer.bit_key = total
+        return torch.zeros(0, dtype=torch.int64)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls) -> torch.Tensor:
+        costs.record("bit_mac_key", 1)
+        return provider().serve(cls)
+
+    @classmethod
+    def from_dealer(cls) -> torch.Tensor:
+        generator = _dealer_generator()
+        if rank() == 0:
+            cls.request()
+        return keyed.ring((1,), generator=generator)[0]
+
+
+class BitRandoms(Material):
+    """n bit-domain elements r, uniform in Z_2^64, that no party knows (the 2·r masks of the bit check's
+    openings): value shares from every party's generator, party 0's MAC share dealt (8 bytes each)."""
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        return _bit_macs(dealer, values)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("bit_randoms", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        value = keyed.ring((n,), generator=generator)
+        (mac,) = _bit_own_macs(generator, n, 1, lambda: cls.request(n))
+        return value, mac
+
+
+class BitShares(BitRandoms):
+    """n dealt uniform bits in the bit domain (the low bit of a :class:`BitRandoms` element: the XOR of the low
+    bits of every party's value draw), noted in the dealer's recorded view like :class:`AuthBits`' (the view
+    audit). 8 bytes per bit to party 0."""
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        dealer_view.note_draw(bits=values & 1)
+        return _bit_macs(dealer, values)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("bit_shares", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        value, mac = super().from_dealer(n)
+        if PARTS is not None:
+            PARTS.append((value & 1).clone())
+        return value, mac
+
+
+class BitTriples(Material):
+    """n bit-domain Beaver triples: a, b uniform in Z_2^64 (value shares from every party's generator) and
+    c = a·b mod 2^64, so c's low bit is the AND of a's and b's. Party 0's reply: its value share of c and its MAC
+    shares of a, b and c, 4 words (32 bytes) per triple."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, 4)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        generators = dealer._get_generators()
+        a, b = torch.zeros(n, dtype=torch.int64), torch.zeros(n, dtype=torch.int64)
+        for generator in generators:
+            a = a + keyed.ring((n,), generator=generator)
+            b = b + keyed.ring((n,), generator=generator)
+        c = a * b
+        for generator in generators[1:]:  # parties 1..m−1 draw their share of c first, then the three MACs
+            c = c - keyed.ring((n,), generator=generator)
+        return torch.stack([c, _bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, a * b)], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """[(value, MAC) shares of a, of b, of c], each (n,)."""
+        costs.record("bit_triples", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        generator = _dealer_generator()
+        a, b = keyed.ring((n,), generator=generator), keyed.ring((n,), generator=generator)
+        if rank() == 0:
+            c, a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 4, lambda: cls.request(n))
+        else:
+            c = keyed.ring((n,), generator=generator)
+            a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
+        return [(a, a_mac), (b, b_mac), (c, c_mac)]
+
+
+class DaBits(Material):
+    """n daBits: a uniform bit r that no party knows, authenticated in both domains — a bit-domain element whose low
+    bit is r (value shares from every party's generator, as :class:`BitShares`) and an element [[r]] of
+    :mod:`.mac_material`'s Z_2^128 with value exactly r. Party 0's reply: its bit-domain MAC share and its four
+    Z_2^128 words, 5 words (40 bytes) per daBit."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, 1 + WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        dealer_view.note_draw(bits=values & 1)
+        bit_mac = _bit_macs(dealer, values)
+        return torch.cat([bit_mac.reshape(n, 1), _party0_share(dealer, RING.lift(values & 1), n)], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        """((bit-domain value, MAC) shares, (Z_2^128 value, MAC) shares), each of n elements."""
+        costs.record("da_bits", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        value = keyed.ring((n,), generator=generator)
+        if rank() == 0:
+            reply = cls.request(n)
+            return ((value, reply[:, 0]),
+                    (Wide(reply[:, 1], reply[:, 2]), Wide(reply[:, 3], reply[:, 4])))
+        mac = keyed.ring((n,), generator=generator)
+        return (value, mac), _own_share(generator, n, None)
+
+
+class EdaBits(Material):
+    """n edaBits of ``bits`` bits: r = Σ_i 2^i·r_i for uniform bits r_i no party knows, each r_i a bit-domain
+    element (value shares from every party's generator) and r itself one element [[r]] of Z_2^128 (value exactly
+    r < 2^bits). Party 0's reply: ``bits`` bit-domain MAC shares and four Z_2^128 words, 8·(bits + 4) bytes."""
+
+    @staticmethod
+    def reply_shape(n: int, bits: int) -> tuple[int, ...]:
+        return (n, bits + WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int, bits: int):
+        values = torch.zeros(n, bits, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n, bits), generator=generator)
+        dealer_view.note_draw(bits=values & 1)
+        macs = _bit_macs(dealer, values)
+        r = ((values & 1) << torch.arange(bits)).sum(1)
+        return torch.cat([macs, _party0_share(dealer, RING.lift(r), n)], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        """((bit-domain value, MAC) shares (n, bits), (Z_2^128 value, MAC) shares of r (n,))."""
+        costs.record("eda_bits", n)
+        return provider().serve(cls, n, bits)
+
+    @classmethod
+    def from_dealer(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        value = keyed.ring((n, bits), generator=generator)
+        if rank() == 0:
+            reply = cls.request(n, bits)
+            return ((value, reply[:, :bits]),
+                    (Wide(reply[:, bits], reply[:, bits + 1]), Wide(reply[:, bits + 2], reply[:, bits + 3])))
+        mac = keyed.ring((n, bits), generator=generator)
+        return (value, mac), _own_share(generator, n, None)
+
+
+KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits)
