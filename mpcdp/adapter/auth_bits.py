@@ -251,7 +251,7 @@ class DaBits(Material):
         values = torch.zeros(n, dtype=torch.int64)
         for generator in dealer._get_generators():
             values = values + keyed.ring((n,), generator=generator)
-        dealer_view.note_draw(bits=values & 1)
+        dealer_view.note_draw(da_bits=values & 1)
         bit_mac = _bit_macs(dealer, values)
         return torch.cat([bit_mac.reshape(n, 1), _party0_share(dealer, RING.lift(values & 1), n)], 1)
 
@@ -289,7 +289,7 @@ class EdaBits(Material):
         values = torch.zeros(n, bits, dtype=torch.int64)
         for generator in dealer._get_generators():
             values = values + keyed.ring((n, bits), generator=generator)
-        dealer_view.note_draw(bits=values & 1)
+        dealer_view.note_draw(eda_bits=values & 1)
         macs = _bit_macs(dealer, values)
         r = ((values & 1) << torch.arange(bits)).sum(1)
         return torch.cat([macs, _party0_share(dealer, RING.lift(r), n)], 1)

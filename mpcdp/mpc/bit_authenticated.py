@@ -242,7 +242,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     state.note_public("parities", y)
     digest, state.view = _words(state.view.digest()), hashlib.sha256(_DOMAIN)
     if bool((y & 1).any()):
-        raise _fail(label, "an opened bit was altered")
+        raise _fail(label, "a share or an opened value was altered")
     mine = (chi * (y_mac - state.alpha * y)).sum().reshape(1)
     mine_words, nonce = torch.cat([mine, torch.zeros(1, dtype=torch.int64)]), secure_key()
     bound = ctx.members_exchange(torch.cat([_commitment(label, ctx.rank, mine_words, nonce), digest]),
@@ -258,7 +258,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
             raise _fail(label, "its σ share does not match its commitment", party=j)
         total = total + words[0]
     if int(total) != 0:
-        raise _fail(label, "a share or an opened bit was altered")
+        raise _fail(label, "a share or an opened value was altered")
 
 
 def note_public(ctx: MpcContext, label: str, words: torch.Tensor) -> None:
