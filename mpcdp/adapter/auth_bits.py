@@ -195,14 +195,28 @@ class BitShares(BitRandoms):
         return value, mac
 
 
+def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
+    """Flat 0/1 int64 bits, 64 to a word (bit i of word w is bit 64·w + i)."""
+    n = bits.numel()
+    padded = torch.zeros(-(-n // 64) * 64, dtype=torch.int64)
+    padded[:n] = bits.reshape(-1) & 1
+    return (padded.reshape(-1, 64) << torch.arange(64)).sum(1)
+
+
+def _unpack_bits(words: torch.Tensor, n: int) -> torch.Tensor:
+    return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
+
+
 class BitTriples(Material):
-    """n bit-domain Beaver triples: a, b uniform in Z_2^64 (value shares from every party's generator) and
-    c = a·b mod 2^64, so c's low bit is the AND of a's and b's. Party 0's reply: its value share of c and its MAC
-    shares of a, b and c, 4 words (32 bytes) per triple."""
+    """n bit-domain Beaver triples: a, b uniform in Z_2^64 (value shares from every party's generator) and c with
+    c ≡ a·b (mod 2), so c's low bit is the AND of a's and b's (its upper bits don't care). Every value share of c
+    comes from a generator too, party 0's except its low bit β, which the dealer sets so that the shares sum to
+    the AND mod 2. Party 0's reply: its MAC shares of a, b and c (3 words) and β (packed 64 to a word): 24⅛ bytes
+    per triple."""
 
     @staticmethod
     def reply_shape(n: int) -> tuple[int, ...]:
-        return (n, 4)
+        return (3 * n + -(-n // 64),)
 
     @staticmethod
     def serve(dealer, n: int):
@@ -211,10 +225,14 @@ class BitTriples(Material):
         for generator in generators:
             a = a + keyed.ring((n,), generator=generator)
             b = b + keyed.ring((n,), generator=generator)
-        c = a * b
+        own = keyed.ring((n,), generator=generators[0]) & ~1  # party 0's share of c but its low bit
+        others = torch.zeros(n, dtype=torch.int64)
         for generator in generators[1:]:  # parties 1..m−1 draw their share of c first, then the three MACs
-            c = c - keyed.ring((n,), generator=generator)
-        return torch.stack([c, _bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, a * b)], 1)
+            others = others + keyed.ring((n,), generator=generator)
+        low = (a * b - others) & 1
+        c = own + low + others
+        macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
+        return torch.cat([macs.reshape(-1), _pack_bits(low)])
 
     generate = staticmethod(_no_dealer)
 
@@ -227,11 +245,13 @@ class BitTriples(Material):
     @classmethod
     def from_dealer(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         generator = _dealer_generator()
-        a, b = keyed.ring((n,), generator=generator), keyed.ring((n,), generator=generator)
+        a, b, c = (keyed.ring((n,), generator=generator) for _ in range(3))
         if rank() == 0:
-            c, a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 4, lambda: cls.request(n))
+            reply = cls.request(n)
+            macs = reply[: 3 * n].reshape(n, 3)
+            c = (c & ~1) + _unpack_bits(reply[3 * n:], n)
+            a_mac, b_mac, c_mac = macs[:, 0], macs[:, 1], macs[:, 2]
         else:
-            c = keyed.ring((n,), generator=generator)
             a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
         return [(a, a_mac), (b, b_mac), (c, c_mac)]
 

@@ -39,8 +39,8 @@ and s in the deviation harness's vectorised model (``tests/deviation_harness.py`
 ``tests/test_bit_authenticated.py``).
 
 Cost per party, m parties: a product, one XOR opening of 2 bits packed (2/64 words per product; 1 round for 2
-parties, 2 for more) and 32 bytes from the dealer to party 0 (the value share of c and the MAC shares of a, b,
-c); a dealt bit 8 bytes; a daBit 40 bytes and one opened bit. The check: λ·n bit-times-word products locally
+parties, 2 for more) and 24⅛ bytes from the dealer to party 0 (the MAC shares of a, b, c and one bit of c's
+value share); a dealt bit 8 bytes; a daBit 40 bytes and one opened bit. The check: λ·n bit-times-word products locally
 (twice: values and MACs), one opening of λ words (8λ dealt bytes for the 2·r_t), two coin rounds and the
 commitment and σ rounds of SPDZ2k's check (four rounds), independent of n.
 """
@@ -52,6 +52,7 @@ import hashlib
 import math
 import weakref
 
+import numpy as np
 import torch
 
 from mpcdp.adapter.auth_bits import BitKey, BitRandoms, BitShares, BitTriples, DaBits
@@ -68,7 +69,7 @@ PARITY_CHECKS = 48
 """λ: rows of the check's parity combinations (each halves a flipped bit's chance to pass)."""
 
 _DOMAIN = b"mpcdp/bit-check/1"
-_CHUNK = 1 << 15  # columns of the coin's bit matrix unpacked at a time (λ·_CHUNK int64 words)
+_CHUNK = 1 << 16  # columns of the coin's bit matrix unpacked at a time (λ·_CHUNK words)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +169,7 @@ def open_bits(ctx: MpcContext, x: BitShared, *, label: str, kind: str, reason: s
 
 def multiply(ctx: MpcContext, x: BitShared, y: BitShared, *, label: str) -> BitShared:
     """x AND y (elementwise, one shape) by a dealt bit triple (module docstring): the low bits of ε and δ opened
-    (2 bits per product, packed), 32 bytes per product from the dealer to party 0."""
+    (2 bits per product, packed), 24⅛ bytes per product from the dealer to party 0."""
     if x.value.shape != y.value.shape:
         raise ValueError("cannot multiply authenticated bits of different shapes")
     shape = x.value.shape
@@ -207,14 +208,20 @@ def to_arithmetic(ctx: MpcContext, x: BitShared, *, label: str) -> AuthShared:
 
 def _combinations(rows: torch.Tensor, n: int, vectors: torch.Tensor) -> torch.Tensor:
     """Σ_j b_tj·v_j mod 2^64 for the coin's bit matrix (packed words, (λ, ⌈n/64⌉)) and int64 ``vectors``
-    (k, n): (λ, k)."""
-    total = torch.zeros(rows.shape[0], vectors.shape[0], dtype=torch.int64)
+    (k, n): (λ, k). Exact: each word split into eight 8-bit limbs, summed by a float32 matrix product per chunk
+    of at most 2^16 columns (every partial sum < 2^16·2^8 = 2^24, float32's exact range), accumulated in int64
+    and recombined mod 2^64."""
+    k = vectors.shape[0]
+    shifts = 8 * torch.arange(8)
+    raw = vectors.contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(k, n, 8)  # byte l: v_j's
+    limbs = torch.from_numpy(raw.transpose(1, 0, 2).reshape(n, 8 * k)).to(torch.float32)  # (n, 8k)
+    total = torch.zeros(rows.shape[0], 8 * k, dtype=torch.int64)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
-        words = rows[:, start // 64: math.ceil(stop / 64)]
-        bits = ((words.unsqueeze(-1) >> torch.arange(64)) & 1).reshape(rows.shape[0], -1)[:, : stop - start]
-        total += (bits.unsqueeze(1) * vectors[:, start:stop].unsqueeze(0)).sum(-1)
-    return total
+        words = rows[:, start // 64: math.ceil(stop / 64)].contiguous().numpy().astype("<i8", copy=False)
+        bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")[:, : stop - start]
+        total += (torch.from_numpy(bits).to(torch.float32) @ limbs[start:stop]).to(torch.int64)
+    return (total.reshape(rows.shape[0], k, 8) << shifts).sum(-1)
 
 
 def bit_check(ctx: MpcContext, *, label: str) -> None:

@@ -4,7 +4,7 @@ checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/2.
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
 :mod:`mpcdp.mpc.bit_authenticated` (an element of Z_2^64 whose low bit is the value, 64-bit MACs, s = 63; AND a
-Beaver product opening two bits, 32 bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
+Beaver product opening two bits, 24⅛ bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
 :mod:`mpcdp.mpc.authenticated` (s = 64). Both checks — the bit check (λ = 48 parity rows, then SPDZ2k's check on
 them: 2^-47.99) and the batched MAC check (2^-57.9) — run before the accept bits are opened, and the bit check
 again right after, before they choose which candidates are kept: a party that deviates anywhere in the sampler
@@ -33,7 +33,7 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
 
-Cost per candidate (:func:`products_per_candidate`): 873 bit products (2 bits opened, 32 bytes dealt each),
+Cost per candidate (:func:`products_per_candidate`): 873 bit products (2 bits opened, 24⅛ bytes dealt each),
 11 products in Z_2^128 (4 words opened, 96 bytes dealt each), 530 dealt bits (8 bytes each), one edaBit
 (8·68 bytes), 5 + (k + 3) + 1 daBits (40 bytes and one opened bit each); measured in
 benchmarks/results/noise-malicious.md. Not optimised further: the first factor's early drop, which the
@@ -58,7 +58,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/2: bits in SPDZ2k's k = 1 domain (low bit of Z_2^64, s = 63; AND opens 2 bits, 32 dealt bytes; "
+CIRCUIT = ("dg-auth/2: bits in SPDZ2k's k = 1 domain (low bit of Z_2^64, s = 63; AND opens 2 bits, 24⅛ dealt bytes; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux, both checks before the accept bits and the bit check after")
