@@ -21,11 +21,13 @@ function of a's, b's and c's.
 The check (:func:`bit_check`) of the n bits x̃_j opened since the last one, with [[z_j]] = [[x_j]] − x̃_j (whose
 value is even exactly when x̃_j is right): (1) a coin every party committed to before any part was opened
 (:mod:`mpcdp.mpc.coin`), drawn after the opened bits are fixed, gives λ = :data:`PARITY_CHECKS` rows of public
-bits b_tj and λ words χ_t; (2) the parties open, in full (64 bits), y_t = Σ_j b_tj·[[z_j]] + 2·[[r_t]] for dealt
-[[r_t]] nobody knows (:class:`~mpcdp.adapter.auth_bits.BitRandoms`: 2·r_t hides every bit of y_t above bit 0,
-and bit 0 of an honest y_t is 0); (3) a y_t with bit 0 set is a failure; (4) SPDZ2k's batched MAC check on the
-y_t, as :func:`mpcdp.mpc.authenticated.mac_check` (commitments to σ_i = Σ_t χ_t·(m_i(y_t) − α_b,i·y_t)
-with the digest of this party's view, then σ_i with its nonce; Σ σ_i ≢ 0 mod 2^64 is a failure).
+bits b_tj; (2) the parties open, in full (64 bits), y_t = Σ_j b_tj·[[z_j]] + 2·[[r_t]] for dealt [[r_t]] nobody
+knows (:class:`~mpcdp.adapter.auth_bits.BitRandoms`: 2·r_t hides every bit of y_t above bit 0, and bit 0 of an
+honest y_t is 0); (3) a y_t with bit 0 set is a failure; (4) SPDZ2k's batched MAC check on the y_t, as
+:func:`mpcdp.mpc.authenticated.mac_check`: a second committed coin, drawn only after the y_t are opened (a
+cheater that knew it before could choose errors on two odd rows whose combination vanishes), gives λ words χ_t;
+commitments to σ_i = Σ_t χ_t·(m_i(y_t) − α_b,i·y_t) with the digest of this party's view, then σ_i with its
+nonce; Σ σ_i ≢ 0 mod 2^64 is a failure).
 
 Soundness (``mpcdp/README.md``, "Authenticated bits"). Let Δ_j be the error a deviation puts on opened bit j (its
 sent bits, or its shares through other material). If some Δ_j is odd, each y_t carries the error Σ_j b_tj·Δ_j,
@@ -226,8 +228,8 @@ def _combinations(rows: torch.Tensor, n: int, vectors: torch.Tensor) -> torch.Te
 
 def bit_check(ctx: MpcContext, *, label: str) -> None:
     """Check every bit opened since the last check (module docstring); raise
-    :class:`~mpcdp.errors.MacCheckFailed` on a failure, on every honest party. Six rounds (coin, opening,
-    commitments, σ), independent of how many bits are checked."""
+    :class:`~mpcdp.errors.MacCheckFailed` on a failure, on every honest party. Eight rounds (two committed coins
+    of two rounds each, the parities' opening, commitments, σ), independent of how many bits are checked."""
     state = _session(ctx)
     if not state.pending:
         return
@@ -236,9 +238,8 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     macs = torch.cat([m for _, _, m in state.pending])
     state.pending.clear()
     n, rows = opened.numel(), PARITY_CHECKS
-    stream = ctx.common_stream(label=f"{label}: bit-check coin", domain=_DOMAIN)
-    coin = stream.words(rows * math.ceil(n / 64) + rows)
-    chi, matrix = coin[:rows], coin[rows:].reshape(rows, -1)
+    stream = ctx.common_stream(label=f"{label}: bit-check rows", domain=_DOMAIN)
+    matrix = stream.words(rows * math.ceil(n / 64)).reshape(rows, -1)
     own = values - opened if ctx.rank == 0 else values
     combined = _combinations(matrix, n, torch.stack([own, macs - state.alpha * opened]))
     r_value, r_mac = BitRandoms.fetch(rows)
@@ -250,6 +251,9 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     digest, state.view = _words(state.view.digest()), hashlib.sha256(_DOMAIN)
     if bool((y & 1).any()):
         raise _fail(label, "a share or an opened value was altered")
+    # χ only now, after the y_t are fixed: a cheater that knew χ before opening could pick errors on two odd
+    # rows whose χ-combination vanishes mod 2^64 and pass the MAC check with certainty
+    chi = ctx.common_stream(label=f"{label}: bit-check coin", domain=_DOMAIN).words(rows)
     mine = (chi * (y_mac - state.alpha * y)).sum().reshape(1)
     mine_words, nonce = torch.cat([mine, torch.zeros(1, dtype=torch.int64)]), secure_key()
     bound = ctx.members_exchange(torch.cat([_commitment(label, ctx.rank, mine_words, nonce), digest]),
