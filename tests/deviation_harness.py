@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter import auth_bits, mac_material
+from mpcdp.adapter import auth_bits, keyed, mac_material
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
 from mpcdp.adapter.material import Material
@@ -291,6 +291,9 @@ def _patched_dealer(sim: SimParties):
         (mac_material, "_dealer_generator", lambda: _local.ctx.generator),
         (auth_bits, "_dealer_generator", lambda: _local.ctx.generator),
         (Material, "request", classmethod(lambda cls, *args: cls.serve(sim.dealer, *args))),
+        # no keyed stream of an earlier test in this process answers for the simulation's torch generators
+        # (keyed streams are looked up by id(), which a new generator can reuse)
+        (keyed, "_KEYED", {}),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in replacements]
     for owner, name, value in replacements:

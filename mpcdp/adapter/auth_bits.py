@@ -1,26 +1,32 @@
 """The dealer's authenticated random bits, for the in-MPC sampler under ``security = "malicious"``.
 
-:class:`AuthBits`: n authenticated values [[b]] (:mod:`.mac_material`'s layout: value and MAC shares in Z_2^128,
-k = s = 64) whose value b is a uniform bit, 0 or 1, that no data party knows. b is the XOR of one bit drawn
-from every party's dealer generator (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum
-of one word from each: a party knows its own bit of the XOR only. The authenticated sampler
-(:mod:`mpcdp.noise.auth_gaussian`) uses them for every uniform bit of a candidate (XORed with the committee's
-committed coin, so the dealer alone does not know them either: issue 44) and for the masks of its
-arithmetic-to-bits step, whose [[r]] = Σ 2^i·[[r_i]] is then a linear function of 64 of them (an edaBit with
-no material of its own).
+Two domains. :class:`AuthBits`: n authenticated values [[b]] of :mod:`.mac_material`'s Z_2^128 (k = s = 64) whose
+value b is a uniform bit that no data party knows, the XOR of one bit drawn from every party's dealer generator
+(party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
+to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 uses the bit domain below). The k = 1 bit
+domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/2): a bit is one int64 value word and one MAC word per
+party, its value the low bit of Σ value words, its MAC Σ MAC words = α_b·Σ value words mod 2^64 under the bit key
+(:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so party 0's reply
+carries only what is correlated: :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's
+draw) and :class:`BitRandoms` (uniform words, the bit check's masks) 8 bytes each, :class:`BitTriples` 24⅛ bytes
+(three MAC words and the low bit of party 0's share of c), :class:`DaBits` 40 bytes (a bit in both domains: its
+bit-domain MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 8·(bits + 4) bytes (``bits`` bit-domain
+bits and r = Σ 2^i·r_i in Z_2^128). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
+with the committee's committed coin, so the dealer alone does not know them either (issue 44).
 
-Seeding, as every kind: parties 1..m−1 draw their value and MAC shares from their keyed dealer generator, the
-dealer draws the same words, and party 0 receives the difference (4 words per bit). Security: the dealer is
-honest and colludes with nobody (issue 48's model); it knows every b. A dealt b is a bit by construction, so
-the sampler needs no check that it is one: with an honest dealer nobody can deal anything else, and a party
-that draws other words than the dealer's breaks only its own shares' correlation, which the next MAC check
-catches (:func:`mpcdp.mpc.authenticated.mac_check`).
+Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
+same words, and party 0 receives the difference. Security: the dealer is honest and colludes with nobody (issue
+48's model); it knows every dealt bit and both keys. A dealt bit is a bit by construction, so nothing checks that
+it is one: with an honest dealer nobody can deal anything else, and a party that draws other words than the
+dealer's breaks only its own shares' correlation, which the next check catches
+(:func:`mpcdp.mpc.authenticated.mac_check`, :func:`mpcdp.mpc.bit_authenticated.bit_check`).
 
-View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every b
-it deals in its recorded view (:mod:`.dealer_view`), and a party that records (:func:`record_parts`) keeps its
-own part of each XOR; neither records anything otherwise.
+View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every bit
+it deals in its recorded view (:mod:`.dealer_view`: the candidate bits under ``bits``, daBits and edaBits under
+their own names), and a party that records (:func:`record_parts`) keeps its own part of each candidate bit's XOR;
+neither records anything otherwise.
 
-Declared cost: party 0's reply, 4·8 = 32 bytes per bit; the other parties nothing (their shares come from their
+Declared cost: party 0's reply as above per element; the other parties nothing (their shares come from their
 dealer keys); one request per call.
 """
 

@@ -58,7 +58,6 @@ import numpy as np
 import torch
 
 from mpcdp.adapter.auth_bits import BitKey, BitRandoms, BitShares, BitTriples, DaBits
-from mpcdp.adapter.mac_material import RING
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.authenticated import AuthShared, _commitment, _fail, _words, opened_checked
 from mpcdp.mpc.context import MpcContext
