@@ -106,3 +106,16 @@ def test_packing_keeps_every_bit(n):
     bits = torch.randint(0, 2, (n,), generator=torch.Generator().manual_seed(n))
     words = B.pack(bits)
     assert words.numel() == -(-n // 64) and torch.equal(B.unpack(words, n), bits)
+
+
+def test_the_checks_parity_combinations_are_exact_mod_2_64_across_a_chunk_boundary():
+    """bit_check's Σ_j b_tj·v_j (float32 products on 8-bit limbs) equals the int64 sum, for words at the extremes
+    and columns past one chunk of 2^16."""
+    g = torch.Generator().manual_seed(64)
+    n = (1 << 16) + 77
+    rows = torch.randint(-(1 << 63), (1 << 63) - 1, (B.PARITY_CHECKS, -(-n // 64)), generator=g)
+    vectors = torch.randint(-(1 << 63), (1 << 63) - 1, (2, n), generator=g)
+    vectors[0, :1000], vectors[1, :1000] = -1, -(1 << 63)
+    bits = B.unpack(rows.reshape(-1), rows.numel() * 64).reshape(B.PARITY_CHECKS, -1)[:, :n]
+    expected = torch.stack([(bits * v).sum(1) for v in vectors], 1)
+    assert torch.equal(B._combinations(rows, n, vectors), expected)
