@@ -3,7 +3,7 @@ thread per party, running mpcdp's own protocol code, with a hook on every messag
 
 What is reused, unchanged: every function of :mod:`mpcdp.mpc.authenticated` (inputs, openings, products, squares,
 the batched MAC check with its commitments and view digests), :mod:`mpcdp.mpc.bounded` (the bound checks),
-:mod:`mpcdp.mpc.auth_circuits` and :mod:`mpcdp.noise.auth_gaussian` (the sampler, circuit dg-auth/1),
+:mod:`mpcdp.mpc.auth_circuits` and :mod:`mpcdp.noise.auth_gaussian` (the sampler, circuit dg-auth/2),
 :func:`mpcdp.mpc.release.noisy_release` (the release), and the dealer's own formulas for the authenticated
 material (``serve`` and ``from_dealer`` of :mod:`mpcdp.adapter.mac_material` and :mod:`mpcdp.adapter.auth_bits`:
 the dealer's and the parties' generators are seeded torch generators here, where the real run keys them from
@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter import auth_bits, mac_material
+from mpcdp.adapter import auth_bits, keyed, mac_material
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
 from mpcdp.adapter.material import Material
@@ -116,7 +116,7 @@ class SimContext:
         if not wide:
             total = torch.zeros_like(flat)
             for words in received.values():
-                total = total + words
+                total = total ^ words if xor else total + words
             return total
         total_wide = RING.zeros((flat.shape[0],))
         for words in received.values():
@@ -291,6 +291,9 @@ def _patched_dealer(sim: SimParties):
         (mac_material, "_dealer_generator", lambda: _local.ctx.generator),
         (auth_bits, "_dealer_generator", lambda: _local.ctx.generator),
         (Material, "request", classmethod(lambda cls, *args: cls.serve(sim.dealer, *args))),
+        # no keyed stream of an earlier test in this process answers for the simulation's torch generators
+        # (keyed streams are looked up by id(), which a new generator can reuse)
+        (keyed, "_KEYED", {}),
     ]
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in replacements]
     for owner, name, value in replacements:
@@ -335,7 +338,7 @@ def sum_job(d: int, seed: int) -> Callable[[SimContext], Any]:
 
 
 def full_job(d: int, seed: int, sigma: float = 16.0) -> Callable[[SimContext], Any]:
-    """Every stage: d samples of the authenticated sampler (dg-auth/1, σ in grid units), every party's term checked
+    """Every stage: d samples of the authenticated sampler (dg-auth/2, σ in grid units), every party's term checked
     against the L2 bound 1 (bounded inputs), summed, the noise added, released. Returns (the release, this party's
     noise share's value words) so a test can rebuild the noise."""
     from mpcdp.mpc.release import noisy_release
@@ -542,3 +545,49 @@ def model_check(s: int, m: int, kind: str, trials: int, seed: int, n: int = 4) -
     total = ring.sum0(Wide(total.lo.T, total.hi.T))
     passed = (total.lo == 0) & (total.hi == 0)
     return passed, (e.lo != 0).any(1)
+
+
+def bit_model_check(rows: int, s: int, trials: int, seed: int, n: int = 8, m: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """The check's soundness at a reduced λ = ``rows`` and s (MACs mod 2^(1+s)), vectorised over ``trials``
+    independent checks of n opened bits among m parties, with :mod:`mpcdp.mpc.bit_authenticated`'s formulas for
+    the combinations and σ (vectorised over the checks). Party 1 flips the bit it sends for one random opened bit (or a random nonempty set of them), then,
+    after the coin, adds to each y_t share the parity fix (bit 0 of Σ_j b_tj·Δ_j) and to its σ share its best
+    correction with a guess of the key. Returns (passed, changed): whether each check passed and whether an
+    opened bit was wrong."""
+    g = torch.Generator().manual_seed(seed)
+    mask = (1 << (1 + s)) - 1 if s < 63 else -1
+
+    def uniform(*shape: int) -> torch.Tensor:
+        return torch.randint(-(1 << 63), (1 << 63) - 1, shape, generator=g, dtype=torch.int64)
+
+    alphas = [uniform(trials, 1) & ((1 << s) - 1) for _ in range(m)]
+    alpha = sum(alphas)
+    x = uniform(trials, n)
+    shares = [uniform(trials, n) for _ in range(m - 1)]
+    shares = [x - sum(shares)] + shares
+    macs = [uniform(trials, n) for _ in range(m - 1)]
+    macs = [alpha * x - sum(macs)] + macs
+    flips = (torch.rand(trials, n, generator=g) < 0.5).to(torch.int64)
+    flips[torch.arange(trials), torch.randint(0, n, (trials,), generator=g)] = 1
+    opened = (x & 1) ^ flips  # what party 1's flipped sends make everyone see
+    matrix = (torch.rand(trials, rows, n, generator=g) < 0.5).to(torch.int64)
+    r = uniform(trials, rows)
+    r_shares = [uniform(trials, rows) for _ in range(m - 1)]
+    r_shares = [r - sum(r_shares)] + r_shares
+    r_macs = [uniform(trials, rows) for _ in range(m - 1)]
+    r_macs = [alpha * r - sum(r_macs)] + r_macs
+    y_shares, y_macs = [], []
+    for i in range(m):
+        own = shares[i] - opened if i == 0 else shares[i]
+        y_shares.append((matrix * own.unsqueeze(1)).sum(-1) + 2 * r_shares[i])
+        y_macs.append((matrix * (macs[i] - alphas[i] * opened).unsqueeze(1)).sum(-1) + 2 * r_macs[i])
+    parity = (matrix * flips.unsqueeze(1)).sum(-1) & 1  # what each row's bit 0 carries: known to party 1
+    y_shares[1] = y_shares[1] + parity  # party 1's fix of bit 0 (an odd error on y_t)
+    y = sum(y_shares)
+    chi = uniform(trials, rows)
+    sigmas = [(chi * (y_macs[i] - alphas[i] * y)).sum(-1) for i in range(m)]
+    guess = alphas[1] + (uniform(trials, 1) & ((1 << s) - 1))
+    sigmas[1] = sigmas[1] + (guess.reshape(-1) * (chi * parity).sum(-1))
+    total = torch.stack(sigmas).sum(0)
+    passed = ((y & 1) == 0).all(-1) & (((total & mask) if s < 63 else total) == 0)
+    return passed, flips.any(-1)

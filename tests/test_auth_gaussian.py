@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/1,
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/2,
 mpcdp/noise/auth_gaussian.py): its circuit decides every candidate as the plaintext rule does on the same bits
 (so its output pmf is exact_log_pmf's), and in a real 3-party run a party that flips one bit of one share it
 sends inside the sampler makes every honest process stop with the MAC line before any sample is released."""
@@ -10,7 +10,7 @@ import torch
 from mpcdp.errors import PartyFailed
 from mpcdp.mpc.auth_circuits import PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import MASK_BITS, candidate_circuit
+from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, PlainBits, candidate_circuit
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
 
@@ -24,7 +24,8 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     """The circuit, run on plaintext integers (the same code the parties run on authenticated shares), gives
     every candidate's n and accept bit exactly as :func:`dg.candidate_values` and :func:`dg.accept` do on the
     same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
-    word 0); T's mask bits uniform. Both outcomes occur (the test can fail either way)."""
+    word 0); T's mask bits uniform. The bit domain's products carry random upper bits, as the k = 1 domain's
+    may (only low bits are read). Both outcomes occur (the test can fail either way)."""
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
@@ -35,12 +36,13 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
         if name.startswith("v"):
             fields[name][2] = 0
     mask = torch.randint(0, 2, (n, MASK_BITS), generator=generator)
-    value, accept = candidate_circuit(PlainArith(), plan, fields, mask)
+    r = (mask << torch.arange(MASK_BITS)).sum(1)
+    value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, fields, (mask, r))
     plain = {name: _value(bits) for name, bits in fields.items()}
     n_plain, piece = dg.candidate_values(plan, plain)
     expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)
     assert np.array_equal(value.numpy(), n_plain)
-    assert np.array_equal(accept.numpy(), expected.astype(np.int64))
+    assert np.array_equal((accept & 1).numpy(), expected.astype(np.int64))
     assert 0.5 < expected.mean() < 0.75  # both decisions occur, at about the plan's acceptance
 
 
@@ -57,7 +59,7 @@ def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_be
     """m = 3, σ = 1 (41 grid units... one pass of ~30 candidates). Honest: every party finishes and party 0
     opened 12 MAC-checked samples, and a release with 3 authenticated noise values adds exactly those values.
     Then party 1 flips bit 62 of the first word it sends to party 0 in the
-    ε/δ opening of the sampler's 40th product (inside T's carry chain): parties 0 and 2 exit non-zero with
+    ε/δ opening of the sampler's 40th bit product (inside T's carry chain): parties 0 and 2 exit non-zero with
     the MAC line of the check that comes before the accept bits, and nobody released anything."""
     honest = run_parties(tampered_noise, config_for(3, security="malicious"),
                          args=(-1, "", 0, 12, str(tmp_path)))
@@ -72,7 +74,7 @@ def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_be
 
     with pytest.raises(PartyFailed) as info:
         run_parties(tampered_noise, config_for(3, security="malicious"),
-                    args=(1, "dg-auth-40 (ε, δ)", 0, 12, str(tmp_path)))
+                    args=(1, "dg-auth-bits-40 (ε, δ)", 0, 12, str(tmp_path)))
     reports = {r.rank: r for r in info.value.reports if r.role == "party"}
     for rank in (0, 2):
         message = reports[rank].message

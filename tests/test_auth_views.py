@@ -16,9 +16,8 @@ import torch
 
 from mpcdp.errors import ConfigError
 from mpcdp.jobs import auth_views
-from mpcdp.mpc.auth_circuits import PlainArith
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import MASK_BITS, candidate_circuit
+from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, candidate_circuit
 
 
 def _verdicts(report):
@@ -32,7 +31,8 @@ def test_decode_releases_what_the_circuit_accepts_first():
     generator = torch.Generator().manual_seed(44)
     for _ in range(20):
         bits = {name: torch.randint(0, 2, (6, b), generator=generator) for name, b in dg.field_bits(plan).items()}
-        value, accept = candidate_circuit(PlainArith(), plan, bits, torch.zeros(6, MASK_BITS, dtype=torch.int64))
+        value, accept = candidate_circuit(Domains.plain(), plan, bits,
+                                          (torch.zeros(6, MASK_BITS, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)))
         first = int(np.flatnonzero(accept.numpy())[0]) if accept.any() else 0
         row = np.concatenate([bits[name].numpy() for name in dg.RANDOM_FIELDS], 1)
         assert auth_views.decode(plan, row) == int(value[first])
@@ -55,7 +55,7 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
     assert _verdicts(report) == {"dealer": "independent", "party 0": "independent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
     assert report["noise_known_to"] == "the dealer with any one data party, or every data party together"
-    assert report["circuit"] == "dg-auth/1" and report["security"] == "malicious"
+    assert report["circuit"] == "dg-auth/2" and report["security"] == "malicious"
     names = {role["role"]: [s["name"] for s in role["statistics"]] for role in report["roles"]}
     assert names["dealer"][:2] == ["dealt bits", "request sizes"]
     assert names["party 1"][:4] == ["coin", "own bit parts", "accept bits", "masked T"]

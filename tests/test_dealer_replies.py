@@ -112,6 +112,12 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_AuthTriples", (3,), [3, 12]),
     ("mpcdp_AuthSquares", (3,), [3, 8]),
     ("mpcdp_AuthBits", (3,), [3, 4]),
+    ("mpcdp_BitKey", (), [0]),  # the bit domain's key, then its material (daBits and edaBits need both keys)
+    ("mpcdp_BitRandoms", (3,), [3]),
+    ("mpcdp_BitShares", (3,), [3]),
+    ("mpcdp_BitTriples", (70,), [3 * 70 + 2]),  # three MAC words each, and c's low bits packed 64 to a word
+    ("mpcdp_DaBits", (3,), [3, 5]),
+    ("mpcdp_EdaBits", (3, 64), [3, 68]),
 ]
 
 

@@ -1,26 +1,32 @@
 """The dealer's authenticated random bits, for the in-MPC sampler under ``security = "malicious"``.
 
-:class:`AuthBits`: n authenticated values [[b]] (:mod:`.mac_material`'s layout: value and MAC shares in Z_2^128,
-k = s = 64) whose value b is a uniform bit, 0 or 1, that no data party knows. b is the XOR of one bit drawn
-from every party's dealer generator (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum
-of one word from each: a party knows its own bit of the XOR only. The authenticated sampler
-(:mod:`mpcdp.noise.auth_gaussian`) uses them for every uniform bit of a candidate (XORed with the committee's
-committed coin, so the dealer alone does not know them either: issue 44) and for the masks of its
-arithmetic-to-bits step, whose [[r]] = Σ 2^i·[[r_i]] is then a linear function of 64 of them (an edaBit with
-no material of its own).
+Two domains. :class:`AuthBits`: n authenticated values [[b]] of :mod:`.mac_material`'s Z_2^128 (k = s = 64) whose
+value b is a uniform bit that no data party knows, the XOR of one bit drawn from every party's dealer generator
+(party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
+to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 uses the bit domain below). The k = 1 bit
+domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/2): a bit is one int64 value word and one MAC word per
+party, its value the low bit of Σ value words, its MAC Σ MAC words = α_b·Σ value words mod 2^64 under the bit key
+(:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so party 0's reply
+carries only what is correlated: :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's
+draw) and :class:`BitRandoms` (uniform words, the bit check's masks) 8 bytes each, :class:`BitTriples` 24⅛ bytes
+(three MAC words and the low bit of party 0's share of c), :class:`DaBits` 40 bytes (a bit in both domains: its
+bit-domain MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 8·(bits + 4) bytes (``bits`` bit-domain
+bits and r = Σ 2^i·r_i in Z_2^128). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
+with the committee's committed coin, so the dealer alone does not know them either (issue 44).
 
-Seeding, as every kind: parties 1..m−1 draw their value and MAC shares from their keyed dealer generator, the
-dealer draws the same words, and party 0 receives the difference (4 words per bit). Security: the dealer is
-honest and colludes with nobody (issue 48's model); it knows every b. A dealt b is a bit by construction, so
-the sampler needs no check that it is one: with an honest dealer nobody can deal anything else, and a party
-that draws other words than the dealer's breaks only its own shares' correlation, which the next MAC check
-catches (:func:`mpcdp.mpc.authenticated.mac_check`).
+Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
+same words, and party 0 receives the difference. Security: the dealer is honest and colludes with nobody (issue
+48's model); it knows every dealt bit and both keys. A dealt bit is a bit by construction, so nothing checks that
+it is one: with an honest dealer nobody can deal anything else, and a party that draws other words than the
+dealer's breaks only its own shares' correlation, which the next check catches
+(:func:`mpcdp.mpc.authenticated.mac_check`, :func:`mpcdp.mpc.bit_authenticated.bit_check`).
 
-View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every b
-it deals in its recorded view (:mod:`.dealer_view`), and a party that records (:func:`record_parts`) keeps its
-own part of each XOR; neither records anything otherwise.
+View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every bit
+it deals in its recorded view (:mod:`.dealer_view`: the candidate bits under ``bits``, daBits and edaBits under
+their own names), and a party that records (:func:`record_parts`) keeps its own part of each candidate bit's XOR;
+neither records anything otherwise.
 
-Declared cost: party 0's reply, 4·8 = 32 bytes per bit; the other parties nothing (their shares come from their
+Declared cost: party 0's reply as above per element; the other parties nothing (their shares come from their
 dealer keys); one request per call.
 """
 
@@ -32,6 +38,7 @@ from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING, WORDS, _no_dealer, _own_share, _party0_share
+from mpcdp.errors import ProtocolViolation
 from mpcdp.adapter.material import Material, _dealer_generator
 from mpcdp.transport import costs
 
@@ -83,4 +90,254 @@ class AuthBits(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-KINDS: tuple[type[Material], ...] = (AuthBits,)
+# -- the bit domain (SPDZ2k with k = 1, circuit dg-auth/2, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
+#
+# A bit-domain element is one int64 word per party for its value share and one for its MAC share: Σ value shares
+# = x in Z_2^64, whose low bit is the bit (the 63 upper bits are "don't care"), and Σ MAC shares = α_b·x mod 2^64
+# under the bit-domain key α_b = Σ α_b,i (a uniform 64-bit word per party; s = 63 MAC bits above the one value
+# bit). Every value share comes from the keyed generator each party shares with the dealer (party 0's too: a
+# dealt bit is the XOR of the low bits of every party's draw, as :class:`AuthBits`' b), so party 0's reply carries
+# only what is correlated: the MAC shares, and a product's value share.
+
+
+def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
+    """Party 0's MAC shares (n,) of bit-domain ``values`` (the dealer's α_b·x minus parties 1..m−1's MAC draws)."""
+    key = getattr(dealer, "bit_key", None)
+    if key is None:
+        raise ProtocolViolation("party 0 asked the dealer for bit-domain material before the bit MAC key", party=0)
+    mac = key * values
+    for generator in dealer._get_generators()[1:]:
+        mac = mac - keyed.ring(values.shape, generator=generator)
+    return mac
+
+
+def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
+    """This party's k MAC-share vectors (n,) (and whatever else party 0's reply carries, in the reply's order)."""
+    if rank() == 0:
+        reply = request().reshape(n, k)
+        return [reply[:, t] for t in range(k)]
+    return [keyed.ring((n,), generator=generator) for _ in range(k)]
+
+
+class BitKey(Material):
+    """This party's share α_b,i of the bit-domain MAC key (a uniform 64-bit word; the dealer keeps α_b)."""
+
+    @staticmethod
+    def reply_shape() -> tuple[int, ...]:
+        return (0,)
+
+    @staticmethod
+    def serve(dealer):
+        total = torch.zeros((), dtype=torch.int64)
+        for generator in dealer._get_generators():
+            total = total + keyed.ring((1,), generator=generator)[0]
+        dealer.bit_key = total
+        return torch.zeros(0, dtype=torch.int64)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls) -> torch.Tensor:
+        costs.record("bit_mac_key", 1)
+        return provider().serve(cls)
+
+    @classmethod
+    def from_dealer(cls) -> torch.Tensor:
+        generator = _dealer_generator()
+        if rank() == 0:
+            cls.request()
+        return keyed.ring((1,), generator=generator)[0]
+
+
+class BitRandoms(Material):
+    """n bit-domain elements r, uniform in Z_2^64, that no party knows (the 2·r masks of the bit check's
+    openings): value shares from every party's generator, party 0's MAC share dealt (8 bytes each)."""
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        return _bit_macs(dealer, values)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("bit_randoms", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        value = keyed.ring((n,), generator=generator)
+        (mac,) = _bit_own_macs(generator, n, 1, lambda: cls.request(n))
+        return value, mac
+
+
+class BitShares(BitRandoms):
+    """n dealt uniform bits in the bit domain (the low bit of a :class:`BitRandoms` element: the XOR of the low
+    bits of every party's value draw), noted in the dealer's recorded view like :class:`AuthBits`' (the view
+    audit). 8 bytes per bit to party 0."""
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        dealer_view.note_draw(bits=values & 1)
+        return _bit_macs(dealer, values)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("bit_shares", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        value, mac = super().from_dealer(n)
+        if PARTS is not None:
+            PARTS.append((value & 1).clone())
+        return value, mac
+
+
+def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
+    """Flat 0/1 int64 bits, 64 to a word (bit i of word w is bit 64·w + i)."""
+    n = bits.numel()
+    padded = torch.zeros(-(-n // 64) * 64, dtype=torch.int64)
+    padded[:n] = bits.reshape(-1) & 1
+    return (padded.reshape(-1, 64) << torch.arange(64)).sum(1)
+
+
+def _unpack_bits(words: torch.Tensor, n: int) -> torch.Tensor:
+    return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
+
+
+class BitTriples(Material):
+    """n bit-domain Beaver triples: a, b uniform in Z_2^64 (value shares from every party's generator) and c with
+    c ≡ a·b (mod 2), so c's low bit is the AND of a's and b's (its upper bits don't care). Every value share of c
+    comes from a generator too, party 0's except its low bit β, which the dealer sets so that the shares sum to
+    the AND mod 2. Party 0's reply: its MAC shares of a, b and c (3 words) and β (packed 64 to a word): 24⅛ bytes
+    per triple."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (3 * n + -(-n // 64),)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        generators = dealer._get_generators()
+        a, b = torch.zeros(n, dtype=torch.int64), torch.zeros(n, dtype=torch.int64)
+        for generator in generators:
+            a = a + keyed.ring((n,), generator=generator)
+            b = b + keyed.ring((n,), generator=generator)
+        own = keyed.ring((n,), generator=generators[0]) & ~1  # party 0's share of c but its low bit
+        others = torch.zeros(n, dtype=torch.int64)
+        for generator in generators[1:]:  # parties 1..m−1 draw their share of c first, then the three MACs
+            others = others + keyed.ring((n,), generator=generator)
+        low = (a * b - others) & 1
+        c = own + low + others
+        macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
+        return torch.cat([macs.reshape(-1), _pack_bits(low)])
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """[(value, MAC) shares of a, of b, of c], each (n,)."""
+        costs.record("bit_triples", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        generator = _dealer_generator()
+        a, b, c = (keyed.ring((n,), generator=generator) for _ in range(3))
+        if rank() == 0:
+            reply = cls.request(n)
+            macs = reply[: 3 * n].reshape(n, 3)
+            c = (c & ~1) + _unpack_bits(reply[3 * n:], n)
+            a_mac, b_mac, c_mac = macs[:, 0], macs[:, 1], macs[:, 2]
+        else:
+            a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
+        return [(a, a_mac), (b, b_mac), (c, c_mac)]
+
+
+class DaBits(Material):
+    """n daBits: a uniform bit r that no party knows, authenticated in both domains — a bit-domain element whose low
+    bit is r (value shares from every party's generator, as :class:`BitShares`) and an element [[r]] of
+    :mod:`.mac_material`'s Z_2^128 with value exactly r. Party 0's reply: its bit-domain MAC share and its four
+    Z_2^128 words, 5 words (40 bytes) per daBit."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (n, 1 + WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int):
+        values = torch.zeros(n, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n,), generator=generator)
+        dealer_view.note_draw(da_bits=values & 1)
+        bit_mac = _bit_macs(dealer, values)
+        return torch.cat([bit_mac.reshape(n, 1), _party0_share(dealer, RING.lift(values & 1), n)], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        """((bit-domain value, MAC) shares, (Z_2^128 value, MAC) shares), each of n elements."""
+        costs.record("da_bits", n)
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        value = keyed.ring((n,), generator=generator)
+        if rank() == 0:
+            reply = cls.request(n)
+            return ((value, reply[:, 0]),
+                    (Wide(reply[:, 1], reply[:, 2]), Wide(reply[:, 3], reply[:, 4])))
+        mac = keyed.ring((n,), generator=generator)
+        return (value, mac), _own_share(generator, n, None)
+
+
+class EdaBits(Material):
+    """n edaBits of ``bits`` bits: r = Σ_i 2^i·r_i for uniform bits r_i no party knows, each r_i a bit-domain
+    element (value shares from every party's generator) and r itself one element [[r]] of Z_2^128 (value exactly
+    r < 2^bits). Party 0's reply: ``bits`` bit-domain MAC shares and four Z_2^128 words, 8·(bits + 4) bytes."""
+
+    @staticmethod
+    def reply_shape(n: int, bits: int) -> tuple[int, ...]:
+        return (n, bits + WORDS)
+
+    @staticmethod
+    def serve(dealer, n: int, bits: int):
+        values = torch.zeros(n, bits, dtype=torch.int64)
+        for generator in dealer._get_generators():
+            values = values + keyed.ring((n, bits), generator=generator)
+        dealer_view.note_draw(eda_bits=values & 1)
+        macs = _bit_macs(dealer, values)
+        r = ((values & 1) << torch.arange(bits)).sum(1)
+        return torch.cat([macs, _party0_share(dealer, RING.lift(r), n)], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        """((bit-domain value, MAC) shares (n, bits), (Z_2^128 value, MAC) shares of r (n,))."""
+        costs.record("eda_bits", n)
+        return provider().serve(cls, n, bits)
+
+    @classmethod
+    def from_dealer(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+        generator = _dealer_generator()
+        value = keyed.ring((n, bits), generator=generator)
+        if rank() == 0:
+            reply = cls.request(n, bits)
+            return ((value, reply[:, :bits]),
+                    (Wide(reply[:, bits], reply[:, bits + 1]), Wide(reply[:, bits + 2], reply[:, bits + 3])))
+        mac = keyed.ring((n, bits), generator=generator)
+        return (value, mac), _own_share(generator, n, None)
+
+
+KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits)

@@ -77,7 +77,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--security", choices=["semi-honest", "malicious"], default=None,
                        help="the adversary (overrides [mpc] security): 'malicious' trains with the authenticated in-MPC "
                             "sampler and MAC-checked releases (security with abort; dgauss noise, mpc backend, no "
-                            "checkpoints; about 140x the sampler's bytes)")
+                            "checkpoints; about 25x the sampler's bytes)")
     _add_variant_options(train)
     _add_own_data_options(train)
     add_module_options(train)

@@ -7,7 +7,7 @@ The sampler runs as ``calls`` one-sample calls by real party processes and the d
 "malicious"`` (every data party samples). Each process records its view of every call:
 
 * the dealer: every request it serves (name and size) and every bit it deals (R, :class:`mpcdp.adapter.auth_bits.
-  AuthBits`; the masks of T's bits are dealt bits too);
+  BitShares`; the daBits of the crossings and the edaBits of T's bits are recorded under their own names);
 * a data party: its own part of each dealt bit's XOR, the coin S, every value it opened (the masked T − r, the
   accept bits; the ε/δ and σ's are kept in its openings) and the public counts.
 
@@ -128,10 +128,10 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
 def _party_view(ctx: MpcContext, first_opening: int, first_draw: int, parts: list[torch.Tensor]) -> dict[str, Any]:
     """One call's view: per pass, this party's parts of the candidates' bits, the coin; the opened values."""
     coins = [v.numpy().astype(np.uint8) for label, v in ctx.draws[first_draw:] if label == "dg-auth-coin"]
-    fields = [p for i, p in enumerate(parts) if i % 2 == 0]  # per pass: the fields' bits, then T's mask bits
-    own = [f.reshape(c.shape).numpy().astype(np.uint8) for f, c in zip(fields, coins)]
+    own = [f.reshape(c.shape).numpy().astype(np.uint8) for f, c in zip(parts, coins)]  # per pass: the fields' bits
     opened = {o.label: o.values for o in ctx.openings[first_opening:] if o.values is not None}
-    accept = opened["dg-auth-accept"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-accept" in opened else np.zeros(1)
+    accept = (((opened["dg-auth-accept"].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
+              if "dg-auth-accept" in opened else np.zeros(1))  # bits packed 64 to a word
     masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
     hits = np.flatnonzero(accept == 1)
     return {"coin": np.concatenate(coins), "own": np.concatenate(own), "passes": len(coins),
@@ -176,7 +176,7 @@ def _dealer_bits(view: list, requests: list[int], passes: list[int], widths: lis
     for made, n_passes, width in zip(requests, passes, widths):
         served = view[start:start + made]
         start += made
-        dealt = [draws["bits"] for _, _, draws in served if "bits" in draws][0::2][:n_passes]
+        dealt = [draws["bits"] for _, _, draws in served if "bits" in draws][:n_passes]
         out.append(np.concatenate([d.reshape(-1, width).numpy().astype(np.uint8) for d in dealt]))
     return out
 

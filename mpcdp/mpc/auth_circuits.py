@@ -27,8 +27,9 @@ import torch
 
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
-from mpcdp.mpc import authenticated
+from mpcdp.mpc import authenticated, bit_authenticated
 from mpcdp.mpc.authenticated import AuthShared
+from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 
 
@@ -178,6 +179,60 @@ class AuthArith:
     def open(self, x, *, label):
         return authenticated.open_values(self.ctx, x, label=label, kind="masked",
                                          reason="a value masked by a dealt authenticated mask nobody knows")
+
+    def shape(self, x):
+        return x.value.shape
+
+
+class BitArith:
+    """This party's authenticated bits in the k = 1 domain (:class:`~mpcdp.mpc.bit_authenticated.BitShared`) under
+    ``ctx``: every value an element of Z_2^64 whose low bit is the bit, so the circuits' integer formulas (XOR as
+    a + b − 2ab, NOT as 1 − x, the one-hot's and the mux's differences) hold on the low bit, their reduction mod 2.
+    A product is :func:`~mpcdp.mpc.bit_authenticated.multiply` (2 bits opened, 24⅛ bytes dealt); :meth:`open`
+    opens low bits, pending until :func:`~mpcdp.mpc.bit_authenticated.bit_check`."""
+
+    def __init__(self, ctx: MpcContext, label: str):
+        self.ctx, self.label, self.step, self.products = ctx, label, 0, 0
+
+    def mul(self, x, y):
+        self.step += 1
+        self.products += x.value.numel()
+        return bit_authenticated.multiply(self.ctx, x, y, label=f"{self.label}-{self.step}")
+
+    def add(self, x, y):
+        return x + y
+
+    def sub(self, x, y):
+        return x - y
+
+    def scale(self, x, c):
+        return x.scale(words(c))
+
+    def plus(self, x, c):
+        return bit_authenticated.add_public(self.ctx, x, words(c))
+
+    def cat(self, xs, dim):
+        xs = list(xs)
+        return BitShared(torch.cat([x.value for x in xs], dim), torch.cat([x.mac for x in xs], dim))
+
+    def reshape(self, x, *shape):
+        return BitShared(x.value.reshape(*shape), x.mac.reshape(*shape))
+
+    def expand(self, x, *shape):
+        return BitShared(x.value.expand(*shape).contiguous(), x.mac.expand(*shape).contiguous())
+
+    def take(self, x, index):
+        return x[index]
+
+    def total(self, x, dim):
+        return BitShared(x.value.sum(dim), x.mac.sum(dim))
+
+    def combine(self, x, matrix):
+        return BitShared((x.value.unsqueeze(-1) * matrix).sum(-2), (x.mac.unsqueeze(-1) * matrix).sum(-2))
+
+    def open(self, x, *, label):
+        return bit_authenticated.open_bits(self.ctx, x, label=label, kind="masked",
+                                           reason="a bit masked by a dealt bit nobody knows")
 
     def shape(self, x):
         return x.value.shape

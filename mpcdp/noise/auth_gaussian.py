@@ -1,44 +1,43 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-MAC-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/1.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/2.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
-honest and colludes with nobody. Every value, bits included, is an authenticated element of Z_2^64 with SPDZ2k
-MACs over Z_2^128 (s = 64), every product an authenticated Beaver multiplication whose ε and δ join the pending
-MAC check, and the batched MAC check (:func:`~mpcdp.mpc.authenticated.mac_check`) runs before the accept bits
-are opened and again right after, before they choose which candidates are kept: a party that deviates
-anywhere in the sampler makes every honest party stop with the MAC line before any noise is used or output
-(a soundness error of at most 2^-57.9 per check, SPDZ2k's bound at s = 64). Every data party samples (no
-committee): a smaller committee would let its members change the noise without any MAC to catch them.
+honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
+:mod:`mpcdp.mpc.bit_authenticated` (an element of Z_2^64 whose low bit is the value, 64-bit MACs, s = 63; AND a
+Beaver product opening two bits, 24⅛ bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
+:mod:`mpcdp.mpc.authenticated` (s = 64). Both checks — the bit check (λ = 48 parity rows, then SPDZ2k's check on
+them: 2^-47.99) and the batched MAC check (2^-57.9) — run before the accept bits are opened, and the bit check
+again right after, before they choose which candidates are kept: a party that deviates anywhere in the sampler
+makes every honest party stop with the MAC line before any noise is used or output. Every data party samples
+(no committee): a smaller committee would let its members change the noise without any MAC to catch them.
 
 The rule is the plaintext rule of :func:`~mpcdp.noise.discrete_gaussian.accept` on the same candidate bits,
 so the output pmf is exactly :func:`~mpcdp.noise.discrete_gaussian.exact_log_pmf`'s. Per candidate, in
-:func:`candidate_circuit` (written once for the parties' authenticated shares and for plaintext, so a test
-runs the same code on plaintext bits against the rule):
+:func:`candidate_circuit` (written once over :class:`Domains`: the parties' two authenticated backends, or
+plaintext, so a test runs the same code on plaintext bits against the rule):
 
-  1. Random fields (:data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS`: index 6 bits, point k+3, sign 1,
-     the seven factors' 62-bit words, the low word's 53): each bit is a dealt authenticated bit R
-     (:class:`mpcdp.adapter.auth_bits.AuthBits`) XOR the committee's committed coin S (public to the parties,
-     never to the dealer; noted in every party's view, so a coin that differs between parties fails the next
-     check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
-  2. Piece: the one-hot of the index (62 products), the piece indicators I_j a public selection.
-  3. n: n_0 = P_0 − 2^k·s, n_j = M_j − s·(2M_j + 1) (M_j = 2^(k+j−1) + the point's low k+j−1 bits);
-     n = Σ I_j·n_j (10 products, 2 rounds). T = G·n² + Σ Λ_j·I_j (1 product).
-  4. T's bits: 64 dealt bits r_i give [[r]] = Σ 2^i·[[r_i]]; c = T − r is opened (uniform) and T = c + r by a
-     ripple carry on public c (one product per bit: 61 rounds). In the same rounds, each factor word's prefix OR
-     from its top bit (61 products per 62-bit word, 52 for the low word): f_i = pre_i − pre_(i+1) is the
-     one-hot of the word's top set bit.
-  5. Factor g (window a_g of T): [W ⊕ TH < TH] is TH's bit at W's top set bit, so for every window value a
-     the factor is Σ_i f_i·TH_g[a]_i (linear; 1 where TH_g[a] = 2^62), and a mux tree on a_g's bits selects
-     it (2^w − 1 products). The low factor [V_low < T_low] is Σ_i f_i·t_i over T_low's 32 bits (32 products).
-  6. Accept = AND of the seven factors, NOT the low factor and T's bits 59..61 all 0 (10 products).
-  7. MAC check; open the accept bits; MAC check; keep the accepted candidates' n (authenticated, secret).
+  1. Random fields (:data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS`): each bit is a dealt bit-domain bit R
+     (:class:`mpcdp.adapter.auth_bits.BitShares`) XOR the committee's committed coin S (public to the parties,
+     never to the dealer; noted in every party's view of both domains, so a coin that differs between parties
+     fails the next check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
+  2. Piece: the one-hot of the index (62 bit products), the piece indicators I_j a public selection.
+  3. Crossing: I_j, the point's bits and the sign into Z_2^128 by daBits
+     (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 40 dealt bytes each). n as in
+     dg-auth/1: n_j = M_j − s·(2M_j + 1), n = Σ I_j·n_j (10 products, 2 rounds); T = G·n² + Σ Λ_j·I_j (1 product).
+  4. T's bits: an edaBit (:class:`mpcdp.adapter.auth_bits.EdaBits`: 64 bit-domain bits r_i and [[r]] = Σ 2^i·r_i);
+     c = T − r opened in Z_2^128 (uniform) and T = c + r by a ripple carry in the bit domain (one product per
+     bit: 61 rounds), with each factor word's prefix OR from its top bit in the same rounds.
+  5. Factor g: TH's bit at the word's top set bit, selected by a mux on T's window; the low factor
+     [V_low < T_low] over T_low's 32 bits (as dg-auth/1, all in the bit domain).
+  6. Accept = AND of the seven factors, NOT the low factor and T's bits 59..61 all 0 (10 bit products).
+  7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
+     (authenticated in Z_2^128, secret).
 
-Cost per candidate (:func:`products_per_candidate`): 884 authenticated products (each 4 words opened, 96 bytes
-dealt) and 530 + 64 dealt bits (32 bytes each, for σ = 1 at 16 bits); measured at m = 3, 1,000 samples:
-366 kB per sample against the semi-honest circuit's 2.65 kB (138×; wall 39×;
-benchmarks/results/noise-malicious.md), about 87 openings (174 rounds) per pass, two MAC checks. Not
-optimised: correctness and soundness first (the first factor's early drop, which the semi-honest circuit uses,
-would save about a fifth).
+Cost per candidate (:func:`products_per_candidate`): 873 bit products (2 bits opened, 24⅛ bytes dealt each),
+11 products in Z_2^128 (4 words opened, 96 bytes dealt each), 530 dealt bits (8 bytes each), one edaBit
+(8·68 bytes), 5 + (k + 3) + 1 daBits (40 bytes and one opened bit each); measured in
+benchmarks/results/noise-malicious.md. Not optimised further: the first factor's early drop, which the
+semi-honest circuit uses, would save about a fifth.
 """
 
 from __future__ import annotations
@@ -46,24 +45,56 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter.auth_bits import AuthBits
-from mpcdp.mpc import authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, PlainArith, and_all, mul_batch, mux_levels, not_bit,
-                                     one_hot, xor_public)
+from mpcdp.adapter.auth_bits import EdaBits
+from mpcdp.mpc import authenticated, bit_authenticated
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, PlainArith, and_all, mul_batch, mux_levels,
+                                     not_bit, one_hot, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
+from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/1: every bit an authenticated element of Z_2^64 (SPDZ2k MACs over Z_2^128, s = 64), dealt bits "
-           "XOR the committed coin, authenticated Beaver products, T's bits by a ripple carry on an opened mask, "
-           "factors by the top set bit's one-hot and a mux, MAC check before and after the accept bits")
+CIRCUIT = ("dg-auth/2: bits in SPDZ2k's k = 1 domain (low bit of Z_2^64, s = 63; AND opens 2 bits, 24⅛ dealt bytes; "
+           "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
+           "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
+           "top set bit's one-hot and a mux, both checks before the accept bits and the bit check after")
 MASK_BITS = 64
 MAX_PASS = 1 << 12  # candidates per pass: bounds a pass's memory (≈ 900 products each)
 _COIN_DOMAIN = b"mpcdp/noise-coin-auth"
+
+
+@dataclasses.dataclass
+class Domains:
+    """The circuit's backends: ``bits`` (the k = 1 bit domain, or plaintext), ``arith`` (Z_2^128, or plaintext)
+    and ``to_arith`` (a bit-domain value of any shape into ``arith``: daBits, or the low bit in plaintext)."""
+
+    bits: Arith
+    arith: Arith
+    to_arith: Callable[[Any], Any]
+
+    @staticmethod
+    def plain(bits: Arith | None = None) -> Domains:
+        """Plaintext twins (the tests', the product count's); ``bits`` e.g. a :class:`PlainBits`."""
+        return Domains(bits or PlainArith(), PlainArith(), lambda x: x & 1)
+
+
+class PlainBits(PlainArith):
+    """Plaintext bits as the bit domain holds them: a product's upper 63 bits are random ("don't care"), so a
+    circuit that reads anything but low bits fails the plaintext rule test."""
+
+    def __init__(self, seed: int = 0):
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def mul(self, x, y):
+        noise = torch.randint(-(1 << 62), 1 << 62, x.shape, generator=self.generator, dtype=torch.int64)
+        return super().mul(x, y) + 2 * noise
+
+    def open(self, x, *, label):
+        return x & 1
 
 
 def _column(A: Arith, x: Any, i: int) -> Any:
@@ -74,21 +105,26 @@ def _columns(A: Arith, x: Any, start: int, stop: int) -> Any:
     return A.take(x, (slice(None), slice(start, stop)))
 
 
-def _exponent(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[Any, Any]:
-    """(n, T) of every candidate from its field bits (steps 2–3)."""
-    k, pieces = plan.k, dg.PIECES
-    hot = one_hot(A, fields["index"])  # (n, 64)
+def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[Any, Any]:
+    """(n, T) of every candidate from its field bits (steps 2–3): the index's one-hot in the bit domain, the
+    piece indicators, the point's bits and the sign crossed into ``D.arith``."""
+    k, pieces, B = plan.k, dg.PIECES, D.bits
+    hot = one_hot(B, fields["index"])  # (n, 64)
     select = torch.zeros(1 << dg.INDEX_BITS, pieces, dtype=torch.int64)
     select[torch.arange(1 << dg.INDEX_BITS), torch.from_numpy(plan.index_table())] = 1
-    indicators = A.combine(hot, select)  # (n, 5): I_j
+    n = B.shape(hot)[0]
+    point_bits = B.shape(fields["point"])[1]
+    crossed = D.to_arith(B.cat([B.combine(hot, select), fields["point"], B.reshape(fields["sign"], n, 1)], 1))
+    A = D.arith
+    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, 5): I_j
+    point = A.take(crossed, (slice(None), slice(pieces, pieces + point_bits)))
     widths = [k] + [k + j - 1 for j in range(1, pieces)]
     powers = torch.zeros(k + 3, pieces, dtype=torch.int64)
     for j, width in enumerate(widths):
         powers[:width, j] = 1 << torch.arange(width)
     offsets = torch.tensor([0] + [1 << (k + j - 1) for j in range(1, pieces)], dtype=torch.int64)
-    m = A.plus(A.combine(fields["point"], powers), offsets)  # M_j (j >= 1), P_0 (j = 0)
-    n = A.shape(hot)[0]
-    sign = A.expand(fields["sign"], n, pieces)
+    m = A.plus(A.combine(point, powers), offsets)  # M_j (j >= 1), P_0 (j = 0)
+    sign = A.expand(A.take(crossed, (slice(None), slice(pieces + point_bits, pieces + point_bits + 1))), n, pieces)
     (signed,) = mul_batch(A, [(sign, m)])
     per_piece = A.add(A.add(m, A.scale(signed, torch.tensor([0] + [-2] * (pieces - 1)))),
                       A.scale(sign, torch.tensor([-(1 << k)] + [-1] * (pieces - 1))))
@@ -99,12 +135,12 @@ def _exponent(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -
     return value, A.add(A.scale(square, plan.G), lam)
 
 
-def _bits_and_tops(A: Arith, T: Any, mask: Any, words: list[Any]) -> tuple[Any, list[Any]]:
-    """(T's 62 bits (n, 62); per word (n, L) the one-hot of its top set bit, (n, L)) (step 4)."""
-    n = A.shape(T)[0]
-    powers = torch.ones(MASK_BITS, 1, dtype=torch.int64) << torch.arange(MASK_BITS).reshape(-1, 1)
-    r = A.reshape(A.combine(mask, powers), n)  # [[r]] = Σ 2^i·[[r_i]]: an edaBit from 64 dealt bits
-    c = A.open(A.sub(T, r), label="dg-auth-a2b")
+def _bits_and_tops(D: Domains, T: Any, mask: tuple[Any, Any], words: list[Any]) -> tuple[Any, list[Any]]:
+    """(T's 62 bits (n, 62); per word (n, L) the one-hot of its top set bit, (n, L)) (step 4), in the bit domain
+    from the edaBit ``mask`` (its bits (n, 64) in the bit domain, r (n,) in ``D.arith``)."""
+    A, (mask, r) = D.bits, mask
+    n = D.arith.shape(T)[0]
+    c = D.arith.open(D.arith.sub(T, r), label="dg-auth-a2b")
     c_bits = (c.reshape(n, 1) >> torch.arange(MASK_BITS)) & 1
     r0 = _column(A, mask, 0)
     bits = [xor_public(A, r0, c_bits[:, 0])]
@@ -137,12 +173,16 @@ def _factor_entries(A: Arith, top: Any, table) -> Any:
     return A.plus(A.combine(top, matrix), full.to(torch.int64))
 
 
-def candidate_circuit(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], mask: Any) -> tuple[Any, Any]:
-    """(n, accept) of every candidate, from its field bits (name -> (n, bits), :func:`dg.field_bits`) and 64
-    mask bits (n, 64): the rule of :func:`~mpcdp.noise.discrete_gaussian.accept` as a circuit (module steps 2–6)."""
-    value, T = _exponent(A, plan, fields)
+def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
+                      mask: tuple[Any, Any]) -> tuple[Any, Any]:
+    """(n in ``D.arith``, accept in ``D.bits``) of every candidate, from its field bits (name -> (n, bits) in
+    ``D.bits``, :func:`dg.field_bits`) and an edaBit per candidate (its 64 bits (n, 64) in ``D.bits``, its value
+    (n,) in ``D.arith``): the rule of :func:`~mpcdp.noise.discrete_gaussian.accept` as a circuit (module steps
+    2–6)."""
+    value, T = _exponent(D, plan, fields)
+    A = D.bits
     groups = [fields[f"v{g}"] for g in range(len(dg.GROUPS))]
-    t, tops = _bits_and_tops(A, T, mask, groups + [fields["v_low"]])
+    t, tops = _bits_and_tops(D, T, mask, groups + [fields["v_low"]])
     jobs = [(_columns(A, t, low, low + width), _factor_entries(A, top, table))
             for (low, width, _), top, table in zip(dg.GROUPS, tops, dg.group_thresholds())]
     (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], 0, dg.LOW_BITS), _columns(A, t, 0, dg.LOW_BITS))])
@@ -151,14 +191,14 @@ def candidate_circuit(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str,
     return value, and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
 
 
-def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> int:
-    """Authenticated products per candidate of :func:`candidate_circuit` (counted by running it on one
-    plaintext candidate)."""
-    A = PlainArith()
+def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> tuple[int, int]:
+    """(bit-domain products, Z_2^128 products) per candidate of :func:`candidate_circuit` (counted by running it
+    on one plaintext candidate)."""
+    D = Domains.plain()
     bits = dg.field_bits(plan)
-    candidate_circuit(A, plan, {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()},
-                      torch.zeros(1, MASK_BITS, dtype=torch.int64))
-    return A.products
+    candidate_circuit(D, plan, {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()},
+                      (torch.zeros(1, MASK_BITS, dtype=torch.int64), torch.zeros(1, dtype=torch.int64)))
+    return D.bits.products, D.arith.products  # type: ignore[attr-defined]
 
 
 _PLANTED = False  # the view audit's planted leak: no coin, so a candidate's bits are the dealt bits R
@@ -184,15 +224,22 @@ def _coin_bits(ctx: MpcContext, n: int, width: int) -> torch.Tensor:
     if _PLANTED:
         words = torch.zeros_like(words)
     authenticated.note_public(ctx, "dg-auth-coin", words)
+    bit_authenticated.note_public(ctx, "dg-auth-coin", words)
     bits = (words.reshape(-1, 1) >> torch.arange(64)) & 1
     bits = bits.reshape(-1)[: n * width].reshape(n, width)
     ctx.note_draw("dg-auth-coin", bits)
     return bits
 
 
-def _dealt_bits(n: int, width: int) -> AuthShared:
-    value, mac = AuthBits.fetch(n * width)
-    return AuthShared(value.reshape(n, width), mac.reshape(n, width), 0)
+def _mask(ctx: MpcContext, n: int) -> tuple[BitShared, AuthShared]:
+    """n dealt edaBits of 64 bits: (their bits (n, 64) in the bit domain, r (n,) in Z_2^128)."""
+    (value, mac), (r_value, r_mac) = EdaBits.fetch(n, MASK_BITS)
+    return BitShared(value, mac), AuthShared(r_value, r_mac, 0)
+
+
+def _domains(ctx: MpcContext) -> Domains:
+    return Domains(BitArith(ctx, "dg-auth-bits"), AuthArith(ctx, "dg-auth"),
+                   lambda x: bit_authenticated.to_arithmetic(ctx, x, label="dg-auth-cross"))
 
 
 @dataclasses.dataclass
@@ -205,19 +252,21 @@ class AuthPass:
 
 def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -> AuthPass:
     """Draw n candidates and decide them (module steps 1–7)."""
-    A = AuthArith(ctx, "dg-auth")
+    D = _domains(ctx)
     bits = dg.field_bits(plan)
     width = sum(bits.values())
-    drawn = xor_public(A, _dealt_bits(n, width), _coin_bits(ctx, n, width))
+    dealt = bit_authenticated.dealt_bits(ctx, n * width)
+    drawn = xor_public(D.bits, D.bits.reshape(dealt, n, width), _coin_bits(ctx, n, width))
     fields, at = {}, 0
     for name in dg.RANDOM_FIELDS:
-        fields[name] = _columns(A, drawn, at, at + bits[name])
+        fields[name] = _columns(D.bits, drawn, at, at + bits[name])
         at += bits[name]
-    value, accept = candidate_circuit(A, plan, fields, _dealt_bits(n, MASK_BITS))
+    value, accept = candidate_circuit(D, plan, fields, _mask(ctx, n))
+    bit_authenticated.bit_check(ctx, label="dg-auth (before the accept bits)")
     authenticated.mac_check(ctx, label="dg-auth (before the accept bits)")
-    opened = authenticated.open_values(ctx, accept, label="dg-auth-accept", kind="comparison",
-                                       reason="accept bits: a rejected candidate is discarded")
-    authenticated.mac_check(ctx, label="dg-auth-accept")
+    opened = bit_authenticated.open_bits(ctx, accept, label="dg-auth-accept", kind="comparison",
+                                         reason="accept bits: a rejected candidate is discarded")
+    bit_authenticated.bit_check(ctx, label="dg-auth-accept")
     return AuthPass(opened == 1, value)
 
 
@@ -227,7 +276,8 @@ def sample_authenticated(ctx: MpcContext, count: int, plan: dg.DiscreteGaussianP
     every party sampling (module docstring); ``stats`` gets the public counts (candidates, passes, accepted)."""
     if count < 1:
         raise ValueError(f"`count` must be >= 1. Found {count}.")
-    authenticated.mac_key_share(ctx)  # the MAC key first: the dealer deals authenticated material only after it
+    authenticated.mac_key_share(ctx)  # the MAC keys first: the dealer deals authenticated material only after them
+    bit_authenticated.bit_key_share(ctx)
     stats = stats if stats is not None else {}
     for key in ("candidates", "passes", "accepted"):
         stats.setdefault(key, 0)
