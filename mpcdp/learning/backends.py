@@ -7,7 +7,9 @@ release kind's grid 2^-p plus discrete Gaussian noise in grid units (:mod:`mpcdp
 :func:`~mpcdp.mpc.release.noisy_release` (each party's term rounded to the grid, masked, plus its noise share;
 one opening per step). The noise rows come from blocks pre-sampled inside the MPC
 (the run's noise mode, :mod:`mpcdp.learning.noise_modes`: one block of 1×d for release 0, one of T×d for
-releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
+releases 1..T), and only v_p leaves; under ``security = "malicious"`` each release also checks every party's
+term inside the MPC against the bound an honest term satisfies (:mod:`mpcdp.learning.term_bounds`,
+:func:`release_bounds`). ``simulated``: one process, the same algorithm; the sum of the terms held here is
 rounded to the same grid and the noise drawn in plaintext from the same integer distribution
 (:func:`~mpcdp.learning.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
 term, the simulated one rounds their sum (at most m/2 grid units apart per coordinate, against a noise of
