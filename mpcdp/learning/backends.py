@@ -299,7 +299,7 @@ def release_bounds(ctx: MpcContext, params, noise: NoiseLevels, dim: int) -> Cal
     """Release t's bound on every party's term (:mod:`mpcdp.learning.term_bounds`) under ``security =
     "malicious"``, None otherwise (semi-honest parties clip their own). Every release kind's bound is checked to
     fit the in-MPC check on its grid here, before any noise is sampled (a ConfigError on every party)."""
-    if ctx.config.security != "malicious" or noise.noiseless:
+    if ctx.config.security != "malicious":
         return lambda t: None
     from mpcdp.mpc.bounded import unit_bound
 
@@ -308,9 +308,10 @@ def release_bounds(ctx: MpcContext, params, noise: NoiseLevels, dim: int) -> Cal
     def bound(t: int) -> float:
         return release_bound(params, t, sizes["batch_sizes"], sizes["batch0_sizes"])
 
-    for release, _, start in noise.blocks(params.steps):
+    grids = [(r.precision, start) for r, _, start in noise.blocks(params.steps)] or [(ctx.config.precision_bits, 0)]
+    for bits, start in grids:  # (noiseless: the run's precision, as noisy_release then uses)
         for t in {start, max(start, 1)}:
-            unit_bound(bound(t), dim, release.precision)
+            unit_bound(bound(t), dim, bits)
     return bound
 
 
