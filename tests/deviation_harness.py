@@ -53,7 +53,7 @@ class Deviation:
     """One deviation of party ``cheater``: at its ``event``-th send (or, for ``kind`` 'material', its
     ``event``-th fetch of dealt material), of ``kind``, with ``seed`` choosing the word, bit, offset or
     permutation; ``to`` the receiver of an 'equivocate' (else every receiver); ``word``: the word altered (else
-    one chosen by ``seed``). After the run: ``label`` (the
+    one chosen by ``seed``); ``amount``: what an 'offset' adds (else a random word). After the run: ``label`` (the
     send's), ``delta`` (the int64 words added to the message, for a deviation sent alike to everyone),
     ``applied`` (whether the event was reached) and ``changed`` (whether the message differed)."""
 
@@ -63,6 +63,7 @@ class Deviation:
     seed: int
     to: int | None = None
     word: int | None = None
+    amount: int | None = None
     label: str = ""
     delta: torch.Tensor | None = None
     applied: bool = False
@@ -79,7 +80,7 @@ class Deviation:
             bit = rng.randrange(64)
             out[at] ^= -(1 << 63) if bit == 63 else 1 << bit
         elif self.kind == "offset":
-            out[at] += rng.randrange(1, 1 << 63) * rng.choice((1, -1))
+            out[at] += rng.randrange(1, 1 << 63) * rng.choice((1, -1)) if self.amount is None else self.amount
         elif self.kind == "replay":
             earlier = [h for h in history if h.numel()] or [words]
             source = rng.choice(earlier)

@@ -7,6 +7,9 @@
 * ``python tests/rogue_party.py --contribute VALUE -- PARTY ARGUMENTS`` contributes, to the aggregation job
   (``--job aggregate``), its vector with the first coordinate replaced by VALUE (e.g. one whose square, in grid
   units, wraps mod 2^64), past its own checks: only the in-MPC bound check (``--input-bound``) can refuse it;
+* ``python tests/rogue_party.py --over FACTOR -- PARTY ARGUMENTS`` contributes, to every training release
+  (``--job train``), its term rescaled to FACTOR times the bound the release checks it against (the ``bound``
+  :mod:`mpcdp.learning.backends` passes; 10 where none is passed), past its own checks;
 
 and is otherwise ``mpcdp party PARTY ARGUMENTS``."""
 
@@ -46,10 +49,24 @@ def contribute(value: float) -> None:
     aggregate.local_vector = rogue_vector
 
 
+def over(factor: float) -> None:
+    from mpcdp.learning import backends
+
+    original = backends.noisy_release
+
+    def rogue_release(ctx, local, noise, *, bound=None, **rest):
+        target = factor * (10.0 if bound is None else bound)
+        return original(ctx, local * (target / float(local.norm())), noise, bound=bound, **rest)
+
+    backends.noisy_release = rogue_release
+
+
 if __name__ == "__main__":
     split = sys.argv.index("--")
     if sys.argv[1] == "--contribute":
         contribute(float(sys.argv[2]))
+    elif sys.argv[1] == "--over":
+        over(float(sys.argv[2]))
     elif sys.argv[1] == "--once":
         wrap_sends(sys.argv[2], int(sys.argv[3]), once=True)
     else:

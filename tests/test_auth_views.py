@@ -65,8 +65,8 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
 
 
 def test_every_roles_view_of_a_malicious_release_is_independent_of_the_noise_and_the_inputs(clean):
-    """The releases' statistics join each role's: the dealer's requests (two per release: the input masks and
-    the opening's masks) and the masks it generated; party 0, the star's first member, receives parties 1 and
+    """The releases' statistics join each role's: the dealer's requests (three per release: the input masks,
+    the validation flags' masks and the opening's masks) and the masks it generated; party 0, the star's first member, receives parties 1 and
     2's masked inputs, value shares (both words) and σ shares; parties 1 and 2 only the sums and σ; the
     coalition its pooled noise shares, with party 2's release share. All independent; the run's views passed
     the checks that every release opened Σ x + u and the noise shares sum to u."""
@@ -75,7 +75,7 @@ def test_every_roles_view_of_a_malicious_release_is_independent_of_the_noise_and
     names = {role["role"]: [s["name"] for s in role["statistics"] if s["name"].startswith("release: ")]
              for role in report["roles"]}
     roles = {role["role"]: role for role in report["roles"]}
-    assert roles["dealer"]["release_requests"] == 20
+    assert roles["dealer"]["release_requests"] == 30
     assert {"release: dealer requests", "release: dealer's mask for party 1 vs its input",
             "release: dealer's mask for party 2 vs the noise"} <= set(names["dealer"])
     assert roles["party 0"]["release_received_from"] == [1, 2]

@@ -324,11 +324,16 @@ def test_a_training_party_is_refused_per_its_arguments_before_any_process_starts
     from mpcdp.learning.backends import NoiseLevels, mpc_party
     from mpcdp.learning.mechanisms import NoiseChoice
 
+    from mpcdp.learning.dpsrm import SrmParameters
+
     config = MpcConfig(parties=3, security="malicious")
-    covered = [(None, None, NoiseLevels(), 3, None, None)] * 3
-    check_covered(config, mpc_party, party_args=covered)  # dgauss, no checkpoints: covered
+    params = SrmParameters(steps=1, batch=1, batch0=1)
+    covered = [(None, params, NoiseLevels(), 3, None, None)] * 3
+    check_covered(config, mpc_party, party_args=covered)  # dgauss, no checkpoints, a term bound: covered
     check_covered(MpcConfig(parties=3), mpc_party, party_args=[(None, None, NoiseLevels(choice=NoiseChoice(
         "distributed", 1)), 3, None, {"dir": "x"})] * 3)  # semi-honest: nothing is refused
     for last, line in ((NoiseLevels(choice=NoiseChoice("distributed", 1)), None), (NoiseLevels(), {"dir": "x"})):
         with pytest.raises(ConfigError, match="does not cover (training with noise mode 'distributed'|checkpoints) yet"):
-            check_covered(config, mpc_party, party_args=covered[:2] + [(None, None, last, 3, None, line)])
+            check_covered(config, mpc_party, party_args=covered[:2] + [(None, params, last, 3, None, line)])
+    with pytest.raises(ConfigError, match="does not cover training with dict, which states no bound for its terms"):
+        check_covered(config, mpc_party, party_args=covered[:2] + [(None, {}, NoiseLevels(), 3, None, None)])

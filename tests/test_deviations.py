@@ -23,7 +23,7 @@ import torch
 from scipy.stats import binom
 
 import deviation_harness as H
-from mpcdp.errors import ProtocolViolation
+from mpcdp.errors import InputError, ProtocolViolation
 
 
 def _combos(sends: int, fetches: int) -> list[tuple[str, int]]:
@@ -61,7 +61,7 @@ def test_no_deviation_in_the_sum_the_bound_checks_or_the_release_changes_what_is
         assert seen[kind, "mac"] > 0, seen
     assert seen["equivocate", "same"] > 0 and seen["flip", "substituted"] + seen["offset", "substituted"] > 0, seen
     assert seen["flip", "bound"] + seen["offset", "bound"] > 0, seen
-    assert trials == 68  # the sum: 4 sends, 3 fetches; the bounded release: 8 sends, 5 fetches
+    assert trials == 74  # the sum: 5 sends (its flags an input of their own), 4 fetches; the bounded release: 8, 5
 
 
 def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_any_stage():
@@ -88,16 +88,58 @@ def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_a
     assert H.trial(m, job, seed, deviation, outcomes[0][1]) == ["mac", "mac"], deviation
 
 
-def test_a_validation_flag_set_with_no_problem_named_stops_every_party_in_one_line():
-    """A cheater that adds to the validation flag's slot of its masked input (the flags then add up to nonzero,
-    but its own problem is None) makes every party stop with one line naming nobody, not StopIteration."""
-    honest, _, _ = H.events(3, H.sum_job(3, 5), 5)
-    deviation = H.Deviation(cheater=1, kind="offset", event=0, seed=1, word=3)
+def _send_of(label: str, job, seed: int) -> int:
+    """The index of the send labelled ``label`` in a run without deviation (every party sends the same
+    sequence)."""
+    sim = H.SimParties(3, seed)
+    sim.run(job)
+    return sim.labels[0].index(label)
+
+
+def test_a_validation_flag_set_with_no_problem_named_stops_every_party_in_one_line_naming_its_party():
+    """A cheater that adds to its own validation flag (an authenticated input of its own) while naming no
+    problem makes every party stop with one line naming it, not StopIteration."""
+    event = _send_of("sum (validation flags) (masked inputs)", H.sum_job(3, 5), 5)
+    deviation = H.Deviation(cheater=1, kind="offset", event=event, seed=1, word=0)
     outcomes = H.SimParties(3, 5, deviation).run(H.sum_job(3, 5))
     for _, error in outcomes:
-        assert isinstance(error, ProtocolViolation) and error.party is None, error
-        assert str(error) == ("release 'sum': the parties' validation flags are set but no party names a problem: "
-                              "a party deviated from the protocol; nothing was released")
+        assert isinstance(error, ProtocolViolation) and error.party == 1, error
+        assert str(error) == ("release 'sum': party 1's validation flag is set but it names no problem: it "
+                              "deviated from the protocol; nothing was released")
+
+
+def _flagged_job(bound: float | None):
+    """Party 0's term has a NaN (its flag is set, honestly); the others' are fine."""
+    from mpcdp.mpc.release import noisy_release
+
+    def job(ctx):
+        ctx.config.precision_bits = H.PRECISION
+        local = H.local_vector(ctx.rank, 3, 5).clone()
+        if ctx.rank == 0:
+            local[0] = float("nan")
+        return noisy_release(ctx, local, None, shape=(3,), label="flagged", bound=bound)
+
+    return job
+
+
+@pytest.mark.parametrize("bound", [None, 1.0])
+def test_a_party_inputting_minus_one_as_its_flag_cannot_cancel_an_honest_partys_flag(bound):
+    """Party 0's flag is set (a NaN in its term); party 1 adds −1 (in grid units) to the word that carries its own
+    flag — under one summed slot that cancelled party 0's flag and released the sum without it. Each flag is its
+    party's own authenticated input, opened on its own: every party stops with party 0's problem, nothing is
+    released. (Without a bound the flags are inputs of their own; with one, the last, unchecked word of each
+    bound-checked contribution.)"""
+    job = _flagged_job(bound)
+    if bound is None:
+        event, word = _send_of("flagged (validation flags) (masked inputs)", job, 5), 0
+    else:
+        event, word = _send_of("flagged (bounded inputs) (masked inputs)", job, 5), 3
+    deviation = H.Deviation(cheater=1, kind="offset", event=event, seed=1, word=word, amount=-(1 << H.PRECISION))
+    outcomes = H.SimParties(3, 5, deviation).run(job)
+    assert deviation.applied and deviation.changed
+    for what, error in outcomes:
+        assert what == "raised" and isinstance(error, InputError) and error.party == 0, (what, error)
+        assert str(error) == "party 0: `local` contains 1 NaN/Inf entries", error
 
 
 @pytest.mark.parametrize("m", [3, 5])

@@ -61,3 +61,28 @@ def test_a_party_flipping_one_bit_of_one_share_stops_every_honest_process_before
     code, out, err = done[3]  # the dealer
     assert code != 0 and out == "", (code, out[-2000:])
     assert err.splitlines()[-1].startswith("mpcdp: the dealer stopped: a MAC check failed"), err[-2000:]
+
+
+def test_a_party_whose_training_term_is_one_percent_over_its_clipping_bound_stops_every_process_naming_it(
+        tmp_path, deployment):
+    """The same four processes; party 1 contributes to every release its term rescaled to 1.01 times the bound the
+    release checks (mpcdp.learning.term_bounds: the clipping norm times its batch share, on the grid), past its
+    own checks. Parties 0 and 2, whose terms are honest (so pass), exit non-zero naming party 1 before release
+    0 is opened; the dealer cites their reports; nobody prints a result."""
+    protocol = tmp_path / "malicious.toml"
+    protocol.write_text(PROTOCOL)
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    arguments = [["--job", "train", "--protocol", str(protocol), "--security", "malicious", "--timeout", "120"]] * 4
+    rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "--over", "1.01", "--"]
+    done = run_party_commands(arguments, env, 600, commands={1: rogue})
+    line = "party 1's contribution to release 'v_p[0]' is outside its clipping bound (security = 'malicious')"
+    for rank in (0, 2):
+        code, out, err = done[rank]
+        assert code != 0 and out == "", (rank, code, out[-2000:])
+        assert err.splitlines()[-1].endswith(f"party {rank} stopped: {line}"), (rank, err[-2000:])
+    for rank in (1, 3):
+        assert done[rank][0] != 0 and done[rank][1] == "", (rank, done[rank][:2])
+    assert done[3][2].splitlines()[-1].startswith(
+        "mpcdp: the dealer stopped: party 1 contributed outside its clipping bound (party 0 and party 2"), \
+        done[3][2][-2000:]

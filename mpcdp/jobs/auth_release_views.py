@@ -47,7 +47,8 @@ per coordinate with the statistic's target (:func:`mpcdp.jobs.release_views.powe
 without its dealt mask and every party leaves [[r_1]] out of the sum
 (:func:`mpcdp.mpc.authenticated.planted_unmasked_input`; V and its MACs are unchanged, the check passes), so the
 first member of the opening receives x_1 in the clear. Cost: the authenticated sampler's for ``releases·dim``
-samples, one MAC-checked release of ``dim + 1`` elements and one MAC-checked audit opening of ``dim`` per call.
+samples, one MAC-checked release of ``dim + m`` elements (every party's validation flag its own authenticated
+input, one more exchange of one word) and one MAC-checked audit opening of ``dim`` per call.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ release kind's grid 2^-p plus discrete Gaussian noise in grid units (:mod:`mpcdp
 :func:`~mpcdp.mpc.release.noisy_release` (each party's term rounded to the grid, masked, plus its noise share;
 one opening per step). The noise rows come from blocks pre-sampled inside the MPC
 (the run's noise mode, :mod:`mpcdp.learning.noise_modes`: one block of 1×d for release 0, one of T×d for
-releases 1..T), and only v_p leaves. ``simulated``: one process, the same algorithm; the sum of the terms held here is
+releases 1..T), and only v_p leaves; under ``security = "malicious"`` each release also checks every party's
+term inside the MPC against the bound an honest term satisfies (:mod:`mpcdp.learning.term_bounds`,
+:func:`release_bounds`). ``simulated``: one process, the same algorithm; the sum of the terms held here is
 rounded to the same grid and the noise drawn in plaintext from the same integer distribution
 (:func:`~mpcdp.learning.release_noise.simulated_rows`). The one difference: the secure sum rounds each party's
 term, the simulated one rounds their sum (at most m/2 grid units apart per coordinate, against a noise of
@@ -35,6 +37,7 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared, share_of
 from mpcdp.learning.mechanisms import NoiseChoice
+from mpcdp.learning.term_bounds import release_bound, states_bound
 from mpcdp.randomness import batch_key
 from mpcdp.runtime import progress
 
@@ -287,7 +290,29 @@ def _uncovered_training(shard: Shard, params, noise: NoiseLevels, dim: int, runn
     not MAC-check every opening, and checkpoints (they store plain shares)."""
     if not getattr(noise.choice.record, "authenticated", False):
         return f"training with noise mode {noise.choice.record.name!r}"
+    if not states_bound(params):
+        return f"training with {type(params).__name__}, which states no bound for its terms (`term_bound`)"
     return "checkpoints" if checkpoint else None
+
+
+def release_bounds(ctx: MpcContext, params, noise: NoiseLevels, dim: int) -> Callable[[int], float | None]:
+    """Release t's bound on every party's term (:mod:`mpcdp.learning.term_bounds`) under ``security =
+    "malicious"``, None otherwise (semi-honest parties clip their own). Every release kind's bound is checked to
+    fit the in-MPC check on its grid here, before any noise is sampled (a ConfigError on every party)."""
+    if ctx.config.security != "malicious":
+        return lambda t: None
+    from mpcdp.mpc.bounded import unit_bound
+
+    sizes = _sizes(params, ctx.parties)
+
+    def bound(t: int) -> float:
+        return release_bound(params, t, sizes["batch_sizes"], sizes["batch0_sizes"])
+
+    grids = [(r.precision, start) for r, _, start in noise.blocks(params.steps)] or [(ctx.config.precision_bits, 0)]
+    for bits, start in grids:  # (noiseless: the run's precision, as noisy_release then uses)
+        for t in {start, max(start, 1)}:
+            unit_bound(bound(t), dim, bits)
+    return bound
 
 
 @covers_malicious_unless(_uncovered_training)
@@ -313,6 +338,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
     resumed = _resume_payload(ctx, checkpoint, ctx.rank)
     replay = _opened_since(ctx, checkpoint, resumed)
     warm_up()
+    bound_of = release_bounds(ctx, params, noise, dim)
     start = time.perf_counter()
     blocks = _secure_blocks(ctx, noise, params.steps, resumed)
     presample_s = time.perf_counter() - start
@@ -324,7 +350,7 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
             noise_row = None if not blocks else _row(blocks[block_row(noise, params.steps, t)[0]],
                                                      block_row(noise, params.steps, t)[1])
             released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
-                                     field="local gradient terms")
+                                     field="local gradient terms", bound=bound_of(t))
         if on_opened is not None:
             on_opened(t)
         if saver is not None:

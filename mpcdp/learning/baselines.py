@@ -53,6 +53,16 @@ class SgdParameters:
         if self.weighting not in WEIGHTINGS:
             raise ConfigError(f"`weighting` must be one of {list(WEIGHTINGS)}. Found {self.weighting!r}.")
 
+    def term_bound(self, release: int, batch_sizes: Sequence[int], batch0_sizes: Sequence[int]) -> float:
+        """The L2 norm one party's term has at most (:mod:`mpcdp.learning.term_bounds`), at every release: C1/m
+        under plain averaging (weights ``parties``); C1·b/B with mini-batches (b the largest party batch, B the
+        combined); C1 in full batch (the party's share n_j/n is its own record count, not given here)."""
+        if self.weighting == "parties":
+            return self.c1 / len(batch_sizes)
+        if self.full_batch:
+            return self.c1
+        return self.c1 * max(batch_sizes) / sum(batch_sizes)
+
 
 WEIGHTINGS = ("records", "parties")
 

@@ -52,6 +52,14 @@ class SrmParameters:
             require_positive(self, ("learning_rate",))
         check_number(self.gamma, "gamma", low=0, high=1, high_open=False)
 
+    def term_bound(self, release: int, batch_sizes: Sequence[int], batch0_sizes: Sequence[int]) -> float:
+        """The L2 norm one party's term at ``release`` has at most (:mod:`mpcdp.learning.term_bounds`): release 0
+        C1·b0/B0, releases t >= 1 (γ·C1 + (1 − γ)·C2)·b/B, with b the largest party batch (all are equal) and B
+        the combined batch, every party's public."""
+        if release == 0:
+            return self.c1 * max(batch0_sizes) / sum(batch0_sizes)
+        return (self.gamma * self.c1 + (1 - self.gamma) * self.c2) * max(batch_sizes) / sum(batch_sizes)
+
 
 @dataclasses.dataclass
 class Shard:

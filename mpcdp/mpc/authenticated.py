@@ -132,6 +132,14 @@ class AuthShared:
         return f"AuthShared(shape={tuple(self.value.shape)}, precision_bits={self.precision_bits})"
 
 
+def concat(parts: list[AuthShared]) -> AuthShared:
+    """[[x_1 ‖ x_2 ‖ ...]]: the parts flattened and joined (one precision, the first's); local."""
+    values, macs = [p.value.reshape(-1) for p in parts], [p.mac.reshape(-1) for p in parts]
+    return AuthShared(Wide(torch.cat([w.lo for w in values]), torch.cat([w.hi for w in values])),
+                      Wide(torch.cat([w.lo for w in macs]), torch.cat([w.hi for w in macs])),
+                      parts[0].precision_bits)
+
+
 class _Session:
     """This party's MAC key share, the values opened since the last check and the digest of its view."""
 

@@ -32,7 +32,9 @@ A deviation elsewhere — a wrong share, ε, δ, an altered opening of the check
 — is a MAC failure with probability ≥ 1 − 2^-57.9 (:mod:`~.authenticated`), and a party that inputs different
 words to different parties fails the view comparison of the same check. What is checked is what is summed:
 the sum is Σ_o [[g_o]] of the same authenticated inputs. Not checked: the coordinates after the first d (a
-release's validation flag: a party that sets it only makes every party stop with the input-problem line).
+release's validation flag: each party's own, authenticated with its contribution and opened on its own by
+:func:`~mpcdp.mpc.release.noisy_release`, so no other party can cancel it; a party that sets it only makes every
+party stop).
 
 Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness words per contributor:
 inputs (m − 1)·8·(n + W) bytes in one round (instead of the sum's one opening of n); m·(d·L + d) squares (an
@@ -134,13 +136,7 @@ def witness(g: torch.Tensor, bound: UnitBound) -> torch.Tensor:
     return torch.tensor(_bits(offsets, bound.coordinate_bits) + _bits([slack], bound.slack_bits), dtype=torch.int64)
 
 
-def _cat(parts: list[AuthShared]) -> AuthShared:
-    from mpcdp.adapter.limbs import Wide
-
-    flat = [p.value.reshape(-1) for p in parts], [p.mac.reshape(-1) for p in parts]
-    return AuthShared(Wide(torch.cat([w.lo for w in flat[0]]), torch.cat([w.hi for w in flat[0]])),
-                      Wide(torch.cat([w.lo for w in flat[1]]), torch.cat([w.hi for w in flat[1]])),
-                      parts[0].precision_bits)
+_cat = auth.concat
 
 
 def _as_integers(x: AuthShared) -> AuthShared:
@@ -194,6 +190,18 @@ def bounded_sum(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, pre
         OutOfBound: a check opened a nonzero (on every honest party, naming the first such contributor).
         MacCheckFailed: the MAC check of the checks failed.
     """
+    contributions = bounded_inputs(ctx, encoded, bound, precision=precision, label=label)
+    total = contributions[0]
+    for other in contributions[1:]:
+        total = total + other
+    return AuthShared(total.value.reshape(*encoded.shape), total.mac.reshape(*encoded.shape), precision)
+
+
+def bounded_inputs(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, precision: int,
+                   label: str) -> list[AuthShared]:
+    """Every party's int64 vector ``encoded`` (flat, same length everywhere), authenticated one by one, in rank
+    order, once every party's first ``bound.dim`` coordinates passed checks (a)–(c) (:func:`bounded_sum`'s
+    errors); the coordinates after them (e.g. a release's validation flag) are each party's own, unchecked."""
     flat = encoded.reshape(-1).to(torch.int64)
     n = flat.numel()
     if n < bound.dim:
@@ -209,7 +217,4 @@ def bounded_sum(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, pre
     for o in range(len(inputs)):
         if bool(per_party[o].ne(0).any()):
             raise OutOfBound(label, o)
-    total = contributions[0]
-    for other in contributions[1:]:
-        total = total + other
-    return AuthShared(total.value.reshape(*encoded.shape), total.mac.reshape(*encoded.shape), precision)
+    return contributions

@@ -26,7 +26,11 @@ material. Under ``security = "malicious"`` (noise None, or authenticated noise f
 any other noise is refused) the parties' terms are authenticated as a sum on input, the noise added, and the
 opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
 one more opening for the masked inputs, the opening of both limbs, the check's four rounds (the coin's included),
-authenticated masks from the dealer). Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
+authenticated masks from the dealer). There the validation flags do not share one slot: each party's flag is its
+own authenticated input (one more round, (m − 1)·8 bytes per party; with a ``bound``, the unchecked last word of
+its bound-checked contribution, no extra round) and the m flags are opened beside the release (d + m elements)
+under the same MAC check, so a party cannot cancel another's set flag by inputting −1; a set flag whose party
+names no problem names that party. Error: at most m·2^-(p+1) per element from encoding, plus the noise's own.
 """
 
 from __future__ import annotations
@@ -36,9 +40,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from mpcdp.adapter.limbs import Wide
     from mpcdp.mpc import authenticated
-    from mpcdp.mpc.bounded import bounded_sum, unit_bound
 from mpcdp.errors import InputError, ProtocolViolation
 from mpcdp.transport import costs
 from mpcdp.mpc.context import MpcContext
@@ -62,9 +64,10 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
 
     Raises:
         InputError: some party's ``local`` is empty, non-finite, out of range or not of ``shape`` (raised on
-            every party, naming the first such party).
-        ProtocolViolation: the validation flags are set but no party names a problem (a party deviated: under
-            ``security = "malicious"`` its flag is an input it may substitute), on every party, naming nobody.
+            every party, naming the first such party whose flag is set).
+        ProtocolViolation: a validation flag is set but its party names no problem (a party deviated), on every
+            party: under ``security = "malicious"`` naming that party (its flag is its own authenticated input),
+            semi-honest naming nobody (the flags are summed).
     """
     from mpcdp.mpc import authenticated
 
@@ -80,24 +83,38 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
                    f"of the release grid 2^-{bits}")
     values = torch.zeros(shape, dtype=torch.float64) if problem is not None else local.to(torch.float64)
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
+    encoded = ctx.encode(flagged, field=field, precision=bits)
     if ctx.config.security == "malicious":
-        opened = _checked_release(ctx, ctx.encode(flagged, field=field, precision=bits), noise, bits, label, bound)
+        opened, flags = _checked_release(ctx, encoded, noise, bits, label, bound)
     else:
         if isinstance(noise, authenticated.AuthShared):
             raise TypeError("authenticated noise is released under `security` 'malicious' only")
-        shared = ctx.masked_input(ctx.encode(flagged, field=field, precision=bits), precision=bits)
+        shared = ctx.masked_input(encoded, precision=bits)
         if noise is not None:
             padded = torch.cat([share_of(noise).reshape(-1), torch.zeros(1, dtype=torch.int64)])
             shared = shared + Shared(padded, bits)
-        opened = ctx.reveal(shared, label=label, reason="noisy aggregate release")
-    if opened[-1].item() != 0:
-        everyone = ctx.exchange_public(problem, label="input problems (error path)")
-        rank = next((r for r, p in enumerate(everyone) if p is not None), None)
-        if rank is None:  # a party set its flag and names no problem: only a deviating party does that
-            raise ProtocolViolation(f"release {label!r}: the parties' validation flags are set but no party names "
-                                    "a problem: a party deviated from the protocol; nothing was released")
+        both = ctx.reveal(shared, label=label, reason="noisy aggregate release")
+        opened, flags = both[:-1], both[-1:]
+    if bool(flags.ne(0).any()):
+        _stop(ctx, problem, flags, label)
+    return opened.reshape(shape)
+
+
+def _stop(ctx: MpcContext, problem: str | None, flags: torch.Tensor, label: str) -> None:
+    """Raise the error of a release whose validation flags are set (nothing is returned from it): the first
+    party whose flag is set and that names its problem (one exchange of the problem texts, on this error path
+    only). ``flags``: every party's own flag (``security = "malicious"``), or their sum (one element)."""
+    everyone = ctx.exchange_public(problem, label="input problems (error path)")
+    own_flags = flags.numel() == len(everyone) and ctx.config.security == "malicious"
+    set_by = [r for r, f in enumerate(flags.tolist()) if f != 0] if own_flags else list(range(len(everyone)))
+    rank = next((r for r in set_by if everyone[r] is not None), None)
+    if rank is not None:
         raise InputError(f"party {rank}: {everyone[rank]}", party=rank)
-    return opened[:-1].reshape(shape)
+    if own_flags:  # an authenticated flag is its party's own input: setting it with no problem named is a deviation
+        raise ProtocolViolation(f"release {label!r}: party {set_by[0]}'s validation flag is set but it names no "
+                                "problem: it deviated from the protocol; nothing was released", party=set_by[0])
+    raise ProtocolViolation(f"release {label!r}: the parties' validation flags are set but no party names "
+                            "a problem: a party deviated from the protocol; nothing was released")
 
 
 def _shape(noise: Shared | authenticated.AuthShared) -> tuple[int, ...]:
@@ -107,26 +124,33 @@ def _shape(noise: Shared | authenticated.AuthShared) -> tuple[int, ...]:
 
 
 def _checked_release(ctx: MpcContext, encoded: torch.Tensor, noise: Shared | authenticated.AuthShared | None,
-                     bits: int, label: str, bound: float | None) -> torch.Tensor:
-    """Under ``security = "malicious"``: every party's flagged term summed, authenticated as a sum on input (each
-    term checked against ``bound`` first when given: :mod:`mpcdp.mpc.bounded`, the flag not included), plus the
-    authenticated noise (:mod:`mpcdp.noise.auth_gaussian`; the flag's slot gets 0), opened and MAC-checked before
-    it is returned (:mod:`mpcdp.mpc.authenticated`). Noise that is not authenticated (a semi-honest sampler's
-    :class:`Shared`) is refused."""
-    from mpcdp.adapter.limbs import Wide
+                     bits: int, label: str, bound: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Under ``security = "malicious"``: (the release, every party's validation flag), opened together and
+    MAC-checked before they are returned (:mod:`mpcdp.mpc.authenticated`). ``encoded``: this party's term and,
+    last, its flag. The terms are summed, authenticated as a sum on input (or, with ``bound``, one by one and
+    each checked against it first: :mod:`mpcdp.mpc.bounded`), plus the authenticated noise
+    (:mod:`mpcdp.noise.auth_gaussian`). Each flag is its party's own authenticated input (with ``bound``, the
+    unchecked last coordinate of its contribution; without, one word of :func:`~.authenticated.input_vectors`)
+    and is opened on its own: no other party can add to it, so none can cancel a set flag. Noise that is not
+    authenticated (a semi-honest sampler's :class:`Shared`) is refused."""
     from mpcdp.mpc import authenticated
-    from mpcdp.mpc.bounded import bounded_sum, unit_bound
+    from mpcdp.mpc.bounded import bounded_inputs, unit_bound
 
     if isinstance(noise, Shared):
         ctx.config.refuse_uncovered("a release with in-MPC noise that is not authenticated")
+    flat = encoded.reshape(-1)
+    d = flat.numel() - 1
     if bound is None:
-        total = authenticated.input_sum(ctx, encoded, precision=bits, label=label)
+        total = authenticated.input_sum(ctx, flat[:d], precision=bits, label=label)
+        flags = authenticated.input_vectors(ctx, flat[d:], precision=bits, label=f"{label} (validation flags)")
     else:
-        checked = unit_bound(bound, encoded.numel() - 1, bits)
-        total = bounded_sum(ctx, encoded, checked, precision=bits, label=label)
+        contributions = bounded_inputs(ctx, flat, unit_bound(bound, d, bits), precision=bits, label=label)
+        total = contributions[0][:d]
+        for other in contributions[1:]:
+            total = total + other[:d]
+        flags = [c[d:] for c in contributions]
     if isinstance(noise, authenticated.AuthShared):
-        zero = torch.zeros(1, dtype=torch.int64)
-        value, mac = noise.value.reshape(-1), noise.mac.reshape(-1)
-        total = total + authenticated.AuthShared(Wide(torch.cat([value.lo, zero]), torch.cat([value.hi, zero])),
-                                                 Wide(torch.cat([mac.lo, zero]), torch.cat([mac.hi, zero])), bits)
-    return authenticated.reveal_checked(ctx, total, label=label, reason="aggregate release, MAC-checked")
+        total = total + authenticated.AuthShared(noise.value.reshape(-1), noise.mac.reshape(-1), bits)
+    opened = authenticated.reveal_checked(ctx, authenticated.concat([total, *flags]), label=label,
+                                          reason="aggregate release and every party's validation flag, MAC-checked")
+    return opened[:d], opened[d:]
