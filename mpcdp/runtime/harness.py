@@ -39,7 +39,6 @@ import os
 import pickle
 import shutil
 import signal
-import socket
 import tempfile
 import time
 import warnings
@@ -50,6 +49,7 @@ from mpcdp.errors import InsecureSettingWarning, PartyFailed
 from mpcdp.runtime import progress
 from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.endpoint import RunSettings, read_settings
+from mpcdp.runtime.ports import free_port
 from mpcdp.runtime.party import run_dealer_process, run_party_process
 from mpcdp.runtime.process_server import process_context, threads_per_process
 from mpcdp.transport.joining import INSECURE_LINKS_WARNING
@@ -90,13 +90,6 @@ class PartyReport:
         if self.status == "error":
             return f"{self.name}: {self.error_type}: {self.message}"
         return f"{self.name}: {self.status}"
-
-
-def free_port() -> int:
-    """A TCP port the OS has just handed out (bind to port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _is_consequence(report: PartyReport) -> bool:
