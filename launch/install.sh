@@ -2,7 +2,7 @@
 # Create (or refresh) the project's virtual environment at .venv/ and install mpcdp into it.
 #
 # Usage: bash launch/install.sh [--test]
-#   --test   also install the test extras (pytest, hypothesis, mypy)
+#   --test   also install the test extras (pytest, pytest-xdist, hypothesis, mypy)
 #
 # Python 3.11, 3.12 or 3.13: MPCDP_PYTHON names the interpreter, else the first of python3.11, python3.12,
 # python3.13, python3 found. torch 2.13.0 is installed first, as a CPU build wherever pip's indexes offer one

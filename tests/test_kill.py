@@ -107,7 +107,7 @@ def test_separate_processes_name_the_killed_party(protocol, deployment):
                           MASTER_PORT=port, MPCDP_CREDENTIALS=str(deployment)))
              for rank in range(processes)]
     try:
-        _wait_for(lambda: all("joined; training" in p.text() for p in procs[:PARTIES]), 90)
+        _wait_for(lambda: all("joined; training" in p.text() for p in procs[:PARTIES]), 180)
         time.sleep(delay)
         assert procs[victim].popen.poll() is None, "the run ended before the kill: make it longer"
         procs[victim].popen.send_signal(signal.SIGKILL)
@@ -133,7 +133,7 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
     launcher = Process([MPCDP, "train", protocol], dict(os.environ))
     try:
         # a party's progress line says its training steps have begun: the parties are releasing v_p
-        _wait_for(lambda: re.search(r"training step [\d,]+ / [\d,]+", launcher.text()) is not None, 90)
+        _wait_for(lambda: re.search(r"training step [\d,]+ / [\d,]+", launcher.text()) is not None, 180)
         time.sleep(delay)
         # the launcher's children (its fork server, a resource tracker) and the fork server's: the parties and
         # the dealer, each named by its rank (/proc/PID/comm)
