@@ -149,16 +149,21 @@ class BitKey(Material):
         return keyed.ring((1,), generator=generator)[0]
 
 
+def _joint_words(dealer, n: int) -> torch.Tensor:
+    """The sum of every party's next n words from its dealer key: an element no single party knows."""
+    values = torch.zeros(n, dtype=torch.int64)
+    for generator in dealer._get_generators():
+        values = values + keyed.ring((n,), generator=generator)
+    return values
+
+
 class BitRandoms(Material):
     """n bit-domain elements r, uniform in Z_2^64, that no party knows (the 2·r masks of the bit check's
     openings): value shares from every party's generator, party 0's MAC share dealt (8 bytes each)."""
 
     @staticmethod
     def serve(dealer, n: int):
-        values = torch.zeros(n, dtype=torch.int64)
-        for generator in dealer._get_generators():
-            values = values + keyed.ring((n,), generator=generator)
-        return _bit_macs(dealer, values)
+        return _bit_macs(dealer, _joint_words(dealer, n))
 
     generate = staticmethod(_no_dealer)
 
@@ -182,9 +187,7 @@ class BitShares(BitRandoms):
 
     @staticmethod
     def serve(dealer, n: int):
-        values = torch.zeros(n, dtype=torch.int64)
-        for generator in dealer._get_generators():
-            values = values + keyed.ring((n,), generator=generator)
+        values = _joint_words(dealer, n)
         dealer_view.note_draw(bits=values & 1)
         return _bit_macs(dealer, values)
 
@@ -274,9 +277,7 @@ class DaBits(Material):
 
     @staticmethod
     def serve(dealer, n: int):
-        values = torch.zeros(n, dtype=torch.int64)
-        for generator in dealer._get_generators():
-            values = values + keyed.ring((n,), generator=generator)
+        values = _joint_words(dealer, n)
         dealer_view.note_draw(da_bits=values & 1)
         bit_mac = _bit_macs(dealer, values)
         return torch.cat([bit_mac.reshape(n, 1), _party0_share(dealer, RING.lift(values & 1), n)], 1)
