@@ -37,7 +37,7 @@ import torch
 from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.limbs import Wide
-from mpcdp.adapter.mac_material import RING, WORDS, _no_dealer, _own_share, _party0_share
+from mpcdp.adapter.mac_material import RING, WORDS, MacKey, _no_dealer, _own_share, _party0_share
 from mpcdp.errors import ProtocolViolation
 from mpcdp.adapter.material import Material, _dealer_generator
 from mpcdp.transport import costs
@@ -119,34 +119,19 @@ def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
     return [keyed.ring((n,), generator=generator) for _ in range(k)]
 
 
-class BitKey(Material):
-    """This party's share α_b,i of the bit-domain MAC key (a uniform 64-bit word; the dealer keeps α_b)."""
-
-    @staticmethod
-    def reply_shape() -> tuple[int, ...]:
-        return (0,)
+class BitKey(MacKey):
+    """This party's share α_b,i of the bit-domain MAC key (a uniform 64-bit word; the dealer keeps α_b). Drawn
+    and fetched as :class:`~mpcdp.adapter.mac_material.MacKey`, in Z_2^64."""
 
     @staticmethod
     def serve(dealer):
-        total = torch.zeros((), dtype=torch.int64)
-        for generator in dealer._get_generators():
-            total = total + keyed.ring((1,), generator=generator)[0]
-        dealer.bit_key = total
+        dealer.bit_key = _joint_words(dealer, 1)[0]
         return torch.zeros(0, dtype=torch.int64)
-
-    generate = staticmethod(_no_dealer)
 
     @classmethod
     def fetch(cls) -> torch.Tensor:
         costs.record("bit_mac_key", 1)
         return provider().serve(cls)
-
-    @classmethod
-    def from_dealer(cls) -> torch.Tensor:
-        generator = _dealer_generator()
-        if rank() == 0:
-            cls.request()
-        return keyed.ring((1,), generator=generator)[0]
 
 
 def _joint_words(dealer, n: int) -> torch.Tensor:
