@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/2,
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/3,
 mpcdp/noise/auth_gaussian.py): its circuit decides every candidate as the plaintext rule does on the same bits
 (so its output pmf is exact_log_pmf's), and in a real 3-party run a party that flips one bit of one share it
 sends inside the sampler makes every honest process stop with the MAC line before any sample is released."""
@@ -60,7 +60,7 @@ def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_be
     opened 12 MAC-checked samples, and a release with 3 authenticated noise values adds exactly those values.
     Then party 1 flips bit 62 of the first word it sends to party 0 in the
     ε/δ opening of the sampler's 40th bit product (inside T's carry chain): parties 0 and 2 exit non-zero with
-    the MAC line of the check that comes before the accept bits, and nobody released anything."""
+    the MAC line of the check that comes before the first factor's bits, and nobody released anything."""
     honest = run_parties(tampered_noise, config_for(3, security="malicious"),
                          args=(-1, "", 0, 12, str(tmp_path)))
     assert len(honest[0]["values"]) == 12 and all(np.isfinite(honest[0]["values"]))
@@ -79,7 +79,7 @@ def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_be
     for rank in (0, 2):
         message = reports[rank].message
         assert reports[rank].status == "error" and reports[rank].exitcode != 0, reports[rank]
-        assert message.startswith(f"party {rank} stopped: the MAC check of opening 'dg-auth (before the accept "
-                                  f"bits)' failed: a party deviated from the protocol ("), message
+        assert message.startswith(f"party {rank} stopped: the MAC check of opening 'dg-auth (before the "
+                                  f"first-factor bits)' failed: a party deviated from the protocol ("), message
         assert message.endswith("nothing was released (security = 'malicious')"), message
     assert not list(tmp_path.glob("released-*"))

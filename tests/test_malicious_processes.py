@@ -31,7 +31,7 @@ seed = 0
 """
 
 FLIPS = {  # where party 1 flips bit 62 of the first word it sends to party 0: (its message's tag, the check that fails)
-    "sampler": ("dg-auth-bits-40 (ε, δ)", "dg-auth (before the accept bits)"),  # ε/δ of a product in T's carry chain
+    "sampler": ("dg-auth-bits-40 (ε, δ)", "dg-auth (before the first-factor bits)"),  # ε/δ of a product in T's carry chain
     "release": ("v_p[0]", "v_p[0]"),  # its share of the first release's opening (masked input + noise share)
 }
 

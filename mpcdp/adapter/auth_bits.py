@@ -3,9 +3,9 @@
 Two domains. :class:`AuthBits`: n authenticated values [[b]] of :mod:`.mac_material`'s Z_2^128 (k = s = 64) whose
 value b is a uniform bit that no data party knows, the XOR of one bit drawn from every party's dealer generator
 (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
-to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 uses the bit domain below). The k = 1 bit
-domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/2): a bit is one int64 value word and one MAC word per
-party, its value the low bit of Σ value words, its MAC Σ MAC words = α_b·Σ value words mod 2^64 under the bit key
+to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 and /3 use the bit domain below). The k = 1
+bit domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/3): a bit is one int64 value word and one MAC word
+per party, its value the low bit of Σ value words, its MAC Σ MAC words = α_b·Σ value words mod 2^64 under the bit key
 (:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so party 0's reply
 carries only what is correlated: :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's
 draw) and :class:`BitRandoms` (uniform words, the bit check's masks) 8 bytes each, :class:`BitTriples` 24⅛ bytes
@@ -90,7 +90,7 @@ class AuthBits(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-# -- the bit domain (SPDZ2k with k = 1, circuit dg-auth/2, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
+# -- the bit domain (SPDZ2k with k = 1, circuit dg-auth/3, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
 #
 # A bit-domain element is one int64 word per party for its value share and one for its MAC share: Σ value shares
 # = x in Z_2^64, whose low bit is the bit (the 63 upper bits are "don't care"), and Σ MAC shares = α_b·x mod 2^64
