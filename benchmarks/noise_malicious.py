@@ -22,6 +22,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import write_record
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES
 from mpcdp.noise.auth_gaussian import CIRCUIT, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
@@ -50,10 +51,10 @@ def run(parties: int, samples: int, sigma: float) -> dict:
 
 def markdown(rows: list[dict], command: str) -> str:
     plan = dg.plan_for(16.0)
-    bit_products, arith_products = products_per_candidate(plan)
+    products = products_per_candidate(plan)
     floor = "; ".join(  # what the ANDs' dealt bytes alone cost per sample, against the semi-honest bytes
         f"at m = {r['parties']} the ANDs' dealt bytes alone are "
-        f"{bit_products * 24.125 * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
+        f"{products.bits * BIT_TRIPLE_BYTES * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
         "the semi-honest bytes per sample" for r in rows)
     lines = [
         "# The authenticated in-MPC discrete Gaussian beside the semi-honest one",
@@ -63,13 +64,15 @@ def markdown(rows: list[dict], command: str) -> str:
         f"torch {torch.__version__}; parties are separate processes on one host (loopback, TLS), plus the dealer.",
         "",
         f"Malicious: circuit `{CIRCUIT.split(':')[0]}` (mpcdp/noise/auth_gaussian.py): per candidate "
-        f"{bit_products} bit products in SPDZ2k's k = 1 bit domain (2 bits opened, 24⅛ bytes dealt each), "
-        f"{arith_products} products in Z_2^128 (4 words opened, 96 bytes dealt each), "
-        f"{sum(dg.field_bits(plan).values())} dealt bits (8 bytes each), one 64-bit edaBit (544 bytes), "
-        f"{dg.PIECES + dg.field_bits(plan)['point'] + 1} daBits (40 bytes and one opened bit each); per pass the bit "
-        "check (48 parity rows, then SPDZ2k's check) and the MAC check before the accept bits, the bit check after. "
-        "Bytes per sample: every party's and the dealer's link counters over the samples. Issue 48's target: "
-        "≤ 2.5× bytes, ≤ 2× time — not met: " + floor + ".",
+        f"{products.first} bit products in SPDZ2k's k = 1 bit domain and {products.second} more per survivor of the "
+        f"first factor ({products.survive:.1%} of the candidates): {products.bits:.0f} per candidate, 2 bits opened "
+        f"and {BIT_TRIPLE_BYTES:g} bytes dealt each; {products.arith} products in Z_2^128 (4 words opened, 96 bytes "
+        f"dealt each), {sum(dg.field_bits(plan).values())} dealt bits ({BIT_BYTES:g} bytes each), one 64-bit edaBit "
+        f"({EDA_BYTES:g} bytes), {dg.PIECES + dg.field_bits(plan)['point'] + 1} daBits ({DA_BYTES:g} bytes and one "
+        "opened bit each); per pass the bit check (48 parity rows, then SPDZ2k's check) and the MAC check before the "
+        "first factor's bits and before the accept bits, the bit check after each. Bytes per sample: every party's "
+        "and the dealer's link counters over the samples. Issue 48's target: ≤ 2.5× bytes, ≤ 2× time — not met: "
+        + floor + ".",
         "",
         "| m | samples | semi-honest B/sample | malicious B/sample | ratio | wall s (sh → mal) | wall ratio | "
         "rounds (sh → mal) | dealer CPU µs/sample (sh → mal) |",

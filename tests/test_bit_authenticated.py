@@ -85,20 +85,35 @@ def test_every_deviation_at_every_send_or_fetch_of_the_bit_domain_stops_every_ho
 def test_one_parity_row_lets_a_flipped_bit_pass_half_the_time_and_lambda_rows_bound_it_by_2_to_the_minus_lambda():
     """The vectorised model (:func:`deviation_harness.bit_model_check`, the check's combination and σ formulas):
     party 1 flips opened bits, fixes each row's bit 0 after seeing the coin and corrects its σ with a guess of
-    the key. With s = 63: one row passes about half the flips (why SPDZ2k's single combination is not enough at
-    k = 1), four rows about 1/16 (two-sided binomial tests at α = 1e-6), λ = 48 rows none of 4,000. With λ = 48
-    and s = 6 the MAC term shows: passes occur, at most the SPDZ2k bound (s+1)·2^-s = 7/64 (one-sided)."""
+    the key. With the bit domain's s (47): one row passes about half the flips (why SPDZ2k's single combination
+    is not enough at k = 1), four rows about 1/16 (two-sided binomial tests at α = 1e-6), λ = 48 rows none of
+    4,000. With λ = 48 and s = 6 the MAC term shows: passes occur, at most the SPDZ2k bound (s+1)·2^-s = 7/64
+    (one-sided)."""
     trials = 4000
+    assert B.S_BITS == 47
     for rows, rate in ((1, 0.5), (4, 1 / 16)):
-        passed, changed = H.bit_model_check(rows, 63, trials, seed=rows)
+        passed, changed = H.bit_model_check(rows, B.S_BITS, trials, seed=rows)
         assert bool(changed.all())
         wins = int(passed.sum())
         assert binom.sf(wins - 1, trials, rate) >= 1e-6 and binom.cdf(wins, trials, rate) >= 1e-6, (rows, wins)
-    passed, _ = H.bit_model_check(B.PARITY_CHECKS, 63, trials, seed=5)
+    passed, _ = H.bit_model_check(B.PARITY_CHECKS, B.S_BITS, trials, seed=5)
     assert not bool(passed.any())
     passed, _ = H.bit_model_check(B.PARITY_CHECKS, 6, trials, seed=6)
     wins = int(passed.sum())
     assert 0 < wins and binom.sf(wins - 1, trials, 7 / 64) >= 1e-6, wins
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 130])
+def test_the_dealers_packed_mac_shares_keep_every_share_mod_2_48(n):
+    """Party 0's bit-domain MAC shares travel as 6 bytes each (auth_bits.pack_macs): unpacked, each equals the
+    dealer's word mod 2^48 (extremes included), in ⌈6n/8⌉ words."""
+    from mpcdp.adapter import auth_bits
+
+    macs = torch.randint(-(1 << 63), (1 << 63) - 1, (n,), generator=torch.Generator().manual_seed(n))
+    macs[0] = -1
+    words = auth_bits.pack_macs(macs)
+    assert words.numel() == -(-6 * n // 8) == auth_bits.mac_words(n)
+    assert torch.equal(auth_bits.unpack_macs(words, n), macs & ((1 << 48) - 1))
 
 
 @pytest.mark.parametrize("n", [1, 63, 64, 130])

@@ -5,13 +5,14 @@ value b is a uniform bit that no data party knows, the XOR of one bit drawn from
 (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
 to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 and /3 use the bit domain below). The k = 1
 bit domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/3): a bit is one int64 value word and one MAC word
-per party, its value the low bit of Σ value words, its MAC Σ MAC words = α_b·Σ value words mod 2^64 under the bit key
-(:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so party 0's reply
-carries only what is correlated: :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's
-draw) and :class:`BitRandoms` (uniform words, the bit check's masks) 8 bytes each, :class:`BitTriples` 24⅛ bytes
-(three MAC words and the low bit of party 0's share of c), :class:`DaBits` 40 bytes (a bit in both domains: its
-bit-domain MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 8·(bits + 4) bytes (``bits`` bit-domain
-bits and r = Σ 2^i·r_i in Z_2^128). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
+per party, its value the low bit of Σ value words, its MAC Σ MAC words ≡ α_b·Σ value words mod 2^48 (:data:`MAC_BITS`)
+under the bit key (:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so
+party 0's reply carries only what is correlated, each MAC share packed in 6 bytes (:func:`pack_macs`; dg-auth/2
+sent 8): :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's draw) and
+:class:`BitRandoms` (uniform words, the bit check's masks) 6 bytes each, :class:`BitTriples` 18⅛ bytes (three MAC
+shares and the low bit of party 0's share of c), :class:`DaBits` 38 bytes (a bit in both domains: its bit-domain
+MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain bits and
+r = Σ 2^i·r_i in Z_2^128). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
 with the committee's committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
@@ -32,6 +33,7 @@ dealer keys); one request per call.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from mpcdp.adapter import dealer_view, keyed
@@ -100,6 +102,44 @@ class AuthBits(Material):
 # only what is correlated: the MAC shares, and a product's value share.
 
 
+MAC_BITS = 48
+"""The bits of a bit-domain element that its MAC covers: SPDZ2k with k = 1 and s = 47 over Z_2^48 (the value's
+bit and 47 MAC bits above it, :mod:`mpcdp.mpc.bit_authenticated`). Shares are int64 words computed mod 2^64 as
+before; only their residues mod 2^48 matter, so party 0's dealt MAC shares travel as 6 bytes each."""
+MAC_BYTES = MAC_BITS // 8
+BIT_BYTES = MAC_BYTES
+"""Dealt bytes to party 0 per bit-domain element (:class:`BitShares`, :class:`BitRandoms`): its MAC share."""
+BIT_TRIPLE_BYTES = 3 * MAC_BYTES + 1 / 8
+"""Dealt bytes to party 0 per :class:`BitTriples` triple: three MAC shares and one bit of c's value share."""
+DA_BYTES = MAC_BYTES + 8 * WORDS
+"""Dealt bytes to party 0 per :class:`DaBits` daBit: its bit-domain MAC share and four Z_2^128 words."""
+EDA_BYTES = 64 * MAC_BYTES + 8 * WORDS
+"""Dealt bytes to party 0 per 64-bit :class:`EdaBits` edaBit: 64 bit-domain MAC shares and four Z_2^128 words."""
+
+
+def mac_words(n: int) -> int:
+    """int64 words that carry n packed MAC shares (:func:`pack_macs`)."""
+    return -(-n * MAC_BYTES // 8)
+
+
+def pack_macs(macs: torch.Tensor) -> torch.Tensor:
+    """MAC shares (any shape, int64) mod 2^MAC_BITS, MAC_BYTES little-endian bytes each, one after another in
+    :func:`mac_words` int64 words (the last zero-padded)."""
+    raw = macs.reshape(-1).contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
+    flat = raw[:, :MAC_BYTES].reshape(-1)
+    padded = np.zeros(mac_words(raw.shape[0]) * 8, dtype=np.uint8)
+    padded[:flat.size] = flat
+    return torch.from_numpy(padded.view("<i8").astype(np.int64))
+
+
+def unpack_macs(words: torch.Tensor, n: int) -> torch.Tensor:
+    """The n MAC shares of :func:`pack_macs`' words, (n,) int64 in [0, 2^MAC_BITS)."""
+    raw = words.reshape(-1).contiguous().numpy().astype("<i8", copy=False).view(np.uint8)[: n * MAC_BYTES]
+    full = np.zeros((n, 8), dtype=np.uint8)
+    full[:, :MAC_BYTES] = raw.reshape(n, MAC_BYTES)
+    return torch.from_numpy(full.reshape(-1).view("<i8").astype(np.int64))
+
+
 def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
     """Party 0's MAC shares (n,) of bit-domain ``values`` (the dealer's α_b·x minus parties 1..m−1's MAC draws)."""
     key = getattr(dealer, "bit_key", None)
@@ -112,9 +152,10 @@ def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
 
 
 def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
-    """This party's k MAC-share vectors (n,) (and whatever else party 0's reply carries, in the reply's order)."""
+    """This party's k MAC-share vectors (n,) (party 0's from the dealer's packed reply of n·k shares, element by
+    element)."""
     if rank() == 0:
-        reply = request().reshape(n, k)
+        reply = unpack_macs(request(), n * k).reshape(n, k)
         return [reply[:, t] for t in range(k)]
     return [keyed.ring((n,), generator=generator) for _ in range(k)]
 
@@ -144,11 +185,15 @@ def _joint_words(dealer, n: int) -> torch.Tensor:
 
 class BitRandoms(Material):
     """n bit-domain elements r, uniform in Z_2^64, that no party knows (the 2·r masks of the bit check's
-    openings): value shares from every party's generator, party 0's MAC share dealt (8 bytes each)."""
+    openings): value shares from every party's generator, party 0's MAC share dealt (:data:`MAC_BYTES` each)."""
+
+    @staticmethod
+    def reply_shape(n: int) -> tuple[int, ...]:
+        return (mac_words(n),)
 
     @staticmethod
     def serve(dealer, n: int):
-        return _bit_macs(dealer, _joint_words(dealer, n))
+        return pack_macs(_bit_macs(dealer, _joint_words(dealer, n)))
 
     generate = staticmethod(_no_dealer)
 
@@ -168,13 +213,13 @@ class BitRandoms(Material):
 class BitShares(BitRandoms):
     """n dealt uniform bits in the bit domain (the low bit of a :class:`BitRandoms` element: the XOR of the low
     bits of every party's value draw), noted in the dealer's recorded view like :class:`AuthBits`' (the view
-    audit). 8 bytes per bit to party 0."""
+    audit). :data:`MAC_BYTES` per bit to party 0."""
 
     @staticmethod
     def serve(dealer, n: int):
         values = _joint_words(dealer, n)
         dealer_view.note_draw(bits=values & 1)
-        return _bit_macs(dealer, values)
+        return pack_macs(_bit_macs(dealer, values))
 
     @classmethod
     def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -205,12 +250,12 @@ class BitTriples(Material):
     """n bit-domain Beaver triples: a, b uniform in Z_2^64 (value shares from every party's generator) and c with
     c ≡ a·b (mod 2), so c's low bit is the AND of a's and b's (its upper bits don't care). Every value share of c
     comes from a generator too, party 0's except its low bit β, which the dealer sets so that the shares sum to
-    the AND mod 2. Party 0's reply: its MAC shares of a, b and c (3 words) and β (packed 64 to a word): 24⅛ bytes
-    per triple."""
+    the AND mod 2. Party 0's reply: its MAC shares of a, b and c (packed, :data:`MAC_BYTES` each) and β (packed 64
+    to a word): :data:`BIT_TRIPLE_BYTES` per triple."""
 
     @staticmethod
     def reply_shape(n: int) -> tuple[int, ...]:
-        return (3 * n + -(-n // 64),)
+        return (mac_words(3 * n) + -(-n // 64),)
 
     @staticmethod
     def serve(dealer, n: int):
@@ -226,7 +271,7 @@ class BitTriples(Material):
         low = (a * b - others) & 1
         c = own + low + others
         macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
-        return torch.cat([macs.reshape(-1), _pack_bits(low)])
+        return torch.cat([pack_macs(macs), _pack_bits(low)])
 
     generate = staticmethod(_no_dealer)
 
@@ -241,9 +286,9 @@ class BitTriples(Material):
         generator = _dealer_generator()
         a, b, c = (keyed.ring((n,), generator=generator) for _ in range(3))
         if rank() == 0:
-            reply = cls.request(n)
-            macs = reply[: 3 * n].reshape(n, 3)
-            c = (c & ~1) + _unpack_bits(reply[3 * n:], n)
+            reply, words = cls.request(n), mac_words(3 * n)
+            macs = unpack_macs(reply[:words], 3 * n).reshape(n, 3)
+            c = (c & ~1) + _unpack_bits(reply[words:], n)
             a_mac, b_mac, c_mac = macs[:, 0], macs[:, 1], macs[:, 2]
         else:
             a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
@@ -253,19 +298,19 @@ class BitTriples(Material):
 class DaBits(Material):
     """n daBits: a uniform bit r that no party knows, authenticated in both domains — a bit-domain element whose low
     bit is r (value shares from every party's generator, as :class:`BitShares`) and an element [[r]] of
-    :mod:`.mac_material`'s Z_2^128 with value exactly r. Party 0's reply: its bit-domain MAC share and its four
-    Z_2^128 words, 5 words (40 bytes) per daBit."""
+    :mod:`.mac_material`'s Z_2^128 with value exactly r. Party 0's reply: its bit-domain MAC shares (packed) and
+    its four Z_2^128 words per daBit, :data:`DA_BYTES` per daBit."""
 
     @staticmethod
     def reply_shape(n: int) -> tuple[int, ...]:
-        return (n, 1 + WORDS)
+        return (mac_words(n) + WORDS * n,)
 
     @staticmethod
     def serve(dealer, n: int):
         values = _joint_words(dealer, n)
         dealer_view.note_draw(da_bits=values & 1)
         bit_mac = _bit_macs(dealer, values)
-        return torch.cat([bit_mac.reshape(n, 1), _party0_share(dealer, RING.lift(values & 1), n)], 1)
+        return torch.cat([pack_macs(bit_mac), _party0_share(dealer, RING.lift(values & 1), n).reshape(-1)])
 
     generate = staticmethod(_no_dealer)
 
@@ -280,9 +325,10 @@ class DaBits(Material):
         generator = _dealer_generator()
         value = keyed.ring((n,), generator=generator)
         if rank() == 0:
-            reply = cls.request(n)
-            return ((value, reply[:, 0]),
-                    (Wide(reply[:, 1], reply[:, 2]), Wide(reply[:, 3], reply[:, 4])))
+            reply, words = cls.request(n), mac_words(n)
+            wide = reply[words:].reshape(n, WORDS)
+            return ((value, unpack_macs(reply[:words], n)),
+                    (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])))
         mac = keyed.ring((n,), generator=generator)
         return (value, mac), _own_share(generator, n, None)
 
@@ -290,11 +336,12 @@ class DaBits(Material):
 class EdaBits(Material):
     """n edaBits of ``bits`` bits: r = Σ_i 2^i·r_i for uniform bits r_i no party knows, each r_i a bit-domain
     element (value shares from every party's generator) and r itself one element [[r]] of Z_2^128 (value exactly
-    r < 2^bits). Party 0's reply: ``bits`` bit-domain MAC shares and four Z_2^128 words, 8·(bits + 4) bytes."""
+    r < 2^bits). Party 0's reply: ``bits`` bit-domain MAC shares (packed, :data:`MAC_BYTES` each) and four
+    Z_2^128 words per edaBit."""
 
     @staticmethod
     def reply_shape(n: int, bits: int) -> tuple[int, ...]:
-        return (n, bits + WORDS)
+        return (mac_words(n * bits) + WORDS * n,)
 
     @staticmethod
     def serve(dealer, n: int, bits: int):
@@ -304,7 +351,7 @@ class EdaBits(Material):
         dealer_view.note_draw(eda_bits=values & 1)
         macs = _bit_macs(dealer, values)
         r = ((values & 1) << torch.arange(bits)).sum(1)
-        return torch.cat([macs, _party0_share(dealer, RING.lift(r), n)], 1)
+        return torch.cat([pack_macs(macs), _party0_share(dealer, RING.lift(r), n).reshape(-1)])
 
     generate = staticmethod(_no_dealer)
 
@@ -319,9 +366,10 @@ class EdaBits(Material):
         generator = _dealer_generator()
         value = keyed.ring((n, bits), generator=generator)
         if rank() == 0:
-            reply = cls.request(n, bits)
-            return ((value, reply[:, :bits]),
-                    (Wide(reply[:, bits], reply[:, bits + 1]), Wide(reply[:, bits + 2], reply[:, bits + 3])))
+            reply, words = cls.request(n, bits), mac_words(n * bits)
+            wide = reply[words:].reshape(n, WORDS)
+            return ((value, unpack_macs(reply[:words], n * bits).reshape(n, bits)),
+                    (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])))
         mac = keyed.ring((n, bits), generator=generator)
         return (value, mac), _own_share(generator, n, None)
 

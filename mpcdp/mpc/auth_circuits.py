@@ -188,7 +188,7 @@ class BitArith:
     """This party's authenticated bits in the k = 1 domain (:class:`~mpcdp.mpc.bit_authenticated.BitShared`) under
     ``ctx``: every value an element of Z_2^64 whose low bit is the bit, so the circuits' integer formulas (XOR as
     a + b − 2ab, NOT as 1 − x, the one-hot's and the mux's differences) hold on the low bit, their reduction mod 2.
-    A product is :func:`~mpcdp.mpc.bit_authenticated.multiply` (2 bits opened, 24⅛ bytes dealt); :meth:`open`
+    A product is :func:`~mpcdp.mpc.bit_authenticated.multiply` (2 bits opened, 18⅛ bytes dealt); :meth:`open`
     opens low bits, pending until :func:`~mpcdp.mpc.bit_authenticated.bit_check`."""
 
     def __init__(self, ctx: MpcContext, label: str):

@@ -6,10 +6,10 @@ the dealer honest and colluding with nobody). Nothing opened here is returned as
 :func:`open_bits` opens joins this party's pending list, and the caller must run :func:`bit_check` before any
 opened bit (or anything computed from one) is used to decide anything visible or is output.
 
-The domain (Cramer, Damgård, Escudero, Scholl, Xing, "SPDZ2k", CRYPTO 2018, with k = 1, s = 63). A bit x is a
-:class:`BitShared`: every party's value share x_i and MAC share m_i, one int64 word each, with Σ x_i = x̂ in
-Z_2^64 whose LOW BIT is the bit (the 63 upper bits are "don't care") and Σ m_i = α_b·x̂ mod 2^64 under the bit
-key α_b = Σ α_b,i (:class:`~mpcdp.adapter.auth_bits.BitKey`). XOR is addition, NOT and XOR with a public bit add a
+The domain (Cramer, Damgård, Escudero, Scholl, Xing, "SPDZ2k", CRYPTO 2018, with k = 1, s = 47 over Z_2^48:
+:data:`~mpcdp.adapter.auth_bits.MAC_BITS`). A bit x is a :class:`BitShared`: every party's value share x_i and MAC
+share m_i, one int64 word each (computed mod 2^64, read mod 2^48), with Σ x_i = x̂ whose LOW BIT is the bit (the
+upper bits are "don't care") and Σ m_i ≡ α_b·x̂ mod 2^48 under the bit key α_b = Σ α_b,i (:class:`~mpcdp.adapter.auth_bits.BitKey`). XOR is addition, NOT and XOR with a public bit add a
 public value (party 0 to its value share, every party α_b,i·c to its MAC share), AND with a public bit is a
 scaling: all local (the low bit of a sum or product of integers depends only on their low bits). AND of two
 secret bits (:func:`multiply`) is a Beaver product with a dealt bit triple
@@ -27,23 +27,26 @@ honest y_t is 0); (3) a y_t with bit 0 set is a failure; (4) SPDZ2k's batched MA
 :func:`mpcdp.mpc.authenticated.mac_check`: a second committed coin, drawn only after the y_t are opened (a
 cheater that knew it before could choose errors on two odd rows whose combination vanishes), gives λ words χ_t;
 commitments to σ_i = Σ_t χ_t·(m_i(y_t) − α_b,i·y_t) with the digest of this party's view, then σ_i with its
-nonce; Σ σ_i ≢ 0 mod 2^64 is a failure).
+nonce; Σ σ_i ≢ 0 mod 2^48 is a failure).
 
 Soundness (``mpcdp/README.md``, "Authenticated bits"). Let Δ_j be the error a deviation puts on opened bit j (its
 sent bits, or its shares through other material). If some Δ_j is odd, each y_t carries the error Σ_j b_tj·Δ_j,
 odd with probability 1/2 independently over the λ rows of the coin, which the cheater sees only after it fixed
 the Δ_j: every row even with probability 2^-λ. An odd row must then be corrected by an odd error on the opened
-y_t, which passes SPDZ2k's check with probability at most 2^(−s+log2(s+1)) = 2^-57 for s = 63 (the key α_b is
-uniform mod 2^64). A single row, as the check of SPDZ2k's partial openings with k ≥ s would use, is NOT enough
+y_t, which passes SPDZ2k's check with probability at most 2^(−s+log2(s+1)) = 2^-41.42 for s = 47 (the key α_b is
+uniform mod 2^48). A single row, as the check of SPDZ2k's partial openings with k ≥ s would use, is NOT enough
 at k = 1: a flipped bit would pass whenever its coefficient is even, with probability 1/2. Per check:
-2^-λ + 2^-57 = 2^-47.99 for λ = 48, plus SHA-256's binding: an effective s of 47.9 ≥ 40. Tested at a reduced λ
+2^-λ + 2^-41.42 = 2^-41.40 for λ = 48, plus SHA-256's binding: an effective s of 41.4 ≥ 40 (dg-auth/2 carried
+64-bit MACs, s = 63, 2^-47.99; the 16 MAC bits above 2^48 cost party 0 a quarter of every bit-domain reply and
+added 6.6 bits of soundness above the 40 issue 48 asks for). A deviation that changes only bits above 2^47 of
+a share changes nothing any value or check reads: the run releases the honest output. Tested at a reduced λ
 and s in the deviation harness's vectorised model (``tests/deviation_harness.py``, ``bit_model_check``;
 ``tests/test_bit_authenticated.py``).
 
 Cost per party, m parties: a product, one XOR opening of 2 bits packed (2/64 words per product; 1 round for 2
-parties, 2 for more) and 24⅛ bytes from the dealer to party 0 (the MAC shares of a, b, c and one bit of c's
-value share); a dealt bit 8 bytes; a daBit 40 bytes and one opened bit. The check: λ·n bit-times-word products locally
-(twice: values and MACs), one opening of λ words (8λ dealt bytes for the 2·r_t), two coin rounds and the
+parties, 2 for more) and 18⅛ bytes from the dealer to party 0 (the MAC shares of a, b, c, 6 bytes each, and one
+bit of c's value share); a dealt bit 6 bytes; a daBit 38 bytes and one opened bit. The check: λ·n bit-times-word products locally
+(twice: values and MACs), one opening of λ words (6λ dealt bytes for the 2·r_t), two coin rounds and the
 commitment and σ rounds of SPDZ2k's check (four rounds), independent of n.
 """
 
@@ -57,14 +60,15 @@ import weakref
 import numpy as np
 import torch
 
-from mpcdp.adapter.auth_bits import BitKey, BitRandoms, BitShares, BitTriples, DaBits
+from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.authenticated import AuthShared, _commitment, _fail, _words, opened_checked
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
 
-S_BITS = 63
-"""s of the bit domain: MAC bits above the one value bit (k = 1, k + s = 64)."""
+S_BITS = MAC_BITS - 1
+"""s of the bit domain: MAC bits above the one value bit (k = 1, k + s = :data:`~mpcdp.adapter.auth_bits.MAC_BITS`)."""
+_MAC_MASK = (1 << MAC_BITS) - 1
 
 PARITY_CHECKS = 48
 """λ: rows of the check's parity combinations (each halves a flipped bit's chance to pass)."""
@@ -125,7 +129,7 @@ def _session(ctx: MpcContext) -> _Session:
 
 def dealt_bits(ctx: MpcContext, n: int) -> BitShared:
     """n uniform bits dealt by the dealer (:class:`~mpcdp.adapter.auth_bits.BitShares`; the dealer knows them, no
-    data party does), after the bit key. 8 bytes per bit to party 0."""
+    data party does), after the bit key. 6 bytes per bit to party 0."""
     _session(ctx)
     value, mac = BitShares.fetch(n)
     return BitShared(value, mac)
@@ -170,7 +174,7 @@ def open_bits(ctx: MpcContext, x: BitShared, *, label: str, kind: str, reason: s
 
 def multiply(ctx: MpcContext, x: BitShared, y: BitShared, *, label: str) -> BitShared:
     """x AND y (elementwise, one shape) by a dealt bit triple (module docstring): the low bits of ε and δ opened
-    (2 bits per product, packed), 24⅛ bytes per product from the dealer to party 0."""
+    (2 bits per product, packed), 18⅛ bytes per product from the dealer to party 0."""
     if x.value.shape != y.value.shape:
         raise ValueError("cannot multiply authenticated bits of different shapes")
     shape = x.value.shape
@@ -251,7 +255,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     if bool((y & 1).any()):
         raise _fail(label, "a share or an opened value was altered")
     # χ only now, after the y_t are fixed: a cheater that knew χ before opening could pick errors on two odd
-    # rows whose χ-combination vanishes mod 2^64 and pass the MAC check with certainty
+    # rows whose χ-combination vanishes mod 2^48 and pass the MAC check with certainty
     chi = ctx.common_stream(label=f"{label}: bit-check coin", domain=_DOMAIN).words(rows)
     mine = (chi * (y_mac - state.alpha * y)).sum().reshape(1)
     mine_words, nonce = torch.cat([mine, torch.zeros(1, dtype=torch.int64)]), secure_key()
@@ -267,7 +271,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
         if not torch.equal(_commitment(label, j, words[:2], words[2:].numpy().astype("<i8").tobytes()), bound[j][:4]):
             raise _fail(label, "its σ share does not match its commitment", party=j)
         total = total + words[0]
-    if int(total) != 0:
+    if int(total) & _MAC_MASK != 0:
         raise _fail(label, "a share or an opened value was altered")
 
 

@@ -3,10 +3,10 @@ checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/3.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
-:mod:`mpcdp.mpc.bit_authenticated` (an element of Z_2^64 whose low bit is the value, 64-bit MACs, s = 63; AND a
-Beaver product opening two bits, 24⅛ bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
+:mod:`mpcdp.mpc.bit_authenticated` (an int64 word read mod 2^48 whose low bit is the value, 48-bit MACs, s = 47;
+AND a Beaver product opening two bits, 18⅛ bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
 :mod:`mpcdp.mpc.authenticated` (s = 64). Both checks — the bit check (λ = 48 parity rows, then SPDZ2k's check on
-them: 2^-47.99) and the batched MAC check (2^-57.9) — run before the first factor's bits and before the accept
+them: 2^-41.4) and the batched MAC check (2^-57.9) — run before the first factor's bits and before the accept
 bits are opened, and the bit check again right after each, before they choose which candidates go on or are
 kept: a party that deviates anywhere in the sampler makes every honest party stop with the MAC line before any
 noise is used or output. Every data party samples
@@ -23,7 +23,7 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      fails the next check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
   2. Piece: the one-hot of the index (62 bit products), the piece indicators I_j a public selection.
   3. Crossing: I_j, the point's bits and the sign into Z_2^128 by daBits
-     (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 40 dealt bytes each). n as in
+     (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 38 dealt bytes each). n as in
      dg-auth/1: n_j = M_j − s·(2M_j + 1), n = Σ I_j·n_j (10 products, 2 rounds); T = G·n² + Σ Λ_j·I_j (1 product).
   4. T's bits: an edaBit (:class:`mpcdp.adapter.auth_bits.EdaBits`: 64 bit-domain bits r_i and [[r]] = Σ 2^i·r_i);
      c = T − r opened in Z_2^128 (uniform) and T = c + r by a ripple carry in the bit domain (one product per
@@ -42,11 +42,12 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
 Cost (:func:`products_per_candidate`), σ = 16: 247 bit products per candidate (the index's one-hot 62, the
 carry 61, the first word's prefix 61, its mux 63) and 625 per survivor (six prefixes 366, v_low's 52, muxes 166,
 the low factor 32, the AND 9): 673 per candidate at the first factor's 68% pass rate (dg-auth/2: 873), each
-2 bits opened and 24⅛ bytes dealt; 11 products in Z_2^128 (4 words opened, 96 bytes dealt each), 501 dealt bits
-(8 bytes each), one edaBit (8·68 bytes), 5 + (k + 3) + 1 daBits (40 bytes and one opened bit each); measured
+2 bits opened and 18⅛ bytes dealt; 11 products in Z_2^128 (4 words opened, 96 bytes dealt each), 501 dealt bits
+(6 bytes each), one edaBit (6·64 + 32 bytes), 5 + (k + 3) + 1 daBits (38 bytes and one opened bit each); measured
 in benchmarks/results/noise-malicious.md. Where the bytes go (per candidate, dealt to party 0): the prefix ORs
-≈ 63% of the bit products, the muxes ≈ 25%; every bit-domain element carries a 64-bit MAC share dealt to party
-0 (8 bytes), so a product costs 24⅛ bytes against the semi-honest circuit's packed bits: not optimised further.
+≈ 63% of the bit products, the muxes ≈ 25%; every bit-domain element carries a MAC share dealt to party 0
+(6 bytes: dg-auth/2 dealt 8, with s = 63), so a product costs 18⅛ bytes against the semi-honest circuit's packed
+bits: not optimised further.
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/3: bits in SPDZ2k's k = 1 domain (low bit of Z_2^64, s = 63; AND opens 2 bits, 24⅛ dealt bytes; "
+CIRCUIT = ("dg-auth/3: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+           "2 bits, 18⅛ dealt bytes; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
