@@ -23,7 +23,7 @@ from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES
-from mpcdp.noise.auth_gaussian import CIRCUIT, products_per_candidate
+from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
 SECURITY = ("semi-honest", "malicious")
@@ -47,6 +47,28 @@ def run(parties: int, samples: int, sigma: float) -> dict:
     row["bytes_ratio"] = mal["bytes_per_sample"] / semi["bytes_per_sample"]
     row["wall_ratio"] = mal["wall_s"] / semi["wall_s"]
     return row
+
+
+def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float]]:
+    """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted
+    by the first factor's pass rate): (step, bit-domain products, bytes dealt to party 0, bits opened by each
+    party). A product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`; a Z_2^128 product 4 words (256 bits) and
+    96 bytes; a daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ
+    words each) are left out: they do not grow with the candidates."""
+    products = products_per_candidate(plan)
+    widths = dg.field_bits(plan)
+    index, word = (1 << dg.INDEX_BITS) - 2, dg.WORD - 1
+    daBits = dg.PIECES + widths["point"] + 1
+    mux = (1 << dg.GROUPS[FIRST][1]) - 1
+    steps = [("1. random fields (dealt bits)", 0, sum(widths.values()) * BIT_BYTES, 0),
+             ("2. piece: the index's one-hot", index, 0, 0),
+             ("3. crossing and n, T in Z_2^128", 0, daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
+             ("4. T's bits: edaBit, carry chain, the first word's prefix", 2 * word, EDA_BYTES, 128),
+             ("5. the first factor's mux, its opened bit", mux, 0, 1)]
+    assert sum(p for _, p, _, _ in steps) == products.first, (steps, products)
+    steps.append((f"6. survivors ({products.survive:.0%}): six prefixes, v_low's, muxes, low factor, AND",
+                  products.survive * products.second, 0, products.survive))
+    return [(name, p, dealt + p * BIT_TRIPLE_BYTES, opened + 2 * p) for name, p, dealt, opened in steps]
 
 
 def markdown(rows: list[dict], command: str) -> str:
@@ -81,9 +103,16 @@ def markdown(rows: list[dict], command: str) -> str:
     for r in rows:
         sh, mal = r["semi-honest"], r["malicious"]
         lines.append(f"| {r['parties']} | {r['samples']:,} | {sh['bytes_per_sample']:,.0f} | "
-                     f"{mal['bytes_per_sample']:,.0f} | {r['bytes_ratio']:.0f}× | {sh['wall_s']:.2f} → "
-                     f"{mal['wall_s']:.2f} | {r['wall_ratio']:.0f}× | {sh['rounds']} → {mal['rounds']} | "
+                     f"{mal['bytes_per_sample']:,.0f} | {r['bytes_ratio']:.1f}× | {sh['wall_s']:.2f} → "
+                     f"{mal['wall_s']:.2f} | {r['wall_ratio']:.1f}× | {sh['rounds']} → {mal['rounds']} | "
                      f"{sh['dealer_cpu_us_per_sample']} → {mal['dealer_cpu_us_per_sample']} |")
+    table = breakdown(plan)
+    lines += ["", "Where the malicious bytes go, per candidate (σ = 16; `breakdown`: products × 2 opened bits and "
+              f"{BIT_TRIPLE_BYTES:g} dealt bytes, plus each step's dealt material and openings):", "",
+              "| step | bit products | dealt bytes to party 0 | bits opened per party |", "|---|---|---|---|"]
+    lines += [f"| {name} | {p:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, dealt, opened in table]
+    lines.append(f"| total | {sum(t[1] for t in table):,.0f} | {sum(t[2] for t in table):,.0f} | "
+                 f"{sum(t[3] for t in table):,.0f} |")
     lines += ["", f"Load average when recorded (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
               "(a shared 2-core host: wall times scale with it; bytes do not)."]
     return "\n".join(lines) + "\n"
