@@ -591,6 +591,15 @@ def generator_views(ctx, n: int, what: str):
     return _received_while(lambda: adapter.dealer_chunk_one_hots(n, 64))
 
 
+def every_generator_view(ctx, bits: int, one_hots: int, chunks: int) -> dict:
+    """One run's three views of the dealer-free provider, made one after the other, each recorded apart: the
+    messages received while ``bits`` comparison masks of 40 bits are made, while ``one_hots`` one-hot rotation
+    pairs are, and while ``chunks`` chunk one-hot masks of 64 bits are (:func:`generator_one_view`,
+    :func:`generator_views`)."""
+    return {"bits": generator_one_view(ctx, bits), "one_hots": generator_one_view(ctx, one_hots, True),
+            "chunks": generator_views(ctx, chunks, "chunks")}
+
+
 def forge_blame_then_garble(ctx, rogue: int, accused: int, at: int):
     """Rounds of secure sum + opening; at round ``at`` party ``rogue`` writes a loss report naming ``accused``
     (a garbled frame), then sends party 0 garbage in place of its share and stays connected."""

@@ -8,7 +8,6 @@ quick start trains with no dealer.
 
 import json
 import pathlib
-import subprocess
 
 import pytest
 import torch
@@ -17,8 +16,8 @@ from scipy import stats
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, InsecureSettingWarning, PartyFailed
 from mpcdp.runtime.harness import run_job, run_parties
-from party_jobs import (coalition_view, discrete_gaussian_pass, generator_one_view, generator_views,
-                        material_of_every_kind, product_with_view)
+from party_jobs import (coalition_view, discrete_gaussian_pass, every_generator_view, material_of_every_kind,
+                        product_with_view)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 600
@@ -155,33 +154,39 @@ def test_one_generator_learns_nothing_of_a_victims_input_two_recover_it():
     assert torch.equal(recovered([0, 1]), x)
 
 
-def test_what_party_1_receives_while_bits_are_made_is_uniform_words():
+@pytest.fixture(scope="module")
+def generator_views_run():
+    """One run at 3 parties without a dealer: the comparison masks of 200 elements (40 bits each), 300 one-hot
+    rotation pairs, then 1,000 chunk one-hot masks of 64 bits, each party's received messages recorded apart
+    for each (shared by the three tests below)."""
+    return run_parties(every_generator_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
+                       args=(200, 300, 1000))
+
+
+def test_what_party_1_receives_while_bits_are_made_is_uniform_words(generator_views_run):
     """Party 1 receives one ring element per converted bit, e = u − α with α from a stream only parties 0 and
     2 hold: uniform 64-bit words (KS at α = 1e-5), not the 0/1 values of u it would see unmasked."""
-    views = run_parties(generator_one_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
-                        args=(200,))
+    views = [party["bits"] for party in generator_views_run]
     seen = views[1]
     assert seen.numel() == 200 * 40 and views[0].numel() == 0 and views[2].numel() == 0
     assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
 
 
-def test_what_party_0_receives_while_one_hots_are_made_is_uniform_words():
+def test_what_party_0_receives_while_one_hots_are_made_is_uniform_words(generator_views_run):
     """Party 0 receives one word per one-hot, u ⊕ s with s from a component only parties 1 and 2 hold: uniform
     64-bit words (KS at α = 1e-5), not the one-hot words (a single set bit) it would see unmasked."""
-    views = run_parties(generator_one_view, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
-                        args=(300, True))
+    views = [party["one_hots"] for party in generator_views_run]
     seen = views[0]
     assert seen.numel() == 300 * 2 and views[1].numel() == 0 and views[2].numel() == 0
     assert stats.kstest((seen.double() / 2.0**64 + 0.5).numpy(), "uniform").pvalue > 1e-5
 
 
-def test_what_each_generator_receives_while_chunk_one_hots_are_made_is_uniform():
+def test_what_each_generator_receives_while_chunk_one_hots_are_made_is_uniform(generator_views_run):
     """Party 0 receives the one-hot words of s masked by σ (component 2, which it lacks); party 1 the wrap bits
     masked by τ and the wraps' ring elements masked by α (component 0, which it lacks); party 2 nothing. Each is
     uniform (KS at α = 1e-5; the wrap bits: 16-bit values, χ² over their 16 bits), not the single set bit of a
     one-hot lane nor the 0/1 values a wrap is."""
-    views = run_parties(generator_views, MpcConfig(parties=3, provider="honest-majority", timeout_s=60.0),
-                        args=(1000, "chunks"))
+    views = [party["chunks"] for party in generator_views_run]
     one_hots, (wraps, ring) = views[0][0], views[1]
     assert one_hots.numel() == 1000 * 4 and wraps.numel() == 1000 and ring.numel() == 1000 * 16 and not views[2]
     for words in (one_hots, ring):
@@ -201,11 +206,16 @@ def test_too_few_parties_and_crypten_protocols_that_need_a_dealer_are_refused_by
     assert "needs dealer material, and `provider` is 'honest-majority'" in str(info.value)
 
 
-def test_the_quick_start_trains_with_no_dealer_and_certifies_its_epsilon():
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "train", "protocols/quickstart-a9a.toml",
-                          "--provider", "honest-majority"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+def test_the_quick_start_trains_with_no_dealer_and_certifies_its_epsilon(capsys, monkeypatch):
+    """`mpcdp train protocols/quickstart-a9a.toml --provider honest-majority`, the entry point in this process
+    (mpcdp.cli.main: its exit status and report line are its logic; the three parties are real processes)."""
+    from mpcdp.cli import main
+
+    monkeypatch.chdir(ROOT)
+    code = main(["train", "protocols/quickstart-a9a.toml", "--provider", "honest-majority"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    report = json.loads(out.out.strip().splitlines()[-1])
     assert report["provider"] == "honest-majority" and report["dealer_bytes"] is None
     assert 0.49 < report["epsilon"] <= 0.5 and report["delta_certified"] <= 1e-5
     assert 0.1 < report["test_error"] < 0.25
