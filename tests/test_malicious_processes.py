@@ -13,12 +13,14 @@ from mpcdp.runtime.harness import free_port
 from party_commands import ROOT, run_party_commands
 
 # The smallest training that still samples its noise in the MPC: breast cancer (d = 30), 3 parties, DDP-SRM's
-# first batch and one step (60 authenticated noise samples, two releases).
+# first batch and one step (60 authenticated noise samples, two releases). ε = 1 and δ = 1e-4: every party
+# calibrates σ with the PLD accountant before it joins, and at these it takes 1.2 CPU seconds against 5.3 at
+# ε = 3, δ = 1e-3 (nine calibrations in this file); what is checked does not depend on σ.
 PROTOCOL = """name = "malicious-processes"
 dataset = "breast-cancer"
 [privacy]
-epsilon = 3.0
-delta = 1e-3
+epsilon = 1.0
+delta = 1e-4
 [training]
 parties = 3
 batch = 30
