@@ -233,13 +233,9 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str
 def _test(name: str, scores: np.ndarray, two_sided: bool):
     """A statistic's (z, p): a count's from the permutation test's normal tail; a match's p from the Poisson tail
     at the permutation mean (matches are rare: the normal tail would overstate one or two chance matches)."""
-    from mpcdp.jobs.views import Statistic, permutation_test
+    from mpcdp.jobs.views import Statistic, match_test, permutation_test
 
-    z, p = permutation_test(scores, two_sided=two_sided)
-    if not two_sided:
-        total, mean = float(np.trace(scores)), float(scores.mean()) * scores.shape[0]
-        p = float(stats.poisson.sf(total - 1, mean)) if mean > 0 else float(total == 0)
-    return Statistic(name, z, p)
+    return Statistic(name, *(permutation_test(scores, two_sided=True) if two_sided else match_test(scores)))
 
 
 def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[str, Any], *, sigma: float,

@@ -25,7 +25,8 @@ The statistics:
 ``request sizes`` (dealer): the first pass's survivor count, which the size of the dealer's next request
     tells it, against x²/σ² (two-sided).
 ``accept bits`` (members): the index of the first accepted candidate against x²/σ² (two-sided).
-``own fields`` (members): whether candidate 0, computed from the member's own field words alone, equals x.
+``own fields`` (members): whether candidate 0, computed from the member's own field words alone, equals x
+    (a rare match: p from the Poisson tail at the permutation mean, :func:`match_test`).
 ``counts`` (non-members): the committee's accepted count against x²/σ² (two-sided).
 
 A role's p is the smallest of its statistics' times their number (Bonferroni); it is reported ``dependent``
@@ -222,6 +223,19 @@ def permutation_test(scores: np.ndarray, *, two_sided: bool) -> tuple[float, flo
     return z, float(min(1.0, p))
 
 
+def match_test(scores: np.ndarray) -> tuple[float, float]:
+    """(z, p) of a match statistic (0/1 scores that are rarely 1, e.g. "the role's guess equals x"): z from
+    :func:`permutation_test`, p from the Poisson tail at the permutation mean. Under a random permutation the
+    number of matches is close to Poisson when matches are rare; the normal tail would overstate one or two
+    chance matches (at 60 calls it alarmed about 60 times as often as its stated level)."""
+    from scipy import stats
+
+    z, _ = permutation_test(scores, two_sided=False)
+    total, mean = float(np.trace(scores)), float(scores.mean()) * scores.shape[0]
+    p = float(stats.poisson.sf(total - 1, mean)) if mean > 0 else float(total == 0)
+    return z, p
+
+
 def would_accept(plan: dg.DiscreteGaussianPlan, views: list[dict], samples: np.ndarray) -> np.ndarray:
     """(calls, calls): whether call i's candidate (the source where the role knows it, else candidate 0)
     would be accepted at value x_j under view i's words (the first factor's alone where the pass had no
@@ -272,11 +286,12 @@ def role_statistics(role: str, views: list[dict], samples: np.ndarray, plan: dg.
         tests.append(("accept bits", _correlation(np.array([v["first_accepted"] for v in views], float), samples,
                                                   plan.sigma), True))
         own = np.array([dg.candidate_values(plan, v["fields"])[0][0] for v in views])
-        tests.append(("own fields", (own[:, None] == samples[None, :]).astype(float), False))
+        matches = (own[:, None] == samples[None, :]).astype(float)
     if role == "non-member":
         tests.append(("counts", _correlation(np.array([v["accepted"] for v in views], float), samples, plan.sigma),
                       True))
-    return [Statistic(name, *permutation_test(scores, two_sided=two)) for name, scores, two in tests]
+    found = [Statistic(name, *permutation_test(scores, two_sided=two)) for name, scores, two in tests]
+    return found + ([Statistic("own fields", *match_test(matches))] if role == "member" else [])
 
 
 # -- power ----------------------------------------------------------------------------------------------------
