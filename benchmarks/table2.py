@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -311,8 +312,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return ns
 
 
-def run_rows(plan: list[Row], seeds: int) -> tuple[list[dict], list[dict]]:
-    """Run every row of ``plan`` on seeds 0..seeds−1; return (the table's rows, every run's report)."""
+def run_rows(plan: list[Row], seeds: int, keep: pathlib.Path | None = None) -> tuple[list[dict], list[dict]]:
+    """Run every row of ``plan`` on seeds 0..seeds−1; return (the table's rows, every run's report). ``keep``:
+    a JSON-lines file each report is appended to as it comes (a long secure run is not lost if the record
+    cannot be written)."""
     from tqdm import tqdm
 
     from mpcdp.jobs.train import plan_from, run_plan
@@ -331,6 +334,9 @@ def run_rows(plan: list[Row], seeds: int) -> tuple[list[dict], list[dict]]:
                 if backend == "simulated":  # the security of a run without MPC is no property of it
                     report.pop("security", None)
                 reports.append(report)
+                if keep is not None:
+                    with keep.open("a") as fh:
+                        fh.write(json.dumps({"row": [name, backend, security], **report}, default=str) + "\n")
                 bar.update()
             runs += reports
             table.append(summarize(name, backend, reports, security))
@@ -341,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
     before = previous(ns.out)
     plan = [row for row in rows(not ns.no_mpc, ns.security, ns.backend) if not ns.only or row[0] in ns.only]
-    table, runs = run_rows(plan, ns.seeds)
+    keep = pathlib.Path(f"{ns.out}.partial-{os.getpid()}.jsonl")
+    table, runs = run_rows(plan, ns.seeds, keep)
     command = ("python -m benchmarks.table2 " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     commands = [command]
     if ns.only:  # merge: the new rows replace the recorded ones of the same protocol, backend and security
@@ -357,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"command": commands[0], "commands": commands, "authenticated_circuit": CIRCUIT, "rows": table,
                "runs": runs, **({"previous_secure": prev} if prev else {})}
     record(ns.out, text, payload)
+    keep.unlink(missing_ok=True)
     return 0
 
 
