@@ -347,21 +347,28 @@ def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
     before = previous(ns.out)
     plan = [row for row in rows(not ns.no_mpc, ns.security, ns.backend) if not ns.only or row[0] in ns.only]
+    load_before = os.getloadavg()
     keep = pathlib.Path(f"{ns.out}.partial-{os.getpid()}.jsonl")
     table, runs = run_rows(plan, ns.seeds, keep)
     command = ("python -m benchmarks.table2 " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    commands = [command]
+    load = {"command": command, "load_average_before": [round(x, 1) for x in load_before],
+            "load_average_after": [round(x, 1) for x in os.getloadavg()]}
+    commands, loads = [command], [load]
     if ns.only:  # merge: the new rows replace the recorded ones of the same protocol, backend and security
         old = json.loads(pathlib.Path(ns.out).with_suffix(".json").read_text())
         table, runs = merge(old, table, runs)
         commands = old.get("commands", [old["command"]]) + [command]
+        loads = old.get("load_average", []) + loads
     check_same_epsilon(table)
     from mpcdp.noise.auth_gaussian import CIRCUIT
 
     prev = previous_secure(before)
     text = markdown(table, "`, then `".join(commands), ns.seeds, runs) + moved(table, before) + against(table, prev)
+    text += "\nHost load average (1, 5, 15 min) before → after each command (a shared 2-core host: wall times scale with it, bytes do not):\n\n"
+    text += "".join(f"* `{x['command']}`: {x['load_average_before']} → {x['load_average_after']}\n" for x in loads)
     text += f"\nAuthenticated in-MPC circuit (the malicious rows): {CIRCUIT}.\n"
-    payload = {"command": commands[0], "commands": commands, "authenticated_circuit": CIRCUIT, "rows": table,
+    payload = {"command": commands[0], "commands": commands, "authenticated_circuit": CIRCUIT,
+               "load_average": loads, "rows": table,
                "runs": runs, **({"previous_secure": prev} if prev else {})}
     record(ns.out, text, payload)
     keep.unlink(missing_ok=True)
