@@ -104,8 +104,8 @@ def check_same_epsilon(table: list[dict]) -> None:
     :data:`EPSILON_RTOL` of ε."""
     for protocol in dict.fromkeys(r["protocol"] for r in table):
         found = {key(r): r["epsilon"] for r in table if r["protocol"] == protocol}
-        values = [v for v in found.values() if v is not None]
-        if len(values) != len(found) or (values and max(values) - min(values) > EPSILON_RTOL * max(values)):
+        values = [v for v in found.values() if v is not None]  # None: not certified (non-private, DP-AGD)
+        if (values and len(values) != len(found)) or (values and max(values) - min(values) > EPSILON_RTOL * max(values)):
             raise AssertionError(f"{protocol}: the rows certify different ε: {found}")
 
 
@@ -315,6 +315,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", metavar="PROTOCOL",
                         help="re-run these protocols' rows and merge them into the existing record")
     parser.add_argument("--out", default="benchmarks/results/table2-a9a")
+    parser.add_argument("--reuse", nargs="+", metavar="JSONL", default=[],
+                        help="take the reports an earlier command kept (its OUT.partial-PID.jsonl) for their row and "
+                             "seed instead of running them again")
     ns = parser.parse_args(argv)
     if ns.seeds < 1:
         parser.error(f"--seeds must be at least 1. Found {ns.seeds}.")
@@ -327,10 +330,23 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return ns
 
 
-def run_rows(plan: list[Row], seeds: int, keep: pathlib.Path | None = None) -> tuple[list[dict], list[dict]]:
+def load_kept(paths: list[str]) -> dict[tuple[Row, int], dict]:
+    """The reports an earlier command kept (its ``out.partial-PID.jsonl``, :func:`run_rows`' ``keep``) by (row,
+    seed), to be taken instead of run again."""
+    kept: dict[tuple[Row, int], dict] = {}
+    for path in paths:
+        for line in pathlib.Path(path).read_text().splitlines():
+            report = json.loads(line)
+            name, backend, security = report.pop("row")
+            kept[((name, backend, security), report["seed"])] = report
+    return kept
+
+
+def run_rows(plan: list[Row], seeds: int, keep: pathlib.Path | None = None,
+             kept: dict[tuple[Row, int], dict] | None = None) -> tuple[list[dict], list[dict]]:
     """Run every row of ``plan`` on seeds 0..seeds−1; return (the table's rows, every run's report). ``keep``:
     a JSON-lines file each report is appended to as it comes (a long secure run is not lost if the record
-    cannot be written)."""
+    cannot be written); ``kept``: reports of earlier commands (:func:`load_kept`), taken for their row and seed."""
     from tqdm import tqdm
 
     from mpcdp.jobs.train import plan_from, run_plan
@@ -343,8 +359,11 @@ def run_rows(plan: list[Row], seeds: int, keep: pathlib.Path | None = None) -> t
             for seed in range(seeds):
                 bar.set_postfix_str(f"{name} [{backend}{', ' + security if security else ''}] seed {seed}")
                 mpc: dict[str, Any] = {"security": security} if security else {}
-                report = run_plan(plan_from(f"protocols/{name}.toml", backend=backend, seed=seed, mpc=mpc), curve=False)
-                report.pop("test_error_curve")
+                report = (kept or {}).get(((name, backend, security), seed))
+                if report is None:
+                    report = run_plan(plan_from(f"protocols/{name}.toml", backend=backend, seed=seed, mpc=mpc),
+                                      curve=False)
+                    report.pop("test_error_curve")
                 report["seed"] = seed
                 if backend == "simulated":  # the security of a run without MPC is no property of it
                     report.pop("security", None)
@@ -364,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = [row for row in rows(not ns.no_mpc, ns.security, ns.backend) if not ns.only or row[0] in ns.only]
     load_before = os.getloadavg()
     keep = pathlib.Path(f"{ns.out}.partial-{os.getpid()}.jsonl")
-    table, runs = run_rows(plan, ns.seeds, keep)
+    table, runs = run_rows(plan, ns.seeds, keep, load_kept(ns.reuse))
     command = ("python -m benchmarks.table2 " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
     load = {"command": command, "load_average_before": [round(x, 1) for x in load_before],
             "load_average_after": [round(x, 1) for x in os.getloadavg()]}

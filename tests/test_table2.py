@@ -54,6 +54,10 @@ def test_the_rows_of_one_protocol_must_certify_the_same_epsilon():
             table2.summarize("p", "mpc", [report("p", "mpc", 0, loss=0.35)], "malicious")]
     rows[1]["epsilon"] += 1e-10  # recorded at another commit: the certificate's float sums, not another ε
     table2.check_same_epsilon(rows)
+    uncertified = [table2.summarize("q", "simulated", [report("q", "simulated", 0, loss=0.34, epsilon=None)])]
+    table2.check_same_epsilon(uncertified)  # not certified (non-private STORM, DP-AGD): nothing to compare
+    with pytest.raises(AssertionError, match="q: the rows certify different ε"):
+        table2.check_same_epsilon(uncertified + [{**uncertified[0], "backend": "mpc", "epsilon": 0.5}])
     rows[2]["epsilon"] = 0.4998
     with pytest.raises(AssertionError, match="p: the rows certify different ε"):
         table2.check_same_epsilon(rows)
@@ -113,3 +117,16 @@ def test_what_moved_is_kept_across_merges_until_the_circuit_changes():
     # the next --only command reads a record of today's circuit: the comparison is carried over, not lost
     today = {"circuit": table2.table_circuit(), "rows": [now], "previous_secure": prev}
     assert table2.previous_secure(today) is prev
+
+
+def test_reports_kept_by_an_earlier_command_are_taken_by_row_and_seed(tmp_path):
+    import json
+
+    kept = tmp_path / "table2.partial-1.jsonl"
+    kept.write_text("".join(json.dumps({"row": ["p", "mpc", "malicious"], **report("p", "mpc", s, loss=0.3 + s)}) + "\n"
+                            for s in range(2)))
+    found = table2.load_kept([str(kept)])
+    assert sorted(found) == [(("p", "mpc", "malicious"), 0), (("p", "mpc", "malicious"), 1)]
+    table, runs = table2.run_rows([("p", "mpc", "malicious")], 2, tmp_path / "again.jsonl", found)
+    assert table[0]["test_loss"][0] == pytest.approx(0.8) and [r["seed"] for r in runs] == [0, 1]
+    assert len((tmp_path / "again.jsonl").read_text().splitlines()) == 2
