@@ -400,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(table, "`, then `".join(commands), ns.seeds, runs) + moved(table, before) + against(table, prev)
     text += "\nHost load average (1, 5, 15 min) before → after each command (a shared 2-core host: wall times scale with it, bytes do not):\n\n"
     text += "".join(f"* `{x['command']}`: {x['load_average_before']} → {x['load_average_after']}\n" for x in loads)
-    text += f"\nAuthenticated in-MPC circuit (the malicious rows): {CIRCUIT}.\n"
+    if any(key(r)[2] == "malicious" for r in table):
+        text += f"\nAuthenticated in-MPC circuit (the malicious rows): {CIRCUIT}.\n"
     payload = {"command": commands[0], "commands": commands, "authenticated_circuit": CIRCUIT,
                "load_average": loads, "rows": table,
                "runs": runs, **({"previous_secure": prev} if prev else {})}
