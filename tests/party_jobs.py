@@ -517,6 +517,7 @@ def material_of_every_kind(ctx, n: int):
     with costs.section() as ledger:
         out = {"products": adapter.dealer_products(n, 3, [(0, 1), (2, 2)]),
                "ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)]),
+               "merged_ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)], [0xFF00, -256]),
                "word_bits": adapter.dealer_word_bits(n, 13),
                "masked40": adapter.dealer_masked_bits(n, 40),
                "masked62": adapter.dealer_masked_bits(n, 62),

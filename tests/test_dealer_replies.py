@@ -96,10 +96,12 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("wraps", ([3, 2],), [3, 2]),
     ("B2A", ([5],), [5]),
     ("mpcdp_WordBits", (4, 13), [4, 13]),
+    ("mpcdp_WordBits", (10, 3, [64, 40, 7]), [2, 14]),  # narrowed: 8 elements' 111 bits each to 14 words
     ("mpcdp_MaskedBits", (4, 40), [4]),
     ("mpcdp_TruncPairs", (4, 16), [4]),
     ("mpcdp_Products", (4, 3, [[0, 1], [2, 2]]), [4, 2]),
     ("mpcdp_AndShifted", (4, 2, [[0, 1, 3], [1, 0, -5], [1, 1, 0]]), [4, 3]),
+    ("mpcdp_AndShifted", (4, 2, [[0, 1, 3], [1, 0, -5]], [0xFF00, -256]), [4, 1]),  # merged: one column
     ("mpcdp_OneHotPairs", (4, [[0, 4], [4, 4], [8, 4], [12, 4], [16, 2]], 16), [4, 2]),
     ("mpcdp_ChunkOneHots", (4, 62), [4, 4]),
     ("mpcdp_ChunkOneHots", (4, 18), [4, 2]),

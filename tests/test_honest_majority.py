@@ -51,6 +51,9 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
     assert torch.equal(c[:, 0], a[:, 0] * a[:, 1]) and torch.equal(c[:, 1], a[:, 2] * a[:, 2])
     a, c = _xor(material, "ands", 0), _xor(material, "ands", 1)
     assert torch.equal(c[:, 0], a[:, 0] & (a[:, 1] << 3)) and torch.equal(c[:, 1], a[:, 1] & (a[:, 0] >> 5))
+    a, c = _xor(material, "merged_ands", 0), _xor(material, "merged_ands", 1)  # one column: the masked XOR
+    assert c.shape == (N, 1)
+    assert torch.equal(c[:, 0], (a[:, 0] & (a[:, 1] << 3) & 0xFF00) ^ (a[:, 1] & (a[:, 0] >> 5) & -256))
     word, bits = _xor(material, "word_bits", 0), _sum(material, "word_bits", 1)
     assert 0 <= int(word.min()) and int(word.max()) < 2**13
     assert torch.equal(bits, (word.unsqueeze(1) >> torch.arange(13)) & 1)
@@ -112,7 +115,7 @@ def test_material_costs_what_the_provider_declares(material):
     assert sent["ChunkOneHots"] == [2 * (HEADER + 8 * N * 16), 2 * (HEADER + 8 * N * 4), 2 * (HEADER + 8 * N),
                                     *others[2:]]
     for ledger in ledgers:
-        assert ledger["material_requests"] == {"Products": 1, "AndShifted": 1, "WordBits": 1, "MaskedBits": 3,
+        assert ledger["material_requests"] == {"Products": 1, "AndShifted": 2, "WordBits": 1, "MaskedBits": 3,
                                                "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
         assert ledger["material_rounds"] == 10 and ledger["dealer_requests"] == 0
 

@@ -156,3 +156,18 @@ def test_pack_fields_writes_the_fields_one_after_another_and_unpacks_them(widths
         assert packed[row].tolist() == [binary._signed(string >> (64 * j)) for j in range(-(-offset // 64))]
     assert torch.equal(lanes.unpack_fields(packed, widths),
                        torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))
+
+
+@pytest.mark.parametrize("n", [1, 8, 13])
+def test_b2a_shares_are_packed_eight_elements_at_a_time_with_no_word_boundary_between_them(n):
+    """The dealer's narrowed B2A reply (:class:`mpcdp.adapter.material.WordBits` with widths): the fields of
+    8 elements one after another, ⌈8·Σ widths/64⌉ words per 8 elements (not ⌈Σ widths/64⌉ per element), and
+    unpacking gives every element's fields back mod their widths."""
+    from mpcdp.adapter import material
+
+    widths = [64 - i for i in range(21)] + [54, 54, 57, 54]  # the sampler's at k = 16: 1,353 bits per element
+    values = _words(random.Random(n), n, len(widths))
+    packed = material.pack_bit_shares(values, widths)
+    assert tuple(packed.shape) == material.WordBits.reply_shape(n, len(widths), widths) == (-(-n // 8), 170)
+    assert torch.equal(material.unpack_bit_shares(packed, n, widths),
+                       torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))

@@ -80,24 +80,46 @@ class Material:
         return ttp_provider.TTPClient.get().ttp_request(cls.request_name(), None, *args)
 
 
+WORD_BITS_GROUP = 8
+"""Elements whose narrowed B2A shares :class:`WordBits` packs together (no word boundary between them)."""
+
+
+def pack_bit_shares(share: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """(n, k) shares, field i reduced to widths[i] bits, packed :data:`WORD_BITS_GROUP` elements at a time one
+    field after another: (⌈n/g⌉, ⌈g·Σ widths/64⌉) words (the last group padded with zero fields)."""
+    n, k = share.shape
+    rows = -(-n // WORD_BITS_GROUP)
+    padded = torch.zeros((rows * WORD_BITS_GROUP, k), dtype=torch.int64)
+    padded[:n] = share
+    return pack_fields(padded.reshape(rows, WORD_BITS_GROUP * k), widths * WORD_BITS_GROUP)
+
+
+def unpack_bit_shares(words: torch.Tensor, n: int, widths: list[int]) -> torch.Tensor:
+    """The (n, k) fields of :func:`pack_bit_shares`' words."""
+    return unpack_fields(words, widths * WORD_BITS_GROUP).reshape(-1, len(widths))[:n]
+
+
 class WordBits(Material):
     """n random k-bit words R: a XOR share of R, shape (n,), and additive shares of its k bits, (n, k).
 
     ``widths`` (optional, k entries in [1, 64]): bit i's additive shares are needed only mod 2^widths[i] (it is
     used times 2^(64 − widths[i]) or in a value read mod 2^widths[i]), so the dealer sends party 0 its share of
-    bit i reduced to widths[i] bits, the fields packed one after another in ⌈Σ widths / 64⌉ words per element
-    (:func:`pack_fields`); party 0's shares of bit i are then right mod 2^widths[i] only."""
+    bit i reduced to widths[i] bits, the fields packed one after another across :data:`WORD_BITS_GROUP`
+    elements, ⌈g·Σ widths / 64⌉ words per g elements (:func:`pack_bit_shares`); party 0's shares of bit i are
+    then right mod 2^widths[i] only."""
 
     @staticmethod
     def reply_shape(n: int, k: int, widths: list | None = None) -> tuple[int, ...]:
-        return (n, k) if widths is None else (n, -(-sum(check_widths(widths, k)) // 64))
+        if widths is None:
+            return (n, k)
+        return (-(-n // WORD_BITS_GROUP), -(-WORD_BITS_GROUP * sum(check_widths(widths, k)) // 64))
 
     @staticmethod
     def serve(dealer, n: int, k: int, widths: list | None = None):
         word = dealer._get_binary_PRSS((n,), bitlength=k)
         bits = (word.unsqueeze(1) >> torch.arange(k)) & 1
         share = bits - dealer._get_additive_PRSS((n, k), remove_rank=True)
-        return share if widths is None else pack_fields(share, check_widths(widths, k))
+        return share if widths is None else pack_bit_shares(share, check_widths(widths, k))
 
     generator_rounds = 1
 
@@ -122,7 +144,7 @@ class WordBits(Material):
             return word, keyed.ring((n, k), generator=generator)
         if widths is None:
             return word, cls.request(n, k)
-        return word, unpack_fields(cls.request(n, k, list(widths)), check_widths(widths, k))
+        return word, unpack_bit_shares(cls.request(n, k, list(widths)), n, check_widths(widths, k))
 
 
 class MaskedBits(Material):
@@ -240,41 +262,79 @@ class Products(Material):
 
 class AndShifted(Material):
     """Shifted ANDs: a uniform 64-bit word mask per variable and, per pair (u, v, s), mask_u AND (mask_v
-    shifted by s), XOR-shared."""
+    shifted by s), XOR-shared, shape (n, pairs).
+
+    ``masks`` (optional, one 64-bit pattern per pair, as signed int64): the caller needs only the XOR over the
+    pairs of (x_u AND shift(x_v, s) AND mask), so one column is dealt, the XOR over the pairs of
+    (mask_u AND shift(mask_v, s) AND mask), shape (n, 1): one word per element instead of one per pair
+    (:meth:`mpcdp.mpc.ring.BeaverShiftedAnds.merged_product`)."""
 
     @staticmethod
-    def reply_shape(n: int, variables: int, pairs: list) -> tuple[int, ...]:
-        return (n, len(pairs))
+    def reply_shape(n: int, variables: int, pairs: list, masks: list | None = None) -> tuple[int, ...]:
+        return (n, len(pairs) if masks is None else 1)
 
     @staticmethod
-    def serve(dealer, n: int, variables: int, pairs: list[tuple[int, int, int]]):
+    def _products(mine: torch.Tensor, nxt: torch.Tensor | None, pairs: list, masks: list | None) -> torch.Tensor:
+        """Per pair mine_u AND shift(mine_v, s) (with ``nxt``: this generator's three of the nine cross terms),
+        (n, pairs); with ``masks`` their masked XOR, (n, 1)."""
+        def term(u: int, v: int, s: int) -> torch.Tensor:
+            out = mine[:, u] & shift_word(mine[:, v], s)
+            if nxt is not None:
+                out = out ^ (mine[:, u] & shift_word(nxt[:, v], s)) ^ (nxt[:, u] & shift_word(mine[:, v], s))
+            return out
+
+        if masks is None:
+            return torch.stack([term(u, v, s) for u, v, s in pairs], 1)
+        merged = torch.zeros(mine.shape[0], dtype=torch.int64)
+        for (u, v, s), mask in zip(pairs, check_masks(masks, len(pairs)), strict=True):
+            merged ^= term(u, v, s) & mask
+        return merged.unsqueeze(1)
+
+    @staticmethod
+    def serve(dealer, n: int, variables: int, pairs: list[tuple[int, int, int]], masks: list | None = None):
         a = dealer._get_binary_PRSS((n, variables))
-        c = torch.stack([a[:, u] & shift_word(a[:, v], s) for u, v, s in pairs], 1)
-        return c ^ dealer._get_binary_PRSS((n, len(pairs)), remove_rank=True)
+        c = AndShifted._products(a, None, pairs, masks)
+        return c ^ dealer._get_binary_PRSS(tuple(c.shape), remove_rank=True)
 
     @staticmethod
-    def generate(source: replicated.ReplicatedSource, n: int, variables: int, pairs: list[tuple[int, int, int]]):
+    def generate(source: replicated.ReplicatedSource, n: int, variables: int, pairs: list[tuple[int, int, int]],
+                 masks: list | None = None):
         a = source.random((n, variables))
         mine, nxt = source.own(a), source.next_part(a)
         c = None
         if mine is not None and nxt is not None:
-            c = torch.stack([(mine[:, u] & shift_word(mine[:, v], s)) ^ (mine[:, u] & shift_word(nxt[:, v], s))
-                             ^ (nxt[:, u] & shift_word(mine[:, v], s)) for u, v, s in pairs], 1)
-        return source.xor(mine, (n, variables)), source.xor(c, (n, len(pairs)))
+            c = AndShifted._products(mine, nxt, pairs, masks)
+        return source.xor(mine, (n, variables)), source.xor(c, AndShifted.reply_shape(n, variables, pairs, masks))
 
     @classmethod
-    def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        costs.record("and_words", n * len(pairs))
-        return provider().serve(cls, n, variables, pairs)
+    def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int, int]], masks: list[int] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        costs.record("and_words", n * cls.reply_shape(n, variables, pairs, masks)[1])
+        if masks is None:
+            return provider().serve(cls, n, variables, pairs)
+        return provider().serve(cls, n, variables, pairs, [int(m) for m in masks])
 
     @classmethod
-    def from_dealer(cls, n: int, variables: int,
-                    pairs: list[tuple[int, int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def from_dealer(cls, n: int, variables: int, pairs: list[tuple[int, int, int]], masks: list | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.kbit((n, variables), generator=generator)
-        c = cls.request(n, variables, list(pairs)) if rank() == 0 else \
-            keyed.kbit((n, len(pairs)), generator=generator)
-        return a, c
+        shape = cls.reply_shape(n, variables, pairs, masks)
+        if rank() != 0:
+            return a, keyed.kbit(shape, generator=generator)
+        return a, cls.request(n, variables, list(pairs)) if masks is None else \
+            cls.request(n, variables, list(pairs), list(masks))
+
+
+def check_masks(masks, pairs: int) -> list[int]:
+    """``masks``: one 64-bit pattern per pair, as signed int64 integers."""
+    from mpcdp.errors import ProtocolViolation
+
+    if not (isinstance(masks, (list, tuple)) and len(masks) == pairs
+            and all(isinstance(m, int) and not isinstance(m, bool) and -(1 << 63) <= m < (1 << 63) for m in masks)):
+        raise ProtocolViolation(f"merged AND masks must be one signed 64-bit integer per pair ({pairs}). "
+                                f"Found {str(masks)[:60]}", party=0)
+    return [int(m) for m in masks]
 
 
 def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:

@@ -6,7 +6,8 @@ Bytes come from the declared costs the protocols state and tests/test_costs.py c
 the in-MPC sampler's (:func:`mpcdp.noise.secure_gaussian.declared_cost`, per pass of candidates, passes as
 :func:`mpcdp.learning.release_noise.secure_rows` draws them), one opening of d + 1 elements per release
 (:func:`mpcdp.mpc.release.declared_cost`), framed as :mod:`mpcdp.transport.costs` frames them; the dealer sends
-party 0 one 8-byte element per element of material (:mod:`mpcdp.adapter.material`). Without a dealer
+party 0 one 8-byte element per element of material (:mod:`mpcdp.adapter.material`), or per word of a reply
+packed below a word per element (the sampler's B2A: :func:`dealt_elements`). Without a dealer
 (``honest-majority``) the generators' material messages are not counted. Every party's own noise
 (``distributed``) moves nothing and costs no sampling time worth counting.
 
@@ -47,6 +48,17 @@ GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words", "table_words")  # counted ops that are dealt elements
+PACKED_REPLIES = {"b2a_bits": "b2a_reply_words"}
+"""Counted ops whose reply a protocol may pack below a word per element: where its declared cost names the
+words (``b2a_reply_words``: the B2A reply of :class:`mpcdp.adapter.material.WordBits` with widths, the
+fields packed one after another), those are the dealt elements instead of one per op."""
+
+
+def dealt_elements(ops) -> int:
+    """Elements of material the dealer sends party 0 for a declared cost's operations ``ops``: one per counted
+    op of :data:`MATERIAL_OPS`, or the packed reply's words (:data:`PACKED_REPLIES`) where declared."""
+    return sum(ops.get(PACKED_REPLIES[k], ops.get(k, 0)) if k in PACKED_REPLIES else ops.get(k, 0)
+               for k in MATERIAL_OPS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +122,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     noise_sent = [noise_cost.bytes(members, rank)[0] if noise_cost and rank < members else 0
                   for rank in range(parties)]
     online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
-    material = 0 if noise_cost is None else sum(noise_cost.ops.get(k, 0) for k in MATERIAL_OPS)
+    material = 0 if noise_cost is None else dealt_elements(noise_cost.ops)
     drawn = sum(sum(passes) for _, passes in candidates)
     online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
     return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,

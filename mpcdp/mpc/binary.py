@@ -115,14 +115,13 @@ def _add_carries(ctx: MpcContext, e: torch.Tensor, flips: torch.Tensor, carries:
                  label: str) -> torch.Tensor:
     """XOR shares of the chunks e_i + carry_i (mod 16) from the chunks' words e and carry-flip bits and the
     carries (bit 4i: carry_i): bit 0 of a chunk flips with its carry, bit k >= 1 where carry AND flip bit k. One
-    word (carries and flip bits side by side) opened once for its three shifted self-ANDs."""
+    word (carries and flip bits side by side) opened once for its three shifted self-ANDs, which land on
+    disjoint bits (4i + k for shift k): one merged product, one dealt word per element instead of three."""
     x = carries | flips
-    ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, 1), (0, 0, 2), (0, 0, 3)], label=label)
+    ands = ShiftedAnds(ctx, x.numel(), 1, [(0, 0, 1), (0, 0, 2), (0, 0, 3)], label=label,
+                       masks=[_signed(NIBBLE_LOW_BIT << k) for k in (1, 2, 3)])
     ands.open({0: x})
-    out = e ^ carries
-    for k in (1, 2, 3):
-        out = out ^ (ands.product(0, 0, k) & _signed(NIBBLE_LOW_BIT << k))
-    return out
+    return e ^ carries ^ ands.merged_product()
 
 
 def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, label: str = "a2b") -> torch.Tensor:
@@ -145,7 +144,7 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
 
     Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
     elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
-    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + 3n AND words (3n for q = 2; none for q = 1, which opens c only);
+    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + n AND words (n for q = 2; none for q = 1, which opens c only);
     2 + L dealer requests (1 for q = 1). For bits = 62: ≈ 4n elements
     in 6 openings (a binary adder on the 62 bits opens 13n in 7).
     """
@@ -172,7 +171,7 @@ def declared_cost_by_chunks(n: int, bits: int = 62) -> tuple[list[int], dict[str
     if chunks == 1:
         return [n], {"one_hot_words": n}, 1
     steps, words = levels(chunks - 1), -(-n // 4)
-    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": max(0, 2 * steps - 1) * words + 3 * n}
+    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": max(0, 2 * steps - 1) * words + n}
     return [n, *[2 * words] * steps, n], ops, 2 + steps
 
 

@@ -82,15 +82,17 @@ def Products(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int
 
 
 def ShiftedAnds(ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *,  # noqa: N802
-                label: str) -> "BeaverShiftedAnds | ReplicatedShiftedAnds":
+                label: str, masks: list[int] | None = None) -> "BeaverShiftedAnds | ReplicatedShiftedAnds":
     """x_u AND shift(x_v, s) of XOR-shared words, the same interface as :func:`Products` (``product(u, v, s)``),
-    chosen the same way: :class:`ReplicatedShiftedAnds` or :class:`BeaverShiftedAnds`."""
+    chosen the same way: :class:`ReplicatedShiftedAnds` or :class:`BeaverShiftedAnds`. ``masks`` (one 64-bit
+    pattern per pair): only ``merged_product()``, the XOR over the pairs of (x_u AND shift(x_v, s) AND mask), is
+    wanted; with Beaver its material is one word per element instead of one per pair."""
     from mpcdp import adapter
 
     arithmetic = adapter.replicated_arithmetic(ctx.members)
     if arithmetic is not None:
-        return ReplicatedShiftedAnds(ctx, n, variables, pairs, label=label, arithmetic=arithmetic)
-    return BeaverShiftedAnds(ctx, n, variables, pairs, label=label)
+        return ReplicatedShiftedAnds(ctx, n, variables, pairs, label=label, arithmetic=arithmetic, masks=masks)
+    return BeaverShiftedAnds(ctx, n, variables, pairs, label=label, masks=masks)
 
 
 class BeaverProducts:
@@ -129,11 +131,15 @@ class BeaverShiftedAnds:
     e_v = x_v ⊕ a_v serves every shift of x_v. Cost: 1 word opening per variable; dealer: 1 word per pair.
     """
 
-    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str):
+    def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str,
+                 masks: list[int] | None = None):
         from mpcdp import adapter
 
-        self.ctx, self.label = ctx, label
-        self.masks, self.mask_products = adapter.dealer_and_shifted(n, variables, pairs)
+        self.ctx, self.label, self.pairs, self.merge = ctx, label, list(pairs), masks
+        if masks is None:
+            self.masks, self.mask_products = adapter.dealer_and_shifted(n, variables, pairs)
+        else:
+            self.masks, self.mask_products = adapter.dealer_and_shifted(n, variables, pairs, list(masks))
         self.column = {pair: i for i, pair in enumerate(pairs)}
         self.eps: dict[int, torch.Tensor] = {}
 
@@ -143,13 +149,27 @@ class BeaverShiftedAnds:
         self.eps.update(zip(keys, opened))
 
     def product(self, u: int, v: int, s: int) -> torch.Tensor:
+        if self.merge is not None:
+            raise ValueError(f"`{self.label}` was declared merged: only merged_product() is dealt.")
+        return self._terms(u, v, s) ^ self.mask_products[:, self.column[(u, v, s)]]
+
+    def _terms(self, u: int, v: int, s: int) -> torch.Tensor:
+        """This party's share of x_u AND shift(x_v, s) less the dealt mask_u AND shift(mask_v, s)."""
         from mpcdp import adapter
 
         shift = adapter.shift_word
-        c = self.mask_products[:, self.column[(u, v, s)]]
         eu, ev = self.eps[u], shift(self.eps[v], s)
-        z = c ^ (eu & shift(self.masks[:, v], s)) ^ (ev & self.masks[:, u])
+        z = (eu & shift(self.masks[:, v], s)) ^ (ev & self.masks[:, u])
         return public_xor(self.ctx, z, eu & ev)
+
+    def merged_product(self) -> torch.Tensor:
+        """The XOR over the declared pairs of (x_u AND shift(x_v, s) AND mask) (declared with ``masks``):
+        the terms are XOR-linear, so one dealt word of the masks' merged products serves them all."""
+        assert self.merge is not None
+        out = self.mask_products[:, 0].clone()
+        for (u, v, s), mask in zip(self.pairs, self.merge, strict=True):
+            out ^= self._terms(u, v, s) & mask
+        return out
 
 
 class _Resharing:
@@ -222,9 +242,18 @@ class ReplicatedShiftedAnds(_Resharing):
     xor = True
 
     def __init__(self, ctx: MpcContext, n: int, variables: int, pairs: list[tuple[int, int, int]], *, label: str,
-                 arithmetic):
+                 arithmetic, masks: list[int] | None = None):
         super().__init__(ctx, n, variables, label=label, arithmetic=arithmetic)
-        costs.record("and_words", n * len(pairs))
+        self.pairs, self.merge = list(pairs), masks
+        costs.record("and_words", n * (len(pairs) if masks is None else 1))
+
+    def merged_product(self) -> torch.Tensor:
+        """As :meth:`BeaverShiftedAnds.merged_product` (no material either way)."""
+        assert self.merge is not None
+        out = torch.zeros(self.n, dtype=torch.int64)
+        for (u, v, s), mask in zip(self.pairs, self.merge, strict=True):
+            out ^= self.product(u, v, s) & mask
+        return out
 
     def product(self, u: int, v: int, s: int) -> torch.Tensor:
         from mpcdp import adapter

@@ -28,13 +28,31 @@ OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
 MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
 
 
+MAX_WINDOW_BITS = 6  # a rotated one-hot: 2^6 positions, one word
+
+
 def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
-    """The distinct bit windows (low, width) of T that ``groups`` read, in first-use order."""
-    windows: list[tuple[int, int]] = []
-    for low, width, _ in (dg.GROUPS[g] for g in groups):
-        if (low, width) not in windows:
-            windows.append((low, width))
-    return windows
+    """The bit windows (low, width) of T whose one-hots ``groups`` read, by low bit: the groups' windows, those
+    that touch or overlap merged while together they span at most :data:`MAX_WINDOW_BITS` bits (one dealt
+    one-hot word serves them all: (55, 2) and (57, 2) are read as (55, 4))."""
+    windows: list[list[int]] = []  # [low, width]
+    for low, width in sorted({(low, width) for low, width, _ in (dg.GROUPS[g] for g in groups)}):
+        if windows and low <= windows[-1][0] + windows[-1][1] and \
+                max(low + width, windows[-1][0] + windows[-1][1]) - windows[-1][0] <= MAX_WINDOW_BITS:
+            windows[-1][1] = max(low + width, windows[-1][0] + windows[-1][1]) - windows[-1][0]
+        else:
+            windows.append([low, width])
+    return [(low, width) for low, width in windows]
+
+
+def _window_of(group: int, windows: list[tuple[int, int]]) -> tuple[int, tuple[int, ...]]:
+    """(index in ``windows`` of the window holding ``group``'s bits, the group's thresholds by that window's
+    value): entry x is the group's threshold at its own bits of x."""
+    low, width, _ = dg.GROUPS[group]
+    index = next(i for i, (w_low, w_width) in enumerate(windows) if w_low <= low and low + width <= w_low + w_width)
+    w_low, w_width = windows[index]
+    table = dg.group_thresholds()[group].tolist()
+    return index, tuple(table[(x >> (low - w_low)) & ((1 << width) - 1)] for x in range(1 << w_width))
 
 
 def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, groups: tuple[int, ...], *, low: bool,
@@ -43,17 +61,18 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     XOR shares of the uniform word each factor used (field name -> words, for tests).
 
     The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
-    one-hots of R's windows moved by them give each window's one-hot, and each group's threshold is a local
-    selection. Each factor's uniform W is a dealt word XOR the committee's coin
+    one-hots of R's windows (:func:`group_windows`: narrow neighbours merged) moved by them give each window's
+    one-hot, and each group's threshold is a local selection. Each factor's uniform W is a dealt word XOR the committee's coin
     (:func:`~mpcdp.mpc.bernoulli.coin_uniform`), and the factors are batched in one
     :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
     [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
     plaintext rule for v_low = W >> (62 − F)."""
     n, windows = t_bits.numel(), group_windows(groups)
     onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
-    tables = dg.group_thresholds()
-    thresholds = [binary.select(ctx, onehots[:, windows.index(dg.GROUPS[g][:2])], tuple(tables[g].tolist()),
-                                dg.WORD + 1) for g in groups]
+    thresholds = []
+    for g in groups:
+        index, table = _window_of(g, windows)
+        thresholds.append(binary.select(ctx, onehots[:, index], table, dg.WORD + 1))
     names = [f"v{g}" for g in groups]
     if low:
         names.append("v_low")

@@ -46,19 +46,22 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
      one AND level, sixteen candidates to a word.
   4. B2A of n's k+5 bits and of I_1..I_4 (one opening, two candidates to a word; the dealer sends party 0
-     each bit's share only to the bits that matter: bit i of n mod 2^(64−i), I_j mod 2^62). Then n as a two's
+     each bit's share only to the bits that matter: bit i of n mod 2^(64−i), I_j mod 2^(62−t) for
+     Λ_j − Λ_0 = 2^t·odd, the fields of eight candidates packed one after another). Then n as a two's
      complement integer, n² (one Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
-     lanes (four candidates to a word), then one AND level adds them.
+     lanes (four candidates to a word), then one AND level adds them (its three shifted products land on
+     disjoint bits: one merged dealt word per candidate).
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
      others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
      window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set bit and three
      AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots four candidates to
      a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are dropped.
   7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
-     groups' windows (two to a word) and the same circuit, batched; the AND of W's top-bit one-hots with the
+     groups' windows (two to a word; the two 2-bit windows at 55 and 57 read from one 4-bit window's
+     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched; the AND of W's top-bit one-hots with the
      thresholds only on the bits some entry of each factor's table has set
      (:func:`~mpcdp.noise.gaussian_factors.threshold_runs`: 291 of the 7 factors' 434 bits), packed one
      after another, 5 words per survivor instead of 7.
@@ -71,7 +74,7 @@ exchanges among the members (32 and 64 bytes each way) and 28 communication step
 words). With the dealer every step is an opening and 26 of them need a request for material, as does each
 factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 16.7n) are
 resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
-requests for material remain (one-hot words ≈ 11.25n + 41.75s, b2a_bits (k+9)n). Measured bytes and time per
+requests for material remain (one-hot words ≈ 11.25n + 40.75s, b2a_bits (k+9)n). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -97,12 +100,14 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/7: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/8: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), their "
-           "top-bit AND only on the thresholds' possible bits packed across factors, the point's AND on 4 bits, "
-           "packed B2A opening and reply, packed accept, T to binary by rotated one-hots of 4-bit chunks and a "
-           "carry prefix on packed lanes; replicated resharing among parties 0-2 under honest-majority")
+           "top-bit AND only on the thresholds' possible bits packed across factors, narrow neighbouring windows "
+           "on one one-hot, the point's AND on 4 bits, packed B2A opening and reply (eight candidates' fields "
+           "together), packed accept, T to binary by rotated one-hots of 4-bit chunks, a carry prefix on packed "
+           "lanes and one merged product for the carries' add; replicated resharing among parties 0-2 under "
+           "honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -170,8 +175,23 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
 
 def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
     """The bits of each converted bit's shares that matter: n's bit i (weight ±2^i; n is kept, exact in
-    Z_2^64) mod 2^(64−i); the piece bits I_1..I_4 (times Λ_j − Λ_0 in T, which is read mod 2^62) mod 2^62."""
-    return [64 - i for i in range(plan.k + 5)] + [62] * (dg.PIECES - 1)
+    Z_2^64) mod 2^(64−i); the piece bit I_j (times Λ_j − Λ_0 = 2^t·odd in T, which is read mod 2^62)
+    mod 2^(62−t)."""
+    def twos(x: int) -> int:
+        return (x & -x).bit_length() - 1 if x else 62
+
+    return [64 - i for i in range(plan.k + 5)] + [max(1, 62 - twos(int(plan.Lambda[j]) - int(plan.Lambda[0])))
+                                                  for j in range(1, dg.PIECES)]
+
+
+def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
+    """Words of the dealer's packed B2A reply to party 0 for n candidates: the widths of :func:`b2a_widths`
+    packed one after another, :data:`~mpcdp.adapter.material.WORD_BITS_GROUP` candidates at a time
+    (:class:`mpcdp.adapter.material.WordBits`)."""
+    from mpcdp.adapter.material import WordBits
+
+    rows, words = WordBits.reply_shape(n, plan.k + 9, b2a_widths(plan))
+    return rows * words
 
 
 SURVIVAL_OVER_ACCEPTANCE = 1.05
@@ -238,6 +258,7 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
     ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + n, "b2a_bits": (k + 9) * n,
+                               "b2a_reply_words": b2a_reply_words(plan, n),
                                "square": n, "random_bits": _member_bits(plan) * n})
     steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True),
              (-(-n // (64 // (k + 9))), False, True),
@@ -289,9 +310,10 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     bits needs a request for material, as does each circuit stage's coin_uniform. With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
-    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + 7⌈n/4⌉ + 3n + the accept
+    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + 7⌈n/4⌉ + n + the accept
     levels (+ Σ(the T1 AND TH words + ⌈e/4⌉ + ⌈e/16⌉) over a circuit's two stages); one_hot_words a2b + n
-    (+ n + 5s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n; square n; random_bits (6 + (k+3) + 1)n
+    (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n (the dealer's reply packed in
+    b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
