@@ -20,8 +20,8 @@ Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`).
 Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`declared_cost_bernoulli`,
 :func:`declared_cost_coin_uniform`):
   coin_uniform    no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
-  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND; with ``runs`` 2·(n/blocks)
-                  ·:func:`run_words`), then 2⌈n/4⌉ and
+  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND; with ``runs``
+                  2·:func:`run_words`), then 2⌈n/4⌉ and
                   2⌈n/16⌉ words (packed ANDs); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
   table_factors   (planted leak only) 1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words);
                   ⌈2^width/64⌉ dealt table words per window and one per bit factor; 1 dealer request
@@ -150,8 +150,9 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     ``runs``: the elements are len(runs) blocks of equal size, and every threshold of block b has its bits
     0..bits−1 inside the runs (low, width) of runs[b] (the union of a group's table entries' set bits; the
     other bits 0 in every share, as a selection from a public table makes them). Then T1 AND TH is needed on
-    those bits only: they are packed one after another, the blocks' runs side by side, and T1 AND TH costs
-    2⌈Σ widths/64⌉ words per element of a block (:func:`run_words`) instead of 2 per element.
+    those bits only: they are packed one after another, the blocks' runs side by side, across 64 elements of a
+    block at a time, and T1 AND TH costs about 2·Σ widths/64 words per element of a block (:func:`run_words`)
+    instead of 2 per element.
     """
     n = thresholds.numel()
     chunks = -(-bits // 4)
@@ -173,16 +174,24 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
 
 
-def run_words(runs: list[list[tuple[int, int]]]) -> int:
-    """Words per element of a block that :func:`_and_on_runs` opens for each of its two operands."""
-    return -(-sum(width for block in runs for _, width in block) // 64)
+RUN_GROUP = 64
+"""Elements whose runs :func:`_and_on_runs` packs together with no word boundary between them: 64 elements'
+Σ widths bits are exactly Σ widths words."""
+
+
+def run_words(runs: list[list[tuple[int, int]]], per: int) -> int:
+    """Words that :func:`_and_on_runs` opens for each of its two operands on blocks of ``per`` elements: the
+    runs of :data:`RUN_GROUP` elements at a time one after another (Σ widths words per group), then the rest's."""
+    bits = sum(width for block in runs for _, width in block)
+    return per // RUN_GROUP * bits + -(-(per % RUN_GROUP) * bits // 64)
 
 
 def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[list[tuple[int, int]]], *,
                  label: str) -> torch.Tensor:
     """XOR shares of x AND y for XOR-shared words whose product is 0 outside the bit runs (low, width) of each
-    block (x, y: len(runs) blocks of equal size): one AND of the runs' bits packed one after another per element
-    of a block (:func:`~mpcdp.adapter.lanes.pack_fields`, XOR-linear), :func:`run_words` words per operand."""
+    block (x, y: len(runs) blocks of equal size): one AND of the runs' bits packed one after another, across
+    :data:`RUN_GROUP` elements of a block at a time (:func:`~mpcdp.adapter.lanes.pack_fields`, XOR-linear),
+    :func:`run_words` words per operand."""
     from mpcdp.adapter.lanes import pack_fields, unpack_fields
 
     blocks = len(runs)
@@ -190,17 +199,28 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
     block = torch.tensor([b for b, runs_of in enumerate(runs) for _ in runs_of], dtype=torch.int64)
     low = torch.tensor([lo for runs_of in runs for lo, _ in runs_of], dtype=torch.int64).unsqueeze(1)
     widths = [width for runs_of in runs for _, width in runs_of]
+    full, rest = per // RUN_GROUP * RUN_GROUP, per % RUN_GROUP
+    groups = [(0, full, RUN_GROUP)] if full else []
+    if rest:
+        groups.append((full, per, rest))
 
     def packed(v: torch.Tensor) -> torch.Tensor:
-        fields = v.reshape(blocks, per)[block] >> low  # (fields, per); pack_fields keeps each field's width
-        return pack_fields(fields.T, widths).reshape(-1)
+        fields = (v.reshape(blocks, per)[block] >> low).T  # (per, fields); pack_fields keeps each field's width
+        return torch.cat([pack_fields(fields[a:b].reshape(-1, g * len(widths)), widths * g).reshape(-1)
+                          for a, b, g in groups] or [torch.zeros(0, dtype=torch.int64)])
 
-    words = run_words(runs)
-    ands = ShiftedAnds(ctx, per * words, 2, [(0, 1, 0)], label=label)
+    words = run_words(runs, per)
+    ands = ShiftedAnds(ctx, words, 2, [(0, 1, 0)], label=label)
     ands.open({0: packed(x), 1: packed(y)})
-    got = unpack_fields(ands.product(0, 1, 0).reshape(per, words), widths)
+    product, got, start = ands.product(0, 1, 0), [], 0
+    for a, b, g in groups:
+        count = (b - a) // g * -(-g * sum(widths) // 64)
+        got.append(unpack_fields(product[start:start + count].reshape((b - a) // g, -1), widths * g)
+                   .reshape(b - a, len(widths)))
+        start += count
     out = torch.zeros((blocks, per), dtype=torch.int64)
-    out.index_add_(0, block, got.T << low)  # a block's runs are disjoint bits: the sum is their OR
+    if per:
+        out.index_add_(0, block, torch.cat(got).T << low)  # a block's runs are disjoint bits: the sum is their OR
     return out.reshape(-1)
 
 
@@ -320,10 +340,10 @@ def declared_cost_bernoulli(e: int, runs: list[list[tuple[int, int]]] | None = N
                             ) -> tuple[list[tuple[int, bool]], dict[str, int]]:
     """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
     on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e (with ``runs``:
-    2·(e/blocks)·:func:`run_words`), the picks
+    2·:func:`run_words`), the picks
     2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words e + ⌈e/4⌉ (the super-flags' one-hots
     four elements to a word)."""
     quarter, sixteenth = -(-e // 4), -(-e // 16)
-    anded = e if runs is None else e // len(runs) * run_words(runs)
+    anded = e if runs is None else run_words(runs, e // len(runs))
     steps = [(quarter, False), (sixteenth, False), (2 * anded, True), (2 * quarter, True), (2 * sixteenth, True)]
     return steps, {"and_words": anded + quarter + sixteenth, "one_hot_words": e + quarter}
