@@ -17,6 +17,7 @@ Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
   all_bits_packed   ⌈log2 w⌉ levels of ⌈n/⌊64/lane⌋⌉ words
+  all_bits_tree     ⌈log2 w⌉ levels of 2⌈n/⌊64/h⌋⌉ words, h = ⌈w/2⌉, ⌈w/4⌉, ... (:func:`declared_cost_all_bits_tree`)
   packed_ands 1 opening of (variables · ⌈n/⌊64/lane⌋⌉) words
 """
 
@@ -338,6 +339,34 @@ def packed_ands(ctx: MpcContext, variables: dict[int, torch.Tensor], pairs: list
     ands = ShiftedAnds(ctx, -(-count // (64 // lane)), len(variables), [(u, v, 0) for u, v in pairs], label=label)
     ands.open({u: pack_lanes(x, lane) for u, x in variables.items()})
     return [unpack_lanes(ands.product(u, v, 0), lane, count) for u, v in pairs]
+
+
+def all_bits_tree(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:
+    """XOR shares (in bit 0) of the AND of bits 0..width−1 of each word, by a tree that opens only the bits
+    still needed: each level ANDs the even bits with the odd ones (a lone top bit with a public 1), halving
+    the width, the two ``h``-bit halves packed ⌊64/h⌋ to a word (:func:`packed_ands`). ⌈log2 width⌉ levels,
+    level l one opening of 2⌈n/⌊64/h_l⌋⌉ words (h_1 = ⌈width/2⌉, h_{l+1} = ⌈h_l/2⌉): for 11 bits 0.39n words
+    in all, against n for :func:`all_bits_packed`'s 16-bit lanes."""
+    x = words.reshape(-1) & low_mask(width)
+    w = width
+    while w > 1:
+        half = (w + 1) // 2
+        even, odd = gather_bits(x, 2, half), gather_bits(x >> 1, 2, half)
+        if w % 2:  # the top bit has no partner: AND it with 1 (odd's bit there is 0 in every share)
+            odd = public_xor(ctx, odd, 1 << (half - 1))
+        (x,) = packed_ands(ctx, {0: even, 1: odd}, [(0, 1)], half, label=label)
+        w = half
+    return (x & 1).reshape(words.shape)
+
+
+def declared_cost_all_bits_tree(n: int, width: int) -> list[int]:
+    """Words opened at each level of :func:`all_bits_tree` on n words (each level also deals half as many AND
+    words and needs one request for material)."""
+    sizes, w = [], width
+    while w > 1:
+        w = (w + 1) // 2
+        sizes.append(2 * -(-n // (64 // w)))
+    return sizes
 
 
 def all_bits_packed(ctx: MpcContext, words: torch.Tensor, width: int, *, label: str = "and-all") -> torch.Tensor:

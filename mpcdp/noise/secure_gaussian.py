@@ -61,19 +61,22 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are dropped.
   7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
      groups' windows (two to a word; the two 2-bit windows at 55 and 57 read from one 4-bit window's
-     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched; the AND of W's top-bit one-hots with the
-     thresholds only on the bits some entry of each factor's table has set
+     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched; the AND
+     of W's top-bit one-hots with the thresholds only on the bits some entry of each factor's table has set
      (:func:`~mpcdp.noise.gaussian_factors.threshold_runs`: 291 of the 7 factors' 434 bits), packed one
-     after another, 5 words per survivor instead of 7.
-  8. Accept = AND of the factors: 4 AND levels over 11 bits. Open it, 64 candidates to a word.
+     after another across 64 survivors at a time, ≈ 4.55 words per survivor instead of 7 (the first
+     factor's 58 bits the same way: ≈ 0.91 words per candidate).
+  8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
+     even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
+     :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 20.4n ring elements or
+exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 19.3n ring elements or
 words). With the dealer every step is an opening and 26 of them need a request for material, as does each
-factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 16.7n) are
-resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
+factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 15.5n) are
+resharings, one round each and one word per element per member, the other 11 (≈ 3.8n) openings, and 11
 requests for material remain (one-hot words ≈ 11.25n + 40.75s, b2a_bits (k+9)n). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
@@ -239,7 +242,7 @@ def _candidates(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int, words) -
     if keep.numel():
         bits, width, rest = factors.other_factors(ctx, t_bits[keep], coin)
         uniform.update({f"rest-{name}" if coin is None else name: v for name, v in rest.items()})
-        accept = binary.all_bits_packed(ctx, bits, width, label="dg-accept")
+        accept = binary.all_bits_tree(ctx, bits, width, label="dg-accept")
         accepted[keep] = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison") == 1
     return PassResult(accepted, value, keep, uniform)
 
@@ -268,11 +271,10 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
     ops.update(first_ops)
     if s:
         rest_steps, rest_ops, rest_silent = factors.stage_cost(s, first=False, tables=tables)
-        levels = binary.levels(factors.other_factor_bits(tables=tables))
-        accept_words = -(-s // (64 // (1 << levels)))
-        steps += [*rest_steps, *[(accept_words, True, True)] * levels, (-(-s // 64), False, False)]
+        accept_levels = binary.declared_cost_all_bits_tree(s, factors.other_factor_bits(tables=tables))
+        steps += [*rest_steps, *[(size, True, True) for size in accept_levels], (-(-s // 64), False, False)]
         ops.update(rest_ops)
-        ops["and_words"] += levels * accept_words
+        ops["and_words"] += sum(accept_levels) // 2
         silent += rest_silent
     return steps, ops, silent
 
@@ -296,14 +298,15 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
     (:data:`POINT_LANE`); B2A ⌈n/⌊64/(k+9)⌋⌉; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
     at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
-    ⌈n/64⌉; then, if s > 0, the other factors' stage, accept AND levels of ⌈s/⌊64/lane⌋⌉ and the accept bits
-    ⌈s/64⌉. The stages (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the
-    first factor's window ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits, lane 8); as a
-    circuit the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements
-    (flags ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH 2e — 2n for the first factor, 2·5s for the others' packed
-    bits, :func:`~mpcdp.mpc.bernoulli.run_words` — picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4 accept levels (11 bits,
-    lane 16). At acceptance 0.64 (s ≈ 0.65n): with tables 17 steps, ≈ 6.6n elements; as a circuit 28 steps,
-    ≈ 20.4n elements, 17 of them (≈ 16.7n) multiplications.
+    ⌈n/64⌉; then, if s > 0, the other factors' stage, the accept AND's levels
+    (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
+    (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
+    ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
+    the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
+    ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH ≈ 2·(58/64)n for the first factor and ≈ 2·(291/64)s for the others'
+    bits packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4
+    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.64 (s ≈ 0.65n): with tables 17
+    steps, ≈ 6.6n elements; as a circuit 28 steps, ≈ 19.3n elements, 17 of them (≈ 15.5n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
