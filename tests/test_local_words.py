@@ -163,11 +163,11 @@ def test_b2a_shares_are_packed_eight_elements_at_a_time_with_no_word_boundary_be
     """The dealer's narrowed B2A reply (:class:`mpcdp.adapter.material.WordBits` with widths): the fields of
     8 elements one after another, ⌈8·Σ widths/64⌉ words per 8 elements (not ⌈Σ widths/64⌉ per element), and
     unpacking gives every element's fields back mod their widths."""
-    from mpcdp.adapter import material
+    from mpcdp.adapter.material import WordBits
 
     widths = [64 - i for i in range(21)] + [54, 54, 57, 54]  # the sampler's at k = 16: 1,353 bits per element
     values = _words(random.Random(n), n, len(widths))
-    packed = material.pack_bit_shares(values, widths)
-    assert tuple(packed.shape) == material.WordBits.reply_shape(n, len(widths), widths) == (-(-n // 8), 170)
-    assert torch.equal(material.unpack_bit_shares(packed, n, widths),
+    packed = lanes.pack_bit_shares(values, widths)
+    assert tuple(packed.shape) == WordBits.reply_shape(n, len(widths), widths) == (-(-n // 8), 170)
+    assert torch.equal(lanes.unpack_bit_shares(packed, n, widths),
                        torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))

@@ -233,3 +233,51 @@ def check_widths(widths, k: int) -> list[int]:
             isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= 64 for w in widths)):
         raise ProtocolViolation(f"field widths must be {k} integers in [1, 64]. Found {str(widths)[:60]}", party=0)
     return [int(w) for w in widths]
+
+
+WORD_BITS_GROUP = 8
+"""Elements whose narrowed B2A shares :class:`WordBits` packs together (no word boundary between them)."""
+
+
+def pack_bit_shares(share: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """(n, k) shares, field i reduced to widths[i] bits, packed :data:`WORD_BITS_GROUP` elements at a time one
+    field after another: (⌈n/g⌉, ⌈g·Σ widths/64⌉) words (the last group padded with zero fields)."""
+    n, k = share.shape
+    rows = -(-n // WORD_BITS_GROUP)
+    padded = torch.zeros((rows * WORD_BITS_GROUP, k), dtype=torch.int64)
+    padded[:n] = share
+    return pack_fields(padded.reshape(rows, WORD_BITS_GROUP * k), widths * WORD_BITS_GROUP)
+
+
+def unpack_bit_shares(words: torch.Tensor, n: int, widths: list[int]) -> torch.Tensor:
+    """The (n, k) fields of :func:`pack_bit_shares`' words."""
+    return unpack_fields(words, widths * WORD_BITS_GROUP).reshape(-1, len(widths))[:n]
+
+
+def check_masks(masks, pairs: int) -> list[int]:
+    """``masks``: one 64-bit pattern per pair, as signed int64 integers."""
+    from mpcdp.errors import ProtocolViolation
+
+    if not (isinstance(masks, (list, tuple)) and len(masks) == pairs
+            and all(isinstance(m, int) and not isinstance(m, bool) and -(1 << 63) <= m < (1 << 63) for m in masks)):
+        raise ProtocolViolation(f"merged AND masks must be one signed 64-bit integer per pair ({pairs}). "
+                                f"Found {str(masks)[:60]}", party=0)
+    return [int(m) for m in masks]
+
+
+def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
+    """``windows``: a list of (low bit, width) with 0 <= low, 1 <= width <= log2(lane) and low + width <= 64;
+    ``lane``: 64 or 16."""
+    from mpcdp.errors import ProtocolViolation
+
+    if lane not in (16, 64):
+        raise ProtocolViolation(f"a one-hot lane must be 16 or 64 bits. Found {str(lane)[:20]}", party=0)
+    out = []
+    for window in windows if isinstance(windows, (list, tuple)) and 0 < len(windows) <= 64 else [None]:
+        if not (isinstance(window, (list, tuple)) and len(window) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in window)
+                and 0 <= window[0] and 1 <= window[1] <= lane.bit_length() - 1 and window[0] + window[1] <= 64):
+            raise ProtocolViolation(f"a one-hot window must be (low bit, width <= {lane.bit_length() - 1}) inside a "
+                                    f"64-bit word. Found {str(window)[:40]}", party=0)
+        out.append((int(window[0]), int(window[1])))
+    return out

@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from mpcdp.adapter import chunk_masks, dealer_view, factor_tables, keyed, replicated
-from mpcdp.adapter.lanes import check_widths, moved_one_hots, pack_fields, packed_one_hots, unpack_fields
+from mpcdp.adapter.lanes import (WORD_BITS_GROUP, check_masks, check_widths, check_windows, moved_one_hots,
+                                 pack_bit_shares, packed_one_hots, unpack_bit_shares)
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -78,25 +79,6 @@ class Material:
     def request(cls, *args):
         """Party 0 asks the dealer for its share."""
         return ttp_provider.TTPClient.get().ttp_request(cls.request_name(), None, *args)
-
-
-WORD_BITS_GROUP = 8
-"""Elements whose narrowed B2A shares :class:`WordBits` packs together (no word boundary between them)."""
-
-
-def pack_bit_shares(share: torch.Tensor, widths: list[int]) -> torch.Tensor:
-    """(n, k) shares, field i reduced to widths[i] bits, packed :data:`WORD_BITS_GROUP` elements at a time one
-    field after another: (⌈n/g⌉, ⌈g·Σ widths/64⌉) words (the last group padded with zero fields)."""
-    n, k = share.shape
-    rows = -(-n // WORD_BITS_GROUP)
-    padded = torch.zeros((rows * WORD_BITS_GROUP, k), dtype=torch.int64)
-    padded[:n] = share
-    return pack_fields(padded.reshape(rows, WORD_BITS_GROUP * k), widths * WORD_BITS_GROUP)
-
-
-def unpack_bit_shares(words: torch.Tensor, n: int, widths: list[int]) -> torch.Tensor:
-    """The (n, k) fields of :func:`pack_bit_shares`' words."""
-    return unpack_fields(words, widths * WORD_BITS_GROUP).reshape(-1, len(widths))[:n]
 
 
 class WordBits(Material):
@@ -277,17 +259,13 @@ class AndShifted(Material):
     def _products(mine: torch.Tensor, nxt: torch.Tensor | None, pairs: list, masks: list | None) -> torch.Tensor:
         """Per pair mine_u AND shift(mine_v, s) (with ``nxt``: this generator's three of the nine cross terms),
         (n, pairs); with ``masks`` their masked XOR, (n, 1)."""
-        def term(u: int, v: int, s: int) -> torch.Tensor:
-            out = mine[:, u] & shift_word(mine[:, v], s)
-            if nxt is not None:
-                out = out ^ (mine[:, u] & shift_word(nxt[:, v], s)) ^ (nxt[:, u] & shift_word(mine[:, v], s))
-            return out
-
+        terms = [mine[:, u] & shift_word(mine[:, v], s) if nxt is None else (mine[:, u] & shift_word(mine[:, v], s))
+                 ^ (mine[:, u] & shift_word(nxt[:, v], s)) ^ (nxt[:, u] & shift_word(mine[:, v], s)) for u, v, s in pairs]
         if masks is None:
-            return torch.stack([term(u, v, s) for u, v, s in pairs], 1)
+            return torch.stack(terms, 1)
         merged = torch.zeros(mine.shape[0], dtype=torch.int64)
-        for (u, v, s), mask in zip(pairs, check_masks(masks, len(pairs)), strict=True):
-            merged ^= term(u, v, s) & mask
+        for term, mask in zip(terms, check_masks(masks, len(pairs)), strict=True):
+            merged ^= term & mask
         return merged.unsqueeze(1)
 
     @staticmethod
@@ -310,49 +288,16 @@ class AndShifted(Material):
     def fetch(cls, n: int, variables: int, pairs: list[tuple[int, int, int]], masks: list[int] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor]:
         costs.record("and_words", n * cls.reply_shape(n, variables, pairs, masks)[1])
-        if masks is None:
-            return provider().serve(cls, n, variables, pairs)
-        return provider().serve(cls, n, variables, pairs, [int(m) for m in masks])
+        return provider().serve(cls, n, variables, pairs, *([] if masks is None else [[int(m) for m in masks]]))
 
     @classmethod
     def from_dealer(cls, n: int, variables: int, pairs: list[tuple[int, int, int]], masks: list | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.kbit((n, variables), generator=generator)
-        shape = cls.reply_shape(n, variables, pairs, masks)
         if rank() != 0:
-            return a, keyed.kbit(shape, generator=generator)
-        return a, cls.request(n, variables, list(pairs)) if masks is None else \
-            cls.request(n, variables, list(pairs), list(masks))
-
-
-def check_masks(masks, pairs: int) -> list[int]:
-    """``masks``: one 64-bit pattern per pair, as signed int64 integers."""
-    from mpcdp.errors import ProtocolViolation
-
-    if not (isinstance(masks, (list, tuple)) and len(masks) == pairs
-            and all(isinstance(m, int) and not isinstance(m, bool) and -(1 << 63) <= m < (1 << 63) for m in masks)):
-        raise ProtocolViolation(f"merged AND masks must be one signed 64-bit integer per pair ({pairs}). "
-                                f"Found {str(masks)[:60]}", party=0)
-    return [int(m) for m in masks]
-
-
-def check_windows(windows, lane: int = 64) -> list[tuple[int, int]]:
-    """``windows``: a list of (low bit, width) with 0 <= low, 1 <= width <= log2(lane) and low + width <= 64;
-    ``lane``: 64 or 16."""
-    from mpcdp.errors import ProtocolViolation
-
-    if lane not in (16, 64):
-        raise ProtocolViolation(f"a one-hot lane must be 16 or 64 bits. Found {str(lane)[:20]}", party=0)
-    out = []
-    for window in windows if isinstance(windows, (list, tuple)) and 0 < len(windows) <= 64 else [None]:
-        if not (isinstance(window, (list, tuple)) and len(window) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in window)
-                and 0 <= window[0] and 1 <= window[1] <= lane.bit_length() - 1 and window[0] + window[1] <= 64):
-            raise ProtocolViolation(f"a one-hot window must be (low bit, width <= {lane.bit_length() - 1}) inside a "
-                                    f"64-bit word. Found {str(window)[:40]}", party=0)
-        out.append((int(window[0]), int(window[1])))
-    return out
+            return a, keyed.kbit(cls.reply_shape(n, variables, pairs, masks), generator=generator)
+        return a, cls.request(n, variables, list(pairs), *([] if masks is None else [list(masks)]))
 
 
 class OneHotPairs(Material):

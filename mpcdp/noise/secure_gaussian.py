@@ -189,7 +189,7 @@ def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
 
 def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
     """Words of the dealer's packed B2A reply to party 0 for n candidates: the widths of :func:`b2a_widths`
-    packed one after another, :data:`~mpcdp.adapter.material.WORD_BITS_GROUP` candidates at a time
+    packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a time
     (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
 
