@@ -177,8 +177,12 @@ def test_parties_on_one_host_split_its_cores_unless_told_otherwise(config_for, m
     from mpcdp.errors import ConfigError
     from party_jobs import torch_threads
 
+    from mpcdp.runtime.harness import run_job
+
     monkeypatch.delenv("MPCDP_THREADS", raising=False)
-    assert run_parties(torch_threads, config_for(3)) == [max(1, os.cpu_count() // 4)] * 3  # 3 parties + dealer
+    run = run_job(torch_threads, config_for(3))
+    assert run.values == [max(1, os.cpu_count() // 4)] * 3  # 3 parties + dealer
+    assert run.dealer["torch_threads"] == max(1, os.cpu_count() // 4)  # the dealer too (it spun every core's thread)
     monkeypatch.setenv("MPCDP_THREADS", "3")
     assert run_parties(torch_threads, config_for(2)) == [3, 3]
     monkeypatch.setenv("MPCDP_THREADS", "two")

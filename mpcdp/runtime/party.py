@@ -264,7 +264,7 @@ def run_dealer(*, config: MpcConfig, rendezvous: str, settings: RunSettings | No
         on_request=progress.dealer_lines(reporter))
     reporter.note(f"done: served {len(request_bytes):,} requests of party 0, {progress.size(bytes_sent)}")
     report = {"bytes_sent": bytes_sent, "wall_s": time.perf_counter() - start, "request_bytes": request_bytes,
-              "request_cpu_s": request_cpu, "cpu_s": sum(request_cpu)}
+              "request_cpu_s": request_cpu, "cpu_s": sum(request_cpu), "torch_threads": torch_threads()}
     if adapter.recorded_dealer_view() is not None:
         report["view"] = adapter.recorded_dealer_view()
     return report
@@ -288,6 +288,13 @@ def _share_the_cores(processes: int) -> None:
     import torch
 
     torch.set_num_threads(threads_per_process(processes))
+
+
+def torch_threads() -> int:
+    """This process's torch intra-op threads (what :func:`_share_the_cores` set; a dealer report carries it)."""
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _send(results, message: tuple) -> None:
@@ -391,6 +398,7 @@ def run_dealer_process(config: MpcConfig, settings: RunSettings, rendezvous: str
     _name_process(f"mpcdp-rank{rank}")
     _take_launcher_state(launcher)
     _redirect_output(log_path)
+    _share_the_cores(config.processes)  # as every party: its default (every core) would spin idle threads
     reporter = progress.PhaseLines("mpcdp dealer", lambda line: _send(results, ("line", rank, line)))
     try:
         report = run_dealer(config=config, rendezvous=rendezvous, settings=settings, reporter=reporter)
