@@ -146,8 +146,10 @@ def test_pack_fields_writes_the_fields_one_after_another_and_unpacks_them(widths
     """Field i (mod 2^widths[i]) at bit Σ_{j<i} widths[j] of the element's bit string, words of 64 bits from the
     low end (a field across a word boundary split between them); unpacking gives every field back."""
     rng = random.Random(sum(widths))
-    values = _words(rng, 7, len(widths))
+    values = _words(rng, len(widths), 7).T  # columns contiguous, as the packed runs of the Bernoulli AND pass them
+    before = values.clone()
     packed = lanes.pack_fields(values, widths)
+    assert torch.equal(values, before)  # the input is left as it was
     for row in range(7):
         string, offset = 0, 0
         for v, w in zip(values[row].tolist(), widths):
@@ -171,3 +173,22 @@ def test_b2a_shares_are_packed_eight_elements_at_a_time_with_no_word_boundary_be
     assert tuple(packed.shape) == WordBits.reply_shape(n, len(widths), widths) == (-(-n // 8), 170)
     assert torch.equal(lanes.unpack_bit_shares(packed, n, widths),
                        torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))
+
+
+@pytest.mark.parametrize("lane, windows", [(16, [(4 * k, min(4, 62 - 4 * k)) for k in range(16)]),
+                                           (16, [(57, 2), (3, 4), (0, 1), (60, 4), (9, 3)]),
+                                           (64, [(0, 6)]), (64, [(57, 2), (55, 2), (43, 6), (37, 6), (32, 5)])])
+def test_packed_one_hots_set_bit_v_of_each_windows_lane(lane, windows):
+    """Window i's value v sets bit lane·(i mod per) + v of word i // per, per = 64/lane; a lane past the last
+    window holds the one-hot of 0."""
+    rng = random.Random(lane + len(windows))
+    r = _words(rng, 30)
+    per = 64 // lane
+    out = lanes.packed_one_hots(r, windows, lane)
+    assert out.shape == (30, -(-len(windows) // per))
+    for row, word in enumerate(r.tolist()):
+        expected = [0] * out.shape[1]
+        for i in range(out.shape[1] * per):
+            low, width = windows[i] if i < len(windows) else (0, 0)
+            expected[i // per] |= 1 << (lane * (i % per) + ((word >> low) & ((1 << width) - 1)))
+        assert out[row].tolist() == [binary._signed(v) for v in expected]

@@ -76,16 +76,6 @@ def parity(words: torch.Tensor) -> torch.Tensor:
     return x & 1
 
 
-def one_hot_words(values: torch.Tensor, lane: int = 64) -> torch.Tensor:
-    """The word with bit v set in each lane (values (n,) or (n, 64/lane), each < ``lane``; plaintext)."""
-    per = 64 // lane
-    values = values.reshape(values.shape[0], per)
-    out = torch.zeros(values.shape[0], dtype=torch.int64)
-    for j in range(per):
-        out |= (torch.ones_like(values[:, j]) << values[:, j]) << (lane * j)
-    return out
-
-
 def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
     """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
     window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
@@ -128,13 +118,6 @@ def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor
     return x
 
 
-def window_values(word: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:
-    """(n, windows): each window's bits of ``word``."""
-    lows = torch.tensor([low for low, _ in windows], dtype=torch.int64)
-    masks = torch.tensor([(1 << width) - 1 for _, width in windows], dtype=torch.int64)
-    return (word.unsqueeze(1) >> lows) & masks
-
-
 LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
 
 
@@ -169,60 +152,81 @@ def chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=64)
-def _field_layout(widths: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
-    """Per field of :func:`pack_fields`: its word, its bit offset there, its mask, for a field that crosses
-    into the next word the bits there (0 otherwise), and the mask of a word's bits from its offset up moved down
-    (what a logical right shift by the offset keeps), as tensors."""
-    words, bits, masks, spill, above = [], [], [], [], []
+def _field_layout(widths: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
+    """Per field of :func:`pack_fields`: (its word, its bit offset there, its mask, for a field that crosses into
+    the next word the bits there (0 otherwise), the mask of a word's bits from its offset up moved down (what a
+    logical right shift by the offset keeps)), as signed 64-bit integers."""
+    layout = []
     offset = 0
     for w in widths:
-        words.append(offset // 64)
-        bits.append(offset % 64)
-        masks.append(-1 if w >= 64 else (1 << w) - 1)
-        spill.append(max(0, offset % 64 + w - 64))
-        above.append(-1 if offset % 64 == 0 else (1 << (64 - offset % 64)) - 1)
+        layout.append((offset // 64, offset % 64, -1 if w >= 64 else (1 << w) - 1, max(0, offset % 64 + w - 64),
+                       -1 if offset % 64 == 0 else (1 << (64 - offset % 64)) - 1))
         offset += w
-    return tuple(torch.tensor(v, dtype=torch.int64) for v in (words, bits, masks, spill, above))
+    return tuple(layout)
 
 
 def pack_fields(values: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """(n, k) int64 values to (n, ⌈Σ widths/64⌉) words: field i (values[:, i] mod 2^widths[i]) at its offset
     Σ_{j<i} widths[j] of the element's bit string, a field that crosses a word boundary split between the two
-    (local and XOR-linear: applied to XOR shares it gives XOR shares of the packed words)."""
-    word, bit, mask, spill, _ = _field_layout(tuple(int(w) for w in widths))
-    fields = values & mask
-    out = torch.zeros((values.shape[0], -(-sum(widths) // 64)), dtype=torch.int64)
-    out.index_add_(1, word, fields << bit)  # disjoint bit fields: the sum is their OR
-    crossing = torch.nonzero(spill).reshape(-1)
-    if crossing.numel():  # the upper parts: the next word's low bits
-        upper = (fields[:, crossing] >> (64 - bit[crossing])) & ((1 << spill[crossing]) - 1)
-        out.index_add_(1, word[crossing] + 1, upper)
-    return out
+    (local and XOR-linear: applied to XOR shares it gives XOR shares of the packed words). Field by field on
+    contiguous columns (a few word operations per field and element); ``values`` is not modified."""
+    layout = _field_layout(tuple(int(w) for w in widths))
+    n = values.shape[0]
+    columns = values.T.contiguous()  # free when values is a transposed (k, n) tensor
+    words = torch.zeros((-(-sum(widths) // 64), n), dtype=torch.int64)
+    field, moved = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
+    for i, (word, bit, mask, spill, _) in enumerate(layout):
+        torch.bitwise_and(columns[i], mask, out=field)
+        words[word] |= torch.bitwise_left_shift(field, bit, out=moved)
+        if spill:  # the upper part: the next word's low bits
+            torch.bitwise_right_shift(field, 64 - bit, out=moved)
+            moved &= (1 << spill) - 1
+            words[word + 1] |= moved
+    return words.T.contiguous()
 
 
 def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
-    """The (n, k) fields of :func:`pack_fields`' words, each in [0, 2^widths[i]) (a 64-bit field as int64)."""
-    word, bit, mask, spill, above = _field_layout(tuple(int(w) for w in widths))
-    out = (words[:, word] >> bit) & above  # a logical shift: the sign's copies cleared
-    crossing = torch.nonzero(spill).reshape(-1)
-    if crossing.numel():
-        out[:, crossing] |= words[:, word[crossing] + 1] << (64 - bit[crossing])
-    return out & mask
+    """The (n, k) fields of :func:`pack_fields`' words, each in [0, 2^widths[i]) (a 64-bit field as int64).
+    Field by field on contiguous columns."""
+    layout = _field_layout(tuple(int(w) for w in widths))
+    columns = words.T.contiguous()
+    out = torch.empty((len(layout), words.shape[0]), dtype=torch.int64)
+    for i, (word, bit, mask, spill, above) in enumerate(layout):
+        field = torch.bitwise_right_shift(columns[word], bit, out=out[i])
+        if bit:
+            field &= above  # a logical shift: the sign's copies cleared
+        if spill:
+            field |= columns[word + 1] << (64 - bit)
+        if mask != -1:
+            field &= mask
+    return out.T.contiguous()
 
 
 def packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
     """(n, ⌈windows/(64/lane)⌉): the one-hot words of r's windows, 64/lane to a word (window i: word i // per,
     lane i % per)."""
-    values = window_values(r, windows)
-    return pack_columns(values, lane, lambda v: one_hot_words(v, lane))
-
-
-def pack_columns(values: torch.Tensor, lane: int, per_word) -> torch.Tensor:
-    """Apply ``per_word`` to each group of 64/lane columns of ``values`` (padded with 0) and stack the words."""
     per = 64 // lane
-    n, w = values.shape
-    padded = torch.cat([values, values.new_zeros((n, (-w) % per))], 1)
-    return torch.stack([per_word(padded[:, i:i + per]) for i in range(0, padded.shape[1], per)], 1)
+    words = -(-len(windows) // per)
+    padded = list(windows) + [(0, 0)] * (words * per - len(windows))  # absent windows: the one-hot of 0
+    return _one_hot_bits(r, tuple(padded), lane).reshape(-1, words, per).sum(2)  # disjoint bits: sum = OR
+
+
+@functools.lru_cache(maxsize=64)
+def _one_hot_layout(windows: tuple[tuple[int, int], ...], lane: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(low bits, masks, lane offsets) of the windows of :func:`packed_one_hots`, as (1, windows) tensors."""
+    per = 64 // lane
+    lows = torch.tensor([[low for low, _ in windows]], dtype=torch.int64)
+    masks = torch.tensor([[(1 << width) - 1 for _, width in windows]], dtype=torch.int64)
+    return lows, masks, (torch.arange(len(windows), dtype=torch.int64) % per).unsqueeze(0) * lane
+
+
+def _one_hot_bits(r: torch.Tensor, windows: tuple[tuple[int, int], ...], lane: int) -> torch.Tensor:
+    """(n, windows): 1 << (window i's value + its lane's offset), one shift of a whole tensor."""
+    lows, masks, offsets = _one_hot_layout(windows, lane)
+    values = r.reshape(-1, 1) >> lows
+    values &= masks
+    values += offsets
+    return torch.bitwise_left_shift(torch.ones((), dtype=torch.int64), values, out=values)
 
 
 def check_widths(widths, k: int) -> list[int]:
