@@ -265,7 +265,10 @@ class Mesh:
                       got: dict[int, int], last_byte: dict[int, float]) -> None:
         """Read what party j's link holds now into its awaited frame (including the bytes a TLS link has already
         decrypted, which the selector will not announce), counting each read into ``got[j]`` and its time into
-        ``last_byte[j]`` before the frame checks it.
+        ``last_byte[j]`` before the frame checks it. It reads until the frame is complete or the link has nothing
+        more (the non-blocking read raises ``BlockingIOError``/``SSLWantReadError``, which :meth:`_transfer`
+        takes as "wait"), not one TLS record per wake-up: a large frame arrives in 16 KiB records, and going back
+        to the selector after each one cost two system calls and a pass over the round's links per record.
 
         Raises:
             PeerLost: the link closed (:meth:`_closed_on`: a plain loss, or direct evidence of a stalled frame).
@@ -278,8 +281,6 @@ class Mesh:
             got[j] += n
             last_byte[j] = time.monotonic()
             incoming.advance(n, me=self.rank)
-            if not _buffered(link):
-                break
 
     def _check_open(self, link: socket.socket, j: int, label: str) -> None:
         """A watched link became readable: the peer is ahead of us (its next message is here, left unread) or
@@ -423,11 +424,6 @@ class Mesh:
         others = [j for j in range(self.parties) if j != self.rank]
         self.exchange({j: vector for j in others}, {j: out[j] for j in others}, label=label)
         return torch.stack(out), 1
-
-
-def _buffered(link: socket.socket) -> bool:
-    """Whether a TLS link holds decrypted bytes that the selector will not announce."""
-    return isinstance(link, ssl.SSLSocket) and link.pending() > 0
 
 
 _SIGN = -(1 << 63)
