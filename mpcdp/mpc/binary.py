@@ -316,11 +316,10 @@ def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     flat = values.reshape(-1) & low_mask(lane)
     if per == 1:
         return flat
-    packed = torch.zeros(-(-flat.numel() // per), dtype=torch.int64)
-    for j in range(per):
-        column = flat[j::per]  # lane j of the words, the last word's missing values left 0
-        packed[: column.numel()] ^= column << (j * lane)
-    return packed
+    rows = torch.zeros((-(-flat.numel() // per), per), dtype=torch.int64)  # the last word's missing values 0
+    rows.view(-1)[: flat.numel()] = flat
+    rows <<= torch.arange(per, dtype=torch.int64) * lane
+    return rows.sum(1)  # disjoint bit fields: the sum is their OR
 
 
 def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
