@@ -474,6 +474,13 @@ def torch_threads(ctx):
     return torch.get_num_threads()
 
 
+def dp_accounting_imported(ctx):
+    """Whether this party process started with dp-accounting imported (from the fork server's preload)."""
+    import sys
+
+    return "dp_accounting" in sys.modules
+
+
 def crypten_interop(ctx, value):
     """mpcdp's secure sum handed to CrypTen and back, and a CrypTen input handed to mpcdp."""
     from mpcdp.adapter.compat import crypten
