@@ -68,19 +68,35 @@ def test_the_command_line_trains_the_users_module_on_0_1_labels(own_files, backe
     assert shown in done.stderr  # progress in words, the dry run's too
 
 
-@pytest.mark.parametrize("spec, extra, line", [
+BAD_SPECS = [
     ("{file}:Missing", [], r"mpcdp: `--model` '.*mymodel\.py:Missing': mymodel\.py has no nn\.Module class 'Missing'\."),
     ("{file}", [], r"mpcdp: `--model` must be FILE\.py:Class\. Found '.*mymodel\.py'\."),
     ("{file}:Mlp", ["--model-arg", "width=3"], r"mpcdp: `--model` '.*:Mlp' cannot be constructed with \{'features': 3, "
                                                r"'width': 3\}: TypeError: .*"),
-])
-def test_a_bad_module_spec_is_one_line_before_any_data_is_read(own_files, spec, extra, line):
+]
+
+
+def test_a_bad_module_spec_is_one_line_before_any_data_is_read(own_files, capsys):
+    """Each bad spec through the command's entry point (:func:`mpcdp.cli.main`: the exit status and the line are
+    its logic), in this process: the user's file is imported here once (by its name, from its folder), and
+    forgotten afterwards so that another test's file of the same name can be imported."""
+    import re
+    import sys
+
+    from mpcdp.cli import main
+
     module_file, data, tests = own_files
-    command = [MPCDP, "train", PROTOCOL, "--backend", "simulated", "--model", spec.format(file=module_file),
-               "--model-arg", "features=3", *extra, "--data", *data, "--label", "y"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2
-    assert len(done.stderr.strip().splitlines()) == 1 and __import__("re").fullmatch(line, done.stderr.strip())
+    try:
+        for spec, extra, line in BAD_SPECS:
+            argv = ["train", PROTOCOL, "--backend", "simulated", "--model", spec.format(file=module_file),
+                    "--model-arg", "features=3", *extra, "--data", *data, "--label", "y"]
+            assert main(argv) == 2, spec
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and re.fullmatch(line, err), (spec, err)
+    finally:
+        sys.modules.pop(module_file.stem, None)
+        while str(module_file.parent) in sys.path:
+            sys.path.remove(str(module_file.parent))
 
 
 @pytest.mark.parametrize("job, model, line", [
