@@ -103,10 +103,14 @@ def test_noise_plaintext_mode_runs_without_parties(tmp_path, capsys):
 
 
 def test_privacy_prints_the_table_and_one_json_line(capsys):
-    result = _run("privacy", "--epsilon", "0.5", "--delta", "1e-5", "--n", "32561", "--batch", "100",
-                  "--batch0", "200", "--steps", "1627")
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.strip().splitlines()
+    """In this process (:func:`mpcdp.cli.main`): the command starts no process; what it prints is its logic."""
+    from mpcdp.cli import main
+
+    code = main(["privacy", "--epsilon", "0.5", "--delta", "1e-5", "--n", "32561", "--batch", "100",
+                 "--batch0", "200", "--steps", "1627"])
+    result = capsys.readouterr()
+    assert code == 0, result.err
+    lines = result.out.strip().splitlines()
     report = json.loads(lines[-1])
     # the PLD certificate needs ≈ 0.62× the noise of the RDP calibration (ν = 671), which would print ≈ 0.94 here
     assert report["epsilon_certified"] <= 0.5 and 0.55 * 671 < report["nu"] < 0.7 * 671
@@ -121,8 +125,6 @@ def test_privacy_prints_the_table_and_one_json_line(capsys):
     assert any(line.startswith("released on the grid") for line in lines[:-1])
     assert report["epsilon_paper_lemma37"] > 0.5
     assert any(line.startswith("continuous Gaussian") for line in lines[:-1])
-    from mpcdp.cli import main  # the refusal's exit status and line: the entry point's logic, in this process
-
     assert main(["privacy", "--epsilon", "-1", "--delta", "1e-5", "--n", "100", "--batch", "10", "--batch0", "10",
                  "--steps", "3"]) == 2
     assert "`--epsilon` must be a finite number > 0. Found -1.0." in capsys.readouterr().err
@@ -163,9 +165,14 @@ def test_compare_runs_both_backends_and_writes_a_plot(tmp_path):
     assert f"\nMechanism: {record['mechanism']}.\nAccountant: {ACCOUNTANT}.\n" in (tmp_path / "compare.md").read_text()
 
 
-def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
+def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path, capsys):
     """The shipped paper 000 protocol, cut to 4 parties: Jayaraman at u = 3 on both backends (25 of its 1,000
-    steps, in a copy: the overrides are what is tested)."""
+    steps, in a copy: the overrides are what is tested). The simulated run and the refusal start no party: in
+    this process (:func:`mpcdp.cli.main`; the refusal through the command's handler, which raises what the
+    command prints)."""
+    from mpcdp.cli import build_parser, main
+    from mpcdp.errors import MpcdpError
+
     shipped = (ROOT / "protocols" / "uneven-breast-cancer.toml").read_text()
     assert "steps = 1000" in shipped
     short = tmp_path / "uneven-breast-cancer.toml"
@@ -176,15 +183,19 @@ def test_compare_and_train_take_the_uneven_protocols_with_overrides(tmp_path):
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["parties"] == 4 and summary["epsilon"] <= 0.05
     assert set(summary["optimal_gap"]) == {"mpc", "simulated", "difference", "within_noise"}
-    local = _run("train", str(short), "--backend", "simulated", "--algorithm",
-                 "wd-dp-local", "--size-ratio", "9")
-    assert local.returncode == 0, local.stderr
-    report = json.loads(local.stdout.strip().splitlines()[-1])
+    capsys.readouterr()
+    code = main(["train", str(short), "--backend", "simulated", "--algorithm", "wd-dp-local", "--size-ratio", "9"])
+    local = capsys.readouterr()
+    assert code == 0, local.err
+    report = json.loads(local.out.strip().splitlines()[-1])
     assert report["algorithm"] == "wd-dp-local" and report["size_ratio"] == 9
     assert max(report["party_sizes"]) / min(report["party_sizes"]) > 7
     assert len(report["epsilon_by_party"]) == 16 and report["epsilon"] <= 0.05  # protocol: certified σ_j
-    refused = _run("train", "protocols/uneven-breast-cancer.toml", "--algorithm", "wd-dp-local")
-    assert refused.returncode != 0 and "--backend simulated" in refused.stderr
+    ns = build_parser().parse_args(["train", str(ROOT / "protocols" / "uneven-breast-cancer.toml"),
+                                    "--algorithm", "wd-dp-local"])
+    with pytest.raises(MpcdpError) as refused:  # `mpcdp train` prints it as its one line, exit status 2
+        ns.func(ns)
+    assert "--backend simulated" in str(refused.value)
 
 
 @pytest.mark.parametrize("argv, message", [
