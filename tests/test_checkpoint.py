@@ -58,9 +58,10 @@ def test_a_resumed_run_ends_with_the_uninterrupted_model(tmp_path, backend, whol
         assert resumed["resumed_after_release"] == 7
 
 
-def test_a_checkpoint_of_another_configuration_is_refused(tmp_path):
-    plan = plan_from(SMOKE, backend="simulated")
-    run_plan(plan, curve=False, checkpoint_dir=str(tmp_path), checkpoint_every=5)
+def test_a_checkpoint_of_another_configuration_is_refused(tmp_path, whole_run):
+    plan, _, folder = whole_run("simulated")  # the module's checkpointed simulated run, copied
+    tmp_path = tmp_path / "copy"
+    shutil.copytree(folder, tmp_path)
     other = plan_from(SMOKE, backend="simulated", epsilon=2.0)
     with pytest.raises(ConfigMismatchError, match="different configuration: .*`epsilon`: checkpoint = 3.0, "
                                                   "this run = 2.0"):
@@ -97,8 +98,9 @@ def test_a_foreign_checkpoint_or_changed_data_is_refused_by_the_parties_before_a
 
 def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     protocol = tmp_path / "long.toml"
-    # 15 ms of emulated latency per round, so that the poll below sees release 13 before checkpoint 23
-    protocol.write_text(pathlib.Path(SMOKE).read_text().replace("passes = 1.0", "passes = 2.5")
+    # 15 ms of emulated latency per round, so that the poll below sees release 13 before checkpoint 23; half a
+    # pass at batch 9 is 25 steps (checkpoints after releases 11, 23 and the last): resumed, it runs 14 more
+    protocol.write_text(pathlib.Path(SMOKE).read_text().replace("passes = 1.0", "passes = 0.5")
                         .replace("batch = 30", "batch = 9").replace("batch0 = 60", "batch0 = 18")
                         .replace("[mpc]", "[mpc]\nlink_delay_ms = 15.0"))
     folder = tmp_path / "ckpt"
