@@ -232,6 +232,20 @@ def test_help_prints_the_help_and_nothing_else():
     assert not wants_warm_parties(["train", "protocols/quickstart-a9a.toml", "--backend", "simulated"])
 
 
+def test_a_protocol_the_run_will_refuse_starts_no_parties_early(tmp_path):
+    """A misspelt [mpc] setting, bad TOML or a missing file: ``mpcdp train`` refuses it in one line, so its
+    parties' fork server is not started first (the shipped file, whose settings are valid, starts it)."""
+    from mpcdp.cli.training import wants_warm_parties
+
+    shipped = pathlib.Path("protocols/quickstart-a9a.toml").read_text()
+    typo, broken = tmp_path / "typo.toml", tmp_path / "broken.toml"
+    assert "[mpc]\n" in shipped
+    typo.write_text(shipped.replace("[mpc]\n", '[mpc]\nprovder = "dealer"\n', 1))
+    broken.write_text(shipped + "\n[mpc\n")
+    assert wants_warm_parties(["train", "protocols/quickstart-a9a.toml"])
+    assert not any(wants_warm_parties(["train", str(path)]) for path in (typo, broken, tmp_path / "absent.toml"))
+
+
 PROBE = """
 import atexit, os, pathlib, sys, threading, time
 out, said = pathlib.Path(os.environ["EXIT_PROBE_DIR"]), threading.Event()

@@ -25,8 +25,12 @@ def warm_parties_for(argv: list[str]) -> None:
 
 def wants_warm_parties(argv: list[str]) -> bool:
     """Whether ``argv`` is an ``mpcdp train`` whose run may be secure (the command line or the protocol file
-    says nothing else): its parties are worth starting early."""
-    import tomllib
+    says nothing else) and whose protocol file reads and has valid [mpc] settings: its parties are worth
+    starting early. A protocol the run will refuse (a misspelt setting, bad TOML) starts nothing, so its
+    one-line refusal costs no party start-up."""
+    from mpcdp.config import resolve_mpc
+    from mpcdp.errors import ConfigError
+    from mpcdp.validation import read_protocol
 
     early = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     early.add_argument("--plugin", action="append")  # the global option before the command
@@ -40,11 +44,11 @@ def wants_warm_parties(argv: list[str]) -> bool:
     if known.command != "train" or not known.protocol:
         return False
     try:
-        with open(known.protocol, "rb") as fh:
-            declared = tomllib.load(fh).get("backend")
-    except (OSError, tomllib.TOMLDecodeError):
-        declared = None  # plan_from names the problem
-    return (known.backend or declared) != "simulated"
+        protocol = read_protocol(known.protocol)
+        resolve_mpc(protocol.get("mpc", {}), "")
+    except ConfigError:  # the run refuses it, naming the problem
+        return False
+    return (known.backend or protocol.get("backend")) != "simulated"
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
