@@ -165,41 +165,72 @@ def _field_layout(widths: tuple[int, ...]) -> tuple[tuple[int, int, int, int, in
     return tuple(layout)
 
 
+@functools.lru_cache(maxsize=64)
+def _column_layout(widths: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """:func:`_field_layout` as tensors for whole-tensor packing: each field's word, bit offset and mask (as
+    (k, 1) columns where they broadcast), and for the fields that cross into the next word their indices, the
+    right shift that moves their upper part down, and that part's mask."""
+    layout = _field_layout(widths)
+    spills = [i for i, (_, _, _, spill, _) in enumerate(layout) if spill]
+
+    def column(values) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int64).reshape(-1, 1)
+
+    return {"word": torch.tensor([f[0] for f in layout], dtype=torch.int64),
+            "bit": column([f[1] for f in layout]), "mask": column([f[2] for f in layout]),
+            "above": column([f[4] for f in layout]),
+            "spill": torch.tensor(spills, dtype=torch.int64),
+            "spill_word": torch.tensor([layout[i][0] + 1 for i in spills], dtype=torch.int64),
+            "spill_shift": column([64 - layout[i][1] for i in spills]),
+            "spill_mask": column([(1 << layout[i][3]) - 1 for i in spills])}
+
+
+def pack_columns(columns: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """:func:`pack_fields` on columns: (k, n) fields (row i field i of every element) to (⌈Σ widths/64⌉, n)
+    words (row j word j of every element). Whole-tensor operations, no loop over fields: every field masked and
+    shifted to its offset at once, then added to its word (disjoint bits: the sum is their OR), the upper
+    parts of the fields that cross a word boundary to the next word. ``columns`` is not modified."""
+    layout = _column_layout(tuple(int(w) for w in widths))
+    fields = torch.bitwise_and(columns, layout["mask"])
+    words = torch.zeros((-(-sum(widths) // 64), columns.shape[1]), dtype=torch.int64)
+    if layout["spill"].numel():
+        upper = fields.index_select(0, layout["spill"])
+        upper >>= layout["spill_shift"]
+        upper &= layout["spill_mask"]
+        words.index_add_(0, layout["spill_word"], upper)
+    fields <<= layout["bit"]
+    return words.index_add_(0, layout["word"], fields)
+
+
+def unpack_columns(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """The (k, n) fields of :func:`pack_columns`' (⌈Σ widths/64⌉, n) words, each in [0, 2^widths[i]).
+    Whole-tensor operations: every field's word gathered and shifted down at once (a logical shift), the
+    upper parts of the fields that cross a word boundary added from the next word (disjoint bits)."""
+    layout = _column_layout(tuple(int(w) for w in widths))
+    out = words.index_select(0, layout["word"])
+    out >>= layout["bit"]
+    out &= layout["above"]  # a logical shift: the sign's copies cleared
+    if layout["spill"].numel():
+        upper = words.index_select(0, layout["spill_word"])
+        upper <<= layout["spill_shift"]
+        out.index_add_(0, layout["spill"], upper)  # above the lower part's bits: the sum is their OR
+    out &= layout["mask"]
+    return out
+
+
 def pack_fields(values: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """(n, k) int64 values to (n, ⌈Σ widths/64⌉) words: field i (values[:, i] mod 2^widths[i]) at its offset
     Σ_{j<i} widths[j] of the element's bit string, a field that crosses a word boundary split between the two
-    (local and XOR-linear: applied to XOR shares it gives XOR shares of the packed words). Field by field on
-    contiguous columns (a few word operations per field and element); ``values`` is not modified."""
-    layout = _field_layout(tuple(int(w) for w in widths))
-    n = values.shape[0]
-    columns = values.T.contiguous()  # free when values is a transposed (k, n) tensor
-    words = torch.zeros((-(-sum(widths) // 64), n), dtype=torch.int64)
-    field, moved = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
-    for i, (word, bit, mask, spill, _) in enumerate(layout):
-        torch.bitwise_and(columns[i], mask, out=field)
-        words[word] |= torch.bitwise_left_shift(field, bit, out=moved)
-        if spill:  # the upper part: the next word's low bits
-            torch.bitwise_right_shift(field, 64 - bit, out=moved)
-            moved &= (1 << spill) - 1
-            words[word + 1] |= moved
-    return words.T.contiguous()
+    (local and XOR-linear: applied to XOR shares it gives XOR shares of the packed words). On contiguous
+    columns (:func:`pack_columns`: a few whole-tensor word operations, whatever the number of fields);
+    ``values`` is not modified."""
+    return pack_columns(values.T.contiguous(), widths).T.contiguous()  # free when values is a transposed (k, n) tensor
 
 
 def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """The (n, k) fields of :func:`pack_fields`' words, each in [0, 2^widths[i]) (a 64-bit field as int64).
-    Field by field on contiguous columns."""
-    layout = _field_layout(tuple(int(w) for w in widths))
-    columns = words.T.contiguous()
-    out = torch.empty((len(layout), words.shape[0]), dtype=torch.int64)
-    for i, (word, bit, mask, spill, above) in enumerate(layout):
-        field = torch.bitwise_right_shift(columns[word], bit, out=out[i])
-        if bit:
-            field &= above  # a logical shift: the sign's copies cleared
-        if spill:
-            field |= columns[word + 1] << (64 - bit)
-        if mask != -1:
-            field &= mask
-    return out.T.contiguous()
+    On contiguous columns (:func:`unpack_columns`)."""
+    return unpack_columns(words.T.contiguous(), widths).T.contiguous()
 
 
 def packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:

@@ -190,38 +190,72 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
                  label: str) -> torch.Tensor:
     """XOR shares of x AND y for XOR-shared words whose product is 0 outside the bit runs (low, width) of each
     block (x, y: len(runs) blocks of equal size): one AND of the runs' bits packed one after another, across
-    :data:`RUN_GROUP` elements of a block at a time (:func:`~mpcdp.adapter.lanes.pack_fields`, XOR-linear),
-    :func:`run_words` words per operand."""
-    from mpcdp.adapter.lanes import pack_fields, unpack_fields
+    :data:`RUN_GROUP` elements of a block at a time, :func:`run_words` words per operand.
+
+    Local work, XOR-linear: each element's runs are first moved together into one word per block
+    (:func:`_gather_runs`, one pass over a block's column per run), and those words, one per block and
+    element, packed one after another (:func:`~mpcdp.adapter.lanes.pack_columns`); the product is unpacked
+    and spread back the same way."""
+    from mpcdp.adapter.lanes import pack_columns, unpack_columns
 
     blocks = len(runs)
     per = x.numel() // blocks
-    block = torch.tensor([b for b, runs_of in enumerate(runs) for _ in runs_of], dtype=torch.int64)
-    low = torch.tensor([lo for runs_of in runs for lo, _ in runs_of], dtype=torch.int64).unsqueeze(1)
-    widths = [width for runs_of in runs for _, width in runs_of]
+    widths = [sum(width for _, width in runs_of) for runs_of in runs]  # each block's runs, side by side
     full, rest = per // RUN_GROUP * RUN_GROUP, per % RUN_GROUP
     groups = [(0, full, RUN_GROUP)] if full else []
     if rest:
         groups.append((full, per, rest))
 
     def packed(v: torch.Tensor) -> torch.Tensor:
-        fields = (v.reshape(blocks, per)[block] >> low).T  # (per, fields); pack_fields keeps each field's width
-        return torch.cat([pack_fields(fields[a:b].reshape(-1, g * len(widths)), widths * g).reshape(-1)
-                          for a, b, g in groups] or [torch.zeros(0, dtype=torch.int64)])
+        gathered = _gather_runs(v.reshape(blocks, per), runs)
+        parts = []
+        for a, b, g in groups:  # rows: (element of the group, block); columns: the groups
+            columns = gathered[:, a:b].reshape(blocks, -1, g).permute(2, 0, 1).reshape(g * blocks, -1)
+            parts.append(pack_columns(columns, widths * g).T.reshape(-1))
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
     words = run_words(runs, per)
     ands = ShiftedAnds(ctx, words, 2, [(0, 1, 0)], label=label)
     ands.open({0: packed(x), 1: packed(y)})
-    product, got, start = ands.product(0, 1, 0), [], 0
+    product, start = ands.product(0, 1, 0), 0
+    gathered = torch.empty((blocks, per), dtype=torch.int64)
     for a, b, g in groups:
         count = (b - a) // g * -(-g * sum(widths) // 64)
-        got.append(unpack_fields(product[start:start + count].reshape((b - a) // g, -1), widths * g)
-                   .reshape(b - a, len(widths)))
+        columns = unpack_columns(product[start:start + count].reshape((b - a) // g, -1).T.contiguous(), widths * g)
+        gathered[:, a:b] = columns.reshape(g, blocks, -1).permute(1, 2, 0).reshape(blocks, b - a)
         start += count
-    out = torch.zeros((blocks, per), dtype=torch.int64)
-    if per:
-        out.index_add_(0, block, torch.cat(got).T << low)  # a block's runs are disjoint bits: the sum is their OR
-    return out.reshape(-1)
+    return _spread_runs(gathered, runs).reshape(-1)
+
+
+def _gather_runs(v: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """(blocks, per): row b's runs[b] bits (low, width) of each word moved down next to each other, the first
+    run at bit 0 (a fixed bit compression, XOR-linear). One pass over the row per run."""
+    out = torch.zeros_like(v)
+    moved = torch.empty(v.shape[1], dtype=torch.int64)
+    for b, runs_of in enumerate(runs):
+        offset = 0
+        for low, width in runs_of:
+            torch.bitwise_right_shift(v[b], low, out=moved)
+            moved &= low_mask(width)
+            moved <<= offset
+            out[b] |= moved
+            offset += width
+    return out
+
+
+def _spread_runs(gathered: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """The inverse of :func:`_gather_runs`: each row's packed runs moved back to their bits, 0 elsewhere."""
+    out = torch.zeros_like(gathered)
+    moved = torch.empty(gathered.shape[1], dtype=torch.int64)
+    for b, runs_of in enumerate(runs):
+        offset = 0
+        for low, width in runs_of:
+            torch.bitwise_right_shift(gathered[b], offset, out=moved)
+            moved &= low_mask(width)
+            moved <<= low
+            out[b] |= moved
+            offset += width
+    return out
 
 
 def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:
