@@ -474,6 +474,24 @@ def torch_threads(ctx):
     return torch.get_num_threads()
 
 
+def threads_and_refaults(ctx):
+    """This party process's torch intra-op thread count, and the minor page faults of writing a 64 MiB block
+    of the C heap a second time, after freeing it (0 where the process keeps freed blocks for reuse)."""
+    import ctypes
+    import resource
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+    size, faults = 64 << 20, []
+    for _ in range(2):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        block = libc.malloc(size)
+        ctypes.memset(block, 1, size)
+        libc.free(block)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return {"threads": torch.get_num_threads(), "refaults": faults[1]}
+
+
 def dp_accounting_imported(ctx):
     """Whether this party process started with dp-accounting imported (from the fork server's preload)."""
     import sys

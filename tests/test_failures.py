@@ -179,17 +179,19 @@ def test_parties_start_with_dp_accounting_imported(config_for):
     assert run_parties(dp_accounting_imported, config_for(2)) == [True, True]
 
 
-def test_parties_on_one_host_split_its_cores_unless_told_otherwise(config_for, monkeypatch):
+def test_parties_on_one_host_split_its_cores_unless_told_otherwise_and_reuse_freed_memory(config_for, monkeypatch):
     import os
 
     from mpcdp.errors import ConfigError
-    from party_jobs import torch_threads
+    from party_jobs import threads_and_refaults, torch_threads
 
     from mpcdp.runtime.harness import run_job
 
     monkeypatch.delenv("MPCDP_THREADS", raising=False)
-    run = run_job(torch_threads, config_for(3))
-    assert run.values == [max(1, os.cpu_count() // 4)] * 3  # 3 parties + dealer
+    run = run_job(threads_and_refaults, config_for(3))
+    assert [v["threads"] for v in run.values] == [max(1, os.cpu_count() // 4)] * 3  # 3 parties + dealer
+    # a freed 64 MiB block is reused without a page fault (glibc maps and unmaps it afresh by default: 16,385)
+    assert all(v["refaults"] < 100 for v in run.values)
     assert run.dealer["torch_threads"] == max(1, os.cpu_count() // 4)  # the dealer too (it spun every core's thread)
     monkeypatch.setenv("MPCDP_THREADS", "3")
     assert run_parties(torch_threads, config_for(2)) == [3, 3]
