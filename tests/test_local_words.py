@@ -160,6 +160,20 @@ def test_pack_fields_writes_the_fields_one_after_another_and_unpacks_them(widths
                        torch.stack([values[:, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))
 
 
+@pytest.mark.parametrize("widths", [[64 - i for i in range(26)] + [62] * 4, [2, 7, 1, 3, 12, 58, 53, 32, 64, 1, 63] * 64])
+def test_packing_all_fields_at_once_and_field_by_field_agree(widths):
+    """:func:`~mpcdp.adapter.lanes.pack_columns` packs every field at once below
+    :data:`~mpcdp.adapter.lanes.LONG_COLUMNS` elements and field by field from there: the same words either way,
+    and both unpack to the fields."""
+    rng = random.Random(len(widths))
+    columns = _words(rng, len(widths), 9)
+    at_once = lanes.pack_columns(columns, widths)
+    assert torch.equal(at_once, lanes._pack_long_columns(columns, widths))
+    fields = torch.stack([columns[i] & binary.low_mask(w) for i, w in enumerate(widths)])
+    assert torch.equal(lanes.unpack_columns(at_once, widths), fields)
+    assert torch.equal(lanes._unpack_long_columns(at_once, widths), fields)
+
+
 @pytest.mark.parametrize("n", [1, 8, 13])
 def test_b2a_shares_are_packed_eight_elements_at_a_time_with_no_word_boundary_between_them(n):
     """The dealer's narrowed B2A reply (:class:`mpcdp.adapter.material.WordBits` with widths): the fields of

@@ -130,18 +130,31 @@ def lanes_below(s: int) -> int:
 def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
     """Each 16-bit lane of each word rotated up by its public amount: position x to (x + a) mod 16 (local,
     GF(2)-linear). ``amounts``: (n, 4), lane j's amount in column j, each < 16. Applied to a share of the one-hot
-    of v, it gives a share of the one-hot of (v + a) mod 16."""
-    spread = torch.zeros_like(words)
-    for j in range(4):
-        spread |= amounts[:, j] << (16 * j)
-    out = words
-    for i in range(4):
-        s = 1 << i
-        below = lanes_below(s)
-        rotated = ((out << s) & ~below) | ((out >> (16 - s)) & below)
-        chosen = ((spread >> i) & LANE_LOW_BIT) * 0xFFFF
-        out = out ^ ((rotated ^ out) & chosen)
+    of v, it gives a share of the one-hot of (v + a) mod 16. Four conditional rotation steps (by 1, 2, 4, 8) of
+    a few in-place word operations each, block by block (:func:`row_blocks`)."""
+    spread = (amounts << _LANE_PLACES).sum(1)  # lane j's amount at bits 16j..16j+3 (disjoint: the sum is their OR)
+    out = words.clone()
+    for rows in row_blocks(out.shape[0], 1):
+        x, moves = out[rows], spread[rows]
+        chosen, rotated, high = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+        for i in range(4):
+            s = 1 << i
+            below = lanes_below(s)
+            torch.bitwise_left_shift(x, s, out=rotated)
+            rotated &= ~below
+            torch.bitwise_right_shift(x, 16 - s, out=high)
+            high &= below
+            rotated |= high
+            rotated ^= x
+            torch.bitwise_right_shift(moves, i, out=chosen)
+            chosen &= LANE_LOW_BIT
+            chosen *= 0xFFFF
+            rotated &= chosen
+            x ^= rotated
     return out
+
+
+_LANE_PLACES = torch.arange(4, dtype=torch.int64) * 16
 
 
 def chunk_values(word: torch.Tensor, chunks: int) -> torch.Tensor:
@@ -190,6 +203,8 @@ def pack_columns(columns: torch.Tensor, widths: list[int]) -> torch.Tensor:
     words (row j word j of every element). Whole-tensor operations, no loop over fields: every field masked and
     shifted to its offset at once, then added to its word (disjoint bits: the sum is their OR), the upper
     parts of the fields that cross a word boundary to the next word. ``columns`` is not modified."""
+    if columns.shape[1] >= LONG_COLUMNS:
+        return _pack_long_columns(columns, widths)
     layout = _column_layout(tuple(int(w) for w in widths))
     fields = torch.bitwise_and(columns, layout["mask"])
     words = torch.zeros((-(-sum(widths) // 64), columns.shape[1]), dtype=torch.int64)
@@ -206,6 +221,8 @@ def unpack_columns(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """The (k, n) fields of :func:`pack_columns`' (⌈Σ widths/64⌉, n) words, each in [0, 2^widths[i]).
     Whole-tensor operations: every field's word gathered and shifted down at once (a logical shift), the
     upper parts of the fields that cross a word boundary added from the next word (disjoint bits)."""
+    if words.shape[1] >= LONG_COLUMNS:
+        return _unpack_long_columns(words, widths)
     layout = _column_layout(tuple(int(w) for w in widths))
     out = words.index_select(0, layout["word"])
     out >>= layout["bit"]
@@ -215,6 +232,43 @@ def unpack_columns(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
         upper <<= layout["spill_shift"]
         out.index_add_(0, layout["spill"], upper)  # above the lower part's bits: the sum is their OR
     out &= layout["mask"]
+    return out
+
+
+LONG_COLUMNS = 4096
+"""Elements from which :func:`pack_columns` and :func:`unpack_columns` go field by field (a few operations on
+each field's whole column, which stays in cache) instead of on every field at once (whose temporaries, k·n
+words, would not): the former for many elements and few fields, the latter for many fields."""
+
+
+def _pack_long_columns(columns: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """:func:`pack_columns` field by field."""
+    layout = _field_layout(tuple(int(w) for w in widths))
+    n = columns.shape[1]
+    words = torch.zeros((-(-sum(widths) // 64), n), dtype=torch.int64)
+    field, moved = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
+    for i, (word, bit, mask, spill, _) in enumerate(layout):
+        torch.bitwise_and(columns[i], mask, out=field)
+        words[word] |= torch.bitwise_left_shift(field, bit, out=moved)
+        if spill:  # the upper part: the next word's low bits
+            torch.bitwise_right_shift(field, 64 - bit, out=moved)
+            moved &= (1 << spill) - 1
+            words[word + 1] |= moved
+    return words
+
+
+def _unpack_long_columns(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
+    """:func:`unpack_columns` field by field."""
+    layout = _field_layout(tuple(int(w) for w in widths))
+    out = torch.empty((len(layout), words.shape[1]), dtype=torch.int64)
+    for i, (word, bit, mask, spill, above) in enumerate(layout):
+        field = torch.bitwise_right_shift(words[word], bit, out=out[i])
+        if bit:
+            field &= above  # a logical shift: the sign's copies cleared
+        if spill:
+            field |= words[word + 1] << (64 - bit)
+        if mask != -1:
+            field &= mask
     return out
 
 

@@ -83,12 +83,13 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
         moved = adapter.rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
         e |= select(ctx, moved, DIGIT_TABLE, 16) << (16 * k)
         flips |= select(ctx, moved, CARRY_TABLE, 16) << (16 * k)
-        below_c = torch.zeros_like(c)
-        for j in range(4):
-            below_c |= ((torch.ones_like(c) << amounts[:, j]) - 1) << (16 * j)
+        below_c = (((1 << amounts) - 1) << _LANE_PLACES).sum(1)  # lane j: positions below c's chunk (disjoint)
         gp[:, 0] |= gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
         gp[:, 1] |= gather_bits(moved >> 15, 16, 4) << (4 * k)
     return e, flips, gp
+
+
+_LANE_PLACES = torch.arange(4, dtype=torch.int64) * 16
 
 
 def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, *, label: str) -> torch.Tensor:
