@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/3) beside the
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/4) beside the
 semi-honest one (dg-mpc): bytes, rounds, time and CPU per sample, both in the same invocation.
 
     .venv/bin/python -m benchmarks.noise_malicious --parties 3 --samples 1000
@@ -22,8 +22,8 @@ from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import write_record
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES
-from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, products_per_candidate
+from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES
+from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
 SECURITY = ("semi-honest", "malicious")
@@ -49,35 +49,45 @@ def run(parties: int, samples: int, sigma: float) -> dict:
     return row
 
 
-def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float]]:
+def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float, float]]:
     """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted
-    by the first factor's pass rate): (step, bit-domain products, bytes dealt to party 0, bits opened by each
-    party). A product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`; a Z_2^128 product 4 words (256 bits) and
-    96 bytes; a daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ
-    words each) are left out: they do not grow with the candidates."""
+    by the first factor's pass rate): (step, full bit products, half bit products, bytes dealt to party 0, bits
+    opened by each party). A full product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`, a half product 1 bit
+    and :data:`HALF_BYTES`; a dealt bit :data:`BIT_BYTES`; a Z_2^128 product 4 words (256 bits) and 96 bytes; a
+    daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ words each)
+    are left out: they do not grow with the candidates."""
     products = products_per_candidate(plan)
     widths = dg.field_bits(plan)
     index, word = (1 << dg.INDEX_BITS) - 2, dg.WORD - 1
     daBits = dg.PIECES + widths["point"] + 1
     mux = (1 << dg.GROUPS[FIRST][1]) - 1
-    steps = [("1. random fields (dealt bits)", 0, sum(widths.values()) * BIT_BYTES, 0),
-             ("2. piece: the index's one-hot", index, 0, 0),
-             ("3. crossing and n, T in Z_2^128", 0, daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
-             ("4. T's bits: edaBit, carry chain, the first word's prefix", 2 * word, EDA_BYTES, 128),
-             ("5. the first factor's mux, its opened bit", mux, 0, 1)]
-    assert sum(p for _, p, _, _ in steps) == products.first, (steps, products)
-    steps.append((f"6. survivors ({products.survive:.0%}): six prefixes, v_low's, muxes, low factor, AND",
-                  products.survive * products.second, 0, products.survive))
-    return [(name, p, dealt + p * BIT_TRIPLE_BYTES, opened + 2 * p) for name, p, dealt, opened in steps]
+    first_bits = sum(widths[name] for name in FIRST_FIELDS)
+    second_bits = sum(widths[name] for name in SECOND_FIELDS)
+    steps = [("1. the first stage's fields (dealt bits, every candidate)", 0, 0, first_bits * BIT_BYTES, 0),
+             ("2. piece: the index's one-hot", index, 0, 0, 0),
+             ("3. crossing and n, T in Z_2^128", 0, 0, daBits * DA_BYTES + products.arith * 96,
+              daBits + products.arith * 256),
+             ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
+             ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
+    assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
+    assert sum(h for _, _, h, _, _ in steps) == products.first_half, (steps, products)
+    survive = products.survive
+    steps.append((f"6. survivors ({survive:.0%}): their fields (dealt bits), six prefixes, v_low's, muxes, low factor, "
+                  "AND", survive * products.second, survive * products.second_half, survive * second_bits * BIT_BYTES,
+                  survive))
+    return [(name, p, h, dealt + p * BIT_TRIPLE_BYTES + h * HALF_BYTES, opened + 2 * p + h)
+            for name, p, h, dealt, opened in steps]
 
 
 def markdown(rows: list[dict], command: str) -> str:
     plan = dg.plan_for(16.0)
     products = products_per_candidate(plan)
+    ands = products.full * BIT_TRIPLE_BYTES + products.half * HALF_BYTES
     floor = "; ".join(  # what the ANDs' dealt bytes alone cost per sample, against the semi-honest bytes
         f"at m = {r['parties']} the ANDs' dealt bytes alone are "
-        f"{products.bits * BIT_TRIPLE_BYTES * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
+        f"{ands * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
         "the semi-honest bytes per sample" for r in rows)
+    widths = dg.field_bits(plan)
     lines = [
         "# The authenticated in-MPC discrete Gaussian beside the semi-honest one",
         "",
@@ -86,11 +96,14 @@ def markdown(rows: list[dict], command: str) -> str:
         f"torch {torch.__version__}; parties are separate processes on one host (loopback, TLS), plus the dealer.",
         "",
         f"Malicious: circuit `{CIRCUIT.split(':')[0]}` (mpcdp/noise/auth_gaussian.py): per candidate "
-        f"{products.first} bit products in SPDZ2k's k = 1 bit domain and {products.second} more per survivor of the "
-        f"first factor ({products.survive:.1%} of the candidates): {products.bits:.0f} per candidate, 2 bits opened "
-        f"and {BIT_TRIPLE_BYTES:g} bytes dealt each; {products.arith} products in Z_2^128 (4 words opened, 96 bytes "
-        f"dealt each), {sum(dg.field_bits(plan).values())} dealt bits ({BIT_BYTES:g} bytes each), one 64-bit edaBit "
-        f"({EDA_BYTES:g} bytes), {dg.PIECES + dg.field_bits(plan)['point'] + 1} daBits ({DA_BYTES:g} bytes and one "
+        f"{products.first} full and {products.first_half} half bit products in SPDZ2k's k = 1 bit domain, per "
+        f"survivor of the first factor ({products.survive:.1%} of the candidates) {products.second} full and "
+        f"{products.second_half} half more: {products.full:.0f} full (2 bits opened, {BIT_TRIPLE_BYTES:g} bytes "
+        f"dealt each) and {products.half:.0f} half (a dealt factor: 1 bit opened, {HALF_BYTES:g} bytes dealt each) "
+        f"per candidate; {products.arith} products in Z_2^128 (4 words opened, 96 bytes dealt each), "
+        f"{sum(widths[n] for n in FIRST_FIELDS)} dealt bits per candidate and "
+        f"{sum(widths[n] for n in SECOND_FIELDS)} per survivor ({BIT_BYTES:g} bytes each), one 64-bit edaBit "
+        f"({EDA_BYTES:g} bytes), {dg.PIECES + widths['point'] + 1} daBits ({DA_BYTES:g} bytes and one "
         "opened bit each); per pass the bit check (48 parity rows, then SPDZ2k's check) and the MAC check before the "
         "first factor's bits and before the accept bits, the bit check after each. Bytes per sample: every party's "
         "and the dealer's link counters over the samples. Issue 48's target: ≤ 2.5× bytes, ≤ 2× time — not met: "
@@ -107,12 +120,14 @@ def markdown(rows: list[dict], command: str) -> str:
                      f"{mal['wall_s']:.2f} | {r['wall_ratio']:.1f}× | {sh['rounds']} → {mal['rounds']} | "
                      f"{sh['dealer_cpu_us_per_sample']} → {mal['dealer_cpu_us_per_sample']} |")
     table = breakdown(plan)
-    lines += ["", "Where the malicious bytes go, per candidate (σ = 16; `breakdown`: products × 2 opened bits and "
-              f"{BIT_TRIPLE_BYTES:g} dealt bytes, plus each step's dealt material and openings):", "",
-              "| step | bit products | dealt bytes to party 0 | bits opened per party |", "|---|---|---|---|"]
-    lines += [f"| {name} | {p:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, dealt, opened in table]
+    lines += ["", "Where the malicious bytes go, per candidate (σ = 16; `breakdown`: full products × 2 opened bits and "
+              f"{BIT_TRIPLE_BYTES:g} dealt bytes, half products × 1 bit and {HALF_BYTES:g} bytes, plus each step's "
+              "dealt material and openings):", "",
+              "| step | full products | half products | dealt bytes to party 0 | bits opened per party |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {name} | {p:,.0f} | {h:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, h, dealt, opened in table]
     lines.append(f"| total | {sum(t[1] for t in table):,.0f} | {sum(t[2] for t in table):,.0f} | "
-                 f"{sum(t[3] for t in table):,.0f} |")
+                 f"{sum(t[3] for t in table):,.0f} | {sum(t[4] for t in table):,.0f} |")
     lines += ["", f"Load average when recorded (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
               "(a shared 2-core host: wall times scale with it; bytes do not)."]
     return "\n".join(lines) + "\n"

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from mpcdp.errors import PartyFailed
-from mpcdp.mpc.auth_circuits import PlainArith, mux_levels, one_hot
+from mpcdp.mpc.auth_circuits import Dealt, PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, PlainBits, candidate_circuit
+from mpcdp.noise.auth_gaussian import MASK_BITS, WORD_FIELDS, Domains, PlainBits, candidate_circuit
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
 
@@ -19,13 +19,15 @@ def _value(bits: torch.Tensor) -> np.ndarray:
     return (bits << torch.arange(bits.shape[1])).sum(1).numpy()
 
 
-@pytest.mark.parametrize("sigma", [16.0, 1e5])
-def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule(sigma):
+@pytest.mark.parametrize("sigma, coin", [(16.0, False), (16.0, True), (1e5, True)])
+def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule(sigma, coin):
     """The circuit, run on plaintext integers (the same code the parties run on authenticated shares), gives
     every candidate's n and accept bit exactly as :func:`dg.candidate_values` and :func:`dg.accept` do on the
     same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
     word 0); T's mask bits uniform. The bit domain's products carry random upper bits, as the k = 1 domain's
-    may (only low bits are read). Both outcomes occur (the test can fail either way)."""
+    may (only low bits are read). With ``coin`` every factor word is given as the parties hold it, dealt bits R
+    and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin). Both
+    outcomes occur (the test can fail either way)."""
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
@@ -37,7 +39,12 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
             fields[name][2] = 0
     mask = torch.randint(0, 2, (n, MASK_BITS), generator=generator)
     r = (mask << torch.arange(MASK_BITS)).sum(1)
-    value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, fields, (mask, r))
+    given = dict(fields)
+    if coin:  # the words as dealt bits R with a public coin S, W = R ⊕ S
+        for name in WORD_FIELDS:
+            s = torch.randint(0, 2, fields[name].shape, generator=generator)
+            given[name] = Dealt(fields[name] ^ s, s)
+    value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, given, (mask, r))
     plain = {name: _value(bits) for name, bits in fields.items()}
     n_plain, piece = dg.candidate_values(plan, plain)
     expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)

@@ -117,9 +117,11 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_BitKey", (), [0]),  # the bit domain's key, then its material (daBits and edaBits need both keys)
     ("mpcdp_BitRandoms", (3,), [3]),  # MAC shares mod 2^48 packed, 6 bytes each: 18 bytes in 3 words
     ("mpcdp_BitShares", (3,), [3]),
+    ("mpcdp_BitShares", (2, 5, [0, 1, 3]), [8 + 9 + 1]),  # 10 MACs, then 6 half triples: 12 MACs and 6 bits
     ("mpcdp_BitTriples", (70,), [158 + 2]),  # three packed MAC shares each (1,260 bytes), c's low bits 64 to a word
     ("mpcdp_DaBits", (3,), [3 + 3 * 4]),  # packed bit-domain MACs, then four Z_2^128 words each
     ("mpcdp_EdaBits", (3, 64), [144 + 3 * 4]),
+    ("mpcdp_EdaBits", (3, 64, list(range(1, 62))), [144 + 3 * 4 + 275 + 3]),  # and 183 half triples
 ]
 
 

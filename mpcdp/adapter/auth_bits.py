@@ -4,7 +4,7 @@ Two domains. :class:`AuthBits`: n authenticated values [[b]] of :mod:`.mac_mater
 value b is a uniform bit that no data party knows, the XOR of one bit drawn from every party's dealer generator
 (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
 to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 and /3 use the bit domain below). The k = 1
-bit domain of :mod:`mpcdp.mpc.bit_authenticated` (circuit dg-auth/3): a bit is one int64 value word and one MAC word
+bit domain of :mod:`mpcdp.mpc.bit_authenticated` (circuits dg-auth/3 and /4): a bit is one int64 value word and one MAC word
 per party, its value the low bit of Σ value words, its MAC Σ MAC words ≡ α_b·Σ value words mod 2^48 (:data:`MAC_BITS`)
 under the bit key (:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so
 party 0's reply carries only what is correlated, each MAC share packed in 6 bytes (:func:`pack_macs`; dg-auth/2
@@ -12,7 +12,9 @@ sent 8): :class:`BitShares` (dealt uniform bits: the XOR of the low bits of ever
 :class:`BitRandoms` (uniform words, the bit check's masks) 6 bytes each, :class:`BitTriples` 18⅛ bytes (three MAC
 shares and the low bit of party 0's share of c), :class:`DaBits` 38 bytes (a bit in both domains: its bit-domain
 MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain bits and
-r = Σ 2^i·r_i in Z_2^128). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
+r = Σ 2^i·r_i in Z_2^128). :class:`BitShares` and :class:`EdaBits` deal, on request, a **half triple** with chosen
+bits r (b uniform and c ≡ r·b mod 2, :data:`HALF_BYTES`: two MAC shares and one bit of c), so that the one
+product that bit enters opens one bit and needs no triple of its own (dg-auth/4). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
 with the committee's committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
@@ -32,6 +34,8 @@ dealer keys); one request per call.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
@@ -92,7 +96,7 @@ class AuthBits(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-# -- the bit domain (SPDZ2k with k = 1, circuit dg-auth/3, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
+# -- the bit domain (SPDZ2k with k = 1, circuits dg-auth/3 and /4, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
 #
 # A bit-domain element is one int64 word per party for its value share and one for its MAC share: Σ value shares
 # = x in Z_2^64, whose low bit is the bit (the 63 upper bits are "don't care"), and Σ MAC shares = α_b·x mod 2^64
@@ -210,28 +214,48 @@ class BitRandoms(Material):
         return value, mac
 
 
-class BitShares(BitRandoms):
-    """n dealt uniform bits in the bit domain (the low bit of a :class:`BitRandoms` element: the XOR of the low
-    bits of every party's value draw), noted in the dealer's recorded view like :class:`AuthBits`' (the view
-    audit). :data:`MAC_BYTES` per bit to party 0."""
+class BitShares(Material):
+    """n rows of ``width`` dealt uniform bits in the bit domain (each the low bit of a :class:`BitRandoms`
+    element: the XOR of the low bits of every party's value draw), noted in the dealer's recorded view like
+    :class:`AuthBits`' (the view audit); with a **half triple** (:func:`_serve_halves`) for each bit in the
+    columns ``halves`` of every row. :data:`MAC_BYTES` per bit and :data:`HALF_BYTES` per half triple to party 0."""
 
     @staticmethod
-    def serve(dealer, n: int):
-        values = _joint_words(dealer, n)
+    def reply_shape(n: int, width: int = 1, halves: list | None = None) -> tuple[int, ...]:
+        return (mac_words(n * width) + half_words(n * len(halves or [])),)
+
+    @staticmethod
+    def serve(dealer, n: int, width: int = 1, halves: list | None = None):
+        values = _joint_words(dealer, n * width)
         dealer_view.note_draw(bits=values & 1)
-        return pack_macs(_bit_macs(dealer, values))
+        reply = pack_macs(_bit_macs(dealer, values))
+        if not halves:
+            return reply
+        return torch.cat([reply, _serve_halves(dealer, values.reshape(n, width)[:, list(halves)].reshape(-1))])
+
+    generate = staticmethod(_no_dealer)
 
     @classmethod
-    def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        costs.record("bit_shares", n)
-        return provider().serve(cls, n)
+    def fetch(cls, n: int, width: int = 1, halves: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """(value, MAC) shares of n·width bits (flat, row by row) and, with ``halves``, their half triples
+        ((b value, b MAC), (c value, c MAC)), each (n·len(halves),) row by row; else None."""
+        costs.record("bit_shares", n * width)
+        return provider().serve(cls, n, width, list(halves) if halves else None)
 
     @classmethod
-    def from_dealer(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        value, mac = super().from_dealer(n)
+    def from_dealer(cls, n: int, width: int = 1, halves: list | None = None) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        generator = _dealer_generator()
+        total = n * width
+        value = keyed.ring((total,), generator=generator)
+        rest = None
+        if rank() == 0:
+            reply = cls.request(n, width, halves)
+            mac, rest = unpack_macs(reply[:mac_words(total)], total), reply[mac_words(total):]
+        else:
+            mac = keyed.ring((total,), generator=generator)
         if PARTS is not None:
             PARTS.append((value & 1).clone())
-        return value, mac
+        return value, mac, _own_halves(generator, n * len(halves), rest) if halves else None
 
 
 def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
@@ -244,6 +268,49 @@ def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
 
 def _unpack_bits(words: torch.Tensor, n: int) -> torch.Tensor:
     return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
+
+
+HALF_BYTES = 2 * MAC_BYTES + 1 / 8
+"""Dealt bytes to party 0 per half triple: the MAC shares of b and c and one bit of c's value share."""
+
+
+def half_words(h: int) -> int:
+    """int64 words of party 0's reply for h half triples (:func:`_serve_halves`)."""
+    return mac_words(2 * h) + -(-h // 64)
+
+
+def _serve_halves(dealer, r: torch.Tensor) -> torch.Tensor:
+    """Party 0's reply for **half triples** on dealt bit-domain elements whose values the dealer drew (``r``,
+    (h,)): for each, b uniform in Z_2^64 and c with c ≡ r·b (mod 2), as :class:`BitTriples`' b and c with the
+    dealt element itself as a (a Beaver triple whose a is already dealt, so neither a's MAC share nor its ε
+    travels: :func:`mpcdp.mpc.bit_authenticated.multiply_dealt`). Every party draws b's and c's value shares
+    from its generator (party 0's c but its low bit β, which the dealer sets), then parties 1..m−1 the two MAC
+    shares; the reply: party 0's two MAC shares (packed) and β (packed 64 to a word), :data:`HALF_BYTES` each."""
+    generators = dealer._get_generators()
+    h = r.numel()
+    b = torch.zeros(h, dtype=torch.int64)
+    for generator in generators:
+        b = b + keyed.ring((h,), generator=generator)
+    own = keyed.ring((h,), generator=generators[0]) & ~1  # party 0's share of c but its low bit
+    others = torch.zeros(h, dtype=torch.int64)
+    for generator in generators[1:]:  # parties 1..m−1 draw their share of c, then the two MACs
+        others = others + keyed.ring((h,), generator=generator)
+    low = (r * b - others) & 1
+    c = own + low + others
+    macs = torch.stack([_bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
+    return torch.cat([pack_macs(macs), _pack_bits(low)])
+
+
+def _own_halves(generator, h: int, reply: torch.Tensor | None) -> tuple[tuple[torch.Tensor, torch.Tensor],
+                                                                        tuple[torch.Tensor, torch.Tensor]]:
+    """This party's ((b value, b MAC), (c value, c MAC)) of h half triples (party 0's MACs and c's low bits from
+    ``reply``, the dealer's :func:`_serve_halves`)."""
+    b, c = keyed.ring((h,), generator=generator), keyed.ring((h,), generator=generator)
+    if reply is not None:
+        words = mac_words(2 * h)
+        macs = unpack_macs(reply[:words], 2 * h).reshape(h, 2)
+        return (b, macs[:, 0]), ((c & ~1) + _unpack_bits(reply[words:], h), macs[:, 1])
+    return (b, keyed.ring((h,), generator=generator)), (c, keyed.ring((h,), generator=generator))
 
 
 class BitTriples(Material):
@@ -336,42 +403,53 @@ class DaBits(Material):
 class EdaBits(Material):
     """n edaBits of ``bits`` bits: r = Σ_i 2^i·r_i for uniform bits r_i no party knows, each r_i a bit-domain
     element (value shares from every party's generator) and r itself one element [[r]] of Z_2^128 (value exactly
-    r < 2^bits). Party 0's reply: ``bits`` bit-domain MAC shares (packed, :data:`MAC_BYTES` each) and four
-    Z_2^128 words per edaBit."""
+    r < 2^bits); with a half triple (:func:`_serve_halves`) for each r_i at the positions ``halves``. Party 0's
+    reply: ``bits`` bit-domain MAC shares (packed, :data:`MAC_BYTES` each), four Z_2^128 words per edaBit and
+    :data:`HALF_BYTES` per half triple."""
 
     @staticmethod
-    def reply_shape(n: int, bits: int) -> tuple[int, ...]:
-        return (mac_words(n * bits) + WORDS * n,)
+    def reply_shape(n: int, bits: int, halves: list | None = None) -> tuple[int, ...]:
+        return (mac_words(n * bits) + WORDS * n + half_words(n * len(halves or [])),)
 
     @staticmethod
-    def serve(dealer, n: int, bits: int):
+    def serve(dealer, n: int, bits: int, halves: list | None = None):
         values = torch.zeros(n, bits, dtype=torch.int64)
         for generator in dealer._get_generators():
             values = values + keyed.ring((n, bits), generator=generator)
         dealer_view.note_draw(eda_bits=values & 1)
         macs = _bit_macs(dealer, values)
         r = ((values & 1) << torch.arange(bits)).sum(1)
-        return torch.cat([pack_macs(macs), _party0_share(dealer, RING.lift(r), n).reshape(-1)])
+        reply = [pack_macs(macs), _party0_share(dealer, RING.lift(r), n).reshape(-1)]
+        if halves:
+            reply.append(_serve_halves(dealer, values[:, list(halves)].reshape(-1)))
+        return torch.cat(reply)
 
     generate = staticmethod(_no_dealer)
 
     @classmethod
-    def fetch(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
-        """((bit-domain value, MAC) shares (n, bits), (Z_2^128 value, MAC) shares of r (n,))."""
+    def fetch(cls, n: int, bits: int, halves: list[int] | None = None
+              ) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide], Any]:
+        """((bit-domain value, MAC) shares (n, bits), (Z_2^128 value, MAC) shares of r (n,), and with ``halves``
+        the half triples of those bits ((b value, b MAC), (c value, c MAC)), each (n·len(halves),) row by row,
+        else None)."""
         costs.record("eda_bits", n)
-        return provider().serve(cls, n, bits)
+        return provider().serve(cls, n, bits, list(halves) if halves else None)
 
     @classmethod
-    def from_dealer(cls, n: int, bits: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
+    def from_dealer(cls, n: int, bits: int, halves: list | None = None
+                    ) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide], Any]:
         generator = _dealer_generator()
         value = keyed.ring((n, bits), generator=generator)
+        h = n * len(halves or [])
         if rank() == 0:
-            reply, words = cls.request(n, bits), mac_words(n * bits)
-            wide = reply[words:].reshape(n, WORDS)
+            reply, words = cls.request(n, bits, halves), mac_words(n * bits)
+            wide = reply[words:words + WORDS * n].reshape(n, WORDS)
             return ((value, unpack_macs(reply[:words], n * bits).reshape(n, bits)),
-                    (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])))
+                    (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])),
+                    _own_halves(generator, h, reply[words + WORDS * n:]) if h else None)
         mac = keyed.ring((n, bits), generator=generator)
-        return (value, mac), _own_share(generator, n, None)
+        share = _own_share(generator, n, None)
+        return (value, mac), share, _own_halves(generator, h, None) if h else None
 
 
 KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits)

@@ -111,7 +111,7 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
             parts.clear()
             counts: dict[str, Any] = {}
             shares = sample_authenticated(ctx, 1, plan, stats=counts)
-            views.append(_party_view(ctx, first_opening, first_draw, list(parts)))
+            views.append(_party_view(ctx, plan, first_opening, first_draw, list(parts)))
             opened = authenticated.open_values(ctx, shares, label="view-audit sample",
                                                reason="the view audit only: the noise, to test each view against")
             authenticated.mac_check(ctx, label="view-audit sample")
@@ -125,17 +125,63 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
             "releases": released, "all_requests": adapter.dealer_requests_made()}
 
 
-def _party_view(ctx: MpcContext, first_opening: int, first_draw: int, parts: list[torch.Tensor]) -> dict[str, Any]:
-    """One call's view: per pass, this party's parts of the candidates' bits, the coin; the opened values."""
-    coins = [v.numpy().astype(np.uint8) for label, v in ctx.draws[first_draw:] if label == "dg-auth-coin"]
-    own = [f.reshape(c.shape).numpy().astype(np.uint8) for f, c in zip(parts, coins)]  # per pass: the fields' bits
+def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: int, first_draw: int,
+                parts: list[torch.Tensor]) -> dict[str, Any]:
+    """One call's view: per pass, this party's parts of the candidates' bits and the coin, as full rows
+    (:func:`assemble`: the survivors' second-stage bits at the rows the opened first-factor bits mark); the
+    opened values; per pass (candidates, survivors)."""
+    from mpcdp.noise.auth_gaussian import COIN_LABELS
+
+    plan_passes: list[list[np.ndarray]] = []  # per pass: [first-stage coin, survivors' coin]
+    for label, v in ctx.draws[first_draw:]:
+        if label == COIN_LABELS[0]:
+            plan_passes.append([])
+        if label in COIN_LABELS:
+            plan_passes[-1].append(v.numpy().astype(np.uint8))
+    flat = iter(parts)  # this party's parts, one per dealt-bits request, in the coins' order
+    owns = [[next(flat).reshape(c.shape).numpy().astype(np.uint8) for c in coins] for coins in plan_passes]
+    firsts = [o.values for o in ctx.openings[first_opening:] if o.label == "dg-auth-first" and o.values is not None]
     opened = {o.label: o.values for o in ctx.openings[first_opening:] if o.values is not None}
     accept = (((opened["dg-auth-accept"].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
               if "dg-auth-accept" in opened else np.zeros(1))  # bits packed 64 to a word
     masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
     hits = np.flatnonzero(accept == 1)
-    return {"coin": np.concatenate(coins), "own": np.concatenate(own), "passes": len(coins),
-            "first_accepted": int(hits[0]) if hits.size else int(accept.size), "masked_t": int(masked[0])}
+    coin_rows, own_rows, counts = [], [], []
+    for coins, own, words in zip(plan_passes, owns, firsts):
+        n = coins[0].shape[0]
+        passed = ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n].numpy().astype(bool)
+        coin_rows.append(assemble(plan, coins[0], coins[1] if len(coins) > 1 else None, passed))
+        own_rows.append(assemble(plan, own[0], own[1] if len(own) > 1 else None, passed))
+        counts.append((n, int(passed.sum())))
+    return {"coin": np.concatenate(coin_rows), "own": np.concatenate(own_rows), "passes": len(plan_passes),
+            "counts": counts, "first_accepted": int(hits[0]) if hits.size else int(accept.size),
+            "masked_t": int(masked[0])}
+
+
+def assemble(plan: dg.DiscreteGaussianPlan, first: np.ndarray, second: np.ndarray | None,
+             passed: np.ndarray) -> np.ndarray:
+    """Candidates' bit rows (n, width) in :data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS` order from a
+    pass's two requests: the first stage's bits of every candidate ((n, ·), the
+    :data:`~mpcdp.noise.auth_gaussian.FIRST_FIELDS`) and the survivors' ((k, ·), the
+    :data:`~mpcdp.noise.auth_gaussian.SECOND_FIELDS`), placed at the first k rows ``passed`` marks (none: no survivor). A row's
+    second-stage bits are 0 where none were placed: a candidate that fails the first factor is rejected whatever
+    they are, so :func:`decode` reads the rows as the sampler decided them."""
+    from mpcdp.noise.auth_gaussian import FIRST_FIELDS, SECOND_FIELDS
+
+    widths = dg.field_bits(plan)
+    n, columns, at = first.shape[0], {}, 0
+    for name in FIRST_FIELDS:
+        columns[name] = first[:, at:at + widths[name]]
+        at += widths[name]
+    rows = np.flatnonzero(passed)[:0 if second is None else second.shape[0]]
+    at = 0
+    for name in SECOND_FIELDS:
+        block = np.zeros((n, widths[name]), dtype=np.uint8)
+        if second is not None:
+            block[rows] = second[:rows.size, at:at + widths[name]]
+        columns[name] = block
+        at += widths[name]
+    return np.concatenate([columns[name] for name in dg.RANDOM_FIELDS], 1)
 
 
 # -- the statistics -----------------------------------------------------------------------------------------
@@ -168,17 +214,41 @@ def match_power(calls: int, q: float, level: float) -> float:
     return 0.0
 
 
-def _dealer_bits(view: list, requests: list[int], passes: list[int], widths: list[int]) -> list[np.ndarray]:
-    """Per call, the dealer's R for every pass's candidates ((n, width) bits), from its recorded requests
-    (``requests``: how many party 0 made in each call; the first is the MAC key's, before the first call)."""
+def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int], counts: list[list[tuple[int, int]]]
+                 ) -> list[np.ndarray]:
+    """Per call, the dealer's R for every pass's candidates as full rows (:func:`assemble`), from its recorded
+    requests (``requests``: how many party 0 made in each call; the first is the MAC key's, before the first
+    call) and each pass's (candidates, survivors), which its request sizes show it: a pass's first dealt bits are
+    every candidate's first stage, the next (with survivors) the survivors'. The dealer does not see which
+    candidates survived; it places the survivors' rows where the first factor passes on its own R (where the
+    bits are R, as under the planted leak, exactly the survivors)."""
+    from mpcdp.noise.auth_gaussian import FIRST_FIELDS
+
     start = len(view) - sum(requests)
     out = []
-    for made, n_passes, width in zip(requests, passes, widths):
+    for made, passes in zip(requests, counts):
         served = view[start:start + made]
         start += made
-        dealt = [draws["bits"] for _, _, draws in served if "bits" in draws][:n_passes]
-        out.append(np.concatenate([d.reshape(-1, width).numpy().astype(np.uint8) for d in dealt]))
+        dealt = iter(d["bits"].numpy().astype(np.uint8) for _, _, d in served if "bits" in d)
+        rows = []
+        for n, survivors in passes:
+            first = next(dealt).reshape(n, -1)
+            second = next(dealt).reshape(survivors, -1) if survivors else None
+            rows.append(assemble(plan, first, second, _first_passes(plan, first, FIRST_FIELDS)))
+        out.append(np.concatenate(rows))
     return out
+
+
+def _first_passes(plan: dg.DiscreteGaussianPlan, first: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Whether the first factor passes on these first-stage bit rows (the plaintext rule)."""
+    from mpcdp.noise.auth_gaussian import first_factor_passes
+
+    widths, fields, at = dg.field_bits(plan), {}, 0
+    for name in names:
+        chunk = first[:, at:at + widths[name]].astype(np.int64)
+        fields[name] = (chunk << np.arange(widths[name], dtype=np.int64)).sum(1)
+        at += widths[name]
+    return first_factor_passes(plan, fields)
 
 
 def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str, Any]]:
@@ -204,8 +274,7 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str
     view = result.dealer["view"]
     if len(view) != zero["all_requests"]:
         raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['all_requests']}")
-    dealt = _dealer_bits(view[:zero["sampler_requests"]], zero["requests"], [v["passes"] for v in views[0]],
-                         [v["coin"].shape[1] for v in views[0]])
+    dealt = _dealer_bits(plan, view[:zero["sampler_requests"]], zero["requests"], [v["counts"] for v in views[0]])
     found.append(("dealer", "dealer", [
         ("dealt bits", *_match(np.array([decode(plan, d) for d in dealt]), samples)),
         ("request sizes", *_count(requests, samples, plan.sigma))],

@@ -8,7 +8,9 @@ local; AND is a product, XOR of two secret bits a + b − 2ab. A product is one 
 multiplication (:func:`mpcdp.mpc.authenticated.multiply`): ε and δ opened in full, pending until the next MAC
 check. The circuits batch every product of a round into one call (:func:`mul_batch`): one opening and one
 dealer request per round. The backends' values keep their leading dimension (candidates); products and the
-public coefficients broadcast against it.
+public coefficients broadcast against it. A factor given as :class:`Dealt` (bits W = R ⊕ S: R dealt with a half
+triple per bit, S public) makes a half product (:meth:`BitArith.mul_dealt`,
+:func:`~mpcdp.mpc.bit_authenticated.multiply_dealt`: one opened bit, no triple of its own), in the same round.
 
 Security model: as :mod:`mpcdp.mpc.authenticated` (security with abort against any set of deviating data
 parties; the dealer honest and colluding with nobody). Nothing here opens a result except
@@ -21,6 +23,7 @@ Cost (products; one round each level): :func:`one_hot` of w bits 2^w − 2 produ
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Protocol, Sequence
 
 import torch
@@ -59,16 +62,26 @@ class Arith(Protocol):
     def combine(self, x: Any, matrix: torch.Tensor) -> Any: ...
     def open(self, x: Any, *, label: str) -> torch.Tensor: ...
     def shape(self, x: Any) -> torch.Size: ...
+    def mul_dealt(self, x: Any, y: Any, u: Any, d: Dealt) -> tuple[Any, Any]: ...
 
 
 class PlainArith:
     """Plaintext integers mod 2^64 (int64 tensors): the circuits' simulation, for tests."""
 
     products = 0
+    halves = 0
 
     def mul(self, x, y):
         self.products += x.numel()
         return x * y
+
+    def mul_half(self, u, r):
+        """u·r for a dealt r (a half product: counted apart)."""
+        self.halves += u.numel()
+        return u * r
+
+    def mul_dealt(self, x, y, u, d):
+        return (None if x is None else self.mul(x, y)), self.mul_half(u, d.r)
 
     def add(self, x, y):
         return x + y
@@ -176,6 +189,10 @@ class AuthArith:
             return AuthShared(Wide(zero, zero), Wide(zero, zero), 0)
         return total
 
+    def mul_dealt(self, x, y, u, d):
+        """No dealt bits in Z_2^128: two full products (the circuits use dealt factors in the bit domain only)."""
+        return (None if x is None else self.mul(x, y)), self.mul(u, d.r)
+
     def open(self, x, *, label):
         return authenticated.open_values(self.ctx, x, label=label, kind="masked",
                                          reason="a value masked by a dealt authenticated mask nobody knows")
@@ -192,12 +209,20 @@ class BitArith:
     opens low bits, pending until :func:`~mpcdp.mpc.bit_authenticated.bit_check`."""
 
     def __init__(self, ctx: MpcContext, label: str):
-        self.ctx, self.label, self.step, self.products = ctx, label, 0, 0
+        self.ctx, self.label, self.step, self.products, self.halves = ctx, label, 0, 0, 0
 
     def mul(self, x, y):
         self.step += 1
         self.products += x.value.numel()
         return bit_authenticated.multiply(self.ctx, x, y, label=f"{self.label}-{self.step}")
+
+    def mul_dealt(self, x, y, u, d):
+        if d.half is None or not bool(d.has.all()):
+            raise ValueError("a dealt product needs a half triple for every dealt bit it multiplies")
+        self.step += 1
+        self.products += 0 if x is None else x.value.numel()
+        self.halves += u.value.numel()
+        return bit_authenticated.multiply_dealt(self.ctx, x, y, u, d.r, d.half, label=f"{self.label}-{self.step}")
 
     def add(self, x, y):
         return x + y
@@ -249,18 +274,90 @@ def xor_public(A: Arith, x: Any, bits: torch.Tensor) -> Any:
 
 
 def mul_batch(A: Arith, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
-    """Every product of ``pairs`` (each pair of one shape, leading dimension n) in one multiplication."""
+    """Every product of ``pairs`` (each pair of one shape, leading dimension n) in one multiplication; a pair
+    whose second factor is :class:`Dealt` (W = R ⊕ S) is a half product u·R (one opened bit, no ε), and
+    u·W = u·S + (1 − 2S)·(u·R), local."""
     if not pairs:
         return []
     n = A.shape(pairs[0][0])[0]
     widths = [max(1, int(torch.Size(A.shape(x)[1:]).numel())) for x, _ in pairs]
-    left = A.cat([A.reshape(x, n, w) for (x, _), w in zip(pairs, widths)], 1)
-    right = A.cat([A.reshape(y, n, w) for (_, y), w in zip(pairs, widths)], 1)
-    product, out, at = A.mul(left, right), [], 0
-    for (x, _), w in zip(pairs, widths):
-        out.append(A.reshape(A.take(product, (slice(None), slice(at, at + w))), *A.shape(x)))
-        at += w
+    full = [i for i, (_, y) in enumerate(pairs) if not isinstance(y, Dealt)]
+    half = [i for i, (_, y) in enumerate(pairs) if isinstance(y, Dealt)]
+
+    def flat(indices: list[int], side: int) -> Any:
+        return A.cat([A.reshape(pairs[i][side], n, widths[i]) for i in indices], 1)
+
+    if not half:
+        products, halves = A.mul(flat(full, 0), flat(full, 1)), None
+    else:
+        d = Dealt.cat(A, [pairs[i][1].reshape(A, n, widths[i]) for i in half])
+        products, moved = A.mul_dealt(flat(full, 0) if full else None, flat(full, 1) if full else None, flat(half, 0), d)
+        u = flat(half, 0)
+        halves = A.add(A.scale(u, d.coin), A.scale(moved, 1 - 2 * d.coin))  # u·W from u·R
+    out: list[Any] = [None] * len(pairs)
+    for indices, product in ((full, products), (half, halves)):
+        at = 0
+        for i in indices:
+            w = widths[i]
+            out[i] = A.reshape(A.take(product, (slice(None), slice(at, at + w))), *A.shape(pairs[i][0]))
+            at += w
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Dealt:
+    """Bits W = R ⊕ S of a backend: R dealt (``r``, a backend value), S public 0/1 (``coin``, int64, R's shape),
+    and ``half`` the half triples of R's bits (:class:`~mpcdp.mpc.bit_authenticated.Halves` of R's shape, or None
+    in plaintext) where ``has`` (bool, R's shape) says a bit has one: a product with a dealt operand is a half
+    product (:func:`mul_batch`). Each half triple must serve one product only (a second would open u − b and
+    u' − b, hence u − u'): every dealt bit here is multiplied at most once."""
+
+    r: Any
+    coin: torch.Tensor
+    half: Any = None
+    has: torch.Tensor | None = None
+
+    @staticmethod
+    def of(A: Arith, x: Any) -> Dealt:
+        """``x`` itself if dealt; else a plaintext value as W = R (S = 0, for the circuits' plaintext twin)."""
+        if isinstance(x, Dealt):
+            return x
+        return Dealt(x, torch.zeros(A.shape(x), dtype=torch.int64))
+
+    def value(self, A: Arith) -> Any:
+        """W = R ⊕ S in the backend (local)."""
+        return xor_public(A, self.r, self.coin)
+
+    def take(self, A: Arith, index: Any) -> Dealt:
+        return Dealt(A.take(self.r, index), self.coin[index], _half_map(self.half, lambda t: t[index]),
+                     None if self.has is None else self.has[index])
+
+    def reshape(self, A: Arith, *shape: int) -> Dealt:
+        return Dealt(A.reshape(self.r, *shape), self.coin.reshape(*shape),
+                     _half_map(self.half, lambda t: t.reshape(*shape)),
+                     None if self.has is None else self.has.reshape(*shape))
+
+    def width(self, A: Arith) -> int:
+        return A.shape(self.r)[1]
+
+    @staticmethod
+    def cat(A: Arith, ds: Sequence[Dealt]) -> Dealt:
+        """Dealt bits (n, w_i) side by side (dim 1)."""
+        halves = [d.half for d in ds]
+        half = None
+        if all(h is not None for h in halves):
+            half = bit_authenticated.Halves(
+                BitShared(torch.cat([h.b.value for h in halves], 1), torch.cat([h.b.mac for h in halves], 1)),
+                BitShared(torch.cat([h.c.value for h in halves], 1), torch.cat([h.c.mac for h in halves], 1)))
+        masks = [d.has for d in ds if d.has is not None]
+        has = torch.cat(masks, 1) if len(masks) == len(ds) else None
+        return Dealt(A.cat([d.r for d in ds], 1), torch.cat([d.coin for d in ds], 1), half, has)
+
+
+def _half_map(half: Any, fn) -> Any:
+    if half is None:
+        return None
+    return bit_authenticated.Halves(BitShared(fn(half.b.value), fn(half.b.mac)), BitShared(fn(half.c.value), fn(half.c.mac)))
 
 
 def one_hot(A: Arith, bits: Any) -> Any:

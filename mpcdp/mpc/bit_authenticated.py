@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/3): partial openings of one bit and the
+"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/4): partial openings of one bit and the
 batched check that verifies them; daBits across to :mod:`mpcdp.mpc.authenticated`'s Z_2^128.
 
 Security model: :mod:`mpcdp.mpc.authenticated`'s (security with abort against any set of deviating data parties;
@@ -16,7 +16,8 @@ secret bits (:func:`multiply`) is a Beaver product with a dealt bit triple
 (:class:`~mpcdp.adapter.auth_bits.BitTriples`): only the low bits of ε = x − a and δ = y − b are opened, each
 party sending bit 0 of its shares packed 64 to a word (XOR-summed over the run's opening plan), and
 z = c + ε̃·b + δ̃·a + ε̃δ̃ ≡ x·y (mod 2) whatever the upper bits of x − a are; z's MAC shares are the same linear
-function of a's, b's and c's.
+function of a's, b's and c's. When one factor is a bit the dealer dealt, it comes with a half triple (b, c ≡ r·b)
+and the product opens only u − b's low bit (:func:`multiply_dealt`: r plays a's part, so no ε and no a).
 
 The check (:func:`bit_check`) of the n bits x̃_j opened since the last one, with [[z_j]] = [[x_j]] − x̃_j (whose
 value is even exactly when x̃_j is right): (1) a coin every party committed to before any part was opened
@@ -45,8 +46,8 @@ and s in the deviation harness's vectorised model (``tests/deviation_harness.py`
 
 Cost per party, m parties: a product, one XOR opening of 2 bits packed (2/64 words per product; 1 round for 2
 parties, 2 for more) and 18⅛ bytes from the dealer to party 0 (the MAC shares of a, b, c, 6 bytes each, and one
-bit of c's value share); a dealt bit 6 bytes; a daBit 38 bytes and one opened bit. The check: λ·n bit-times-word products locally
-(twice: values and MACs), one opening of λ words (6λ dealt bytes for the 2·r_t), two coin rounds and the
+bit of c's value share); a half product (:func:`multiply_dealt`) one opened bit and 12⅛ bytes; a dealt bit 6
+bytes; a daBit 38 bytes and one opened bit. The check: λ·n bit-times-word products locally (twice: values and MACs), one opening of λ words (6λ dealt bytes for the 2·r_t), two coin rounds and the
 commitment and σ rounds of SPDZ2k's check (four rounds), independent of n.
 """
 
@@ -131,8 +132,31 @@ def dealt_bits(ctx: MpcContext, n: int) -> BitShared:
     """n uniform bits dealt by the dealer (:class:`~mpcdp.adapter.auth_bits.BitShares`; the dealer knows them, no
     data party does), after the bit key. 6 bytes per bit to party 0."""
     _session(ctx)
-    value, mac = BitShares.fetch(n)
+    value, mac, _ = BitShares.fetch(n)
     return BitShared(value, mac)
+
+
+@dataclasses.dataclass(frozen=True)
+class Halves:
+    """This party's shares of half triples on dealt bits r (:func:`multiply_dealt`): b uniform, c ≡ r·b (mod 2),
+    one of each per dealt bit that has one."""
+
+    b: BitShared
+    c: BitShared
+
+
+def dealt_rows(ctx: MpcContext, n: int, width: int, halves: list[int]) -> tuple[BitShared, Halves | None]:
+    """n rows of ``width`` dealt uniform bits ((n, width)) and the half triples of the bits in columns ``halves``
+    ((n, len(halves)) each; None without), one request: 6 bytes per bit and 12⅛ per half triple to party 0."""
+    _session(ctx)
+    value, mac, half = BitShares.fetch(n, width, halves or None)
+    bits = BitShared(value.reshape(n, width), mac.reshape(n, width))
+    return bits, None if half is None else _halves(half, n, len(halves))
+
+
+def _halves(half, n: int, k: int) -> Halves:
+    (b, b_mac), (c, c_mac) = half
+    return Halves(BitShared(b.reshape(n, k), b_mac.reshape(n, k)), BitShared(c.reshape(n, k), c_mac.reshape(n, k)))
 
 
 def bit_key_share(ctx: MpcContext) -> torch.Tensor:
@@ -188,6 +212,41 @@ def multiply(ctx: MpcContext, x: BitShared, y: BitShared, *, label: str) -> BitS
     e, d = opened[:n], opened[n:]
     z = BitShared(c + e * b + d * a, c_mac + e * b_mac + d * a_mac)
     return _reshape(add_public(ctx, z, e * d), shape)
+
+
+def multiply_dealt(ctx: MpcContext, x: BitShared | None, y: BitShared | None, u: BitShared, r: BitShared,
+                   half: Halves, *, label: str) -> tuple[BitShared | None, BitShared]:
+    """(x AND y by dealt bit triples, as :func:`multiply` (None without x), u AND r for **dealt** bits r with their
+    half triples (b, c ≡ r·b mod 2, :class:`Halves`; each used once)), in ONE opening of low bits: ε, δ of the
+    full triples and δ' = u − b of the half ones. u ≡ b + δ̃' (mod 2), so u·r ≡ c + δ̃'·r: z = c + δ̃'·r, its MAC
+    the same combination of c's and r's, nothing public to add. A half triple is a Beaver triple whose a is r
+    itself: r is uniform and known to nobody but the dealer, like a, so nothing else is opened; b is uniform and
+    unknown, so δ̃' is a uniform bit. Soundness as :func:`multiply`'s: δ̃' is pending until :func:`bit_check`,
+    and a wrong δ̃' or wrong shares of b, c or r break the MAC relation of what it opened or of z. Cost per half
+    product: one opened bit and 12⅛ dealt bytes (the full product's 2 bits and 18⅛: no ε, no a's MAC)."""
+    n = 0 if x is None else x.value.numel()
+    if x is not None and (y is None or x.value.shape != y.value.shape):
+        raise ValueError("cannot multiply authenticated bits of different shapes")
+    if u.value.shape != r.value.shape or half.b.value.shape != u.value.shape:
+        raise ValueError("a dealt product needs one dealt bit and one half triple per factor")
+    _session(ctx)
+    values, macs = [], []
+    if n:
+        (a, a_mac), (b, b_mac), (c, c_mac) = BitTriples.fetch(n)
+        assert x is not None and y is not None
+        values += [x.value.reshape(-1) - a, y.value.reshape(-1) - b]
+        macs += [x.mac.reshape(-1) - a_mac, y.mac.reshape(-1) - b_mac]
+    values.append(u.value.reshape(-1) - half.b.value.reshape(-1))
+    macs.append(u.mac.reshape(-1) - half.b.mac.reshape(-1))
+    opened = open_bits(ctx, BitShared(torch.cat(values), torch.cat(macs)), label=f"{label} (ε, δ)", kind="masked",
+                       reason="low bits of x − a, y − b and u − b' for dealt (half) triples nobody knows: uniform")
+    full = None
+    if x is not None and n:
+        e, d = opened[:n], opened[n:2 * n]
+        z = BitShared(c + e * b + d * a, c_mac + e * b_mac + d * a_mac)
+        full = _reshape(add_public(ctx, z, e * d), x.value.shape)
+    dh = opened[2 * n:].reshape(u.value.shape)
+    return full, BitShared(half.c.value + dh * r.value, half.c.mac + dh * r.mac)
 
 
 def _reshape(x: BitShared, shape) -> BitShared:

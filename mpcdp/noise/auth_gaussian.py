@@ -1,10 +1,11 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/3.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/4.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
 :mod:`mpcdp.mpc.bit_authenticated` (an int64 word read mod 2^48 whose low bit is the value, 48-bit MACs, s = 47;
-AND a Beaver product opening two bits, 18⅛ bytes dealt), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
+AND a Beaver product opening two bits, 18⅛ bytes dealt, or, when one factor is a dealt bit, a half product
+opening one bit, 12⅛ bytes dealt: :func:`~mpcdp.mpc.bit_authenticated.multiply_dealt`), the candidate's integers (n, n², T) in SPDZ2k's Z_2^128 of
 :mod:`mpcdp.mpc.authenticated` (s = 64). Both checks — the bit check (λ = 48 parity rows, then SPDZ2k's check on
 them: 2^-41.4) and the batched MAC check (2^-57.9) — run before the first factor's bits and before the accept
 bits are opened, and the bit check again right after each, before they choose which candidates go on or are
@@ -21,33 +22,53 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      (:class:`mpcdp.adapter.auth_bits.BitShares`) XOR the committee's committed coin S (public to the parties,
      never to the dealer; noted in every party's view of both domains, so a coin that differs between parties
      fails the next check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
+     Only the first stage's fields (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's
+     word, 76 bits at σ = 16) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 425 bits)
+     for the survivors of the first factor only, in step 6. One committed coin per pass, read in order: the
+     survivors' S comes from the stream fixed before any bit of the pass was dealt.
   2. Piece: the one-hot of the index (62 bit products), the piece indicators I_j a public selection.
   3. Crossing: I_j, the point's bits and the sign into Z_2^128 by daBits
      (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 38 dealt bytes each). n as in
      dg-auth/1: n_j = M_j − s·(2M_j + 1), n = Σ I_j·n_j (10 products, 2 rounds); T = G·n² + Σ Λ_j·I_j (1 product).
   4. T's bits: an edaBit (:class:`mpcdp.adapter.auth_bits.EdaBits`: 64 bit-domain bits r_i and [[r]] = Σ 2^i·r_i);
      c = T − r opened in Z_2^128 (uniform) and T = c + r by a ripple carry in the bit domain (one product per
-     bit: 61 rounds), with the first factor's word's prefix OR from its top bit in the same rounds.
+     bit: 61 rounds), with the first factor's word's prefix OR from its top bit in the same rounds. Every product
+     here has a dealt factor (r_i; a word's bit W_i = R_i ⊕ S_i, where carry·W_i = carry·S_i + (1 − 2S_i)·(carry·R_i)):
+     half products, each r_i and R_i dealt with its half triple (b, c ≡ R_i·b) and used in one product only.
   5. The first factor (:data:`FIRST`, group (F − 4, 6): it rejects about 32% of the candidates, all the others
      and the cut together about 5%): TH's bit at the word's top set bit, selected by a mux on T's window.
      Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
-     check; the candidates that fail it are dropped (as dg-mpc/7's early drop; the dropped candidates' other
-     factor words were dealt with the rest, so the dealer's record of a pass stays one request of bits).
-  6. On the survivors: the other words' top-bit one-hots by prefix ORs (61 rounds), each factor by a mux on T's
+     check; the candidates that fail it are dropped (as dg-mpc/7's early drop).
+  6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
+     pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
+     top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
      window, the low factor [V_low < T_low] over T_low's 32 bits (as dg-auth/1, all in the bit domain);
      accept = AND of the other six factors, NOT the low factor and T's bits 59..61 all 0 (9 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
 
-Cost (:func:`products_per_candidate`), σ = 16: 247 bit products per candidate (the index's one-hot 62, the
-carry 61, the first word's prefix 61, its mux 63) and 625 per survivor (six prefixes 366, v_low's 52, muxes 166,
-the low factor 32, the AND 9): 673 per candidate at the first factor's 68% pass rate (dg-auth/2: 873), each
-2 bits opened and 18⅛ bytes dealt; 11 products in Z_2^128 (4 words opened, 96 bytes dealt each), 501 dealt bits
-(6 bytes each), one edaBit (6·64 + 32 bytes), 5 + (k + 3) + 1 daBits (38 bytes and one opened bit each); measured
-in benchmarks/results/noise-malicious.md. Where the bytes go (per candidate, dealt to party 0): the prefix ORs
-≈ 63% of the bit products, the muxes ≈ 25%; every bit-domain element carries a MAC share dealt to party 0
-(6 bytes: dg-auth/2 dealt 8, with s = 63), so a product costs 18⅛ bytes against the semi-honest circuit's packed
-bits: not optimised further.
+Why dealing the survivors' words after the opening is safe. Soundness: the survivors are chosen by pass bits
+that the bit check verified (step 5) before they steer anything, and their words are dealt, authenticated and
+XORed with the committed coin exactly as the first stage's; a party 0 that asks for another number of bits
+than the survivors' breaks its own shares' correlation with the other parties' draws, and the checks before
+the accept bits fail. Privacy: the dealer's second request of a pass has the survivor count as its size, a
+function of the opened first-factor bits that every party sees anyway and that the dealer already saw in
+dg-auth/3 (the survivors' bit triples are requested for them only); and the count is independent of the
+released noise: the candidates are i.i.d., an accepted candidate always passed its first factor, and given
+which candidates are accepted their values are i.i.d. draws of the target pmf, independent of the rejected
+candidates' bits, which alone set the rest of the count. The view audit (``mpcdp audit views --security
+malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
+
+Cost (:func:`products_per_candidate`), σ = 16: per candidate 125 full bit products (the index's one-hot 62, the
+first word's mux 63) and 122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
+(muxes 166, the low factor 32, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
+pass rate: 266 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛
+bytes dealt each) per candidate, 673 ANDs as in dg-auth/3 (which made all of them full); 11 products in Z_2^128
+(4 words opened, 96 bytes dealt each), 76 dealt bits per candidate and 425 per survivor (6 bytes each;
+dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) + 1
+daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
+element carries a MAC share dealt to party 0 (6 bytes), so even a half product costs 12⅛ bytes against the
+semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
 """
 
 from __future__ import annotations
@@ -62,22 +83,24 @@ import torch
 
 from mpcdp.adapter.auth_bits import EdaBits
 from mpcdp.mpc import authenticated, bit_authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, PlainArith, and_all, mul_batch, mux_levels,
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, PlainArith, and_all, mul_batch, mux_levels,
                                      not_bit, one_hot, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/3: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
-           "2 bits, 18⅛ dealt bytes; "
+CIRCUIT = ("dg-auth/4: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+           "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
-           "dropped; both checks before each opened decision and the bit check after")
+           "dropped, the other factors' words dealt for its survivors only; both checks before each opened decision and the bit check after")
 MASK_BITS = 64
 MAX_PASS = 1 << 12  # candidates per pass: bounds a pass's memory (≈ 870 products each at most)
 _COIN_DOMAIN = b"mpcdp/noise-coin-auth"
+COIN_LABELS = ("dg-auth-coin", "dg-auth-coin-survivors")
+"""The coin's bits as each party's view notes them: the first stage's (every candidate), the survivors'."""
 
 
 @dataclasses.dataclass
@@ -106,12 +129,21 @@ class PlainBits(PlainArith):
     def __init__(self, seed: int = 0):
         self.generator = torch.Generator().manual_seed(seed)
 
+    def _noise(self, shape) -> torch.Tensor:
+        return 2 * torch.randint(-(1 << 62), 1 << 62, shape, generator=self.generator, dtype=torch.int64)
+
     def mul(self, x, y):
-        noise = torch.randint(-(1 << 62), 1 << 62, x.shape, generator=self.generator, dtype=torch.int64)
-        return super().mul(x, y) + 2 * noise
+        return super().mul(x, y) + self._noise(x.shape)
+
+    def mul_half(self, u, r):
+        return super().mul_half(u, r) + self._noise(u.shape)
 
     def open(self, x, *, label):
         return x & 1
+
+
+def _take(A: Arith, x: Any, index: Any) -> Any:
+    return x.take(A, index) if isinstance(x, Dealt) else A.take(x, index)
 
 
 def _column(A: Arith, x: Any, i: int) -> Any:
@@ -152,16 +184,17 @@ def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any])
     return value, A.add(A.scale(square, plan.G), lam)
 
 
-def _prefix_pairs(A: Arith, prefixes: list[list[Any]], words: list[Any], step: int) -> tuple[list[int], list]:
-    """The words still live at ``step`` and their prefix-OR products (the running OR from the top, next bit)."""
-    live = [i for i, w in enumerate(words) if A.shape(w)[1] - 1 - step >= 0]
-    return live, [(prefixes[i][-1], _column(A, words[i], A.shape(words[i])[1] - 1 - step)) for i in live]
+def _prefix_pairs(A: Arith, prefixes: list[list[Any]], words: list[Dealt], step: int) -> tuple[list[int], list]:
+    """The words still live at ``step`` and their prefix-OR products (the running OR from the top, next bit: a
+    half product, the bit being dealt)."""
+    live = [i for i, w in enumerate(words) if w.width(A) - 1 - step >= 0]
+    return live, [(prefixes[i][-1], words[i].take(A, (slice(None), words[i].width(A) - 1 - step))) for i in live]
 
 
-def _extend_prefixes(A: Arith, prefixes: list[list[Any]], words: list[Any], step: int, live: list[int],
+def _extend_prefixes(A: Arith, prefixes: list[list[Any]], words: list[Dealt], step: int, live: list[int],
                      products: list[Any]) -> None:
     for i, both in zip(live, products):
-        top, bit = prefixes[i][-1], _column(A, words[i], A.shape(words[i])[1] - 1 - step)
+        top, bit = prefixes[i][-1], words[i].take(A, (slice(None), words[i].width(A) - 1 - step)).value(A)
         prefixes[i].append(A.sub(A.add(top, bit), both))  # top OR bit
 
 
@@ -176,39 +209,47 @@ def _tops_from(A: Arith, n: int, prefixes: list[list[Any]]) -> list[Any]:
     return tops
 
 
+def _first_prefixes(A: Arith, words: list[Dealt]) -> list[list[Any]]:
+    """Each word's prefix chain started at its top bit (W's, no product)."""
+    return [[w.take(A, (slice(None), w.width(A) - 1)).value(A)] for w in words]
+
+
 def _top_one_hots(A: Arith, words: list[Any]) -> list[Any]:
-    """Per word (n, L) the one-hot of its top set bit, by prefix ORs from the top (L − 1 products each, all
+    """Per word (n, L) the one-hot of its top set bit, by prefix ORs from the top (L − 1 half products each, all
     words' in the same rounds: max L − 1 rounds)."""
     if not words:
         return []
-    n = A.shape(words[0])[0]
-    prefixes = [[_column(A, w, A.shape(w)[1] - 1)] for w in words]
-    for step in range(1, max(A.shape(w)[1] for w in words)):
-        live, pairs = _prefix_pairs(A, prefixes, words, step)
-        _extend_prefixes(A, prefixes, words, step, live, mul_batch(A, pairs))
+    dealt = [Dealt.of(A, w) for w in words]
+    n = A.shape(dealt[0].r)[0]
+    prefixes = _first_prefixes(A, dealt)
+    for step in range(1, max(w.width(A) for w in dealt)):
+        live, pairs = _prefix_pairs(A, prefixes, dealt, step)
+        _extend_prefixes(A, prefixes, dealt, step, live, mul_batch(A, pairs))
     return _tops_from(A, n, prefixes)
 
 
 def _bits_and_tops(D: Domains, T: Any, mask: tuple[Any, Any], words: list[Any]) -> tuple[Any, list[Any]]:
     """(T's 62 bits (n, 62); per word (n, L) the one-hot of its top set bit, (n, L)) (step 4), in the bit domain
     from the edaBit ``mask`` (its bits (n, 64) in the bit domain, r (n,) in ``D.arith``); the words' prefix ORs
-    ride in the carry chain's rounds."""
-    A, (mask, r) = D.bits, mask
+    ride in the carry chain's rounds. Every product here has a dealt factor (r_i, a word's bit): half products."""
+    A, (bits_r, r) = D.bits, mask
+    mask_bits = Dealt.of(A, bits_r)
+    dealt = [Dealt.of(A, w) for w in words]
     n = D.arith.shape(T)[0]
     c = D.arith.open(D.arith.sub(T, r), label="dg-auth-a2b")
     c_bits = (c.reshape(n, 1) >> torch.arange(MASK_BITS)) & 1
-    r0 = _column(A, mask, 0)
+    r0 = mask_bits.take(A, (slice(None), 0)).value(A)
     bits = [xor_public(A, r0, c_bits[:, 0])]
     carry = A.scale(r0, c_bits[:, 0])
-    prefixes = [[_column(A, w, A.shape(w)[1] - 1)] for w in words]  # prefix ORs from each word's top bit
+    prefixes = _first_prefixes(A, dealt)  # prefix ORs from each word's top bit
     for step in range(1, dg.WORD):
-        ri = _column(A, mask, step)
-        live, pairs = _prefix_pairs(A, prefixes, words, step)
-        products = mul_batch(A, [(ri, carry)] + pairs)
-        u = A.sub(A.add(ri, carry), A.scale(products[0], 2))  # r_i ⊕ carry_i
+        ri = mask_bits.take(A, (slice(None), step))
+        live, pairs = _prefix_pairs(A, prefixes, dealt, step)
+        products = mul_batch(A, [(carry, ri)] + pairs)
+        u = A.sub(A.add(ri.value(A), carry), A.scale(products[0], 2))  # r_i ⊕ carry_i
         bits.append(xor_public(A, u, c_bits[:, step]))
         carry = A.add(products[0], A.scale(u, c_bits[:, step]))
-        _extend_prefixes(A, prefixes, words, step, live, products[1:])
+        _extend_prefixes(A, prefixes, dealt, step, live, products[1:])
     return A.cat([A.reshape(b, n, 1) for b in bits], 1), _tops_from(A, n, prefixes)
 
 
@@ -223,6 +264,13 @@ def _factor_entries(A: Arith, top: Any, table) -> Any:
 FIRST = 3
 """The first factor (group (F − 4, 6): t's bits 1/16..2): it rejects about 32% of the candidates, every other
 factor and the cut together about 5%; decided and opened first, and the candidates that fail it dropped."""
+FIRST_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name in ("index", "point", "sign", f"v{FIRST}"))
+"""The fields the first stage reads (the candidate's value and the first factor's word): dealt for every
+candidate."""
+SECOND_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name not in FIRST_FIELDS)
+WORD_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name.startswith("v"))
+"""The factors' words and v_low: every bit but the top one is a prefix-OR product's dealt factor."""
+"""The other factors' words and v_low: dealt only for the survivors of the first factor (module step 6)."""
 
 
 def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
@@ -251,20 +299,24 @@ def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]
     return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
 
 
-def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
-                      mask: tuple[Any, Any]) -> tuple[Any, torch.Tensor]:
+def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], mask: tuple[Any, Any],
+                      later: Callable[[torch.Tensor], dict[str, Any]] | None = None) -> tuple[Any, torch.Tensor]:
     """(n in ``D.arith``, the opened accept bits (n,) 0/1) of every candidate, from its field bits (name -> (n,
     bits) in ``D.bits``, :func:`dg.field_bits`) and an edaBit per candidate (its 64 bits (n, 64) in ``D.bits``,
     its value (n,) in ``D.arith``): the rule of :func:`~mpcdp.noise.discrete_gaussian.accept` as a circuit
     (module steps 2–7). The first factor's bits are opened by ``D.decide`` and only the candidates that pass it
-    go on; their accept bits are opened by ``D.decide`` too (a dropped candidate's is 0)."""
+    go on; their accept bits are opened by ``D.decide`` too (a dropped candidate's is 0). ``fields`` holds the
+    :data:`FIRST_FIELDS` of every candidate and, without ``later``, every field; ``later(survivors)`` (the
+    survivors' indices) returns the :data:`SECOND_FIELDS` of the survivors only (the parties' run deals them
+    then, module step 6)."""
     value, t, first = first_stage(D, plan, fields, mask)
     A = D.bits
     passed = D.decide(first, "dg-auth-first")
     survivors = torch.nonzero(passed).reshape(-1)
     accept = torch.zeros_like(passed)
     if survivors.numel():
-        kept = {name: A.take(bits, survivors) for name, bits in fields.items()}
+        kept = later(survivors) if later is not None else {name: _take(A, fields[name], survivors)
+                                                           for name in SECOND_FIELDS}
         accept[survivors] = D.decide(second_stage(A, plan, kept, A.take(t, survivors)), "dg-auth-accept")
     return value, accept
 
@@ -272,42 +324,63 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
 @dataclasses.dataclass(frozen=True)
 class Products:
     """Bit-domain products per candidate (``first``, every candidate) and per survivor of the first factor
-    (``second``), Z_2^128 products per candidate (``arith``), and the first factor's pass rate ``survive`` at
-    the plan (the plaintext rule on 2^16 candidates of a fixed seed)."""
+    (``second``), each split into full products (two secret factors: a dealt triple) and half products
+    (``first_half``, ``second_half``: one factor a dealt bit with its half triple), Z_2^128 products per
+    candidate (``arith``), and the first factor's pass rate ``survive`` at the plan (the plaintext rule on 2^16
+    candidates of a fixed seed)."""
 
     first: int
     second: int
     arith: int
     survive: float
+    first_half: int = 0
+    second_half: int = 0
+
+    @property
+    def full(self) -> float:
+        """Expected full bit-domain products per candidate."""
+        return self.first + self.survive * self.second
+
+    @property
+    def half(self) -> float:
+        """Expected half bit-domain products per candidate."""
+        return self.first_half + self.survive * self.second_half
 
     @property
     def bits(self) -> float:
-        """Expected bit-domain products per candidate."""
-        return self.first + self.survive * self.second
+        """Expected bit-domain products (ANDs) per candidate, full and half."""
+        return self.full + self.half
 
 
 def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
     """:class:`Products` of :func:`candidate_circuit` (counted by running its stages on plaintext)."""
     D = Domains.plain()
+    B: Any = D.bits
     bits = dg.field_bits(plan)
     fields = {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()}
     _, t, _ = first_stage(D, plan, fields, (torch.zeros(1, MASK_BITS, dtype=torch.int64),
                                             torch.zeros(1, dtype=torch.int64)))
-    first = D.bits.products  # type: ignore[attr-defined]
+    first, first_half = B.products, B.halves
     second_stage(D.bits, plan, fields, t)
-    return Products(first, D.bits.products - first, D.arith.products,  # type: ignore[attr-defined]
-                    first_pass_rate(plan))
+    return Products(first, B.products - first, D.arith.products, first_pass_rate(plan),  # type: ignore[attr-defined]
+                    first_half, B.halves - first_half)
+
+
+def first_factor_passes(plan: dg.DiscreteGaussianPlan, fields: dict[str, np.ndarray]) -> np.ndarray:
+    """Whether each candidate passes the first factor (the plaintext rule on its fields' values, at least
+    :data:`FIRST_FIELDS`; bool (n,))."""
+    values, piece = dg.candidate_values(plan, fields)
+    T = dg.exponent(plan, values, piece)
+    (low, width, _), table = dg.GROUPS[FIRST], dg.group_thresholds()[FIRST]
+    th = table[(T >> low) & ((1 << width) - 1)]
+    return ((fields[f"v{FIRST}"] ^ th) < th) | (th == 1 << dg.WORD)
 
 
 def first_pass_rate(plan: dg.DiscreteGaussianPlan, n: int = 1 << 16) -> float:
     """The first factor's pass rate among uniform candidates (the plaintext rule, a fixed seed)."""
     rng = np.random.default_rng(48)
     fields = {name: rng.integers(0, 1 << b, n, dtype=np.int64) for name, b in dg.field_bits(plan).items()}
-    values, piece = dg.candidate_values(plan, fields)
-    T = dg.exponent(plan, values, piece)
-    (low, width, _), table = dg.GROUPS[FIRST], dg.group_thresholds()[FIRST]
-    th = table[(T >> low) & ((1 << width) - 1)]
-    return float((((fields[f"v{FIRST}"] ^ th) < th) | (th == 1 << dg.WORD)).mean())
+    return float(first_factor_passes(plan, fields).mean())
 
 
 _PLANTED = False  # the view audit's planted leak: no coin, so a candidate's bits are the dealt bits R
@@ -325,25 +398,82 @@ def planted_no_coin():
         _PLANTED = False
 
 
-def _coin_bits(ctx: MpcContext, n: int, width: int) -> torch.Tensor:
-    """(n, width) public bits of the committed coin, noted in this party's view (and, with ``ctx.keep_values``,
-    kept for the view audit)."""
-    stream = ctx.common_stream(label="dg-auth-coin", domain=_COIN_DOMAIN)
-    words = stream.words(math.ceil(n * width / 64))
-    if _PLANTED:
-        words = torch.zeros_like(words)
-    authenticated.note_public(ctx, "dg-auth-coin", words)
-    bit_authenticated.note_public(ctx, "dg-auth-coin", words)
-    bits = (words.reshape(-1, 1) >> torch.arange(64)) & 1
-    bits = bits.reshape(-1)[: n * width].reshape(n, width)
-    ctx.note_draw("dg-auth-coin", bits)
-    return bits
+class _Coin:
+    """A pass's committed coin: one stream every party derives alike, read in order (the first stage's bits,
+    then the survivors')."""
+
+    def __init__(self, ctx: MpcContext):
+        self.ctx = ctx
+        self.stream = ctx.common_stream(label="dg-auth-coin", domain=_COIN_DOMAIN)
+
+    def bits(self, n: int, width: int, label: str) -> torch.Tensor:
+        """(n, width) public bits of the coin, noted in this party's view of both domains (and, with
+        ``ctx.keep_values``, kept under ``label`` for the view audit)."""
+        words = self.stream.words(math.ceil(n * width / 64))
+        if _PLANTED:
+            words = torch.zeros_like(words)
+        authenticated.note_public(self.ctx, label, words)
+        bit_authenticated.note_public(self.ctx, label, words)
+        bits = (words.reshape(-1, 1) >> torch.arange(64)) & 1
+        bits = bits.reshape(-1)[: n * width].reshape(n, width)
+        self.ctx.note_draw(label, bits)
+        return bits
 
 
-def _mask(ctx: MpcContext, n: int) -> tuple[BitShared, AuthShared]:
-    """n dealt edaBits of 64 bits: (their bits (n, 64) in the bit domain, r (n,) in Z_2^128)."""
-    (value, mac), (r_value, r_mac) = EdaBits.fetch(n, MASK_BITS)
-    return BitShared(value, mac), AuthShared(r_value, r_mac, 0)
+def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names: tuple[str, ...], n: int,
+                 coin: _Coin, label: str) -> dict[str, Any]:
+    """The fields ``names`` of n candidates: dealt bits R (one request) XOR the coin's next bits S; a factor
+    word (:data:`WORD_FIELDS`) as :class:`Dealt` with a half triple on every bit but its top (each bit's one
+    prefix-OR product), the others as bits."""
+    widths = dg.field_bits(plan)
+    width = sum(widths[name] for name in names)
+    halves: list[int] = []
+    at = 0
+    for name in names:
+        if name in WORD_FIELDS:
+            halves += range(at, at + widths[name] - 1)
+        at += widths[name]
+    dealt, half = bit_authenticated.dealt_rows(ctx, n, width, halves)
+    s = coin.bits(n, width, label)
+    full = _spread(half, n, width, halves)
+    assert full.has is not None
+    fields, at = {}, 0
+    for name in names:
+        cols = (slice(None), slice(at, at + widths[name]))
+        if name in WORD_FIELDS:
+            fields[name] = Dealt(A.take(dealt, cols), s[cols], full.take(A, cols).half, full.has[cols])
+        else:
+            fields[name] = xor_public(A, A.take(dealt, cols), s[cols])
+        at += widths[name]
+    return fields
+
+
+def _spread(half: bit_authenticated.Halves | None, n: int, width: int, columns: list[int]) -> Dealt:
+    """Half triples for ``columns`` of (n, width) dealt bits, spread to the full width (zero shares where a bit
+    has none, never multiplied: ``has`` says which have one); only ``half`` and ``has`` of the result are used."""
+    has = torch.zeros(n, width, dtype=torch.bool)
+    has[:, columns] = True
+    zero = torch.zeros(n, width, dtype=torch.int64)
+    parts = []
+    for share in (None, None) if half is None else (half.b, half.c):
+        value, mac = zero.clone(), zero.clone()
+        if share is not None:
+            value[:, columns], mac[:, columns] = share.value, share.mac
+        parts.append(BitShared(value, mac))
+    return Dealt(BitShared(zero, zero), zero, bit_authenticated.Halves(*parts) if half is not None else None, has)
+
+
+def _mask(ctx: MpcContext, n: int) -> tuple[Dealt, AuthShared]:
+    """n dealt edaBits of 64 bits: (their bits (n, 64) in the bit domain, dealt with a half triple on bits
+    1..61 (the carry chain's products), r (n,) in Z_2^128)."""
+    halves = list(range(1, dg.WORD))
+    (value, mac), (r_value, r_mac), half = EdaBits.fetch(n, MASK_BITS, halves)
+    (b, b_mac), (c, c_mac) = half
+    k = len(halves)
+    full = _spread(bit_authenticated.Halves(BitShared(b.reshape(n, k), b_mac.reshape(n, k)),
+                                            BitShared(c.reshape(n, k), c_mac.reshape(n, k))), n, MASK_BITS, halves)
+    bits = Dealt(BitShared(value, mac), torch.zeros(n, MASK_BITS, dtype=torch.int64), full.half, full.has)
+    return bits, AuthShared(r_value, r_mac, 0)
 
 
 _DECISIONS = {"dg-auth-first": "first-factor bits: a candidate that fails its first factor is dropped",
@@ -377,17 +507,16 @@ class AuthPass:
 
 
 def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -> AuthPass:
-    """Draw n candidates and decide them (module steps 1–7)."""
+    """Draw n candidates and decide them (module steps 1–7): the first stage's fields dealt for every
+    candidate, the second stage's for the survivors of the first factor only, after its checked opening."""
     D = _domains(ctx)
-    bits = dg.field_bits(plan)
-    width = sum(bits.values())
-    dealt = bit_authenticated.dealt_bits(ctx, n * width)
-    drawn = xor_public(D.bits, D.bits.reshape(dealt, n, width), _coin_bits(ctx, n, width))
-    fields, at = {}, 0
-    for name in dg.RANDOM_FIELDS:
-        fields[name] = _columns(D.bits, drawn, at, at + bits[name])
-        at += bits[name]
-    value, accept = candidate_circuit(D, plan, fields, _mask(ctx, n))
+    coin = _Coin(ctx)
+    fields = _draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0])
+
+    def later(survivors: torch.Tensor) -> dict[str, Any]:
+        return _draw_fields(ctx, D.bits, plan, SECOND_FIELDS, survivors.numel(), coin, COIN_LABELS[1])
+
+    value, accept = candidate_circuit(D, plan, fields, _mask(ctx, n), later)
     return AuthPass(accept == 1, value)
 
 
