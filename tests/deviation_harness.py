@@ -91,6 +91,38 @@ class Deviation:
             out = out[torch.tensor(order)]
         return out
 
+    def follow(self, ctx: SimContext, words: torch.Tensor, label: str) -> torch.Tensor:
+        """A later send of the cheater after the deviation (a second, matching alteration); unchanged here."""
+        return words
+
+
+@dataclasses.dataclass
+class ParityFixedFlip(Deviation):
+    """A flip of opened bit ``column`` of a bit opening (the ``event``-th send, kind 'flip', sent alike to every
+    party) whose parities the cheater then keeps even: at the next bit check's parity opening it adds b_tj (j =
+    ``column``, the flipped bit's place among the bits that check covers; b the check's coin rows, which it
+    sees as everyone does) to its share of each y_t. Every y_t then stays even, so of the bit check only its
+    MAC comparison can catch the flip (the opened y_t no longer carry their MACs). ``fixed``: the parities were
+    altered."""
+
+    column: int = 0
+    fixed: bool = False
+
+    def alter(self, words: torch.Tensor, history: list[torch.Tensor]) -> torch.Tensor:
+        out = words.clone()
+        bit = self.column % 64
+        out[self.column // 64] ^= -(1 << 63) if bit == 63 else 1 << bit
+        return out
+
+    def follow(self, ctx: SimContext, words: torch.Tensor, label: str) -> torch.Tensor:
+        if not self.applied or self.fixed or not label.endswith(": bit-check parities"):
+            return words
+        rows = next(w for name, w in reversed(ctx.drawn) if name.endswith(": bit-check rows"))
+        rows = rows.reshape(words.numel(), -1)
+        fix = (rows[:, self.column // 64] >> (self.column % 64)) & 1
+        self.fixed = True
+        return words + fix.reshape(words.shape)
+
 
 class SimContext:
     """What :mod:`mpcdp.mpc.authenticated` and the release use of :class:`~mpcdp.mpc.context.MpcContext`, for
@@ -106,6 +138,8 @@ class SimContext:
         self.fetches = 0
         self.history: list[torch.Tensor] = []
         self.streams = 0
+        self.drawn: list[tuple[str, torch.Tensor]] = []  # every common stream's words, by label
+        self.opened: list[tuple[str, torch.Tensor]] = []  # every opening's result, by label
 
     # -- what the protocol code calls -------------------------------------------------------------
     def note_draw(self, label: str, values) -> None:
@@ -118,6 +152,7 @@ class SimContext:
             total = torch.zeros_like(flat)
             for words in received.values():
                 total = total ^ words if xor else total + words
+            self.opened.append((label, total.clone()))
             return total
         total_wide = RING.zeros((flat.shape[0],))
         for words in received.values():
@@ -134,7 +169,7 @@ class SimContext:
     def common_stream(self, *, label: str, domain: bytes):
         self.streams += 1
         seed = _seed(self.sim.seed, "coin", label, domain.hex(), self.streams)
-        return _Stream(torch.Generator().manual_seed(seed))
+        return _Stream(torch.Generator().manual_seed(seed), lambda words: self.drawn.append((label, words.clone())))
 
     def encode(self, values: torch.Tensor, *, field: str, precision: int | None = None) -> torch.Tensor:
         bits = self.config.precision_bits if precision is None else precision
@@ -147,6 +182,8 @@ class SimContext:
     def _send(self, words: torch.Tensor, label: str) -> dict[int, torch.Tensor]:
         """Send ``words`` to every party (this one's own copy included); return what each sent this one."""
         deviation = self.sim.deviation
+        if deviation is not None and deviation.cheater == self.rank:
+            words = deviation.follow(self, words, label)
         messages = {j: words for j in self.members}
         if deviation is not None and deviation.cheater == self.rank and deviation.kind != "material":
             if self.sends == deviation.event:
@@ -166,11 +203,13 @@ class SimContext:
 
 
 class _Stream:
-    def __init__(self, generator: torch.Generator):
-        self.generator = generator
+    def __init__(self, generator: torch.Generator, note: Callable[[torch.Tensor], None]):
+        self.generator, self.note = generator, note
 
     def words(self, n: int) -> torch.Tensor:
-        return torch.randint(-(1 << 63), (1 << 63) - 1, (n,), generator=self.generator, dtype=torch.int64)
+        words = torch.randint(-(1 << 63), (1 << 63) - 1, (n,), generator=self.generator, dtype=torch.int64)
+        self.note(words)
+        return words
 
 
 def _refuse(what: str) -> None:
@@ -196,6 +235,7 @@ class SimParties:
         self.rounds = [0] * m
         self.labels: dict[int, list[str]] = {}
         self.fetch_labels: dict[int, list[str]] = {}
+        self.contexts: dict[int, SimContext] = {}
         self.dealer = types.SimpleNamespace(
             _get_generators=lambda: self._dealer_generators)
         self._dealer_generators = [torch.Generator().manual_seed(_seed(seed, "party", j)) for j in range(m)]
@@ -222,6 +262,7 @@ class SimParties:
 
         def party(rank: int) -> None:
             ctx = SimContext(self, rank)
+            self.contexts[rank] = ctx
             _local.ctx = ctx
             try:
                 outcomes[rank] = ("output", job(ctx))

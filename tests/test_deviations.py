@@ -88,6 +88,28 @@ def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_a
     assert H.trial(m, job, seed, deviation, outcomes[0][1]) == ["mac", "mac"], deviation
 
 
+def test_a_flipped_decision_bit_whose_parities_are_kept_even_is_caught_by_the_bit_checks_mac_comparison():
+    """The bit check's MAC comparison, on its own: at m = 3 (1 sample, σ = 16 grid units) party 1 flips the first
+    accept bit it sends (a decision: which candidate is released) and, at the bit check right after, adds to its
+    shares of the parities exactly what keeps every row even (:class:`deviation_harness.ParityFixedFlip`). The
+    honest parties see only even parities, so the parity test passes; they stop on the MAC comparison of that
+    check, before the bit steers anything. (With that comparison disabled the run releases another sample.)"""
+    m, seed = 3, 13
+    job = H.full_job(1, seed)
+    sim = H.SimParties(m, seed)
+    honest = sim.run(job)[0][1]
+    deviation = H.ParityFixedFlip(cheater=1, kind="flip", event=sim.labels[0].index("dg-auth-accept"), seed=0,
+                                  column=0)
+    cheated = H.SimParties(m, seed, deviation)
+    outcomes = cheated.run(job)
+    assert deviation.applied and deviation.changed and deviation.fixed
+    assert H.verdict(outcomes, honest, deviation) == ["mac", "mac"]
+    for rank in (0, 2):
+        parities = [y for label, y in cheated.contexts[rank].opened if label == "dg-auth-accept: bit-check parities"]
+        assert len(parities) == 1 and not bool((parities[0] & 1).any())  # every row even: parity passed
+        assert "'dg-auth-accept'" in str(outcomes[rank][1]), outcomes[rank][1]
+
+
 def _send_of(label: str, job, seed: int) -> int:
     """The index of the send labelled ``label`` in a run without deviation (every party sends the same
     sequence)."""
