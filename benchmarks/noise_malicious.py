@@ -22,7 +22,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import write_record
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES
+from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
 from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
@@ -58,13 +58,14 @@ def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, fl
     are left out: they do not grow with the candidates."""
     products = products_per_candidate(plan)
     widths = dg.field_bits(plan)
-    index, word = (1 << dg.INDEX_BITS) - 2, dg.WORD - 1
+    hot, word = 1 << dg.INDEX_BITS, dg.WORD - 1
     daBits = dg.PIECES + widths["point"] + 1
     mux = (1 << dg.GROUPS[FIRST][1]) - 1
-    first_bits = sum(widths[name] for name in FIRST_FIELDS)
+    first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
     second_bits = sum(widths[name] for name in SECOND_FIELDS)
-    steps = [("1. the first stage's fields (dealt bits, every candidate)", 0, 0, first_bits * BIT_BYTES, 0),
-             ("2. piece: the index's one-hot", index, 0, 0, 0),
+    steps = [("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
+              first_bits * BIT_BYTES, 0),
+             ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
              ("3. crossing and n, T in Z_2^128", 0, 0, daBits * DA_BYTES + products.arith * 96,
               daBits + products.arith * 256),
              ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
@@ -101,7 +102,8 @@ def markdown(rows: list[dict], command: str) -> str:
         f"{products.second_half} half more: {products.full:.0f} full (2 bits opened, {BIT_TRIPLE_BYTES:g} bytes "
         f"dealt each) and {products.half:.0f} half (a dealt factor: 1 bit opened, {HALF_BYTES:g} bytes dealt each) "
         f"per candidate; {products.arith} products in Z_2^128 (4 words opened, 96 bytes dealt each), "
-        f"{sum(widths[n] for n in FIRST_FIELDS)} dealt bits per candidate and "
+        f"a dealt one-hot of {1 << dg.INDEX_BITS} bits ({ONE_HOT_BYTES:g} bytes each) and "
+        f"{sum(widths[n] for n in FIRST_FIELDS if n != 'index')} dealt bits per candidate and "
         f"{sum(widths[n] for n in SECOND_FIELDS)} per survivor ({BIT_BYTES:g} bytes each), one 64-bit edaBit "
         f"({EDA_BYTES:g} bytes), {dg.PIECES + widths['point'] + 1} daBits ({DA_BYTES:g} bytes and one "
         "opened bit each); per pass the bit check (48 parity rows, then SPDZ2k's check) and the MAC check before the "

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mpcdp.errors import PartyFailed
-from mpcdp.mpc.auth_circuits import Dealt, PlainArith, mux_levels, one_hot
+from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_gaussian import MASK_BITS, WORD_FIELDS, Domains, PlainBits, candidate_circuit
 from mpcdp.runtime.harness import run_parties
@@ -26,8 +26,9 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
     word 0); T's mask bits uniform. The bit domain's products carry random upper bits, as the k = 1 domain's
     may (only low bits are read). With ``coin`` every factor word is given as the parties hold it, dealt bits R
-    and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin). Both
-    outcomes occur (the test can fail either way)."""
+    and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin), and the
+    index as the one-hot of its R with its coin (W's one-hot by S's permutation). Both outcomes occur (the test
+    can fail either way)."""
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
@@ -40,10 +41,12 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     mask = torch.randint(0, 2, (n, MASK_BITS), generator=generator)
     r = (mask << torch.arange(MASK_BITS)).sum(1)
     given = dict(fields)
-    if coin:  # the words as dealt bits R with a public coin S, W = R ⊕ S
+    if coin:  # the words as dealt bits R with a public coin S, W = R ⊕ S; the index as R's dealt one-hot
         for name in WORD_FIELDS:
             s = torch.randint(0, 2, fields[name].shape, generator=generator)
             given[name] = Dealt(fields[name] ^ s, s)
+        s = torch.randint(0, 2, fields["index"].shape, generator=generator)
+        given["index"] = DealtHot(torch.nn.functional.one_hot(torch.from_numpy(_value(fields["index"] ^ s)), 64), s)
     value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, given, (mask, r))
     plain = {name: _value(bits) for name, bits in fields.items()}
     n_plain, piece = dg.candidate_values(plan, plain)

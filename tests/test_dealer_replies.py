@@ -122,6 +122,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_DaBits", (3,), [3 + 3 * 4]),  # packed bit-domain MACs, then four Z_2^128 words each
     ("mpcdp_EdaBits", (3, 64), [144 + 3 * 4]),
     ("mpcdp_EdaBits", (3, 64, list(range(1, 62))), [144 + 3 * 4 + 275 + 3]),  # and 183 half triples
+    ("mpcdp_OneHots", (3, 6), [144 + 3]),  # 192 packed MACs, party 0's 192 low bits
 ]
 
 

@@ -82,7 +82,7 @@ def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_a
         assert torch.equal(released, H.plaintext_sum(m, 1, seed) + noise)
     sampler_sends = [i for i, label in enumerate(sim.labels[0]) if label.startswith("dg-auth")]
     sampler_fetches = [i for i, kind in enumerate(sim.fetch_labels[0]) if kind in ("AuthTriples", "BitTriples", "BitShares",
-                                                                                    "DaBits", "EdaBits")]
+                                                                                    "DaBits", "EdaBits", "OneHots")]
     deviation = H.random_deviation(rng, m, 1, 1)
     deviation.event = rng.choice(sampler_fetches if deviation.kind == "material" else sampler_sends)
     assert H.trial(m, job, seed, deviation, outcomes[0][1]) == ["mac", "mac"], deviation

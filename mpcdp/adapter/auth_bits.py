@@ -12,7 +12,8 @@ sent 8): :class:`BitShares` (dealt uniform bits: the XOR of the low bits of ever
 :class:`BitRandoms` (uniform words, the bit check's masks) 6 bytes each, :class:`BitTriples` 18⅛ bytes (three MAC
 shares and the low bit of party 0's share of c), :class:`DaBits` 38 bytes (a bit in both domains: its bit-domain
 MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain bits and
-r = Σ 2^i·r_i in Z_2^128). :class:`BitShares` and :class:`EdaBits` deal, on request, a **half triple** with chosen
+r = Σ 2^i·r_i in Z_2^128), :class:`OneHots` (a one-hot vector at a uniform index no party knows, 2^w·6⅛
+bytes). :class:`BitShares` and :class:`EdaBits` deal, on request, a **half triple** with chosen
 bits r (b uniform and c ≡ r·b mod 2, :data:`HALF_BYTES`: two MAC shares and one bit of c), so that the one
 product that bit enters opens one bit and needs no triple of its own (dg-auth/4). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
 with the committee's committed coin, so the dealer alone does not know them either (issue 44).
@@ -117,6 +118,8 @@ BIT_TRIPLE_BYTES = 3 * MAC_BYTES + 1 / 8
 """Dealt bytes to party 0 per :class:`BitTriples` triple: three MAC shares and one bit of c's value share."""
 DA_BYTES = MAC_BYTES + 8 * WORDS
 """Dealt bytes to party 0 per :class:`DaBits` daBit: its bit-domain MAC share and four Z_2^128 words."""
+ONE_HOT_BYTES = MAC_BYTES + 1 / 8
+"""Dealt bytes to party 0 per element of a :class:`OneHots` vector: its MAC share and one bit of its value share."""
 EDA_BYTES = 64 * MAC_BYTES + 8 * WORDS
 """Dealt bytes to party 0 per 64-bit :class:`EdaBits` edaBit: 64 bit-domain MAC shares and four Z_2^128 words."""
 
@@ -452,4 +455,57 @@ class EdaBits(Material):
         return (value, mac), share, _own_halves(generator, h, None) if h else None
 
 
-KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits)
+class OneHots(Material):
+    """n one-hot vectors of 2^w bit-domain elements (dg-auth/4's piece index): a uniform index R < 2^w that no
+    data party knows — the XOR of the low w bits of one word from every party's generator (party 0's included),
+    as a dealt bit is the XOR of every party's parts — and the elements [a = R] for a < 2^w, whose value shares
+    come from every party's generator but the low bits of party 0's, which the dealer sets. Party 0's reply: the
+    MAC shares (packed, :data:`MAC_BYTES` each) and its low bits (packed 64 to a word): 2^w·(MAC_BYTES + 1/8)
+    bytes per vector (392 for w = 6, against the w dealt bits and 2^w − 2 bit products of a one-hot computed
+    in the MPC). The dealer notes R in its recorded view (the view audit)."""
+
+    @staticmethod
+    def reply_shape(n: int, w: int) -> tuple[int, ...]:
+        return (mac_words(n << w) + -(-(n << w) // 64),)
+
+    @staticmethod
+    def serve(dealer, n: int, w: int):
+        size, generators = 1 << w, dealer._get_generators()
+        index = torch.zeros(n, dtype=torch.int64)
+        for generator in generators:  # R: the XOR of every party's part
+            index ^= keyed.ring((n,), generator=generator) & (size - 1)
+        own = keyed.ring((n, size), generator=generators[0]) & ~1  # party 0's value shares but their low bits
+        others = torch.zeros(n, size, dtype=torch.int64)
+        for generator in generators[1:]:  # parties 1..m−1: their value shares, then their MAC shares
+            others = others + keyed.ring((n, size), generator=generator)
+        hot = (torch.arange(size).reshape(1, size) == index.reshape(n, 1)).to(torch.int64)
+        low = (hot - others) & 1
+        dealer_view.note_draw(one_hot_index=index)
+        return torch.cat([pack_macs(_bit_macs(dealer, (own + low + others).reshape(-1))), _pack_bits(low)])
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """This party's (value, MAC) shares of the n one-hot vectors, (n, 2^w) each."""
+        costs.record("one_hots", n)
+        return provider().serve(cls, n, w)
+
+    @classmethod
+    def from_dealer(cls, n: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = _dealer_generator()
+        size = 1 << w
+        part = keyed.ring((n,), generator=generator) & (size - 1)
+        value = keyed.ring((n, size), generator=generator)
+        if rank() == 0:
+            reply, words = cls.request(n, w), mac_words(n * size)
+            mac = unpack_macs(reply[:words], n * size)
+            value = (value & ~1) + _unpack_bits(reply[words:], n * size).reshape(n, size)
+        else:
+            mac = keyed.ring((n * size,), generator=generator)
+        if PARTS is not None:  # this party's part of R, as w bits (n, w), least significant first
+            PARTS.append(((part.reshape(n, 1) >> torch.arange(w)) & 1).clone())
+        return value, mac.reshape(n, size)
+
+
+KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits, OneHots)

@@ -7,7 +7,9 @@ The sampler runs as ``calls`` one-sample calls by real party processes and the d
 "malicious"`` (every data party samples). Each process records its view of every call:
 
 * the dealer: every request it serves (name and size) and every bit it deals (R, :class:`mpcdp.adapter.auth_bits.
-  BitShares`; the daBits of the crossings and the edaBits of T's bits are recorded under their own names);
+  BitShares`, and the index R of every dealt one-hot, :class:`~mpcdp.adapter.auth_bits.OneHots`; per pass the
+  first stage's, then the survivors' (dg-auth/4); the daBits of the crossings and the edaBits of T's bits are
+  recorded under their own names);
 * a data party: its own part of each dealt bit's XOR, the coin S, every value it opened (the masked T − r, the
   accept bits; the ε/δ and σ's are kept in its openings) and the public counts.
 
@@ -138,8 +140,13 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
             plan_passes.append([])
         if label in COIN_LABELS:
             plan_passes[-1].append(v.numpy().astype(np.uint8))
-    flat = iter(parts)  # this party's parts, one per dealt-bits request, in the coins' order
-    owns = [[next(flat).reshape(c.shape).numpy().astype(np.uint8) for c in coins] for coins in plan_passes]
+    flat = iter(parts)  # this party's parts in request order: per pass the index's (n, w), the first stage's
+    owns = []           # other bits, then the survivors' bits
+    for coins in plan_passes:
+        n = coins[0].shape[0]
+        first = torch.cat([next(flat).reshape(n, -1), next(flat).reshape(n, -1)], 1)
+        owns.append([first.numpy().astype(np.uint8)] + [next(flat).reshape(c.shape).numpy().astype(np.uint8)
+                                                          for c in coins[1:]])
     firsts = [o.values for o in ctx.openings[first_opening:] if o.label == "dg-auth-first" and o.values is not None]
     opened = {o.label: o.values for o in ctx.openings[first_opening:] if o.values is not None}
     accept = (((opened["dg-auth-accept"].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
@@ -218,8 +225,8 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
                  ) -> list[np.ndarray]:
     """Per call, the dealer's R for every pass's candidates as full rows (:func:`assemble`), from its recorded
     requests (``requests``: how many party 0 made in each call; the first is the MAC key's, before the first
-    call) and each pass's (candidates, survivors), which its request sizes show it: a pass's first dealt bits are
-    every candidate's first stage, the next (with survivors) the survivors'. The dealer does not see which
+    call) and each pass's (candidates, survivors), which its request sizes show it: a pass's one-hot indices and
+    first dealt bits are every candidate's first stage, the next bits (with survivors) the survivors'. The dealer does not see which
     candidates survived; it places the survivors' rows where the first factor passes on its own R (where the
     bits are R, as under the planted leak, exactly the survivors)."""
     from mpcdp.noise.auth_gaussian import FIRST_FIELDS
@@ -230,9 +237,11 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
         served = view[start:start + made]
         start += made
         dealt = iter(d["bits"].numpy().astype(np.uint8) for _, _, d in served if "bits" in d)
+        indices = iter(d["one_hot_index"].numpy() for _, _, d in served if "one_hot_index" in d)
         rows = []
         for n, survivors in passes:
-            first = next(dealt).reshape(n, -1)
+            index = (next(indices).reshape(n, 1) >> np.arange(dg.INDEX_BITS)) & 1  # the one-hot's R, as bits
+            first = np.concatenate([index.astype(np.uint8), next(dealt).reshape(n, -1)], 1)
             second = next(dealt).reshape(survivors, -1) if survivors else None
             rows.append(assemble(plan, first, second, _first_passes(plan, first, FIRST_FIELDS)))
         out.append(np.concatenate(rows))

@@ -354,6 +354,22 @@ class Dealt:
         return Dealt(A.cat([d.r for d in ds], 1), torch.cat([d.coin for d in ds], 1), half, has)
 
 
+@dataclasses.dataclass(frozen=True)
+class DealtHot:
+    """The one-hot of w bits W = R ⊕ S per row: ``hot`` the dealt one-hot of R (a backend value (n, 2^w)), ``coin``
+    S (public 0/1 int64, (n, w), least significant first). W's one-hot is H's columns permuted by S: column a is
+    [R ⊕ S = a] = H[a ⊕ S] — local, no product (against :func:`one_hot`'s 2^w − 2)."""
+
+    hot: Any
+    coin: torch.Tensor
+
+    def one_hot(self, A: Arith) -> Any:
+        n, w = self.coin.shape
+        s = (self.coin << torch.arange(w)).sum(1)
+        columns = torch.arange(1 << w).reshape(1, -1) ^ s.reshape(-1, 1)
+        return A.take(self.hot, (torch.arange(n).reshape(-1, 1), columns))
+
+
 def _half_map(half: Any, fn) -> Any:
     if half is None:
         return None

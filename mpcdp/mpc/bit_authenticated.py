@@ -61,7 +61,7 @@ import weakref
 import numpy as np
 import torch
 
-from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits
+from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits, OneHots
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.authenticated import AuthShared, _commitment, _fail, _words, opened_checked
 from mpcdp.mpc.context import MpcContext
@@ -133,6 +133,14 @@ def dealt_bits(ctx: MpcContext, n: int) -> BitShared:
     data party does), after the bit key. 6 bytes per bit to party 0."""
     _session(ctx)
     value, mac, _ = BitShares.fetch(n)
+    return BitShared(value, mac)
+
+
+def dealt_one_hots(ctx: MpcContext, n: int, w: int) -> BitShared:
+    """n dealt one-hot vectors (n, 2^w) at uniform indices that no data party knows
+    (:class:`~mpcdp.adapter.auth_bits.OneHots`): 2^w·6⅛ bytes per vector to party 0."""
+    _session(ctx)
+    value, mac = OneHots.fetch(n, w)
     return BitShared(value, mac)
 
 

@@ -22,11 +22,15 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      (:class:`mpcdp.adapter.auth_bits.BitShares`) XOR the committee's committed coin S (public to the parties,
      never to the dealer; noted in every party's view of both domains, so a coin that differs between parties
      fails the next check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
-     Only the first stage's fields (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's
-     word, 76 bits at σ = 16) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 425 bits)
+     The index's R comes as its one-hot, dealt (:class:`mpcdp.adapter.auth_bits.OneHots`: the dealer knows R,
+     no party does; its parts are every party's, as a dealt bit's). Only the first stage's fields
+     (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's word, 76 bits at σ = 16, the
+     index's 6 as its one-hot) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 425 bits)
      for the survivors of the first factor only, in step 6. One committed coin per pass, read in order: the
      survivors' S comes from the stream fixed before any bit of the pass was dealt.
-  2. Piece: the one-hot of the index (62 bit products), the piece indicators I_j a public selection.
+  2. Piece: the one-hot of the index W = R ⊕ S, the dealt one-hot of R with its columns permuted by S (column
+     a is [R = a ⊕ S]: local, :class:`~mpcdp.mpc.auth_circuits.DealtHot`; dg-auth/3 computed it in 62 bit
+     products), the piece indicators I_j a public selection.
   3. Crossing: I_j, the point's bits and the sign into Z_2^128 by daBits
      (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 38 dealt bytes each). n as in
      dg-auth/1: n_j = M_j − s·(2M_j + 1), n = Σ I_j·n_j (10 products, 2 rounds); T = G·n² + Σ Λ_j·I_j (1 product).
@@ -59,13 +63,13 @@ which candidates are accepted their values are i.i.d. draws of the target pmf, i
 candidates' bits, which alone set the rest of the count. The view audit (``mpcdp audit views --security
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
-Cost (:func:`products_per_candidate`), σ = 16: per candidate 125 full bit products (the index's one-hot 62, the
-first word's mux 63) and 122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
+Cost (:func:`products_per_candidate`), σ = 16: per candidate 63 full bit products (the first word's mux) and
+122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
 (muxes 166, the low factor 32, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
-pass rate: 266 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛
-bytes dealt each) per candidate, 673 ANDs as in dg-auth/3 (which made all of them full); 11 products in Z_2^128
-(4 words opened, 96 bytes dealt each), 76 dealt bits per candidate and 425 per survivor (6 bytes each;
-dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) + 1
+pass rate: 204 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛
+bytes dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened,
+96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per
+survivor (6 bytes each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) + 1
 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
 element carries a MAC share dealt to party 0 (6 bytes), so even a half product costs 12⅛ bytes against the
 semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
@@ -83,7 +87,7 @@ import torch
 
 from mpcdp.adapter.auth_bits import EdaBits
 from mpcdp.mpc import authenticated, bit_authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, PlainArith, and_all, mul_batch, mux_levels,
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, DealtHot, PlainArith, and_all, mul_batch, mux_levels,
                                      not_bit, one_hot, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
@@ -95,7 +99,7 @@ CIRCUIT = ("dg-auth/4: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47,
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
-           "dropped, the other factors' words dealt for its survivors only; both checks before each opened decision and the bit check after")
+           "dropped, the other factors' words dealt for its survivors only, the index's one-hot dealt; both checks before each opened decision and the bit check after")
 MASK_BITS = 64
 MAX_PASS = 1 << 12  # candidates per pass: bounds a pass's memory (≈ 870 products each at most)
 _COIN_DOMAIN = b"mpcdp/noise-coin-auth"
@@ -158,7 +162,8 @@ def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any])
     """(n, T) of every candidate from its field bits (steps 2–3): the index's one-hot in the bit domain, the
     piece indicators, the point's bits and the sign crossed into ``D.arith``."""
     k, pieces, B = plan.k, dg.PIECES, D.bits
-    hot = one_hot(B, fields["index"])  # (n, 64)
+    index = fields["index"]  # the parties': a dealt one-hot; plaintext bits: computed (2^w − 2 products)
+    hot = index.one_hot(B) if isinstance(index, DealtHot) else one_hot(B, index)  # (n, 64)
     select = torch.zeros(1 << dg.INDEX_BITS, pieces, dtype=torch.int64)
     select[torch.arange(1 << dg.INDEX_BITS), torch.from_numpy(plan.index_table())] = 1
     n = B.shape(hot)[0]
@@ -357,7 +362,10 @@ def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
     D = Domains.plain()
     B: Any = D.bits
     bits = dg.field_bits(plan)
-    fields = {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()}
+    fields: dict[str, Any] = {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()}
+    hot = torch.zeros(1, 1 << bits["index"], dtype=torch.int64)
+    hot[0, 0] = 1
+    fields["index"] = DealtHot(hot, torch.zeros(1, bits["index"], dtype=torch.int64))  # dealt, as the parties'
     _, t, _ = first_stage(D, plan, fields, (torch.zeros(1, MASK_BITS, dtype=torch.int64),
                                             torch.zeros(1, dtype=torch.int64)))
     first, first_half = B.products, B.halves
@@ -422,28 +430,37 @@ class _Coin:
 
 def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names: tuple[str, ...], n: int,
                  coin: _Coin, label: str) -> dict[str, Any]:
-    """The fields ``names`` of n candidates: dealt bits R (one request) XOR the coin's next bits S; a factor
+    """The fields ``names`` of n candidates, each R XOR the coin's next bits S: the index (when asked) as
+    :class:`DealtHot`, a dealt one-hot of R (one request, first); the others dealt bits (one request): a factor
     word (:data:`WORD_FIELDS`) as :class:`Dealt` with a half triple on every bit but its top (each bit's one
-    prefix-OR product), the others as bits."""
+    prefix-OR product), the rest as bits."""
     widths = dg.field_bits(plan)
-    width = sum(widths[name] for name in names)
+    dealt_names = [name for name in names if name != "index"]
+    hot = bit_authenticated.dealt_one_hots(ctx, n, widths["index"]) if "index" in names else None
+    width = sum(widths[name] for name in dealt_names)
     halves: list[int] = []
     at = 0
-    for name in names:
+    for name in dealt_names:
         if name in WORD_FIELDS:
             halves += range(at, at + widths[name] - 1)
         at += widths[name]
     dealt, half = bit_authenticated.dealt_rows(ctx, n, width, halves)
-    s = coin.bits(n, width, label)
+    s = coin.bits(n, sum(widths[name] for name in names), label)  # every field's, in ``names`` order
     full = _spread(half, n, width, halves)
     assert full.has is not None
-    fields, at = {}, 0
+    fields: dict[str, Any] = {}
+    at, at_s = 0, 0
     for name in names:
+        coins = s[:, at_s:at_s + widths[name]]
+        at_s += widths[name]
+        if name == "index":
+            fields[name] = DealtHot(hot, coins)
+            continue
         cols = (slice(None), slice(at, at + widths[name]))
         if name in WORD_FIELDS:
-            fields[name] = Dealt(A.take(dealt, cols), s[cols], full.take(A, cols).half, full.has[cols])
+            fields[name] = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols])
         else:
-            fields[name] = xor_public(A, A.take(dealt, cols), s[cols])
+            fields[name] = xor_public(A, A.take(dealt, cols), coins)
         at += widths[name]
     return fields
 
