@@ -23,7 +23,8 @@ from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
-from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS, products_per_candidate
+from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS
+from mpcdp.noise.auth_gaussian_cost import products_per_candidate
 from mpcdp.runtime.harness import run_job
 
 SECURITY = ("semi-honest", "malicious")

@@ -3,25 +3,25 @@
 Two domains. :class:`AuthBits`: n authenticated values [[b]] of :mod:`.mac_material`'s Z_2^128 (k = s = 64) whose
 value b is a uniform bit that no data party knows, the XOR of one bit drawn from every party's dealer generator
 (party 0's included), as :class:`~.mac_material.AuthRandoms`' r is the sum of one word from each (32 bytes per bit
-to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 and /3 use the bit domain below). The k = 1
-bit domain of :mod:`mpcdp.mpc.bit_authenticated` (circuits dg-auth/3 and /4): a bit is one int64 value word and one MAC word
-per party, its value the low bit of Σ value words, its MAC Σ MAC words ≡ α_b·Σ value words mod 2^48 (:data:`MAC_BITS`)
-under the bit key (:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so
-party 0's reply carries only what is correlated, each MAC share packed in 6 bytes (:func:`pack_macs`; dg-auth/2
-sent 8): :class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's draw) and
-:class:`BitRandoms` (uniform words, the bit check's masks) 6 bytes each, :class:`BitTriples` 18⅛ bytes (three MAC
-shares and the low bit of party 0's share of c), :class:`DaBits` 38 bytes (a bit in both domains: its bit-domain
-MAC and its Z_2^128 value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain bits and
-r = Σ 2^i·r_i in Z_2^128), :class:`OneHots` (a one-hot vector at a uniform index no party knows, 2^w·6⅛
-bytes). :class:`BitShares` and :class:`EdaBits` deal, on request, a **half triple** with chosen
-bits r (b uniform and c ≡ r·b mod 2, :data:`HALF_BYTES`: two MAC shares and one bit of c), so that the one
-product that bit enters opens one bit and needs no triple of its own (dg-auth/4). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit
-with the committee's committed coin, so the dealer alone does not know them either (issue 44).
+to party 0; circuit dg-auth/1 drew every candidate bit so; dg-auth/2 to /4 use the bit domain below). The k = 1 bit
+domain of :mod:`mpcdp.mpc.bit_authenticated`: a bit is one int64 value word and one MAC word per party, its value
+the low bit of Σ value words, its MAC Σ MAC words ≡ α_b·Σ value words mod 2^48 (:data:`MAC_BITS`) under the bit key
+(:class:`BitKey`). Every value word comes from the party's keyed generator (party 0's too), so party 0's reply
+carries only what is correlated, each MAC share packed in 6 bytes (:func:`pack_macs`; dg-auth/2 sent 8):
+:class:`BitShares` (dealt uniform bits: the XOR of the low bits of every party's draw) and :class:`BitRandoms`
+(uniform words, the bit check's masks) 6 bytes each, :class:`BitTriples` 18⅛ bytes (three MAC shares and the low
+bit of party 0's share of c), :class:`DaBits` 38 bytes (a bit in both domains: its bit-domain MAC and its Z_2^128
+value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain bits and r = Σ 2^i·r_i in Z_2^128),
+:class:`OneHots` 2^w·6⅛ bytes (a one-hot vector at a uniform index no party knows). :class:`BitShares` and
+:class:`EdaBits` deal, on request, a **half triple** with chosen bits r (b uniform, c ≡ r·b mod 2,
+:data:`HALF_BYTES`), so that the one product such a bit enters opens one bit and needs no triple of its own
+(dg-auth/4). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit with the committee's
+committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
 same words, and party 0 receives the difference. Security: the dealer is honest and colludes with nobody (issue
-48's model); it knows every dealt bit and both keys. A dealt bit is a bit by construction, so nothing checks that
-it is one: with an honest dealer nobody can deal anything else, and a party that draws other words than the
+48's model); it knows every dealt bit and both keys. A dealt bit is a bit (a dealt one-hot a one-hot) by construction, so nothing
+checks that it is one: with an honest dealer nobody can deal anything else, and a party that draws other words than the
 dealer's breaks only its own shares' correlation, which the next check catches
 (:func:`mpcdp.mpc.authenticated.mac_check`, :func:`mpcdp.mpc.bit_authenticated.bit_check`).
 
@@ -97,14 +97,7 @@ class AuthBits(Material):
         return _own_share(generator, n, lambda: cls.request(n))
 
 
-# -- the bit domain (SPDZ2k with k = 1, circuits dg-auth/3 and /4, :mod:`mpcdp.mpc.bit_authenticated`) -----------------
-#
-# A bit-domain element is one int64 word per party for its value share and one for its MAC share: Σ value shares
-# = x in Z_2^64, whose low bit is the bit (the 63 upper bits are "don't care"), and Σ MAC shares = α_b·x mod 2^64
-# under the bit-domain key α_b = Σ α_b,i (a uniform 64-bit word per party; s = 63 MAC bits above the one value
-# bit). Every value share comes from the keyed generator each party shares with the dealer (party 0's too: a
-# dealt bit is the XOR of the low bits of every party's draw, as :class:`AuthBits`' b), so party 0's reply carries
-# only what is correlated: the MAC shares, and a product's value share.
+# -- the bit domain (SPDZ2k with k = 1, :mod:`mpcdp.mpc.bit_authenticated`; the module docstring) -----------
 
 
 MAC_BITS = 48
@@ -284,11 +277,10 @@ def half_words(h: int) -> int:
 
 def _serve_halves(dealer, r: torch.Tensor) -> torch.Tensor:
     """Party 0's reply for **half triples** on dealt bit-domain elements whose values the dealer drew (``r``,
-    (h,)): for each, b uniform in Z_2^64 and c with c ≡ r·b (mod 2), as :class:`BitTriples`' b and c with the
-    dealt element itself as a (a Beaver triple whose a is already dealt, so neither a's MAC share nor its ε
-    travels: :func:`mpcdp.mpc.bit_authenticated.multiply_dealt`). Every party draws b's and c's value shares
-    from its generator (party 0's c but its low bit β, which the dealer sets), then parties 1..m−1 the two MAC
-    shares; the reply: party 0's two MAC shares (packed) and β (packed 64 to a word), :data:`HALF_BYTES` each."""
+    (h,)): b uniform in Z_2^64 and c ≡ r·b (mod 2), as :class:`BitTriples`' b and c with the dealt element itself
+    as a (:func:`mpcdp.mpc.bit_authenticated.multiply_dealt`). Every party draws b's and c's value shares (party
+    0's c but its low bit β, set by the dealer), then parties 1..m−1 the two MAC shares; the reply: party 0's two
+    MAC shares (packed) and β (packed 64 to a word), :data:`HALF_BYTES` each."""
     generators = dealer._get_generators()
     h = r.numel()
     b = torch.zeros(h, dtype=torch.int64)
@@ -456,13 +448,10 @@ class EdaBits(Material):
 
 
 class OneHots(Material):
-    """n one-hot vectors of 2^w bit-domain elements (dg-auth/4's piece index): a uniform index R < 2^w that no
-    data party knows — the XOR of the low w bits of one word from every party's generator (party 0's included),
-    as a dealt bit is the XOR of every party's parts — and the elements [a = R] for a < 2^w, whose value shares
-    come from every party's generator but the low bits of party 0's, which the dealer sets. Party 0's reply: the
-    MAC shares (packed, :data:`MAC_BYTES` each) and its low bits (packed 64 to a word): 2^w·(MAC_BYTES + 1/8)
-    bytes per vector (392 for w = 6, against the w dealt bits and 2^w − 2 bit products of a one-hot computed
-    in the MPC). The dealer notes R in its recorded view (the view audit)."""
+    """n one-hot vectors of 2^w bit-domain elements (dg-auth/4's piece index) at an index R < 2^w no data party
+    knows: the XOR of the low w bits of one word from every party's generator, as a dealt bit's. The value shares
+    come from every party's generator, party 0's low bits set by the dealer. Party 0's reply: the MAC shares and
+    those low bits, 2^w·:data:`ONE_HOT_BYTES` bytes per vector. The dealer notes R in its recorded view."""
 
     @staticmethod
     def reply_shape(n: int, w: int) -> tuple[int, ...]:

@@ -250,7 +250,7 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
 
 def _first_passes(plan: dg.DiscreteGaussianPlan, first: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """Whether the first factor passes on these first-stage bit rows (the plaintext rule)."""
-    from mpcdp.noise.auth_gaussian import first_factor_passes
+    from mpcdp.noise.auth_gaussian_cost import first_factor_passes
 
     widths, fields, at = dg.field_bits(plan), {}, 0
     for name in names:

@@ -63,14 +63,14 @@ which candidates are accepted their values are i.i.d. draws of the target pmf, i
 candidates' bits, which alone set the rest of the count. The view audit (``mpcdp audit views --security
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
-Cost (:func:`products_per_candidate`), σ = 16: per candidate 63 full bit products (the first word's mux) and
-122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
+Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products
+(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
 (muxes 166, the low factor 32, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
-pass rate: 204 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛
-bytes dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened,
-96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per
-survivor (6 bytes each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) + 1
-daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
+pass rate: 204 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛ bytes
+dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
+dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per survivor (6 bytes
+each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) +
+1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
 element carries a MAC share dealt to party 0 (6 bytes), so even a half product costs 12⅛ bytes against the
 semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
 """
@@ -82,7 +82,6 @@ import dataclasses
 import math
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from mpcdp.adapter.auth_bits import EdaBits
@@ -324,71 +323,6 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
                                                            for name in SECOND_FIELDS}
         accept[survivors] = D.decide(second_stage(A, plan, kept, A.take(t, survivors)), "dg-auth-accept")
     return value, accept
-
-
-@dataclasses.dataclass(frozen=True)
-class Products:
-    """Bit-domain products per candidate (``first``, every candidate) and per survivor of the first factor
-    (``second``), each split into full products (two secret factors: a dealt triple) and half products
-    (``first_half``, ``second_half``: one factor a dealt bit with its half triple), Z_2^128 products per
-    candidate (``arith``), and the first factor's pass rate ``survive`` at the plan (the plaintext rule on 2^16
-    candidates of a fixed seed)."""
-
-    first: int
-    second: int
-    arith: int
-    survive: float
-    first_half: int = 0
-    second_half: int = 0
-
-    @property
-    def full(self) -> float:
-        """Expected full bit-domain products per candidate."""
-        return self.first + self.survive * self.second
-
-    @property
-    def half(self) -> float:
-        """Expected half bit-domain products per candidate."""
-        return self.first_half + self.survive * self.second_half
-
-    @property
-    def bits(self) -> float:
-        """Expected bit-domain products (ANDs) per candidate, full and half."""
-        return self.full + self.half
-
-
-def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
-    """:class:`Products` of :func:`candidate_circuit` (counted by running its stages on plaintext)."""
-    D = Domains.plain()
-    B: Any = D.bits
-    bits = dg.field_bits(plan)
-    fields: dict[str, Any] = {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()}
-    hot = torch.zeros(1, 1 << bits["index"], dtype=torch.int64)
-    hot[0, 0] = 1
-    fields["index"] = DealtHot(hot, torch.zeros(1, bits["index"], dtype=torch.int64))  # dealt, as the parties'
-    _, t, _ = first_stage(D, plan, fields, (torch.zeros(1, MASK_BITS, dtype=torch.int64),
-                                            torch.zeros(1, dtype=torch.int64)))
-    first, first_half = B.products, B.halves
-    second_stage(D.bits, plan, fields, t)
-    return Products(first, B.products - first, D.arith.products, first_pass_rate(plan),  # type: ignore[attr-defined]
-                    first_half, B.halves - first_half)
-
-
-def first_factor_passes(plan: dg.DiscreteGaussianPlan, fields: dict[str, np.ndarray]) -> np.ndarray:
-    """Whether each candidate passes the first factor (the plaintext rule on its fields' values, at least
-    :data:`FIRST_FIELDS`; bool (n,))."""
-    values, piece = dg.candidate_values(plan, fields)
-    T = dg.exponent(plan, values, piece)
-    (low, width, _), table = dg.GROUPS[FIRST], dg.group_thresholds()[FIRST]
-    th = table[(T >> low) & ((1 << width) - 1)]
-    return ((fields[f"v{FIRST}"] ^ th) < th) | (th == 1 << dg.WORD)
-
-
-def first_pass_rate(plan: dg.DiscreteGaussianPlan, n: int = 1 << 16) -> float:
-    """The first factor's pass rate among uniform candidates (the plaintext rule, a fixed seed)."""
-    rng = np.random.default_rng(48)
-    fields = {name: rng.integers(0, 1 << b, n, dtype=np.int64) for name, b in dg.field_bits(plan).items()}
-    return float(first_factor_passes(plan, fields).mean())
 
 
 _PLANTED = False  # the view audit's planted leak: no coin, so a candidate's bits are the dealt bits R
