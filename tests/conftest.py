@@ -1,6 +1,14 @@
 import pytest
+import torch
 
 from mpcdp.config import MpcConfig
+
+# One intra-op thread in the test process, as in every party process on this suite's machine (mpcdp.runtime.party
+# splits the cores): the suite's two xdist workers share two cores, and a second torch thread per worker only
+# spins against the other worker and the parties. Measured under load on the small tensors the in-process tests
+# use: test_baselines' 14 simulated DP-SGD runs 65.5 s -> 10.8 s, 26.4 -> 11.2 s of CPU. Party processes set
+# their own count after the fork (tests/test_failures.py checks it), so this changes no run's configuration.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session", autouse=True)
