@@ -79,11 +79,17 @@ def product_with_view(ctx, x: torch.Tensor | None, y: torch.Tensor | None, n: in
     return result
 
 
-def standalone_process(rank: int, parties: int, rendezvous: str, timeout_s: float, victim: int, out):
-    """A process started without the harness (as on its own host): report how its run ended."""
+def standalone_process(rank: int, parties: int, rendezvous: str, timeout_s: float, victim: int, out,
+                       credentials: str):
+    """A process started without the harness (as on its own host): report how its run ended. ``credentials``:
+    its deployment (MPCDP_CREDENTIALS), set here, since a process forked from the preloaded server has the
+    server's environment, not its starter's."""
+    import os
+
     from mpcdp.config import MpcConfig
     from mpcdp.runtime.party import run_dealer, run_party
 
+    os.environ["MPCDP_CREDENTIALS"] = credentials
     config = MpcConfig(parties=parties, timeout_s=timeout_s)
     start = time.monotonic()
     try:

@@ -105,21 +105,20 @@ def test_a_run_after_a_failure_works_and_neither_leaves_its_logs_behind(config_f
     assert list(tmp_path.glob("mpcdp-run-*")) == []
 
 
-def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation(deployment, monkeypatch):
+def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation(deployment):
     """On separate hosts no harness watches: the per-party timeout reaches every blocking operation, and
-    the error names the silent party."""
-    import multiprocessing
-
-    monkeypatch.setenv("MPCDP_CREDENTIALS", str(deployment))  # no launcher keys them a deployment
-
+    the error names the silent party. The three processes are forked from the preloaded server (no
+    interpreter start-up each), but nothing of the harness runs in them: each is given only its deployment
+    (no launcher keys them one) and runs run_party / run_dealer as a process on its own host does."""
     from mpcdp.runtime.harness import free_port
+    from mpcdp.runtime.process_server import process_context
     from party_jobs import standalone_process
 
-    ctx = multiprocessing.get_context("spawn")
+    ctx = process_context()
     out = ctx.Queue()
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
-    procs = [ctx.Process(target=standalone_process, args=(rank, 2, rendezvous, 6.0, 1, out), daemon=True)
-             for rank in range(3)]
+    procs = [ctx.Process(target=standalone_process, args=(rank, 2, rendezvous, 6.0, 1, out, str(deployment)),
+                         daemon=True) for rank in range(3)]
     for proc in procs:
         proc.start()
     try:
