@@ -316,6 +316,18 @@ def test_the_planted_leaks_tables_are_the_plaintext_rule(planted_pass):
     assert len(pvalues) == 5 and min(pvalues) > 1e-3, pvalues
 
 
+def test_both_providers_draw_the_same_candidates_from_the_same_party_randomness(dealer_pass, majority_pass):
+    """The material only masks: with the members' random fields seeded alike, the in-MPC discrete Gaussian
+    draws the same candidate values under both providers (the dealer's run and the dealer-free one above).
+    The Bernoulli factors' uniform words are dealt words XOR the committee's coin, so the accept decisions
+    differ between runs; that each follows the plaintext rule on its own words is the test above's."""
+    dealer, free = dealer_pass[3][0], majority_pass[3][0]
+    assert dealer_pass[:3] == majority_pass[:3]  # the same σ, candidates and seed
+    assert np.array_equal(dealer["values"].numpy(), free["values"].numpy())
+    assert min(dealer["accepted"].float().mean().item(), free["accepted"].float().mean().item()) > 0.3
+    assert free["dealer_requests"] == 0 and dealer["dealer_requests"] > 0
+
+
 def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     """Openings and resharings in order, operations, rounds, requests for material and every party's bytes of
     them, as :func:`declared_cost` states for the provider (replicated multiplication under honest-majority)."""
