@@ -5,7 +5,6 @@ import dataclasses
 import json
 import math
 import pathlib
-import subprocess
 
 import numpy as np
 import pytest
@@ -98,12 +97,16 @@ def test_the_black_box_audit_scores_the_final_model_and_stays_below_the_certific
     assert report["setting"] == "black-box" and 0.0 <= report["epsilon_lower"] <= report["epsilon_certified"]
 
 
-def test_mpcdp_audit_writes_its_table_record_and_plot(tmp_path):
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "audit", QUICKSTART, "--canaries", "300",
-                          "--seed", "1", "--out", str(tmp_path / "audit")], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = json.loads(out.stdout.strip().splitlines()[-1])
+def test_mpcdp_audit_writes_its_table_record_and_plot(tmp_path, capsys, monkeypatch):
+    """`mpcdp audit`: the entry point runs in this process (its exit status, stdout and --out are its logic; a
+    second interpreter would only import torch again; tests/test_cli.py runs commands in their own)."""
+    from mpcdp.cli import main
+
+    monkeypatch.chdir(ROOT)
+    code = main(["audit", QUICKSTART, "--canaries", "300", "--seed", "1", "--out", str(tmp_path / "audit")])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    line = json.loads(out.out.strip().splitlines()[-1])
     record = json.loads((tmp_path / "audit.json").read_text())
     assert record["epsilon_lower"] == line["epsilon_lower"] and len(record["scores"]) == 300
     assert "ε lower bound (95%)" in (tmp_path / "audit.md").read_text()
