@@ -1,9 +1,12 @@
-"""Separate ``mpcdp party`` processes as on separate hosts, for tests (one per rank, the dealer last)."""
+"""Separate ``mpcdp party`` processes as on separate hosts, for tests (one per rank, the dealer last), each forked
+from the preloaded server (:mod:`forked`: a real process without a fresh interpreter's import)."""
 
 from __future__ import annotations
 
 import pathlib
 import subprocess
+
+import forked
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
@@ -18,9 +21,9 @@ def run_party_commands(arguments: list[list[str]], env: dict, timeout: float,
     Every process is killed if the wait fails."""
     commands = commands or {}
     extra = environments or {}
-    procs = [subprocess.Popen([*commands.get(rank, [MPCDP, "party"]), *args],
-                              env={**env, "RANK": str(rank), **extra.get(rank, {})},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    procs = [forked.Popen([*commands.get(rank, [MPCDP, "party"]), *args],
+                          env={**env, "RANK": str(rank), **extra.get(rank, {})},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
              for rank, args in enumerate(arguments)]
     try:
         done = [proc.communicate(timeout=timeout) for proc in procs]

@@ -15,6 +15,8 @@ import pytest
 from mpcdp.errors import ConfigError, ConfigMismatchError, PartyFailed
 from mpcdp.jobs.train import plan_from, run_plan
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMOKE = str(ROOT / "protocols" / "smoke-breast-cancer.toml")
 
@@ -105,8 +107,8 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
                         .replace("[mpc]", "[mpc]\nlink_delay_ms = 15.0"))
     folder = tmp_path / "ckpt"
     mpcdp = str(ROOT / ".venv" / "bin" / "mpcdp")
-    first = subprocess.Popen([mpcdp, "train", str(protocol), "--checkpoint", str(folder), "--checkpoint-every", "12"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = forked.Popen([mpcdp, "train", str(protocol), "--checkpoint", str(folder), "--checkpoint-every", "12"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         # killed once every party checkpointed release 11 and some party opened release 13 (not checkpointed)
@@ -127,8 +129,8 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
         first.kill()
         first.wait()
     opened_before = {int(p.stem.split("-")[1]) for p in folder.glob("party-*/opened-*.pt")}
-    done = subprocess.run([mpcdp, "train", str(protocol), "--resume", str(folder)], capture_output=True, text=True,
-                          timeout=300)
+    done = forked.run([mpcdp, "train", str(protocol), "--resume", str(folder)], capture_output=True, text=True,
+                      timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["resumed_after_release"] >= 11

@@ -10,12 +10,14 @@ import pytest
 from mpcdp.accounting.released import ACCOUNTANT
 from mpcdp.learning.mechanisms import MECHANISMS
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+    return forked.run([sys.executable, "-m", "mpcdp.cli", *args], capture_output=True, text=True, timeout=300,
+                      cwd=ROOT)
 
 
 def test_aggregate_prints_one_checked_json_line():

@@ -16,6 +16,7 @@ from mpcdp.mpc import release, secure_sum
 from mpcdp.transport import costs
 from mpcdp.noise import rou
 from mpcdp.runtime.harness import run_job
+import forked
 from party_jobs import metered_cases
 
 BIG = 10_000  # 80 KB: above the star threshold, so 3+ parties use reduce-scatter + all-gather
@@ -144,8 +145,8 @@ def test_release_declared_cost():
 
 def test_cost_report_end_to_end(tmp_path):
     prefix = tmp_path / "ij"
-    done = subprocess.run([sys.executable, "-m", "mpcdp.cli", "cost", "--model", "logreg-ijcnn1", "--parties", "3",
-                           "--out", str(prefix), "--timeout", "120"], capture_output=True, text=True, timeout=300)
+    done = forked.run([sys.executable, "-m", "mpcdp.cli", "cost", "--model", "logreg-ijcnn1", "--parties", "3",
+                       "--out", str(prefix), "--timeout", "120"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "| weight | 22 | 22 |" in done.stdout and "9,579,500" in done.stdout
     record = json.loads((tmp_path / "ij.json").read_text())
@@ -165,8 +166,8 @@ def test_cost_report_end_to_end(tmp_path):
     table = (tmp_path / "ij.md").read_text()
     (tmp_path / "ij.md").unlink()
     (tmp_path / "ij.png").unlink()
-    again = subprocess.run([sys.executable, "-m", "mpcdp.cli", "cost", "--rerender", "--out", str(prefix)],
-                           capture_output=True, text=True, timeout=120)
+    again = forked.run([sys.executable, "-m", "mpcdp.cli", "cost", "--rerender", "--out", str(prefix)],
+                       capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (tmp_path / "ij.md").read_text() == table and (tmp_path / "ij.png").exists()
     # the record goes through the one writer: stamped with the sampler it measured and the accountant

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+import forked
+
 from mpcdp.runtime.harness import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -42,7 +44,7 @@ class Process:
     """A started process with its stderr collected as it comes."""
 
     def __init__(self, cmd, env):
-        self.popen = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.popen = forked.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
 

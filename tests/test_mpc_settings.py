@@ -12,6 +12,7 @@ import pytest
 from mpcdp.config import MPC_SETTINGS, MpcConfig, MpcSettings, resolve_mpc
 from mpcdp.errors import ConfigError
 from mpcdp.runtime.harness import free_port
+import forked
 from party_commands import run_party_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -74,8 +75,8 @@ def test_the_typo_protocol_is_refused_in_one_line_before_any_data_is_read(tmp_pa
     missing = [str(tmp_path / f"absent{j}.csv") for j in range(3)]
     expected = [f"mpcdp: [mpc] `provder` in {path!r} is not a setting; did you mean `provider`? [mpc] takes "
                 f"{', '.join(MPC_SETTINGS)}."]
-    done = subprocess.run([MPCDP, "train", path, "--backend", "mpc", "--data", *missing, "--label", "y"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = forked.run([MPCDP, "train", path, "--backend", "mpc", "--data", *missing, "--label", "y"],
+                      capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == expected
     assert main(["train", path, "--backend", "simulated", "--data", *missing, "--label", "y"]) == 2
@@ -86,7 +87,7 @@ def test_mpcdp_train_and_separate_party_processes_run_with_the_protocols_setting
     # a quarter pass (4 steps): the settings the runs show are what is tested, not the training
     path = _protocol(tmp_path, "noise_committee = 2\nprecision_bits = 20")
     pathlib.Path(path).write_text(pathlib.Path(path).read_text().replace("passes = 1\n", "passes = 0.25\n"))
-    local = subprocess.run([MPCDP, "train", path], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    local = forked.run([MPCDP, "train", path], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert local.returncode == 0, local.stderr[-2000:]
     shown = json.loads(local.stdout.strip().splitlines()[-1])["mpc"]
     assert (shown["noise_committee"], shown["precision_bits"], shown["provider"]) == (2, 20, "dealer")

@@ -21,6 +21,8 @@ from mpcdp.learning.dpsrm import Shard
 from mpcdp.learning.logreg import LOGISTIC
 from mpcdp.runtime.harness import run_parties
 
+import forked
+
 PROTOCOL = "protocols/quickstart-a9a.toml"
 
 
@@ -198,8 +200,8 @@ def test_mpcdp_party_with_data_runs_each_partys_own_file_as_separate_commands(pa
         own = (["--data", sources[rank].train, "--test", sources[rank].test, "--label", "income_over_50k"]
                if rank < 3 else [])
         command = [mpcdp, "party", "--job", "train", "--protocol", PROTOCOL, "--timeout", "120", *own]
-        procs.append(subprocess.Popen(command, env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(forked.Popen(command, env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True))
     try:
         done = [proc.communicate(timeout=180) for proc in procs]
     finally:

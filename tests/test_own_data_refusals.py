@@ -20,6 +20,7 @@ from mpcdp.jobs.own_data import PartySource
 from mpcdp.runtime.harness import free_port
 from mpcdp.refusals import MAX_NAME_BYTES, Refusal, parse_refusal, public_name, refusal_of
 from mpcdp.transport.store_values import MAX_VALUE_BYTES, parse_report
+import forked
 from party_commands import run_party_commands
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -106,8 +107,8 @@ def test_debug_shows_the_traceback_of_a_refusal_that_no_other_process_hears_of(t
     env = dict(os.environ, RANK="1", WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     command = [str(ROOT / ".venv" / "bin" / "mpcdp"), "party", "--insecure-links", "--job", "train", "--protocol",
                PROTOCOL, "--timeout", "1", "--data", files[1], "--label", "y"]
-    quiet = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
-    loud = subprocess.run([*command, "--debug"], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    quiet = forked.run(command, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    loud = forked.run([*command, "--debug"], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
     lines = [line for line in quiet.stderr.splitlines() if "InsecureSettingWarning" not in line
              and not PROGRESS.match(line)]
     assert quiet.returncode != 0 and len(lines) == 1 and "Traceback" not in quiet.stderr

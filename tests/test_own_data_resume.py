@@ -15,6 +15,8 @@ import time
 import numpy as np
 import pandas as pd
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
 
@@ -41,7 +43,7 @@ def _protocol(folder: pathlib.Path) -> str:
     return str(path)
 
 
-def _kill_one_party_after(first: subprocess.Popen, folder: pathlib.Path, release: int) -> None:
+def _kill_one_party_after(first: forked.Popen, folder: pathlib.Path, release: int) -> None:
     """SIGKILL party 1 once every party checkpointed ``release`` and some party opened ``release`` + 2."""
     deadline = time.monotonic() + 240
     while not (all((folder / f"party-{r}" / f"release-{release:06d}.pt").exists() for r in range(3))
@@ -58,8 +60,8 @@ def _kill_one_party_after(first: subprocess.Popen, folder: pathlib.Path, release
 def test_a_lost_party_resumes_without_spending_epsilon_twice(tmp_path, own_privacy_ledger, capsys):
     files, protocol, folder = _files(tmp_path), _protocol(tmp_path), tmp_path / "ckpt"
     own = ["--data", *files, "--label", "y"]
-    first = subprocess.Popen([MPCDP, "train", protocol, *own, "--checkpoint", str(folder), "--checkpoint-every", "5"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = forked.Popen([MPCDP, "train", protocol, *own, "--checkpoint", str(folder), "--checkpoint-every", "5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _kill_one_party_after(first, folder, 4)
         assert first.wait(timeout=120) != 0
@@ -67,7 +69,7 @@ def test_a_lost_party_resumes_without_spending_epsilon_twice(tmp_path, own_priva
         first.kill()
         first.wait()
     # a new run over the same records, without the checkpoint: refused on every process, saying what was spent
-    again = subprocess.run([MPCDP, "train", protocol, *own], capture_output=True, text=True, timeout=300)
+    again = forked.run([MPCDP, "train", protocol, *own], capture_output=True, text=True, timeout=300)
     assert again.returncode != 0
     line = again.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"mpcdp: the run failed: party \d refused its data: file 'p\d\.csv' already spent "
@@ -76,8 +78,8 @@ def test_a_lost_party_resumes_without_spending_epsilon_twice(tmp_path, own_priva
     assert len(again.stderr.strip().splitlines()) <= 5  # the line, and the parties' and the dealer's progress lines
     assert "sampling noise" not in again.stderr  # refused before any party joined
     # the same run, resumed from its folder: it completes, re-serving what was opened, with the same ε
-    done = subprocess.run([MPCDP, "train", protocol, *own, "--resume", str(folder)], capture_output=True,
-                          text=True, timeout=600)
+    done = forked.run([MPCDP, "train", protocol, *own, "--resume", str(folder)], capture_output=True,
+                      text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["resumed_after_release"] >= 4 and report["re_served_releases"]

@@ -13,6 +13,8 @@ import pytest
 
 from mpcdp.runtime.harness import free_port
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
 PARTIES = 2
@@ -65,7 +67,7 @@ def test_separate_parties_whose_protocols_differ_are_refused_naming_the_field(tm
                                                                                own_data):
     port = str(free_port())
     data = _own_files(tmp_path) if own_data else [[]] * (PARTIES + 1)
-    procs = [subprocess.Popen([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "60",
+    procs = [forked.Popen([MPCDP, "party", "--job", "train", "--protocol", protocol, "--timeout", "60",
                                *data[rank]],
                               env=dict(os.environ, RANK=str(rank), WORLD_SIZE=str(PARTIES), MASTER_ADDR="127.0.0.1",
                                        MASTER_PORT=port, MPCDP_CREDENTIALS=str(deployment)),

@@ -15,6 +15,7 @@ from mpcdp import cli, plugins, providers
 from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, InsecureProviderError
 from mpcdp.runtime.harness import run_job
+import forked
 from party_jobs import material_and_provider
 
 TOY = "toy-honest-majority"
@@ -134,8 +135,8 @@ def test_the_command_line_takes_the_plugins_provider_and_refuses_it_without_the_
         assert ns.provider == TOY, argv
     with pytest.raises(SystemExit):  # an insecure provider is no choice of train's (it has no --insecure-dev)
         cli.parse_arguments(["train", "protocols/smoke-breast-cancer.toml", "--provider", "tfp"])
-    alone = subprocess.run([sys.executable, "-m", "mpcdp.cli", "aggregate", "--provider", TOY],
-                           capture_output=True, text=True, timeout=120)
+    alone = forked.run([sys.executable, "-m", "mpcdp.cli", "aggregate", "--provider", TOY],
+                       capture_output=True, text=True, timeout=120)
     assert alone.returncode == 2 and f"invalid choice: '{TOY}'" in alone.stderr
 
 

@@ -17,6 +17,8 @@ PROTOCOL = str(ROOT / "protocols" / "own-data-mlp.toml")
 MODULE = '''
 import torch
 
+import forked
+
 
 class Mlp(torch.nn.Module):
     def __init__(self, features, hidden=8):
@@ -49,7 +51,7 @@ def own_files(tmp_path):
 def _train(module_file, data, tests, *extra, backend="simulated"):
     command = [MPCDP, "train", PROTOCOL, "--backend", backend, "--model", f"{module_file}:Mlp",
                "--model-arg", "features=3", "--data", *data, "--test", *tests, "--label", "y", *extra]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=module_file.parent.parent)
+    return forked.run(command, capture_output=True, text=True, timeout=600, cwd=module_file.parent.parent)
 
 
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
