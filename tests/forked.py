@@ -14,13 +14,13 @@ threads joined, atexit run, streams flushed) with the command's exit code. Its p
 ``/proc`` and its children are those of a process; its exit code is the real one (a signal: minus its number).
 
 Only the interpreter's import is shared. Keep ``subprocess`` where the subject is the interpreter or an entry
-point itself (the console script, ``python -m mpcdp``, ``launch/*.sh``, torchrun) or where a process must run
-in another network namespace (``ip netns exec``).
+point itself (the console script, ``python -m mpcdp``, ``launch/*.sh``, torchrun).
 
 The two objects mirror ``subprocess``: :class:`Popen` (args, pid, returncode, stdin/stdout/stderr, poll, wait,
 communicate, send_signal, terminate, kill, a context manager) and :func:`run` (a ``CompletedProcess``), so a test
 switches with one changed name. The command is recognised, not executed: ``.../mpcdp ARGS`` (the console script),
-``python -m MODULE ARGS``, ``python -c CODE ARGS`` or ``python SCRIPT ARGS``; anything else is refused.
+``python -m MODULE ARGS``, ``python -c CODE ARGS`` or ``python SCRIPT ARGS``, each also after ``ip netns exec
+NAME`` (the child enters that network namespace first); anything else is refused.
 """
 
 from __future__ import annotations
@@ -36,6 +36,32 @@ import time
 from multiprocessing import reduction
 
 PIPE, STDOUT, DEVNULL = subprocess.PIPE, subprocess.STDOUT, subprocess.DEVNULL
+
+
+NETNS_EXEC = ["ip", "netns", "exec"]
+"""A command under this prefix and a namespace's name runs in that network namespace (:func:`_enter_netns`)."""
+
+
+def _netns(args: list[str]) -> tuple[str | None, list[str]]:
+    """(network namespace, command) of ``ip netns exec NAME COMMAND`` ((None, args) for any other command)."""
+    if args[:3] == NETNS_EXEC and len(args) > 4:
+        return args[3], args[4:]
+    return None, args
+
+
+def _enter_netns(name: str) -> None:
+    """Move this (single-threaded, just forked) process into the named network namespace, as ``ip netns exec``
+    does with setns(2): its sockets, interfaces and routes are that namespace's, and so are its children's.
+    (``ip netns exec`` also remounts /sys for the namespace; mpcdp reads its interfaces by ioctl, not /sys.)"""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {name!r}")
+    finally:
+        os.close(fd)
 
 
 def _entry(args: list[str]) -> tuple[str, str, list[str]]:
@@ -155,8 +181,10 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _child(kind: str, what: str, argv: list[str], env: dict, cwd: str, fds: list) -> None:
+def _child(kind: str, what: str, argv: list[str], env: dict, cwd: str, fds: list, netns: str | None) -> None:
     """The forked child: becomes the fresh process, runs the command, exits as the interpreter would."""
+    if netns is not None:
+        _enter_netns(netns)
     from multiprocessing import forkserver
 
     received = [handle.detach() for handle in fds]
@@ -239,14 +267,15 @@ class Popen:
                  text: bool = False, universal_newlines: bool = False):
         self.args = [str(a) for a in args]
         self.text = text or universal_newlines
-        kind, what, argv = _entry(self.args)
+        netns, command = _netns(self.args)
+        kind, what, argv = _entry(command)
         cwd = os.path.abspath(cwd) if cwd is not None else os.getcwd()
         env = dict(os.environ if env is None else env)
         ends, ours = self._ends(stdin, stdout, stderr)
         try:
             self._process = _context().Process(target=_child, name="forked-command", daemon=False,
                                                args=(kind, what, argv, env, str(cwd),
-                                                     [_Fd(fd) for fd in ends]))
+                                                     [_Fd(fd) for fd in ends], netns))
             self._process.start()
         finally:
             for fd in ours:

@@ -26,6 +26,7 @@ from mpcdp.runtime.harness import free_port, run_parties
 from mpcdp.transport import frames
 from mpcdp.transport.gate import PER_SOURCE
 from mpcdp.transport.joining import HANDSHAKE_S
+import forked
 from party_jobs import credentials_in_use
 from sniff import tls_records_only
 from test_multihost import _REASON as NETNS_UNAVAILABLE
@@ -281,8 +282,8 @@ def test_an_unprivileged_local_user_can_neither_redirect_nor_read_a_local_run(tm
         attacker.start()
         assert report.poll(30) and report.recv() == "ready"
         env = {k: v for k, v in os.environ.items() if k not in ("MPCDP_CREDENTIALS", "MPCDP_INSECURE_LINKS")}
-        run = subprocess.run(["ip", "netns", "exec", f"{tag}-h0", MPCDP, "train", str(protocol)], env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=240)
+        run = forked.run(["ip", "netns", "exec", f"{tag}-h0", MPCDP, "train", str(protocol)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=240)
         stop.set()
         assert report.poll(30)
         seen = report.recv()
@@ -343,14 +344,14 @@ def test_a_process_on_another_host_cannot_take_party_0s_place(tmp_path):
     attacker = honest = None
     try:
         subprocess.run(["bash", script, "up", tag, "2"], check=True, capture_output=True)
-        attacker = subprocess.Popen(["ip", "netns", "exec", f"{tag}-h1", sys.executable, "-c", REMOTE_ATTACKER,
-                                     "10.213.0.1"], env=dict(env, MPCDP_INSECURE_LINKS="1",
-                                                             PYTHONPATH=str(ROOT / "tests")),
-                                    cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True)
+        attacker = forked.Popen(["ip", "netns", "exec", f"{tag}-h1", sys.executable, "-c", REMOTE_ATTACKER,
+                                 "10.213.0.1"], env=dict(env, MPCDP_INSECURE_LINKS="1",
+                                                         PYTHONPATH=str(ROOT / "tests")),
+                                cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
         assert attacker.stdout.readline().strip() == "ready"
-        honest = subprocess.Popen(["ip", "netns", "exec", f"{tag}-h0", MPCDP, "train", str(protocol)], env=env,
-                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        honest = forked.Popen(["ip", "netns", "exec", f"{tag}-h0", MPCDP, "train", str(protocol)], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # once `ip netns exec` has become the launcher, its socket table is the honest host's
         _wait_for(lambda: "python" in os.readlink(f"/proc/{honest.pid}/exe"), 30, "the launcher")
         store = _wait_for(lambda: [p for p, _ in _listeners(f"/proc/{honest.pid}/net/tcp")], 120,

@@ -43,8 +43,8 @@ seed = 0
 class Process:
     """A started process with its stderr collected as it comes."""
 
-    def __init__(self, cmd, env):
-        self.popen = forked.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, cmd, env, start=forked.Popen):
+        self.popen = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -134,7 +134,8 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
     protocol, _ = protocol
     rng = random.Random()
     victim, delay = rng.randrange(PARTIES), rng.uniform(0.0, 1.0)
-    launcher = Process([MPCDP, "train", protocol], dict(os.environ))
+    # a fresh interpreter: the subject is the launcher's whole process tree and its teardown
+    launcher = Process([MPCDP, "train", protocol], dict(os.environ), start=subprocess.Popen)
     try:
         # a party's progress line says its training steps have begun: the parties are releasing v_p
         _wait_for(lambda: re.search(r"training step [\d,]+ / [\d,]+", launcher.text()) is not None, 180)

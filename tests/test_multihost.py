@@ -14,6 +14,8 @@ import torch
 
 from mpcdp.jobs.aggregate import error_bound, local_vector
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PARTIES, DIM, SEED = 3, 40, 17
 
@@ -68,8 +70,8 @@ def hosts():
 def deployment(tmp_path_factory):
     """This module's credentials: a CA and a certificate per rank (`mpcdp credentials`, started once)."""
     folder = tmp_path_factory.mktemp("multihost") / "credentials"
-    subprocess.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES),
-                    "--out", str(folder)], check=True, capture_output=True)
+    forked.run([str(ROOT / ".venv" / "bin" / "mpcdp"), "credentials", "--parties", str(PARTIES),
+                "--out", str(folder)], check=True, capture_output=True)
     return folder
 
 
@@ -204,8 +206,8 @@ def test_training_on_separate_hosts_equals_the_local_run(hosts, tmp_path, deploy
             cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", str(ROOT / ".venv" / "bin" / "mpcdp"), "party",
                    "--iface", "eth-mpcdp", "--job", "train", "--protocol", str(protocol), "--link-delay-ms", "5",
                    "--timeout", "120"]
-            procs.append(subprocess.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            procs.append(forked.Popen(cmd, env=dict(os.environ, RANK=str(rank), **env_common),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         outputs = _outputs(procs, 200)
     finally:  # the hosts are the module's: the next test gets unlimited links again
         for rank in range(PARTIES + 1):
@@ -223,6 +225,7 @@ def _aggregate_on_hosts(tag: str, addresses: list[str], env_by_rank: list[dict],
                         extra: tuple[str, ...] = (), command: list[str] | None = None):
     """``mpcdp party`` (or ``command``, e.g. launch/host.sh) on every emulated host; (exit code, stdout,
     stderr) by rank."""
+    start = subprocess.Popen if command else forked.Popen  # launch/host.sh is a shell script: its own test
     command = command or [str(ROOT / ".venv" / "bin" / "mpcdp"), "party", "--iface", "eth-mpcdp"]
     procs = []
     for rank in range(PARTIES + 1):
@@ -230,7 +233,7 @@ def _aggregate_on_hosts(tag: str, addresses: list[str], env_by_rank: list[dict],
                    MASTER_PORT=str(port), **env_by_rank[rank])
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", *command, "--dim", str(DIM), "--seed", str(SEED),
                "--timeout", str(timeout), *extra]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         return [(proc.wait(timeout=timeout + 60), *proc.communicate()) for proc in procs]
     finally:
@@ -262,8 +265,8 @@ def _captured_run(tag: str, addresses: list[str], env: dict, port: int, capture:
                   extra: list[str], timeout: int = 60, command: list[str] | None = None) -> tuple[list, bytes]:
     """Run a job on the emulated hosts while party 0's host (rendezvous, dealer requests, every link)
     captures its link; every process's (exit code, stdout, stderr), once all exited 0, and the capture."""
-    sniffer = subprocess.Popen(["ip", "netns", "exec", f"{tag}-h0", sys.executable, str(ROOT / "tests" / "sniff.py"),
-                                "eth-mpcdp", str(capture)], stdout=subprocess.PIPE, text=True)
+    sniffer = forked.Popen(["ip", "netns", "exec", f"{tag}-h0", sys.executable, str(ROOT / "tests" / "sniff.py"),
+                            "eth-mpcdp", str(capture)], stdout=subprocess.PIPE, text=True)
     try:
         assert sniffer.stdout.readline().strip() == "capturing"
         results = _aggregate_on_hosts(tag, addresses, [env] * (PARTIES + 1), port, timeout=timeout, extra=extra,

@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import forked
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MPCDP = str(ROOT / ".venv" / "bin" / "mpcdp")
 PROTOCOL = str(ROOT / "protocols" / "own-data-mlp.toml")
 MODULE = '''
 import torch
-
-import forked
 
 
 class Mlp(torch.nn.Module):
