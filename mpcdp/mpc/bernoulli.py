@@ -230,29 +230,26 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
 def _gather_runs(v: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
     """(blocks, per): row b's runs[b] bits (low, width) of each word moved down next to each other, the first
     run at bit 0 (a fixed bit compression, XOR-linear). One pass over the row per run."""
-    out = torch.zeros_like(v)
-    moved = torch.empty(v.shape[1], dtype=torch.int64)
-    for b, runs_of in enumerate(runs):
-        offset = 0
-        for low, width in runs_of:
-            torch.bitwise_right_shift(v[b], low, out=moved)
-            moved &= low_mask(width)
-            moved <<= offset
-            out[b] |= moved
-            offset += width
-    return out
+    return _move_runs(v, runs, gather=True)
 
 
 def _spread_runs(gathered: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
     """The inverse of :func:`_gather_runs`: each row's packed runs moved back to their bits, 0 elsewhere."""
-    out = torch.zeros_like(gathered)
-    moved = torch.empty(gathered.shape[1], dtype=torch.int64)
+    return _move_runs(gathered, runs, gather=False)
+
+
+def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
+    """Row b's runs[b] moved between their own bits (low, width) and packed places (offset, width): from the
+    own bits to the packed places with ``gather``, back otherwise; every other bit 0."""
+    out = torch.zeros_like(source)
+    moved = torch.empty(source.shape[1], dtype=torch.int64)
     for b, runs_of in enumerate(runs):
         offset = 0
         for low, width in runs_of:
-            torch.bitwise_right_shift(gathered[b], offset, out=moved)
+            read, write = (low, offset) if gather else (offset, low)
+            torch.bitwise_right_shift(source[b], read, out=moved)
             moved &= low_mask(width)
-            moved <<= low
+            moved <<= write
             out[b] |= moved
             offset += width
     return out
