@@ -171,3 +171,31 @@ def test_a_tls_handshake_that_never_comes_holds_neither_the_listener_nor_a_slot_
     assert store.active == 0
     for raw in stalled:
         raw.close()
+
+
+def test_party_0_keeps_its_store_up_until_a_slow_survivor_has_read_the_reports(tmp_path, server, monkeypatch):
+    """Party 1 was killed; party 0 and party 2 reported it. Party 2, slowed (a loaded host), reads the reports
+    seconds after writing its own: party 0's linger must still be serving them — a store gone by then makes
+    party 2 name party 0 — and ends once party 2 has left its connection."""
+    from mpcdp.transport.credentials import LinkSecurity, make_deployment
+
+    keys = make_deployment(tmp_path / "keys", 3)
+    store = server(security=LinkSecurity(keys, 0), processes=3)
+    own = StoreClient("127.0.0.1", store.address[1], security=LinkSecurity(keys, 0), timeout_s=10.0)
+    monkeypatch.setattr(rendezvous, "_server", store)
+    monkeypatch.setattr(rendezvous, "_store", own)
+    monkeypatch.setattr(rendezvous, "_signer", None)
+    monkeypatch.setattr(rendezvous, "_run", rendezvous.Run(rank=0, processes=3, secure=True))
+    rendezvous.publish_report(0, 1, "closed")
+    survivor = StoreClient("127.0.0.1", store.address[1], security=LinkSecurity(keys, 2), timeout_s=10.0)
+    survivor.set(REPORT_PREFIX + "2", json.dumps({"suspect": 1, "evidence": "closed"}))
+    assert losses.settled(rendezvous.read_reports(3), 3)
+    lingering = threading.Thread(target=losses.linger, args=(0,))
+    lingering.start()
+    time.sleep(2.0)  # longer than the fixed moment party 0 used to give after the reports were in
+    assert lingering.is_alive(), "party 0 left while party 2 was still connected, before it read the reports"
+    assert json.loads(survivor.get(REPORT_PREFIX + "0")) == {"suspect": 1, "evidence": "closed"}
+    survivor._drop()  # party 2 exits: its connection closes
+    lingering.join(timeout=losses.READ_WAIT_S)
+    assert not lingering.is_alive()
+    own._drop()

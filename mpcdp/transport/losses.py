@@ -50,8 +50,8 @@ them sent — write that line as their report (:func:`report_disagreement`) befo
 that the dealer, outside that agreement, stops with the same line instead of naming a lost party.
 
 If the store is unreachable, party 0's process — its host — is gone, and party 0 is named. Party 0 keeps
-the store up until the reports are in (at most :data:`LINGER_S`) so that the others can read them
-(:func:`linger`).
+the store up until the reports are in (at most :data:`LINGER_S`) and then until every other process has left
+its connection to the store (at most :data:`READ_WAIT_S`), so that the others can read them (:func:`linger`).
 
 Security model: under TLS the store lets a process write only its own report (a rogue can name only itself
 as the reporter; in a plain store mpcdp does not serve, reports are sealed by their writer's key,
@@ -76,6 +76,7 @@ from mpcdp.transport import rendezvous
 
 REPORT_WAIT_S = 2.0
 LINGER_S = 4.0
+READ_WAIT_S = 30.0  # then at most this long for the others to read the reports and leave (linger)
 DRAIN_S = 3.0  # after its own failed check, how long a party keeps its links open for peers finishing theirs (Mesh.close)
 _READ_TIMEOUT_S = 2.0
 _POLL_S = 0.1
@@ -331,18 +332,37 @@ def _weigh(me: int, reports: dict) -> Verdict:
 
 
 def linger(rank: int, wait_s: float = LINGER_S) -> None:
-    """Party 0 hosts the store: keep it up until every report is in (then a moment for the others to read
-    it), at most ``wait_s``."""
+    """Party 0 hosts the store: keep it up until every report is in (at most ``wait_s``), then until every
+    other process has read them and left (:func:`_readers_left`)."""
     if rank != 0:
         return
     info = rendezvous.run()
+    if info is None:
+        return
     deadline = time.monotonic() + wait_s
-    while info is not None and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         try:
             if settled(rendezvous.read_reports(info.processes), info.processes):
-                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-                return
+                break
         except Exception:  # noqa: BLE001 - its own store failed: nothing left to wait for
+            return
+        time.sleep(_POLL_S)
+    _readers_left()
+
+
+def _readers_left(wait_s: float = READ_WAIT_S) -> None:
+    """Wait until no other process holds a connection to party 0's store — each closes its own when it exits,
+    after reading the reports — at most ``wait_s`` (a process that stalls with its connection open). A process
+    that found the store gone would name party 0 (:func:`resolve`): under load a survivor can take seconds
+    between writing its report and reading the others', so a fixed moment is not enough. Where the store
+    cannot tell who is connected (no credentials), a moment (1 s)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        holders = rendezvous.store_holders()
+        if holders is None:
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+            return
+        if not holders - {0}:
             return
         time.sleep(_POLL_S)
 

@@ -57,7 +57,7 @@ from mpcdp.transport.store_values import (ENDPOINT_PREFIX, MAX_MESSAGE_BYTES, RE
 
 __all__ = ["ENDPOINT_PREFIX", "MAX_MESSAGE_BYTES", "REPORT_PREFIX", "Report", "StoreClient", "StoreServer",
            "open_store", "agent_store", "bind_address", "declared_network", "declare_network", "endpoints",
-           "publish_disagreement", "publish_endpoint", "read_value", "write_value", "publish_refusal", "publish_report", "read_reports", "run", "who", "current"]
+           "publish_disagreement", "publish_endpoint", "read_value", "write_value", "publish_refusal", "publish_report", "read_reports", "run", "store_holders", "who", "current"]
 
 _store: Store | None = None
 _server: StoreServer | None = None
@@ -204,6 +204,12 @@ def who(rank: int, dealer: int | None) -> str:
 def current() -> Store | None:
     """The store this process joined, or None (no run joined yet)."""
     return _store
+
+
+def store_holders() -> frozenset[int] | None:
+    """On party 0's process, the ranks still connected to the store it hosts (:meth:`StoreServer.holders`);
+    None elsewhere, or where the store cannot tell (no credentials)."""
+    return None if _server is None else _server.holders()
 
 
 def run() -> Run | None:

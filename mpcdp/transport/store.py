@@ -110,6 +110,14 @@ class StoreServer:
             for link in list(self._open):
                 _shut(link)
 
+    def holders(self) -> frozenset[int] | None:
+        """The ranks holding a connection now (under TLS each rank's newest: a process's closes when it exits);
+        None without credentials, where a connection names no rank."""
+        if self.security is None:
+            return None
+        with self.lock:
+            return frozenset(self._by_rank)
+
     def _accept(self) -> None:
         """Take every connection at once (the backlog never fills); the gate admits it to a thread now or
         parks it (:mod:`.gate`)."""
