@@ -29,12 +29,17 @@ def _shr32(a: torch.Tensor) -> torch.Tensor:
 
 
 def mul_wide(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The full 128-bit product of unsigned 64-bit words a·b, as (low word, high word)."""
+    """The full 128-bit product of unsigned 64-bit words a·b, as (low word, high word). The 32-bit halves and
+    partial products are fresh tensors of the broadcast shape, so the sums build up in place (fewer allocations,
+    same values)."""
+    if a.shape != b.shape:
+        a, b = torch.broadcast_tensors(a, b)
     a0, a1, b0, b1 = a & _LOW32, _shr32(a), b & _LOW32, _shr32(b)
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1  # each < 2^64 unsigned (int64 wraps)
-    middle = _shr32(p00) + (p01 & _LOW32) + (p10 & _LOW32)  # < 3·2^32
-    high = p11 + _shr32(p01) + _shr32(p10) + _shr32(middle)
-    low = (p00 & _LOW32) | (middle << 32)
+    p00, p10 = a0 * b0, a1 * b0  # each < 2^64 unsigned (int64 wraps)
+    p01, p11 = a0.mul_(b1), a1.mul_(b1)
+    middle = _shr32(p00).add_(p01 & _LOW32).add_(p10 & _LOW32)  # < 3·2^32
+    high = p11.add_(_shr32(p01)).add_(_shr32(p10)).add_(_shr32(middle))
+    low = p00.bitwise_and_(_LOW32).bitwise_or_(middle << 32)
     return low, high
 
 

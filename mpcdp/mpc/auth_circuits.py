@@ -253,7 +253,8 @@ class BitArith:
         return BitShared(x.value.sum(dim), x.mac.sum(dim))
 
     def combine(self, x, matrix):
-        return BitShared((x.value.unsqueeze(-1) * matrix).sum(-2), (x.mac.unsqueeze(-1) * matrix).sum(-2))
+        both = combine_words(torch.stack([x.value, x.mac]), matrix)
+        return BitShared(both[0], both[1])
 
     def open(self, x, *, label):
         return bit_authenticated.open_bits(self.ctx, x, label=label, kind="masked",
@@ -261,6 +262,24 @@ class BitArith:
 
     def shape(self, x):
         return x.value.shape
+
+
+_LIMB_BITS = 16
+_LIMB_MASK = (1 << _LIMB_BITS) - 1
+
+
+def combine_words(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+    """Σ_i x[..., i]·matrix[i, c] mod 2^64 for int64 words ``x`` (..., L) and public int64 ``matrix`` (L, C):
+    (..., C), exactly as ``(x.unsqueeze(-1) * matrix).sum(-2)``. A 0/1 matrix (every one the circuits use) takes
+    one float matrix product on x's four 16-bit limbs, each partial sum at most L·(2^16 − 1): exact in float32 for
+    L ≤ 256 (below 2^24), else in float64; recombined mod 2^64. Any other matrix: the elementwise products."""
+    L = x.shape[-1]
+    if not bool(((matrix == 0) | (matrix == 1)).all()) or L >= 1 << 36:
+        return (x.unsqueeze(-1) * matrix).sum(-2)
+    exact = torch.float32 if L <= 256 else torch.float64
+    limbs = torch.stack([(x >> (_LIMB_BITS * i)) & _LIMB_MASK for i in range(4)]).to(exact)
+    parts = (limbs @ matrix.to(exact)).to(torch.int64)  # (4, ..., C), each exact
+    return parts[0] + (parts[1] << 16) + (parts[2] << 32) + (parts[3] << 48)
 
 
 def not_bit(A: Arith, x: Any) -> Any:
@@ -340,6 +359,13 @@ class Dealt:
     def width(self, A: Arith) -> int:
         return A.shape(self.r)[1]
 
+    def by_columns(self) -> Dealt:
+        """The parties' dealt bits with every tensor stored column by column (same values): the prefix and carry
+        chains take one column of a word per round, then contiguous instead of one element per row."""
+        r = BitShared(_column_major(self.r.value), _column_major(self.r.mac))
+        return Dealt(r, _column_major(self.coin),
+                     _half_map(self.half, _column_major), None if self.has is None else _column_major(self.has))
+
     @staticmethod
     def cat(A: Arith, ds: Sequence[Dealt]) -> Dealt:
         """Dealt bits (n, w_i) side by side (dim 1)."""
@@ -368,6 +394,10 @@ class DealtHot:
         s = (self.coin << torch.arange(w)).sum(1)
         columns = torch.arange(1 << w).reshape(1, -1) ^ s.reshape(-1, 1)
         return A.take(self.hot, (torch.arange(n).reshape(-1, 1), columns))
+
+
+def _column_major(t: torch.Tensor) -> torch.Tensor:
+    return t.T.contiguous().T
 
 
 def _half_map(half: Any, fn) -> Any:

@@ -75,7 +75,7 @@ PARITY_CHECKS = 48
 """λ: rows of the check's parity combinations (each halves a flipped bit's chance to pass)."""
 
 _DOMAIN = b"mpcdp/bit-check/1"
-_CHUNK = 1 << 16  # columns of the coin's bit matrix unpacked at a time (λ·_CHUNK words)
+_CHUNK = 1 << 14  # columns of the coin's bit matrix unpacked at a time (λ·_CHUNK floats, in cache)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,19 +281,23 @@ def to_arithmetic(ctx: MpcContext, x: BitShared, *, label: str) -> AuthShared:
 def _combinations(rows: torch.Tensor, n: int, vectors: torch.Tensor) -> torch.Tensor:
     """Σ_j b_tj·v_j mod 2^64 for the coin's bit matrix (packed words, (λ, ⌈n/64⌉)) and int64 ``vectors``
     (k, n): (λ, k). Exact: each word split into eight 8-bit limbs, summed by a float32 matrix product per chunk
-    of at most 2^16 columns (every partial sum < 2^16·2^8 = 2^24, float32's exact range), accumulated in int64
-    and recombined mod 2^64."""
-    k = vectors.shape[0]
-    shifts = 8 * torch.arange(8)
-    raw = vectors.contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(k, n, 8)  # byte l: v_j's
-    limbs = torch.from_numpy(raw.transpose(1, 0, 2).reshape(n, 8 * k)).to(torch.float32)  # (n, 8k)
-    total = torch.zeros(rows.shape[0], 8 * k, dtype=torch.int64)
+    of at most 2^14 columns (every partial sum < 2^14·2^8 = 2^22, float32's exact range), accumulated in int64
+    and recombined mod 2^64. Each chunk's bits and limbs are converted into two buffers reused across chunks
+    (small enough to stay in cache), never the whole matrix at once."""
+    k, lam = vectors.shape[0], rows.shape[0]
+    raw = torch.from_numpy(vectors.contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(k, n, 8))
+    packed = rows.contiguous().numpy().astype("<i8", copy=False).view(np.uint8)  # (λ, 8·⌈n/64⌉): bit j of row t
+    total = torch.zeros(lam, 8 * k, dtype=torch.int64)
+    bits_buffer = torch.empty(lam, _CHUNK, dtype=torch.float32)
+    limbs_buffer = torch.empty(_CHUNK, k, 8, dtype=torch.float32)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
-        words = rows[:, start // 64: math.ceil(stop / 64)].contiguous().numpy().astype("<i8", copy=False)
-        bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")[:, : stop - start]
-        total += (torch.from_numpy(bits).to(torch.float32) @ limbs[start:stop]).to(torch.int64)
-    return (total.reshape(rows.shape[0], k, 8) << shifts).sum(-1)
+        size = stop - start
+        bits = np.unpackbits(packed[:, start // 8: math.ceil(stop / 8)], axis=-1, bitorder="little")[:, :size]
+        bits_buffer[:, :size].copy_(torch.from_numpy(bits))
+        limbs_buffer[:size].copy_(raw[:, start:stop].permute(1, 0, 2))  # limb l of v_j at [j, ·, l]
+        total += (bits_buffer[:, :size] @ limbs_buffer[:size].reshape(size, 8 * k)).to(torch.int64)
+    return (total.reshape(lam, k, 8) << (8 * torch.arange(8))).sum(-1)
 
 
 def bit_check(ctx: MpcContext, *, label: str) -> None:

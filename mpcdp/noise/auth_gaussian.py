@@ -392,7 +392,7 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
             continue
         cols = (slice(None), slice(at, at + widths[name]))
         if name in WORD_FIELDS:
-            fields[name] = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols])
+            fields[name] = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols]).by_columns()
         else:
             fields[name] = xor_public(A, A.take(dealt, cols), coins)
         at += widths[name]
@@ -424,7 +424,7 @@ def _mask(ctx: MpcContext, n: int) -> tuple[Dealt, AuthShared]:
     full = _spread(bit_authenticated.Halves(BitShared(b.reshape(n, k), b_mac.reshape(n, k)),
                                             BitShared(c.reshape(n, k), c_mac.reshape(n, k))), n, MASK_BITS, halves)
     bits = Dealt(BitShared(value, mac), torch.zeros(n, MASK_BITS, dtype=torch.int64), full.half, full.has)
-    return bits, AuthShared(r_value, r_mac, 0)
+    return bits.by_columns(), AuthShared(r_value, r_mac, 0)
 
 
 _DECISIONS = {"dg-auth-first": "first-factor bits: a candidate that fails its first factor is dropped",
