@@ -52,3 +52,29 @@ def test_the_recorded_estimate_is_what_the_code_estimates_today():
     assert today.noise_samples == QUICK["estimate"]["noise_samples"]
     assert list(today.party_bytes) == QUICK["estimate"]["party_bytes"]
     assert today.dealer_bytes == QUICK["estimate"]["dealer_bytes"]
+
+
+README = (ROOT / "README.md").read_text()
+
+
+def _record(name: str) -> dict:
+    return json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())
+
+
+def test_the_readmes_malicious_sampler_ratios_are_the_recorded_ones():
+    """README.md's "the in-MPC sampler at X× the semi-honest bytes per sample (m = 3; Y× at m = 8" is
+    noise-malicious.json's bytes ratio at m = 3 and m = 8, to the decimal quoted."""
+    quoted = re.search(r"in-MPC sampler at ([\d.]+)× the semi-honest bytes per sample \(m = 3; ([\d.]+)× at m = 8",
+                       README)
+    assert quoted is not None, "README.md no longer quotes the malicious sampler's bytes ratios"
+    ratios = {row["parties"]: row["bytes_ratio"] for row in _record("noise-malicious")["rows"]}
+    assert [float(quoted.group(1)), float(quoted.group(2))] == [round(ratios[3], 1), round(ratios[8], 1)]
+
+
+def test_the_readmes_malicious_quick_start_is_the_recorded_one():
+    """README.md's "X s of training against Y s semi-honest, Z×" is quickstart-malicious.json's walls and ratio."""
+    quoted = re.search(r"([\d.]+) s of training against ([\d.]+) s semi-honest, ([\d.]+)×", README)
+    assert quoted is not None, "README.md no longer quotes the malicious quick start's wall"
+    record = _record("quickstart-malicious")
+    walls = [round(record["runs"][mode]["wall_s"], 1) for mode in ("malicious", "semi-honest")]
+    assert [float(quoted.group(i)) for i in (1, 2, 3)] == walls + [record["wall_ratio"]]
