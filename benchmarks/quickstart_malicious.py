@@ -20,6 +20,7 @@ import time
 import torch
 
 from mpcdp.jobs.report import write_record
+from mpcdp.noise.auth_gaussian import CIRCUIT as AUTHENTICATED_CIRCUIT
 
 PROTOCOL = "protocols/quickstart-a9a.toml"
 FIELDS = ("epsilon", "test_loss", "test_error", "wall_s", "presample_s", "online_s", "bytes_per_party",
@@ -43,6 +44,7 @@ def main() -> None:
     ratio = mal["wall_s"] / sh["wall_s"]
     record = {"protocol": PROTOCOL, "runs": rows, "wall_ratio": round(ratio, 1),
               "same_epsilon": sh["epsilon"] == mal["epsilon"], "load_average": load,
+              "authenticated_circuit": AUTHENTICATED_CIRCUIT,
               "command": "python -m benchmarks.quickstart_malicious",
               "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"}
     lines = ["# The quick start under security = 'malicious' beside semi-honest", "",
@@ -59,6 +61,7 @@ def main() -> None:
         lines.append(f"| {security} | {r['epsilon']:.5f} | {r['test_loss']:.3f} | {r['test_error']:.3f} | {r['wall_s']:.1f} | "
                      f"{r['presample_s']:.1f} | {r['online_s']:.2f} | {r['bytes_per_party']:,} | {r['dealer_bytes']:,} | "
                      f"{r['command_s']:.1f} |")
+    lines += ["", f"Authenticated in-MPC circuit (the malicious run): {AUTHENTICATED_CIRCUIT}."]
     write_record("benchmarks/results/quickstart-malicious", record, "\n".join(lines) + "\n")
 
 

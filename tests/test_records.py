@@ -57,7 +57,22 @@ def old_ids(record: dict) -> list[str]:
         found.append(f"accountant {versus(record.get('accountant'), accountant)}")
     if record.get("mechanism") == dgauss and "circuit" in record and record["circuit"] != circuit:
         found.append(f"circuit {versus(record['circuit'], circuit)}")
+    found += [f"{where} {versus(old, new)}" for where, old, new in sampler_circuits(record, circuit)
+              if short(old) != short(new)]
     return found
+
+
+def sampler_circuits(record: dict, circuit: str) -> list[tuple[str, str, str]]:
+    """(where, the id recorded, the current id) for every other in-MPC circuit id ``record`` names: its
+    ``authenticated_circuit`` (the malicious sampler's) and each of its runs' ``circuit``, semi-honest or
+    authenticated (an id of the ``dg-auth`` family is compared with the authenticated circuit)."""
+    from mpcdp.noise.auth_gaussian import CIRCUIT as AUTHENTICATED
+
+    named = [("authenticated_circuit", record["authenticated_circuit"])] if "authenticated_circuit" in record else []
+    runs = record.get("runs") if isinstance(record.get("runs"), list) else []
+    named += [(f"runs[{i}].circuit", run["circuit"]) for i, run in enumerate(runs)
+              if isinstance(run, dict) and isinstance(run.get("circuit"), str)]
+    return [(where, old, AUTHENTICATED if short(old).startswith("dg-auth/") else circuit) for where, old in named]
 
 
 def versus(old, new: str) -> str:
@@ -118,3 +133,10 @@ def test_the_stamp_check_names_the_file_and_the_old_id(tmp_path):
     assert record_problems(path, tmp_path) == []
     path.write_text(json.dumps({**record, "accountant": accountant, "circuit": "dg-mpc/5: ..."}))
     assert f"circuit dg-mpc/5 is not {short(circuit)}" in record_problems(path, tmp_path)[0]
+    from mpcdp.noise.auth_gaussian import CIRCUIT as AUTHENTICATED
+
+    path.write_text(json.dumps({**record, "accountant": accountant, "authenticated_circuit": "dg-auth/1: ..."}))
+    assert f"authenticated_circuit dg-auth/1 is not {short(AUTHENTICATED)}" in record_problems(path, tmp_path)[0]
+    path.write_text(json.dumps({**record, "accountant": accountant, "authenticated_circuit": AUTHENTICATED,
+                                "runs": [{"circuit": circuit}, {"circuit": "dg-auth/2: ..."}]}))
+    assert f"runs[1].circuit dg-auth/2 is not {short(AUTHENTICATED)}" in record_problems(path, tmp_path)[0]
