@@ -283,8 +283,41 @@ def pack_fields(values: torch.Tensor, widths: list[int]) -> torch.Tensor:
 
 def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
     """The (n, k) fields of :func:`pack_fields`' words, each in [0, 2^widths[i]) (a 64-bit field as int64).
-    On contiguous columns (:func:`unpack_columns`)."""
-    return unpack_columns(words.T.contiguous(), widths).T.contiguous()
+    On the rows as they are (no transposed copies), block by block (:func:`row_blocks`): each field's word
+    gathered and shifted down at once (a logical shift), the next word's low bits shifted up into the fields
+    that cross a word boundary (a shift by 64 clears the others), a few whole-block operations."""
+    layout = _row_layout(tuple(int(w) for w in widths), words.shape[1])
+    out = torch.empty((words.shape[0], len(widths)), dtype=torch.int64)
+    upper = torch.empty(0, dtype=torch.int64)
+    for rows in row_blocks(words.shape[0], len(widths)):
+        block, field = words[rows], out[rows]
+        torch.index_select(block, 1, layout["word"], out=field)
+        field >>= layout["bit"]
+        field &= layout["low_mask"]  # the sign's copies cleared, and the field's bits in this word kept
+        if layout["spills"]:
+            upper = torch.index_select(block, 1, layout["next"], out=upper.resize_(field.shape))
+            upper <<= layout["up"]
+            upper &= layout["mask"]
+            field |= upper
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _row_layout(widths: tuple[int, ...], words: int) -> dict:
+    """:func:`_field_layout` as (k,) rows for :func:`unpack_fields`: each field's word, bit offset, the mask of
+    its bits in that word (moved down), the next word (the last word for a field that stays in its own), the
+    left shift that moves that word's low bits above the field's lower part (64 for a field that stays in its
+    word: the shift clears them), the field's mask, and whether any field crosses a word boundary."""
+    layout = _field_layout(widths)
+
+    def row(values) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int64)
+
+    return {"word": row([f[0] for f in layout]), "bit": row([f[1] for f in layout]),
+            "low_mask": row([f[2] & f[4] for f in layout]),
+            "next": row([min(f[0] + 1, words - 1) for f in layout]),
+            "up": row([64 - f[1] if f[3] else 64 for f in layout]), "mask": row([f[2] for f in layout]),
+            "spills": any(f[3] for f in layout)}
 
 
 def packed_one_hots(r: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
