@@ -85,8 +85,8 @@ class DealerClient:
         metering.count_dealer_request()
         metering.hop()
         before = self.mesh.wire_bytes_sent()
-        self.mesh.exchange_text({self.dealer: public.encode(message)}, [], label=REQUEST_LABEL)
-        raw = self.mesh.exchange_text({}, [self.dealer], label=SHAPE_LABEL, limit=4096)[self.dealer]
+        raw = self.mesh.exchange_text({self.dealer: public.encode(message)}, [self.dealer], label=REQUEST_LABEL,
+                                      answer_label=SHAPE_LABEL, limit=4096)[self.dealer]  # its frames, one wait
         shape = self._check_shape(public.decode(raw, peer=self.dealer, label=SHAPE_LABEL), func_name, expected)
         result = torch.empty(shape, dtype=torch.int64)
         self.mesh.exchange({}, {self.dealer: result.view(-1)}, label=REPLY_LABEL)

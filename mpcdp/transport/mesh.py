@@ -140,15 +140,20 @@ class Mesh:
         return self.exchange_text({j: payload for j in others}, others, label=label)
 
     def exchange_text(self, sends: dict[int, bytes], receives: list[int], *, label: str,
-                      limit: int = frames.MAX_PUBLIC_BYTES, patient: bool = False) -> dict[int, bytes]:
+                      limit: int = frames.MAX_PUBLIC_BYTES, patient: bool = False,
+                      answer_label: str | None = None) -> dict[int, bytes]:
         """Send ``sends[j]`` (UTF-8 JSON) to party j and receive one JSON message of at most ``limit`` bytes
         from each party in ``receives``, at once; return those, undecoded (1 round; public values only).
-        ``patient``: no deadline (see :meth:`_move`)."""
+        ``patient``: no deadline (see :meth:`_move`). ``answer_label``: the received messages are the next step
+        (a question at ``label`` and its answer): the same frames as two calls, one transfer (one selector and
+        one wait) instead of two."""
         for payload in sends.values():
             if len(payload) > frames.MAX_PUBLIC_BYTES:
                 raise ValueError(f"public payload of {len(payload)} bytes exceeds {frames.MAX_PUBLIC_BYTES}")
-        into = {j: frames.Incoming(j, frames.JSON, label, limit=limit) for j in receives}
-        self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, label, patient)
+        awaited = label if answer_label is None else answer_label
+        into = {j: frames.Incoming(j, frames.JSON, awaited, limit=limit) for j in receives}
+        self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, awaited, patient,
+                   out_label=label)
         received = {}
         for j, incoming in into.items():
             assert incoming.payload is not None  # _move returned: every message arrived
@@ -156,16 +161,17 @@ class Mesh:
         return received
 
     def _move(self, out: dict[int, tuple[int, memoryview]], into: dict[int, "frames.Incoming"], label: str,
-              patient: bool = False) -> None:
+              patient: bool = False, out_label: str | None = None) -> None:
         """Move one round's messages. ``patient``: wait for them without a deadline (a server waiting for its
-        next request); a link that closes still ends the wait.
+        next request); a link that closes still ends the wait. ``out_label``: the step of the frames sent, if
+        not ``label`` (:meth:`exchange_text`'s question and answer).
 
         Phases: the emulated delay, the frames to send (:meth:`_frames_out`), the steps awaited
         (:meth:`_expect_in`), the transfer itself (:meth:`_transfer`), and the byte tallies (:meth:`_tally`), which
         count what moved however the round ends."""
         if self.delay_s and out:
             time.sleep(self.delay_s)
-        pending = self._frames_out(out, label)
+        pending = self._frames_out(out, label if out_label is None else out_label)
         self._expect_in(into)
         sent = {j: 0 for j in out}
         got = {j: 0 for j in into}
