@@ -153,7 +153,7 @@ class Mesh:
         awaited = label if answer_label is None else answer_label
         into = {j: frames.Incoming(j, frames.JSON, awaited, limit=limit) for j in receives}
         self._move({j: (frames.JSON, memoryview(payload)) for j, payload in sends.items()}, into, awaited, patient,
-                   out_label=label)
+                   label)  # positional: wrappers of _move (the deviation tests') pass the rest on as it is
         received = {}
         for j, incoming in into.items():
             assert incoming.payload is not None  # _move returned: every message arrived
