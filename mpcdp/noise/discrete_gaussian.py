@@ -353,33 +353,76 @@ def exact_acceptance(plan: DiscreteGaussianPlan) -> float:
     return float(np.exp(_log_sum(plan)))
 
 
-def _log_sum(plan: DiscreteGaussianPlan) -> float:
+def _log_sum(plan: DiscreteGaussianPlan, chunk: int = 1 << 22) -> float:
+    """ln Σ_n proposal(n)·P(accept | n) over the support, each |n| computed once for both signs.
+
+    On piece j the negative side n = −m − 1 (m in [begin, end)) has |n| in (begin, end], the positive side |n| in
+    [begin, end), and T depends on |n| and j only. So |n| = a in [begin, min(end + 1, cut)) counts
+    [a < end] + [a > begin] times: half the cells of a pass over n. Equal to that pass's sum up to float64
+    summation order (tests/test_discrete_gaussian.py: within 1e-13).
+    """
+    log_c, tables = _log_tables(plan)
     total = -math.inf
-    for n, log_weight in _log_weights(plan):
-        finite = log_weight[np.isfinite(log_weight)]
-        if finite.size:
-            peak = finite.max()
-            total = np.logaddexp(total, peak + math.log(np.exp(finite - peak).sum()))
+    for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda)):
+        end = 1 << (plan.k + j)
+        top = min(end + 1, _smallest_cut(plan.G, (CUT << F) - Lambda))
+        for lo in range(begin, top, chunk):
+            a = np.arange(lo, min(lo + chunk, top), dtype=np.int64)
+            log_w = _piece_log_weights(plan, a, j, log_c[j], tables)
+            peak = log_w.max()
+            times = (a < end).astype(np.float64) + (a > begin)
+            total = np.logaddexp(total, peak + math.log((times * np.exp(log_w - peak)).sum()))
     return float(total)
 
 
-def _log_weights(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
-    """(n, ln(proposal(n)·P(accept | n))) over every candidate value, in chunks (−inf outside the support)."""
-    sizes = plan.piece_sizes()
-    log_c = np.log(np.array(plan.Q, dtype=np.float64) / (64 * np.array(sizes, dtype=np.float64)))
+def _log_tables(plan: DiscreteGaussianPlan) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(ln c_j per piece, ln(TH_g/2^62) per group): the terms of a cell's log-weight."""
+    log_c = np.log(np.array(plan.Q, dtype=np.float64) / (64 * np.array(plan.piece_sizes(), dtype=np.float64)))
     with np.errstate(divide="ignore"):
         tables = [np.log(t.astype(np.float64) / 2.0**WORD) for t in group_thresholds()]
+    return log_c, tables
+
+
+def _log_weights(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
+    """(n, ln(proposal(n)·P(accept | n))) over every candidate value, in chunks (−inf outside the support).
+
+    Only the support's cells are computed, a piece's stretch at a time (its proposal term and Λ_j one number):
+    outside it some factor's threshold is 0, so the weight is −inf. Same operations, in the same order, on each
+    cell as the per-cell rule, so the same float64 numbers (tests/test_discrete_gaussian.py checks it, bit for bit).
+    """
+    log_c, tables = _log_tables(plan)
+    spans = support_spans(plan)
     r = plan.radius
     for start in range(-r, r, chunk):
-        n = np.arange(start, min(start + chunk, r), dtype=np.int64)
-        piece = piece_of(plan, n)
-        T = exponent(plan, n, piece)
-        log_w = log_c[piece].copy()
-        for (low, width, _), table in zip(GROUPS, tables):
-            log_w += table[(T >> low) & ((1 << width) - 1)]
-        log_w += np.log1p(-(T & ((1 << LOW_BITS) - 1)).astype(np.float64) / 2.0**F)
-        log_w[T >= (1 << (F + 6))] = -np.inf
+        stop = min(start + chunk, r)
+        n = np.arange(start, stop, dtype=np.int64)
+        log_w = np.full(n.size, -np.inf)
+        for lo, hi, j in spans:
+            a, b = max(lo, start), min(hi, stop)
+            if a < b:
+                log_w[a - start:b - start] = _piece_log_weights(plan, n[a - start:b - start], j, log_c[j], tables)
         yield n, log_w
+
+
+def support_spans(plan: DiscreteGaussianPlan) -> list[tuple[int, int, int]]:
+    """The support as ascending, disjoint [lo, hi) stretches of n inside one piece j: (lo, hi, j), every n with
+    T = n²·G + Λ_j below the cut CUT·2^F (exact integers, :func:`_smallest_cut`)."""
+    k, spans = plan.k, []
+    for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda)):
+        end = 1 << (k + j)  # piece j: |n| in [begin, end) on the positive side; n = −m − 1 on the negative
+        cut = _smallest_cut(plan.G, (CUT << F) - Lambda)  # first |n| whose T reaches the cut
+        negative = (max(-end, 1 - cut), -begin) if j else (max(-end, 1 - cut), 0)
+        spans += [(lo, hi, j) for lo, hi in (negative, (begin, min(end, cut))) if lo < hi]
+    return sorted(spans)
+
+
+def _piece_log_weights(plan: DiscreteGaussianPlan, n: np.ndarray, j: int, log_c: float, tables) -> np.ndarray:
+    T = n * n * plan.G + plan.Lambda[j]
+    log_w = np.full(n.size, log_c)
+    for (low, width, _), table in zip(GROUPS, tables):
+        log_w += table[(T >> low) & ((1 << width) - 1)]
+    log_w += np.log1p(-(T & ((1 << LOW_BITS) - 1)).astype(np.float64) / 2.0**F)
+    return log_w
 
 
 def exact_log_pmf(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
