@@ -11,6 +11,17 @@ from mpcdp.config import MpcConfig
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Test files longest first (tests/file_seconds.py): xdist's `--dist loadfile` hands whole files to its workers
+    in this order, so the run ends on short files and no worker idles long at the end. A file's own tests keep
+    their order; so does the file order where the table has no say (ties)."""
+    from file_seconds import longest_first, seconds
+
+    files = list(dict.fromkeys(item.path.name for item in items))
+    rank = {name: i for i, name in enumerate(longest_first(files, seconds()))}
+    items.sort(key=lambda item: rank[item.path.name])
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_privacy_ledger(tmp_path_factory):
     """A privacy ledger (mpcdp.jobs.budget) for the whole session, under every module-scoped fixture that trains:
