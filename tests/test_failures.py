@@ -109,7 +109,10 @@ def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation(de
     """On separate hosts no harness watches: the per-party timeout reaches every blocking operation, and
     the error names the silent party. The three processes are forked from the preloaded server (no
     interpreter start-up each), but nothing of the harness runs in them: each is given only its deployment
-    (no launcher keys them one) and runs run_party / run_dealer as a process on its own host does."""
+    (no launcher keys them one) and runs run_party / run_dealer as a process on its own host does. Once the
+    dealer has stopped, the silent party is killed (its host's operator would): party 0 has concluded by then
+    (the dealer names it as the one who noticed), and its store stops waiting for that party to leave, at most
+    losses.READ_WAIT_S = 30 s, at once."""
     from mpcdp.runtime.harness import free_port
     from mpcdp.runtime.process_server import process_context
     from party_jobs import standalone_process
@@ -126,6 +129,8 @@ def test_without_the_harness_a_silent_peer_times_out_every_blocking_operation(de
         while 0 not in ended or 2 not in ended:
             rank, kind, elapsed, message = out.get(timeout=90)
             ended[rank] = kind, elapsed, message
+            if rank == 2:
+                procs[1].kill()
         # party 1 sleeps; party 0 gives up waiting for its share of the opening
         kind, elapsed, message = ended[0]
         assert kind == "PeerTimeout" and "Timed out" in message and "party 1" in message
