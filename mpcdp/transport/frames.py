@@ -28,6 +28,7 @@ semi-honest. Cost: 16 bytes per message, declared in :func:`mpcdp.transport.cost
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 
@@ -52,7 +53,9 @@ def code_of(dtype: torch.dtype) -> int:
     return _CODES[dtype]
 
 
+@functools.lru_cache(maxsize=4096)
 def tag_of(label: str) -> int:
+    """The step tag of ``label`` (CRC-32 of its UTF-8 bytes; a run uses few labels, so each is computed once)."""
     return zlib.crc32(label.encode("utf-8"))
 
 
@@ -112,26 +115,26 @@ class Incoming:
             self.done = True
 
     def _check(self, me: int) -> int:
-        magic, version, code, number, tag, length = HEADER.unpack(bytes(self.header))
-
-        def refuse(field: str, expected: str, found: str):
-            raise ProtocolViolation(
-                f"party {self.peer} sent a message that is not the expected one on party {me}'s link at step "
-                f"{self.label!r}: {field} expected {expected}, found {found}", party=self.peer)
-
+        magic, version, code, number, tag, length = HEADER.unpack(self.header)
         if magic != MAGIC or version != VERSION:
-            refuse("frame header", f"{MAGIC!r} version {VERSION}", f"{magic!r} version {version} (not an mpcdp frame)")
+            self._refuse(me, "frame header", f"{MAGIC!r} version {VERSION}",
+                         f"{magic!r} version {version} (not an mpcdp frame)")
         if number != self.number:
-            refuse("message number", str(self.number), f"{number} (a replayed, dropped or reordered message)")
+            self._refuse(me, "message number", str(self.number), f"{number} (a replayed, dropped or reordered message)")
         if tag != tag_of(self.label):
-            refuse("step tag", f"{tag_of(self.label):#010x}", f"{tag:#010x} (a message of another step)")
+            self._refuse(me, "step tag", f"{tag_of(self.label):#010x}", f"{tag:#010x} (a message of another step)")
         if code != self.code:
-            refuse("payload type", TYPE_NAMES[self.code], TYPE_NAMES.get(code, f"unknown code {code}"))
+            self._refuse(me, "payload type", TYPE_NAMES[self.code], TYPE_NAMES.get(code, f"unknown code {code}"))
         if self.target is not None and length != len(self.target):
-            refuse("payload length", f"{len(self.target)} bytes", f"{length} bytes")
+            self._refuse(me, "payload length", f"{len(self.target)} bytes", f"{length} bytes")
         if self.target is None and length > self.limit:
-            refuse("payload length", f"at most {self.limit} bytes", f"{length} bytes")
+            self._refuse(me, "payload length", f"at most {self.limit} bytes", f"{length} bytes")
         return length
+
+    def _refuse(self, me: int, field: str, expected: str, found: str) -> None:
+        raise ProtocolViolation(
+            f"party {self.peer} sent a message that is not the expected one on party {me}'s link at step "
+            f"{self.label!r}: {field} expected {expected}, found {found}", party=self.peer)
 
 
 def read_exactly(link, n: int) -> bytes:

@@ -40,6 +40,7 @@ public values, and the dealer's keys and material (the guide mpcdp/README.md, "T
 
 from __future__ import annotations
 
+import select
 import selectors
 import socket
 import ssl
@@ -53,6 +54,7 @@ from mpcdp.transport import costs, frames, joining, rendezvous, wire
 
 
 _JOIN_BYTES = 1 << 16
+_READ, _WRITE = select.POLLIN, select.POLLOUT
 STALL_S = 2.0  # a frame's sender silent this long, then closing its link: it left the frame unfinished
 
 
@@ -145,7 +147,7 @@ class Mesh:
         """Send ``sends[j]`` (UTF-8 JSON) to party j and receive one JSON message of at most ``limit`` bytes
         from each party in ``receives``, at once; return those, undecoded (1 round; public values only).
         ``patient``: no deadline (see :meth:`_move`). ``answer_label``: the received messages are the next step
-        (a question at ``label`` and its answer): the same frames as two calls, one transfer (one selector and
+        (a question at ``label`` and its answer): the same frames as two calls, one transfer (one poll set and
         one wait) instead of two."""
         for payload in sends.values():
             if len(payload) > frames.MAX_PUBLIC_BYTES:
@@ -206,9 +208,13 @@ class Mesh:
 
     def _transfer(self, pending: dict[int, list[memoryview]], into: dict[int, "frames.Incoming"], label: str,
                   patient: bool, sent: dict[int, int], got: dict[int, int], last_byte: dict[int, float]) -> None:
-        """Write every queued frame and read every awaited one, all links at once through one selector, until
-        the round is done; count the bytes into ``sent``/``got`` and note each sender's latest byte in
-        ``last_byte`` as they move.
+        """Write every queued frame and read every awaited one, all links at once, until the round is done; count
+        the bytes into ``sent``/``got`` and note each sender's latest byte in ``last_byte`` as they move.
+
+        Each link first gets its frames without a wait (a link almost always has room for a round's frames);
+        then one ``poll`` of the round's links waits for what is left. Per round that is one system call per
+        write and per wait, no more (a selector object cost an ``epoll`` descriptor and a registration call
+        per link and event change, on every round): the bytes, their order and every check are the same.
 
         Raises:
             PeerLost: a link closed or failed (a :class:`~mpcdp.errors.ProtocolViolation`: a frame was not the
@@ -219,53 +225,52 @@ class Mesh:
         # (e.g. on a protocol violation it saw) must stop this party too, not leave it waiting for a third. A
         # peer that finished sends a goodbye frame before closing; one that stopped early closes without.
         watched = set(self.links) - set(into)
-
-        def events(j: int) -> int:
-            mask = 0
-            if pending.get(j):
-                mask |= selectors.EVENT_WRITE
-            if (j in into and not into[j].done) or j in watched:
-                mask |= selectors.EVENT_READ
-            return mask
-
-        def working() -> bool:
-            return any(pending.values()) or any(not incoming.done for incoming in into.values())
-
-        selector = selectors.DefaultSelector()
-        try:
-            for j in self.links:
-                if events(j):
-                    selector.register(self.links[j], events(j), j)
-            deadline = time.monotonic() + self.timeout_s
-            while working():
-                ready = selector.select(timeout=None if patient else max(0.0, deadline - time.monotonic()))
-                if not ready:
-                    raise self._deadline_passed(pending, into, label)
-                for key, mask in ready:
-                    j = key.data
-                    link = cast(socket.socket, key.fileobj)  # registered above: one of self.links
-                    try:
-                        if mask & selectors.EVENT_WRITE and pending.get(j):
-                            sent[j] += self._send_some(link, pending[j])
-                        if mask & selectors.EVENT_READ and j in into and not into[j].done:
-                            self._receive_some(link, j, into[j], label, got, last_byte)
-                            if into[j].done:
-                                watched.add(j)
-                        elif mask & selectors.EVENT_READ and j in watched:
-                            watched.discard(j)  # the peer is ahead of us (its next message is here) or gone
-                            self._check_open(link, j, label)
-                    except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                        pass
-                    except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as exc:
-                        raise PeerLost(f"link to {self.name(j)} failed ({self.name(self.rank)}'s link): {exc}",
-                                       party=j) from exc
-                    remaining = events(j)
+        deadline = time.monotonic() + self.timeout_s
+        state = (pending, into, watched, label, sent, got, last_byte)
+        for j, queue in pending.items():
+            if queue:
+                self._serve(j, self.links[j], _WRITE, state)
+        poller, by_fd, masks = select.poll(), {}, {}
+        for j, link in self.links.items():
+            by_fd[link.fileno()] = j
+            masks[j] = _events(j, pending, into, watched)
+            if masks[j]:
+                poller.register(link, masks[j])
+        while any(pending.values()) or not all(incoming.done for incoming in into.values()):
+            ready = poller.poll(None if patient else max(0.0, deadline - time.monotonic()) * 1000.0)
+            if not ready:
+                raise self._deadline_passed(pending, into, label)
+            for fd, happened in ready:
+                j = by_fd[fd]
+                # as a selector reads poll's answer: an error or hang-up counts as readable and writable
+                mask = masks[j] & ((_READ if happened & ~_WRITE else 0) | (_WRITE if happened & ~_READ else 0))
+                self._serve(j, self.links[j], mask, state)
+                remaining = _events(j, pending, into, watched)
+                if remaining != masks[j]:
+                    masks[j] = remaining
                     if remaining:
-                        selector.modify(link, remaining, j)
+                        poller.register(fd, remaining)  # poll's register of a registered descriptor modifies it
                     else:
-                        selector.unregister(link)
-        finally:
-            selector.close()
+                        poller.unregister(fd)
+
+    def _serve(self, j: int, link: socket.socket, mask: int, state: tuple) -> None:
+        """Move what party j's link can take or give now (``mask``: writable, readable): write its queued frame
+        parts, read its awaited frame, or check a watched link (:meth:`_transfer`'s ``state``)."""
+        pending, into, watched, label, sent, got, last_byte = state
+        try:
+            while mask & _WRITE and pending.get(j):
+                sent[j] += self._send_some(link, pending[j])
+            if mask & _READ and j in into and not into[j].done:
+                self._receive_some(link, j, into[j], label, got, last_byte)
+                if into[j].done:
+                    watched.add(j)
+            elif mask & _READ and j in watched:
+                watched.discard(j)  # the peer is ahead of us (its next message is here) or gone
+                self._check_open(link, j, label)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError) as exc:
+            raise PeerLost(f"link to {self.name(j)} failed ({self.name(self.rank)}'s link): {exc}", party=j) from exc
 
     def _receive_some(self, link: socket.socket, j: int, incoming: "frames.Incoming", label: str,
                       got: dict[int, int], last_byte: dict[int, float]) -> None:
@@ -430,6 +435,13 @@ class Mesh:
         others = [j for j in range(self.parties) if j != self.rank]
         self.exchange({j: vector for j in others}, {j: out[j] for j in others}, label=label)
         return torch.stack(out), 1
+
+
+def _events(j: int, pending: dict[int, list[memoryview]], into: dict[int, "frames.Incoming"],
+            watched: set[int]) -> int:
+    """What a round still waits for on party j's link: writable while frames are queued for it, readable while
+    its frame is awaited or the link is watched for closing (:meth:`Mesh._transfer`)."""
+    return (_WRITE if pending.get(j) else 0) | (_READ if (j in into and not into[j].done) or j in watched else 0)
 
 
 _SIGN = -(1 << 63)
