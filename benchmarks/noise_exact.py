@@ -12,6 +12,7 @@ should not grow with m; and under each ``[settings] runs`` entry (provider, comm
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -46,6 +47,7 @@ def measure(config: MpcConfig, mode: str, samples: int, sigma: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ns, protocol, command = recording.parse(__doc__, "protocols/noise-exact.toml", "benchmarks/results/noise-exact", argv)
     c = protocol["cost"]
+    load_before = os.getloadavg()[0]
     config = MpcConfig(parties=c["parties"], **protocol["mpc"])
     runs = []
     for repeat in range(c["repeats"]):
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
              f"Command: `{command}`  ",
              f"Machine: {platform.machine()}, 2 cores shared by {c['parties']} parties and the dealer, loopback, TLS 1.3 "
              f"links (the harness default); {c['samples']:,} samples per call, σ = {c['sigma']}. "
-             f"{protocol.get('load_note', '')}", "",
+             f"Host load average (1 min) {load_before:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (a "
+             "shared 2-core host: wall and CPU times scale with it, bytes do not).", "",
              f"In-MPC circuit: {CIRCUIT}.", "", *_moved(protocol),
              *_table(runs, "mode"), "",
              "`rou` is the ratio-of-uniforms sampler on 17-bit uniforms, whose output has holes in its tails.",
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                   "mpcdp/README.md, threat model): with the dealer, the dealer and one member, or every member; "
                   "under honest-majority, any two of parties 0–2.", "", *_table(settings, "setting"), ""]
     recording.record(ns.out, "\n".join(lines), {"command": command, "protocol": protocol, "runs": runs,
-                                                 "committee": scaling, "settings": settings, "circuit": CIRCUIT})
+                                                 "committee": scaling, "settings": settings, "circuit": CIRCUIT,
+                                                 "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
     return 0
 
 
