@@ -8,9 +8,11 @@ one a local run forks its parties from, started once per test process with :data
 PRELOAD` imported). The child then becomes what a fresh interpreter would be before it runs the command: the
 whole environment given (nothing else), the working directory, ``sys.argv``, ``sys.path`` (the entry's folder,
 PYTHONPATH, the installed packages), fds 0/1/2 (a pipe, a file, /dev/null or the test's own), new standard
-streams, a main process of its own to multiprocessing (so a launcher starts its own fork server, as its child),
-torch's threads as its environment sets them, fresh seeds; then it exits as the interpreter would (non-daemon
-threads joined, atexit run, streams flushed) with the command's exit code. Its pid is real: signals, kills,
+streams, a main process of its own to multiprocessing with its own fork server as its child (forked from it
+before the command runs, already holding what the server preloads, so a launcher does not pay a fresh
+interpreter's import for it; a command that launches nothing leaves it idle), torch's threads as its
+environment sets them, fresh seeds; then it exits as the interpreter would (non-daemon threads joined, atexit
+run, streams flushed) with the command's exit code. Its pid is real: signals, kills,
 ``/proc`` and its children are those of a process; its exit code is the real one (a signal: minus its number).
 
 Only the interpreter's import is shared. Keep ``subprocess`` where the subject is the interpreter or an entry
@@ -106,8 +108,8 @@ def _streams() -> None:
 
 def _main_process() -> None:
     """Make this child a main process to multiprocessing, as a fresh interpreter is: no parent, no children,
-    its own key, and no fork server or resource tracker of its own yet (it starts its own, as its children,
-    when it launches processes; the inherited ones' fds are closed)."""
+    its own key, and no fork server or resource tracker of its own yet (the inherited ones' fds are closed;
+    :func:`_own_fork_server` then starts its fork server, its first launch its resource tracker)."""
     import itertools
     from multiprocessing import forkserver, process, resource_tracker
 
@@ -137,6 +139,40 @@ def _main_process() -> None:
     if tracker._fd is not None:  # noqa: SLF001
         os.close(tracker._fd)  # noqa: SLF001
     tracker._fd = tracker._pid = None  # noqa: SLF001
+
+
+def _own_fork_server() -> None:
+    """Start the command's own fork server now, forked from this child, instead of the fresh interpreter
+    multiprocessing would start at the command's first launch (importing PRELOAD again: ~4.6 s of CPU per
+    launching command). This child is single-threaded, installed no handler yet and holds every module the
+    server would preload (it came from :mod:`mpcdp.runtime.process_server`'s server); the server is what
+    ``ForkServer.ensure_running`` makes: this command's child, listening on a fresh socket (mode 0600), ending
+    when the command's end closes its "alive" pipe; a launch registers its resource tracker then, as before. A
+    command that launches nothing leaves it idle until it exits."""
+    import socket
+    from multiprocessing import connection, forkserver
+
+    address = connection.arbitrary_address("AF_UNIX")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(address)
+    os.chmod(address, 0o600)
+    listener.listen()
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(alive_w)
+        code = 0
+        try:
+            forkserver.main(listener.fileno(), alive_r, [])  # serves until the command's end closes alive_w
+        except SystemExit:
+            pass
+        except BaseException:  # noqa: BLE001 - a server that failed: its launches fail, naming it
+            code = 1
+        os._exit(code)
+    listener.close()
+    os.close(alive_r)
+    server = forkserver._forkserver  # noqa: SLF001
+    server._forkserver_address, server._forkserver_alive_fd, server._forkserver_pid = address, alive_w, pid  # noqa: SLF001
 
 
 def _fresh_state(env: dict) -> None:
@@ -198,6 +234,7 @@ def _child(kind: str, what: str, argv: list[str], env: dict, cwd: str, fds: list
     _main_process()
     _streams()
     _fresh_state(env)
+    _own_fork_server()
     sys.argv = list(argv)
     sys.path[:] = _fresh_path(kind, what, cwd, env)
     code = 0
