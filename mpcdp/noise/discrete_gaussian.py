@@ -363,9 +363,8 @@ def _log_sum(plan: DiscreteGaussianPlan, chunk: int = 1 << 22) -> float:
     """
     log_c, tables = _log_tables(plan)
     total = -math.inf
-    for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda)):
-        end = 1 << (plan.k + j)
-        top = min(end + 1, _smallest_cut(plan.G, (CUT << F) - Lambda))
+    for j, begin, end, cut in _piece_bounds(plan):
+        top = min(end + 1, cut)
         for lo in range(begin, top, chunk):
             a = np.arange(lo, min(lo + chunk, top), dtype=np.int64)
             log_w = _piece_log_weights(plan, a, j, log_c[j], tables)
@@ -407,13 +406,18 @@ def _log_weights(plan: DiscreteGaussianPlan, chunk: int = 1 << 22):
 def support_spans(plan: DiscreteGaussianPlan) -> list[tuple[int, int, int]]:
     """The support as ascending, disjoint [lo, hi) stretches of n inside one piece j: (lo, hi, j), every n with
     T = n²·G + Λ_j below the cut CUT·2^F (exact integers, :func:`_smallest_cut`)."""
-    k, spans = plan.k, []
-    for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda)):
-        end = 1 << (k + j)  # piece j: |n| in [begin, end) on the positive side; n = −m − 1 on the negative
-        cut = _smallest_cut(plan.G, (CUT << F) - Lambda)  # first |n| whose T reaches the cut
+    spans = []
+    for j, begin, end, cut in _piece_bounds(plan):
         negative = (max(-end, 1 - cut), -begin) if j else (max(-end, 1 - cut), 0)
         spans += [(lo, hi, j) for lo, hi in (negative, (begin, min(end, cut))) if lo < hi]
     return sorted(spans)
+
+
+def _piece_bounds(plan: DiscreteGaussianPlan) -> list[tuple[int, int, int, int]]:
+    """(j, begin, end, cut) per piece j: |n| in [begin, end) on the positive side (n = −m − 1, m in that range, on
+    the negative), and cut the first |n| whose T = n²·G + Λ_j reaches CUT·2^F (exact integers)."""
+    return [(j, begin, 1 << (plan.k + j), _smallest_cut(plan.G, (CUT << F) - Lambda))
+            for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda))]
 
 
 def _piece_log_weights(plan: DiscreteGaussianPlan, n: np.ndarray, j: int, log_c: float, tables) -> np.ndarray:
