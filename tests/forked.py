@@ -141,6 +141,11 @@ def _main_process() -> None:
     tracker._fd = tracker._pid = None  # noqa: SLF001
 
 
+_FORK_SERVER_MAIN = ("listener_fd", "alive_r", "preload", "main_path", "sys_path")
+"""The parameters of ``multiprocessing.forkserver.main`` (Python 3.11–3.13.0) that :func:`_own_fork_server`
+imitates ``ForkServer.ensure_running`` for; with any other, the command's first launch starts its server."""
+
+
 def _own_fork_server() -> None:
     """Start the command's own fork server now, forked from this child, instead of the fresh interpreter
     multiprocessing would start at the command's first launch (importing PRELOAD again: ~4.6 s of CPU per
@@ -149,9 +154,14 @@ def _own_fork_server() -> None:
     ``ForkServer.ensure_running`` makes: this command's child, listening on a fresh socket (mode 0600), ending
     when the command's end closes its "alive" pipe; a launch registers its resource tracker then, as before. A
     command that launches nothing leaves it idle until it exits."""
+    import inspect
     import socket
     from multiprocessing import connection, forkserver
 
+    server = forkserver._forkserver  # noqa: SLF001
+    if list(inspect.signature(forkserver.main).parameters) != list(_FORK_SERVER_MAIN) or \
+            hasattr(server, "_forkserver_authkey"):
+        return  # another multiprocessing (an authenticated server, say): it starts its own at the first launch
     address = connection.arbitrary_address("AF_UNIX")
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(address)
@@ -171,7 +181,6 @@ def _own_fork_server() -> None:
         os._exit(code)
     listener.close()
     os.close(alive_r)
-    server = forkserver._forkserver  # noqa: SLF001
     server._forkserver_address, server._forkserver_alive_fd, server._forkserver_pid = address, alive_w, pid  # noqa: SLF001
 
 
