@@ -71,7 +71,7 @@ class StoreServer:
     """The key-value store party 0 hosts at ``host:port``, one thread per connection (daemon threads).
 
     Counters for whoever watches it: :attr:`active` and :attr:`peak` connections, :attr:`stored_bytes`,
-    :attr:`refusals` (count per source).
+    :attr:`refusals` (count per source) and :attr:`shown` (the refusal lines written to stderr, in order).
     """
 
     def __init__(self, port: int, security=None, *, host: str = "127.0.0.1", processes: int | None = None,
@@ -85,6 +85,7 @@ class StoreServer:
         self.stored_bytes = 0
         self.active = self.peak = self.established = 0
         self.refusals: dict[str, int] = {}
+        self.shown: list[str] = []
         self.gate = Gate(max(PER_SOURCE, self.ranks if processes else PER_SOURCE), hold_s=self.request_s,
                          who="party 0 (the rendezvous)")
         self.lock = threading.Lock()
@@ -340,8 +341,11 @@ class StoreServer:
             self.refusals[source] = count
             shown = count == 1 and len(self.refusals) <= _SHOWN_SOURCES
         if shown:
-            print(f"mpcdp party 0: the rendezvous refused a connection from {source}: {why} (later refusals "
-                  f"from it are counted, not shown)", file=sys.stderr, flush=True)
+            line = (f"mpcdp party 0: the rendezvous refused a connection from {source}: {why} (later refusals "
+                    f"from it are counted, not shown)")
+            with self.lock:
+                self.shown.append(line)
+            print(line, file=sys.stderr, flush=True)
 
 
 class Store(Protocol):
