@@ -155,7 +155,8 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
         assert time.monotonic() - killed < 60
         assert code != 0
         assert f"party {victim} failed" in launcher.text(), launcher.text()[-800:]
-        _wait_for(lambda: not any(_alive_or_zombie(pid) for pid in children), 10)
+        # the bound is generous: the claim is that no process is left, not how fast a loaded host reaps them
+        _wait_for(lambda: not any(_alive_or_zombie(pid) for pid in children), 60)
     finally:
         launcher.popen.kill()
         launcher.popen.wait()
