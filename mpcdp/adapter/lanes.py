@@ -290,16 +290,21 @@ def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
     out = torch.empty((words.shape[0], len(widths)), dtype=torch.int64)
     upper = torch.empty(0, dtype=torch.int64)
     for rows in row_blocks(words.shape[0], len(widths)):
-        block, field = words[rows], out[rows]
-        torch.index_select(block, 1, layout["word"], out=field)
-        field >>= layout["bit"]
-        field &= layout["low_mask"]  # the sign's copies cleared, and the field's bits in this word kept
-        if layout["spills"]:
-            upper = torch.index_select(block, 1, layout["next"], out=upper.resize_(field.shape))
-            upper <<= layout["up"]
-            upper &= layout["mask"]
-            field |= upper
+        upper = _unpack_rows(words[rows], layout, out[rows], upper)
     return out
+
+
+def _unpack_rows(block: torch.Tensor, layout: dict, field: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
+    """:func:`unpack_fields` of one block of rows into ``field``; returns the scratch tensor ``upper`` (reused)."""
+    torch.index_select(block, 1, layout["word"], out=field)
+    field >>= layout["bit"]
+    field &= layout["low_mask"]  # the sign's copies cleared, and the field's bits in this word kept
+    if layout["spills"]:
+        upper = torch.index_select(block, 1, layout["next"], out=upper.resize_(field.shape))
+        upper <<= layout["up"]
+        upper &= layout["mask"]
+        field |= upper
+    return upper
 
 
 @functools.lru_cache(maxsize=64)
@@ -374,6 +379,31 @@ def pack_bit_shares(share: torch.Tensor, widths: list[int]) -> torch.Tensor:
 def unpack_bit_shares(words: torch.Tensor, n: int, widths: list[int]) -> torch.Tensor:
     """The (n, k) fields of :func:`pack_bit_shares`' words."""
     return unpack_fields(words, widths * WORD_BITS_GROUP).reshape(-1, len(widths))[:n]
+
+
+class PackedBitShares:
+    """Party 0's additive bit shares (n, k) as the dealer packed them (:func:`pack_bit_shares`), unpacked where
+    they are used, block by block (:meth:`unpacked_blocks`): a consumer that works on each block as it is
+    unpacked reads it from cache instead of from a full (n, k) tensor written first. The same values as
+    :func:`unpack_bit_shares`."""
+
+    def __init__(self, words: torch.Tensor, n: int, widths: list[int]):
+        self.words, self.n, self.widths = words, n, list(widths)
+        self.shape = (n, len(widths))
+
+    def unpack(self) -> torch.Tensor:
+        return unpack_bit_shares(self.words, self.n, self.widths)
+
+    def unpacked_blocks(self, out: torch.Tensor):
+        """Unpack into ``out`` ((⌈n/g⌉·g, k): room for the last group's padding) block by block, yielding each
+        block's elements (a slice, at most n) and their (elements, k) rows of ``out``, filled."""
+        k, g = len(self.widths), WORD_BITS_GROUP
+        layout = _row_layout(tuple(self.widths * g), self.words.shape[1])
+        rows_out, upper = out.view(-1, g * k), torch.empty(0, dtype=torch.int64)
+        for rows in row_blocks(self.words.shape[0], g * k):
+            upper = _unpack_rows(self.words[rows], layout, rows_out[rows], upper)
+            elements = slice(rows.start * g, min(self.n, rows.stop * g))
+            yield elements, out[elements]
 
 
 def check_masks(masks, pairs: int) -> list[int]:

@@ -32,7 +32,7 @@ import torch
 
 from mpcdp.adapter import chunk_masks, dealer_view, factor_tables, keyed, replicated
 from mpcdp.adapter.lanes import (WORD_BITS_GROUP, check_masks, check_widths, check_windows, moved_one_hots,
-                                 pack_bit_shares, packed_one_hots, unpack_bit_shares)
+                                 pack_bit_shares, packed_one_hots, PackedBitShares)
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
 from mpcdp.transport import costs
@@ -88,7 +88,7 @@ class WordBits(Material):
     used times 2^(64 − widths[i]) or in a value read mod 2^widths[i]), so the dealer sends party 0 its share of
     bit i reduced to widths[i] bits, the fields packed one after another across :data:`WORD_BITS_GROUP`
     elements, ⌈g·Σ widths / 64⌉ words per g elements (:func:`pack_bit_shares`); party 0's shares of bit i are
-    then right mod 2^widths[i] only."""
+    then right mod 2^widths[i] only, and come as the reply's words (:class:`PackedBitShares`), unpacked where used."""
 
     @staticmethod
     def reply_shape(n: int, k: int, widths: list | None = None) -> tuple[int, ...]:
@@ -126,7 +126,7 @@ class WordBits(Material):
             return word, keyed.ring((n, k), generator=generator)
         if widths is None:
             return word, cls.request(n, k)
-        return word, unpack_bit_shares(cls.request(n, k, list(widths)), n, check_widths(widths, k))
+        return word, PackedBitShares(cls.request(n, k, list(widths)), n, check_widths(widths, k))
 
 
 class MaskedBits(Material):

@@ -30,6 +30,7 @@ Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import TYPE_CHECKING
 
 import torch
@@ -70,15 +71,16 @@ def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 
     words = words.contiguous()
     n, w = words.shape
-    places = torch.arange(w, dtype=torch.int64)
     tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
     for rows in row_blocks(n, w):
         nibbles = _top_nibbles(words[rows])  # value j of a word at bits 4j..4j+3
-        nibbles <<= 16 * places
-        torch.sum(nibbles, 1, out=tops[rows])  # disjoint bit fields: the sum is their OR
         flags = binary.gather_bits(words[rows], 16, 4)
-        flags <<= 4 * places
-        torch.sum(flags, 1, out=zeros[rows])
+        top, zero = tops[rows], zeros[rows]
+        top.copy_(nibbles[:, 0])
+        zero.copy_(flags[:, 0])
+        for j in range(1, w):  # disjoint bit fields, word j's at 16j and 4j (w <= 4)
+            top |= nibbles[:, j].bitwise_left_shift_(16 * j)
+            zero |= flags[:, j].bitwise_left_shift_(4 * j)
     return tops, zeros
 
 
@@ -240,7 +242,10 @@ def _spread_runs(gathered: torch.Tensor, runs: list[list[tuple[int, int]]]) -> t
 
 def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
     """Row b's runs[b] moved between their own bits (low, width) and packed places (offset, width): from the
-    own bits to the packed places with ``gather``, back otherwise; every other bit 0."""
+    own bits to the packed places with ``gather``, back otherwise; every other bit 0. Several rows: their
+    r-th runs moved together (:func:`_move_runs_by_rank`); one row: run by run."""
+    if len(runs) > 1:
+        return _move_runs_by_rank(source, runs, gather=gather)
     out = torch.zeros_like(source)
     moved = torch.empty(source.shape[1], dtype=torch.int64)
     for b, runs_of in enumerate(runs):
@@ -253,6 +258,45 @@ def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gathe
             out[b] |= moved
             offset += width
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """For :func:`_move_runs_by_rank`: the rows by descending run count (a stable order), its inverse, and per
+    rank r (r-th run of a row) the count c of rows that have one and their (low, width, offset) as (c, 1)
+    columns, in that order."""
+    order = sorted(range(len(runs)), key=lambda b: -len(runs[b]))
+    inverse = [0] * len(order)
+    for place, b in enumerate(order):
+        inverse[b] = place
+    offsets = [[sum(w for _, w in runs[b][:r]) for r in range(len(runs[b]))] for b in range(len(runs))]
+    ranks = []
+    for r in range(max(len(block) for block in runs)):
+        rows = [b for b in order if len(runs[b]) > r]
+
+        def column(values: list[int]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.int64).reshape(-1, 1)
+
+        ranks.append((len(rows), column([runs[b][r][0] for b in rows]),
+                      column([low_mask(runs[b][r][1]) for b in rows]), column([offsets[b][r] for b in rows])))
+    return torch.tensor(order, dtype=torch.int64), torch.tensor(inverse, dtype=torch.int64), ranks
+
+
+def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
+    """:func:`_move_runs` on several rows at once: the rows put in order of descending run count, then for each
+    rank r the r-th runs of the rows that have one (a leading slice) moved with per-row shifts and masks, so
+    a call costs a few whole-slice operations per rank instead of per run; the rows put back in their order.
+    The same bits move to the same places."""
+    order, inverse, ranks = _rank_layout(tuple(tuple(tuple(run) for run in block) for block in runs))
+    ordered = source.index_select(0, order)
+    out = torch.zeros_like(ordered)
+    for count, lows, masks, offsets in ranks:
+        read, write = (lows, offsets) if gather else (offsets, lows)
+        moved = torch.bitwise_right_shift(ordered[:count], read)
+        moved &= masks
+        moved <<= write
+        out[:count] |= moved
+    return out.index_select(0, inverse)
 
 
 def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:

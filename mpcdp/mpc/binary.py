@@ -81,8 +81,9 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
     for k in range(hots.shape[1]):
         amounts = digits[:, 4 * k:4 * k + 4]
         moved = adapter.rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
-        e |= select(ctx, moved, DIGIT_TABLE, 16) << (16 * k)
-        flips |= select(ctx, moved, CARRY_TABLE, 16) << (16 * k)
+        digit, flip = select_fields(ctx, moved, [(DIGIT_TABLE, 16), (CARRY_TABLE, 16)])
+        e |= digit << (16 * k)
+        flips |= flip << (16 * k)
         below_c = (((1 << amounts) - 1) << _LANE_PLACES).sum(1)  # lane j: positions below c's chunk (disjoint)
         gp[:, 0] |= gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
         gp[:, 1] |= gather_bits(moved >> 15, 16, 4) << (4 * k)
@@ -201,6 +202,33 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
     return out.reshape(onehot.shape)
 
 
+def select_fields(ctx: MpcContext, onehot: torch.Tensor, tables: list[tuple[tuple[int, ...], int]]) -> list[torch.Tensor]:
+    """:func:`select` of every (table, bits) in ``tables`` from the same one-hot words: the same XOR shares,
+    with one pass of byte gathers per 64 bits of entries instead of one per table. Consecutive tables whose
+    widths fit in a word are selected together (entry j of the merged table: their entries j side by side,
+    the first at bit 0) and cut apart again; selection is XOR-linear bit by bit, so each field is exactly
+    that table's selection. Local."""
+    out: list[torch.Tensor] = []
+    group: list[tuple[tuple[int, ...], int]] = []
+    for table, bits in [*tables, ((), 65)]:  # a last entry too wide for any word closes the final group
+        if group and sum(b for _, b in group) + bits > 64:
+            if len(group) == 1:
+                out.append(select(ctx, onehot, *group[0]))
+            else:
+                merged, offset = [0] * max(len(t) for t, _ in group), 0
+                for entries, width in group:
+                    for j, v in enumerate(entries):
+                        merged[j] |= (int(v) & low_mask(width)) << offset
+                    offset += width
+                word, offset = select(ctx, onehot, tuple(merged), offset), 0
+                for _, width in group:
+                    out.append((word >> offset) & low_mask(width))
+                    offset += width
+            group = []
+        group.append((table, bits))
+    return out
+
+
 def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor) -> None:
     """``out`` = the XOR over the 8 bytes b_k of each word of flat_tables[256k + b_k]."""
     index, entry = torch.empty_like(words), torch.empty_like(words)
@@ -314,13 +342,18 @@ def gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
     per = 64 // lane
-    flat = values.reshape(-1) & low_mask(lane)
     if per == 1:
-        return flat
-    rows = torch.zeros((-(-flat.numel() // per), per), dtype=torch.int64)  # the last word's missing values 0
-    rows.view(-1)[: flat.numel()] = flat
-    rows <<= torch.arange(per, dtype=torch.int64) * lane
-    return rows.sum(1)  # disjoint bit fields: the sum is their OR
+        return values.reshape(-1) & low_mask(lane)
+    n = values.numel()
+    rows = torch.zeros((-(-n // per), per), dtype=torch.int64)  # the last word's missing values 0
+    torch.bitwise_and(values.reshape(-1), low_mask(lane), out=rows.view(-1)[:n])
+    if per > 4:
+        rows <<= torch.arange(per, dtype=torch.int64) * lane
+        return rows.sum(1)  # disjoint bit fields: the sum is their OR
+    out, moved = rows[:, 0].clone(), torch.empty(rows.shape[0], dtype=torch.int64)
+    for j in range(1, per):  # few wide lanes: a shift and an OR per lane beat a reduction over a short row
+        out |= torch.bitwise_left_shift(rows[:, j], j * lane, out=moved)
+    return out
 
 
 def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:

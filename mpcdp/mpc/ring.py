@@ -314,20 +314,33 @@ def b2a_bits(ctx: MpcContext, words: torch.Tensor, k: int, *, label: str = "b2a"
     return _bits_from_opened(ctx, opened, r_bits)
 
 
-def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor) -> torch.Tensor:
+def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits) -> torch.Tensor:
     """c_i + (1 − 2c_i)·r_i for the opened words' bits c_i (c_i added by party 0 only, as :func:`public_add`),
-    computed as (r_i ⊕ m) − m, m = −c_i (so −r_i where c_i = 1), block by block. Local."""
-    from mpcdp.adapter.lanes import row_blocks
+    computed as (r_i ⊕ m) − m, m = −c_i (so −r_i where c_i = 1), block by block. Local. ``r_bits``: an (n, k)
+    tensor, or party 0's shares as the dealer packed them (:class:`~mpcdp.adapter.lanes.PackedBitShares`),
+    each block converted in place as it is unpacked."""
+    from mpcdp.adapter.lanes import WORD_BITS_GROUP, PackedBitShares, row_blocks
 
     places = torch.arange(r_bits.shape[1], dtype=torch.int64)
+    if isinstance(r_bits, PackedBitShares):
+        out = torch.empty((-(-r_bits.n // WORD_BITS_GROUP) * WORD_BITS_GROUP, r_bits.shape[1]), dtype=torch.int64)
+        for rows, block in r_bits.unpacked_blocks(out):
+            _convert_bits(ctx, opened[rows], block, block, places)
+        return out[:r_bits.n]
     out = torch.empty_like(r_bits)
     for rows in row_blocks(r_bits.shape[0], r_bits.shape[1]):
-        minus_c = ((opened[rows].unsqueeze(1) >> places) & 1).neg_()
-        block = torch.bitwise_xor(r_bits[rows], minus_c, out=out[rows])
-        block -= minus_c
-        if ctx.rank == 0:
-            block -= minus_c
+        _convert_bits(ctx, opened[rows], r_bits[rows], out[rows], places)
     return out
+
+
+def _convert_bits(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor, out: torch.Tensor,
+                  places: torch.Tensor) -> None:
+    """One block of :func:`_bits_from_opened` into ``out`` (which may be ``r_bits`` itself)."""
+    minus_c = ((opened.unsqueeze(1) >> places) & 1).neg_()
+    block = torch.bitwise_xor(r_bits, minus_c, out=out)
+    block -= minus_c
+    if ctx.rank == 0:
+        block -= minus_c
 
 
 def bits_to_value(bits: torch.Tensor) -> torch.Tensor:

@@ -143,11 +143,11 @@ def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[st
     table = plan.index_table().tolist()
     bases = [0] + [1 << (k + j - 1) for j in range(1, dg.PIECES)]
     masks = [low_k] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
-    chosen = binary.select(ctx, onehot, tuple(1 << int(j) for j in table), dg.PIECES)  # bit j: I_j
+    chosen, base, high_masks = binary.select_fields(ctx, onehot, [
+        (tuple(1 << int(j) for j in table), dg.PIECES),  # bit j: I_j
+        (tuple(bases[j] for j in table), width),
+        (tuple(((masks[j] >> k) & 7) | (int(j >= 1) << 3) for j in table), POINT_LANE)])  # bits 0-2: M's bits k..k+2; bit 3: [j >= 1]
     indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
-    base = binary.select(ctx, onehot, tuple(bases[j] for j in table), width)
-    high_masks = binary.select(ctx, onehot, tuple(((masks[j] >> k) & 7) | (int(j >= 1) << 3) for j in table),
-                               POINT_LANE)  # bits 0-2: M's bits k..k+2; bit 3: [j >= 1]
     sign = fields["sign"] & 1
     (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & 7) | (sign << 3), 1: high_masks}, [(0, 1)],
                                   POINT_LANE, label="dg-point")
