@@ -16,7 +16,7 @@ validation handshake, inputs, opening, and under ``"malicious"`` the authenticat
 
 Every party's vector is a standard normal one scaled to 0.9 of the grid's ``input_bound`` (an L2 norm, as a
 clipped gradient is); ``malicious + bounded`` (:mod:`mpcdp.mpc.bounded`) runs for the dims of ``bounded_dims`` only,
-with ``bounded_repeats`` repeats (its witness bits make it about 19 squares per element and contributor).
+with ``bounded_repeats`` repeats (one authenticated square per element and contributor, its witness input as bits).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def bounded_markdown(table: list[dict], grid: dict) -> list[str]:
         "",
         f"Each party's vector is checked inside the MPC against ‖x‖ <= {grid['input_bound']} (p = 16: "
         "S = ⌈2^16·B + √d/2⌉² grid units², 18 bits per coordinate, about 34 slack bits) before the sum is "
-        "opened: the vector and its witness bits authenticated one by one, about 19 authenticated squares "
+        "opened: the vector authenticated one by one and its witness input as bits, one authenticated square "
         "per element and contributor, the checks opened and MAC-checked, then the sum. Repeats per cell: "
         f"{grid['bounded_repeats']}. Dealer: per summed element, over the run.",
         "",

@@ -1055,8 +1055,9 @@ BOUND_CASES = {  # contributions in grid units, ‖g‖² <= S = 100 (B = 10, L 
 
 def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
     """A cheater's witness for a coordinate whose square wraps mod 2^64: the slack of the wrapped ‖g‖² (so check
-    (c) holds) and, with ``non_bits``, coordinate 0's whole offset g_0 + B in its first "bit" (so (b) holds too:
-    only (a) can refuse it); without, its bits clamped to their range (only (b) can)."""
+    (c) holds) and, with ``non_bits``, coordinate 0's whole offset g_0 + B in its first "bit" (with non-bits (b)
+    would hold too; input as bits, only its low bit is, and (b) refuses it); without, its bits clamped to their
+    range (only (b) can)."""
     words = honest_witness(g, bound)
     width = bound.coordinate_bits
     if non_bits:
@@ -1066,6 +1067,20 @@ def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
     slack = (bound.squared - wrapped) % (1 << 64)
     words[bound.dim * width:] = torch.tensor([(slack >> i) & 1 for i in range(bound.slack_bits)])
     return words
+
+
+@covers_malicious
+def input_bits_job(ctx, n: int):
+    """Under ``security = "malicious"``: every party inputs n bits by :func:`mpcdp.mpc.authenticated.input_bits`
+    (its first value the word 12345, of which only the low bit can be input), and every owner's are opened
+    MAC-checked. Returns, per owner, the opened values."""
+    from mpcdp.mpc import authenticated as auth
+
+    bits = torch.tensor([(ctx.rank + i * i) % 3 % 2 for i in range(n)], dtype=torch.int64)
+    bits[0] = 12345
+    inputs = auth.input_bits(ctx, bits, label="test bits")
+    return [auth.reveal_checked(ctx, x, label=f"test bits {owner}", reason="test output").tolist()
+            for owner, x in enumerate(inputs)]
 
 
 @covers_malicious

@@ -247,7 +247,8 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
     """One real 3-party run, ‖g‖² <= 100 grid units²: contributions at exactly the bound are summed; party 1 one
     unit² over it (check (c) refuses it), party 2 with a coordinate 2^32 whose square wraps to 0 mod 2^64 and the
     slack of the wrapped norm (check (b): the coordinate has no bits), and party 1 with that coordinate and a
-    witness of non-bits that satisfies (b) and (c) (check (a)) are each refused on every party with the line
+    witness of "non-bits" that would satisfy (b) and (c) (only their low bits can be input,
+    :func:`~mpcdp.mpc.authenticated.input_bits`, so (b) refuses it) are each refused on every party with the line
     naming the contributor, before the sum is opened; party 2 altering its share of the checks' ε gets the MAC
     line, not a bound refusal. Then the aggregation job's and the release's own paths with every party's vector
     at exactly the bound given (in the vector's units)."""
@@ -267,6 +268,19 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
         assert refusal == ("the MAC check of opening 'party 2 flips its ε share (bound checks)' failed: a party "
                            "deviated from the protocol (a share or an opened value was altered); nothing was "
                            "released (security = 'malicious')"), refusal
+
+
+def test_bits_input_as_bits_open_as_each_owners_bits_and_a_word_can_only_be_input_as_its_low_bit(config_for):
+    """One real 3-party run: every party inputs 70 values by ``input_bits`` (one packed word and a bit more each,
+    every party's own pattern, its first value the word 12345): every party opens, MAC-checked, every owner's
+    values as exactly its bits (12345 as 1), so the witness of :mod:`mpcdp.mpc.bounded` is bits by construction."""
+    from party_jobs import input_bits_job
+
+    n = 70
+    results = run_parties(input_bits_job, config_for(3, security="malicious"), args=(n,))
+    expected = [[1.0] + [float((owner + i * i) % 3 % 2) for i in range(1, n)] for owner in range(3)]
+    assert len({tuple(map(tuple, r)) for r in results}) == 1 and results[0] == expected, results[0]
+    assert {v for row in expected for v in row[1:]} == {0.0, 1.0}
 
 
 def test_a_bound_in_grid_units_admits_an_honest_vector_at_its_norm_and_refuses_what_could_wrap():

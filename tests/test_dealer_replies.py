@@ -110,6 +110,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_CommitteeScope", ([0, 1],), [0]),
     ("mpcdp_MacKey", (), [0]),  # security = "malicious": the key first, then the authenticated material
     ("mpcdp_AuthMasks", (3, 2), [3, 8]),
+    ("mpcdp_AuthBitMasks", (3, 2), [3, 8]),  # the bounded witness's bit masks, as AuthMasks' replies
     ("mpcdp_AuthRandoms", (3,), [3, 4]),
     ("mpcdp_AuthTriples", (3,), [3, 12]),
     ("mpcdp_AuthSquares", (3,), [3, 8]),
@@ -127,7 +128,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
 
 
 def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
-    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 9 and len(mac_material.KINDS) == 5
+    assert {f for f, _, _ in REQUESTS} == set(ALLOWED) and len(KINDS) == 9 and len(mac_material.KINDS) == 6
     meshes = _meshes(timeout_s=20.0)
     try:
         dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)

@@ -150,6 +150,44 @@ class AuthMasks(Material):
         return own, [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(m)]
 
 
+class AuthBitMasks(Material):
+    """For n elements and every party o: [[r_o]] whose value r_o is a uniform BIT (the low bit of a word from owner
+    o's generator), and r_o to party o only: the masks of bits a party inputs
+    (:func:`mpcdp.mpc.authenticated.input_bits`), which are then bits by construction. Party 0's reply as
+    :class:`AuthMasks`': 32 bytes per element and owner."""
+
+    @staticmethod
+    def reply_shape(n: int, parties: int) -> tuple[int, ...]:
+        return (n, WORDS * parties)
+
+    @staticmethod
+    def serve(dealer, n: int, parties: int):
+        generators = dealer._get_generators()
+        if parties != len(generators):
+            raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
+                                    party=0)
+        masks = [_low_bit(_draw_wide(g, n)) for g in generators]  # r_o from owner o's generator, every owner first
+        return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[torch.Tensor, list[tuple[Wide, Wide]]]:
+        """(the bits r of this party's own inputs (n,) 0/1, [this party's (value, MAC) shares of [[r_o]] for every
+        owner o])."""
+        costs.record("auth_bit_masks", n * world_size())
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[torch.Tensor, list[tuple[Wide, Wide]]]:
+        own, shares = AuthMasks.from_dealer.__func__(cls, n)  # the same draws and reply layout as AuthMasks'
+        return own.lo & 1, shares
+
+
+def _low_bit(w: Wide) -> Wide:
+    return Wide(w.lo & 1, torch.zeros_like(w.hi))
+
+
 class AuthRandoms(Material):
     """n authenticated random values [[r]] that no party knows."""
 
@@ -242,4 +280,4 @@ class AuthSquares(Material):
         return _own_shares(generator, n, 2, lambda: cls.request(n))
 
 
-KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthRandoms, AuthTriples, AuthSquares)
+KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthBitMasks, AuthRandoms, AuthTriples, AuthSquares)

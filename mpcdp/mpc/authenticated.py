@@ -19,6 +19,9 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
   then authenticated on its own, as a check on each party's input (its clipping bound, :mod:`mpcdp.mpc.bounded`)
   needs.
+* Bits (:func:`input_bits`, the witness of :mod:`mpcdp.mpc.bounded`): the dealer deals o an authenticated
+  [[r_o]] whose r_o is a bit only o knows; o sends the bit d = β ⊕ r_o (packed 64 to a word) and all set
+  [[β]] = d + (1 − 2d)·[[r_o]], a bit by construction whatever o sends.
 * A sum's inputs (:func:`input_sum`, what the secure sum and the release use): the parties open only
   D = Σ_o d_o, over the run's opening plan, and set [[Σ_o x_o]] = Σ_o [[r_o]] + D. Whoever combines the d_o
   sees uniform words, so whatever a deviating party adds to D (as a contributor or a combiner) is independent of
@@ -59,10 +62,10 @@ against that bound.
 
 Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs,
 one opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`,
-(m−1)·8n in one round); the opening, one of 2n words (2F: both limbs); the check, independent of n: two coin
+(m−1)·8n in one round; bits, :func:`input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check, independent of n: two coin
 rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and its nonce (48 bytes):
 four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
-others 8. From the dealer to party 0: 32·m bytes per input element (masks) and 32 per opened element (the
+others 8. From the dealer to party 0: 32·m bytes per input element or input bit (masks) and 32 per opened element (the
 2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes
 per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
 ``benchmarks/results/malicious-sum.md``.
@@ -78,7 +81,7 @@ import weakref
 import torch
 
 from mpcdp.adapter.limbs import Ring, Wide
-from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
+from mpcdp.adapter.mac_material import RING, AuthBitMasks, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
 from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
@@ -213,6 +216,30 @@ def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, lab
         state.note_public(f"input {owner}", sent[owner])
         value, mac = add_public(RING, state.alpha, ctx.rank, *masks[owner], sent[owner])
         out.append(AuthShared(value, mac, precision))
+    return out
+
+
+def input_bits(ctx: MpcContext, bits: torch.Tensor, *, label: str) -> list[AuthShared]:
+    """Every party inputs its own 0/1 vector ``bits`` (same length everywhere), each party's as authenticated values
+    that are bits by construction, in rank order: with a dealt [[r_o]] whose r_o is a bit only o knows
+    (:class:`~mpcdp.adapter.mac_material.AuthBitMasks`), o sends d = β ⊕ r_o packed 64 to a word (uniform: r_o is),
+    and all set [[β]] = d + (1 − 2d)·[[r_o]]. d is a bit as sent and r_o one as dealt, so [[β]] is a bit whatever
+    o sends (an input substitution at most); a sender that sends different parties different d fails the view
+    comparison of the next check. One round: (m−1)·8·⌈n/64⌉ bytes per party."""
+    state = _session(ctx)
+    flat = bits.reshape(-1).to(torch.int64) & 1
+    n = flat.numel()
+    own, masks = AuthBitMasks.fetch(n)
+    padded = torch.zeros(-(-n // 64) * 64, dtype=torch.int64)
+    padded[:n] = (flat ^ own) & 1
+    sent = ctx.members_exchange((padded.reshape(-1, 64) << torch.arange(64)).sum(1), label=f"{label} (masked inputs)",
+                                kind="masked", reason="bits XOR dealt mask bits only the input's owner knows: uniform")
+    out = []
+    for owner in range(ctx.parties):
+        state.note_public(f"input bits {owner}", sent[owner])
+        d = ((sent[owner].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
+        r = AuthShared(*masks[owner], 0)
+        out.append(add_constant(ctx, r.mul_public(1 - 2 * d), d))
     return out
 
 

@@ -9,21 +9,26 @@ with ‖g‖² ≤ S, the bound in grid units², or every honest party stops wit
 of the release is opened, and no value of the contribution is printed. A MAC failure stays the MAC line.
 
 The check. Every party o inputs, authenticated one by one (:func:`~mpcdp.mpc.authenticated.input_vectors`), its
-contribution g (d checked coordinates, plus any unchecked ones such as a release's validation flag) and a
-witness: the L bits of every offset coordinate u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits
-of the slack v = S − ‖g‖² (L_s = bit length of S). Every party then checks, for every contributor:
+contribution g (d checked coordinates, plus any unchecked ones such as a release's validation flag), and as
+authenticated bits (:func:`~mpcdp.mpc.authenticated.input_bits`) a witness: the L bits of every offset coordinate
+u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits of the slack v = S − ‖g‖² (L_s = bit length of S).
+Every party then checks, for every contributor:
 
-  (a) every witness bit β satisfies β·(1 − β) = β − β² ≡ 0: one authenticated square each
-      (:func:`~.authenticated.square`);
+  (a) every witness value β is a bit: by construction, β = d + (1 − 2d)·r for the bit d o sent and a dealt
+      authenticated bit r only o knows (before, each witness was an input word and (a) one authenticated
+      square per bit: m·d·L squares per release, about 10^4 in the quick start, now none);
   (b) Σ_i 2^i·β_{j,i} − B − g_j ≡ 0 for every coordinate j;
-  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (d more squares);
+  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (d squares, :func:`~.authenticated.square`);
 
-all mod 2^64, by opening the left-hand sides (with the 2^64·r mask of :func:`~.authenticated.open_values`, so
-only their low 64 bits) through the checked opening and one batched MAC check, and requiring every one to be 0.
-An honest contributor's are all 0, so opening them reveals nothing; only then is the sum opened.
+all mod 2^64, by opening the left-hand sides of (b) and (c) (with the 2^64·r mask of
+:func:`~.authenticated.open_values`, so only their low 64 bits) through the checked opening and one batched MAC
+check, and requiring every one to be 0. An honest contributor's are all 0, so opening them reveals nothing; only
+then is the sum opened.
 
-Soundness (every wrap-around excluded). In Z_2^64, β(1 − β) ≡ 0 forces β ∈ {0, 1}: β and 1 − β have opposite
-parity, so one of them is a unit and the other must be ≡ 0. With bits, (b) makes g_j ≡ u_j − B for an integer
+Soundness (every wrap-around excluded). β ∈ {0, 1} in Z_2^64: d is a bit as sent (it travels as one bit of a
+packed word) and r one as the honest dealer dealt it, so d + (1 − 2d)·r is r or 1 − r; a wrong share of r or of
+anything computed from it is a MAC failure, and a contributor that sends different parties different d fails the
+view comparison. With bits, (b) makes g_j ≡ u_j − B for an integer
 u_j ∈ [0, 2^L), so g_j's signed representative is that integer, |g_j| ≤ M = 2^L − 1 (B < 2^L): a coordinate that
 is large mod 2^64 (e.g. 2^32, whose square wraps to 0) has no such bits. Then the integer ‖g‖² ≤ d·M² <
 2^63 (the bound refuses larger d·2^(2L)), so the products of (c) compute it without wrapping, and with slack bits
@@ -36,12 +41,12 @@ release's validation flag: each party's own, authenticated with its contribution
 :func:`~mpcdp.mpc.release.noisy_release`, so no other party can cancel it; a party that sets it only makes every
 party stop).
 
-Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness words per contributor:
-inputs (m − 1)·8·(n + W) bytes in one round (instead of the sum's one opening of n); m·(d·L + d) squares (an
-opening of that many elements of Z_2^128); one opening of the m(dL + d + 1) checks (128-bit, masked); one more
-MAC check (four rounds); the sum is local. From the dealer to party 0: 32·m bytes per input word, 64 per
-square, 32 per opened check. Rounds: 1 + 2 + 2 + 4 before the sum's own opening and
-check. Measured: ``benchmarks/results/malicious-sum.md``.
+Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness bits per contributor:
+inputs (m − 1)·8·n bytes in one round (instead of the sum's one opening of n) and the witness bits
+(m − 1)·8·⌈W/64⌉ bytes in one more; m·d squares (an opening of that many elements of Z_2^128); one opening of
+the m(d + 1) checks (128-bit, masked); one more MAC check (four rounds); the sum is local. From the dealer to
+party 0: 32·m bytes per input word and per witness bit, 64 per square, 32 per opened check. Rounds:
+1 + 1 + 2 + 2 + 4 before the sum's own opening and check. Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -145,30 +150,27 @@ def _as_integers(x: AuthShared) -> AuthShared:
 
 def check_terms(ctx: MpcContext, contributions: list[AuthShared], witnesses: list[AuthShared],
                 bound: UnitBound, *, label: str) -> AuthShared:
-    """The left-hand sides of checks (a), (b), (c) for every contributor (module docstring), in one flat
-    authenticated vector, contributor by contributor: (a) its d·L bit products, (b) its d coordinate
-    differences, (c) its slack difference. m·(d·L + d) authenticated squares (β·(1 − β) = β − β²)."""
+    """The left-hand sides of checks (b) and (c) for every contributor (module docstring; (a) holds by
+    construction, the witnesses being bits, :func:`~mpcdp.mpc.authenticated.input_bits`), in one flat
+    authenticated vector, contributor by contributor: (b) its d coordinate differences, (c) its slack difference.
+    m·d authenticated squares (the coordinates')."""
     d, width = bound.dim, bound.coordinate_bits
     coordinate_bits = [_as_integers(w[: d * width]) for w in witnesses]
     slack_bits = [_as_integers(w[d * width:]) for w in witnesses]
     checked = [_as_integers(g[:d]) for g in contributions]
-    bits = _cat(coordinate_bits)
-    squared = auth.square(ctx, _cat([bits] + checked), label=f"{label} (bound check)")
-    m, count = len(contributions), bits.value.lo.numel()
-    bit_products = bits - squared[:count]  # β − β² = β·(1 − β)
-    squares = squared[count:]
+    squares = auth.square(ctx, _cat(checked), label=f"{label} (bound check)")
+    m = len(contributions)
     powers = torch.tensor([1 << i for i in range(width)], dtype=torch.int64)
     slack_powers = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
     out = []
     for o in range(m):
-        own_bits = bit_products[o * d * width:(o + 1) * d * width]
         shaped = AuthShared(coordinate_bits[o].value.reshape(d, width), coordinate_bits[o].mac.reshape(d, width), 0)
         offsets = shaped.mul_public(powers.expand(d, width)).sum_last()
         differences = auth.add_constant(ctx, offsets - checked[o], torch.tensor(-bound.offset))
         norm = squares[o * d:(o + 1) * d].sum_last()
         slack = slack_bits[o].mul_public(slack_powers).sum_last()
         rest = auth.add_constant(ctx, _neg(norm + slack), torch.tensor(bound.squared))
-        out.append(_cat([own_bits, differences, rest]))
+        out.append(_cat([differences, rest]))
     return _cat(out)
 
 
@@ -206,15 +208,14 @@ def bounded_inputs(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, 
     n = flat.numel()
     if n < bound.dim:
         raise ValueError(f"the bound covers {bound.dim} coordinates; the contribution has {n}")
-    inputs = auth.input_vectors(ctx, torch.cat([flat, witness(flat[: bound.dim], bound)]), precision=precision,
-                                label=f"{label} (bounded inputs)")
-    contributions, witnesses = [x[:n] for x in inputs], [x[n:] for x in inputs]
+    contributions = auth.input_vectors(ctx, flat, precision=precision, label=f"{label} (bounded inputs)")
+    witnesses = auth.input_bits(ctx, witness(flat[: bound.dim], bound), label=f"{label} (witness bits)")
     terms = check_terms(ctx, contributions, witnesses, bound, label=label)
     opened = auth.open_values(ctx, terms, label=f"{label} (bound checks)", kind="public",
                               reason="the bound checks' left-hand sides: 0 for an honest contributor")
     auth.mac_check(ctx, label=f"{label} (bound checks)")
-    per_party = opened.reshape(len(inputs), -1)
-    for o in range(len(inputs)):
+    per_party = opened.reshape(len(contributions), -1)
+    for o in range(len(contributions)):
         if bool(per_party[o].ne(0).any()):
             raise OutOfBound(label, o)
     return contributions
