@@ -61,8 +61,8 @@ def test_no_deviation_in_the_sum_the_bound_checks_or_the_release_changes_what_is
         assert seen[kind, "mac"] > 0, seen
     assert seen["equivocate", "same"] > 0 and seen["flip", "substituted"] + seen["offset", "substituted"] > 0, seen
     assert seen["flip", "bound"] + seen["offset", "bound"] > 0, seen
-    assert trials == 80  # the sum: 5 sends (its flags an input of their own), 4 fetches; the bounded release: 9, 6
-    # (its witness bits an input of their own, with their own dealt bit masks)
+    assert trials == 75  # the sum: 5 sends (its flags an input of their own), 4 fetches; the bounded release: 8, 6
+    # (its witness bits input with its words, with their own dealt bit masks)
 
 
 def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_any_stage():

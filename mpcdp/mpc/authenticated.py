@@ -226,21 +226,35 @@ def input_bits(ctx: MpcContext, bits: torch.Tensor, *, label: str) -> list[AuthS
     and all set [[β]] = d + (1 − 2d)·[[r_o]]. d is a bit as sent and r_o one as dealt, so [[β]] is a bit whatever
     o sends (an input substitution at most); a sender that sends different parties different d fails the view
     comparison of the next check. One round: (m−1)·8·⌈n/64⌉ bytes per party."""
+    return input_words_and_bits(ctx, torch.zeros(0, dtype=torch.int64), bits, precision=0, label=label)[1]
+
+
+def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Tensor, *, precision: int,
+                         label: str) -> tuple[list[AuthShared], list[AuthShared]]:
+    """:func:`input_vectors`' words ``encoded`` and :func:`input_bits`' bits ``bits`` of every party, in ONE round
+    (each party's masked words, then its masked bits packed, in one message): (the words, the bits), each a list in
+    rank order. (m−1)·8·(n + ⌈b/64⌉) bytes per party."""
     state = _session(ctx)
-    flat = bits.reshape(-1).to(torch.int64) & 1
-    n = flat.numel()
-    own, masks = AuthBitMasks.fetch(n)
-    padded = torch.zeros(-(-n // 64) * 64, dtype=torch.int64)
-    padded[:n] = (flat ^ own) & 1
-    sent = ctx.members_exchange((padded.reshape(-1, 64) << torch.arange(64)).sum(1), label=f"{label} (masked inputs)",
-                                kind="masked", reason="bits XOR dealt mask bits only the input's owner knows: uniform")
-    out = []
+    flat, bit_flat = encoded.reshape(-1).to(torch.int64), bits.reshape(-1).to(torch.int64) & 1
+    n, b = flat.numel(), bit_flat.numel()
+    own, masks = AuthMasks.fetch(n) if n else (None, [])
+    own_bits, bit_masks = AuthBitMasks.fetch(b)
+    padded = torch.zeros(-(-b // 64) * 64, dtype=torch.int64)
+    padded[:b] = (bit_flat ^ own_bits) & 1
+    mine = [flat - own.lo] if own is not None else []
+    sent = ctx.members_exchange(torch.cat(mine + [(padded.reshape(-1, 64) << torch.arange(64)).sum(1)]),
+                                label=f"{label} (masked inputs)", kind="masked",
+                                reason="words minus dealt masks and bits XOR dealt mask bits, only the input's owner "
+                                       "knows each mask: uniform")
+    words, values = [], []
     for owner in range(ctx.parties):
-        state.note_public(f"input bits {owner}", sent[owner])
-        d = ((sent[owner].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
-        r = AuthShared(*masks[owner], 0)
-        out.append(add_constant(ctx, r.mul_public(1 - 2 * d), d))
-    return out
+        state.note_public(f"input {owner}", sent[owner])
+        if n:
+            value, mac = add_public(RING, state.alpha, ctx.rank, *masks[owner], sent[owner][:n])
+            words.append(AuthShared(value, mac, precision))
+        d = ((sent[owner][n:].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:b]
+        values.append(add_constant(ctx, AuthShared(*bit_masks[owner], 0).mul_public(1 - 2 * d), d))
+    return words, values
 
 
 def opened_checked(ctx: MpcContext, words: torch.Tensor, *, label: str, reason: str, kind: str,

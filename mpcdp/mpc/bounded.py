@@ -10,7 +10,8 @@ of the release is opened, and no value of the contribution is printed. A MAC fai
 
 The check. Every party o inputs, authenticated one by one (:func:`~mpcdp.mpc.authenticated.input_vectors`), its
 contribution g (d checked coordinates, plus any unchecked ones such as a release's validation flag), and as
-authenticated bits (:func:`~mpcdp.mpc.authenticated.input_bits`) a witness: the L bits of every offset coordinate
+authenticated bits (:func:`~mpcdp.mpc.authenticated.input_bits`, in the same round:
+:func:`~mpcdp.mpc.authenticated.input_words_and_bits`) a witness: the L bits of every offset coordinate
 u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits of the slack v = S − ‖g‖² (L_s = bit length of S).
 Every party then checks, for every contributor:
 
@@ -42,11 +43,11 @@ release's validation flag: each party's own, authenticated with its contribution
 party stop).
 
 Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness bits per contributor:
-inputs (m − 1)·8·n bytes in one round (instead of the sum's one opening of n) and the witness bits
-(m − 1)·8·⌈W/64⌉ bytes in one more; m·d squares (an opening of that many elements of Z_2^128); one opening of
+inputs (m − 1)·8·(n + ⌈W/64⌉) bytes in one round (the witness bits packed; instead of the sum's one opening of
+n); m·d squares (an opening of that many elements of Z_2^128); one opening of
 the m(d + 1) checks (128-bit, masked); one more MAC check (four rounds); the sum is local. From the dealer to
 party 0: 32·m bytes per input word and per witness bit, 64 per square, 32 per opened check. Rounds:
-1 + 1 + 2 + 2 + 4 before the sum's own opening and check. Measured: ``benchmarks/results/malicious-sum.md``.
+1 + 2 + 2 + 4 before the sum's own opening and check. Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -208,8 +209,8 @@ def bounded_inputs(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, 
     n = flat.numel()
     if n < bound.dim:
         raise ValueError(f"the bound covers {bound.dim} coordinates; the contribution has {n}")
-    contributions = auth.input_vectors(ctx, flat, precision=precision, label=f"{label} (bounded inputs)")
-    witnesses = auth.input_bits(ctx, witness(flat[: bound.dim], bound), label=f"{label} (witness bits)")
+    contributions, witnesses = auth.input_words_and_bits(ctx, flat, witness(flat[: bound.dim], bound),
+                                                         precision=precision, label=f"{label} (bounded inputs)")
     terms = check_terms(ctx, contributions, witnesses, bound, label=label)
     opened = auth.open_values(ctx, terms, label=f"{label} (bound checks)", kind="public",
                               reason="the bound checks' left-hand sides: 0 for an honest contributor")
