@@ -38,9 +38,11 @@ def test_decode_releases_what_the_circuit_accepts_first():
 
 @pytest.fixture(scope="module")
 def clean():
-    """One clean audit at m = 3: 10 one-sample calls, then 10 MAC-checked releases of d = 8 (shared by the
-    tests below: one multi-process run)."""
-    return auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=None, releases=10, dim=8)
+    """One clean audit at m = 3: 10 one-sample calls, then 10 MAC-checked releases of d = 8 with their norm check,
+    the form training runs use under malicious (``bound``; shared by the tests below: one multi-process run; the
+    unbounded form runs in the planted-release test)."""
+    return auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=None, releases=10, dim=8,
+                                     bound=True)
 
 
 @pytest.mark.timeout(900)  # the module's one clean run starts here: generous under a loaded machine
@@ -62,28 +64,42 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
         assert role["power"] == round(stated, 4) and role["power_against"] == against
 
 
-def test_every_roles_view_of_a_malicious_release_is_independent_of_the_noise_and_the_inputs(clean):
-    """The releases' statistics join each role's: the dealer's requests (three per release: the input masks,
-    the validation flags' masks and the opening's masks) and the masks it generated; party 0, the star's first member, receives parties 1 and
-    2's masked inputs, value shares (both words) and σ shares; parties 1 and 2 only the sums and σ; the
-    coalition its pooled noise shares, with party 2's release share. All independent; the run's views passed
-    the checks that every release opened Σ x + u and the noise shares sum to u."""
+def test_every_roles_view_of_a_bounded_malicious_release_is_independent_of_the_noise_and_the_inputs(clean):
+    """The bounded releases' statistics join each role's: the dealer's requests (five per release: the input
+    masks, the witness's bit masks, the squares, the checks' and the release's 2^64·r masks), the masks and bit
+    masks it dealt and its request sizes against the inputs' norms; every party receives every other party's
+    masked input and witness bits d (an exchange), sees every contributor's opened ε, check words and check σ;
+    party 0, the star's first member, also receives parties 1 and 2's shares of the ε, check and release
+    openings; the coalition its pooled noise shares, with party 2's release share. All independent at α = 1e-4;
+    the run's views passed the checks that every release opened Σ x + u, the noise shares sum to u, every d
+    received is the sender's witness of its input XOR its bit masks, the dealer's bit masks are the owners'
+    and every check opened 0."""
+    from mpcdp.jobs.auth_release_views import audit_bound
+
     report = clean
-    assert report["releases"] == 10 and report["dim"] == 8
+    assert report["releases"] == 10 and report["dim"] == 8 and report["bound"] == audit_bound(16.0, 8)
     names = {role["role"]: [s["name"] for s in role["statistics"] if s["name"].startswith("release: ")]
              for role in report["roles"]}
     roles = {role["role"]: role for role in report["roles"]}
-    assert roles["dealer"]["release_requests"] == 30
+    assert roles["dealer"]["release_requests"] == 50
+    assert roles["dealer"]["release_request_kinds"] == ["mpcdp_AuthBitMasks", "mpcdp_AuthMasks", "mpcdp_AuthRandoms",
+                                                        "mpcdp_AuthSquares"]
     assert {"release: dealer requests", "release: dealer's mask for party 1 vs its input",
-            "release: dealer's mask for party 2 vs the noise"} <= set(names["dealer"])
-    assert roles["party 0"]["release_received_from"] == [1, 2]
-    assert roles["party 1"]["release_received_from"] == [] == roles["party 2"]["release_received_from"]
+            "release: dealer's bit masks for party 1 vs its witness", "release: dealer's bit masks for party 2 vs its input",
+            "release: dealer request sizes vs the inputs' norms"} <= set(names["dealer"])
+    bounded = ["witness bits vs its witness", "witness bits vs its input", "opened ε vs its input",
+               "opened ε vs the noise"]
+    for rank in range(3):
+        others = [j for j in range(3) if j != rank]
+        assert roles[f"party {rank}"]["release_received_from"] == others
+        assert {f"release: party {j}'s {name}" for j in others for name in bounded} | {
+            f"release: the bound checks' opened words for party {j} vs its input" for j in others} | {
+            f"release: party {j}'s bound-check σ vs its input" for j in others} <= set(names[f"party {rank}"])
     for j in (1, 2):
-        assert {f"release: party {j}'s masked input vs its input", f"release: party {j}'s release share vs the noise",
-                f"release: party {j}'s release share vs its noise share",
-                f"release: party {j}'s release share (upper word) vs the noise"} <= set(names["party 0"])
-    assert names["party 1"] == ["release: own noise share vs the noise", "release: party 0's MAC-check σ vs the noise",
-                                "release: party 2's MAC-check σ vs the noise"]
+        assert {f"release: party {j}'s share of the ε opening vs its input",
+                f"release: party {j}'s share of the bound checks vs its input",
+                f"release: party {j}'s release share vs the noise"} <= set(names["party 0"])
+    assert not any("share of" in name or "release share" in name for name in names["party 1"] + names["party 2"])
     assert names["parties 0 and 1"] == ["release: pooled noise shares vs the noise",
                                         "release: pooled noise shares and party 2's release share vs the noise"]
     assert all(0 < role["release_power"] <= 1 for role in report["roles"])
@@ -98,8 +114,26 @@ def test_a_release_input_sent_without_its_dealt_mask_is_found():
                                        dim=8)
     assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
-    party0 = next(role for role in report["roles"] if role["role"] == "party 0")
-    assert party0["statistic"] == "release: party 1's masked input vs its input" and party0["z"] > 5
+    roles = {role["role"]: role for role in report["roles"]}
+    assert roles["party 0"]["statistic"] == "release: party 1's masked input vs its input" and roles["party 0"]["z"] > 5
+    assert report["bound"] is None and roles["dealer"]["release_requests"] == 30  # input, flag and opening masks
+    assert roles["party 0"]["release_received_from"] == [1, 2]  # the unbounded form: a sum through party 0
+    assert roles["party 1"]["release_received_from"] == [] == roles["party 2"]["release_received_from"]
+
+
+@pytest.mark.timeout(900)  # 10 calls and 10 bounded releases: generous under a loaded machine
+def test_witness_bits_sent_without_their_dealt_masks_are_found():
+    """--plant-leak witness (the bound implied): party 1 sends its witness bits β in the clear and every party sets
+    [[β_1]] to them, so every check still passes (the audit ties d to β) and every release opens Σ x + u; parties
+    0 and 2, which receive the bits, are dependent on 'party 1's witness bits vs its witness'; the dealer,
+    party 1 and the coalition are not."""
+    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant="witness", releases=10,
+                                       dim=8)
+    assert report["bound"] is not None
+    assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
+                                 "party 2": "dependent", "parties 0 and 1": "independent"}
+    for role in report["roles"][1:4:2]:
+        assert role["statistic"] == "release: party 1's witness bits vs its witness" and role["z"] > 5
 
 
 def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_path, capsys):
@@ -123,12 +157,16 @@ def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_p
     assert dealer["statistic"] == "dealt bits" and dealer["z"] > 6 and 0 < dealer["power"] <= 1
 
 
-@pytest.mark.parametrize("plant, releases, message", [
-    ("party 1", 10, "--plant-leak under --security malicious must be 'dealer' or 'release'"),
-    ("release", 0, "--plant-leak release needs --releases >= 10")])
-def test_a_plant_the_malicious_audit_does_not_have_is_refused_before_any_process_starts(plant, releases, message):
+@pytest.mark.parametrize("plant, releases, bound, message", [
+    ("party 1", 10, False, "--plant-leak under --security malicious must be 'dealer', 'release' or 'witness'"),
+    ("release", 0, False, "--plant-leak release needs --releases >= 10"),
+    ("witness", 0, False, "--plant-leak witness needs --releases >= 10"),
+    ("release", 10, True, "--plant-leak release plants its leak in the unbounded release's inputs")])
+def test_a_plant_the_malicious_audit_does_not_have_is_refused_before_any_process_starts(plant, releases, bound,
+                                                                                        message):
     with pytest.raises(ConfigError, match=message):
-        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=plant, releases=releases)
+        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant=plant, releases=releases,
+                                  bound=bound)
 
 
 def _synthetic(calls: int, dim: int, leak: bool) -> tuple[list[list[dict]], np.ndarray]:
@@ -164,6 +202,67 @@ def test_the_release_statistics_find_an_unmasked_input_and_nothing_in_uniform_sh
     leaked = "release: party 1's masked input vs its input"
     assert (z[leaked] > 10) == leak
     assert all(abs(v) < 4.5 for name, v in z.items() if name != leaked or not leak)
+
+
+def _bounded(calls: int, dim: int, leak: bool) -> tuple[list[list[dict]], np.ndarray]:
+    """Three parties' recorded bounded-release views with uniform masks and shares, each witness the real one of
+    its input (:func:`mpcdp.mpc.bounded.witness`); with ``leak`` party 1's bits d are its witness itself."""
+    from mpcdp.jobs.auth_release_views import audit_bound
+    from mpcdp.jobs.release_views import RELEASE_BITS
+    from mpcdp.mpc.bounded import unit_bound, witness
+
+    unit = unit_bound(audit_bound(16.0, dim), dim, RELEASE_BITS)
+    rng = np.random.default_rng(51)
+    words = lambda *shape: rng.integers(-(2**63), 2**63 - 1, size=shape, dtype=np.int64)  # noqa: E731
+    noise = rng.integers(-40, 41, size=(calls, dim))
+    xs = [rng.integers(-64, 65, size=(calls, dim)) for _ in range(3)]
+    betas = [[witness(torch.from_numpy(x), unit).numpy() for x in party] for party in xs]
+    masks = [[rng.integers(0, 2, size=b.size) for b in party] for party in betas]
+    by_rank = []
+    for rank in range(3):
+        others = [j for j in range(3) if j != rank]
+        by_rank.append([{"x": xs[rank][i], "beta": betas[rank][i], "bit_mask": masks[rank][i],
+                         "witness": {j: betas[j][i] if leak and j == 1 else betas[j][i] ^ masks[j][i] for j in others},
+                         "eps": words(3, dim), "checks": np.stack([np.zeros((3, dim + 1)), words(3, dim + 1)], -1),
+                         "check_sigma": {j: int(words(1)[0]) for j in others},
+                         "eps_rows": {j: (0, words(3 * dim, 2)) for j in others} if rank == 0 else {},
+                         "check_rows": {j: (0, words(3 * (dim + 1), 2)) for j in others} if rank == 0 else {},
+                         "coordinate_bits": unit.coordinate_bits} for i in range(calls)])
+    return by_rank, noise
+
+
+@pytest.mark.parametrize("leak", [False, True])
+def test_the_bounded_statistics_find_unmasked_witness_bits_and_nothing_in_masked_ones(leak):
+    """On synthetic views (no processes): with bits masked by uniform bits and uniform words every bounded
+    statistic of party 0 is centred (|z| < 4.5); with party 1's witness received as it is, 'party 1's witness
+    bits vs its witness' and 'vs its input' are far out."""
+    from mpcdp.jobs import auth_bounded_views
+    from mpcdp.jobs.views import permutation_test
+
+    by_rank, noise = _bounded(60, 8, leak)
+    z = {name: permutation_test(scores, two_sided=True)[0]
+         for name, scores, _ in auth_bounded_views.party_tests(by_rank[0], noise, by_rank, 16.0)}
+    leaked = {"release: party 1's witness bits vs its witness", "release: party 1's witness bits vs its input"}
+    assert len(z) == 2 * 6 + 2 * 2
+    assert all((z[name] > 10) == leak for name in leaked)
+    assert all(abs(v) < 4.5 for name, v in z.items() if name not in leaked or not leak)
+
+
+def test_bounded_views_whose_bits_are_not_the_witness_are_refused():
+    """check_bounded ties the record to the run: the bits a party received from J must be J's witness XOR its
+    bit masks (its witness itself for the planted party), the dealer's bit masks the owners'."""
+    from mpcdp.jobs.auth_bounded_views import check_bounded
+
+    by_rank, _ = _bounded(5, 4, False)
+    windows = [[("mpcdp_AuthBitMasks", [4], {"bit_masks": torch.from_numpy(np.stack([v[i]["bit_mask"]
+                                                                                      for v in by_rank]))})]
+               for i in range(5)]
+    check_bounded(by_rank, windows, None)
+    with pytest.raises(ConfigError, match="not its witness masked by its bit masks"):
+        check_bounded(by_rank, windows, 1)
+    by_rank[2][3]["witness"][0] = by_rank[2][3]["witness"][0] ^ 1
+    with pytest.raises(ConfigError, match="party 2 received bits from party 0"):
+        check_bounded(by_rank, windows, None)
 
 
 def test_views_that_do_not_open_the_sum_are_refused():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter import keyed
+from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank, world_size
 from mpcdp.adapter.limbs import Ring, Wide
 from mpcdp.adapter.material import Material, _dealer_generator
@@ -167,6 +167,7 @@ class AuthBitMasks(Material):
             raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
                                     party=0)
         masks = [_low_bit(_draw_wide(g, n)) for g in generators]  # r_o from owner o's generator, every owner first
+        dealer_view.note_draw(bit_masks=torch.stack([r.lo for r in masks]))  # the view audit's record (else no-op)
         return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
 
     generate = staticmethod(_no_dealer)

@@ -105,8 +105,15 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
                             "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
                             "equal to the committee's coin, which every member then holds) or 'release' (party 1 "
                             "sends its release share without its pairwise masks, to party 0); under --security "
-                            "malicious, 'dealer' (no coin: the candidates' bits are the dealer's) or 'release' "
-                            "(party 1 sends its release input without its dealt mask, to party 0)")
+                            "malicious, 'dealer' (no coin: the candidates' bits are the dealer's), 'release' "
+                            "(party 1 sends its release input without its dealt mask, to party 0) or 'witness' "
+                            "(with --bound, implied: party 1 sends its norm witness bits without its dealt bit "
+                            "masks, to every other party)")
+    views.add_argument("--bound", action="store_true",
+                       help="under --security malicious: audit the bounded release training runs use (each party's "
+                            "term checked inside the MPC against a clipping bound, its witness input as "
+                            "authenticated bits: the bits every party receives, the check's openings and σ, the "
+                            "dealer's bit masks and requests)")
     views.add_argument("--out", default=None, help="also write the JSON report to this file")
     views.set_defaults(func=_cmd_audit_views)
 
@@ -124,6 +131,9 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
 
         ns.releases = auth_release_views.DEFAULT_RELEASES if malicious else release_views.DEFAULT_RELEASES
     check_integer(ns.releases, "--releases", minimum=0)
+    if ns.bound and not malicious:
+        raise ConfigError("`--bound` audits the bounded release of `--security malicious` (semi-honest parties clip "
+                          "their own terms)")
     if malicious:
         from mpcdp.jobs.auth_views import run_auth_views
 
@@ -133,7 +143,7 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
         with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [malicious, m = {ns.parties}]",
                   file=sys.stderr) as bar:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
-                                    plant=ns.plant_leak, releases=ns.releases, dim=ns.dim,
+                                    plant=ns.plant_leak, releases=ns.releases, dim=ns.dim, bound=ns.bound,
                                     progress=lambda done, total: bar.update(done - bar.n))
         return _print_views(report, ns.out)
     with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",

@@ -2,7 +2,8 @@
 against its noise and the parties' inputs (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`).
 
 Under ``security = "malicious"`` a training release (:func:`mpcdp.mpc.release.noisy_release`, its
-``_checked_release`` without a norm bound) opens V = Σ_j enc(x_j) + u with u the authenticated noise of the
+``_checked_release``; without a norm bound here, with one — the form training runs use — in
+:mod:`mpcdp.jobs.auth_bounded_views`, ``bounded``) opens V = Σ_j enc(x_j) + u with u the authenticated noise of the
 sampler (:func:`mpcdp.noise.auth_gaussian.sample_authenticated`), in three steps
 (:mod:`mpcdp.mpc.authenticated`): the inputs as a sum (every party j sends x_j − r_j, r_j a mask the dealer
 dealt to j alone, by the run's opening plan; D = Σ_j (x_j − r_j) is opened and [[Σ x]] = Σ_j [[r_j]] + D);
@@ -67,16 +68,37 @@ from mpcdp.noise import discrete_gaussian as dg
 
 RELEASE_LABEL = "view-audit release"
 DEFAULT_RELEASES, DEFAULT_DIM = 20, 8
+WITNESS = "witness"
+"""``plant`` for the bounded release: party :data:`PLANTED_PARTY` sends its witness bits β without its dealt bit
+masks (:func:`mpcdp.mpc.authenticated.planted_unmasked_bits`)."""
+
+
+def audit_bound(sigma_units: float, dim: int) -> float:
+    """The bounded release's L2 bound (release units): the largest norm of the audit's inputs (integers within
+    ±⌈4σ⌉ grid units in each of ``dim`` coordinates), so every honest input passes."""
+    return math.ceil(4 * dg.plan_for(sigma_units).sigma) * math.sqrt(dim) / (1 << RELEASE_BITS)
+
+
+def _planted(plant: str | None):
+    from mpcdp.mpc import authenticated
+
+    if plant == PLANT:
+        return authenticated.planted_unmasked_input(PLANTED_PARTY)
+    if plant == WITNESS:
+        return authenticated.planted_unmasked_bits(PLANTED_PARTY)
+    return contextlib.nullcontext()
 
 
 # -- the parties' side ---------------------------------------------------------------------------------------
 
 def auth_release_party(ctx: MpcContext, releases: int, dim: int, sigma_units: float, plant: str | None, *,
-                       done: int = 0, total: int | None = None) -> list[dict[str, Any]]:
+                       done: int = 0, total: int | None = None, bounded: bool = False) -> list[dict[str, Any]]:
     """Run ``releases`` MAC-checked noisy releases of ``dim`` coordinates on this party under ``security =
     "malicious"``, recording its view of each (``ctx.keep_values``) and opening each noise vector, MAC-checked
-    (audit only). ``done``/``total``: progress offsets."""
+    (audit only). ``bounded``: each release with the bound :func:`audit_bound` (the bounded form training runs
+    use). ``done``/``total``: progress offsets."""
     from mpcdp import adapter
+    from mpcdp.jobs.auth_bounded_views import bounded_view
     from mpcdp.mpc import authenticated
     from mpcdp.mpc.authenticated import AuthShared
     from mpcdp.mpc.release import noisy_release
@@ -84,6 +106,7 @@ def auth_release_party(ctx: MpcContext, releases: int, dim: int, sigma_units: fl
 
     plan = dg.plan_for(sigma_units)
     reach = int(math.ceil(4 * plan.sigma))
+    bound = audit_bound(sigma_units, dim) if bounded else None
     rng = np.random.default_rng()  # this party's private inputs: fresh OS entropy, which no other party has
     ctx.keep_values = True
     views = []
@@ -91,11 +114,12 @@ def auth_release_party(ctx: MpcContext, releases: int, dim: int, sigma_units: fl
         noise = sample_authenticated(ctx, dim, plan)
         x = rng.integers(-reach, reach, size=dim, endpoint=True, dtype=np.int64)
         first_opening, first_draw, first = len(ctx.openings), len(ctx.draws), adapter.dealer_requests_made()
-        planted = authenticated.planted_unmasked_input(PLANTED_PARTY) if plant == PLANT else contextlib.nullcontext()
-        with planted:
+        with _planted(plant):
             released = noisy_release(ctx, torch.from_numpy(x).to(torch.float64) / (1 << RELEASE_BITS),
-                                     AuthShared(noise.value, noise.mac, RELEASE_BITS), shape=(dim,), label=RELEASE_LABEL)
-        view = _release_view(ctx, first_opening, first_draw, dim)
+                                     AuthShared(noise.value, noise.mac, RELEASE_BITS), shape=(dim,), label=RELEASE_LABEL,
+                                     bound=bound)
+        view = _release_view(ctx, first_opening, first_draw, dim) if bound is None else \
+            bounded_view(ctx, first_opening, first_draw, x, bound)
         view["requests"] = (first, adapter.dealer_requests_made())
         u = authenticated.open_values(ctx, noise, label="view-audit release noise",
                                       reason="the view audit only: the noise, to test each view against")
@@ -128,8 +152,14 @@ def _release_view(ctx: MpcContext, first_opening: int, first_draw: int, dim: int
 
 # -- the statistics -----------------------------------------------------------------------------------------
 
-def check_views(views_by_rank: list[list[dict]]) -> None:
-    """The views are the run's: every release's noise shares sum to its opened u, and V = Σ_j x_j + u."""
+def check_views(views_by_rank: list[list[dict]], dealer_view: list | None = None, planted: int | None = None) -> None:
+    """The views are the run's: every release's noise shares sum to its opened u, and V = Σ_j x_j + u; bounded
+    releases also :func:`mpcdp.jobs.auth_bounded_views.check_bounded` (``dealer_view``: the dealer's recorded
+    requests; ``planted``: the party whose witness is sent unmasked)."""
+    if "witness" in views_by_rank[0][0]:
+        from mpcdp.jobs.auth_bounded_views import check_bounded
+
+        check_bounded(views_by_rank, windows(dealer_view or [], views_by_rank), planted)
     noise = np.stack([v["noise"] for v in views_by_rank[0]])
     shares = sum(np.stack([v["noise_share"] for v in views]) for views in views_by_rank)
     inputs = sum(np.stack([v["x"] for v in views]) for views in views_by_rank)
@@ -169,16 +199,25 @@ def party_tests(views: list[dict], noise: np.ndarray, by_rank: list[list[dict]],
     for j in sorted(views[0]["sigma"]):
         sigma_j = signed(np.array([v["sigma"][j] for v in views]))
         tests.append((f"release: party {j}'s MAC-check σ vs the noise", np.outer(sigma_j, _scalar(noise, sigma)), 1))
+    if "witness" in views[0]:
+        from mpcdp.jobs import auth_bounded_views
+
+        tests += auth_bounded_views.party_tests(views, noise, by_rank, sigma)
     return tests
+
+
+def windows(view: list, by_rank: list[list[dict]]) -> list[list]:
+    """The dealer's recorded requests in each release (each release's window is party 0's ``requests``)."""
+    return [view[a:b] for a, b in (v["requests"] for v in by_rank[0])]
 
 
 def dealer_tests(view: list, by_rank: list[list[dict]], noise: np.ndarray,
                  sigma: float) -> list[tuple[str, np.ndarray, int]]:
     """The dealer's release statistics: its requests (count, total size) and the masks it generated. ``view``:
     its recorded requests; each release's window is party 0's ``requests``."""
-    windows = [view[a:b] for a, b in (v["requests"] for v in by_rank[0])]
-    count = np.array([len(w) for w in windows], dtype=float)
-    size = np.array([sum(int(n) for _, args, _ in w for n in args if isinstance(n, int)) for w in windows], float)
+    served = windows(view, by_rank)
+    count = np.array([len(w) for w in served], dtype=float)
+    size = np.array([sum(int(n) for _, args, _ in w for n in args if isinstance(n, int)) for w in served], float)
     energy = ((noise / sigma) ** 2).sum(1)
     tests = [("release: dealer requests", np.outer(count - count.mean(), energy - energy.mean()), 1),
              ("release: dealer request sizes", np.outer(size - size.mean(), energy - energy.mean()), 1)]
@@ -188,6 +227,10 @@ def dealer_tests(view: list, by_rank: list[list[dict]], noise: np.ndarray,
         x = np.stack([v["x"] for v in views]).astype(float)
         tests.append((f"release: dealer's mask for party {j} vs its input", mask @ x.T, noise.shape[1]))
         tests.append((f"release: dealer's mask for party {j} vs the noise", mask @ scaled.T, noise.shape[1]))
+    if "witness" in by_rank[0][0]:
+        from mpcdp.jobs import auth_bounded_views
+
+        tests += auth_bounded_views.dealer_tests(served, by_rank, noise)
     return tests
 
 

@@ -47,7 +47,12 @@ receives and the check's σ shares included). Their statistics join each role's,
 same Bonferroni (the coalition's too: its pooled noise shares); the role's entry adds ``release_power``,
 ``release_received_from`` (a data party) and ``release_requests`` (the dealer). ``plant`` ``"release"``: party 1
 sends its release input without its dealt mask (the sum unchanged), which party 0 receives; it covers the
-releases only.
+releases only. ``bound`` (``--bound``): the releases in the bounded form training runs use under malicious, each
+party's contribution checked against the bound inside the MPC with its witness input as authenticated bits
+(:mod:`mpcdp.jobs.auth_bounded_views`: the bits every party receives, the check's openings and σ's, the dealer's
+bit masks and request sizes join the views and the statistics; the dealer's entry adds
+``release_request_kinds``); ``plant`` ``"witness"`` (implies it): party 1 sends its witness bits without its
+dealt bit masks, which every other party receives.
 """
 
 from __future__ import annotations
@@ -92,10 +97,11 @@ def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
 
 @covers_malicious
 def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str | None, releases: int = 0,
-                     dim: int = 1) -> dict[str, Any]:
+                     dim: int = 1, bounded: bool = False) -> dict[str, Any]:
     """Run ``calls`` one-sample calls of the authenticated sampler on this party, recording its view of each;
     open every sample (MAC-checked, audit only). Then ``releases`` MAC-checked training releases of ``dim``
-    coordinates (:func:`mpcdp.jobs.auth_release_views.auth_release_party`). Returns the views, the samples,
+    coordinates (:func:`mpcdp.jobs.auth_release_views.auth_release_party`; ``bounded``: with the norm check).
+    Returns the views, the samples,
     (party 0) the dealer requests made by each call and before the releases, and the releases' views."""
     from mpcdp import adapter
     from mpcdp.adapter import auth_bits
@@ -122,7 +128,8 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
             ctx.progress(call + 1, calls + releases)
     auth_bits.PARTS = None
     sampler_requests = adapter.dealer_requests_made()
-    released = auth_release_party(ctx, releases, dim, sigma_units, plant, done=calls, total=calls + releases)
+    released = auth_release_party(ctx, releases, dim, sigma_units, plant, done=calls, total=calls + releases,
+                                  bounded=bounded)
     return {"views": views, "samples": samples, "requests": requests, "sampler_requests": sampler_requests,
             "releases": released, "all_requests": adapter.dealer_requests_made()}
 
@@ -260,7 +267,7 @@ def _first_passes(plan: dg.DiscreteGaussianPlan, first: np.ndarray, names: tuple
     return first_factor_passes(plan, fields)
 
 
-def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str, Any]]:
+def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float, plant: str | None) -> list[dict[str, Any]]:
     """Each role's report entry: the sampler's statistics, then (with releases) the releases'
     (:mod:`mpcdp.jobs.auth_release_views`), in one Bonferroni."""
     from mpcdp.jobs import auth_release_views as rel
@@ -276,11 +283,11 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str
     released = [value["releases"] for value in result.values]
     releases = len(released[0])
     noise = np.stack([v["noise"] for v in released[0]]) if releases else np.zeros((0, 1), dtype=np.int64)
+    view = result.dealer["view"]
     if releases:
-        rel.check_views(released)
+        rel.check_views(released, view, rel.PLANTED_PARTY if plant == rel.WITNESS else None)
     found: list[tuple[str, str, list, list, dict]] = []
     requests = np.array(zero["requests"], dtype=float)
-    view = result.dealer["view"]
     if len(view) != zero["all_requests"]:
         raise ConfigError(f"the dealer recorded {len(view)} requests where party 0 made {zero['all_requests']}")
     dealt = _dealer_bits(plan, view[:zero["sampler_requests"]], zero["requests"], [v["counts"] for v in views[0]])
@@ -288,7 +295,7 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str
         ("dealt bits", *_match(np.array([decode(plan, d) for d in dealt]), samples)),
         ("request sizes", *_count(requests, samples, plan.sigma))],
         rel.dealer_tests(view, released, noise, plan.sigma) if releases else [],
-        {"release_requests": sum(b - a for a, b in (v["requests"] for v in released[0]))} if releases else {}))
+        _dealer_extra(view, released) if releases else {}))
     for rank, mine in enumerate(views):
         found.append((f"party {rank}", "party", [
             ("coin", *_match(np.array([decode(plan, v["coin"]) for v in mine]), samples)),
@@ -306,6 +313,15 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float) -> list[dict[str
                       rel.coalition_tests(released, noise, plan.sigma) if releases else [], {}))
     return [_entry(role, kind, tests, release_tests, extra, sigma=plan.sigma, calls=calls, releases=releases,
                    alpha=alpha) for role, kind, tests, release_tests, extra in found]
+
+
+def _dealer_extra(view: list, released: list[list[dict]]) -> dict[str, Any]:
+    """The dealer's entry's release counts: the requests it served in the releases, and their kinds."""
+    from mpcdp.jobs.auth_release_views import windows
+
+    served = windows(view, released)
+    return {"release_requests": sum(len(w) for w in served),
+            "release_request_kinds": sorted({name for w in served for name, _, _ in w})}
 
 
 def _test(name: str, scores: np.ndarray, two_sided: bool):
@@ -338,9 +354,11 @@ def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[s
 
 
 def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plant: str | None,
-                   releases: int = 0, dim: int | None = None, progress=None) -> dict[str, Any]:
+                   releases: int = 0, dim: int | None = None, bound: bool = False, progress=None) -> dict[str, Any]:
     """Run the audit under ``security = "malicious"`` (module docstring; the releases,
-    :mod:`mpcdp.jobs.auth_release_views`) and return its report."""
+    :mod:`mpcdp.jobs.auth_release_views`; ``bound``, implied by ``plant`` "witness": the releases bounded, as
+    training runs them, :mod:`mpcdp.jobs.auth_bounded_views`) and return its report."""
+    from mpcdp.jobs.auth_release_views import WITNESS, audit_bound
     import os
 
     from mpcdp.config import MpcConfig
@@ -360,18 +378,23 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     check_integer(dim, "--dim", minimum=1)
     check_number(alpha, "--alpha", low=0.0, high=0.5)
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
-    if plant not in (None, "dealer", PLANT):
-        raise ConfigError(f"--plant-leak under --security malicious must be 'dealer' or 'release'. Found {plant!r}.")
-    if plant == PLANT and releases < 1:
-        raise ConfigError("--plant-leak release needs --releases >= 10")
+    if plant not in (None, "dealer", PLANT, WITNESS):
+        raise ConfigError("--plant-leak under --security malicious must be 'dealer', 'release' or 'witness'. "
+                          f"Found {plant!r}.")
+    if plant in (PLANT, WITNESS) and releases < 1:
+        raise ConfigError(f"--plant-leak {plant} needs --releases >= 10")
+    bound = bound or plant == WITNESS
+    if plant == PLANT and bound:
+        raise ConfigError("--plant-leak release plants its leak in the unbounded release's inputs: drop --bound")
     plan = dg.plan_for(sigma)
     config = MpcConfig(parties=parties, provider="dealer", security="malicious", timeout_s=600.0)
     saved = os.environ.get(RECORD_DEALER_VIEW)
     os.environ[RECORD_DEALER_VIEW] = "1"
     try:
-        result = run_job(auth_views_party, config, args=(calls, sigma, plant, releases, dim), progress=progress,
-                         job={"name": "audit views", "security": "malicious", "calls": calls, "sigma": sigma,
-                              "plant": plant, "releases": releases, "dim": dim})
+        result = run_job(auth_views_party, config, args=(calls, sigma, plant, releases, dim, bound),
+                         progress=progress, job={"name": "audit views", "security": "malicious", "calls": calls,
+                                                 "sigma": sigma, "plant": plant, "releases": releases, "dim": dim,
+                                                 "bound": bound})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
@@ -379,6 +402,6 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
             os.environ[RECORD_DEALER_VIEW] = saved
     return {"provider": "dealer", "security": "malicious", "parties": parties, "noise_committee": parties,
             "calls": calls, "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
-            "circuit": CIRCUIT.split(":")[0],
+            "bound": audit_bound(sigma, dim) if bound and releases else None, "circuit": CIRCUIT.split(":")[0],
             "noise_known_to": noise_known_to(drawn_by=EVERY_PARTY, provider="dealer", parties=parties),
-            "roles": _roles(result, plan, alpha)}
+            "roles": _roles(result, plan, alpha, plant)}

@@ -90,7 +90,8 @@ S_BITS = 64
 """s: the statistical security parameter of the MACs (bits), as dealt."""
 
 _DOMAIN = b"mpcdp/mac-check/1"
-_UNMASKED_INPUTS: set[int] = set()  # the view audit's planted leak in force in this process (never in a run)
+_UNMASKED_INPUTS: set[int] = set()  # the view audit's planted leaks in force in this process (never in a run)
+_UNMASKED_BITS: set[int] = set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,8 +240,11 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
     n, b = flat.numel(), bit_flat.numel()
     own, masks = AuthMasks.fetch(n) if n else (None, [])
     own_bits, bit_masks = AuthBitMasks.fetch(b)
+    if own is not None:
+        ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o and its bits, for the view audit (a no-op in a run)
+    ctx.note_draw(f"own bit masks: {label}", own_bits)
     padded = torch.zeros(-(-b // 64) * 64, dtype=torch.int64)
-    padded[:b] = (bit_flat ^ own_bits) & 1
+    padded[:b] = bit_flat if ctx.rank in _UNMASKED_BITS else (bit_flat ^ own_bits) & 1
     mine = [flat - own.lo] if own is not None else []
     sent = ctx.members_exchange(torch.cat(mine + [(padded.reshape(-1, 64) << torch.arange(64)).sum(1)]),
                                 label=f"{label} (masked inputs)", kind="masked",
@@ -253,7 +257,8 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
             value, mac = add_public(RING, state.alpha, ctx.rank, *masks[owner], sent[owner][:n])
             words.append(AuthShared(value, mac, precision))
         d = ((sent[owner][n:].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:b]
-        values.append(add_constant(ctx, AuthShared(*bit_masks[owner], 0).mul_public(1 - 2 * d), d))
+        scale = torch.zeros_like(d) if owner in _UNMASKED_BITS else 1 - 2 * d  # planted: [[β]] = d, public
+        values.append(add_constant(ctx, AuthShared(*bit_masks[owner], 0).mul_public(scale), d))
     return words, values
 
 
@@ -434,6 +439,21 @@ def planted_unmasked_input(party: int):
         yield
     finally:
         _UNMASKED_INPUTS.discard(party)
+
+
+@contextlib.contextmanager
+def planted_unmasked_bits(party: int):
+    """Within the block, in this process, :func:`input_words_and_bits` leaves out ``party``'s dealt bit masks:
+    that party sends its bits β themselves as d and every party sets [[β]] = d, a public constant (so the bits,
+    the checks on them and their MACs are unchanged). **A planted leak**: every other party then receives that
+    party's witness bits, which give its contribution away. Only the view audit (``mpcdp audit views --security
+    malicious --plant-leak witness``, :mod:`mpcdp.jobs.auth_release_views`) uses it, on every party at once;
+    a run never does."""
+    _UNMASKED_BITS.add(party)
+    try:
+        yield
+    finally:
+        _UNMASKED_BITS.discard(party)
 
 
 def mac_key_share(ctx: MpcContext) -> torch.Tensor:
