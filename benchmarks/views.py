@@ -6,7 +6,8 @@ For every ``[[runs]]`` entry (provider, parties, planted leak or none): the audi
 :mod:`mpcdp.jobs.views` with ``calls`` one-sample calls and ``releases`` training releases of ``dim``
 coordinates (:mod:`mpcdp.jobs.release_views`) at σ = ``sigma`` grid units and level ``alpha`` per role; a run
 with ``security = "malicious"`` audits the authenticated sampler and MAC-checked releases instead
-(:mod:`mpcdp.jobs.auth_views`, :mod:`mpcdp.jobs.auth_release_views`). A run may name its own ``calls``,
+(:mod:`mpcdp.jobs.auth_views`, :mod:`mpcdp.jobs.auth_release_views`; with ``bound = true``, the bounded releases
+of :mod:`mpcdp.jobs.auth_bounded_views`). A run may name its own ``calls``,
 ``releases`` and ``dim`` (else ``[audit]``'s). The first table lists the runs, each with its own calls,
 releases, parties, provider, security level, wall time, the load average when it started and its provenance;
 the second, each role's verdict, its most significant statistic, p and the stated power; the third, each
@@ -38,7 +39,7 @@ def _run(run: dict, a: dict) -> dict:
     start = time.perf_counter()
     if run.get("security") == "malicious":
         report = run_auth_views(parties=run["parties"], calls=calls, sigma=a["sigma"], alpha=a["alpha"],
-                                plant=run.get("plant"), releases=releases, dim=dim)
+                                plant=run.get("plant"), releases=releases, dim=dim, bound=run.get("bound", False))
     else:
         report = run_views(parties=run["parties"], provider=run["provider"], calls=calls, sigma=a["sigma"],
                            alpha=a["alpha"], plant=run.get("plant"), releases=releases, dim=dim)
@@ -50,7 +51,7 @@ def _run(run: dict, a: dict) -> dict:
 
 def _key(run: dict, plant: str | None, calls: int, releases: int, dim: int | None) -> tuple:
     return run.get("security", "semi-honest"), run["provider"], run["parties"], plant, calls, releases, \
-        dim if releases else None
+        dim if releases else None, bool(run.get("bound")) or plant == "witness"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,10 +87,15 @@ def main(argv: list[str] | None = None) -> int:
 def _run_line(report: dict) -> str:
     made = report.get("run_recorded")
     when = f"{made['date']}, {made['commit']}" if made else "–"
-    releases = f"{report['releases']} × d = {report.get('dim', '–')}" if report["releases"] else "0"
+    releases = f"{report['releases']} × d = {report.get('dim', '–')}{_bounded(report)}" if report["releases"] \
+        else "0"
     return (f"| {report['security']} | {report['provider']} | {report['parties']} | {report['noise_committee']} | "
             f"{report['calls']} | {releases} | {report['plant_leak'] or '–'} | {report['circuit']} | "
             f"{report['wall_s']} | {report.get('load', '–')} | {when} |")
+
+
+def _bounded(report: dict) -> str:
+    return f", bounded (‖x‖ ≤ {report['bound']:.4g})" if report.get("bound") else ""
 
 
 def markdown(command: str, a: dict, runs: list[dict]) -> str:
@@ -105,7 +111,8 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
              "`counts`, against a correlation of 0.25 with x²/σ²; release power, the smallest over the role's "
              "release statistics, against a correlation of 0.25 per coordinate with the statistic's target. Under "
              "`security = malicious` (the authenticated sampler, every data party samples, then MAC-checked "
-             "releases: `mpcdp.jobs.auth_release_views`): for the match statistics (`dealt bits`, `coin`, `own "
+             "releases: `mpcdp.jobs.auth_release_views`; `bounded`: with the norm check training runs use, "
+             "`mpcdp.jobs.auth_bounded_views`): for the match statistics (`dealt bits`, `coin`, `own "
              "bit parts`, `pooled bit parts`), p from the Poisson tail at the permutation mean and power against a "
              "role that knows the candidates' bits in 25% of the calls; for counts as above. `load`: the 1-minute "
              "load average when the run started (the machine is shared; wall times scale with it).", "",
@@ -138,7 +145,8 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
             worst = min(found, key=lambda s: s["p"])
             senders = ", ".join(f"party {j}" for j in role.get("release_received_from", [])) or "–"
             lines.append(f"| {report['security']} | {report['provider']} | {report['parties']} | "
-                         f"{report['releases']} × {report.get('dim', '–')} | {report['plant_leak'] or '–'} | "
+                         f"{report['releases']} × {report.get('dim', '–')}{_bounded(report)} | "
+                         f"{report['plant_leak'] or '–'} | "
                          f"{role['role']} | {senders} | "
                          f"{role.get('release_requests', '–')} | {worst['name'][len('release: '):]} | "
                          f"{worst['z']:.2f} | {worst['p']:.2g} | {role['release_power']:.3f} | "
