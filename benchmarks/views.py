@@ -126,7 +126,8 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
     for report in runs:
         for role in report["roles"]:
             lines.append(f"| {report['security']} | {report['provider']} | {report['parties']} | {report['calls']} | "
-                         f"{report['releases']} | {report['plant_leak'] or '–'} | {role['role']} | {role['verdict']} | "
+                         f"{report['releases']}{_bounded(report)} | {report['plant_leak'] or '–'} | {role['role']} | "
+                         f"{role['verdict']} | "
                          f"{role['statistic']} | {role['z']:.2f} | {role['p']:.2g} | {role['power']:.3f} |")
     lines += ["", "Training releases (statistics named `release: …`; they use no released value). Release power: "
               "against a correlation of 0.25 per coordinate with the statistic's target, the smallest over the "
