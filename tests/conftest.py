@@ -11,6 +11,27 @@ from mpcdp.config import MpcConfig
 torch.set_num_threads(1)
 
 
+def _worker_ports() -> None:
+    """Each xdist worker draws its rendezvous ports (:func:`mpcdp.runtime.ports.free_port`, called at run start
+    in this process) from its own slice of the range: a port one worker drew and has not bound yet cannot be
+    drawn by the other (1 in 12,768 per concurrent pair otherwise). Commands a test starts as processes of their
+    own draw from the whole range, as users' do."""
+    import os
+
+    from mpcdp.runtime import ports
+
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1):
+        return
+    low, high = ports.FREE_PORTS
+    width = (high - low + 1) // int(count)
+    start = low + int(worker[2:]) * width
+    ports.FREE_PORTS = (start, start + width - 1)
+
+
+_worker_ports()
+
+
 def pytest_collection_modifyitems(config, items):
     """Test files longest first (tests/file_seconds.py): xdist's `--dist loadfile` hands whole files to its workers
     in this order, so the run ends on short files and no worker idles long at the end. A file's own tests keep
@@ -62,3 +83,16 @@ def deployment(tmp_path):
     from mpcdp.transport.credentials import make_deployment
 
     return make_deployment(tmp_path / "credentials", 5)
+
+
+@pytest.fixture
+def own_rendezvous(monkeypatch):
+    """This process's rendezvous state (:mod:`mpcdp.transport.rendezvous`'s module globals: the store joined,
+    the store served, the run, the signer, the forged keys said, the declared network) for the test alone, put
+    back afterwards: a test that joins a store in this process leaves nothing to the next test of its worker."""
+    from mpcdp.transport import rendezvous
+
+    for name in ("_store", "_server", "_run", "_signer", "_network", "_opened"):
+        monkeypatch.setattr(rendezvous, name, getattr(rendezvous, name))
+    monkeypatch.setattr(rendezvous, "_forged", {})
+    return rendezvous

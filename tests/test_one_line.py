@@ -137,16 +137,16 @@ def test_the_dealers_progress_lines_count_what_it_served_at_a_modest_rate():
 
 
 @pytest.fixture
-def claim_store():
+def claim_store(own_rendezvous):
     """Party 0's store of a run of 3 data parties and the dealer, joined here as rank 0 (plain, on loopback);
-    ``write(key, value)`` writes as another process would."""
+    ``write(key, value)`` writes as another process would. The process's rendezvous state (the run, too) is
+    put back afterwards (conftest's ``own_rendezvous``)."""
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     rendezvous.open_store(url, rank=0, processes=4, timeout_s=5.0)
     other = rendezvous.StoreClient("127.0.0.1", port, timeout_s=5.0)
     yield other.set
     rendezvous._server.close()
-    rendezvous._store = rendezvous._opened = None
 
 
 def test_a_claim_of_another_world_size_is_refused_naming_it_and_told_to_the_others(claim_store):

@@ -25,7 +25,7 @@ RUN_ID = "signed-store-test"
 
 
 @pytest.fixture
-def agent(monkeypatch):
+def agent(monkeypatch, own_rendezvous):
     """A store hosted as torchrun's agent hosts it, and the environment torchrun gives its workers."""
     port = free_port()
     master = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
@@ -34,10 +34,7 @@ def agent(monkeypatch):
                         "MASTER_PORT": str(port), "TORCHELASTIC_RUN_ID": RUN_ID,
                         "TORCHELASTIC_RESTART_COUNT": "0"}.items():
         monkeypatch.setenv(name, value)
-    previous = rendezvous._store, rendezvous._run, rendezvous._signer
-    yield port, dist.PrefixStore(f"mpcdp/{RUN_ID}/0", master)
-    rendezvous._store, rendezvous._run, rendezvous._signer = previous
-    rendezvous._forged.clear()
+    yield port, dist.PrefixStore(f"mpcdp/{RUN_ID}/0", master)  # rendezvous state: own_rendezvous puts it back
 
 
 def _join(port: int, deployment, rank: int):
