@@ -23,7 +23,6 @@ def _one(plan, connections: int) -> dict:
 
     process, counts = flooder.start_as_nobody(connections) if connections else (None, None)
     try:
-        time.sleep(0.5 if process else 0.0)
         start = time.perf_counter()
         try:
             report = run_plan(plan, curve=False)

@@ -28,10 +28,14 @@ def listeners(uid: int) -> set[int]:
     return found
 
 
-def flood(uid: int, per_listener: int, seconds: float) -> dict:
+def flood(uid: int, per_listener: int, seconds: float, ready=None) -> dict:
+    """Flood every listener of ``uid`` that appears after the start; ``ready()`` (if given) is called once the
+    listeners already there are known: a listener opened after that is flooded."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     old = listeners(uid)
+    if ready is not None:
+        ready()
     selector = selectors.DefaultSelector()
     held: dict[int, set[socket.socket]] = {}
     opened = closed = failed = 0
@@ -86,22 +90,28 @@ if __name__ == "__main__":
 NOBODY = 65534
 
 
-def _as_user(uid: int, target: int, per_listener: int, seconds: float, out) -> None:
+def _as_user(uid: int, target: int, per_listener: int, seconds: float, out, ready) -> None:
     import os
 
     os.setgid(NOBODY)
     os.setuid(uid)
-    out.put(flood(target, per_listener, seconds))
+    out.put(flood(target, per_listener, seconds, ready=ready.set))
 
 
-def start_as_nobody(per_listener: int, seconds: float = 600.0):
+def start_as_nobody(per_listener: int, seconds: float = 600.0, ready_s: float = 60.0):
     """A forked process that drops to user ``nobody`` and floods every new listener of this process's user
-    (:func:`flood`); returns (process, queue that gets its counts once it is sent SIGTERM)."""
+    (:func:`flood`); returns (process, queue that gets its counts once it is sent SIGTERM) once the flooder
+    knows the listeners already there (a fixed pause could end before it did, on a loaded host: the run's
+    own listeners would then count as old and go unflooded)."""
     import multiprocessing
     import os
 
     ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
-    process = ctx.Process(target=_as_user, args=(NOBODY, os.getuid(), per_listener, seconds, out), daemon=True)
+    out, ready = ctx.Queue(), ctx.Event()
+    process = ctx.Process(target=_as_user, args=(NOBODY, os.getuid(), per_listener, seconds, out, ready),
+                          daemon=True)
     process.start()
+    if not ready.wait(ready_s):
+        process.kill()
+        raise RuntimeError(f"the flooder was not ready within {ready_s} s")
     return process, out

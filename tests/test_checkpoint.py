@@ -98,6 +98,17 @@ def test_a_foreign_checkpoint_or_changed_data_is_refused_by_the_parties_before_a
     assert "`shard_sha256`: checkpoint = " in str(info.value)
 
 
+def _party_pid(launcher: int, rank: int) -> int:
+    """The pid of data party ``rank`` of a running local launch: the parties and the dealer are forked, in rank
+    order, by the launcher's fork server. Found before the moment to kill it, the kill is not late by two
+    pgrep runs (a loaded host could pass the next checkpoint meanwhile)."""
+    server = subprocess.run(["pgrep", "-f", "-P", str(launcher), "forkserver"], capture_output=True,
+                            text=True).stdout.split()
+    assert len(server) == 1, server
+    return sorted(int(p) for p in subprocess.run(["pgrep", "-P", server[0]], capture_output=True,
+                                                 text=True).stdout.split())[rank]
+
+
 def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     protocol = tmp_path / "long.toml"
     # 15 ms of emulated latency per round, so that the poll below sees release 13 before checkpoint 23; half a
@@ -110,20 +121,16 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_end(tmp_path):
     first = forked.Popen([mpcdp, "train", str(protocol), "--checkpoint", str(folder), "--checkpoint-every", "12"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline, victim = time.monotonic() + 120, None
         # killed once every party checkpointed release 11 and some party opened release 13 (not checkpointed)
         while not (all((folder / f"party-{r}" / "release-000011.pt").exists() for r in range(3))
                    and any(folder.glob("party-*/opened-000013.pt"))):
             assert first.poll() is None, "the run ended before its first checkpoint"
             assert time.monotonic() < deadline
+            if victim is None and all((folder / f"party-{r}").exists() for r in range(3)):
+                victim = _party_pid(first.pid, 1)  # found ahead: the kill then follows the poll at once
             time.sleep(0.05)
-        # the parties and the dealer are forked, in rank order, by the launcher's fork server
-        server = subprocess.run(["pgrep", "-f", "-P", str(first.pid), "forkserver"], capture_output=True,
-                                text=True).stdout.split()
-        assert len(server) == 1, server
-        parties = [int(p) for p in subprocess.run(["pgrep", "-P", server[0]], capture_output=True,
-                                                  text=True).stdout.split()]
-        os.kill(sorted(parties)[1], signal.SIGKILL)
+        os.kill(victim if victim is not None else _party_pid(first.pid, 1), signal.SIGKILL)
         assert first.wait(timeout=60) != 0
     finally:
         first.kill()

@@ -43,10 +43,14 @@ def test_a_silent_party_times_out_instead_of_hanging(config_for):
     # the others entered the opening; party 1 never got past the handshake of the aggregation
     assert err.party == 1
     first = str(err).splitlines()[0]
-    assert re.fullmatch(r"party 1 went silent: no progress for 1\d s at step 1 \(exchange\), longer than "
+    said = re.fullmatch(r"party 1 went silent: no progress for (\d+) s at step 1 \(exchange\), longer than "
                         r"timeout_s = 12 s; if one step of this run takes that long, raise `timeout_s` "
-                        r"\(\[mpc\] timeout_s in the protocol, or --timeout\)", first), first
-    assert elapsed < 12.0 + 15.0
+                        r"\(\[mpc\] timeout_s in the protocol, or --timeout\)", first)
+    # party 1's silence counts from its own last step, before the others' last: "1\d s" left a loaded host 7 s
+    assert said is not None and int(said.group(1)) >= 12, first
+    # ended by the 12 s timeout, not hanging (pytest's 300 s): 15 s for the start, the others' steps and the
+    # teardown was missable at 3-4x slower; 40 s still tells a timeout from a hang
+    assert elapsed < 12.0 + 40.0
 
 
 def test_a_run_that_keeps_making_progress_is_not_stopped_for_its_length(config_for):

@@ -47,9 +47,8 @@ def test_a_flooding_user_fills_its_own_slots_and_another_users_connection_is_adm
 def test_a_run_started_while_another_user_floods_every_listener_finishes():
     """User `nobody` keeps 200 silent connections to every listener of this user that appears on loopback,
     refilling each as it closes; a secure sum over TLS (3 parties and the dealer) still finishes."""
-    process, counts = flooder.start_as_nobody(200)
+    process, counts = flooder.start_as_nobody(200)  # returns once the flooder knows the listeners already there
     try:
-        time.sleep(0.5)
         result = run_job(sum_once, MpcConfig(parties=3, timeout_s=120.0), args=(torch.ones(3),))
     finally:
         process.terminate()

@@ -41,12 +41,14 @@ seed = 0
 
 
 class Process:
-    """A started process with its stderr collected as it comes."""
+    """A started process with its stderr collected as it comes (by a daemon thread: :meth:`text` is what it has
+    read so far; :meth:`all_text` waits for the stream's end, the sync point for reading what it wrote last)."""
 
     def __init__(self, cmd, env, start=forked.Popen):
         self.popen = start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self):  # raw chunks: progress bars rewrite their line with \r and never end it
         while chunk := os.read(self.popen.stderr.fileno(), 4096):
@@ -54,6 +56,13 @@ class Process:
 
     def text(self) -> str:
         return "".join(self.lines)
+
+    def all_text(self, timeout: float = 60.0) -> str:
+        """Everything the process wrote to stderr: the pipe's end of file comes once the process and every
+        child holding its stderr are gone (a process that exited may not have been read to its end yet)."""
+        self.pump.join(timeout)
+        assert not self.pump.is_alive(), "stderr still open: a process holding it is still running"
+        return self.text()
 
 
 def _wait_for(predicate, timeout: float) -> None:
@@ -123,7 +132,8 @@ def test_separate_processes_name_the_killed_party(protocol, deployment):
             assert time.monotonic() - killed < 60
             who = "the dealer" if rank == PARTIES else f"party {rank}"
             assert code != 0, f"{who} exited 0 after party {victim} was killed (delay {delay:.2f} s)"
-            assert f"party {victim} was lost" in proc.text(), (victim, rank, proc.text()[-600:])
+            text = proc.all_text()  # read to its end: its last line may still be in the pipe after wait()
+            assert f"party {victim} was lost" in text, (victim, rank, text[-600:])
     finally:
         for proc in procs:
             proc.popen.kill()
@@ -154,9 +164,10 @@ def test_the_local_launcher_names_the_killed_party_and_leaves_no_process(protoco
         code = launcher.popen.wait(timeout=60)
         assert time.monotonic() - killed < 60
         assert code != 0
-        assert f"party {victim} failed" in launcher.text(), launcher.text()[-800:]
         # the bound is generous: the claim is that no process is left, not how fast a loaded host reaps them
         _wait_for(lambda: not any(_alive_or_zombie(pid) for pid in children), 60)
+        text = launcher.all_text()  # every holder of its stderr is gone: read to its end
+        assert f"party {victim} failed" in text, text[-800:]
     finally:
         launcher.popen.kill()
         launcher.popen.wait()

@@ -43,18 +43,28 @@ def _protocol(folder: pathlib.Path) -> str:
     return str(path)
 
 
+def _party_pid(launcher: int, rank: int) -> int:
+    """The pid of data party ``rank`` of a running local launch (forked in rank order by its fork server)."""
+    server = subprocess.run(["pgrep", "-f", "-P", str(launcher), "forkserver"], capture_output=True,
+                            text=True).stdout.split()
+    assert len(server) == 1, server
+    return sorted(int(p) for p in subprocess.run(["pgrep", "-P", server[0]], capture_output=True,
+                                                 text=True).stdout.split())[rank]
+
+
 def _kill_one_party_after(first: forked.Popen, folder: pathlib.Path, release: int) -> None:
-    """SIGKILL party 1 once every party checkpointed ``release`` and some party opened ``release`` + 2."""
-    deadline = time.monotonic() + 240
+    """SIGKILL party 1 once every party checkpointed ``release`` and some party opened ``release`` + 2. Its pid
+    is found ahead (once every party made its folder), so the kill follows the poll at once: two pgrep runs
+    after it could let a loaded host pass the next checkpoint."""
+    deadline, victim = time.monotonic() + 240, None
     while not (all((folder / f"party-{r}" / f"release-{release:06d}.pt").exists() for r in range(3))
                and any(folder.glob(f"party-*/opened-{release + 2:06d}.pt"))):
         assert first.poll() is None, "the run ended before the checkpoint: " + first.stderr.read()[-2000:]
         assert time.monotonic() < deadline
+        if victim is None and all((folder / f"party-{r}").exists() for r in range(3)):
+            victim = _party_pid(first.pid, 1)
         time.sleep(0.05)
-    server = subprocess.run(["pgrep", "-f", "-P", str(first.pid), "forkserver"], capture_output=True,
-                            text=True).stdout.split()
-    parties = [int(p) for p in subprocess.run(["pgrep", "-P", server[0]], capture_output=True, text=True).stdout.split()]
-    os.kill(sorted(parties)[1], signal.SIGKILL)
+    os.kill(victim if victim is not None else _party_pid(first.pid, 1), signal.SIGKILL)
 
 
 def test_a_lost_party_resumes_without_spending_epsilon_twice(tmp_path, own_privacy_ledger, capsys):

@@ -3,6 +3,7 @@ or an endpoint outside the run's network is named."""
 
 import socket
 import struct
+import time
 
 import pytest
 
@@ -13,14 +14,12 @@ from mpcdp.transport.credentials import LinkSecurity, make_deployment
 
 
 @pytest.fixture
-def store():
+def store(own_rendezvous):
     port = free_port()
     server = rendezvous.StoreServer(port, processes=4)
     client = rendezvous.StoreClient("127.0.0.1", port, timeout_s=5.0)
-    previous = rendezvous._store, rendezvous._run
     rendezvous._store, rendezvous._run = client, rendezvous.Run(rank=0, processes=4, secure=False)
-    yield port, client
-    rendezvous._store, rendezvous._run = previous
+    yield port, client  # the process's rendezvous state is put back by own_rendezvous (conftest)
     server.close()
 
 
@@ -127,6 +126,13 @@ def test_with_credentials_a_process_may_write_only_its_own_endpoint_and_report(t
         other = make_deployment(tmp_path / "other", 2)
         with pytest.raises((PeerLost, ProtocolViolation)):
             rendezvous.StoreClient("127.0.0.1", port, security=LinkSecurity(other, 1), timeout_s=5.0).get("x")
+        # the store refused it too, naming the failed handshake: its thread writes that line once the client has
+        # given up, so the test waits for it (StoreServer.shown keeps a line once written) rather than let it come
+        # after the test, where it was printed uncaptured under load
+        deadline, refused = time.monotonic() + 30.0, "refused a connection from 127.0.0.1: its TLS handshake failed"
+        while not any(refused in line for line in server.shown) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(refused in line for line in server.shown), server.shown
         # the line party 0 writes to stderr, as the store kept it (capturing the store thread's stderr once came
         # back empty in CI; tests/test_hijack.py reads such lines from a real party 0's log)
         assert any("refused a connection from rank 1 (127.0.0.1): rank 1 may not write mpcdp/endpoint/2" in line

@@ -343,9 +343,9 @@ class StoreServer:
         if shown:
             line = (f"mpcdp party 0: the rendezvous refused a connection from {source}: {why} (later refusals "
                     f"from it are counted, not shown)")
-            with self.lock:
-                self.shown.append(line)
             print(line, file=sys.stderr, flush=True)
+            with self.lock:  # kept once written: whoever watches :attr:`shown` knows the line is out
+                self.shown.append(line)
 
 
 class Store(Protocol):
