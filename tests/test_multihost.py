@@ -1,6 +1,7 @@
 """Three data parties and the dealer on four emulated hosts (network namespaces joined by a bridge),
 each started by `launch/host.sh` from environment variables only, as on separate machines."""
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -234,8 +235,13 @@ def _aggregate_on_hosts(tag: str, addresses: list[str], env_by_rank: list[dict],
         cmd = ["ip", "netns", "exec", f"{tag}-h{rank}", *command, "--dim", str(DIM), "--seed", str(SEED),
                "--timeout", str(timeout), *extra]
         procs.append(start(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        return [(proc.wait(timeout=timeout + 60), *proc.communicate()) for proc in procs]
+    def finished(proc) -> tuple[int, str, str]:
+        out, err = proc.communicate(timeout=timeout + 60)
+        return proc.returncode, out, err
+
+    try:  # every process's pipes read at once: one waited on first must not block another on a full pipe
+        with concurrent.futures.ThreadPoolExecutor(len(procs)) as pool:
+            return list(pool.map(finished, procs))
     finally:
         for proc in procs:
             proc.kill()

@@ -132,7 +132,7 @@ def to_stderr(who: str) -> PhaseLines:
 
 
 @contextlib.contextmanager
-def lines_to(stream: TextIO | None = sys.stderr) -> Iterator[None]:
+def lines_to(stream: TextIO | None) -> Iterator[None]:
     """While the block runs, the local harness prints its parties' progress lines to ``stream`` (None:
     nowhere), and estimates printed in the launcher go there too (:func:`launcher_line`)."""
     global _launcher_stream
