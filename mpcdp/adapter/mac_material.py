@@ -123,12 +123,7 @@ class AuthMasks(Material):
 
     @staticmethod
     def serve(dealer, n: int, parties: int):
-        generators = dealer._get_generators()
-        if parties != len(generators):
-            raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
-                                    party=0)
-        masks = [_draw_wide(g, n) for g in generators]  # r_o from owner o's generator, for every owner first
-        return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+        return _serve_owner_masks(dealer, n, parties, bits=False)
 
     generate = staticmethod(_no_dealer)
 
@@ -140,14 +135,7 @@ class AuthMasks(Material):
 
     @classmethod
     def from_dealer(cls, n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
-        generator = _dealer_generator()
-        own = _draw_wide(generator, n)
-        m = world_size()
-        if rank() == 0:
-            reply = cls.request(n, m).reshape(n, m, WORDS)
-            return own, [(Wide(reply[:, o, 0], reply[:, o, 1]), Wide(reply[:, o, 2], reply[:, o, 3]))
-                         for o in range(m)]
-        return own, [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(m)]
+        return _owner_masks_from_dealer(cls, n)
 
 
 class AuthBitMasks(Material):
@@ -156,19 +144,11 @@ class AuthBitMasks(Material):
     (:func:`mpcdp.mpc.authenticated.input_bits`), which are then bits by construction. Party 0's reply as
     :class:`AuthMasks`': 32 bytes per element and owner."""
 
-    @staticmethod
-    def reply_shape(n: int, parties: int) -> tuple[int, ...]:
-        return (n, WORDS * parties)
+    reply_shape = AuthMasks.reply_shape
 
     @staticmethod
     def serve(dealer, n: int, parties: int):
-        generators = dealer._get_generators()
-        if parties != len(generators):
-            raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
-                                    party=0)
-        masks = [_low_bit(_draw_wide(g, n)) for g in generators]  # r_o from owner o's generator, every owner first
-        dealer_view.note_draw(bit_masks=torch.stack([r.lo for r in masks]))  # the view audit's record (else no-op)
-        return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+        return _serve_owner_masks(dealer, n, parties, bits=True)
 
     generate = staticmethod(_no_dealer)
 
@@ -181,12 +161,36 @@ class AuthBitMasks(Material):
 
     @classmethod
     def from_dealer(cls, n: int) -> tuple[torch.Tensor, list[tuple[Wide, Wide]]]:
-        own, shares = AuthMasks.from_dealer.__func__(cls, n)  # the same draws and reply layout as AuthMasks'
+        own, shares = _owner_masks_from_dealer(cls, n)  # the same draws and reply layout as AuthMasks'
         return own.lo & 1, shares
 
 
-def _low_bit(w: Wide) -> Wide:
-    return Wide(w.lo & 1, torch.zeros_like(w.hi))
+def _serve_owner_masks(dealer, n: int, parties: int, *, bits: bool) -> torch.Tensor:
+    """Party 0's reply for :class:`AuthMasks` (``bits`` False) or :class:`AuthBitMasks` (True): r_o drawn from
+    owner o's generator for every owner first (its low bit only with ``bits``), then party 0's value and MAC
+    shares of each [[r_o]]."""
+    generators = dealer._get_generators()
+    if parties != len(generators):
+        raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
+                                party=0)
+    masks = [_draw_wide(g, n) for g in generators]
+    if bits:
+        masks = [Wide(r.lo & 1, torch.zeros_like(r.hi)) for r in masks]
+        dealer_view.note_draw(bit_masks=torch.stack([r.lo for r in masks]))  # the view audit's record (else no-op)
+    return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+
+
+def _owner_masks_from_dealer(material: type[Material], n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
+    """This party's side of :func:`_serve_owner_masks`: (its own r, drawn as the dealer draws it from this party's
+    generator, [its (value, MAC) shares of [[r_o]] for every owner o]): party 0's from the dealer's reply, the
+    others' from their generators."""
+    generator = _dealer_generator()
+    own = _draw_wide(generator, n)
+    m = world_size()
+    if rank() == 0:
+        reply = material.request(n, m).reshape(n, m, WORDS)
+        return own, [(Wide(reply[:, o, 0], reply[:, o, 1]), Wide(reply[:, o, 2], reply[:, o, 3])) for o in range(m)]
+    return own, [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(m)]
 
 
 class AuthRandoms(Material):
