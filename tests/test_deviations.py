@@ -182,3 +182,36 @@ def test_no_deviation_passes_the_mac_check_more_often_than_the_spdz2k_bound(m):
         assert binom.sf(wins - 1, trials, 7 / 64) >= 1e-6, (kind, wins)
         successes += wins
     assert successes > 0
+
+
+@pytest.mark.parametrize("case", ["equivocated bit", "flipped bit", "flipped padding"])
+def test_a_witness_bit_sent_differently_is_caught_before_the_bound_decision_and_padding_bits_are_never_used(case):
+    """The bounded release at m = 3 (d = 3, bound 1): party 1 alters one bit d of its packed witness bits
+    (:func:`mpcdp.mpc.authenticated.input_words_and_bits`, the last word after its d + 1 masked words). Sent to
+    party 2 only (a used bit): both honest parties stop on the bound checks' MAC check, at its view comparison (their
+    digests differ; break-checked: with d left out of the digest the MACs catch it, with the other line), never
+    on a bound decision the bit could steer. Sent alike to everyone (a used bit): an input substitution of a
+    witness bit, so check (b) refuses party 1's contribution, named. A bit above the W used ones of the last word,
+    sent alike: ignored (everyone releases the honest sum)."""
+    from mpcdp.mpc.bounded import unit_bound
+
+    d, seed = 3, 11
+    job = H.bounded_job(d, seed)
+    event = _send_of("bounded (bounded inputs) (masked inputs)", job, seed)
+    used = unit_bound(1.0, d, H.PRECISION).witness_words
+    words = -(-used // 64)
+    assert used % 64, used  # the last word has padding
+    honest = H.SimParties(3, seed).run(job)[0][1]
+    padding = case == "flipped padding"  # the seed whose flipped bit is above the last word's used ones, or below
+    flip_seed = next(s for s in range(1000) if (random.Random(s).randrange(64) >= used % 64) == padding)
+    deviation = H.Deviation(cheater=1, kind="equivocate" if case == "equivocated bit" else "flip", event=event,
+                            seed=flip_seed, to=2 if case == "equivocated bit" else None, word=d + words)
+    outcomes = H.SimParties(3, seed, deviation).run(job)
+    assert deviation.applied and deviation.changed
+    found = H.verdict(outcomes, honest, deviation)
+    expected = {"equivocated bit": ["mac", "mac"], "flipped bit": ["bound", "bound"], "flipped padding": ["same", "same"]}
+    assert found == expected[case], (found, outcomes)
+    if case == "equivocated bit":
+        for rank in (0, 2):
+            assert "'bounded (bound checks)' failed" in str(outcomes[rank][1]), outcomes[rank][1]
+            assert "parties received different opened or input values" in str(outcomes[rank][1])
