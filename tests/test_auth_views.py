@@ -161,6 +161,7 @@ def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_p
     ("party 1", 10, False, "--plant-leak under --security malicious must be 'dealer', 'release' or 'witness'"),
     ("release", 0, False, "--plant-leak release needs --releases >= 10"),
     ("witness", 0, False, "--plant-leak witness needs --releases >= 10"),
+    (None, 0, True, "--bound audits the bounded releases: it needs --releases >= 10"),
     ("release", 10, True, "--plant-leak release plants its leak in the unbounded release's inputs")])
 def test_a_plant_the_malicious_audit_does_not_have_is_refused_before_any_process_starts(plant, releases, bound,
                                                                                         message):

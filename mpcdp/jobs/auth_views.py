@@ -384,6 +384,8 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     if plant in (PLANT, WITNESS) and releases < 1:
         raise ConfigError(f"--plant-leak {plant} needs --releases >= 10")
     bound = bound or plant == WITNESS
+    if bound and releases < 1:
+        raise ConfigError("--bound audits the bounded releases: it needs --releases >= 10")
     if plant == PLANT and bound:
         raise ConfigError("--plant-leak release plants its leak in the unbounded release's inputs: drop --bound")
     plan = dg.plan_for(sigma)
