@@ -15,13 +15,15 @@ authenticated value [[x]] is every party's (x_i, m_i) with Σ x_i ≡ x (mod 2^k
 local; adding a public c: party 0 adds c to its value share and every party adds α_i·c to its MAC share.
 
 * Input (:func:`input_vectors`): the dealer deals every party o an authenticated mask [[r_o]] whose r_o only o
-  knows; o sends d_o = x_o − r_o mod 2^k to every party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
+  knows among the parties (the dealer drew it and never sees d_o); o sends d_o = x_o − r_o mod 2^k to every
+  party (uniform: r_o is), and all set [[x_o]] = [[r_o]] + d_o.
   A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
   then authenticated on its own, as a check on each party's input (its clipping bound, :mod:`mpcdp.mpc.bounded`)
   needs.
 * Bits (:func:`input_bits`, the witness of :mod:`mpcdp.mpc.bounded`): the dealer deals o an authenticated
-  [[r_o]] whose r_o is a bit only o knows; o sends the bit d = β ⊕ r_o (packed 64 to a word) and all set
-  [[β]] = d + (1 − 2d)·[[r_o]], a bit by construction whatever o sends.
+  [[r_o]] whose r_o is a bit only o knows among the parties (and the dealer, which never sees d); o sends the
+  bit d = β ⊕ r_o (packed 64 to a word) and all set [[β]] = d + (1 − 2d)·[[r_o]], a bit by construction
+  whatever o sends.
 * A sum's inputs (:func:`input_sum`, what the secure sum and the release use): the parties open only
   D = Σ_o d_o, over the run's opening plan, and set [[Σ_o x_o]] = Σ_o [[r_o]] + D. Whoever combines the d_o
   sees uniform words, so whatever a deviating party adds to D (as a contributor or a combiner) is independent of
@@ -222,7 +224,7 @@ def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, lab
 
 def input_bits(ctx: MpcContext, bits: torch.Tensor, *, label: str) -> list[AuthShared]:
     """Every party inputs its own 0/1 vector ``bits`` (same length everywhere), each party's as authenticated values
-    that are bits by construction, in rank order: with a dealt [[r_o]] whose r_o is a bit only o knows
+    that are bits by construction, in rank order: with a dealt [[r_o]] whose r_o is a bit only o (and the dealer) knows
     (:class:`~mpcdp.adapter.mac_material.AuthBitMasks`), o sends d = β ⊕ r_o packed 64 to a word (uniform: r_o is),
     and all set [[β]] = d + (1 − 2d)·[[r_o]]. d is a bit as sent and r_o one as dealt, so [[β]] is a bit whatever
     o sends (an input substitution at most); a sender that sends different parties different d fails the view
@@ -402,14 +404,14 @@ def reveal_checked(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -
 
 
 def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: str) -> AuthShared:
-    """[[Σ_o x_o]] for every party's int64 vector ``encoded`` (same shape everywhere), authenticated as a sum:
-    every party o masks its x_o with its dealt r_o, the parties open D = Σ_o (x_o − r_o) over the run's
-    opening plan (≈ 2(m−1)/m·8n bytes per party from 3 parties; one round for 2, two for more), and set
-    [[Σ x]] = Σ_o [[r_o]] + D. Each x_o − r_o is uniform (only o knows r_o), so whoever combines them learns
-    nothing, and anything a deviating party adds to D, as a contribution or as a combiner, is independent of
-    the honest inputs: an input substitution. D is in every party's view digest, so a combiner that sends
-    different parties different D fails the next check. The contributions are not authenticated one by one:
-    :func:`input_vectors` does that, for checks on each party's input, at (m−1)·8n bytes."""
+    """[[Σ_o x_o]] for every party's int64 vector ``encoded`` (same shape everywhere), authenticated as a sum: every
+    party o masks its x_o with its dealt r_o, the parties open D = Σ_o (x_o − r_o) over the run's opening plan (≈
+    2(m−1)/m·8n bytes per party from 3 parties; one round for 2, two for more), and set [[Σ x]] = Σ_o [[r_o]] + D. Each
+    x_o − r_o is uniform (among the parties only o knows r_o), so whoever combines them learns nothing, and anything a
+    deviating party adds to D, as a contribution or as a combiner, is independent of the honest inputs: an input
+    substitution. D is in every party's view digest, so a combiner that sends different parties different D fails the
+    next check. The contributions are not authenticated one by one: :func:`input_vectors` does that, for checks on each
+    party's input, at (m−1)·8n bytes."""
     state = _session(ctx)
     flat = encoded.reshape(-1).to(torch.int64)
     own, masks = AuthMasks.fetch(flat.numel())
