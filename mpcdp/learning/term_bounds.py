@@ -37,8 +37,9 @@ rounded terms: up to one unit per coordinate.) A term 1% over its bound is refus
 exceeds √d/2 + 1 units (the quick start: about 5·10⁵ units against 7).
 
 Cost: :mod:`mpcdp.mpc.bounded`'s per release, with d the model dimension and L the bit length of twice the bound
-in grid units (the quick start: d = 123, L = 27: 3·123·27 witness bits input as bits and 3·123 authenticated
-squares per release at m = 3; the bits' own squares, about 10⁴ per release, are gone);
+in grid units (the quick start: d = 123, L = 27: per contributor 123·27 coordinate bits and the slack's L_s bits
+input as bits, and 3·123 authenticated squares per release at m = 3; the bits' own squares, about 10⁴ per release,
+are gone);
 measured in ``benchmarks/results/quickstart-malicious.md``. The check needs d·2^(2L) < 2^63 (a larger model or
 bound is refused in one line before the noise is sampled).
 """
