@@ -47,8 +47,10 @@ def test_bad_arguments_are_named(capsys):
 
 
 def test_noise_prints_a_validated_json_line_with_costs():
-    # two chunks, as before at 3,000: the validation's family-wise α (1e-3) does not depend on the count
-    result = _run("noise", "--parties", "2", "--samples", "1000", "--mode", "rou", "--chunk", "500")
+    # two chunks, as before at 3,000. The command's validation is a family-wise test at --alpha on fresh
+    # randomness; this test is about the command, so it asks for α = 1e-9 (a gross error still fails it) instead of
+    # failing one CI run in a thousand (the sampler's distribution: tests/test_discrete_gaussian.py, exactly)
+    result = _run("noise", "--parties", "2", "--samples", "1000", "--mode", "rou", "--chunk", "500", "--alpha", "1e-9")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     for key in ("samples", "mean", "std", "ks_statistic", "ks_pvalue", "max_abs", "acceptance_rate",
@@ -68,7 +70,8 @@ def test_noise_prints_a_validated_json_line_with_costs():
 def test_noise_with_a_committee_says_who_could_learn_it():
     """dgauss at 4 parties, committee of 3: the JSON names the coalition that knows the noise without party 3;
     no dealer CPU under honest-majority."""
-    result = _run("noise", "--parties", "4", "--samples", "500", "--sigma", "20", "--noise-committee", "3")
+    result = _run("noise", "--parties", "4", "--samples", "500", "--sigma", "20", "--noise-committee", "3",
+                  "--alpha", "1e-9")  # validated as a gross check only (test_noise_prints_a_validated_json_line...)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["noise_known_to"].startswith("the dealer with any one of parties 0–2 (the noise committee), "
@@ -79,7 +82,8 @@ def test_noise_with_a_committee_says_who_could_learn_it():
 def test_noise_reports_the_true_total_bytes_of_every_process_without_a_dealer():
     """Under the dealer-free provider the parties send unequal amounts: the total is the sum of every party's
     own ledger (no dealer), not the busiest party's times m."""
-    result = _run("noise", "--parties", "3", "--provider", "honest-majority", "--samples", "500")
+    result = _run("noise", "--parties", "3", "--provider", "honest-majority", "--samples", "500",
+                  "--alpha", "1e-9")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     ledgers = report["bytes_by_party"]
@@ -95,9 +99,11 @@ def test_noise_plaintext_mode_runs_without_parties(tmp_path, capsys):
     from mpcdp.cli import main
 
     out = tmp_path / "x.npy"
-    code = main(["noise", "--samples", "5000", "--mode", "plaintext", "--sigma", "2", "--out", str(out)])
+    # seeded: the validation (family-wise α = 1e-3) failed one CI run on fresh randomness, as it may by design
+    code = main(["noise", "--samples", "5000", "--mode", "plaintext", "--sigma", "2", "--seed", "11",
+                 "--out", str(out)])
     result = capsys.readouterr()
-    assert code == 0, result.err
+    assert code == 0, (result.out, result.err)
     report = json.loads(result.out)
     assert report["bytes_per_party"] == 0 and report["validation"] == "passed"
     import numpy as np
