@@ -38,9 +38,12 @@ def test_every_party_reports_each_phase_in_words_before_its_first_noise_pass_end
     assert len(report["party_bytes"]) == 3 and report["dealer_bytes"] > 0
     # the declared bytes are what the kernel counted, within a few per cent
     assert report["bytes_per_party"] == pytest.approx(report["estimate"]["bytes_per_party"], rel=0.05)
-    # the estimate counts the B2A reply's packed words (dg-mpc/8: 520,737 measured against 509,600; counting one
-    # word per converted bit it ran 5-6% high)
-    assert report["dealer_bytes"] == pytest.approx(report["estimate"]["dealer_bytes"], rel=0.05)
+    # the estimate counts the B2A reply's packed words (dg-mpc/8; counting one word per converted bit it ran 5-6%
+    # high). The dealer's bytes follow the random number of candidates: 9 runs at 480 samples measured 0.8-5.6%
+    # above the estimate's expectation (mean 3.1%, sd 1.4%), so the band is [-2%, +10%]: the old over-count fails
+    # its lower end, and a run fails its upper end about 5 sd out
+    ratio = report["dealer_bytes"] / report["estimate"]["dealer_bytes"]
+    assert 0.98 <= ratio <= 1.10, (report["dealer_bytes"], report["estimate"]["dealer_bytes"])
 
 
 def test_a_training_run_longer_than_its_timeout_finishes_while_it_makes_progress():
