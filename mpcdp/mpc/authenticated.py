@@ -62,14 +62,14 @@ mod 2^k for some j) and any errors to its σ share, chosen after seeing χ, pass
 ``tests/test_authenticated.py`` measures the best single cheat at s = 4 and s = 8 in plaintext simulation
 against that bound.
 
-Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs,
-one opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`,
-(m−1)·8n in one round; bits, :func:`input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check, independent of n: two coin
-rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and its nonce (48 bytes):
-four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the
-others 8. From the dealer to party 0: 32·m bytes per input element or input bit (masks) and 32 per opened element (the
-2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes
-per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
+Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs, one
+opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`, (m−1)·8n in one
+round; bits, :func:`input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check,
+independent of n: two coin rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and
+its nonce (48 bytes): four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8
+per word, the others 8. From the dealer to party 0: 32·m bytes per input element or input bit (masks) and 32 per
+opened element (the 2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n
+words), 96 bytes per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
 ``benchmarks/results/malicious-sum.md``.
 """
 
