@@ -112,14 +112,14 @@ class WordBits(Material):
         return word, source.additive(source.arithmetic_bits(parts, k), (n, k))
 
     @classmethod
-    def fetch(cls, n: int, k: int, widths: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def fetch(cls, n: int, k: int, widths: list | None = None) -> tuple[torch.Tensor, torch.Tensor | PackedBitShares]:
         costs.record("b2a_bits", n * k)
         if widths is None:
             return provider().serve(cls, n, k)
         return provider().serve(cls, n, k, [int(w) for w in widths])
 
     @classmethod
-    def from_dealer(cls, n: int, k: int, widths: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def from_dealer(cls, n: int, k: int, widths: list | None = None) -> tuple[torch.Tensor, torch.Tensor | PackedBitShares]:
         generator = _dealer_generator()
         word = keyed.kbit((n,), bitlength=k, generator=generator)
         if rank() != 0:
