@@ -12,7 +12,8 @@ the dealer's link).
 What is modelled: the transport (:class:`SimContext`: every opening is all-to-all, every party sums what it
 received; the real run's star and reduce-scatter plans only relay these sums), the dealer's process (its
 generators in this process, see above) and the committed coin (:meth:`SimContext.common_stream`: a public
-stream every party derives alike, honest: its commitment is :mod:`mpcdp.mpc.coin`'s and not under test here).
+stream every party derives alike, honest: its commitment is :mod:`mpcdp.mpc.coin`'s and not under test here; so
+is the MAC check's coin committed ahead, :func:`mpcdp.mpc.coin.open_ahead`).
 
 The deviating party ("the cheater") runs the same code; its sends pass :class:`Deviation`'s hook, which at one
 chosen send (an opening, an input, a MAC-check message) or one fetch of dealt material alters one message: flips
@@ -39,7 +40,7 @@ from mpcdp.adapter import auth_bits, keyed, mac_material
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
 from mpcdp.adapter.material import Material
-from mpcdp.mpc import authenticated
+from mpcdp.mpc import authenticated, coin
 
 KINDS = ("flip", "offset", "replay", "reorder", "equivocate", "material")
 """The deviations: flip a bit, add an offset, replay an earlier word, permute the words, send an altered
@@ -333,6 +334,9 @@ def _patched_dealer(sim: SimParties):
         (mac_material, "_dealer_generator", lambda: _local.ctx.generator),
         (auth_bits, "_dealer_generator", lambda: _local.ctx.generator),
         (Material, "request", classmethod(lambda cls, *args: cls.serve(sim.dealer, *args))),
+        # the MAC check's coin committed ahead: modelled as the honest coin too (its opening, mpcdp.mpc.coin's, is
+        # not under test here; its commitments still travel in the σ message, where a deviation changes nothing)
+        (coin, "open_ahead", lambda ctx, ahead: ctx.common_stream(label=ahead.label, domain=ahead.domain)),
         # no keyed stream of an earlier test in this process answers for the simulation's torch generators
         # (keyed streams are looked up by id(), which a new generator can reuse)
         (keyed, "_KEYED", {}),

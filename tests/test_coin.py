@@ -69,3 +69,39 @@ def test_a_member_that_opens_another_part_than_it_committed_to_is_named():
 def test_the_declared_cost_is_a_commitment_then_a_part_with_its_nonce():
     assert coin.coin_cost() == [32, 64]
     assert len(coin.commitment(b"d", "lab", 0, b"\0" * 32, b"\1" * 32)) == coin.COMMITMENT_BYTES
+
+
+def _ahead_keys(tamper=None):
+    """Each member's key of a coin committed ahead (coin.Ahead, coin.open_ahead), and the members' parts: the
+    commitments kept as if they had travelled inside another message, then the parts opened in one round
+    (``tamper`` alters what a member opens)."""
+    members = [coin.Ahead(rank, label="lab", domain=b"d") for rank in range(3)]
+    commitments = {rank: ahead.words() for rank, ahead in enumerate(members)}
+    opened = {rank: coin._words(ahead.part + ahead.nonce) for rank, ahead in enumerate(members)}
+    rounds = [{rank: (tamper or (lambda r, v: v))(rank, v) for rank, v in opened.items()}]
+    keys = []
+    for rank, ahead in enumerate(members):
+        ahead.keep(commitments)
+        keys.append(coin.open_ahead(_Member(rank, rounds), ahead).words(4))
+    return keys, members
+
+
+def test_a_coin_committed_ahead_costs_one_round_and_every_member_derives_the_xor_of_the_parts():
+    keys, members = _ahead_keys()
+    assert all(torch.equal(k, keys[0]) for k in keys)
+    xor = bytes(a ^ b ^ c for a, b, c in zip(*(m.part for m in members)))
+    assert torch.equal(keys[0], coin.KeyedStream(xor, domain=b"d").words(4))
+
+
+def test_a_member_that_opens_another_part_than_it_committed_to_ahead_is_named_and_an_uncommitted_coin_is_refused():
+    def flip(rank, v):
+        if rank == 1:
+            v = v.clone()
+            v[2] ^= 1 << 40
+        return v
+
+    with pytest.raises(ProtocolViolation, match="party 1 opened a coin part that does not match") as raised:
+        _ahead_keys(flip)
+    assert raised.value.party == 1
+    with pytest.raises(RuntimeError, match="was not committed to by every member"):
+        coin.open_ahead(_Member(0, [{}]), coin.Ahead(0, label="lab", domain=b"d"))

@@ -37,7 +37,9 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   into this party's pending list and its digest of everything public since the last check; the caller gets it
   only from :func:`reveal_checked`, after the check.
 * The batched MAC check (:func:`mac_check`), before ANY opened value is used or output: (1) a coin every party
-  committed to before any part was opened (:mod:`mpcdp.mpc.coin`), drawn after the values are fixed, gives
+  committed to before any part was opened (:mod:`mpcdp.mpc.coin`; committed ahead, in the previous check's σ
+  message, :class:`~mpcdp.mpc.coin.Ahead`, so before any value it checks was opened), drawn after the values
+  are fixed, gives
   χ_j ∈ Z_2^s for the n values y_j opened since the last check; (2) every party commits (SHA-256 with a 256-bit
   nonce) to σ_i = Σ_j χ_j·m_ij − α_i·Σ_j χ_j·y_j (mod 2^(k+s)) and sends the commitment with the SHA-256 of its
   view (every d_o and opened value it received since the last check); a view that differs from this party's is
@@ -65,12 +67,13 @@ against that bound.
 Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs, one
 opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`, (m−1)·8n in one
 round; bits, :func:`input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check,
-independent of n: two coin rounds (32 + 64 bytes to each other party), commitment and view digest (64 bytes), σ and
-its nonce (48 bytes): four rounds. The star plan (openings of at most 64 KiB relayed) sends the first party (m−1)·8
-per word, the others 8. From the dealer to party 0: 32·m bytes per input element or input bit (masks) and 32 per
-opened element (the 2^k·r masks); the key, once, nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n
-words), 96 bytes per product from the dealer to party 0; a square half of that (n elements, 64 bytes). Measured:
-``benchmarks/results/malicious-sum.md``.
+independent of n: the coin's opening (64 bytes to each other party; its 32-byte commitment rides in the previous
+check's σ message, or, in a run's first check, takes a round of its own), commitment and view digest (64 bytes), σ,
+its nonce and the next coin's commitment (80 bytes): three rounds (four for the first check). The star plan
+(openings of at most 64 KiB relayed) sends the first party (m−1)·8 per word, the others 8. From the dealer to party
+0: 32·m bytes per input element or input bit (masks) and 32 per opened element (the 2^k·r masks); the key, once,
+nothing. A product: one opening of 2n elements of Z_2^(k+s) (4n words), 96 bytes per product from the dealer to
+party 0; a square half of that (n elements, 64 bytes). Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ import torch
 from mpcdp.adapter.limbs import Ring, Wide
 from mpcdp.adapter.mac_material import RING, AuthBitMasks, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
 from mpcdp.errors import MacCheckFailed
+from mpcdp.mpc import coin
 from mpcdp.mpc.context import MpcContext
 from mpcdp.randomness import secure_key
 
@@ -153,6 +157,8 @@ class _Session:
         self.alpha = alpha
         self.pending: list[tuple[Wide, Wide]] = []  # (opened values, their MAC shares)
         self.view = hashlib.sha256(_DOMAIN)
+        self.checks = 0  # MAC checks passed
+        self.ahead: coin.Ahead | None = None  # the next check's coin, committed ahead
 
     def note_public(self, label: str, words: torch.Tensor) -> None:
         self.view.update(label.encode() + b"\0" + words.contiguous().numpy().astype("<i8").tobytes())
@@ -368,7 +374,11 @@ def _fail(label: str, why: str, party: int | None = None) -> MacCheckFailed:
 
 def mac_check(ctx: MpcContext, *, label: str) -> None:
     """Check every value opened since the last check (module docstring); raise :class:`ProtocolViolation` on a
-    failure, on every honest party. Four rounds, independent of how many values are checked."""
+    failure, on every honest party. Three rounds, independent of how many values are checked (four for a run's
+    first check, whose coin is committed in a round of its own): the coin's opening, the commitments, σ — whose
+    message also carries every party's commitment to its part of the next check's coin
+    (:class:`~mpcdp.mpc.coin.Ahead`), so that coin is bound long before the values it checks are opened and
+    only its opening remains."""
     state = _session(ctx)
     if not state.pending:
         return
@@ -376,7 +386,7 @@ def mac_check(ctx: MpcContext, *, label: str) -> None:
     macs = Wide(torch.cat([m.lo for _, m in state.pending]), torch.cat([m.hi for _, m in state.pending]))
     state.pending.clear()
     digest, state.view = _words(state.view.digest()), hashlib.sha256(_DOMAIN)
-    chi = ctx.common_stream(label=f"{label}: MAC-check coin", domain=_DOMAIN).words(opened.lo.numel())
+    chi = _check_coin(ctx, state, label).words(opened.lo.numel())
     mine = RING.from_int(RING.total(sigma_terms(RING, state.alpha, chi, opened, macs)))
     mine_words, nonce = torch.stack([mine.lo, mine.hi]), secure_key()
     bound = ctx.members_exchange(torch.cat([_commitment(label, ctx.rank, mine_words, nonce), digest]),
@@ -384,15 +394,29 @@ def mac_check(ctx: MpcContext, *, label: str) -> None:
                                  reason="commitments to the σ shares and digests of every party's view")
     if any(not torch.equal(words[4:], digest) for words in bound.values()):
         raise _fail(label, "parties received different opened or input values")
-    parts = ctx.members_exchange(torch.cat([mine_words, _words(nonce)]), label=f"{label}: MAC-check σ",
-                                 kind="masked", reason="σ shares, uniform words that sum to 0")
+    state.checks += 1
+    ahead = coin.Ahead(ctx.rank, label=f"MAC check {state.checks + 1}: coin", domain=_DOMAIN)
+    parts = ctx.members_exchange(torch.cat([mine_words, _words(nonce), ahead.words()]), label=f"{label}: MAC-check σ",
+                                 kind="masked", reason="σ shares, uniform words that sum to 0, and commitments "
+                                                       "to the next check's coin parts (hashes of fresh randomness)")
     total = 0
     for j, words in parts.items():
-        if not torch.equal(_commitment(label, j, words[:2], words[2:].numpy().astype("<i8").tobytes()), bound[j][:4]):
+        if not torch.equal(_commitment(label, j, words[:2], words[2:6].numpy().astype("<i8").tobytes()), bound[j][:4]):
             raise _fail(label, "its σ share does not match its commitment", party=j)
         total += RING.to_ints(Wide(words[:1], words[1:2]))[0]
     if total % RING.modulus != 0:
         raise _fail(label, "a share or an opened value was altered")
+    ahead.keep({j: words[6:] for j, words in parts.items()})
+    state.ahead = ahead
+
+
+def _check_coin(ctx: MpcContext, state: _Session, label: str):
+    """The MAC check's coin: committed ahead in the previous check's σ round and opened now, or, for the first
+    check, committed and opened now (:mod:`mpcdp.mpc.coin`). Either way drawn after the values are fixed."""
+    if state.ahead is None:
+        return ctx.common_stream(label=f"{label}: MAC-check coin", domain=_DOMAIN)
+    ahead, state.ahead = state.ahead, None
+    return coin.open_ahead(ctx, ahead)
 
 
 def reveal_checked(ctx: MpcContext, x: AuthShared, *, label: str, reason: str) -> torch.Tensor:

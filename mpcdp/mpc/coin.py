@@ -12,6 +12,14 @@ named (SHA-256's binding). Opening kind ``coin``, among the members only.
 
 Declared cost (:func:`coin_cost`): two public all-to-all exchanges among the members, 32 then 64 bytes per
 member and direction; 2 rounds.
+
+Committed ahead (:class:`Ahead`, :func:`open_ahead`): a check that draws a coin at a known later point (the MAC
+checks of :mod:`mpcdp.mpc.authenticated`) may send the commitment earlier, inside a message of its own that goes
+all-to-all anyway (:meth:`Ahead.words`), and keep what every member sent (:meth:`Ahead.keep`); the coin then
+costs only the opening round. Nothing changes for its security: every part is still bound before any is seen,
+and no part is opened before the caller opens it — after the values the coin is to check are fixed — so the key
+is as unpredictable at that point as a coin committed just before (a commitment hides its part). A coin
+committed ahead that is never opened (the run's last) reveals nothing.
 """
 
 from __future__ import annotations
@@ -47,13 +55,37 @@ def _words(raw: bytes) -> torch.Tensor:
     return torch.from_numpy(np.frombuffer(raw, dtype="<i8").astype(np.int64))
 
 
-def committed_stream(ctx, *, label: str, domain: bytes) -> KeyedStream:
-    """The committee's common stream for this party (:class:`~mpcdp.mpc.context.MpcContext` ``ctx``, inside a
-    committee scope or among every party): commit, open, check, XOR (module docstring)."""
-    part, nonce = secure_key(), secure_key()
-    mine = _words(commitment(domain, label, ctx.rank, part, nonce))
-    commitments = ctx.members_exchange(mine, label=f"{label} (commitments)", kind="coin", reason=_REASON)
-    parts = ctx.members_exchange(_words(part + nonce), label=label, kind="coin", reason=_REASON)
+class Ahead:
+    """This member's part of a coin committed before it is needed (module docstring): fresh part and nonce from
+    the OS CSPRNG, its commitment under ``label`` and ``domain``, and, once :meth:`keep` has them, every member's
+    commitment."""
+
+    def __init__(self, rank: int, *, label: str, domain: bytes):
+        self.label, self.domain = label, domain
+        self.part, self.nonce = secure_key(), secure_key()
+        self.commitments: dict[int, torch.Tensor] | None = None
+        self.mine = _words(commitment(domain, label, rank, self.part, self.nonce))
+
+    def words(self) -> torch.Tensor:
+        """The 4 int64 words of this member's commitment, to send to every other member with another message."""
+        return self.mine
+
+    def keep(self, commitments: dict[int, torch.Tensor]) -> None:
+        """Every member's commitment words (rank -> the 4 words it sent this party; its own included)."""
+        self.commitments = {j: words.reshape(-1)[:4].clone() for j, words in commitments.items()}
+
+
+def open_ahead(ctx, ahead: Ahead) -> KeyedStream:
+    """The stream of a coin committed ahead (:class:`Ahead`, its commitments kept): one round, the parts and
+    nonces, each checked against its member's commitment (a mismatch names the member), the key their XOR."""
+    if ahead.commitments is None:
+        raise RuntimeError(f"the coin {ahead.label!r} was not committed to by every member")
+    parts = ctx.members_exchange(_words(ahead.part + ahead.nonce), label=ahead.label, kind="coin", reason=_REASON)
+    return _key(ctx, parts, ahead.commitments, label=ahead.label, domain=ahead.domain)
+
+
+def _key(ctx, parts: dict[int, torch.Tensor], commitments: dict[int, torch.Tensor], *, label: str,
+         domain: bytes) -> KeyedStream:
     key = torch.zeros(4, dtype=torch.int64)
     for j, opened in parts.items():
         raw = opened.numpy().astype("<i8").tobytes()
@@ -62,3 +94,13 @@ def committed_stream(ctx, *, label: str, domain: bytes) -> KeyedStream:
                                     party=j)
         key ^= opened[:4]
     return KeyedStream(key.numpy().astype("<i8").tobytes(), domain=domain)
+
+
+def committed_stream(ctx, *, label: str, domain: bytes) -> KeyedStream:
+    """The committee's common stream for this party (:class:`~mpcdp.mpc.context.MpcContext` ``ctx``, inside a
+    committee scope or among every party): commit, open, check, XOR (module docstring)."""
+    part, nonce = secure_key(), secure_key()
+    mine = _words(commitment(domain, label, ctx.rank, part, nonce))
+    commitments = ctx.members_exchange(mine, label=f"{label} (commitments)", kind="coin", reason=_REASON)
+    parts = ctx.members_exchange(_words(part + nonce), label=label, kind="coin", reason=_REASON)
+    return _key(ctx, parts, commitments, label=label, domain=domain)
