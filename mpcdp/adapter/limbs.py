@@ -60,6 +60,11 @@ class Wide:
     def __getitem__(self, index) -> Wide:
         return Wide(self.lo[index], self.hi[index])
 
+    @staticmethod
+    def stack(parts: list[Wide]) -> Wide:
+        """Elements of one count, each part flattened, as the rows of a matrix."""
+        return Wide(torch.stack([w.lo.reshape(-1) for w in parts]), torch.stack([w.hi.reshape(-1) for w in parts]))
+
 
 @dataclasses.dataclass(frozen=True)
 class Ring:

@@ -258,16 +258,23 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
                                 label=f"{label} (masked inputs)", kind="masked",
                                 reason="words minus dealt masks and bits XOR dealt mask bits, only the input's owner "
                                        "knows each mask: uniform")
-    words, values = [], []
     for owner in range(ctx.parties):
         state.note_public(f"input {owner}", sent[owner])
-        if n:
-            value, mac = add_public(RING, state.alpha, ctx.rank, *masks[owner], sent[owner][:n])
-            words.append(AuthShared(value, mac, precision))
-        d = ((sent[owner][n:].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:b]
-        scale = torch.zeros_like(d) if owner in _UNMASKED_BITS else 1 - 2 * d  # planted: [[β]] = d, public
-        values.append(add_constant(ctx, AuthShared(*bit_masks[owner], 0).mul_public(scale), d))
-    return words, values
+    received = torch.stack([sent[owner] for owner in range(ctx.parties)])  # every owner's row at once
+    words = []
+    if n:
+        value, mac = add_public(RING, state.alpha, ctx.rank, *_stacked(masks), received[:, :n])
+        words = [AuthShared(value[o], mac[o], precision) for o in range(ctx.parties)]
+    d = ((received[:, n:].reshape(ctx.parties, -1, 1) >> torch.arange(64)) & 1).reshape(ctx.parties, -1)[:, :b]
+    scale = 1 - 2 * d
+    scale[sorted(_UNMASKED_BITS)] = 0  # planted: [[β]] = d, public
+    bits = add_constant(ctx, AuthShared(*_stacked(bit_masks), 0).mul_public(scale), d)
+    return words, [bits[o] for o in range(ctx.parties)]
+
+
+def _stacked(pairs: list[tuple[Wide, Wide]]) -> tuple[Wide, Wide]:
+    """Every owner's (value, MAC) shares of one length as the rows of two matrices."""
+    return Wide.stack([v for v, _ in pairs]), Wide.stack([m for _, m in pairs])
 
 
 def opened_checked(ctx: MpcContext, words: torch.Tensor, *, label: str, reason: str, kind: str,

@@ -59,6 +59,7 @@ from fractions import Fraction
 import torch
 
 from mpcdp.errors import ConfigError, ProtocolViolation
+from mpcdp.adapter.limbs import Wide
 from mpcdp.mpc import authenticated as auth
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
@@ -126,20 +127,24 @@ def unit_bound(norm: float, dim: int, precision: int) -> UnitBound:
     return UnitBound(math.ceil(upper) ** 2, dim)
 
 
-def _bits(values: list[int], width: int) -> list[int]:
-    return [(v >> i) & 1 for v in values for i in range(width)]
+def _bits(values: torch.Tensor, width: int) -> torch.Tensor:
+    """The ``width`` low bits of every int64 value, value by value, least significant first."""
+    return ((values.reshape(-1, 1) >> torch.arange(width)) & 1).reshape(-1)
 
 
 def witness(g: torch.Tensor, bound: UnitBound) -> torch.Tensor:
     """The contributor's witness words for its first ``bound.dim`` coordinates ``g`` (int64, grid units): the L
     bits of each g_j + B, then the L_s bits of S − ‖g‖² (module docstring). Each value is clamped into its
     bits' range, so a contribution outside the bound gets a witness that fails (b) or (c), never a wrong one
-    that passes."""
-    coordinates = [int(v) for v in g.tolist()]
+    that passes. The offsets are clamped in int64 (|g_j| < 2^62 keeps g_j + B exact; a larger coordinate is
+    clamped first, which changes no bit of the result); the norm is exact in Python integers."""
+    coordinates = g.reshape(-1).to(torch.int64)
     top, slack_top = (1 << bound.coordinate_bits) - 1, (1 << bound.slack_bits) - 1
-    offsets = [min(max(v + bound.offset, 0), top) for v in coordinates]
-    slack = min(max(bound.squared - sum(v * v for v in coordinates), 0), slack_top)
-    return torch.tensor(_bits(offsets, bound.coordinate_bits) + _bits([slack], bound.slack_bits), dtype=torch.int64)
+    offsets = coordinates.clamp(-(1 << 62), 1 << 62).add(bound.offset).clamp(0, top)
+    norm = sum(v * v for v in coordinates.tolist())
+    slack = min(max(bound.squared - norm, 0), slack_top)
+    return torch.cat([_bits(offsets, bound.coordinate_bits),
+                      _bits(torch.tensor([slack], dtype=torch.int64), bound.slack_bits)])
 
 
 _cat = auth.concat
@@ -154,25 +159,37 @@ def check_terms(ctx: MpcContext, contributions: list[AuthShared], witnesses: lis
     """The left-hand sides of checks (b) and (c) for every contributor (module docstring; (a) holds by
     construction, the witnesses being bits, :func:`~mpcdp.mpc.authenticated.input_bits`), in one flat
     authenticated vector, contributor by contributor: (b) its d coordinate differences, (c) its slack difference.
-    m·d authenticated squares (the coordinates')."""
-    d, width = bound.dim, bound.coordinate_bits
-    coordinate_bits = [_as_integers(w[: d * width]) for w in witnesses]
-    slack_bits = [_as_integers(w[d * width:]) for w in witnesses]
-    checked = [_as_integers(g[:d]) for g in contributions]
-    squares = auth.square(ctx, _cat(checked), label=f"{label} (bound check)")
-    m = len(contributions)
+    m·d authenticated squares (the coordinates'). Every contributor's terms at once, as rows of one matrix."""
+    d, width, m = bound.dim, bound.coordinate_bits, len(contributions)
+    bits = _rows([_as_integers(w) for w in witnesses])  # (m, d·L + L_s)
+    checked = _rows([_as_integers(g[:d]) for g in contributions])  # (m, d)
+    squares = auth.square(ctx, _cat([checked]), label=f"{label} (bound check)")
     powers = torch.tensor([1 << i for i in range(width)], dtype=torch.int64)
     slack_powers = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
-    out = []
-    for o in range(m):
-        shaped = AuthShared(coordinate_bits[o].value.reshape(d, width), coordinate_bits[o].mac.reshape(d, width), 0)
-        offsets = shaped.mul_public(powers.expand(d, width)).sum_last()
-        differences = auth.add_constant(ctx, offsets - checked[o], torch.tensor(-bound.offset))
-        norm = squares[o * d:(o + 1) * d].sum_last()
-        slack = slack_bits[o].mul_public(slack_powers).sum_last()
-        rest = auth.add_constant(ctx, _neg(norm + slack), torch.tensor(bound.squared))
-        out.append(_cat([differences, rest]))
-    return _cat(out)
+    coordinate_bits = _reshape(bits[:, : d * width], (m, d, width))
+    offsets = coordinate_bits.mul_public(powers.expand(m, d, width)).sum_last()  # (m, d)
+    differences = auth.add_constant(ctx, offsets - checked, torch.tensor(-bound.offset))
+    norm = _reshape(squares, (m, d)).sum_last()  # (m,)
+    slack = bits[:, d * width:].mul_public(slack_powers.expand(m, bound.slack_bits)).sum_last()
+    rest = auth.add_constant(ctx, _neg(norm + slack), torch.tensor(bound.squared))
+    return _columns(differences, _reshape(rest, (m, 1)))
+
+
+def _rows(parts: list[AuthShared]) -> AuthShared:
+    """Flat authenticated vectors of one length, stacked as the rows of a matrix; local."""
+    return AuthShared(Wide.stack([p.value for p in parts]), Wide.stack([p.mac for p in parts]), parts[0].precision_bits)
+
+
+def _columns(left: AuthShared, right: AuthShared) -> AuthShared:
+    """Two matrices of one row count joined column-wise and flattened row by row; local."""
+    def join(a: Wide, b: Wide) -> Wide:
+        return Wide(torch.cat([a.lo, b.lo], 1).reshape(-1), torch.cat([a.hi, b.hi], 1).reshape(-1))
+
+    return AuthShared(join(left.value, right.value), join(left.mac, right.mac), left.precision_bits)
+
+
+def _reshape(x: AuthShared, shape: tuple[int, ...]) -> AuthShared:
+    return AuthShared(x.value.reshape(*shape), x.mac.reshape(*shape), x.precision_bits)
 
 
 def _word(value: int) -> int:
