@@ -261,15 +261,15 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
     for owner in range(ctx.parties):
         state.note_public(f"input {owner}", sent[owner])
     received = torch.stack([sent[owner] for owner in range(ctx.parties)])  # every owner's row at once
-    words = []
+    words: list[AuthShared] = []
     if n:
         value, mac = add_public(RING, state.alpha, ctx.rank, *_stacked(masks), received[:, :n])
         words = [AuthShared(value[o], mac[o], precision) for o in range(ctx.parties)]
     d = ((received[:, n:].reshape(ctx.parties, -1, 1) >> torch.arange(64)) & 1).reshape(ctx.parties, -1)[:, :b]
     scale = 1 - 2 * d
     scale[sorted(_UNMASKED_BITS)] = 0  # planted: [[β]] = d, public
-    bits = add_constant(ctx, AuthShared(*_stacked(bit_masks), 0).mul_public(scale), d)
-    return words, [bits[o] for o in range(ctx.parties)]
+    values = add_constant(ctx, AuthShared(*_stacked(bit_masks), 0).mul_public(scale), d)
+    return words, [values[o] for o in range(ctx.parties)]
 
 
 def _stacked(pairs: list[tuple[Wide, Wide]]) -> tuple[Wide, Wide]:

@@ -45,9 +45,11 @@ party stop).
 Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness bits per contributor:
 inputs (m − 1)·8·(n + ⌈W/64⌉) bytes in one round (the witness bits packed; instead of the sum's one opening of
 n); m·d squares (an opening of that many elements of Z_2^128); one opening of
-the m(d + 1) checks (128-bit, masked); one more MAC check (four rounds); the sum is local. From the dealer to
-party 0: 32·m bytes per input word and per witness bit, 64 per square, 32 per opened check. Rounds:
-1 + 2 + 2 + 4 before the sum's own opening and check. Measured: ``benchmarks/results/malicious-sum.md``.
+the m(d + 1) checks (128-bit, masked); one more MAC check (three rounds: its coin was committed ahead, in the
+previous check's σ message; four in a run's first check); the sum is local. From the dealer to party 0: 32·m bytes
+per input word and per witness bit, 64 per square, 32 per opened check. Rounds: 1 + 2 + 2 + 3 before the sum's own
+opening and check (3: its check's; a bounded release 13 in all with m ≥ 3, 15 before the coins were committed
+ahead). Local work: every contributor's inputs and checks as rows of one matrix. Measured: ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations

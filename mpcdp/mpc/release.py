@@ -25,7 +25,8 @@ Declared cost: 1 round, one opening of d + 1 ring elements (see secure_sum for t
 material. Under ``security = "malicious"`` (noise None, or authenticated noise from :mod:`mpcdp.noise.auth_gaussian`;
 any other noise is refused) the parties' terms are authenticated as a sum on input, the noise added, and the
 opening is MAC-checked before it is returned (:mod:`mpcdp.mpc.authenticated`:
-one more opening for the masked inputs, the opening of both limbs, the check's four rounds (the coin's included),
+one more opening for the masked inputs, the opening of both limbs, the check's three rounds (its coin committed
+ahead, in the previous check's σ message; four, with the coin's commitment, in a run's first check),
 authenticated masks from the dealer). There the validation flags do not share one slot: each party's flag is its
 own authenticated input (one more round, (m − 1)·8 bytes per party; with a ``bound``, the unchecked last word of
 its bound-checked contribution, no extra round) and the m flags are opened beside the release (d + m elements)
