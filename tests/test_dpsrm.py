@@ -67,7 +67,10 @@ def test_a_short_secure_run_beats_the_untrained_model(a9a_shards, config_for):
 
 def test_released_estimators_carry_gaussian_noise_of_the_declared_sigma(a9a_shards, config_for):
     """Replay the secure run in plaintext with the released v_p: what each release added beyond the exact
-    aggregate must be N(0, σ²) (σ0 for release 0), α = 1e-3."""
+    aggregate must be N(0, σ²) (σ0 for release 0). The noise is sampled inside the MPC from fresh randomness
+    (``reproducible`` fixes the batches only), so the validation is at family-wise α = 1e-5 (1e-3 before: one
+    correct CI run in 1,000 would fail); its std check then rejects a σ 10% too large with power 1 − 1.6e-6 on
+    the 40 × 123 draws. Release 0's 123 draws: |s/σ0 − 1| >= 0.35 has probability 8e-8 (χ² with 122 df)."""
     from mpcdp.learning.dpsrm import run_srm
     from mpcdp.noise.validate import validate_normal
 
@@ -87,7 +90,7 @@ def test_released_estimators_carry_gaussian_noise_of_the_declared_sigma(a9a_shar
     added = [released[t] - exact[t] - ((1 - params.gamma) * released[t - 1] if t else 0) for t in range(len(exact))]
     first = added[0].numpy()
     later = torch.stack(added[1:]).numpy().ravel()
-    assert validate_normal(later, sigma=noise.sigma, alpha=1e-3).passed
+    assert validate_normal(later, sigma=noise.sigma, alpha=1e-5).passed
     assert abs(first.std() / noise.sigma0 - 1) < 0.35  # 123 draws only
     # and the noise is not the zero vector of a noiseless run
     assert later.std() > 0.9 * noise.sigma

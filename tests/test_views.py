@@ -19,7 +19,14 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.transport import costs
 from mpcdp.transport.mesh import Mesh
 
-ALPHA = 1e-4  # each role's level in the runs below (the audit's default)
+# Fresh randomness (the dealer's material, the committee's coin): no seed fixes these runs' verdicts. The runs
+# report at the audit's α (its powers are stated there), and the tests judge each role by its reported p at
+# NULL_ALPHA (_verdicts): 16 roles tested for independence in this file (5 + 4 + 3 + 3 + 1), so a correct tree
+# fails the file with probability <= 16 * NULL_ALPHA = 3.2e-5 (Bonferroni, at the normal tail of the permutation
+# statistics; 1.6e-3 at the α = 1e-4 used before). A planted leak is tested where it is found with probability
+# >= 1 - 1e-5 (each test says how).
+ALPHA = 1e-4  # the audit's default
+NULL_ALPHA = 2e-6
 
 
 def test_the_permutation_moments_are_exact():
@@ -145,13 +152,14 @@ def _run(parties, provider, calls, plant=None, alpha=ALPHA, releases=0, dim=4):
 
 
 def _verdicts(report):
-    return {role["role"]: role["verdict"] for role in report["roles"]}
+    """Each role's verdict at NULL_ALPHA, from its reported (Bonferroni) p."""
+    return {role["role"]: "dependent" if role["p"] < NULL_ALPHA else "independent" for role in report["roles"]}
 
 
 def test_with_the_dealer_at_four_parties_every_roles_view_is_independent_of_the_noise():
-    """The dealer, members 0–2 and non-member 3: each independent at α = 1e-4 (a false alarm has probability
-    at most 5·1e-4 here). A short run (60 calls): the recorded run (benchmarks/results/views.md) has the
-    power."""
+    """The dealer, members 0–2 and non-member 3: each independent at α = NULL_ALPHA = 2e-6 (a false alarm has
+    probability at most 5·2e-6 here). A short run (60 calls), no planted leak: the recorded run
+    (benchmarks/results/views.md) has the power."""
     report = _run(4, "dealer", 60)
     assert _verdicts(report) == {"dealer": "independent", **{f"party {j}": "independent" for j in range(4)}}
     kinds = {role["role"]: role["kind"] for role in report["roles"]}
@@ -168,23 +176,28 @@ def _release_p(role):
     return min(1.0, min(s["p"] for s in found) * len(found))
 
 
+@pytest.mark.timeout(900)  # 480 calls: generous under a loaded machine
 def test_the_dealers_own_word_tables_are_found_and_a_clean_release_is_independent():
     """With the planted leak (dg-mpc/5's tables from the dealer's own words) at m = 3 the dealer is
-    dependent: 300 calls at α = 1e-2, where the stated power is > 0.99. The members hold no factor word under
-    the planted tables (there is no coin); their views are tested at α = 1e-4 by the runs around this one.
+    dependent: 480 calls at α = 5e-2, where the stated power (:func:`views.power`: the plaintext simulation's
+    shift 0.119 and spread 0.401 of the score, at α/3) is 1 − 5.8e-6 (300 calls at α = 1e-2, used before:
+    0.9926, a missed leak in one correct CI run in 135). The members hold no factor word under the planted
+    tables (there is no coin); their views are tested by the runs around this one.
 
     The plant covers the sampler's one-sample calls only; the 20 training releases after them (d = 4) are
-    clean, and every role's release statistics are independent at α = 1e-4: party 0 (the star's first
-    member) received both other shares, the others none; the dealer served no request during a release."""
-    report = _run(3, "dealer", 300, plant="dealer", alpha=1e-2, releases=20)
+    clean, and every role's release statistics are independent at NULL_ALPHA = 2e-6 (4 roles: <= 8e-6 false
+    alarms): party 0 (the star's first member) received both other shares, the others none; the dealer served
+    no request during a release."""
+    report = _run(3, "dealer", 480, plant="dealer", alpha=5e-2, releases=20)
     dealer = next(role for role in report["roles"] if role["role"] == "dealer")
-    assert dealer["verdict"] == "dependent" and dealer["statistic"] == "factor words" and dealer["power"] > 0.99
+    assert dealer["verdict"] == "dependent" and dealer["statistic"] == "factor words"
+    assert dealer["power"] > 1 - 1e-5
     assert [s["name"] for s in dealer["statistics"]] == ["factor words", "request sizes", "release: dealer requests"]
     members = [role for role in report["roles"] if role["kind"] == "member"]
     assert len(members) == 3 and all(s["name"] != "factor words" for role in members for s in role["statistics"])
     assert dealer["release_requests"] == 0 and dealer["statistics"][-1]["p"] == 1.0
     assert [role["release_received_from"] for role in members] == [[1, 2], [], []]
-    assert all(_release_p(role) >= ALPHA for role in report["roles"])
+    assert all(_release_p(role) >= NULL_ALPHA for role in report["roles"])
     assert [s["name"] for s in members[0]["statistics"] if s["name"].startswith("release: ")] == [
         "release: own noise share vs the noise",
         "release: party 1's share vs its contribution", "release: party 1's share vs the noise",
@@ -196,7 +209,8 @@ def test_a_release_share_sent_without_its_pairwise_masks_is_found():
     masks, so party 0, the star's first member, receives its contribution (input + noise share) in the clear;
     party 0 is dependent on that statistic (24 releases of d = 4: with the received share the contribution, a
     uniform ring word, z ≈ √(24·4): mean 8.93 and standard deviation 0.28 in 100,000 simulated runs, the least
-    7.2), the other roles are not."""
+    7.2, where α = NULL_ALPHA = 2e-6 shared by party 0's 8 statistics needs z > 5.2: power > 1 − 1e-5), the
+    other roles are not (3 roles at 2e-6)."""
     report = _run(3, "dealer", 20, plant="release", releases=24)
     assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
                                  "party 2": "independent"}
@@ -206,31 +220,35 @@ def test_a_release_share_sent_without_its_pairwise_masks_is_found():
 
 
 def test_under_honest_majority_at_three_parties_every_view_is_independent():
-    """The sampler's 100 one-sample calls and 20 training releases (d = 4): every party independent."""
+    """The sampler's 100 one-sample calls and 20 training releases (d = 4): every party independent at
+    NULL_ALPHA = 2e-6 (3 roles: <= 6e-6 false alarms)."""
     report = _run(3, "honest-majority", 100, releases=20)
     assert _verdicts(report) == {f"party {j}": "independent" for j in range(3)}
     assert report["noise_known_to"].startswith("any two of parties 0–2")
     assert [role["release_received_from"] for role in report["roles"]] == [[1, 2], [], []]
 
 
+@pytest.mark.timeout(900)  # 200 calls at 4 parties: generous under a loaded machine
 def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_path, capsys):
     """`mpcdp audit views --provider honest-majority --parties 4 --plant-leak 'party 1'`: factor words equal
     to the coin, which every member holds, so parties 0–2 are dependent, non-member 3 is not; exit 1. 200
-    calls at α = 1e-3: each member's stated power is > 0.999. The entry point runs in this process (its exit
-    status, stdout and --out are its logic; the parties are real processes, started as for every run here)."""
+    calls at α = 5e-2: each member's stated power is 1 − 1.5e-6 (at α = 1e-3, used before: 1 − 3.4e-4);
+    non-member 3's p is tested at NULL_ALPHA = 2e-6 instead of its verdict at α (a false alarm at 5e-2 would be
+    one run in twenty). The entry point runs in this process (its exit status, stdout and --out are its
+    logic; the parties are real processes, started as for every run here)."""
     from mpcdp.cli import main
 
     out = tmp_path / "views.json"
     code = main(["audit", "views", "--provider", "honest-majority", "--parties", "4", "--calls", "200",
-                 "--releases", "0", "--alpha", "1e-3", "--plant-leak", "party 1", "--out", str(out)])
+                 "--releases", "0", "--alpha", "5e-2", "--plant-leak", "party 1", "--out", str(out)])
     result = capsys.readouterr()
     assert code == 1, result.err[-2000:]
     report = json.loads(result.out.strip().splitlines()[-1])
     assert report == json.loads(out.read_text())
-    assert _verdicts(report) == {"party 0": "dependent", "party 1": "dependent", "party 2": "dependent",
-                                 "party 3": "independent"}
-    assert report["plant_leak"] == "party 1" and report["alpha"] == 1e-3
-    assert all(role["power"] > 0.999 for role in report["roles"] if role["kind"] == "member")
+    assert [role["verdict"] for role in report["roles"][:3]] == ["dependent"] * 3  # at the run's α = 5e-2
+    assert _verdicts(report)["party 3"] == "independent" and report["roles"][3]["kind"] == "non-member"
+    assert report["plant_leak"] == "party 1" and report["alpha"] == 5e-2
+    assert all(role["power"] > 1 - 1e-5 for role in report["roles"] if role["kind"] == "member")
 
 
 @pytest.mark.parametrize("plant, provider, message", [
