@@ -76,9 +76,11 @@ def _selected_by_definition(word: int, table: tuple[int, ...], bits: int) -> int
     return binary._signed(out)
 
 
-def test_select_across_blocks_is_the_xor_of_the_set_positions_entries(small_blocks):
-    rng = random.Random(5)
-    table = tuple(rng.getrandbits(64) for _ in range(64))
+@pytest.mark.parametrize("entries", [64, 57, 43, 16, 8, 1])
+def test_select_across_blocks_is_the_xor_of_the_set_positions_entries(entries, small_blocks):
+    """A table shorter than 64 entries reads only the bytes it reaches: the word's bits beyond it are ignored."""
+    rng = random.Random(5 + entries)
+    table = tuple(rng.getrandbits(64) for _ in range(entries))
     words = _words(rng, 30, 3)
     out = binary.select(None, words, table, 64)
     assert out.shape == words.shape

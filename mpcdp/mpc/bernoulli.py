@@ -3,7 +3,8 @@ exactly when TH has the top set bit of W, with probability TH/2^bits.
 
 The sampler's way, under every provider: :func:`bernoulli_bits` on W = R ⊕ S, R a dealt rotation pair's word
 and S the committee's committed coin (:func:`coin_uniform`), W's top set bit found by one-hot decoding and
-TH's bit there by ANDs. No single role knows W: the dealer (or, without one, each generator) knows R only,
+TH's bit there by ANDs, as few as the least-rank GF(2) forms of the thresholds' table allow
+(:mod:`mpcdp.mpc.chunk_forms`). No single role knows W: the dealer (or, without one, each generator) knows R only,
 each member S only. So whether a factor passes at a window value is hidden from every role alone, and the
 released noise is independent of each role's view (``mpcdp audit views`` measures it).
 
@@ -20,9 +21,9 @@ Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`).
 Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`declared_cost_bernoulli`,
 :func:`declared_cost_coin_uniform`):
   coin_uniform    no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
-  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2n words (one AND; with ``runs``
-                  2·:func:`run_words`), then 2⌈n/4⌉ and
-                  2⌈n/16⌉ words (packed ANDs); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
+  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2·:func:`run_words` of the forms' ranks
+                  (one AND), then 2·run_words of the chunks and of the super-chunks whose bit can be
+                  nonzero (the picks); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
   table_factors   (planted leak only) 1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words);
                   ⌈2^width/64⌉ dealt table words per window and one per bit factor; 1 dealer request
 """
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
     from mpcdp.adapter.factor_tables import reply_words, table_words
     from mpcdp.adapter.lanes import parity, row_blocks
 from mpcdp.mpc import binary
-from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, packed_ands, rotated_one_hots
+from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, rotated_one_hots
+from mpcdp.mpc.chunk_forms import ChunkForms
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -130,12 +132,14 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
 
 
-def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.Tensor, bits: int, *,
-                   label: str, runs: list[list[tuple[int, int]]] | None = None) -> torch.Tensor:
+def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, bits: int,
+                   *, label: str) -> torch.Tensor:
     """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of
-    their 4-bit chunks (:func:`coin_uniform`; bits <= 64) and XOR-shared thresholds TH <= 2^bits
-    (TH = 2^bits: always 1): for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability
-    TH/2^bits.
+    their 4-bit chunks (:func:`coin_uniform`; bits <= 62) and thresholds TH <= 2^bits (TH = 2^bits: always 1)
+    given by their :class:`~mpcdp.mpc.chunk_forms.ChunkForms`: for TH < 2^bits, V is uniform whatever TH is,
+    so each bit is 1 with probability TH/2^bits. The elements are len(forms) blocks of equal size, block b's
+    thresholds described by forms[b] and its right operands (``rights``, XOR-shared words in forms[b]'s right
+    layout: a selection from forms[b].right by the window's one-hot, or the caller's own bits).
 
     V and TH first differ at the top set bit of W, and V < TH there iff TH has that bit. The top set bit is
     found by one-hot decoding, no prefix circuit:
@@ -144,19 +148,24 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
       2. the chunks' nonzero flags, four to a super-chunk: their one-hots (:func:`rotated_one_hots`) give
          the highest nonzero chunk of each super-chunk (F1) and whether it is nonzero;
       3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
-    Then q_k = parity(T1 AND TH on chunk k) (one AND of words), r_s = ⊕_{k in s} F1_k AND q_k and the result
-    ⊕_s F2_s AND r_s (two AND levels on packed lanes), XOR TH's bit ``bits`` (set only for TH = 2^bits).
-    W = 0 gives 0. Cost per element: openings of 1/4 + 1/16 words (the two rotations), 2 words (T1 AND TH),
-    1/2 and 1/8 word (the packed ANDs); dealt: 1 + 1/4 one-hot words and ≈ 1.3 AND words.
+    Then TH's bit at T1 in chunk k, q_k = parity(T1_k AND TH_k), by the forms' low-rank factorisation: the
+    left operand a local selection from T1, one AND of the two operands on their ``rank`` bits only, the
+    products' chunk parities and the operands' corrections local (:mod:`mpcdp.mpc.chunk_forms`; q_k is exact
+    whenever chunk k is nonzero, the only case read). Then r_s = ⊕_{k in s} F1_k AND q_k and the result
+    ⊕_s F2_s AND r_s (two AND levels, on the chunks and super-chunks whose q can be nonzero only), XOR
+    [TH = 2^bits]. W = 0 gives 0. The three ANDs open their operands packed one after another across 64
+    elements of a block at a time (:func:`_and_on_runs`, :func:`run_words`).
 
-    ``runs``: the elements are len(runs) blocks of equal size, and every threshold of block b has its bits
-    0..bits−1 inside the runs (low, width) of runs[b] (the union of a group's table entries' set bits; the
-    other bits 0 in every share, as a selection from a public table makes them). Then T1 AND TH is needed on
-    those bits only: they are packed one after another, the blocks' runs side by side, across 64 elements of a
-    block at a time, and T1 AND TH costs about 2·Σ widths/64 words per element of a block (:func:`run_words`)
-    instead of 2 per element.
+    Security: every opening is a Beaver opening of operands XOR dealt masks no data party knows (kind
+    ``masked``), or of the rotations' words XOR a dealt word; their number and sizes depend on the element
+    count and the public forms only. So each data party's view is uniform words, independent of W, TH and the
+    result; the dealer receives no opened value and only requests whose sizes are those public counts.
+    Cost per element of block b: openings of 1/4 + 1/16 words (the two rotations), 2·rank/64 words (the
+    AND), 2·|chunks|/64 and 2·|super-chunks|/64 words (the picks, those whose q can be nonzero); dealt:
+    1 + 1/4 one-hot words and the ANDs' words (:func:`declared_cost_bernoulli`).
     """
-    n = thresholds.numel()
+    if not 1 <= bits <= 62:
+        raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
     t1, zero = _tops(ctx, chunk_hots)
@@ -166,14 +175,50 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, thresholds: torch.
     f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
     super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
     f2 = _super_tops(ctx, super_flags, supers, label=f"{label}-supers")  # bit s: super-chunk s is the highest nonzero one
-    flat_th = thresholds.reshape(-1)
-    t1_th = _and_on_runs(ctx, t1, flat_th & low_mask(bits), runs or [[(0, 64)]], label=f"{label}-and")
-    q = binary.gather_bits(lane_parity(t1_th, 4), 4, chunks)  # bit k: parity of chunk k of T1 AND TH
-    (f1_q,) = packed_ands(ctx, {0: f1, 1: q}, [(0, 1)], 16, label=f"{label}-pick")
+    q, top = _chunk_bits(ctx, t1, forms, rights.reshape(-1), chunks, label=f"{label}-and")
+    f1_q = _and_on_runs(ctx, f1, q, [_mask_runs(form.chunk_mask) for form in forms], label=f"{label}-pick")
     r = binary.gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
-    (f2_r,) = packed_ands(ctx, {0: f2, 1: r}, [(0, 1)], 4, label=f"{label}-last")
-    picked = lane_parity(f2_r, 4) & 1
-    return (picked ^ ((flat_th >> bits) & 1)).reshape(thresholds.shape)
+    f2_r = _and_on_runs(ctx, f2, r, [_mask_runs(_super_mask(form.chunk_mask)) for form in forms], label=f"{label}-last")
+    return (lane_parity(f2_r, 4) & 1) ^ top
+
+
+def _chunk_bits(ctx: MpcContext, t1: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, chunks: int, *,
+                label: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """XOR shares of (q: bit k the q_k of chunk k, exact where chunk k is nonzero; the top bit [TH = 2^bits])
+    per element, from the top-bit one-hots T1 and the right operands: each block's left operand selected
+    from T1 by its form, one AND on the forms' ranks (:func:`_and_on_runs`), then per block the products'
+    chunk parities (a selection) XOR both operands' corrections."""
+    per = t1.numel() // len(forms)
+    blocks = [slice(b * per, (b + 1) * per) for b in range(len(forms))]
+    left = torch.cat([binary.select(ctx, t1[rows], form.left, 64) for rows, form in zip(blocks, forms)])
+    products = _and_on_runs(ctx, left, rights, [[(0, form.rank)] for form in forms], label=label)
+    q, top = torch.empty_like(left), torch.empty_like(left)
+    for rows, form in zip(blocks, forms):
+        corrections = left[rows] ^ rights[rows]
+        q[rows] = binary.select(ctx, products[rows], form.chunk_of, chunks) ^ \
+            ((corrections >> form.rank) & low_mask(chunks))
+        top[rows] = (rights[rows] >> form.top) & 1
+    return q, top
+
+
+def _mask_runs(mask: int) -> list[tuple[int, int]]:
+    """The runs (low, width) of consecutive set bits of ``mask``, from bit 0 up."""
+    runs, p = [], 0
+    while mask >> p:
+        if (mask >> p) & 1:
+            q = p
+            while (mask >> q) & 1:
+                q += 1
+            runs.append((p, q - p))
+            p = q
+        else:
+            p += 1
+    return runs
+
+
+def _super_mask(chunk_mask: int) -> int:
+    """Bit s set iff some chunk 4s..4s+3 is set in ``chunk_mask``."""
+    return sum(1 << s for s in range(16) if (chunk_mask >> (4 * s)) & 0xF)
 
 
 RUN_GROUP = 64
@@ -411,14 +456,15 @@ def declared_cost_coin_uniform(n: int, bits: int) -> int:
     return -(-chunks // 4) * n  # four 16-bit one-hot lanes to a word
 
 
-def declared_cost_bernoulli(e: int, runs: list[list[tuple[int, int]]] | None = None
-                            ) -> tuple[list[tuple[int, bool]], dict[str, int]]:
+def declared_cost_bernoulli(e: int, forms: list[ChunkForms]) -> tuple[list[tuple[int, bool]], dict[str, int]]:
     """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
-    on e elements: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), T1 AND TH 2e (with ``runs``:
-    2·:func:`run_words`), the picks
-    2⌈e/4⌉ and 2⌈e/16⌉; AND words e + ⌈e/4⌉ + ⌈e/16⌉, one-hot words e + ⌈e/4⌉ (the super-flags' one-hots
-    four elements to a word)."""
-    quarter, sixteenth = -(-e // 4), -(-e // 16)
-    anded = e if runs is None else run_words(runs, e // len(runs))
-    steps = [(quarter, False), (sixteenth, False), (2 * anded, True), (2 * quarter, True), (2 * sixteenth, True)]
-    return steps, {"and_words": anded + quarter + sixteenth, "one_hot_words": e + quarter}
+    on e elements in len(forms) blocks: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), the
+    forms' AND 2·:func:`run_words` of their ranks, the picks 2·:func:`run_words` of the chunks and of the
+    super-chunks whose q can be nonzero; AND words those three run_words, one-hot words e + ⌈e/4⌉ (the
+    super-flags' one-hots four elements to a word)."""
+    quarter, sixteenth, per = -(-e // 4), -(-e // 16), e // len(forms)
+    anded = run_words([[(0, form.rank)] for form in forms], per)
+    picked = run_words([_mask_runs(form.chunk_mask) for form in forms], per)
+    last = run_words([_mask_runs(_super_mask(form.chunk_mask)) for form in forms], per)
+    steps = [(quarter, False), (sixteenth, False), (2 * anded, True), (2 * picked, True), (2 * last, True)]
+    return steps, {"and_words": anded + picked + last, "one_hot_words": e + quarter}

@@ -189,16 +189,20 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
 
     The result is GF(2)-linear in the share word w: select(w) = XOR of table[j] over the set bits j of w, so the
     XOR of the parties' results is table[v] (exactly one position is set in the shared word). It is computed
-    one byte of w at a time from 8 precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
-    8 gathers per word, whatever ``bits`` is, block by block (:func:`~mpcdp.adapter.lanes.row_blocks`).
+    one byte of w at a time from precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
+    one gather per byte of w that the table reaches (8 for 57..64 entries, whatever ``bits`` is; the bits of
+    w beyond the table are ignored, as its missing entries are 0), block by block
+    (:func:`~mpcdp.adapter.lanes.row_blocks`). With fewer than 64 entries it is any GF(2)-linear map of a
+    word's low len(table) bits, w need not be one-hot (the chunk forms' parities use it so).
     """
     from mpcdp.adapter.lanes import row_blocks
 
     flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
     words = onehot.reshape(-1)
     out = torch.empty_like(words)
+    byte_count = max(1, -(-len(table) // 8))
     for rows in row_blocks(words.numel(), 1):
-        _select_block(words[rows], flat_tables, out[rows])
+        _select_block(words[rows], flat_tables, out[rows], byte_count)
     return out.reshape(onehot.shape)
 
 
@@ -229,12 +233,12 @@ def select_fields(ctx: MpcContext, onehot: torch.Tensor, tables: list[tuple[tupl
     return out
 
 
-def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor) -> None:
-    """``out`` = the XOR over the 8 bytes b_k of each word of flat_tables[256k + b_k]."""
+def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor, byte_count: int) -> None:
+    """``out`` = the XOR over the low ``byte_count`` bytes b_k of each word of flat_tables[256k + b_k]."""
     index, entry = torch.empty_like(words), torch.empty_like(words)
     torch.bitwise_and(words, 0xFF, out=index)
     torch.index_select(flat_tables, 0, index, out=out)
-    for k in range(1, 8):
+    for k in range(1, byte_count):
         torch.bitwise_right_shift(words, 8 * k, out=index)
         index &= 0xFF
         index += 256 * k

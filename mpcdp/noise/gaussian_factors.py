@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.mpc import bernoulli, binary, ring
+from mpcdp.mpc import bernoulli, binary, chunk_forms, ring
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream
@@ -62,61 +62,44 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
 
     The groups' windows of T ⊕ R are opened in one word per candidate (their span, packed), the dealt
     one-hots of R's windows (:func:`group_windows`: narrow neighbours merged) moved by them give each window's
-    one-hot, and each group's threshold is a local selection. Each factor's uniform W is a dealt word XOR the committee's coin
+    one-hot, and each group's right operand is a local selection from its table's forms (:func:`factor_forms`).
+    Each factor's uniform W is a dealt word XOR the committee's coin
     (:func:`~mpcdp.mpc.bernoulli.coin_uniform`), and the factors are batched in one
     :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
     [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
-    plaintext rule for v_low = W >> (62 − F)."""
+    plaintext rule for v_low = W >> (62 − F); its right operand is T_low itself."""
     n, windows = t_bits.numel(), group_windows(groups)
     onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
-    thresholds = []
-    for g in groups:
-        index, table = _window_of(g, windows)
-        thresholds.append(binary.select(ctx, onehots[:, index], table, dg.WORD + 1))
+    forms = factor_forms(groups, low=low)
+    rights = []
+    for g, form in zip(groups, forms):
+        assert form.right is not None  # a group's forms select from its table (only the low bits' have none)
+        rights.append(binary.select(ctx, onehots[:, _window_of(g, windows)[0]], form.right, 64))
     names = [f"v{g}" for g in groups]
     if low:
         names.append("v_low")
-        thresholds.append((t_bits & ((1 << dg.LOW_BITS) - 1)) << (dg.WORD - dg.F))
+        rights.append(t_bits & ((1 << dg.LOW_BITS) - 1))
     coin_words = coin.words(len(names) * n)
     ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
     uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD)
-    passed = bernoulli.bernoulli_bits(ctx, hots, torch.cat(thresholds), dg.WORD, label=f"{label}-bern",
-                                      runs=threshold_runs(groups, low=low))
+    passed = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label=f"{label}-bern")
     bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:
         bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
     return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
 
 
-def _runs(bits: int) -> list[tuple[int, int]]:
-    """The runs (low, width) of consecutive set bits of ``bits``, from bit 0 up."""
-    runs, p = [], 0
-    while bits >> p:
-        if (bits >> p) & 1:
-            q = p
-            while (bits >> q) & 1:
-                q += 1
-            runs.append((p, q - p))
-            p = q
-        else:
-            p += 1
-    return runs
-
-
-def threshold_runs(groups: tuple[int, ...], *, low: bool) -> list[list[tuple[int, int]]]:
-    """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the runs of bits below
-    2^62 that its thresholds can have set: the union of its table's entries' bits (TH = 2^62 has none there),
-    and T_low·2^(62−F)'s bits 62−F..62−F+LOW_BITS−1. T1 AND TH is 0 elsewhere, so only these bits are ANDed."""
-    tables, mask = dg.group_thresholds(), (1 << dg.WORD) - 1
-    runs = []
-    for g in groups:
-        union = 0
-        for threshold in tables[g].tolist():
-            union |= int(threshold) & mask
-        runs.append(_runs(union))
+def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.ChunkForms]:
+    """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the forms its q_k are
+    computed by (:mod:`mpcdp.mpc.chunk_forms`): a group's table by the value of its window in
+    :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T_low·2^(62−F),
+    one AND per bit of T_low. 149 ANDs per survivor for the six other groups instead of the 259 bits their
+    tables can have set, 43 instead of 58 for the first factor, 32 for the low bits."""
+    windows = group_windows(groups)
+    forms = [chunk_forms.table_forms(_window_of(g, windows)[1], dg.WORD) for g in groups]
     if low:
-        runs.append([(dg.WORD - dg.F, dg.LOW_BITS)])
-    return runs
+        forms.append(chunk_forms.bit_forms(dg.WORD - dg.F, dg.LOW_BITS, dg.WORD))
+    return forms
 
 
 def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list, list, list]:
@@ -193,14 +176,14 @@ def other_factor_bits(*, tables: bool) -> int:
     return len(OTHER_GROUPS) + 1 + dg.ABOVE
 
 
-def _factor_steps(e: int, runs: list) -> list[tuple[int, bool, bool]]:
-    return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e, runs)[0]]
+def _factor_steps(e: int, forms: list) -> list[tuple[int, bool, bool]]:
+    return [(size, multiplication, True) for size, multiplication in bernoulli.declared_cost_bernoulli(e, forms)[0]]
 
 
-def _factor_ops(e: int, runs: list) -> dict[str, int]:
+def _factor_ops(e: int, forms: list) -> dict[str, int]:
     """The factors' operations: :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` and their uniform words'
     :func:`~mpcdp.mpc.bernoulli.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
-    ops = dict(bernoulli.declared_cost_bernoulli(e, runs)[1])
+    ops = dict(bernoulli.declared_cost_bernoulli(e, forms)[1])
     ops["one_hot_words"] += bernoulli.declared_cost_coin_uniform(e, dg.WORD)
     return ops
 
@@ -220,8 +203,7 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
         windows, _, bit_factors = table_spec(groups, low=not first, above=not first)
         opened, dealt = bernoulli.declared_cost_table_factors(e, windows, bit_factors)
         return [(opened, False, True)], {"table_words": dealt}, 0
-    factor_count = len(groups) + (not first)  # the low bits' factor with the others
-    runs = threshold_runs(groups, low=not first)
-    ops = dict(_factor_ops(factor_count * e, runs))
+    forms = factor_forms(groups, low=not first)  # the low bits' factor with the others
+    ops = dict(_factor_ops(len(forms) * e, forms))
     ops["one_hot_words"] += len(group_windows(groups)) * e
-    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(factor_count * e, runs)], ops, 1
+    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(len(forms) * e, forms)], ops, 1

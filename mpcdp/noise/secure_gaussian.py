@@ -56,16 +56,20 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      disjoint bits: one merged dealt word per candidate).
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
      others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
-     window, the threshold a local selection, and [V < TH] by one-hot decoding of W's top set bit and three
-     AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots four candidates to
-     a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are dropped.
+     window, the threshold's right operand a local selection, and [V < TH] by one-hot decoding of W's top
+     set bit and three AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots
+     four candidates to a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are
+     dropped.
   7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
      groups' windows (two to a word; the two 2-bit windows at 55 and 57 read from one 4-bit window's
-     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched; the AND
-     of W's top-bit one-hots with the thresholds only on the bits some entry of each factor's table has set
-     (:func:`~mpcdp.noise.gaussian_factors.threshold_runs`: 291 of the 7 factors' 434 bits), packed one
-     after another across 64 survivors at a time, ≈ 4.55 words per survivor instead of 7 (the first
-     factor's 58 bits the same way: ≈ 0.91 words per candidate).
+     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
+     W's top in each chunk is a bilinear form of two one-hots (the chunk's top bit and the window's value),
+     evaluated by a least-rank GF(2) factorisation of each table's chunk (:mod:`mpcdp.mpc.chunk_forms`,
+     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 181 ANDs per survivor for the 7 factors (149 for
+     the six groups, whose entries can have 259 bits set, and 32 for the low bits; dg-mpc/8 ANDed 291 bits),
+     packed one after another across 64 survivors at a time, ≈ 2.83 words per survivor (the first factor's
+     43 instead of 58: ≈ 0.67 words per candidate); the picks only on the chunks and super-chunks whose bit
+     can be nonzero (90 and 27 bits per survivor instead of 112 and 28).
   8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
      even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
@@ -73,10 +77,10 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 19.3n ring elements or
+exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 16.1n ring elements or
 words). With the dealer every step is an opening and 26 of them need a request for material, as does each
-factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 15.5n) are
-resharings, one round each and one word per element per member, the other 11 (≈ 3.8n) openings, and 11
+factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 12.4n) are
+resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
 requests for material remain (one-hot words ≈ 11.25n + 40.75s, b2a_bits (k+9)n). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
@@ -103,14 +107,14 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/8: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/9: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
-           "the committee's committed coin under every provider (no single role knows a factor's word), their "
-           "top-bit AND only on the thresholds' possible bits packed across factors, narrow neighbouring windows "
-           "on one one-hot, the point's AND on 4 bits, packed B2A opening and reply (eight candidates' fields "
-           "together), packed accept, T to binary by rotated one-hots of 4-bit chunks, a carry prefix on packed "
-           "lanes and one merged product for the carries' add; replicated resharing among parties 0-2 under "
-           "honest-majority")
+           "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
+           "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
+           "picks only on chunks whose bit can be set, narrow neighbouring windows on one one-hot, the point's AND "
+           "on 4 bits, packed B2A opening and reply (eight candidates' fields together), packed accept, T to binary "
+           "by rotated one-hots of 4-bit chunks, a carry prefix on packed lanes and one merged product for the "
+           "carries' add; replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -303,10 +307,11 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
     the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
-    ⌈e/4⌉, super-flags ⌈e/16⌉, T1 AND TH ≈ 2·(58/64)n for the first factor and ≈ 2·(291/64)s for the others'
-    bits packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks 2⌈e/4⌉ and 2⌈e/16⌉), and 4
-    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.64 (s ≈ 0.65n): with tables 17
-    steps, ≈ 6.6n elements; as a circuit 28 steps, ≈ 19.3n elements, 17 of them (≈ 15.5n) multiplications.
+    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(181/64)s for the
+    others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
+    super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
+    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 17
+    steps, ≈ 6.5n elements; as a circuit 28 steps, ≈ 16.1n elements, 17 of them (≈ 12.4n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
@@ -314,7 +319,7 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + 7⌈n/4⌉ + n + the accept
-    levels (+ Σ(the T1 AND TH words + ⌈e/4⌉ + ⌈e/16⌉) over a circuit's two stages); one_hot_words a2b + n
+    levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n (the dealer's reply packed in
     b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`).

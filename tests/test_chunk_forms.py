@@ -1,0 +1,139 @@
+"""The chunk forms of :mod:`mpcdp.mpc.chunk_forms` against their definition: for every table entry v and every
+top-bit position p (chunk k = p // 4 nonzero, its top bit at p), the forms' parity of chunk k is bit p of
+TH[v], and the top bit is [TH[v] = 2^bits]; their ranks are the least any free change allows (an independent
+brute force over every change), on the sampler's tables and on random ones. No MPC here: the circuit that uses
+them is checked bit for bit against the plaintext rule in tests/test_discrete_gaussian.py."""
+
+import random
+
+import pytest
+
+from mpcdp.mpc import chunk_forms
+from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise import gaussian_factors as gf
+
+
+def _unsigned(word: int) -> int:
+    return word & ((1 << 64) - 1)
+
+
+def _q(form: chunk_forms.ChunkForms, left: int, right: int) -> int:
+    """The chunk bits the circuit computes from one left and one right operand (plaintext): the products'
+    chunk parities XOR both operands' corrections."""
+    left, right = _unsigned(left), _unsigned(right)
+    products, q = left & right & ((1 << form.rank) - 1), 0
+    for j in range(form.rank):
+        if (products >> j) & 1:
+            q ^= form.chunk_of[j]
+    return q ^ (((left ^ right) >> form.rank) & ((1 << form.chunks) - 1))
+
+
+def _check_table(form: chunk_forms.ChunkForms, table: tuple[int, ...], bits: int) -> None:
+    for v, threshold in enumerate(table):
+        right = _unsigned(form.right[v])
+        assert right >> (form.top + 1) == 0
+        assert (right >> form.top) & 1 == (threshold >> bits) & 1
+        for p in range(bits):
+            q = _q(form, form.left[p], right)
+            assert (q >> (p // 4)) & 1 == (threshold >> p) & 1, (v, p)
+            assert q & ~form.chunk_mask == 0  # the picks read the chunks of chunk_mask only
+    assert all(_unsigned(entry) >> form.top == 0 for entry in form.left)
+
+
+def _sampler_tables() -> list[tuple[int, tuple[int, ...]]]:
+    """(group, its table by the value of its window) for the first factor and the other groups."""
+    out = []
+    for groups in ((gf.FIRST_GROUP,), gf.OTHER_GROUPS):
+        windows = gf.group_windows(groups)
+        out += [(g, gf._window_of(g, windows)[1]) for g in groups]
+    return out
+
+
+def _rank(rows: list[int]) -> int:
+    """GF(2) rank by elimination on the lowest set bit (another order than the module's)."""
+    rank, rows = 0, [r for r in rows if r]
+    while rows:
+        pivot = rows.pop()
+        low = pivot & -pivot
+        rows = [r ^ pivot if r & low else r for r in rows]
+        rows = [r for r in rows if r]
+        rank += 1
+    return rank
+
+
+def _chunk_ranks(form: chunk_forms.ChunkForms) -> list[int]:
+    return [form.chunk_of.count(1 << k) for k in range(form.chunks)]
+
+
+def _columns(table: tuple[int, ...], low: int, width: int) -> list[int]:
+    return [sum(((t >> (low + i)) & 1) << v for v, t in enumerate(table)) for i in range(width)]
+
+
+@pytest.mark.parametrize("group, table", _sampler_tables(), ids=lambda x: str(x) if isinstance(x, int) else "")
+def test_the_sampler_tables_forms_give_every_bit_and_never_raise_a_chunks_rank(group, table):
+    form = chunk_forms.table_forms(table, dg.WORD)
+    _check_table(form, table, dg.WORD)
+    plain = [_rank(_columns(table, 4 * k, min(4, dg.WORD - 4 * k))) for k in range(form.chunks)]
+    assert all(r <= p for r, p in zip(_chunk_ranks(form), plain))
+    assert form.rank <= chunk_forms.union_bits(table, dg.WORD)
+
+
+def test_the_free_changes_lower_the_sampler_tables_ranks():
+    """The six other groups and the first factor: the forms need fewer ANDs than the plain ranks, which need
+    fewer than the bits the entries can have set."""
+    forms = {g: chunk_forms.table_forms(table, dg.WORD) for g, table in _sampler_tables()}
+    plain = {g: sum(_rank(_columns(table, 4 * k, min(4, dg.WORD - 4 * k))) for k in range(16))
+             for g, table in _sampler_tables()}
+    union = {g: chunk_forms.union_bits(table, dg.WORD) for g, table in _sampler_tables()}
+    others = gf.OTHER_GROUPS
+    assert sum(forms[g].rank for g in others) < sum(plain[g] for g in others) < sum(union[g] for g in others)
+    assert forms[gf.FIRST_GROUP].rank < plain[gf.FIRST_GROUP]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_tables_forms_give_every_bit(seed):
+    """Random 62-bit tables of 2..64 entries, some entries 2^62 (always pass) and some 0."""
+    rng = random.Random(seed)
+    size = rng.choice([2, 5, 16, 64])
+    table = tuple(rng.choice([1 << 62, 0, rng.getrandbits(62), rng.getrandbits(20) << 30]) for _ in range(size))
+    form = chunk_forms.table_forms(table, dg.WORD)
+    _check_table(form, table, dg.WORD)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_each_chunks_rank_is_the_least_over_every_free_change(seed):
+    """Small tables (8 entries, 2 chunks): every a (per chunk bit) and every b (per entry, not only those in
+    the columns' span) tried; the forms' rank of each chunk is the least of them."""
+    rng = random.Random(100 + seed)
+    table = tuple(rng.getrandbits(8) for _ in range(8))
+    form = chunk_forms.table_forms(table, 8)
+    _check_table(form, table, 8)
+    ones = (1 << len(table)) - 1
+    for k, rank in enumerate(_chunk_ranks(form)):
+        columns = _columns(table, 4 * k, 4)
+        least = min(_rank([c ^ (ones if (a >> i) & 1 else 0) ^ b for i, c in enumerate(columns)])
+                    for a in range(16) for b in range(1 << len(table)))
+        assert rank == least
+
+
+def test_the_low_bits_forms_and_the_threshold_from_the_callers_bits():
+    rng = random.Random(7)
+    low, width = dg.WORD - dg.F, dg.LOW_BITS
+    form = chunk_forms.bit_forms(low, width, dg.WORD)
+    assert form.right is None and form.rank == width
+    for _ in range(40):
+        t_low = rng.getrandbits(width)
+        threshold = t_low << low
+        assert (t_low >> form.top) & 1 == 0
+        for p in range(dg.WORD):
+            q = _q(form, form.left[p], t_low)
+            assert (q >> (p // 4)) & 1 == (threshold >> p) & 1
+            assert q & ~form.chunk_mask == 0
+
+
+@pytest.mark.parametrize("call", [lambda: chunk_forms.table_forms((1, 2), 63),
+                                  lambda: chunk_forms.table_forms(tuple(range(65)), 62),
+                                  lambda: chunk_forms.bit_forms(50, 20, 62)])
+def test_layouts_that_do_not_fit_a_word_are_refused(call):
+    with pytest.raises(ValueError):
+        call()
