@@ -11,11 +11,11 @@ a (per bit of the chunk) and b (per table entry), with M'_k = M_k ⊕ 1a^T ⊕ b
     q_k = T1_k^T M'_k o ⊕ a·T1_k ⊕ b·o     whenever chunk k is nonzero,
 
 and the two corrections are local too. :func:`table_forms` picks, chunk by chunk, the a and b that minimise
-the rank of M'_k (every a, every b in the span of M_k's columns and 1: a b outside it never lowers the rank)
-and factors M'_k by a basis of its columns. A zero chunk's q_k is then wrong, but the circuit never reads it:
-it picks q_k only for the highest nonzero chunk. On the sampler's tables (:mod:`mpcdp.noise.gaussian_factors`)
-this takes the six other groups from 259 ANDs (one per bit their entries can have set) to 152, and the first
-factor from 58 to 44.
+the rank of M'_k (:func:`_best_change`: the least is the dimension of the columns' affine hull modulo 1) and
+factors M'_k by a basis of its columns. A zero chunk's q_k is then wrong, but the circuit never reads it: it
+picks q_k only for the highest nonzero chunk. On the sampler's tables (:mod:`mpcdp.noise.gaussian_factors`)
+the six other groups need 149 ANDs per element (their plain ranks 189, the bits their entries can have set
+259) and the first factor 43 (plain rank and set bits 58).
 
 Layouts (bit positions in a 64-bit word; r = :attr:`ChunkForms.rank`, c = the chunk count):
   left   T1's bit p (chunk p // 4) ↦ the α_j·T1 at bits 0..r−1, a_k·T1_k at r + k;
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+
+import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,26 +69,23 @@ def _rank(vectors: list[int]) -> int:
     return len(pivots)
 
 
-def _span(vectors: list[int]) -> list[int]:
-    """Every XOR of a subset of ``vectors`` (each once), in a fixed order: 0 first."""
-    span = [0]
-    for v in vectors:
-        if v not in span:
-            span += [s ^ v for s in span]
-    return span
-
-
 def _best_change(columns: list[int], ones: int) -> tuple[int, int]:
     """The free change (a as a bit mask over the columns, b as a vector over the entries) that minimises the
-    rank of the columns c_i ⊕ a_i·1 ⊕ b; no change when it does not lower the rank (ties: the first found)."""
-    best, choice = _rank(columns), (0, 0)
-    for a in range(1 << len(columns)):
-        for b in _span([*columns, ones]):
-            changed = [c ^ (ones if (a >> i) & 1 else 0) ^ b for i, c in enumerate(columns)]
-            rank = _rank(changed)
-            if rank < best:
-                best, choice = rank, (a, b)
-    return choice
+    rank of the columns c_i ⊕ a_i·1 ⊕ b; no change when it does not lower the rank.
+
+    The least rank is d = rank{c_i ⊕ c_0 (i >= 1), 1} − 1: modulo 1 the changed columns are the c_i translated
+    by b, whose span is at least their affine hull's dimension d, and b = c_0 (a point of the hull) reaches it;
+    lifted back, some a cancels the multiples of 1 (tests/test_chunk_forms.py checks d against every a and b).
+    So b = c_0 and the a with a_0 = 0 of least rank, the first of at most 8."""
+    width, plain = len(columns), _rank(columns)
+    least = _rank([c ^ columns[0] for c in columns[1:]] + [ones]) - 1
+    if least >= plain:
+        return 0, 0
+    b = columns[0]
+    for a in range(0, 1 << width, 2):
+        if _rank([c ^ (ones if (a >> i) & 1 else 0) ^ b for i, c in enumerate(columns)]) == least:
+            return a, b
+    raise AssertionError("no change reaches the least rank")  # unreachable: see the docstring
 
 
 def _factor(columns: list[int]) -> tuple[list[int], list[int]]:
@@ -111,9 +110,11 @@ def _xor(values) -> int:
     return out
 
 
-def _chunk_columns(table: tuple[int, ...], low: int, width: int) -> list[int]:
-    """Columns of M: column i the vector over entries v of bit low + i of table[v]."""
-    return [sum(((entry >> (low + i)) & 1) << v for v, entry in enumerate(table)) for i in range(width)]
+def _transposed(words: list[int], count: int) -> list[int]:
+    """The bit matrix transposed: bit j of word i becomes bit i of word j (j < ``count``, len(words) <= 64,
+    words < 2^64; disjoint bits, so the sums are ORs)."""
+    matrix = (np.array(words, dtype=np.uint64)[:, None] >> np.arange(count, dtype=np.uint64)) & np.uint64(1)
+    return [int(x) for x in (matrix << np.arange(len(words), dtype=np.uint64)[:, None]).sum(0, dtype=np.uint64)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,26 +130,27 @@ def table_forms(table: tuple[int, ...], bits: int) -> ChunkForms:
         raise ValueError(f"`bits` must be in [1, 62] and the table at most 64 entries. Found {bits}, {len(table)}.")
     chunks, ones = -(-bits // 4), (1 << len(table)) - 1
     parts = []  # per chunk: (basis, coefficients, a, b)
+    all_columns = _transposed(list(table), bits)  # column p: bit p of every entry
     for k in range(chunks):
-        columns = _chunk_columns(table, 4 * k, min(4, bits - 4 * k))
+        columns = all_columns[4 * k:min(4 * k + 4, bits)]
         a, b = _best_change(columns, ones)
         changed = [c ^ (ones if (a >> i) & 1 else 0) ^ b for i, c in enumerate(columns)]
         parts.append((*_factor(changed), a, b, any(columns)))
     rank = sum(len(basis) for basis, *_ in parts)
     if rank + chunks + 1 > 64:
         raise ValueError(f"the table's forms need {rank + chunks + 1} bits, more than a word.")
-    left, right, chunk_of, mask, offset = [0] * 64, [0] * len(table), [], 0, 0
+    left, right_columns, mask = [0] * 64, [0] * 64, 0  # right_columns[bit]: that bit over the entries
+    chunk_of: list[int] = []
     for k, (basis, coefficients, a, b, nonzero) in enumerate(parts):
+        offset = len(chunk_of)
         for i, subset in enumerate(coefficients):
             left[4 * k + i] = (subset << offset) | (((a >> i) & 1) << (rank + k))
-        for v in range(len(table)):
-            beta = sum(((vector >> v) & 1) << j for j, vector in enumerate(basis))
-            right[v] |= (beta << offset) | (((b >> v) & 1) << (rank + k))
+        right_columns[offset:offset + len(basis)] = basis
+        right_columns[rank + k] = b
         chunk_of += [1 << k] * len(basis)
         mask |= int(nonzero) << k
-        offset += len(basis)
-    for v, entry in enumerate(table):
-        right[v] |= ((entry >> bits) & 1) << (rank + chunks)
+    right_columns[rank + chunks] = _transposed(list(table), bits + 1)[bits]  # [TH = 2^bits]
+    right = _transposed(right_columns, len(table))
     return ChunkForms(rank, chunks, tuple(_signed(x) for x in left), tuple(_signed(x) for x in right),
                       tuple(chunk_of), mask)
 
