@@ -116,17 +116,30 @@ def test_each_chunks_rank_is_the_least_over_every_free_change(seed):
         assert rank == least
 
 
-def test_the_low_bits_forms_and_the_threshold_from_the_callers_bits():
-    rng = random.Random(7)
-    low, width = dg.WORD - dg.F, dg.LOW_BITS
-    form = chunk_forms.bit_forms(low, width, dg.WORD)
-    assert form.right is None and form.rank == width
-    for _ in range(40):
-        t_low = rng.getrandbits(width)
-        threshold = t_low << low
-        assert (t_low >> form.top) & 1 == 0
-        for p in range(dg.WORD):
-            q = _q(form, form.left[p], t_low)
+def _mapped(table: tuple[int, ...], bits: int) -> int:
+    """The linear map ``table`` (entry i: the image of bit i) applied to ``bits``."""
+    out = 0
+    for i, image in enumerate(table):
+        if (bits >> i) & 1:
+            out ^= _unsigned(image)
+    return out
+
+
+@pytest.mark.parametrize("low, width, bits", [(dg.WORD - dg.F, dg.LOW_BITS, dg.WORD), (8, 8, 62), (3, 57, 62),
+                                              (50, 11, 61), (0, 1, 62)])
+def test_the_callers_bits_forms_give_every_bit_with_one_and_fewer_per_whole_chunk(low, width, bits):
+    """Thresholds x·2^low for the caller's shared bits x (the sampler's low bits' factor first): every
+    chunk whose possible top positions all hold a bit of x needs one AND fewer than its bits."""
+    rng = random.Random(low * 100 + width)
+    form = chunk_forms.bit_forms(low, width, bits)
+    whole = sum(1 for k in range(-(-bits // 4))
+                if all(low <= p < low + width for p in range(4 * k, min(4 * k + 4, bits))))
+    assert form.rank == width - whole
+    for x in [0, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(30)]:
+        threshold, right = x << low, _mapped(form.right, x)
+        assert (right >> form.top) & 1 == 0
+        for p in range(bits):
+            q = _q(form, form.left[p], right)
             assert (q >> (p // 4)) & 1 == (threshold >> p) & 1
             assert q & ~form.chunk_mask == 0
 

@@ -67,18 +67,17 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     (:func:`~mpcdp.mpc.bernoulli.coin_uniform`), and the factors are batched in one
     :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
     [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
-    plaintext rule for v_low = W >> (62 − F); its right operand is T_low itself."""
+    plaintext rule for v_low = W >> (62 − F); its right operand is a linear map of T_low's bits."""
     n, windows = t_bits.numel(), group_windows(groups)
     onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
     forms = factor_forms(groups, low=low)
     rights = []
     for g, form in zip(groups, forms):
-        assert form.right is not None  # a group's forms select from its table (only the low bits' have none)
         rights.append(binary.select(ctx, onehots[:, _window_of(g, windows)[0]], form.right, 64))
     names = [f"v{g}" for g in groups]
     if low:
         names.append("v_low")
-        rights.append(t_bits & ((1 << dg.LOW_BITS) - 1))
+        rights.append(binary.select(ctx, t_bits & ((1 << dg.LOW_BITS) - 1), forms[-1].right, 64))
     coin_words = coin.words(len(names) * n)
     ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
     uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD)
@@ -92,9 +91,9 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
 def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.ChunkForms]:
     """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the forms its q_k are
     computed by (:mod:`mpcdp.mpc.chunk_forms`): a group's table by the value of its window in
-    :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T_low·2^(62−F),
-    one AND per bit of T_low. 149 ANDs per survivor for the six other groups instead of the 259 bits their
-    tables can have set, 43 instead of 58 for the first factor, 32 for the low bits."""
+    :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T_low·2^(62−F)
+    by T_low's bits. 149 ANDs per survivor for the six other groups instead of the 259 bits their tables can
+    have set, 43 instead of 58 for the first factor, 25 instead of 32 for the low bits."""
     windows = group_windows(groups)
     forms = [chunk_forms.table_forms(_window_of(g, windows)[1], dg.WORD) for g in groups]
     if low:

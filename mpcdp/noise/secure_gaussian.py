@@ -65,11 +65,11 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
      W's top in each chunk is a bilinear form of two one-hots (the chunk's top bit and the window's value),
      evaluated by a least-rank GF(2) factorisation of each table's chunk (:mod:`mpcdp.mpc.chunk_forms`,
-     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 181 ANDs per survivor for the 7 factors (149 for
-     the six groups, whose entries can have 259 bits set, and 32 for the low bits; dg-mpc/8 ANDed 291 bits),
-     packed one after another across 64 survivors at a time, ≈ 2.83 words per survivor (the first factor's
-     43 instead of 58: ≈ 0.67 words per candidate); the picks only on the chunks and super-chunks whose bit
-     can be nonzero (90 and 27 bits per survivor instead of 112 and 28).
+     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 174 ANDs per survivor for the 7 factors (149 for
+     the six groups, whose entries can have 259 bits set, and 25 for the low bits' 32; dg-mpc/8 ANDed 291
+     bits), packed one after another across 64 survivors at a time, ≈ 2.72 words per survivor (the first
+     factor's 43 instead of 58: ≈ 0.67 words per candidate); the picks only on the chunks and super-chunks
+     whose bit can be nonzero (90 and 27 bits per survivor instead of 112 and 28).
   8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
      even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
@@ -77,9 +77,9 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 16.1n ring elements or
+exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 15.9n ring elements or
 words). With the dealer every step is an opening and 26 of them need a request for material, as does each
-factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 12.4n) are
+factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 12.3n) are
 resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
 requests for material remain (one-hot words ≈ 11.25n + 40.75s, b2a_bits (k+9)n). Measured bytes and time per
 sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
@@ -307,11 +307,11 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
     the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
-    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(181/64)s for the
+    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(174/64)s for the
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 17
-    steps, ≈ 6.5n elements; as a circuit 28 steps, ≈ 16.1n elements, 17 of them (≈ 12.4n) multiplications.
+    steps, ≈ 6.5n elements; as a circuit 28 steps, ≈ 15.9n elements, 17 of them (≈ 12.3n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
