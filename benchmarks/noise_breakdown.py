@@ -51,7 +51,7 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
     steps: list[tuple[str, float, int]] = []  # (label, CPU at its end, bytes)
     requests: list[tuple[str, int]] = []  # (function, index of the next step)
     original_open, original_exchange = ctx._open, ctx.members_exchange
-    original_request = dealer_link.DealerClient.ttp_request
+    original_request = dealer_link.DealerClient._ask
 
     def timed(original):
         def run(*args, label: str, **kwargs):
@@ -62,14 +62,14 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
             return out
         return run
 
-    def request(self, func_name, device, *args, **kwargs):
-        requests.append((func_name, len(steps)))
-        return original_request(self, func_name, device, *args, **kwargs)
+    def request(self, message, receiver):
+        requests.append((message["message"]["function"], len(steps)))
+        return original_request(self, message, receiver)
 
     meter = WireMeter()
     sample_noise(ctx, NoiseSpec(sigma=sigma, mode="dgauss"), (WARM_UP,))  # one-time work (plans, caches) apart
     ctx._open, ctx.members_exchange = timed(original_open), timed(original_exchange)
-    dealer_link.DealerClient.ttp_request = request
+    dealer_link.DealerClient._ask = request
     try:
         start_cpu = time.process_time()
         with meter:
@@ -77,7 +77,7 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
         end_cpu = time.process_time()
     finally:
         ctx._open, ctx.members_exchange = original_open, original_exchange
-        dealer_link.DealerClient.ttp_request = original_request
+        dealer_link.DealerClient._ask = original_request
     return {"steps": steps, "requests": requests, "start_cpu": start_cpu, "end_cpu": end_cpu,
             "bytes_sent": meter.bytes_sent, "candidates": block.stats.get("candidates", 0),
             "survivors": sum(block.stats.get("pass_survivors", [])), "k": None}

@@ -318,8 +318,9 @@ def discrete_gaussian_pass(ctx, sigma_units: float, candidates: int, seed: int, 
 
     plan = dg.plan_for(sigma_units)
     words = party_words(np.random.default_rng([seed, ctx.rank]))
-    with costs.section() as ledger, bernoulli.planted_dealer_tables() if planted else contextlib.nullcontext():
-        result = _candidates(ctx, plan, candidates, words)
+    with ctx.committee(tuple(range(ctx.parties))), costs.section() as ledger, \
+            bernoulli.planted_dealer_tables() if planted else contextlib.nullcontext():
+        result = _candidates(ctx, plan, candidates, words)  # as the sampler runs it: star kings rotate
     sampling = list(ctx.openings)
     values = ctx.reveal(Shared(result.value, 0), label="test-candidates", reason="test: compare with the plaintext rule")
     names = sorted(result.uniform)

@@ -1,6 +1,8 @@
-"""Party 0 checks every dealer reply against its own request before it allocates anything: the real dealer's
-replies of every kind pass, and a dealer announcing another shape — or one of 2^28 elements — is refused as a
-ProtocolViolation naming the dealer. Party 0, party 1 and the dealer are joined by real loopback links."""
+"""A reply's receiver checks every dealer reply against the request before it allocates anything: the real
+dealer's replies of every kind pass (those of mpcdp's own kinds go to the member with the fewest reply elements
+so far, both parties receiving some), and a dealer announcing another shape — or one of 2^28 elements — is
+refused as a ProtocolViolation naming the dealer. Party 0, party 1 and the dealer are joined by real loopback
+links."""
 
 import math
 import threading
@@ -64,11 +66,23 @@ def _in_thread(target, *args):
 
 
 def _clients(meshes):
-    """Party 1's and party 0's dealer clients (each receives its key from the dealer)."""
-    party1, _ = _in_thread(dealer_link.DealerClient, meshes[1], DEALER)
-    client = dealer_link.DealerClient(meshes[0], DEALER)
+    """Party 0's and party 1's dealer clients (each receives its key from the dealer)."""
+    clients = {}
+    party1, _ = _in_thread(lambda: clients.setdefault(1, dealer_link.DealerClient(meshes[1], DEALER)))
+    clients[0] = dealer_link.DealerClient(meshes[0], DEALER)
     party1.join(10)
-    return client
+    return clients
+
+
+def _dealt(clients, function, args) -> list:
+    """Both parties' :meth:`~dealer_link.DealerClient.dealt` for one rotating request: the reply where a party
+    receives it, else None (what it would draw itself)."""
+    out: dict = {}
+    party1, errors = _in_thread(lambda: out.__setitem__(1, clients[1].dealt(function, lambda: None, *args)))
+    out[0] = clients[0].dealt(function, lambda: None, *args)
+    party1.join(10)
+    assert not errors, errors
+    return [out[0], out[1]]
 
 
 def _close(meshes):
@@ -132,9 +146,16 @@ def test_the_real_dealers_reply_to_every_kind_has_the_shape_party_0_expects():
     meshes = _meshes(timeout_s=20.0)
     try:
         dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)
-        client = _clients(meshes)
+        clients = _clients(meshes)
+        client, receivers = clients[0], []
         for function, args, shape in REQUESTS:
-            assert list(client.ttp_request(function, None, *args).shape) == shape, function
+            if function in dealer_link.ROTATING:
+                replies = _dealt(clients, function, args)
+                assert [list(r.shape) for r in replies if r is not None] == [shape], function
+                receivers.append(0 if replies[0] is not None else 1)
+            else:
+                assert list(client.ttp_request(function, None, *args).shape) == shape, function
+        assert set(receivers) == {0, 1}, receivers
         with pytest.raises(ConfigError, match="exceeds the 268435456 elements a reply may have"):
             client.ttp_request("square", None, [1 << 14, 1 << 15])  # refused before it is sent
         assert list(client.ttp_request("square", None, [3]).shape) == [3]  # the link is still in step
@@ -156,7 +177,7 @@ def test_a_reply_of_another_shape_is_refused_naming_the_dealer_before_it_is_allo
     meshes = _meshes(timeout_s=20.0)
     try:
         rogue, errors = _in_thread(_rogue_dealer, meshes[DEALER], announced, send_body)
-        client = _clients(meshes)
+        client = _clients(meshes)[0]
         with pytest.raises(ProtocolViolation) as info:
             client.ttp_request("mpcdp_MaskedBits", None, 4, 40)
         assert info.value.party == DEALER
@@ -173,3 +194,23 @@ def test_party_0_makes_no_request_whose_reply_shape_it_cannot_predict():
             objects.reply_shape({"function": function, "device": None, "args": args, "kwargs": {}}, KINDS)
     assert objects.reply_shape({"function": "additive", "device": None, "kwargs": {"stride": 2},
                                 "args": [[1, 1, 9, 9], [4, 1, 3, 3], "conv2d"]}) == (1, 4, 4, 4)
+
+
+def test_replies_go_to_the_member_with_the_fewest_reply_elements_in_step_and_per_scope():
+    """Two copies of :class:`~dealer_link.Receivers` (the dealer's and a member's) fed the same public reply
+    sizes pick the same receivers; the members' loads never differ by more than the largest reply; each
+    scope (the committee, every party) keeps its own loads, as a party off the committee sees none of its
+    requests."""
+    import random
+
+    sizes = [random.randrange(1, 10_000) for _ in range(200)]
+    dealer, member = dealer_link.Receivers([0, 1, 2]), dealer_link.Receivers([0, 1, 2])
+    picks = [dealer.next(n) for n in sizes]
+    assert picks == [member.next(n) for n in sizes]
+    loads = [sum(n for n, p in zip(sizes, picks) if p == r) for r in range(3)]
+    assert max(loads) - min(loads) <= max(sizes), loads
+    assert picks[:3] == [0, 1, 2]  # every load starts at 0: ties go to the first member in rank order
+    member.members = [0, 1]
+    assert member.next(5) == 0 and member.next(1) == 1 and member.next(3) == 1  # the committee's own loads
+    member.members = [0, 1, 2]
+    assert member.next(1) == dealer.next(1)  # and every party's again, where they were

@@ -146,6 +146,35 @@ def test_an_opening_records_every_share_a_party_receives(parties, elements, plan
             assert received[j][0] == offset and torch.equal(received[j][1], share)
 
 
+@pytest.mark.filterwarnings("ignore::mpcdp.errors.InsecureSettingWarning")
+def test_star_kings_rotate_while_the_noise_committee_samples():
+    """While ``star_turn`` counts (from 0, set inside :meth:`MpcContext.committee`) the i-th star opening has
+    member i mod k as king: it alone receives every other member's share, and every member gets the sum;
+    without it (None: a fresh mesh; the releases) the king stays the first member."""
+    parties, kings = 3, []
+    meshes = _linked_meshes(parties)
+    for turn in range(5):
+        for mesh in meshes.values():
+            mesh.star_turn = None if turn == 4 else mesh.star_turn or 0
+        shares = {rank: torch.randint(-2**62, 2**62, (5,), dtype=torch.int64) for rank in range(parties)}
+        opened = {}
+        threads = [threading.Thread(target=lambda r=rank: opened.setdefault(r, meshes[r].open_shares(
+            shares[r], label=f"test {turn}")[0])) for rank in range(parties)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert all(torch.equal(opened[rank], sum(shares.values())) for rank in range(parties))
+        king = [rank for rank in range(parties) if meshes[rank].received_shares]
+        kings.append(king)
+        received = meshes[king[0]].received_shares
+        assert set(received) == set(range(parties)) - set(king)
+        assert all(torch.equal(received[j][1], shares[j]) for j in received)
+    for mesh in meshes.values():
+        mesh.close()
+    assert kings == [[0], [1], [2], [0], [0]]
+
+
 def _run(parties, provider, calls, plant=None, alpha=ALPHA, releases=0, dim=4):
     return views.run_views(parties=parties, provider=provider, calls=calls, alpha=alpha, plant=plant,
                            releases=releases, dim=dim)

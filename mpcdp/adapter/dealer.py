@@ -32,6 +32,15 @@ class Dealer(ttp_provider.TTPServer):
         self.device = "cpu"
         self.generators = [torch.Generator(device="cpu") for _ in range(parties)]
         self.generators_cuda = [None] * parties
+        self.receivers = dealer_link.Receivers(range(parties))  # scoped with the generators (CommitteeScope)
+        self.explicit = 0  # the index among the generators of the party the reply is for
+
+    def _get_generators(self, device=None):
+        """The generators, the reply's receiver's first: CrypTen's ``remove_rank`` draws leave out the first, so
+        the reply is the receiver's share and every other party's is drawn from its key; each generator still
+        draws the same values in the same order (sums and XORs do not depend on the order of their terms)."""
+        generators = super()._get_generators(device=device)
+        return generators[self.explicit:] + generators[:self.explicit]
 
 
 KINDS = DEALT + mac_material.KINDS + auth_bits.KINDS

@@ -3,18 +3,18 @@
 Each kind's :meth:`~Material.fetch` (run by every data party, returning its shares) counts the operation and
 asks the run's provider (:func:`.group.provider`, a record of :mod:`mpcdp.providers`) to serve it; it never
 looks at which provider that is. Beside it sit what the built-in providers serve it from: ``serve`` (run by
-the dealer, returning party 0's share) with ``from_dealer`` (the parties' side of it, under a provider with a
-dealer), and ``generate`` (the same material made by the data parties themselves under ``honest-majority``,
+the dealer, returning the receiver's share) with ``from_dealer`` (the parties' side of it, under a provider with
+a dealer), and ``generate`` (the same material made by the data parties themselves under ``honest-majority``,
 :mod:`.replicated`). ``serve`` and ``from_dealer`` must draw from the generators the dealer shares with each
-party in exactly the same order: parties 1..m−1 draw their shares from their keyed generator, the dealer
-draws the same values for them, computes the correlated value and sends party 0 the difference. The request
-that reaches the dealer is named after the class (:attr:`Material.request_name`), so there is no string to
-keep in step by hand.
+party in exactly the same order: every member but the reply's receiver (rotating, :data:`ROTATING`) draws its
+share from its keyed generator, the dealer draws the same values for them and sends the receiver the rest. The
+request that reaches the dealer is named after the class (:attr:`Material.request_name`), so there is no string
+to keep in step by hand.
 
 Security (semi-honest): with the dealer, each party's shares are pseudo-random under its 256-bit dealer key
 (:mod:`.keyed`), and the dealer knows every mask; without it, see :mod:`.replicated` (no coalition holding at
 most one of parties 0, 1, 2 knows a mask). Declared cost with the dealer: one request per call from party 0,
-carrying party 0's share (8 bytes per element); parties 1..m−1 communicate nothing. Without it: nothing for
+its reply the receiver's share (8 bytes per element); the others receive nothing. Without it: nothing for
 masks, products and ANDs; one round of one ring element per converted bit from party 0 to party 1 for
 ``WordBits`` (k per word), ``MaskedBits`` (``bits`` per element) and ``TruncPairs`` (64 per element); one
 round of one word per word of one-hots from party 1 to party 0 for ``OneHotPairs``; two rounds for
@@ -66,7 +66,7 @@ class Material:
     def request_name(cls) -> str:
         return f"mpcdp_{cls.__name__}"
 
-    serve: Callable[..., torch.Tensor]  # every kind's: (dealer, *request arguments) -> party 0's share
+    serve: Callable[..., torch.Tensor]  # every kind's: (dealer, *request arguments) -> the receiver's share
 
     @staticmethod
     def reply_shape(*args: Any) -> tuple[int, ...]:
@@ -77,8 +77,13 @@ class Material:
 
     @classmethod
     def request(cls, *args):
-        """Party 0 asks the dealer for its share."""
+        """Party 0 asks the dealer for its share (a kind whose reply is always party 0's)."""
         return ttp_provider.TTPClient.get().ttp_request(cls.request_name(), None, *args)
+
+    @classmethod
+    def dealt(cls, draw: Callable[[], torch.Tensor], *args, reply: Callable[[torch.Tensor], Any] | None = None):
+        """Every member's share of request ``args`` (:meth:`.dealer_link.DealerClient.dealt`)."""
+        return ttp_provider.TTPClient.get().dealt(cls.request_name(), draw, *args, reply=reply)
 
 
 class WordBits(Material):
@@ -122,11 +127,10 @@ class WordBits(Material):
     def from_dealer(cls, n: int, k: int, widths: list | None = None) -> tuple[torch.Tensor, torch.Tensor | PackedBitShares]:
         generator = _dealer_generator()
         word = keyed.kbit((n,), bitlength=k, generator=generator)
-        if rank() != 0:
-            return word, keyed.ring((n, k), generator=generator)
         if widths is None:
-            return word, cls.request(n, k)
-        return word, PackedBitShares(cls.request(n, k, list(widths)), n, check_widths(widths, k))
+            return word, cls.dealt(lambda: keyed.ring((n, k), generator=generator), n, k)
+        return word, cls.dealt(lambda: keyed.ring((n, k), generator=generator), n, k, list(widths),
+                               reply=lambda words: PackedBitShares(words, n, check_widths(widths, k)))
 
 
 class MaskedBits(Material):
@@ -165,8 +169,7 @@ class MaskedBits(Material):
     def from_dealer(cls, n: int, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
-        low = cls.request(n, bits) if rank() == 0 else keyed.kbit((n,), bitlength=share_bits(bits), generator=generator)
-        return r, low
+        return r, cls.dealt(lambda: keyed.kbit((n,), bitlength=share_bits(bits), generator=generator), n, bits)
 
 
 class TruncPairs(Material):
@@ -199,8 +202,7 @@ class TruncPairs(Material):
     def from_dealer(cls, n: int, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
-        high = cls.request(n, shift) if rank() == 0 else keyed.ring((n,), generator=generator)
-        return r, high
+        return r, cls.dealt(lambda: keyed.ring((n,), generator=generator), n, shift)
 
 
 class Products(Material):
@@ -238,8 +240,7 @@ class Products(Material):
     def from_dealer(cls, n: int, variables: int, pairs: list[tuple[int, int]]) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.ring((n, variables), generator=generator)
-        c = cls.request(n, variables, list(pairs)) if rank() == 0 else keyed.ring((n, len(pairs)), generator=generator)
-        return a, c
+        return a, cls.dealt(lambda: keyed.ring((n, len(pairs)), generator=generator), n, variables, list(pairs))
 
 
 class AndShifted(Material):
@@ -295,9 +296,8 @@ class AndShifted(Material):
                     ) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
         a = keyed.kbit((n, variables), generator=generator)
-        if rank() != 0:
-            return a, keyed.kbit(cls.reply_shape(n, variables, pairs, masks), generator=generator)
-        return a, cls.request(n, variables, list(pairs), *([] if masks is None else [list(masks)]))
+        return a, cls.dealt(lambda: keyed.kbit(cls.reply_shape(n, variables, pairs, masks), generator=generator), n,
+                            variables, list(pairs), *([] if masks is None else [list(masks)]))
 
 
 class OneHotPairs(Material):
@@ -360,8 +360,7 @@ class OneHotPairs(Material):
         generator = _dealer_generator()
         r = keyed.kbit((n,), generator=generator)
         shape = cls.reply_shape(n, windows, lane)
-        hots = cls.request(n, windows, lane) if rank() == 0 else keyed.kbit(shape, generator=generator)
-        return r, hots
+        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, windows, lane)
 
 
 class ChunkOneHots(Material):
@@ -388,8 +387,7 @@ class ChunkOneHots(Material):
         generator = _dealer_generator()
         r = keyed.ring((n,), generator=generator)
         shape = cls.reply_shape(n, bits)
-        hots = cls.request(n, bits) if rank() == 0 else keyed.kbit(shape, generator=generator)
-        return r, hots
+        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, bits)
 
 
 class FactorTables(Material):
@@ -433,9 +431,7 @@ class FactorTables(Material):
         generator = _dealer_generator()
         r = keyed.kbit((n,), generator=generator)
         shape = cls.reply_shape(n, word_bits, windows, factors, bit_factors)
-        tables = cls.request(n, word_bits, windows, factors, bit_factors) if rank() == 0 else \
-            keyed.kbit(shape, generator=generator)
-        return r, tables
+        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, word_bits, windows, factors, bit_factors)
 
 
 def deals_factor_tables() -> bool:
@@ -458,7 +454,8 @@ def check_members(members, parties: int) -> list[int]:
 class CommitteeScope(Material):
     """Not material: party 0 tells the dealer which parties the next requests are for (a noise committee, or
     every party again). The dealer then draws shares for those parties' keyed generators only, and the other
-    parties draw nothing, so their generators stay in step. Reply: an empty tensor."""
+    parties draw nothing, so their generators stay in step; the replies rotate among those parties
+    (:class:`.dealer_link.Receivers`). Reply (to party 0): an empty tensor."""
 
     @staticmethod
     def reply_shape(members: list) -> tuple[int, ...]:
@@ -469,7 +466,8 @@ class CommitteeScope(Material):
         every = getattr(dealer, "every_generator", None)
         if every is None:
             every = dealer.every_generator = list(dealer.generators)
-        dealer.generators = [every[r] for r in check_members(members, len(every))]
+        dealer.receivers.members = check_members(members, len(every))
+        dealer.generators = [every[r] for r in dealer.receivers.members]
         return torch.zeros(0, dtype=torch.int64)
 
     @staticmethod
@@ -492,9 +490,11 @@ class CommitteeScope(Material):
 
     @classmethod
     def from_dealer(cls, members: list[int]) -> None:
+        ttp_provider.TTPClient.get().receivers.members = list(members)
         if rank() == 0:
             cls.request(list(members))
 
 
-KINDS: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
-                                      ChunkOneHots, FactorTables, CommitteeScope)
+ROTATING: tuple[type[Material], ...] = (WordBits, MaskedBits, TruncPairs, Products, AndShifted, OneHotPairs,
+                                         ChunkOneHots, FactorTables)  # their replies rotate: Material.dealt
+KINDS: tuple[type[Material], ...] = ROTATING + (CommitteeScope,)

@@ -362,19 +362,19 @@ class MpcContext:
 
     @contextlib.contextmanager
     def committee(self, members: tuple[int, ...]):
-        """Inside: openings (and the correlated randomness, :class:`mpcdp.adapter.CommitteeScope`) involve
-        ``members`` only; every member enters together, the other parties do not enter at all. Yields."""
+        """Inside: openings (their star kings rotating, :meth:`.Mesh.open_shares`) and the material (:class:`mpcdp.
+        adapter.CommitteeScope`) involve ``members`` only; every member enters together, no other party. Yields."""
         from mpcdp import adapter  # here, not above: importing this module does not import CrypTen
         if self.rank not in members:
             raise RuntimeError(f"party {self.rank} is not on the committee {members}")
         previous, self.members = self.members, tuple(members)
-        scoped = self.members != tuple(range(self.parties))
+        scoped, self._links.star_turn = self.members != tuple(range(self.parties)), 0  # star kings rotate
         if scoped:
             adapter.committee_scope(list(self.members))
         try:
             yield
         finally:
-            self.members = previous
+            self.members, self._links.star_turn = previous, None
             if scoped:
                 adapter.committee_scope(list(previous))
 

@@ -322,10 +322,11 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n (the dealer's reply packed in
     b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
-    (what each member draws privately: :data:`MEMBER_FIELDS`).
+    (what each member draws privately: :data:`MEMBER_FIELDS`). Star openings' kings rotate: the i-th has member
+    i mod k as king (its bytes, :meth:`~mpcdp.transport.costs.DeclaredCost.bytes`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
-    cost = costs.DeclaredCost()
+    cost = costs.DeclaredCost(kings_rotate=True)  # the committee's star kings rotate (MpcContext.committee)
     for n, s in zip(candidates, survivors, strict=True):
         steps, ops, silent = _pass_steps(plan, n, s, tables=tables)
         cost.ops.update(ops)

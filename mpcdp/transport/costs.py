@@ -277,17 +277,20 @@ class DeclaredCost:
     """A protocol's cost as its docstring declares it: operation counts, the sizes of its openings in
     order, its public all-to-all exchanges (bytes each), its resharings (elements each member sends, in
     order; :func:`reshare_messages`) and its requests for material (to the dealer, or made by the generators
-    without one)."""
+    without one). ``kings_rotate``: the i-th star opening has member i mod k as king (the noise committee's,
+    :meth:`~mpcdp.transport.mesh.Mesh.open_shares`), else the first member is every star's king."""
 
     ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     openings: list[int] = dataclasses.field(default_factory=list)
     exchanges: list[int] = dataclasses.field(default_factory=list)
     dealer_requests: int = 0
     reshares: list[int] = dataclasses.field(default_factory=list)
+    kings_rotate: bool = False
 
     def __add__(self, other: "DeclaredCost") -> "DeclaredCost":
         return DeclaredCost(self.ops + other.ops, self.openings + other.openings, self.exchanges + other.exchanges,
-                            self.dealer_requests + other.dealer_requests, self.reshares + other.reshares)
+                            self.dealer_requests + other.dealer_requests, self.reshares + other.reshares,
+                            self.kings_rotate or other.kings_rotate)  # (only sampler costs are added to rotating ones)
 
     def open(self, *sizes: int) -> None:
         self.openings.extend(int(s) for s in sizes)
@@ -302,9 +305,12 @@ class DeclaredCost:
 
     def bytes(self, parties: int, rank: int) -> tuple[int, int]:
         """(bytes sent, bytes received) by ``rank`` to and from the other data parties."""
-        sent, received = [], []
+        sent, received, stars = [], [], 0
         for elements in self.openings:
-            s, r, _ = opening_messages(elements, parties, rank)
+            role = rank  # in a star, 0 is the king: the (stars mod k)-th member while kings rotate
+            if self.kings_rotate and opening_plan(elements, parties) == "star":
+                role, stars = (rank - stars) % parties, stars + 1
+            s, r, _ = opening_messages(elements, parties, role)
             sent += s
             received += r
         for size in self.exchanges:

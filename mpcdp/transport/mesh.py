@@ -72,6 +72,9 @@ class Mesh:
         # the last opening's shares received, sender -> (offset into the vector, its share of that part);
         # references only, kept by the context when it records values (the view audit, mpcdp.jobs.views)
         self.received_shares: dict[int, tuple[int, torch.Tensor]] = {}
+        # while the noise committee samples (MpcContext.committee sets it to 0): its star openings so far, by which
+        # their kings rotate; None: the first member is every star's king
+        self.star_turn: int | None = None
         self._next_out = {j: 0 for j in links}
         self._next_in = {j: 0 for j in links}
         if counted:
@@ -366,9 +369,12 @@ class Mesh:
         (:func:`mpcdp.transport.costs.opening_plan`, on the members' count k and the words sent):
 
         * ``direct`` (2 members): each sends its share to the other. 1 round, 8d bytes each way.
-        * ``star`` (while the first member relays at most 64 KiB, (k−1)·8d): shares to the first member, which
+        * ``star`` (while the king relays at most 64 KiB, (k−1)·8d): shares to one member, the king, which
           combines them and sends the result back. 2 rounds; it sends and receives (k−1)·8d bytes, the others
-          8d. It sees each member's share — one additive share, uniformly masked, like any partial sum.
+          8d. It sees each member's share — one additive share, uniformly masked, like any partial sum. The
+          king is the first member, or, while the noise committee samples (:attr:`star_turn`), member i mod k
+          at the committee's i-th star opening (:meth:`_star_king`; every member counts in step, as each takes
+          part in every opening of the committee), so the relaying work is spread.
         * ``scatter`` (larger): the vector is cut into k chunks; member i combines chunk i of every share
           (reduce-scatter) and sends the result to all (all-gather). 2 rounds, ≈ 2(k−1)/k·8d bytes each.
 
@@ -400,14 +406,15 @@ class Mesh:
             combine(result, other)
             return result.reshape(share.shape), 1
         if plan == "star":
-            king = ranks[0]
-            if me == 0:
-                incoming = {j: torch.empty_like(flat) for j in ranks[1:]}
+            king = self._star_king(ranks)
+            if self.rank == king:
+                others = [j for j in ranks if j != king]
+                incoming = {j: torch.empty_like(flat) for j in others}
                 self.exchange({}, incoming, label=label)
                 self.received_shares = {j: (0, buf) for j, buf in incoming.items()}
                 for buf in incoming.values():
                     combine(result, buf)
-                self.exchange({j: result for j in ranks[1:]}, {}, label=label + " (sum)")
+                self.exchange({j: result for j in others}, {}, label=label + " (sum)")
             else:
                 self.received_shares = {}
                 self.exchange({king: flat}, {}, label=label)
@@ -427,6 +434,14 @@ class Mesh:
         self.exchange({ranks[i]: mine for i in range(k) if i != me},
                       {ranks[i]: combined[i] for i in range(k) if i != me}, label=label + " (sum)")
         return result.reshape(share.shape), 2
+
+    def _star_king(self, ranks: list[int]) -> int:
+        """The king of this star opening among ``ranks``: the first member, or while :attr:`star_turn` counts
+        member i mod k at the i-th (public: a count every member keeps the same)."""
+        if self.star_turn is None:
+            return ranks[0]
+        self.star_turn += 1
+        return ranks[(self.star_turn - 1) % len(ranks)]
 
     def exchange_int64(self, vector: torch.Tensor, *, label: str) -> tuple[torch.Tensor, int]:
         """Every party's fixed-size public int64 ``vector``, stacked in rank order (1 round)."""
