@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 
 _SWAP_MASKS = (0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF,
@@ -40,27 +41,34 @@ def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.T
         spread = c[rows, 0].clone()  # lane j's move at bits lane·j..: one word per word
         for j in range(1, per):
             spread |= c[rows, j] << (lane * j)
-        _move_lanes(out[rows], spread, lane, lane.bit_length() - 1)
+        _move_lanes(_words(out[rows]), _words(spread), lane, lane.bit_length() - 1)
     return out
 
 
-def _move_lanes(out: torch.Tensor, spread: torch.Tensor, lane: int, steps: int) -> None:
+def _move_lanes(out: np.ndarray, spread: np.ndarray, lane: int, steps: int) -> None:
     """In place: each lane of ``out`` with position x moved to x ⊕ m, m the lane's bits of ``spread`` (same
     shape; lane j's m at bits lane·j.., below 2^steps). Step i swaps the position pairs (x, x + 2^i), x with
-    bit i clear, in the lanes whose m has bit i (a masked delta swap)."""
+    bit i clear, in the lanes whose m has bit i (a masked delta swap). On NumPy views of tensors' memory (:func:`_words`):
+    the same word operations, at less cost per call than torch's on these block sizes."""
     low_bits = sum(1 << (lane * j) for j in range(64 // lane))  # bit 0 of every lane
-    pick, delta = torch.empty_like(out), torch.empty_like(out)
+    words, moves = out, spread
+    pick, delta = np.empty_like(words), np.empty_like(words)
     for i in range(steps):
         s = 1 << i
-        torch.bitwise_right_shift(spread, i, out=pick)
-        pick &= low_bits
-        pick *= _SWAP_MASKS[i] & ((1 << lane) - 1)  # the lower halves of the pairs, in the lanes that swap
-        torch.bitwise_right_shift(out, s, out=delta)
-        delta ^= out
-        delta &= pick
-        out ^= delta
-        delta <<= s
-        out ^= delta
+        np.right_shift(moves, i, out=pick)
+        np.bitwise_and(pick, low_bits, out=pick)
+        np.multiply(pick, _SWAP_MASKS[i] & ((1 << lane) - 1), out=pick)  # the pairs' lower halves, in the lanes that swap
+        np.right_shift(words, s, out=delta)
+        np.bitwise_xor(delta, words, out=delta)
+        np.bitwise_and(delta, pick, out=delta)
+        np.bitwise_xor(words, delta, out=words)
+        np.left_shift(delta, s, out=delta)
+        np.bitwise_xor(words, delta, out=words)
+
+
+def _words(x: torch.Tensor) -> np.ndarray:
+    """A NumPy int64 view of a CPU tensor's memory (no copy: writes go to the tensor)."""
+    return x.numpy()
 
 
 def _lane_mask(lane: int, j: int) -> int:
@@ -80,35 +88,35 @@ def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[i
     """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
     window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
     Local; block by block (:func:`row_blocks`), all words of a row at once."""
-    out = torch.empty(hots.shape, dtype=torch.int64)
+    out = hots.contiguous().clone()
     spread = _lane_moves(tuple(windows), lane, hots.shape[1])
     steps = max(width for _, width in windows)
+    moves = _words(word.reshape(-1))
     for rows in row_blocks(hots.shape[0], hots.shape[1]):
-        out[rows] = hots[rows]
-        _move_lanes(out[rows], spread(word[rows]), lane, steps)
+        _move_lanes(_words(out[rows]), spread(moves[rows]), lane, steps)
     return out
 
 
 @functools.lru_cache(maxsize=64)
 def _lane_moves(windows: tuple[tuple[int, int], ...], lane: int, words: int):
-    """The map from words (n,) to their lane moves (n, words): lane j of column i holds the bits of window
-    i·(64/lane) + j, 0 for absent windows."""
+    """The map from words (n,) to their lane moves (n, words), NumPy arrays: lane j of column i holds the bits
+    of window i·(64/lane) + j, 0 for absent windows."""
     per = 64 // lane
     padded = list(windows) + [(0, 0)] * (words * per - len(windows))
-    lows = torch.tensor([low for low, _ in padded], dtype=torch.int64).reshape(1, words, per)
-    masks = torch.tensor([(1 << width) - 1 for _, width in padded], dtype=torch.int64).reshape(1, words, per)
+    lows = np.array([low for low, _ in padded], dtype=np.int64).reshape(1, words, per)
+    masks = np.array([(1 << width) - 1 for _, width in padded], dtype=np.int64).reshape(1, words, per)
     if per == 1:
         return lambda word: (word.reshape(-1, 1) >> lows[:, :, 0]) & masks[:, :, 0]
     bases = lows[:, :, 0]
     if lane == 16 and all(padded[per * i + j][0] == padded[per * i][0] + 4 * j or padded[per * i + j][1] == 0
                           for i in range(words) for j in range(per)):
-        lane_masks = (masks << (torch.arange(per, dtype=torch.int64) * lane)).sum(2)
+        lane_masks = (masks << (np.arange(per, dtype=np.int64) * lane)).sum(2)
         return lambda word: _nibbles_to_lanes((word.reshape(-1, 1) >> bases) & 0xFFFF, lane_masks)
-    places = torch.arange(per, dtype=torch.int64) * lane
+    places = np.arange(per, dtype=np.int64) * lane
     return lambda word: (((word.reshape(-1, 1, 1) >> lows) & masks) << places).sum(2)  # disjoint: sum = OR
 
 
-def _nibbles_to_lanes(x: torch.Tensor, lane_masks: torch.Tensor) -> torch.Tensor:
+def _nibbles_to_lanes(x: np.ndarray, lane_masks: np.ndarray) -> np.ndarray:
     """In place: the 4-bit groups j = 0..3 of x (x < 2^16) moved to bits 16j..16j+3, then kept where
     ``lane_masks`` (bits within 16j..16j+3) has them."""
     x |= x << 24
@@ -134,19 +142,20 @@ def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
     a few in-place word operations each, block by block (:func:`row_blocks`)."""
     spread = (amounts << _LANE_PLACES).sum(1)  # lane j's amount at bits 16j..16j+3 (disjoint: the sum is their OR)
     out = words.clone()
+    flat, moves_all = _words(out.reshape(-1)), _words(spread)
     for rows in row_blocks(out.shape[0], 1):
-        x, moves = out[rows], spread[rows]
-        chosen, rotated, high = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+        x, moves = flat[rows], moves_all[rows]
+        chosen, rotated, high = np.empty_like(x), np.empty_like(x), np.empty_like(x)
         for i in range(4):
             s = 1 << i
             below = lanes_below(s)
-            torch.bitwise_left_shift(x, s, out=rotated)
+            np.left_shift(x, s, out=rotated)
             rotated &= ~below
-            torch.bitwise_right_shift(x, 16 - s, out=high)
+            np.right_shift(x, 16 - s, out=high)
             high &= below
             rotated |= high
             rotated ^= x
-            torch.bitwise_right_shift(moves, i, out=chosen)
+            np.right_shift(moves, i, out=chosen)
             chosen &= LANE_LOW_BIT
             chosen *= 0xFFFF
             rotated &= chosen

@@ -34,6 +34,7 @@ import contextlib
 import functools
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -68,25 +69,34 @@ def _tops(ctx: MpcContext, words: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     4 bits per value, value k at bits 4k..4k+3, as one word per row — 16 bits per input word; the zero flags
     [v_k = 0], value k at bit k). Local: :data:`TOP_TABLE` applied to every word, block by block. It is a
     parity of lane positions per output bit (top bit t: positions 2^t..2^(t+1)−1; zero: position 0), so each
-    is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down."""
+    is read from a running XOR of neighbouring bits (spans 1, 2, 4, 8) and the bits are packed down. On NumPy
+    views of the words (fewer, cheaper calls than torch's on these block sizes)."""
     from mpcdp.adapter.lanes import row_blocks
 
     words = words.contiguous()
     n, w = words.shape
     tops, zeros = torch.empty(n, dtype=torch.int64), torch.empty(n, dtype=torch.int64)
+    source, top_out, zero_out = words.numpy(), tops.numpy(), zeros.numpy()
     for rows in row_blocks(n, w):
-        nibbles = _top_nibbles(words[rows])  # value j of a word at bits 4j..4j+3
-        flags = binary.gather_bits(words[rows], 16, 4)
-        top, zero = tops[rows], zeros[rows]
-        top.copy_(nibbles[:, 0])
-        zero.copy_(flags[:, 0])
+        x = source[rows]
+        nibbles = _top_nibbles(x)  # value j of a word at bits 4j..4j+3
+        flags = x & _LANE_BITS  # [lane j's position 0] at bit 16j, packed to bits 0..3 below
+        flags |= flags >> 15
+        flags &= 0x0000000300000003
+        flags |= flags >> 30
+        flags &= 0xF
+        top, zero = top_out[rows], zero_out[rows]
+        top[:] = nibbles[:, 0]
+        zero[:] = flags[:, 0]
         for j in range(1, w):  # disjoint bit fields, word j's at 16j and 4j (w <= 4)
-            top |= nibbles[:, j].bitwise_left_shift_(16 * j)
-            zero |= flags[:, j].bitwise_left_shift_(4 * j)
+            nibbles[:, j] <<= 16 * j
+            top |= nibbles[:, j]
+            flags[:, j] <<= 4 * j
+            zero |= flags[:, j]
     return tops, zeros
 
 
-def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
+def _top_nibbles(x: np.ndarray) -> np.ndarray:
     """Per word of x, bits 4j..4j+3: the parities of lane j's positions 1, 2..3, 4..7 and 8..15 (local)."""
     pairs = x >> 1
     pairs ^= x  # bit p: x_p ⊕ x_(p+1)
@@ -94,7 +104,8 @@ def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
     fours ^= pairs  # x_p ⊕ ... ⊕ x_(p+3)
     eights = fours >> 4
     eights ^= fours  # x_p ⊕ ... ⊕ x_(p+7)
-    out = (x >> 1) & _LANE_BITS
+    out = x >> 1
+    out &= _LANE_BITS
     for part, shift, bit in ((pairs, 1, 1), (fours, 2, 2), (eights, 5, 3)):
         part >>= shift
         part &= _LANE_BITS << bit
@@ -102,7 +113,7 @@ def _top_nibbles(x: torch.Tensor) -> torch.Tensor:
     return _pack_nibbles(out)
 
 
-def _pack_nibbles(x: torch.Tensor) -> torch.Tensor:
+def _pack_nibbles(x: np.ndarray) -> np.ndarray:
     """The low 4 bits of each 16-bit lane j of x moved to bits 4j..4j+3 (x's other bits clear)."""
     x |= x >> 12
     x &= 0x000000FF000000FF
@@ -306,10 +317,10 @@ def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gathe
 
 
 @functools.lru_cache(maxsize=16)
-def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[torch.Tensor, torch.Tensor, list]:
+def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[np.ndarray, np.ndarray, list]:
     """For :func:`_move_runs_by_rank`: the rows by descending run count (a stable order), its inverse, and per
     rank r (r-th run of a row) the count c of rows that have one and their (low, width, offset) as (c, 1)
-    columns, in that order."""
+    columns, in that order (NumPy arrays)."""
     order = sorted(range(len(runs)), key=lambda b: -len(runs[b]))
     inverse = [0] * len(order)
     for place, b in enumerate(order):
@@ -319,29 +330,31 @@ def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[torch.T
     for r in range(max(len(block) for block in runs)):
         rows = [b for b in order if len(runs[b]) > r]
 
-        def column(values: list[int]) -> torch.Tensor:
-            return torch.tensor(values, dtype=torch.int64).reshape(-1, 1)
+        def column(values: list[int]) -> np.ndarray:
+            return np.array(values, dtype=np.int64).reshape(-1, 1)
 
         ranks.append((len(rows), column([runs[b][r][0] for b in rows]),
                       column([low_mask(runs[b][r][1]) for b in rows]), column([offsets[b][r] for b in rows])))
-    return torch.tensor(order, dtype=torch.int64), torch.tensor(inverse, dtype=torch.int64), ranks
+    return np.array(order, dtype=np.int64), np.array(inverse, dtype=np.int64), ranks
 
 
 def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
     """:func:`_move_runs` on several rows at once: the rows put in order of descending run count, then for each
     rank r the r-th runs of the rows that have one (a leading slice) moved with per-row shifts and masks, so
     a call costs a few whole-slice operations per rank instead of per run; the rows put back in their order.
-    The same bits move to the same places."""
+    The same bits move to the same places (on NumPy views: per-row shifts cost torch a slow path)."""
     order, inverse, ranks = _rank_layout(tuple(tuple(tuple(run) for run in block) for block in runs))
-    ordered = source.index_select(0, order)
-    out = torch.zeros_like(ordered)
+    ordered = np.take(source.numpy(), order, axis=0)
+    out = np.zeros_like(ordered)
+    moved = np.empty_like(ordered)
     for count, lows, masks, offsets in ranks:
         read, write = (lows, offsets) if gather else (offsets, lows)
-        moved = torch.bitwise_right_shift(ordered[:count], read)
-        moved &= masks
-        moved <<= write
-        out[:count] |= moved
-    return out.index_select(0, inverse)
+        part = moved[:count]
+        np.right_shift(ordered[:count], read, out=part)
+        part &= masks
+        part <<= write
+        out[:count] |= part
+    return torch.from_numpy(np.take(out, inverse, axis=0))
 
 
 def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:

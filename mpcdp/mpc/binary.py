@@ -27,6 +27,7 @@ import functools
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -189,21 +190,26 @@ def select(ctx: MpcContext, onehot: torch.Tensor, table: tuple[int, ...], bits: 
 
     The result is GF(2)-linear in the share word w: select(w) = XOR of table[j] over the set bits j of w, so the
     XOR of the parties' results is table[v] (exactly one position is set in the shared word). It is computed
-    one byte of w at a time from precomputed tables of 256 entries (:func:`_byte_tables`, one flat tensor):
-    one gather per byte of w that the table reaches (8 for 57..64 entries, whatever ``bits`` is; the bits of
-    w beyond the table are ignored, as its missing entries are 0), block by block
-    (:func:`~mpcdp.adapter.lanes.row_blocks`). With fewer than 64 entries it is any GF(2)-linear map of a
-    word's low len(table) bits, w need not be one-hot (the chunk forms' parities use it so).
+    :data:`SELECT_CHUNK` bits of w at a time from precomputed tables of 2^SELECT_CHUNK entries
+    (:func:`_chunk_tables`, one flat array): one gather per chunk of w that the table reaches (6 for 56..64
+    entries, whatever ``bits`` is; the bits of w beyond the table are ignored, as its missing entries are 0),
+    block by block (:func:`~mpcdp.adapter.lanes.row_blocks`). With fewer than 64 entries it is any GF(2)-linear
+    map of a word's low len(table) bits, w need not be one-hot (the chunk forms' parities use it so).
     """
     from mpcdp.adapter.lanes import row_blocks
 
-    flat_tables = _byte_tables(tuple(int(v) for v in table), bits).reshape(-1)
-    words = onehot.reshape(-1)
+    flat_tables, chunks = _chunk_tables(tuple(int(v) for v in table), bits)
+    words = onehot.reshape(-1).contiguous()
     out = torch.empty_like(words)
-    byte_count = max(1, -(-len(table) // 8))
+    words_np, out_np = words.numpy(), out.numpy()
     for rows in row_blocks(words.numel(), 1):
-        _select_block(words[rows], flat_tables, out[rows], byte_count)
+        _select_block(words_np[rows], flat_tables, out_np[rows], chunks)
     return out.reshape(onehot.shape)
+
+
+SELECT_CHUNK = 11
+"""Bits of a one-hot word :func:`select` looks up at once: 2^11 entries per chunk (16 KiB), six chunks for 64
+entries (96 KiB, in the core's cache), against eight gathers from 256-entry tables by bytes."""
 
 
 def select_fields(ctx: MpcContext, onehot: torch.Tensor, tables: list[tuple[tuple[int, ...], int]]) -> list[torch.Tensor]:
@@ -233,31 +239,37 @@ def select_fields(ctx: MpcContext, onehot: torch.Tensor, tables: list[tuple[tupl
     return out
 
 
-def _select_block(words: torch.Tensor, flat_tables: torch.Tensor, out: torch.Tensor, byte_count: int) -> None:
-    """``out`` = the XOR over the low ``byte_count`` bytes b_k of each word of flat_tables[256k + b_k]."""
-    index, entry = torch.empty_like(words), torch.empty_like(words)
-    torch.bitwise_and(words, 0xFF, out=index)
-    torch.index_select(flat_tables, 0, index, out=out)
-    for k in range(1, byte_count):
-        torch.bitwise_right_shift(words, 8 * k, out=index)
-        index &= 0xFF
-        index += 256 * k
-        torch.index_select(flat_tables, 0, index, out=entry)
-        out ^= entry
+def _select_block(words: np.ndarray, flat_tables: np.ndarray, out: np.ndarray, chunks: int) -> None:
+    """``out`` = the XOR over the low ``chunks`` chunks c_k (:data:`SELECT_CHUNK` bits) of each word of
+    flat_tables[2^SELECT_CHUNK·k + c_k] (NumPy views; the indices are in range by construction)."""
+    size = 1 << SELECT_CHUNK
+    index, entry = np.empty_like(words), np.empty_like(words)
+    np.bitwise_and(words, size - 1, out=index)
+    np.take(flat_tables, index, out=out, mode="clip")
+    for k in range(1, chunks):
+        np.right_shift(words, SELECT_CHUNK * k, out=index)
+        np.bitwise_and(index, size - 1, out=index)
+        np.add(index, size * k, out=index)
+        np.take(flat_tables, index, out=entry, mode="clip")
+        np.bitwise_xor(out, entry, out=out)
 
 
 @functools.lru_cache(maxsize=64)
-def _byte_tables(table: tuple[int, ...], bits: int) -> torch.Tensor:
-    """(8, 256): entry [k, b] is the XOR of table[8k + i] (low ``bits`` bits) over the set bits i of the byte b."""
+def _chunk_tables(table: tuple[int, ...], bits: int) -> tuple[np.ndarray, int]:
+    """(flat (chunks·2^SELECT_CHUNK,) array, chunks): entry [k, c] is the XOR of table[SELECT_CHUNK·k + i] (low
+    ``bits`` bits) over the set bits i of c, positions past the table (and past bit 63: an arithmetic shift's
+    sign copies) counting 0; chunks = ⌈len(table)/SELECT_CHUNK⌉ (at least 1). Built by doubling: entries
+    [2^i, 2^(i+1)) of a chunk's table are entries [0, 2^i) XOR its i-th position's entry."""
     if len(table) > 64:
         raise ValueError(f"a one-hot word selects among at most 64 entries. Found {len(table)}.")
-    entries = [_signed(v & ((1 << bits) - 1)) for v in table] + [0] * (64 - len(table))
-    per_bit = torch.tensor(entries, dtype=torch.int64).reshape(8, 1, 8)  # [k, ·, i]: entry 8k + i
-    byte_bits = (torch.arange(256, dtype=torch.int64).reshape(256, 1) >> torch.arange(8)) & 1  # [b, i]
-    terms = per_bit * byte_bits  # [k, b, i]: entry 8k + i where byte b has bit i, else 0
-    for half in (4, 2, 1):  # XOR the 8 terms of each byte together
-        terms = terms[:, :, :half] ^ terms[:, :, half:2 * half]
-    return terms.reshape(8, 256).contiguous()
+    chunks = max(1, -(-len(table) // SELECT_CHUNK))
+    entries = np.zeros(chunks * SELECT_CHUNK, dtype=np.int64)
+    entries[:len(table)] = [_signed(v & ((1 << bits) - 1)) for v in table]
+    positions = entries.reshape(chunks, SELECT_CHUNK)
+    tables = np.zeros((chunks, 1 << SELECT_CHUNK), dtype=np.int64)
+    for i in range(SELECT_CHUNK):
+        np.bitwise_xor(tables[:, :1 << i], positions[:, i:i + 1], out=tables[:, 1 << i:1 << (i + 1)])
+    return tables.reshape(-1), chunks
 
 
 def levels(bits: int) -> int:
@@ -308,13 +320,14 @@ def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
     from mpcdp.adapter.lanes import row_blocks
 
     out = torch.empty(words.shape, dtype=torch.int64)
-    flat_in, flat_out = words.reshape(-1), out.view(-1)
-    for rows in row_blocks(flat_in.numel(), 1):
+    flat_in, flat_out = words.reshape(-1).numpy(), out.view(-1).numpy()
+    for rows in row_blocks(flat_in.size, 1):
         x, s = flat_out[rows], lane // 2
-        x.copy_(flat_in[rows])
-        shifted = torch.empty_like(x)
+        x[:] = flat_in[rows]
+        shifted = np.empty_like(x)
         while s:
-            x ^= torch.bitwise_right_shift(x, s, out=shifted)
+            np.right_shift(x, s, out=shifted)
+            x ^= shifted
             s //= 2
     return out
 
@@ -333,12 +346,13 @@ def gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
         merges.append((block // 2 - group, _signed(kept)))
         group *= 2
     out = torch.empty(words.shape, dtype=torch.int64)
-    flat_in, flat_out = words.reshape(-1), out.view(-1)
-    for rows in row_blocks(flat_in.numel(), 1):
-        x = torch.bitwise_and(flat_in[rows], wanted, out=flat_out[rows])
-        shifted = torch.empty_like(x)
+    flat_in, flat_out = words.reshape(-1).numpy(), out.view(-1).numpy()
+    for rows in row_blocks(flat_in.size, 1):
+        x = np.bitwise_and(flat_in[rows], wanted, out=flat_out[rows])
+        shifted = np.empty_like(x)
         for shift, mask in merges:
-            x |= torch.bitwise_right_shift(x, shift, out=shifted)
+            np.right_shift(x, shift, out=shifted)
+            x |= shifted
             x &= mask
     return out
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -335,9 +336,11 @@ def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits) -> torch.Te
 
 def _convert_bits(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor, out: torch.Tensor,
                   places: torch.Tensor) -> None:
-    """One block of :func:`_bits_from_opened` into ``out`` (which may be ``r_bits`` itself)."""
-    minus_c = ((opened.unsqueeze(1) >> places) & 1).neg_()
-    block = torch.bitwise_xor(r_bits, minus_c, out=out)
+    """One block of :func:`_bits_from_opened` into ``out`` (which may be ``r_bits`` itself), on NumPy views
+    (torch's integer subtraction takes a slow path)."""
+    minus_c = (opened.numpy()[:, None] >> places.numpy()) & 1
+    np.negative(minus_c, out=minus_c)
+    block = np.bitwise_xor(r_bits.numpy(), minus_c, out=out.numpy())
     block -= minus_c
     if ctx.rank == 0:
         block -= minus_c
