@@ -87,14 +87,22 @@ def parity(words: torch.Tensor) -> torch.Tensor:
 def moved_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
     """Every lane of ``hots`` (n, words; window i in word i // (64/lane), lane i % (64/lane)) moved by its
     window's bits of ``word`` (:func:`xor_permute`): one-hots of R's windows become those of (R ⊕ word)'s.
-    Local; block by block (:func:`row_blocks`), all words of a row at once."""
-    out = hots.contiguous().clone()
+    Local; block by block (:func:`row_blocks`), all words of a row at once. ``hots`` is left as it is
+    (:func:`move_one_hots` moves them in place)."""
+    return move_one_hots(hots.contiguous().clone(), word, windows, lane)
+
+
+def move_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[int, int]], lane: int) -> torch.Tensor:
+    """:func:`moved_one_hots` in place, on a contiguous ``hots`` the caller does not need again (dealt material
+    consumed once: no copy of it), which it returns."""
+    if not hots.is_contiguous():
+        raise ValueError("`hots` must be contiguous to be moved in place")
     spread = _lane_moves(tuple(windows), lane, hots.shape[1])
     steps = max(width for _, width in windows)
     moves = _words(word.reshape(-1))
     for rows in row_blocks(hots.shape[0], hots.shape[1]):
-        _move_lanes(_words(out[rows]), spread(moves[rows]), lane, steps)
-    return out
+        _move_lanes(_words(hots[rows]), spread(moves[rows]), lane, steps)
+    return hots
 
 
 @functools.lru_cache(maxsize=64)

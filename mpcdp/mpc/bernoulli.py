@@ -140,7 +140,7 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
         r, hots = torch.zeros_like(r), _zero_one_hots(ctx, hots, windows)
     s = coin.reshape(-1) & low_mask(bits)
-    return public_xor(ctx, r & low_mask(bits), s), adapter.moved_one_hots(hots, s, windows, 16)
+    return public_xor(ctx, r & low_mask(bits), s), adapter.move_one_hots(hots.contiguous(), s, windows, 16)
 
 
 def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, bits: int,

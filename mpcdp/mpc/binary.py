@@ -311,7 +311,7 @@ def rotated_one_hots(ctx: MpcContext, words: torch.Tensor, windows: list[tuple[i
     c = open_packed(ctx, masked, span, label=label)  # the span's bits only
     if low:
         c <<= low
-    return adapter.moved_one_hots(hots, c, windows, lane)
+    return adapter.move_one_hots(hots.contiguous(), c, windows, lane)  # dealt, used once: moved in place
 
 
 def lane_parity(words: torch.Tensor, lane: int) -> torch.Tensor:
