@@ -149,6 +149,21 @@ def rotate_lanes(words: torch.Tensor, amounts: torch.Tensor) -> torch.Tensor:
     of v, it gives a share of the one-hot of (v + a) mod 16. Four conditional rotation steps (by 1, 2, 4, 8) of
     a few in-place word operations each, block by block (:func:`row_blocks`)."""
     spread = (amounts << _LANE_PLACES).sum(1)  # lane j's amount at bits 16j..16j+3 (disjoint: the sum is their OR)
+    return rotate_lanes_by(words, spread)
+
+
+def spread_nibbles(values: torch.Tensor) -> torch.Tensor:
+    """The four 4-bit chunks of each value < 2^16 moved to bits 16j..16j+3 (the ``spread`` of
+    :func:`rotate_lanes_by`): word operations, no shift by a tensor of amounts."""
+    x = values | (values << 24)
+    x &= 0x000000FF000000FF
+    x |= x << 12
+    x &= 0x000F000F000F000F
+    return x
+
+
+def rotate_lanes_by(words: torch.Tensor, spread: torch.Tensor) -> torch.Tensor:
+    """:func:`rotate_lanes` with lane j's amount at bits 16j..16j+3 of ``spread`` (n,)."""
     out = words.clone()
     flat, moves_all = _words(out.reshape(-1)), _words(spread)
     for rows in row_blocks(out.shape[0], 1):

@@ -73,22 +73,33 @@ def _chunk_sums(ctx: MpcContext, hots: torch.Tensor, c: torch.Tensor,
     for every chunk i (its 4 bits at 4i..4i+3, one word per element), of the carry-flip bits of e_i (bits 1..3 of
     e_i ⊕ (e_i + 1), same places), and of the chunks' (generate, propagate) bits (n, 2), bit i of each for
     chunk i: generate = [c_i + r_i >= 16] = [e_i < c_i], propagate = [e_i = 15]. Local."""
-    from mpcdp import adapter
-    from mpcdp.adapter.lanes import chunk_values
+    from mpcdp.adapter.lanes import rotate_lanes_by, spread_nibbles
 
-    digits = chunk_values(c, chunks)
     e, flips = torch.zeros_like(c), torch.zeros_like(c)
     gp = torch.zeros((c.numel(), 2), dtype=torch.int64)
     for k in range(hots.shape[1]):
-        amounts = digits[:, 4 * k:4 * k + 4]
-        moved = adapter.rotate_lanes(hots[:, k], amounts)  # lane j: the one-hot of e_{4k+j}
+        group = (c >> (16 * k)) & low_mask(4 * max(0, min(4, chunks - 4 * k)))  # c's chunks 4k..4k+3, 4 bits each
+        moved = rotate_lanes_by(hots[:, k], spread_nibbles(group))  # lane j: the one-hot of e_{4k+j}
         digit, flip = select_fields(ctx, moved, [(DIGIT_TABLE, 16), (CARRY_TABLE, 16)])
         e |= digit << (16 * k)
         flips |= flip << (16 * k)
-        below_c = (((1 << amounts) - 1) << _LANE_PLACES).sum(1)  # lane j: positions below c's chunk (disjoint)
+        below_c = _below_lanes(group)  # lane j: positions below c's chunk
         gp[:, 0] |= gather_bits(lane_parity(moved & below_c, 16), 16, 4) << (4 * k)
         gp[:, 1] |= gather_bits(moved >> 15, 16, 4) << (4 * k)
     return e, flips, gp
+
+
+def _below_lanes(group: torch.Tensor) -> torch.Tensor:
+    """For 16-bit values (four 4-bit chunks a_j), the word whose 16-bit lane j has its a_j low bits set: two
+    lookups by byte in :func:`_below_table` (a byte's two chunks, lanes 0 and 1 of the result)."""
+    table = _below_table()
+    return table[group & 0xFF] | (table[(group >> 8) & 0xFF] << 32)
+
+
+@functools.lru_cache(maxsize=1)
+def _below_table() -> torch.Tensor:
+    """(256,): entry b = ((1 << (b & 15)) − 1) | (((1 << (b >> 4)) − 1) << 16)."""
+    return torch.tensor([((1 << (b & 15)) - 1) | (((1 << (b >> 4)) - 1) << 16) for b in range(256)], dtype=torch.int64)
 
 
 _LANE_PLACES = torch.arange(4, dtype=torch.int64) * 16
