@@ -5,7 +5,8 @@ What is reused, unchanged: every function of :mod:`mpcdp.mpc.authenticated` (inp
 the batched MAC check with its commitments and view digests), :mod:`mpcdp.mpc.bounded` (the bound checks),
 :mod:`mpcdp.mpc.auth_circuits` and :mod:`mpcdp.noise.auth_gaussian` (the sampler, circuit dg-auth/4),
 :func:`mpcdp.mpc.release.noisy_release` (the release), and the dealer's own formulas for the authenticated
-material (``serve`` and ``from_dealer`` of :mod:`mpcdp.adapter.mac_material` and :mod:`mpcdp.adapter.auth_bits`:
+material (``serve`` and ``from_dealer`` of :mod:`mpcdp.adapter.mac_material`, :mod:`mpcdp.adapter.square_masks` and
+:mod:`mpcdp.adapter.auth_bits`:
 the dealer's and the parties' generators are seeded torch generators here, where the real run keys them from
 the dealer's link).
 
@@ -36,7 +37,7 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter import auth_bits, keyed, mac_material
+from mpcdp.adapter import auth_bits, keyed, mac_material, square_masks
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
 from mpcdp.adapter.material import Material
@@ -333,6 +334,8 @@ def _patched_dealer(sim: SimParties):
         (mac_material, "world_size", lambda: sim.m),
         (mac_material, "_dealer_generator", lambda: _local.ctx.generator),
         (auth_bits, "_dealer_generator", lambda: _local.ctx.generator),
+        (square_masks, "provider", lambda: provider), (square_masks, "rank", lambda: _local.ctx.rank),
+        (square_masks, "world_size", lambda: sim.m), (square_masks, "_dealer_generator", lambda: _local.ctx.generator),
         (Material, "request", classmethod(lambda cls, *args: cls.serve(sim.dealer, *args))),
         # the MAC check's coin committed ahead: modelled as the honest coin too (its opening, mpcdp.mpc.coin's, is
         # not under test here; its commitments still travel in the σ message, where a deviation changes nothing)

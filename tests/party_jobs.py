@@ -1050,7 +1050,7 @@ BOUND_CASES = {  # contributions in grid units, ‖g‖² <= S = 100 (B = 10, L 
     "party 1 just over": [[6, 8, 0, 0], [-10, 0, 1, 0], [0, 0, -6, 8]],
     "party 2 wraps": [[6, 8, 0, 0], [-10, 0, 0, 0], [1 << 32, 0, 0, 0]],  # (2^32)² ≡ 0 mod 2^64
     "party 1 wraps with non-bits": [[6, 8, 0, 0], [1 << 32, 0, 0, 0], [0, 0, -6, 8]],
-    "party 2 flips its ε share": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],  # bit 62 of its first ε word
+    "party 2 flips its check share": [[6, 8, 0, 0], [-10, 0, 0, 0], [0, 0, -6, 8]],  # bit 62 of its first word
 }
 
 
@@ -1072,14 +1072,14 @@ def wrapped_witness(g: torch.Tensor, bound, non_bits: bool) -> torch.Tensor:
 
 @covers_malicious
 def input_bits_job(ctx, n: int):
-    """Under ``security = "malicious"``: every party inputs n bits by :func:`mpcdp.mpc.authenticated.input_bits`
+    """Under ``security = "malicious"``: every party inputs n bits by :func:`mpcdp.mpc.auth_inputs.input_bits`
     (its first value the word 12345, of which only the low bit can be input), and every owner's are opened
     MAC-checked. Returns, per owner, the opened values."""
-    from mpcdp.mpc import authenticated as auth
+    from mpcdp.mpc import auth_inputs, authenticated as auth
 
     bits = torch.tensor([(ctx.rank + i * i) % 3 % 2 for i in range(n)], dtype=torch.int64)
     bits[0] = 12345
-    inputs = auth.input_bits(ctx, bits, label="test bits")
+    inputs = auth_inputs.input_bits(ctx, bits, label="test bits")
     return [auth.reveal_checked(ctx, x, label=f"test bits {owner}", reason="test output").tolist()
             for owner, x in enumerate(inputs)]
 
@@ -1089,7 +1089,7 @@ def bounded_cases(ctx, cases: list[str]):
     """Under ``security = "malicious"``: for each case of :data:`BOUND_CASES`, every party contributes its vector
     to an authenticated sum whose inputs are checked against ‖g‖² <= 100 (:func:`mpcdp.mpc.bounded.bounded_sum`),
     then opens the sum MAC-checked. A refusal (:class:`~mpcdp.mpc.bounded.OutOfBound`, or the MAC failure of a
-    case where party 2 alters its share of the checks' ε) is caught, so the run goes on to the next case.
+    case where party 2 alters its share of the checks' opening) is caught, so the run goes on to the next case.
     Returns, per case, (the opened sum or None, the refusal's line or None, the labels
     opened in that case)."""
     from mpcdp.errors import MacCheckFailed
@@ -1099,7 +1099,7 @@ def bounded_cases(ctx, cases: list[str]):
     original_open = ctx._open
 
     def flipping(vector, *, label: str, **kwargs):
-        if ctx.rank == 2 and label == "party 2 flips its ε share (bound check) (ε)":
+        if ctx.rank == 2 and label == "party 2 flips its check share (bound checks)":
             vector = vector.clone()
             vector.view(-1)[0] ^= 1 << 62
         return original_open(vector, label=label, **kwargs)

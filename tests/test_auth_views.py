@@ -75,12 +75,12 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
 
 
 def test_every_roles_view_of_a_bounded_malicious_release_is_independent_of_the_noise_and_the_inputs(clean):
-    """The bounded releases' statistics join each role's: the dealer's requests (five per release: the input
-    masks, the witness's bit masks, the squares, the checks' and the release's 2^64·r masks), the masks and bit
-    masks it dealt and its request sizes against the inputs' norms; every party receives every other party's
-    masked input and witness bits d (an exchange), sees every contributor's opened ε, check words and check σ;
-    party 0, the star's first member, also receives parties 1 and 2's shares of the ε, check and release
-    openings; the coalition its pooled noise shares, with party 2's release share. All independent at
+    """The bounded releases' statistics join each role's: the dealer's requests (three per release: the input
+    masks with their squares, the witness's bit masks, and the 2^64·r masks of the one opening of the release
+    with its checks), the masks and bit masks it dealt and its request sizes against the inputs' norms; every
+    party receives every other party's masked input and witness bits d (an exchange), sees every contributor's
+    check words and MAC-check σ (no ε: the squares come from dealt masks); party 0, the star's first member,
+    also receives parties 1 and 2's shares of the release opening (its checks included); the coalition its pooled noise shares, with party 2's release share. All independent at
     NULL_ALPHA (the test above); the run's views passed the checks that every release opened Σ x + u, the
     noise shares sum to u, every d received is the sender's witness of its input XOR its bit masks, the
     dealer's bit masks are the owners' and every check opened 0."""
@@ -91,23 +91,22 @@ def test_every_roles_view_of_a_bounded_malicious_release_is_independent_of_the_n
     names = {role["role"]: [s["name"] for s in role["statistics"] if s["name"].startswith("release: ")]
              for role in report["roles"]}
     roles = {role["role"]: role for role in report["roles"]}
-    assert roles["dealer"]["release_requests"] == 50
-    assert roles["dealer"]["release_request_kinds"] == ["mpcdp_AuthBitMasks", "mpcdp_AuthMasks", "mpcdp_AuthRandoms",
-                                                        "mpcdp_AuthSquares"]
+    assert roles["dealer"]["release_requests"] == 30
+    assert roles["dealer"]["release_request_kinds"] == ["mpcdp_AuthBitMasks", "mpcdp_AuthMaskSquares",
+                                                        "mpcdp_AuthRandoms"]
     assert {"release: dealer requests", "release: dealer's mask for party 1 vs its input",
             "release: dealer's bit masks for party 1 vs its witness", "release: dealer's bit masks for party 2 vs its input",
             "release: dealer request sizes vs the inputs' norms"} <= set(names["dealer"])
-    bounded = ["witness bits vs its witness", "witness bits vs its input", "opened ε vs its input",
-               "opened ε vs the noise"]
+    bounded = ["witness bits vs its witness", "witness bits vs its input", "MAC-check σ vs its input"]
     for rank in range(3):
         others = [j for j in range(3) if j != rank]
         assert roles[f"party {rank}"]["release_received_from"] == others
         assert {f"release: party {j}'s {name}" for j in others for name in bounded} | {
-            f"release: the bound checks' opened words for party {j} vs its input" for j in others} | {
-            f"release: party {j}'s bound-check σ vs its input" for j in others} <= set(names[f"party {rank}"])
+            f"release: the bound checks' opened words for party {j} vs its input" for j in others} \
+            <= set(names[f"party {rank}"])
+        assert not any("ε" in name for name in names[f"party {rank}"])
     for j in (1, 2):
-        assert {f"release: party {j}'s share of the ε opening vs its input",
-                f"release: party {j}'s share of the bound checks vs its input",
+        assert {f"release: party {j}'s share of the bound checks vs its input",
                 f"release: party {j}'s release share vs the noise"} <= set(names["party 0"])
     assert not any("share of" in name or "release share" in name for name in names["party 1"] + names["party 2"])
     assert names["parties 0 and 1"] == ["release: pooled noise shares vs the noise",

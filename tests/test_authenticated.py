@@ -18,7 +18,7 @@ from mpcdp.config import MpcConfig
 from mpcdp.errors import ConfigError, PartyFailed
 from mpcdp.jobs.noise import noise_party
 from mpcdp.jobs.train import plan_from
-from mpcdp.mpc.authenticated import sigma_terms
+from mpcdp.mpc.authenticated import sigma_terms, sigma_total
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.release import noisy_release
 from mpcdp.mpc.shared import Shared
@@ -49,6 +49,19 @@ def test_limb_arithmetic_is_exact_in_the_ring(s):
     assert ring.to_ints(ring.shift_up(x)) == [(u << 64) % big for u in a]
     assert ring.total(x) == sum(a) % big
     assert ring.to_ints(ring.sum0(x.reshape(8, -1))) == [sum(a[i::38]) % big for i in range(38)]
+
+
+def test_the_checks_sigma_total_is_the_sum_of_its_terms():
+    """:func:`sigma_total` (what :func:`mac_check` sends: the sums formed first, α_i applied once) is Σ of
+    :func:`sigma_terms` over the opened values, mod 2^128, on random values, MACs, keys and coins, the extremes
+    included."""
+    rng, ring = random.Random(11), Ring(64)
+    for n in (1, 7, 741):
+        opened = _wide(ring, [rng.getrandbits(128) for _ in range(n - 1)] + [2 ** 128 - 1])
+        macs = _wide(ring, [rng.getrandbits(128) for _ in range(n)])
+        chi = _wide(ring, [rng.getrandbits(64) for _ in range(n - 1)] + [2 ** 64 - 1]).lo
+        for alpha in (torch.tensor(-1), torch.tensor(rng.getrandbits(63))):
+            assert sigma_total(ring, alpha, chi, opened, macs) == ring.total(sigma_terms(ring, alpha, chi, opened, macs))
 
 
 def test_a_wide_opening_combines_rows_with_the_low_words_carry():
@@ -248,9 +261,9 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
     unit² over it (check (c) refuses it), party 2 with a coordinate 2^32 whose square wraps to 0 mod 2^64 and the
     slack of the wrapped norm (check (b): the coordinate has no bits), and party 1 with that coordinate and a
     witness of "non-bits" that would satisfy (b) and (c) (only their low bits can be input,
-    :func:`~mpcdp.mpc.authenticated.input_bits`, so (b) refuses it) are each refused on every party with the line
-    naming the contributor, before the sum is opened; party 2 altering its share of the checks' ε gets the MAC
-    line, not a bound refusal. Then the aggregation job's and the release's own paths with every party's vector
+    :func:`~mpcdp.mpc.auth_inputs.input_bits`, so (b) refuses it) are each refused on every party with the line
+    naming the contributor, before the sum is opened; party 2 altering its share of the checks' opening gets the
+    MAC line, not a bound refusal, and no ε is ever opened (the squares come from the dealt masks' squares). Then the aggregation job's and the release's own paths with every party's vector
     at exactly the bound given (in the vector's units)."""
     cases = list(BOUND_CASES)
     results = run_parties(bounded_cases, config_for(3, security="malicious"), args=(cases,))
@@ -263,9 +276,10 @@ def test_bounded_inputs_pass_at_the_bound_and_every_party_refuses_a_contribution
             assert opened is None and case not in labels, (case, labels)  # the sum was never opened
             assert refusal == (f"party {rogue}'s contribution to release {case!r} is outside its clipping bound "
                                f"(security = 'malicious')"), (case, refusal)
-        opened, refusal, labels = outcome["party 2 flips its ε share"]  # a MAC failure stays the MAC line
-        assert opened is None and "party 2 flips its ε share" not in labels
-        assert refusal == ("the MAC check of opening 'party 2 flips its ε share (bound checks)' failed: a party "
+        opened, refusal, labels = outcome["party 2 flips its check share"]  # a MAC failure stays the MAC line
+        assert opened is None and "party 2 flips its check share" not in labels
+        assert not any("(ε)" in label for label in labels)  # the squares come from dealt masks: nothing opened
+        assert refusal == ("the MAC check of opening 'party 2 flips its check share (bound checks)' failed: a party "
                            "deviated from the protocol (a share or an opened value was altered); nothing was "
                            "released (security = 'malicious')"), refusal
 

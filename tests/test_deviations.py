@@ -61,8 +61,9 @@ def test_no_deviation_in_the_sum_the_bound_checks_or_the_release_changes_what_is
         assert seen[kind, "mac"] > 0, seen
     assert seen["equivocate", "same"] > 0 and seen["flip", "substituted"] + seen["offset", "substituted"] > 0, seen
     assert seen["flip", "bound"] + seen["offset", "bound"] > 0, seen
-    assert trials == 75  # the sum: 5 sends (its flags an input of their own), 4 fetches; the bounded release: 8, 6
-    # (its witness bits input with its words, with their own dealt bit masks)
+    assert trials == 53  # the sum: 5 sends (its flags an input of their own), 4 fetches; the bounded release: 4, 4
+    # (its witness bits input with its words, with their own dealt bit masks; the squares from the dealt masks' own
+    # squares, nothing opened for them; the checks opened with the release under its one MAC check)
 
 
 def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_any_stage():
@@ -187,8 +188,9 @@ def test_no_deviation_passes_the_mac_check_more_often_than_the_spdz2k_bound(m):
 @pytest.mark.parametrize("case", ["equivocated bit", "flipped bit", "flipped padding"])
 def test_a_witness_bit_sent_differently_is_caught_before_the_bound_decision_and_padding_bits_are_never_used(case):
     """The bounded release at m = 3 (d = 3, bound 1): party 1 alters one bit d of its packed witness bits
-    (:func:`mpcdp.mpc.authenticated.input_words_and_bits`, the last word after its d + 1 masked words). Sent to
-    party 2 only (a used bit): both honest parties stop on the bound checks' MAC check, at its view comparison (their
+    (:func:`mpcdp.mpc.auth_inputs.input_words_and_bits`, the last word after its d + 1 masked words). Sent to
+    party 2 only (a used bit): both honest parties stop on the release's MAC check (which covers the bound checks
+    opened with it, before the bound is decided), at its view comparison (their
     digests differ; break-checked: with d left out of the digest the MACs catch it, with the other line), never
     on a bound decision the bit could steer. Sent alike to everyone (a used bit): an input substitution of a
     witness bit, so check (b) refuses party 1's contribution, named. A bit above the W used ones of the last word,
@@ -213,5 +215,5 @@ def test_a_witness_bit_sent_differently_is_caught_before_the_bound_decision_and_
     assert found == expected[case], (found, outcomes)
     if case == "equivocated bit":
         for rank in (0, 2):
-            assert "'bounded (bound checks)' failed" in str(outcomes[rank][1]), outcomes[rank][1]
+            assert "'bounded' failed" in str(outcomes[rank][1]), outcomes[rank][1]
             assert "parties received different opened or input values" in str(outcomes[rank][1])

@@ -39,7 +39,7 @@ import torch
 
 from mpcdp.adapter import keyed, metering, objects
 from mpcdp.adapter import dealer_view
-from mpcdp.adapter import auth_bits, mac_material, material
+from mpcdp.adapter import auth_bits, mac_material, material, square_masks
 from mpcdp.adapter.compat import ttp_provider
 from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.randomness import KEY_BYTES, secure_key
@@ -86,7 +86,7 @@ def _message(func_name: str, device: Any, args: tuple, kwargs: dict) -> dict[str
     """A request as it goes on the link, and the reply shape it asks for (checked against the allow-list's limits)."""
     message = {"function": func_name, "device": None if device is None else str(device), "args": list(args),
                "kwargs": dict(kwargs)}
-    expected = objects.reply_shape(message, material.KINDS + mac_material.KINDS + auth_bits.KINDS)
+    expected = objects.reply_shape(message, material.KINDS + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS)
     if math.prod(expected) > MAX_REPLY_ELEMENTS:
         raise ConfigError(f"a dealer request for {func_name!r} of shape {list(expected)} exceeds the "
                           f"{MAX_REPLY_ELEMENTS} elements a reply may have: use smaller batches")

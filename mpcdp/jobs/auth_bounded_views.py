@@ -6,20 +6,22 @@ Under ``security = "malicious"`` a training release has a clipping ``bound`` (:f
 from :func:`mpcdp.learning.backends.mpc_party`): :mod:`mpcdp.mpc.bounded` authenticates every party's contribution
 g (its ``dim`` coordinates and its validation flag) one by one, with its witness β (the L bits of each g_j + B and
 the L_s bits of the slack S − ‖g‖²) input as authenticated bits in the same round
-(:func:`mpcdp.mpc.authenticated.input_words_and_bits`: contributor o sends x_o − r_o and d = β ⊕ r_o to every other
-party, r_o and its bit masks dealt to o alone, :class:`mpcdp.adapter.mac_material.AuthBitMasks`); then m·d
-authenticated squares (ε = g − a opened), the check terms opened (0 for an honest contributor; their upper words
-masked by 2^64·r) and MAC-checked; then the release as :mod:`mpcdp.jobs.auth_release_views` describes. The audit's
+(:func:`mpcdp.mpc.auth_inputs.input_words_and_bits`: contributor o sends x_o − r_o and d = β ⊕ r_o to every other
+party, r_o with its square and its bit masks dealt to o alone, :class:`mpcdp.adapter.square_masks.AuthMaskSquares`
+and :class:`mpcdp.adapter.mac_material.AuthBitMasks`; the squares [[g²]] local, nothing opened for them); then the
+check terms (0 for an honest contributor; their upper words masked by 2^64·r) opened together with the release
+and its flags, as :mod:`mpcdp.jobs.auth_release_views` describes, under its one MAC check. The audit's
 bound is :func:`~mpcdp.jobs.auth_release_views.audit_bound`, the largest norm of its inputs, so every honest input
 passes. Each process records, for every release, beyond the unbounded form's view (its noise share, the release
 opening's shares it receives and σ shares):
 
 * a data party: its own input mask and bit masks r_o, its witness β, every other party's x_j − r_j and bits d
-  (every party receives them: an exchange, not a sum), the opened ε of every contributor and the opened check
-  words (both words), the shares of those two openings it receives (party 0, the star's first member: every
-  other party's) and the check's σ shares;
-* the dealer: every request (name and size: the bit masks, the squares and the check's 2^64·r masks included) and
-  the bit masks r_o it deals (:class:`~mpcdp.adapter.mac_material.AuthBitMasks` notes them while serving).
+  (every party receives them: an exchange, not a sum), the opened check words (both words, in the release's
+  opening), the shares of that opening it receives (party 0, the star's first member: every other party's) and
+  the check's σ shares (the release's);
+* the dealer: every request (name and size: the masks with their squares, the bit masks and the opening's 2^64·r
+  masks, checks included) and the bit masks r_o it deals (:class:`~mpcdp.adapter.mac_material.AuthBitMasks`
+  notes them while serving).
 
 The statistics, each ``release: …`` and each the correlation summed over the coordinates (bits read as ±1, a bit
 vector of a coordinate as its offset integer, centred; words as w / 2^63), two-sided, by the permutation test of
@@ -27,17 +29,17 @@ vector of a coordinate as its offset integer, centred; words as w / 2^63), two-s
 :data:`mpcdp.jobs.release_views.POWER_CORRELATION` per coordinate:
 
 ``party J's witness bits vs its witness`` / ``vs its input``: the d received from J against β_J and x_J;
-``party J's opened ε vs its input`` / ``vs the noise``; ``the bound checks' opened words for party J vs its
-    input`` (the upper words: the low ones are 0, which the tie checks below require);
-``party J's share of the ε opening vs its input`` / ``of the bound checks vs its input`` (received shares, low word);
-``party J's bound-check σ vs its input``: σ_J against Σ_c x_J,c;
+``the bound checks' opened words for party J vs its input`` (the upper words: the low ones are 0, which the tie
+    checks below require);
+``party J's share of the bound checks vs its input`` (received shares, low word);
+``party J's MAC-check σ vs its input``: σ_J (the release's check, which covers the bound checks) against Σ_c x_J,c;
 ``dealer's bit masks for party J vs its witness`` / ``vs its input`` (the dealer); ``dealer request sizes vs the
     inputs' norms``: its requests' total size against Σ_J ‖x_J‖².
 
 Ties to the run (:func:`check_bounded`): every d a party received from J, XORed with J's r_J, is J's witness of its
 input (under the planted leak, d is β itself); the dealer's bit masks are the owners'; every opened check's low word
 is 0. ``plant`` ``"witness"`` (:data:`~mpcdp.jobs.auth_release_views.WITNESS`): party 1 sends β without r_1 and
-every party sets [[β_1]] = d (:func:`mpcdp.mpc.authenticated.planted_unmasked_bits`; the checks still pass), so
+every party sets [[β_1]] = d (:func:`mpcdp.mpc.auth_inputs.planted_unmasked_bits`; the checks still pass), so
 parties 0 and 2 receive its witness, which gives its input away. Cost per release: the bounded release's
 (:mod:`mpcdp.mpc.bounded`) instead of :func:`~mpcdp.mpc.authenticated.input_sum`'s inputs.
 """
@@ -56,8 +58,6 @@ from mpcdp.mpc.context import MpcContext
 
 RELEASE_LABEL = "view-audit release"  # :data:`mpcdp.jobs.auth_release_views.RELEASE_LABEL`
 INPUTS = f"{RELEASE_LABEL} (bounded inputs)"
-EPSILON = f"{RELEASE_LABEL} (bound check) (ε)"
-CHECKS = f"{RELEASE_LABEL} (bound checks)"
 
 
 # -- the parties' side ---------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def bounded_view(ctx: MpcContext, first_opening: int, first_draw: int, x: np.nda
     others = [j for j in range(m) if j != ctx.rank]
     sent = opened[f"{INPUTS} (masked inputs)"]  # one row per other party: its n masked words, then its bits d
     rows = _received(draws, RELEASE_LABEL)
-    sigmas, check_sigmas = opened[f"{RELEASE_LABEL}: MAC-check σ"], opened[f"{CHECKS}: MAC-check σ"]
+    sigmas = opened[f"{RELEASE_LABEL}: MAC-check σ"]
     return {"mask": draws[f"own input mask: {INPUTS}"].numpy()[:dim].copy(),
             "bit_mask": draws[f"own bit masks: {INPUTS}"].numpy().astype(np.int64),
             "beta": witness(torch.from_numpy(x), unit).numpy(),
@@ -89,10 +89,8 @@ def bounded_view(ctx: MpcContext, first_opening: int, first_draw: int, x: np.nda
             "witness": {j: _bits(sent[i][dim + 1:], unit.witness_words) for i, j in enumerate(others)},
             "rows": {j: (offset, share[:dim - offset]) for j, (offset, share) in rows.items() if offset < dim},
             "sigma": {j: int(sigmas[i][0]) for i, j in enumerate(others)},
-            "eps": opened[EPSILON][:, 0].numpy().reshape(m, dim).copy(),
-            "checks": opened[CHECKS].numpy().reshape(m, dim + 1, 2).copy(),
-            "eps_rows": _received(draws, EPSILON), "check_rows": _received(draws, CHECKS),
-            "check_sigma": {j: int(check_sigmas[i][0]) for i, j in enumerate(others)},
+            "checks": opened[RELEASE_LABEL].numpy()[dim + m:].reshape(m, dim + 1, 2).copy(),
+            "check_rows": _received(draws, RELEASE_LABEL), "checks_at": dim + m,
             "coordinate_bits": unit.coordinate_bits}
 
 
@@ -112,11 +110,11 @@ def _inputs(by_rank: list[list[dict]], j: int) -> np.ndarray:
     return np.stack([v["x"] for v in by_rank[j]]).astype(float)
 
 
-def _block(received: tuple[int, np.ndarray], j: int, dim: int, stride: int) -> np.ndarray | None:
+def _block(received: tuple[int, np.ndarray], j: int, dim: int, stride: int, base: int) -> np.ndarray | None:
     """The low words of contributor ``j``'s ``dim`` coordinates in a received share of an opening laid out
-    contributor by contributor ``stride`` apart; None where this share does not hold them whole."""
+    contributor by contributor ``stride`` apart from row ``base``; None where this share does not hold them whole."""
     offset, share = received
-    start = j * stride - offset
+    start = base + j * stride - offset
     return share[start:start + dim, 0] if start >= 0 and start + dim <= share.shape[0] else None
 
 
@@ -124,26 +122,22 @@ def party_tests(views: list[dict], noise: np.ndarray, by_rank: list[list[dict]],
                 sigma: float) -> list[tuple[str, np.ndarray, int]]:
     """(name, score matrix, coordinates) of the bounded release's statistics of one data party (module docstring)."""
     dim, width = noise.shape[1], views[0]["coordinate_bits"]
-    scaled, tests = noise / sigma, []
+    tests: list[tuple[str, np.ndarray, int]] = []
     for j in sorted(views[0]["witness"]):
         d = np.stack([v["witness"][j] for v in views])
         beta, x = np.stack([v["beta"] for v in by_rank[j]]), _inputs(by_rank, j)
-        eps = signed(np.stack([v["eps"][j] for v in views]))
         tests += [(f"release: party {j}'s witness bits vs its witness", _signs(d) @ _signs(beta).T, d.shape[1]),
                   (f"release: party {j}'s witness bits vs its input", _offsets(d, dim, width) @ x.T, dim),
-                  (f"release: party {j}'s opened ε vs its input", eps @ x.T, dim),
-                  (f"release: party {j}'s opened ε vs the noise", eps @ scaled.T, dim),
                   (f"release: the bound checks' opened words for party {j} vs its input",
                    signed(np.stack([v["checks"][j, :dim, 1] for v in views])) @ x.T, dim),
-                  (f"release: party {j}'s bound-check σ vs its input",
-                   np.outer(signed(np.array([v["check_sigma"][j] for v in views])), x.sum(1) / math.sqrt(dim)), 1)]
-    for key, name, stride in (("eps_rows", "the ε opening", dim), ("check_rows", "the bound checks", dim + 1)):
-        for j in sorted(views[0][key]):
-            found = [_block(v[key][j], j, dim, stride) for v in views]
-            blocks = [b for b in found if b is not None]
-            if len(blocks) == len(found):
-                tests.append((f"release: party {j}'s share of {name} vs its input",
-                              signed(np.stack(blocks)) @ _inputs(by_rank, j).T, dim))
+                  (f"release: party {j}'s MAC-check σ vs its input",
+                   np.outer(signed(np.array([v["sigma"][j] for v in views])), x.sum(1) / math.sqrt(dim)), 1)]
+    for j in sorted(views[0]["check_rows"]):
+        found = [_block(v["check_rows"][j], j, dim, dim + 1, v["checks_at"]) for v in views]
+        blocks = [b for b in found if b is not None]
+        if len(blocks) == len(found):
+            tests.append((f"release: party {j}'s share of the bound checks vs its input",
+                          signed(np.stack(blocks)) @ _inputs(by_rank, j).T, dim))
     return tests
 
 

@@ -70,7 +70,7 @@ RELEASE_LABEL = "view-audit release"
 DEFAULT_RELEASES, DEFAULT_DIM = 20, 8
 WITNESS = "witness"
 """``plant`` for the bounded release: party :data:`PLANTED_PARTY` sends its witness bits β without its dealt bit
-masks (:func:`mpcdp.mpc.authenticated.planted_unmasked_bits`)."""
+masks (:func:`mpcdp.mpc.auth_inputs.planted_unmasked_bits`)."""
 
 
 def audit_bound(sigma_units: float, dim: int) -> float:
@@ -80,12 +80,12 @@ def audit_bound(sigma_units: float, dim: int) -> float:
 
 
 def _planted(plant: str | None):
-    from mpcdp.mpc import authenticated
+    from mpcdp.mpc import auth_inputs, authenticated
 
     if plant == PLANT:
         return authenticated.planted_unmasked_input(PLANTED_PARTY)
     if plant == WITNESS:
-        return authenticated.planted_unmasked_bits(PLANTED_PARTY)
+        return auth_inputs.planted_unmasked_bits(PLANTED_PARTY)
     return contextlib.nullcontext()
 
 

@@ -4,7 +4,7 @@
 
 Security model: :mod:`mpcdp.mpc.bounded`'s. A deviating party may still choose its own term, but only among the
 terms an honest party could have sent: a vector on the release grid whose norm is at most the bound below, or
-every honest party stops before release t is opened, naming it ("party J's contribution to release 'v_p[t]' is
+every honest party stops before release t is used or output, naming it ("party J's contribution to release 'v_p[t]' is
 outside its clipping bound (security = 'malicious')"). The noise is not its to choose (the authenticated
 sampler's), so this is robustness against poisoning; privacy does not rest on it.
 
@@ -38,8 +38,8 @@ exceeds √d/2 + 1 units (the quick start: about 5·10⁵ units against 7).
 
 Cost: :mod:`mpcdp.mpc.bounded`'s per release, with d the model dimension and L the bit length of twice the bound
 in grid units (the quick start: d = 123, L = 27: per contributor 123·27 coordinate bits and the slack's L_s bits
-input as bits, and 3·123 authenticated squares per release at m = 3; the bits' own squares, about 10⁴ per release,
-are gone);
+input as bits, and the 3·123 squares per release at m = 3 from the dealt masks' squares, nothing opened for them;
+the checks opened with the release under its one MAC check: 6 rounds per release);
 measured in ``benchmarks/results/quickstart-malicious.md``. The check needs d·2^(2L) < 2^63 (a larger model or
 bound is refused in one line before the noise is sampled).
 """

@@ -20,7 +20,7 @@ local; adding a public c: party 0 adds c to its value share and every party adds
   A deviating o may send any d_o: that is its input (input substitution, as in any MPC). Each contribution is
   then authenticated on its own, as a check on each party's input (its clipping bound, :mod:`mpcdp.mpc.bounded`)
   needs.
-* Bits (:func:`input_bits`, the witness of :mod:`mpcdp.mpc.bounded`): the dealer deals o an authenticated
+* Bits (:func:`mpcdp.mpc.auth_inputs.input_bits`, the witness of :mod:`mpcdp.mpc.bounded`): the dealer deals o an authenticated
   [[r_o]] whose r_o is a bit only o knows among the parties (and the dealer, which never sees d); o sends the
   bit d = β ⊕ r_o (packed 64 to a word) and all set [[β]] = d + (1 − 2d)·[[r_o]], a bit by construction
   whatever o sends.
@@ -66,7 +66,7 @@ against that bound.
 
 Cost per party, m parties, n elements, with F = 2(m−1)/m·8n the semi-honest opening's floor: a sum's inputs, one
 opening of n words (F; 1 round for 2 parties, 2 for more; individual inputs, :func:`input_vectors`, (m−1)·8n in one
-round; bits, :func:`input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check,
+round; bits, :func:`~mpcdp.mpc.auth_inputs.input_bits`, (m−1)·8⌈n/64⌉); the opening, one of 2n words (2F: both limbs); the check,
 independent of n: the coin's opening (64 bytes to each other party; its 32-byte commitment rides in the previous
 check's σ message, or, in a run's first check, takes a round of its own), commitment and view digest (64 bytes), σ,
 its nonce and the next coin's commitment (80 bytes): three rounds (four for the first check). The star plan
@@ -86,7 +86,7 @@ import weakref
 import torch
 
 from mpcdp.adapter.limbs import Ring, Wide
-from mpcdp.adapter.mac_material import RING, AuthBitMasks, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
+from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthSquares, AuthTriples, MacKey
 from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc import coin
 from mpcdp.mpc.context import MpcContext
@@ -97,7 +97,6 @@ S_BITS = 64
 
 _DOMAIN = b"mpcdp/mac-check/1"
 _UNMASKED_INPUTS: set[int] = set()  # the view audit's planted leaks in force in this process (never in a run)
-_UNMASKED_BITS: set[int] = set()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,50 +227,6 @@ def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, lab
     return out
 
 
-def input_bits(ctx: MpcContext, bits: torch.Tensor, *, label: str) -> list[AuthShared]:
-    """Every party inputs its own 0/1 vector ``bits`` (same length everywhere), each party's as authenticated values
-    that are bits by construction, in rank order: with a dealt [[r_o]] whose r_o is a bit only o (and the dealer) knows
-    (:class:`~mpcdp.adapter.mac_material.AuthBitMasks`), o sends d = β ⊕ r_o packed 64 to a word (uniform: r_o is),
-    and all set [[β]] = d + (1 − 2d)·[[r_o]]. d is a bit as sent and r_o one as dealt, so [[β]] is a bit whatever
-    o sends (an input substitution at most); a sender that sends different parties different d fails the view
-    comparison of the next check. One round: (m−1)·8·⌈n/64⌉ bytes per party."""
-    return input_words_and_bits(ctx, torch.zeros(0, dtype=torch.int64), bits, precision=0, label=label)[1]
-
-
-def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Tensor, *, precision: int,
-                         label: str) -> tuple[list[AuthShared], list[AuthShared]]:
-    """:func:`input_vectors`' words ``encoded`` and :func:`input_bits`' bits ``bits`` of every party, in ONE round
-    (each party's masked words, then its masked bits packed, in one message): (the words, the bits), each a list in
-    rank order. (m−1)·8·(n + ⌈b/64⌉) bytes per party."""
-    state = _session(ctx)
-    flat, bit_flat = encoded.reshape(-1).to(torch.int64), bits.reshape(-1).to(torch.int64) & 1
-    n, b = flat.numel(), bit_flat.numel()
-    own, masks = AuthMasks.fetch(n) if n else (None, [])
-    own_bits, bit_masks = AuthBitMasks.fetch(b)
-    if own is not None:
-        ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o and its bits, for the view audit (a no-op in a run)
-    ctx.note_draw(f"own bit masks: {label}", own_bits)
-    padded = torch.zeros(-(-b // 64) * 64, dtype=torch.int64)
-    padded[:b] = bit_flat if ctx.rank in _UNMASKED_BITS else (bit_flat ^ own_bits) & 1
-    mine = [flat - own.lo] if own is not None else []
-    sent = ctx.members_exchange(torch.cat(mine + [(padded.reshape(-1, 64) << torch.arange(64)).sum(1)]),
-                                label=f"{label} (masked inputs)", kind="masked",
-                                reason="words minus dealt masks and bits XOR dealt mask bits, only the input's owner "
-                                       "knows each mask: uniform")
-    for owner in range(ctx.parties):
-        state.note_public(f"input {owner}", sent[owner])
-    received = torch.stack([sent[owner] for owner in range(ctx.parties)])  # every owner's row at once
-    words: list[AuthShared] = []
-    if n:
-        value, mac = add_public(RING, state.alpha, ctx.rank, *_stacked(masks), received[:, :n])
-        words = [AuthShared(value[o], mac[o], precision) for o in range(ctx.parties)]
-    d = ((received[:, n:].reshape(ctx.parties, -1, 1) >> torch.arange(64)) & 1).reshape(ctx.parties, -1)[:, :b]
-    scale = 1 - 2 * d
-    scale[sorted(_UNMASKED_BITS)] = 0  # planted: [[β]] = d, public
-    values = add_constant(ctx, AuthShared(*_stacked(bit_masks), 0).mul_public(scale), d)
-    return words, [values[o] for o in range(ctx.parties)]
-
-
 def _stacked(pairs: list[tuple[Wide, Wide]]) -> tuple[Wide, Wide]:
     """Every owner's (value, MAC) shares of one length as the rows of two matrices."""
     return Wide.stack([v for v, _ in pairs]), Wide.stack([m for _, m in pairs])
@@ -364,6 +319,13 @@ def sigma_terms(ring: Ring, alpha: torch.Tensor, chi: torch.Tensor, opened: Wide
     return ring.sub(ring.scale(chi, macs), ring.scale(alpha, ring.scale(chi, opened)))
 
 
+def sigma_total(ring: Ring, alpha: torch.Tensor, chi: torch.Tensor, opened: Wide, macs: Wide) -> int:
+    """Σ_j of :func:`sigma_terms`, this party's σ_i in [0, 2^(k+s)): Σ_j χ_j·m_j − α_i·Σ_j χ_j·y_j, both sums formed
+    first (one scaling of the values and MACs together) and α_i applied once, to the sum."""
+    scaled = ring.scale(chi, Wide(torch.stack([macs.lo, opened.lo]), torch.stack([macs.hi, opened.hi])))
+    return (ring.total(scaled[0]) - (int(alpha) % (1 << 64)) * ring.total(scaled[1])) % ring.modulus
+
+
 def _commitment(label: str, rank: int, sigma_words: torch.Tensor, nonce: bytes) -> torch.Tensor:
     digest = hashlib.sha256(_DOMAIN + b"/commitment")
     for item in (label.encode(), rank.to_bytes(4, "big"), sigma_words.numpy().astype("<i8").tobytes(), nonce):
@@ -394,7 +356,7 @@ def mac_check(ctx: MpcContext, *, label: str) -> None:
     state.pending.clear()
     digest, state.view = _words(state.view.digest()), hashlib.sha256(_DOMAIN)
     chi = _check_coin(ctx, state, label).words(opened.lo.numel())
-    mine = RING.from_int(RING.total(sigma_terms(RING, state.alpha, chi, opened, macs)))
+    mine = RING.from_int(sigma_total(RING, state.alpha, chi, opened, macs))
     mine_words, nonce = torch.stack([mine.lo, mine.hi]), secure_key()
     bound = ctx.members_exchange(torch.cat([_commitment(label, ctx.rank, mine_words, nonce), digest]),
                                  label=f"{label}: MAC-check commitments", kind="public",
@@ -472,21 +434,6 @@ def planted_unmasked_input(party: int):
         yield
     finally:
         _UNMASKED_INPUTS.discard(party)
-
-
-@contextlib.contextmanager
-def planted_unmasked_bits(party: int):
-    """Within the block, in this process, :func:`input_words_and_bits` leaves out ``party``'s dealt bit masks:
-    that party sends its bits β themselves as d and every party sets [[β]] = d, a public constant (so the bits,
-    the checks on them and their MACs are unchanged). **A planted leak**: every other party then receives that
-    party's witness bits, which give its contribution away. Only the view audit (``mpcdp audit views --security
-    malicious --plant-leak witness``, :mod:`mpcdp.jobs.auth_release_views`) uses it, on every party at once;
-    a run never does."""
-    _UNMASKED_BITS.add(party)
-    try:
-        yield
-    finally:
-        _UNMASKED_BITS.discard(party)
 
 
 def mac_key_share(ctx: MpcContext) -> torch.Tensor:

@@ -5,13 +5,16 @@ Security model (:mod:`mpcdp.mpc.authenticated`'s): any set of data parties may d
 honest and colludes with nobody. Without this check a deviating party may input any ring value (an input
 substitution); with it, whatever it inputs is an integer vector g (in grid units, the sum's fixed-point grid)
 with ‖g‖² ≤ S, the bound in grid units², or every honest party stops with one line naming it —
-"party J's contribution to release 'R' is outside its clipping bound (security = 'malicious')" — before any value
-of the release is opened, and no value of the contribution is printed. A MAC failure stays the MAC line.
+"party J's contribution to release 'R' is outside its clipping bound (security = 'malicious')" — before the sum
+is opened (:func:`bounded_sum`) or, in a noisy release, before the release it is opened with is used or output
+(:func:`mpcdp.mpc.release.noisy_release`), and no value of the contribution is printed. A MAC failure stays the
+MAC line.
 
-The check. Every party o inputs, authenticated one by one (:func:`~mpcdp.mpc.authenticated.input_vectors`), its
-contribution g (d checked coordinates, plus any unchecked ones such as a release's validation flag), and as
-authenticated bits (:func:`~mpcdp.mpc.authenticated.input_bits`, in the same round:
-:func:`~mpcdp.mpc.authenticated.input_words_and_bits`) a witness: the L bits of every offset coordinate
+The check. Every party o inputs, authenticated one by one with their squares (masks dealt with their squares:
+[[g_j²]] = [[r²]] + 2d·[[r]] + d², :mod:`mpcdp.mpc.auth_inputs`), its contribution g (d checked coordinates, plus
+any unchecked ones such as a release's validation flag), and as authenticated bits
+(:func:`~mpcdp.mpc.auth_inputs.input_bits`, in the same round: :func:`~mpcdp.mpc.auth_inputs.input_words_and_bits`)
+a witness: the L bits of every offset coordinate
 u_j = g_j + B (B = ⌊√S⌋, L = bit length of 2B) and the L_s bits of the slack v = S − ‖g‖² (L_s = bit length of S).
 Every party then checks, for every contributor:
 
@@ -19,12 +22,16 @@ Every party then checks, for every contributor:
       authenticated bit r only o knows (before, each witness was an input word and (a) one authenticated
       square per bit: m·d·L squares per release, about 10^4 in the quick start, now none);
   (b) Σ_i 2^i·β_{j,i} − B − g_j ≡ 0 for every coordinate j;
-  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (d squares, :func:`~.authenticated.square`);
+  (c) S − Σ_j g_j² − Σ_i 2^i·σ_i ≡ 0 (the d squares of the inputs; nothing opened for them);
 
 all mod 2^64, by opening the left-hand sides of (b) and (c) (with the 2^64·r mask of
 :func:`~.authenticated.open_values`, so only their low 64 bits) through the checked opening and one batched MAC
 check, and requiring every one to be 0. An honest contributor's are all 0, so opening them reveals nothing; only
-then is the sum opened.
+then is the sum opened (:func:`bounded_inputs`), or the checks are opened together with a noisy release and
+decided after its one MAC check (:func:`bound_terms`, :func:`refuse_outside`). No value opened before the MAC
+check depends on an unchecked opening: with dealt square pairs instead (ε = g − a opened, the squares formed
+from it), an error δ a deviating party added to its share of ε made the square (g + δ)², and the opened check (c)
+of an honest contributor showed 2δ·g_j + δ² — one of its coordinates — before the MAC check caught the error.
 
 Soundness (every wrap-around excluded). β ∈ {0, 1} in Z_2^64: d is a bit as sent (it travels as one bit of a
 packed word) and r one as the honest dealer dealt it, so d + (1 − 2d)·r is r or 1 − r; a wrong share of r or of
@@ -34,7 +41,7 @@ u_j ∈ [0, 2^L), so g_j's signed representative is that integer, |g_j| ≤ M = 
 is large mod 2^64 (e.g. 2^32, whose square wraps to 0) has no such bits. Then the integer ‖g‖² ≤ d·M² <
 2^63 (the bound refuses larger d·2^(2L)), so the products of (c) compute it without wrapping, and with slack bits
 v ∈ [0, 2^L_s), L_s ≤ 62, (c) says ‖g‖² ≡ S − v (mod 2^64) with both sides in (−2^63, 2^63): ‖g‖² = S − v ≤ S.
-A deviation elsewhere — a wrong share, ε, δ, an altered opening of the checks or a zero opened where it is not
+A deviation elsewhere — a wrong share, an altered opening of the checks or a zero opened where it is not
 — is a MAC failure with probability ≥ 1 − 2^-57.9 (:mod:`~.authenticated`), and a party that inputs different
 words to different parties fails the view comparison of the same check. What is checked is what is summed:
 the sum is Σ_o [[g_o]] of the same authenticated inputs. Not checked: the coordinates after the first d (a
@@ -44,12 +51,14 @@ party stop).
 
 Cost per party, m parties, n = d (+ unchecked) elements, W = d·L + L_s witness bits per contributor:
 inputs (m − 1)·8·(n + ⌈W/64⌉) bytes in one round (the witness bits packed; instead of the sum's one opening of
-n); m·d squares (an opening of that many elements of Z_2^128); one opening of
-the m(d + 1) checks (128-bit, masked); one more MAC check (three rounds: its coin was committed ahead, in the
-previous check's σ message; four in a run's first check); the sum is local. From the dealer to party 0: 32·m bytes
-per input word and per witness bit, 64 per square, 32 per opened check. Rounds: 1 + 2 + 2 + 3 before the sum's own
-opening and check (3: its check's; a bounded release 13 in all with m ≥ 3, 15 before the coins were committed
-ahead). Local work: every contributor's inputs and checks as rows of one matrix. Measured: ``benchmarks/results/malicious-sum.md``.
+n); the squares local; one opening of the m(d + 1) checks (128-bit, masked); one more MAC check (three rounds: its
+coin was committed ahead, in the previous check's σ message; four in a run's first check); the sum is local. From
+the dealer to party 0: 64·m bytes per input word (its mask and the mask's square), 32·m per witness bit, 32 per
+opened check. Rounds: 1 + 2 + 3 before the sum's own opening and check (:func:`bounded_sum`); a noisy release
+opens the checks with the release under its one check: 1 + 2 + 3 = 6 rounds in all with m ≥ 3 (13 with an opened
+ε and a check of its own before). Local work: every contributor's inputs and checks as rows of one matrix, the
+witness bits' powers of 2 folded into their scale. Measured (before these changes):
+``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ import torch
 from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.adapter.limbs import Wide
 from mpcdp.mpc import authenticated as auth
+from mpcdp.mpc.auth_inputs import BitInputs, input_words_and_bits
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.validation import check_number
@@ -149,32 +159,54 @@ def witness(g: torch.Tensor, bound: UnitBound) -> torch.Tensor:
                       _bits(torch.tensor([slack], dtype=torch.int64), bound.slack_bits)])
 
 
-_cat = auth.concat
-
-
 def _as_integers(x: AuthShared) -> AuthShared:
     return AuthShared(x.value, x.mac, 0)
 
 
-def check_terms(ctx: MpcContext, contributions: list[AuthShared], witnesses: list[AuthShared],
-                bound: UnitBound, *, label: str) -> AuthShared:
+def check_terms(ctx: MpcContext, contributions: list[AuthShared], squares: list[AuthShared],
+                witnesses: BitInputs, bound: UnitBound) -> AuthShared:
     """The left-hand sides of checks (b) and (c) for every contributor (module docstring; (a) holds by
-    construction, the witnesses being bits, :func:`~mpcdp.mpc.authenticated.input_bits`), in one flat
+    construction, the witnesses being bits, :func:`~mpcdp.mpc.auth_inputs.input_bits`), in one flat
     authenticated vector, contributor by contributor: (b) its d coordinate differences, (c) its slack difference.
-    m·d authenticated squares (the coordinates'). Every contributor's terms at once, as rows of one matrix."""
-    d, width, m = bound.dim, bound.coordinate_bits, len(contributions)
-    bits = _rows([_as_integers(w) for w in witnesses])  # (m, d·L + L_s)
+    ``squares``: every contributor's [[g_j²]], from its dealt mask's square (no opening). Every contributor's
+    terms at once, as rows of one matrix; the witness bits are never formed one by one: their powers of 2 are
+    folded into the bits' scale (:func:`weighted_bits`). Local."""
+    d, m = bound.dim, len(contributions)
     checked = _rows([_as_integers(g[:d]) for g in contributions])  # (m, d)
-    squares = auth.square(ctx, _cat([checked]), label=f"{label} (bound check)")
-    powers = torch.tensor([1 << i for i in range(width)], dtype=torch.int64)
-    slack_powers = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
-    coordinate_bits = _reshape(bits[:, : d * width], (m, d, width))
-    offsets = coordinate_bits.mul_public(powers.expand(m, d, width)).sum_last()  # (m, d)
-    differences = auth.add_constant(ctx, offsets - checked, torch.tensor(-bound.offset))
-    norm = _reshape(squares, (m, d)).sum_last()  # (m,)
-    slack = bits[:, d * width:].mul_public(slack_powers.expand(m, bound.slack_bits)).sum_last()
-    rest = auth.add_constant(ctx, _neg(norm + slack), torch.tensor(bound.squared))
+    offsets, slack = weighted_bits(witnesses, bound)  # (m, d), (m,): Σ_i 2^i·β_i, secret part and public part
+    differences = auth.add_constant(ctx, offsets[0] - checked, offsets[1] - bound.offset)
+    norm = _rows([_as_integers(q[:d]) for q in squares]).sum_last()  # (m,)
+    rest = auth.add_constant(ctx, _neg(norm + slack[0]), _word_tensor(bound.squared) - slack[1])
     return _columns(differences, _reshape(rest, (m, 1)))
+
+
+def _word_tensor(value: int) -> torch.Tensor:
+    return torch.tensor(_word(value), dtype=torch.int64)
+
+
+def _powers(bound: UnitBound) -> torch.Tensor:
+    """The weight 2^i of every witness bit (module docstring), as int64 words: each coordinate's L, then the
+    slack's L_s (up to 2^61, read mod 2^64)."""
+    coordinate = torch.tensor([1 << i for i in range(bound.coordinate_bits)], dtype=torch.int64).repeat(bound.dim)
+    slack = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
+    return torch.cat([coordinate, slack])
+
+
+def weighted_bits(bits: BitInputs, bound: UnitBound) -> tuple[tuple[AuthShared, torch.Tensor],
+                                                                   tuple[AuthShared, torch.Tensor]]:
+    """Every contributor's Σ_i 2^i·β_{j,i} for each coordinate j ((m, d)) and Σ_i 2^i·σ_i for its slack ((m,)),
+    each as (its secret part, its public part): with [[β]] = d + (1 − 2d)·[[r]] (:class:`~.auth_inputs.BitInputs`),
+    Σ_i 2^i·β_i = Σ_i 2^i·d_i + [[Σ_i 2^i(1 − 2d_i)·r_i]]: one scaling of the dealt masks by the folded weights
+    2^i(1 − 2d_i) (mod 2^64), one sum per coordinate, the public part in int64; local. The sum's low 64 bits are
+    those of forming every [[β_i]] and weighting it (only they are checked)."""
+    d, width, m = bound.dim, bound.coordinate_bits, bits.d.shape[0]
+    powers = _powers(bound)
+    secret = bits.masks.mul_public(bits.scale * powers)  # (m, W)
+    public = bits.d * powers  # int64 words: mod 2^64, as the values
+    coordinates = _reshape(secret[:, : d * width], (m, d, width)).sum_last()
+    slack = secret[:, d * width:].sum_last()
+    return ((coordinates, public[:, : d * width].reshape(m, d, width).sum(-1)),
+            (slack, public[:, d * width:].sum(-1)))
 
 
 def _rows(parts: list[AuthShared]) -> AuthShared:
@@ -223,19 +255,38 @@ def bounded_inputs(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, 
                    label: str) -> list[AuthShared]:
     """Every party's int64 vector ``encoded`` (flat, same length everywhere), authenticated one by one, in rank
     order, once every party's first ``bound.dim`` coordinates passed checks (a)–(c) (:func:`bounded_sum`'s
-    errors); the coordinates after them (e.g. a release's validation flag) are each party's own, unchecked."""
+    errors): the checks opened and MAC-checked here, before anything else is opened; the coordinates after them
+    (e.g. a release's validation flag) are each party's own, unchecked."""
+    contributions, terms = bound_terms(ctx, encoded, bound, precision=precision, label=label)
+    opened = auth.open_values(ctx, terms, label=f"{label} (bound checks)", kind="public",
+                              reason="the bound checks' left-hand sides: 0 for an honest contributor")
+    auth.mac_check(ctx, label=f"{label} (bound checks)")
+    refuse_outside(opened, len(contributions), label)
+    return contributions
+
+
+def bound_terms(ctx: MpcContext, encoded: torch.Tensor, bound: UnitBound, *, precision: int,
+                label: str) -> tuple[list[AuthShared], AuthShared]:
+    """(every party's ``encoded``, authenticated one by one in rank order; the left-hand sides of checks (b) and
+    (c) of every contributor, :func:`check_terms`), nothing opened: the caller opens the checks (their low 64 bits
+    only, :func:`~.authenticated.open_values`) and MAC-checks them before it uses or outputs anything, then
+    passes them to :func:`refuse_outside` (a noisy release opens them with the release itself,
+    :func:`mpcdp.mpc.release.noisy_release`). One round (the inputs and witness bits); the squares come from the
+    dealt masks' squares (:func:`~.auth_inputs.input_words_and_bits`, ``squared``)."""
     flat = encoded.reshape(-1).to(torch.int64)
     n = flat.numel()
     if n < bound.dim:
         raise ValueError(f"the bound covers {bound.dim} coordinates; the contribution has {n}")
-    contributions, witnesses = auth.input_words_and_bits(ctx, flat, witness(flat[: bound.dim], bound),
-                                                         precision=precision, label=f"{label} (bounded inputs)")
-    terms = check_terms(ctx, contributions, witnesses, bound, label=label)
-    opened = auth.open_values(ctx, terms, label=f"{label} (bound checks)", kind="public",
-                              reason="the bound checks' left-hand sides: 0 for an honest contributor")
-    auth.mac_check(ctx, label=f"{label} (bound checks)")
-    per_party = opened.reshape(len(contributions), -1)
-    for o in range(len(contributions)):
+    contributions, witnesses, squares = input_words_and_bits(ctx, flat, witness(flat[: bound.dim], bound),
+                                                             precision=precision, label=f"{label} (bounded inputs)",
+                                                             squared=True)
+    return contributions, check_terms(ctx, contributions, squares, witnesses, bound)
+
+
+def refuse_outside(opened: torch.Tensor, parties: int, label: str) -> None:
+    """Raise :class:`OutOfBound` naming the first contributor one of whose opened, MAC-checked checks
+    (:func:`bound_terms`' terms, their low 64 bits) is not 0."""
+    per_party = opened.reshape(parties, -1)
+    for o in range(parties):
         if bool(per_party[o].ne(0).any()):
             raise OutOfBound(label, o)
-    return contributions

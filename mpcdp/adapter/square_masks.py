@@ -1,0 +1,69 @@
+"""Input masks with their squares, for inputs whose squares an authenticated check needs (security = 'malicious').
+
+:class:`AuthMaskSquares`: for n elements and every data party o, the authenticated mask [[r_o]] of
+:class:`~.mac_material.AuthMasks` (r_o uniform in Z_2^128, known to o and the dealer only) and [[r_o² mod 2^128]].
+Party o inputs x by sending d = x − r_o mod 2^64 to every party (:func:`mpcdp.mpc.authenticated.input_words_and_bits`
+with ``squared``); then [[x]] = [[r_o]] + d and [[x²]] = [[r_o²]] + 2d·[[r_o]] + d², both local, exact mod 2^128
+for the element r_o + d, and MAC-consistent: the square of an input costs no opening (an authenticated square
+pair, :class:`~.mac_material.AuthSquares`, needs ε = x − a opened, one opening and two rounds). Whatever d o
+sends, [[x²]] is the square of the [[x]] it input: the dealer is honest (issue 48's model) and deals r_o² for the
+r_o it dealt.
+
+Draws, as :class:`~.mac_material.AuthMasks`': every owner's r_o from its generator first, then, owner by owner,
+party 0's (value, MAC) shares of [[r_o]] and of [[r_o²]] (every other party draws its own from its generator, in
+that order). Declared cost (dealer, party 0's reply): 8·8·m bytes per element (twice AuthMasks').
+"""
+
+from __future__ import annotations
+
+import torch
+
+from mpcdp.adapter.group import provider, rank, world_size
+from mpcdp.adapter.limbs import Wide
+from mpcdp.adapter.mac_material import RING, WORDS, _draw_wide, _no_dealer, _party0_share
+from mpcdp.adapter.material import Material, _dealer_generator
+from mpcdp.errors import ProtocolViolation
+from mpcdp.transport import costs
+
+Pair = tuple[Wide, Wide]  # (value shares, MAC shares)
+
+
+class AuthMaskSquares(Material):
+    """For n elements and every party o: [[r_o]] and [[r_o²]] (value and MAC shares), and r_o to party o only."""
+
+    @staticmethod
+    def reply_shape(n: int, parties: int) -> tuple[int, ...]:
+        return (n, 2 * WORDS * parties)
+
+    @staticmethod
+    def serve(dealer, n: int, parties: int):
+        generators = dealer._get_generators()
+        if parties != len(generators):
+            raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
+                                    party=0)
+        masks = [_draw_wide(g, n) for g in generators]
+        return torch.cat([_party0_share(dealer, v, n) for r in masks for v in (r, RING.mul(r, r))], 1)
+
+    generate = staticmethod(_no_dealer)
+
+    @classmethod
+    def fetch(cls, n: int) -> tuple[Wide, list[Pair], list[Pair]]:
+        """(r for this party's own inputs, [its shares of [[r_o]] for every owner o], [of [[r_o²]]])."""
+        costs.record("auth_mask_squares", n * world_size())
+        return provider().serve(cls, n)
+
+    @classmethod
+    def from_dealer(cls, n: int) -> tuple[Wide, list[Pair], list[Pair]]:
+        generator = _dealer_generator()
+        own = _draw_wide(generator, n)
+        m = world_size()
+        if rank() == 0:
+            reply = cls.request(n, m).reshape(n, m, 2, WORDS)
+            pairs = [[(Wide(reply[:, o, t, 0], reply[:, o, t, 1]), Wide(reply[:, o, t, 2], reply[:, o, t, 3]))
+                      for t in range(2)] for o in range(m)]
+        else:
+            pairs = [[(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(2)] for _ in range(m)]
+        return own, [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+KINDS: tuple[type[Material], ...] = (AuthMaskSquares,)
