@@ -239,9 +239,8 @@ def _bounded(calls: int, dim: int, leak: bool) -> tuple[list[list[dict]], np.nda
         others = [j for j in range(3) if j != rank]
         by_rank.append([{"x": xs[rank][i], "beta": betas[rank][i], "bit_mask": masks[rank][i],
                          "witness": {j: betas[j][i] if leak and j == 1 else betas[j][i] ^ masks[j][i] for j in others},
-                         "eps": words(3, dim), "checks": np.stack([np.zeros((3, dim + 1)), words(3, dim + 1)], -1),
-                         "check_sigma": {j: int(words(1)[0]) for j in others},
-                         "eps_rows": {j: (0, words(3 * dim, 2)) for j in others} if rank == 0 else {},
+                         "checks": np.stack([np.zeros((3, dim + 1)), words(3, dim + 1)], -1),
+                         "sigma": {j: int(words(1)[0]) for j in others}, "checks_at": 0,
                          "check_rows": {j: (0, words(3 * (dim + 1), 2)) for j in others} if rank == 0 else {},
                          "coordinate_bits": unit.coordinate_bits} for i in range(calls)])
     return by_rank, noise
@@ -259,7 +258,7 @@ def test_the_bounded_statistics_find_unmasked_witness_bits_and_nothing_in_masked
     z = {name: permutation_test(scores, two_sided=True)[0]
          for name, scores, _ in auth_bounded_views.party_tests(by_rank[0], noise, by_rank, 16.0)}
     leaked = {"release: party 1's witness bits vs its witness", "release: party 1's witness bits vs its input"}
-    assert len(z) == 2 * 6 + 2 * 2
+    assert len(z) == 2 * 4 + 2 * 1
     assert all((z[name] > 10) == leak for name in leaked)
     assert all(abs(v) < 4.5 for name, v in z.items() if name not in leaked or not leak)
 
