@@ -128,7 +128,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_AuthRandoms", (3,), [3, 4]),
     ("mpcdp_AuthTriples", (3,), [3, 12]),
     ("mpcdp_AuthSquares", (3,), [3, 8]),
-    ("mpcdp_AuthMaskSquares", (3, 2), [3, 16]),  # the bounded inputs' masks with their squares
+    ("mpcdp_AuthMaskSquares", (3, 2), [12, 4]),  # the bounded inputs' masks with their squares
     ("mpcdp_AuthBits", (3,), [3, 4]),
     ("mpcdp_BitKey", (), [0]),  # the bit domain's key, then its material (daBits and edaBits need both keys)
     ("mpcdp_BitRandoms", (3,), [3]),  # MAC shares mod 2^48 packed, 6 bytes each: 18 bytes in 3 words

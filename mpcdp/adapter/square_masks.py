@@ -9,9 +9,10 @@ pair, :class:`~.mac_material.AuthSquares`, needs ε = x − a opened, one openin
 sends, [[x²]] is the square of the [[x]] it input: the dealer is honest (issue 48's model) and deals r_o² for the
 r_o it dealt.
 
-Draws, as :class:`~.mac_material.AuthMasks`': every owner's r_o from its generator first, then, owner by owner,
-party 0's (value, MAC) shares of [[r_o]] and of [[r_o²]] (every other party draws its own from its generator, in
-that order). Declared cost (dealer, party 0's reply): 8·8·m bytes per element (twice AuthMasks').
+Draws: every owner's r_o from its generator first (as :class:`~.mac_material.AuthMasks`'), then every other
+party's value shares of all 2·m·n values (owner by owner, r_o then r_o², element by element) in one draw and their
+MAC shares in another; party 0's come in the dealer's reply, (2·m·n, 4) words in that order. Declared cost
+(dealer, party 0's reply): 8·8·m bytes per element (twice AuthMasks').
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class AuthMaskSquares(Material):
 
     @staticmethod
     def reply_shape(n: int, parties: int) -> tuple[int, ...]:
-        return (n, 2 * WORDS * parties)
+        return (2 * parties * n, WORDS)
 
     @staticmethod
     def serve(dealer, n: int, parties: int):
@@ -42,7 +43,9 @@ class AuthMaskSquares(Material):
             raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
                                     party=0)
         masks = [_draw_wide(g, n) for g in generators]
-        return torch.cat([_party0_share(dealer, v, n) for r in masks for v in (r, RING.mul(r, r))], 1)
+        values = [v for r in masks for v in (r, RING.mul(r, r))]  # (owner, mask or square, element), flat
+        return _party0_share(dealer, Wide(torch.cat([v.lo for v in values]), torch.cat([v.hi for v in values])),
+                             2 * parties * n)
 
     generate = staticmethod(_no_dealer)
 
@@ -58,12 +61,12 @@ class AuthMaskSquares(Material):
         own = _draw_wide(generator, n)
         m = world_size()
         if rank() == 0:
-            reply = cls.request(n, m).reshape(n, m, 2, WORDS)
-            pairs = [[(Wide(reply[:, o, t, 0], reply[:, o, t, 1]), Wide(reply[:, o, t, 2], reply[:, o, t, 3]))
-                      for t in range(2)] for o in range(m)]
-        else:
-            pairs = [[(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(2)] for _ in range(m)]
-        return own, [p[0] for p in pairs], [p[1] for p in pairs]
+            reply = cls.request(n, m).reshape(m, 2, n, WORDS)
+            value, mac = Wide(reply[..., 0], reply[..., 1]), Wide(reply[..., 2], reply[..., 3])
+        else:  # the value shares of every (owner, mask or square, element), then the MAC shares: 4 draws in all
+            value = _draw_wide(generator, 2 * m * n).reshape(m, 2, n)
+            mac = _draw_wide(generator, 2 * m * n).reshape(m, 2, n)
+        return own, [(value[o, 0], mac[o, 0]) for o in range(m)], [(value[o, 1], mac[o, 1]) for o in range(m)]
 
 
 KINDS: tuple[type[Material], ...] = (AuthMaskSquares,)
