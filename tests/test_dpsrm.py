@@ -55,6 +55,10 @@ def test_secure_batches_come_from_each_partys_csprng_unless_reproducible(a9a_sha
 
 
 def test_a_short_secure_run_beats_the_untrained_model(a9a_shards, config_for):
+    """The margin over the untrained model is a band on fresh randomness (noise and batch keys from the OS
+    CSPRNG): `tests/utility_draws.py dpsrm`: 0.181 ± 0.010 over 60 draws, at least 0.156; > 0.05: 1e-22 per
+    run (normal fit, the sd at its upper 99.9% bound; the fitted tail is bounded, GPD shape -1.3). Defect: no
+    training, margin 0: power 1."""
     shards, x_test, y_test = a9a_shards
     params = SrmParameters(steps=15, batch=100, batch0=200, c2=0.5, gamma=0.5, zeta=0.5, seed=1)
     noise = NoiseLevels.for_sigmas(0.02, 0.01, dim=123)

@@ -197,7 +197,13 @@ def test_too_few_parties_and_crypten_protocols_that_need_a_dealer_are_refused_by
 
 def test_the_quick_start_trains_with_no_dealer_and_certifies_its_epsilon(capsys, monkeypatch):
     """`mpcdp train protocols/quickstart-a9a.toml --provider honest-majority`, the entry point in this process
-    (mpcdp.cli.main: its exit status and report line are its logic; the three parties are real processes)."""
+    (mpcdp.cli.main: its exit status and report line are its logic; the three parties are real processes).
+
+    The test error is a band on fresh randomness (noise and batch keys from the OS CSPRNG; the provider does not
+    change the sampler's output distribution). `tests/utility_draws.py quickstart`: 0.177 ± 0.004 over 98 draws,
+    at most 0.192; 0.1 < e < 0.22: 6e-16 per run (normal fit, the sd at its upper 99.9% bound; lognormal 3e-13,
+    an exponential tail over the top 10% 4e-7). Defects: no training (θ = 0) errs 0.764 on a9a's test rows, a model
+    that says "<= 50K" for everyone 0.236 (the former bound < 0.25 passed it): power 1."""
     from mpcdp.cli import main
 
     monkeypatch.chdir(ROOT)
@@ -207,4 +213,4 @@ def test_the_quick_start_trains_with_no_dealer_and_certifies_its_epsilon(capsys,
     report = json.loads(out.out.strip().splitlines()[-1])
     assert report["provider"] == "honest-majority" and report["dealer_bytes"] is None
     assert 0.49 < report["epsilon"] <= 0.5 and report["delta_certified"] <= 1e-5
-    assert 0.1 < report["test_error"] < 0.25
+    assert 0.1 < report["test_error"] < 0.22

@@ -67,6 +67,9 @@ def test_own_files_give_the_shipped_paths_model_bit_for_bit_without_noise(party_
 
 
 def test_with_noise_each_party_reports_its_held_out_metrics_and_all_get_their_weighted_mean(party_files):
+    """The quick start on the parties' own files: its error band is that of tests/test_honest_majority.py's run
+    (the same secure run, the pooled test rows): 0.1 < e < 0.22 has 6e-16 per run (4e-7 under an exponential
+    tail); no training errs 0.764, the "<= 50K" model 0.236 (the former bound < 0.3 passed it): power 1."""
     plan, data, _, tests, sources = party_files
     results = run_own_data(plan, sources, LOGISTIC)
     assert all(r["epsilon"] == results[0]["epsilon"] <= plan.epsilon for r in results)
@@ -79,7 +82,7 @@ def test_with_noise_each_party_reports_its_held_out_metrics_and_all_get_their_we
     mean = results[0]["held_out"]["mean"]
     assert all(r["held_out"]["mean"] == mean for r in results)
     assert mean["test_error"] == pytest.approx(whole, abs=1e-4)  # fixed point: 2^-16 per sum term
-    assert 0.1 < mean["test_error"] < 0.3
+    assert 0.1 < mean["test_error"] < 0.22
 
 
 def test_a_party_whose_file_has_another_schema_is_refused_before_any_share(party_files, tmp_path):
@@ -129,6 +132,8 @@ def test_mpcdp_train_takes_a_users_module_and_each_partys_own_csv(party_files, t
     flat = torch.cat([p.detach().reshape(-1).double() for p in after])
     assert torch.allclose(flat, result.theta, atol=1e-6)
     assert [r["held_out"]["own"]["test_records"] for r in result.reports] == [1000, 1000, 1000]
+    # fresh noise and batches, yet 4 steps of this MLP at ε = 0.5 give the "<= 50K" model every time
+    # (`tests/utility_draws.py own-a9a`: 0.2343 in each of 40 draws): < 0.5 fails only on no training (0.544)
     assert 0.0 < result.held_out["mean"]["test_error"] < 0.5
 
 

@@ -62,6 +62,14 @@ def runs(csvs):
 
 
 def test_the_dry_run_certifies_exactly_what_the_secure_run_on_the_same_files_certifies(runs):
+    """The certificate is computed, so it is equal; the held-out error is a band on fresh randomness (the noise
+    from the OS CSPRNG in both runs, the secure run's batches from each party's key). `tests/utility_draws.py
+    own-dry` (secure: fresh batch keys): 0.175 ± 0.032 over 1,000 draws, at most 0.32 — 4 of them >= 0.3, the
+    former bound (one CI run in 250 failed it); `--batches protocol` (the dry run): 0.166 ± 0.030 over 400. The
+    upper tail is exponential (generalized Pareto shape -0.06 over the top 10%): P(>= 0.5) ≈ 5e-7 per secure run,
+    7e-8 per dry run (1.8e-5 and 3.5e-5 with the tail's scale at its upper 99.9% bound; normal fits 1e-25).
+    Defect: no training — the untrained module (seed 0) errs 0.596 on these rows: power 1. A tighter band cannot be
+    both at ε = 1 on 1,200 records."""
     secure, dry = runs["mpc"], runs["simulated"]
     assert dry.run["backend"] == "simulated" and secure.run["backend"] == "mpc"
     assert dry.parties_records == secure.parties_records == list(SIZES)  # each party its own shard
@@ -73,7 +81,7 @@ def test_the_dry_run_certifies_exactly_what_the_secure_run_on_the_same_files_cer
     assert dry.most_exposed_party == secure.most_exposed_party
     assert secure.most_exposed_party == {"party": 0, "records": 300, "batch": 50, "sampling_rate": 50 / 300,
                                          "sampling_rate_release0": 100 / 300}
-    assert 0.0 <= dry.held_out["mean"]["test_error"] < 0.3 and 0.0 <= secure.held_out["mean"]["test_error"] < 0.3
+    assert 0.0 <= dry.held_out["mean"]["test_error"] < 0.5 and 0.0 <= secure.held_out["mean"]["test_error"] < 0.5
 
 
 def test_per_round_metrics_evaluate_the_released_iterates_on_each_partys_held_out_file(runs, tmp_path):
@@ -89,7 +97,11 @@ def test_per_round_metrics_evaluate_the_released_iterates_on_each_partys_held_ou
         counts = [r["held_out"]["own"]["test_records"] for r in result.reports]
         owns = np.array([r["curve"]["own"]["test_loss"] for r in result.reports])
         assert np.allclose(np.average(owns, axis=0, weights=counts), metrics["mean"]["test_loss"], atol=1e-4)
-        assert owns[0][-1] < owns[0][0]  # it learns
+        # it learns: party 0's held-out loss 0.776 untrained, 0.490 ± 0.040 released (own-dry, 1,000 secure and 400
+        # dry draws; at most 0.64): exponential tail P(>= 0.776) ≈ 1.3e-6 per secure run, 1.2e-7 per dry run (GPD
+        # shapes -0.13, -0.19: lighter; normal 3e-13). Kept although above 1e-6: it is the defect's own check (no
+        # training: power 1), and any looser bound stops being "it learns".
+        assert owns[0][-1] < owns[0][0]
     plot = runs["mpc"].plot(tmp_path / "curve.png")
     assert open(plot, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -148,6 +160,11 @@ def test_mpcdp_train_dry_run_on_the_command_line_writes_the_model_and_its_certif
 
 
 def test_mpcdp_compare_accepts_an_own_data_protocol_with_every_partys_files(csvs, tmp_path, capsys):
+    """Each backend's held-out error is a band on fresh noise (both take the seed's batches): `tests/utility_draws.py
+    own-compare --batches protocol` (the protocol's logistic regression on these ±1 labels): 0.132 ± 0.010 over 227
+    draws, at most 0.18, a tail as heavy as an exponential (GPD shape 0.07 over the top 10%); < 0.4: 3e-12 per run
+    and backend (6e-6 with the tail's scale at its upper 99.9% bound; the former < 0.3: 4e-8, 3e-4 at the bound).
+    Defect: no training (θ = 0) errs 0.513 on these rows, a constant -1 0.488: power 1."""
     from mpcdp.cli import main
 
     files, tests = csvs
@@ -165,7 +182,7 @@ def test_mpcdp_compare_accepts_an_own_data_protocol_with_every_partys_files(csvs
     assert summary["parties"] == 3 and summary["epsilon"] <= 1.0
     assert summary["epsilon_mpc_reproducible"] > summary["epsilon"]  # public batches: no amplification
     for backend in ("mpc", "simulated"):
-        assert 0.0 <= summary["test_error"][backend][0] < 0.3
+        assert 0.0 <= summary["test_error"][backend][0] < 0.4
     record = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert [r["parties_records"] for r in record["runs"]["mpc"]] == [list(SIZES)]
     assert (tmp_path / "cmp" / "test_error.png").exists()

@@ -187,6 +187,10 @@ def test_mpcdp_cost_with_the_toy_reports_no_dealer_and_names_it(main, tmp_path):
 
 
 def test_mpcdp_train_with_the_toy_trains_and_certifies(main):
+    """The test error is on fresh randomness (noise and batch keys from the OS CSPRNG; the toy provider deals
+    the material, the sampler's output distribution is the built-in one). `tests/utility_draws.py smoke`: 0.055 ±
+    0.010 over 2,000 draws, at most 0.088; < 0.2: α 7e-13 per run under a lognormal fit (normal 1e-45). Defect: no
+    training (θ = 0) errs 0.412 on breast cancer's test rows: power 1."""
     _, stdout, _ = main("train", "protocols/smoke-breast-cancer.toml", "--provider", TOY)
     report = json.loads(stdout.strip().splitlines()[-1])
     assert report["provider"] == TOY and report["backend"] == "mpc" and report["dealer_bytes"] is None

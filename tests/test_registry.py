@@ -44,6 +44,9 @@ def train(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
 def test_a_toy_algorithm_registered_in_one_file_trains_through_mpcdp_train(train, backend):
+    """The test error is on fresh noise on both backends (full-batch: no batches to draw). `tests/utility_draws.py
+    toy-momentum`: 0.050 ± 0.004 over 5,000 draws, at most 0.061; < 0.2: α 6e-47 per run under a lognormal fit
+    (normal 1e-245). Defect: no training (θ = 0) errs 0.412 on breast cancer's test rows: power 1."""
     report = train(backend)
     assert report["algorithm"] == "momentum-gd" and report["backend"] == backend
     assert report["releases"] == report["iterations"] == 6
@@ -56,6 +59,8 @@ def test_a_toy_algorithm_registered_in_one_file_trains_through_mpcdp_train(train
 
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
 def test_a_toy_noise_mode_registered_in_one_file_trains_and_is_certified(train, backend):
+    """The test error, on fresh noise: `tests/utility_draws.py toy-every`: 0.048 ± 0.005 over 5,000 draws, at most
+    0.061; < 0.3: α 1e-51 per run under a lognormal fit. Defect: no training (θ = 0) errs 0.412: power 1."""
     # a shipped algorithm with the plugin's noise mode: the party processes know the mode only through
     # MPCDP_PLUGINS (nothing they unpickle imports the plugin)
     every = train(backend, algorithm="dp-gd", training="steps = 6\nc1 = 1.0\nlearning_rate = 2.0\nseed = 0",

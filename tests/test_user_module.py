@@ -56,13 +56,19 @@ def _train(module_file, data, tests, *extra, backend="simulated"):
 
 @pytest.mark.parametrize("backend", ["simulated", "mpc"])
 def test_the_command_line_trains_the_users_module_on_0_1_labels(own_files, backend, tmp_path):
+    """The held-out error is a band on fresh randomness (the noise from the OS CSPRNG; the secure run's batches from
+    each party's key). `tests/utility_draws.py own-user` (secure: fresh batch keys; the module under torch's
+    default seed, as this fresh CLI process makes it): 0.038 ± 0.017 over 260 draws, at most 0.08; < 0.3: 5e-14
+    per run under an exponential tail over the top 10% (3e-7 at its scale's upper 99.9% bound; the fitted tail is
+    bounded, GPD shape -1.3; normal 3e-42). Defect: no training — the untrained module errs 0.397 on these rows
+    (the former bound < 0.5 passed it): power 1."""
     module_file, data, tests = own_files
     done = _train(module_file, data, tests, "--model-arg", "hidden=6", "--model-out", str(tmp_path / "out.pt"),
                   backend=backend)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["model"] == f"{module_file}:Mlp" and report["parties_records"] == [400, 400, 400]
-    assert report["epsilon"] <= 1.0 and 0.0 <= report["held_out"]["mean"]["test_error"] < 0.5
+    assert report["epsilon"] <= 1.0 and 0.0 <= report["held_out"]["mean"]["test_error"] < 0.3
     saved = json.loads((tmp_path / "out.json").read_text())
     assert saved["model"] == "Mlp" and saved["parameters"] == 3 * 6 + 6 + 6 * 2 + 2  # its class, hidden=6
     assert "Traceback" not in done.stderr and "Warning" not in done.stderr
