@@ -38,11 +38,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
+from mpcdp.adapter.bit_words import MAC_BITS, MAC_BYTES, mac_words, pack_bits, pack_macs, unpack_bits, unpack_macs
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING, WORDS, MacKey, _no_dealer, _own_share, _party0_share
 from mpcdp.errors import ProtocolViolation
@@ -100,11 +100,6 @@ class AuthBits(Material):
 # -- the bit domain (SPDZ2k with k = 1, :mod:`mpcdp.mpc.bit_authenticated`; the module docstring) -----------
 
 
-MAC_BITS = 48
-"""The bits of a bit-domain element that its MAC covers: SPDZ2k with k = 1 and s = 47 over Z_2^48 (the value's
-bit and 47 MAC bits above it, :mod:`mpcdp.mpc.bit_authenticated`). Shares are int64 words computed mod 2^64 as
-before; only their residues mod 2^48 matter, so party 0's dealt MAC shares travel as 6 bytes each."""
-MAC_BYTES = MAC_BITS // 8
 BIT_BYTES = MAC_BYTES
 """Dealt bytes to party 0 per bit-domain element (:class:`BitShares`, :class:`BitRandoms`): its MAC share."""
 BIT_TRIPLE_BYTES = 3 * MAC_BYTES + 1 / 8
@@ -115,29 +110,6 @@ ONE_HOT_BYTES = MAC_BYTES + 1 / 8
 """Dealt bytes to party 0 per element of a :class:`OneHots` vector: its MAC share and one bit of its value share."""
 EDA_BYTES = 64 * MAC_BYTES + 8 * WORDS
 """Dealt bytes to party 0 per 64-bit :class:`EdaBits` edaBit: 64 bit-domain MAC shares and four Z_2^128 words."""
-
-
-def mac_words(n: int) -> int:
-    """int64 words that carry n packed MAC shares (:func:`pack_macs`)."""
-    return -(-n * MAC_BYTES // 8)
-
-
-def pack_macs(macs: torch.Tensor) -> torch.Tensor:
-    """MAC shares (any shape, int64) mod 2^MAC_BITS, MAC_BYTES little-endian bytes each, one after another in
-    :func:`mac_words` int64 words (the last zero-padded)."""
-    raw = macs.reshape(-1).contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(-1, 8)
-    flat = raw[:, :MAC_BYTES].reshape(-1)
-    padded = np.zeros(mac_words(raw.shape[0]) * 8, dtype=np.uint8)
-    padded[:flat.size] = flat
-    return torch.from_numpy(padded.view("<i8").astype(np.int64))
-
-
-def unpack_macs(words: torch.Tensor, n: int) -> torch.Tensor:
-    """The n MAC shares of :func:`pack_macs`' words, (n,) int64 in [0, 2^MAC_BITS)."""
-    raw = words.reshape(-1).contiguous().numpy().astype("<i8", copy=False).view(np.uint8)[: n * MAC_BYTES]
-    full = np.zeros((n, 8), dtype=np.uint8)
-    full[:, :MAC_BYTES] = raw.reshape(n, MAC_BYTES)
-    return torch.from_numpy(full.reshape(-1).view("<i8").astype(np.int64))
 
 
 def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
@@ -254,18 +226,6 @@ class BitShares(Material):
         return value, mac, _own_halves(generator, n * len(halves), rest) if halves else None
 
 
-def _pack_bits(bits: torch.Tensor) -> torch.Tensor:
-    """Flat 0/1 int64 bits, 64 to a word (bit i of word w is bit 64·w + i)."""
-    n = bits.numel()
-    padded = torch.zeros(-(-n // 64) * 64, dtype=torch.int64)
-    padded[:n] = bits.reshape(-1) & 1
-    return (padded.reshape(-1, 64) << torch.arange(64)).sum(1)
-
-
-def _unpack_bits(words: torch.Tensor, n: int) -> torch.Tensor:
-    return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
-
-
 HALF_BYTES = 2 * MAC_BYTES + 1 / 8
 """Dealt bytes to party 0 per half triple: the MAC shares of b and c and one bit of c's value share."""
 
@@ -293,7 +253,7 @@ def _serve_halves(dealer, r: torch.Tensor) -> torch.Tensor:
     low = (r * b - others) & 1
     c = own + low + others
     macs = torch.stack([_bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
-    return torch.cat([pack_macs(macs), _pack_bits(low)])
+    return torch.cat([pack_macs(macs), pack_bits(low)])
 
 
 def _own_halves(generator, h: int, reply: torch.Tensor | None) -> tuple[tuple[torch.Tensor, torch.Tensor],
@@ -304,7 +264,7 @@ def _own_halves(generator, h: int, reply: torch.Tensor | None) -> tuple[tuple[to
     if reply is not None:
         words = mac_words(2 * h)
         macs = unpack_macs(reply[:words], 2 * h).reshape(h, 2)
-        return (b, macs[:, 0]), ((c & ~1) + _unpack_bits(reply[words:], h), macs[:, 1])
+        return (b, macs[:, 0]), ((c & ~1) + unpack_bits(reply[words:], h), macs[:, 1])
     return (b, keyed.ring((h,), generator=generator)), (c, keyed.ring((h,), generator=generator))
 
 
@@ -333,7 +293,7 @@ class BitTriples(Material):
         low = (a * b - others) & 1
         c = own + low + others
         macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
-        return torch.cat([pack_macs(macs), _pack_bits(low)])
+        return torch.cat([pack_macs(macs), pack_bits(low)])
 
     generate = staticmethod(_no_dealer)
 
@@ -350,7 +310,7 @@ class BitTriples(Material):
         if rank() == 0:
             reply, words = cls.request(n), mac_words(3 * n)
             macs = unpack_macs(reply[:words], 3 * n).reshape(n, 3)
-            c = (c & ~1) + _unpack_bits(reply[words:], n)
+            c = (c & ~1) + unpack_bits(reply[words:], n)
             a_mac, b_mac, c_mac = macs[:, 0], macs[:, 1], macs[:, 2]
         else:
             a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
@@ -470,7 +430,7 @@ class OneHots(Material):
         hot = (torch.arange(size).reshape(1, size) == index.reshape(n, 1)).to(torch.int64)
         low = (hot - others) & 1
         dealer_view.note_draw(one_hot_index=index)
-        return torch.cat([pack_macs(_bit_macs(dealer, (own + low + others).reshape(-1))), _pack_bits(low)])
+        return torch.cat([pack_macs(_bit_macs(dealer, (own + low + others).reshape(-1))), pack_bits(low)])
 
     generate = staticmethod(_no_dealer)
 
@@ -489,7 +449,7 @@ class OneHots(Material):
         if rank() == 0:
             reply, words = cls.request(n, w), mac_words(n * size)
             mac = unpack_macs(reply[:words], n * size)
-            value = (value & ~1) + _unpack_bits(reply[words:], n * size).reshape(n, size)
+            value = (value & ~1) + unpack_bits(reply[words:], n * size).reshape(n, size)
         else:
             mac = keyed.ring((n * size,), generator=generator)
         if PARTS is not None:  # this party's part of R, as w bits (n, w), least significant first

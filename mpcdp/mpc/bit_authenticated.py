@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits, OneHots
+from mpcdp.adapter.bit_words import pack_bits, unpack_bits
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.authenticated import AuthShared, _commitment, _fail, _words, opened_checked
 from mpcdp.mpc.context import MpcContext
@@ -181,15 +182,12 @@ def add_public(ctx: MpcContext, x: BitShared, words: torch.Tensor) -> BitShared:
 
 def pack(bits: torch.Tensor) -> torch.Tensor:
     """Flat 0/1 int64 bits, 64 to a word (bit i of word w is bit 64·w + i)."""
-    n = bits.numel()
-    padded = torch.zeros(math.ceil(n / 64) * 64, dtype=torch.int64)
-    padded[:n] = bits.reshape(-1) & 1
-    return (padded.reshape(-1, 64) << torch.arange(64)).sum(1)
+    return pack_bits(bits)
 
 
 def unpack(words: torch.Tensor, n: int) -> torch.Tensor:
     """The first n bits of :func:`pack`'s words (0/1 int64)."""
-    return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n]
+    return unpack_bits(words, n)
 
 
 def open_bits(ctx: MpcContext, x: BitShared, *, label: str, kind: str, reason: str) -> torch.Tensor:
@@ -282,21 +280,24 @@ def _combinations(rows: torch.Tensor, n: int, vectors: torch.Tensor) -> torch.Te
     """Σ_j b_tj·v_j mod 2^64 for the coin's bit matrix (packed words, (λ, ⌈n/64⌉)) and int64 ``vectors``
     (k, n): (λ, k). Exact: each word split into eight 8-bit limbs, summed by a float32 matrix product per chunk
     of at most 2^14 columns (every partial sum < 2^14·2^8 = 2^22, float32's exact range), accumulated in int64
-    and recombined mod 2^64. Each chunk's bits and limbs are converted into two buffers reused across chunks
-    (small enough to stay in cache), never the whole matrix at once."""
+    and recombined mod 2^64. The limbs are laid out once, element by element ((n, 8k): a chunk of them is one
+    contiguous block, converted to float32 by a plain copy; laying them out per chunk cost as much as the matrix
+    product), and each chunk's bits and limbs go into two buffers reused across chunks (small enough to stay in
+    cache), never the whole matrix at once."""
     k, lam = vectors.shape[0], rows.shape[0]
-    raw = torch.from_numpy(vectors.contiguous().numpy().astype("<i8", copy=False).view(np.uint8).reshape(k, n, 8))
+    limbs = torch.from_numpy(vectors.t().contiguous().numpy().astype("<i8", copy=False).view(np.uint8)
+                             .reshape(n, 8 * k))  # limb l of v_i(j) at [j, 8i + l]
     packed = rows.contiguous().numpy().astype("<i8", copy=False).view(np.uint8)  # (λ, 8·⌈n/64⌉): bit j of row t
     total = torch.zeros(lam, 8 * k, dtype=torch.int64)
     bits_buffer = torch.empty(lam, _CHUNK, dtype=torch.float32)
-    limbs_buffer = torch.empty(_CHUNK, k, 8, dtype=torch.float32)
+    limbs_buffer = torch.empty(_CHUNK, 8 * k, dtype=torch.float32)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
         size = stop - start
         bits = np.unpackbits(packed[:, start // 8: math.ceil(stop / 8)], axis=-1, bitorder="little")[:, :size]
         bits_buffer[:, :size].copy_(torch.from_numpy(bits))
-        limbs_buffer[:size].copy_(raw[:, start:stop].permute(1, 0, 2))  # limb l of v_j at [j, ·, l]
-        total += (bits_buffer[:, :size] @ limbs_buffer[:size].reshape(size, 8 * k)).to(torch.int64)
+        limbs_buffer[:size].copy_(limbs[start:stop])
+        total += (bits_buffer[:, :size] @ limbs_buffer[:size]).to(torch.int64)
     return (total.reshape(lam, k, 8) << (8 * torch.arange(8))).sum(-1)
 
 
@@ -315,7 +316,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     stream = ctx.common_stream(label=f"{label}: bit-check rows", domain=_DOMAIN)
     matrix = stream.words(rows * math.ceil(n / 64)).reshape(rows, -1)
     own = values - opened if ctx.rank == 0 else values
-    combined = _combinations(matrix, n, torch.stack([own, macs - state.alpha * opened]))
+    combined = _combinations(matrix, n, torch.stack([own, macs - state.alpha * opened], 1).T)  # (n, 2) laid out
     r_value, r_mac = BitRandoms.fetch(rows)
     y_share, y_mac = combined[:, 0] + 2 * r_value, combined[:, 1] + 2 * r_mac
     y = opened_checked(ctx, y_share, label=f"{label}: bit-check parities", kind="masked",
