@@ -310,8 +310,8 @@ def mul_batch(A: Arith, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
         products, halves = A.mul(flat(full, 0), flat(full, 1)), None
     else:
         d = Dealt.cat(A, [pairs[i][1].reshape(A, n, widths[i]) for i in half])
-        products, moved = A.mul_dealt(flat(full, 0) if full else None, flat(full, 1) if full else None, flat(half, 0), d)
         u = flat(half, 0)
+        products, moved = A.mul_dealt(flat(full, 0) if full else None, flat(full, 1) if full else None, u, d)
         halves = A.add(A.scale(u, d.coin), A.scale(moved, 1 - 2 * d.coin))  # u·W from u·R
     out: list[Any] = [None] * len(pairs)
     for indices, product in ((full, products), (half, halves)):
