@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import math
 import random
 import threading
 import types
@@ -37,7 +38,7 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter import auth_bits, keyed, mac_material, square_masks
+from mpcdp.adapter import auth_bits, dealer_link, keyed, mac_material, square_masks
 from mpcdp.adapter.limbs import Wide
 from mpcdp.adapter.mac_material import RING
 from mpcdp.adapter.material import Material
@@ -302,6 +303,39 @@ def _serve(cls, *args):
     return share
 
 
+def _dealt(sim: SimParties, cls, draw: Callable[[], Any], args: tuple, reply: Callable[[Any], Any] | None) -> Any:
+    """A rotating request (:data:`mpcdp.adapter.auth_bits.ROTATING`) on the simulated party of this thread: every
+    party picks the receiver as the real parties do (:class:`~mpcdp.adapter.dealer_link.Receivers`, in step);
+    party 0's thread serves it, in request order as the real dealer does, with the dealer's generators rotated to
+    the receiver's (the real dealer's ``_get_generators``), and hands the reply to the receiver; every other
+    party draws its share."""
+    ctx: SimContext = _local.ctx
+    receivers = ctx.__dict__.setdefault("receivers", dealer_link.Receivers(range(sim.m)))
+    receiver = receivers.next(math.prod(cls.reply_shape(*args)))
+    key = ("dealt", ctx.__dict__.setdefault("dealt_requests", [0])[0], receiver)
+    ctx.dealt_requests[0] += 1
+    share = None
+    if ctx.rank == 0:
+        generators = sim._dealer_generators
+        dealer = types.SimpleNamespace(**{**vars(sim.dealer), "_get_generators":
+                                          lambda: generators[receiver:] + generators[:receiver]})
+        share = cls.serve(dealer, *args)
+        if receiver != 0:
+            with sim.turn:
+                sim.box[key] = share
+                sim.turn.notify_all()
+            share = None
+    elif ctx.rank == receiver:
+        with sim.turn:
+            while key not in sim.box:
+                if sim.stopped[0] or not sim.turn.wait(timeout=120):
+                    raise PeerStopped(f"{cls.__name__} reply (party 0 stopped or sent nothing in 120 s)")
+            share = sim.box.pop(key)
+    if share is None:
+        return draw()
+    return share if reply is None else reply(share)
+
+
 def _other_material(share: Any, deviation: Deviation) -> Any:
     """Other material than dealt: every Wide of ``share`` rolled by one element (another element's triple, mask,
     bit), or, for one element (and the MAC key share), another uniform word."""
@@ -337,6 +371,7 @@ def _patched_dealer(sim: SimParties):
         (square_masks, "provider", lambda: provider), (square_masks, "rank", lambda: _local.ctx.rank),
         (square_masks, "world_size", lambda: sim.m), (square_masks, "_dealer_generator", lambda: _local.ctx.generator),
         (Material, "request", classmethod(lambda cls, *args: cls.serve(sim.dealer, *args))),
+        (Material, "dealt", classmethod(lambda cls, draw, *args, reply=None: _dealt(sim, cls, draw, args, reply))),
         # the MAC check's coin committed ahead: modelled as the honest coin too (its opening, mpcdp.mpc.coin's, is
         # not under test here; its commitments still travel in the σ message, where a deviation changes nothing)
         (coin, "open_ahead", lambda ctx, ahead: ctx.common_stream(label=ahead.label, domain=ahead.domain)),

@@ -215,9 +215,8 @@ class BitShares(Material):
         generator = _dealer_generator()
         total = n * width
         value = keyed.ring((total,), generator=generator)
-        rest = None
-        if rank() == 0:
-            reply = cls.request(n, width, halves)
+        rest, reply = None, cls.dealt(lambda: None, n, width, halves)  # the receiver's reply, else None (:data:`ROTATING`)
+        if reply is not None:
             mac, rest = unpack_macs(reply[:mac_words(total)], total), reply[mac_words(total):]
         else:
             mac = keyed.ring((total,), generator=generator)
@@ -307,13 +306,13 @@ class BitTriples(Material):
     def from_dealer(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         generator = _dealer_generator()
         a, b, c = (keyed.ring((n,), generator=generator) for _ in range(3))
-        if rank() == 0:
-            reply, words = cls.request(n), mac_words(3 * n)
+        reply, words = cls.dealt(lambda: None, n), mac_words(3 * n)  # the receiver's reply, else None (:data:`ROTATING`)
+        if reply is not None:
             macs = unpack_macs(reply[:words], 3 * n).reshape(n, 3)
             c = (c & ~1) + unpack_bits(reply[words:], n)
             a_mac, b_mac, c_mac = macs[:, 0], macs[:, 1], macs[:, 2]
         else:
-            a_mac, b_mac, c_mac = _bit_own_macs(generator, n, 3, None)
+            a_mac, b_mac, c_mac = (keyed.ring((n,), generator=generator) for _ in range(3))
         return [(a, a_mac), (b, b_mac), (c, c_mac)]
 
 
@@ -458,3 +457,7 @@ class OneHots(Material):
 
 
 KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits, OneHots)
+ROTATING: tuple[type[Material], ...] = (BitShares, BitTriples)
+"""The kinds whose reply goes to the member with the fewest reply elements so far (:class:`.dealer_link.Receivers`,
+as the semi-honest kinds'), not always to party 0: the dealer's generators come rotated to the receiver's, so
+each ``serve``'s "party 0" is the receiver; the bulk of the sampler's dealt bytes (issue 48)."""

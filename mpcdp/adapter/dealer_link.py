@@ -184,7 +184,7 @@ class DealerClient:
 def _elements(message: dict) -> int:
     """The elements of the reply a rotating request from party 0 asks for (its shape checked as serving would)."""
     try:
-        return math.prod(objects.reply_shape(message, material.KINDS))
+        return math.prod(objects.reply_shape(message, material.KINDS + auth_bits.ROTATING))
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise ProtocolViolation(f"party 0 sent the dealer a {message['function']!r} request with malformed "
                                 f"arguments: {str(exc)[:80]}", party=0) from exc
@@ -199,7 +199,7 @@ def install_client(client: TtpClient | None) -> None:
     ttp_provider.TTPClient._TTPClient__instance = client
 
 
-ROTATING = frozenset(kind.request_name() for kind in material.ROTATING)
+ROTATING = frozenset(kind.request_name() for kind in material.ROTATING + auth_bits.ROTATING)
 """The requests whose receiver rotates (:class:`Receivers`)."""
 
 
