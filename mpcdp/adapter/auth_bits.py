@@ -19,7 +19,9 @@ value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain 
 committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
-same words, and party 0 receives the difference. Security: the dealer is honest and colludes with nobody (issue
+same words, and party 0 receives the difference — for the kinds of :data:`ROTATING` (:class:`BitShares`,
+:class:`BitTriples`: most of the sampler's dealt bytes) not party 0 but the data party with the fewest reply
+elements so far (:class:`.dealer_link.Receivers`, as the semi-honest kinds'; "party 0" below is that receiver). Security: the dealer is honest and colludes with nobody (issue
 48's model); it knows every dealt bit and both keys. A dealt bit is a bit (a dealt one-hot a one-hot) by construction, so nothing
 checks that it is one: with an honest dealer nobody can deal anything else, and a party that draws other words than the
 dealer's breaks only its own shares' correlation, which the next check catches
@@ -30,8 +32,8 @@ it deals in its recorded view (:mod:`.dealer_view`: the candidate bits under ``b
 their own names), and a party that records (:func:`record_parts`) keeps its own part of each candidate bit's XOR;
 neither records anything otherwise.
 
-Declared cost: party 0's reply as above per element; the other parties nothing (their shares come from their
-dealer keys); one request per call.
+Declared cost: the receiver's reply as above per element; the other parties nothing (their shares come from
+their dealer keys); one request per call, always sent by party 0.
 """
 
 from __future__ import annotations
@@ -132,6 +134,14 @@ def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
     return [keyed.ring((n,), generator=generator) for _ in range(k)]
 
 
+def _rotating_reply(kind: type[Material], *args: Any) -> torch.Tensor | None:
+    """This party's reply to a request of a :data:`ROTATING` kind if it is the request's receiver
+    (:meth:`.dealer_link.DealerClient.dealt`), else None: it draws its share from its generator."""
+    nothing = torch.zeros(0, dtype=torch.int64)
+    reply = kind.dealt(lambda: nothing, *args)
+    return None if reply is nothing else reply
+
+
 class BitKey(MacKey):
     """This party's share α_b,i of the bit-domain MAC key (a uniform 64-bit word; the dealer keeps α_b). Drawn
     and fetched as :class:`~mpcdp.adapter.mac_material.MacKey`, in Z_2^64."""
@@ -215,7 +225,7 @@ class BitShares(Material):
         generator = _dealer_generator()
         total = n * width
         value = keyed.ring((total,), generator=generator)
-        rest, reply = None, cls.dealt(lambda: None, n, width, halves)  # the receiver's reply, else None (:data:`ROTATING`)
+        rest, reply = None, _rotating_reply(cls, n, width, halves)
         if reply is not None:
             mac, rest = unpack_macs(reply[:mac_words(total)], total), reply[mac_words(total):]
         else:
@@ -306,7 +316,7 @@ class BitTriples(Material):
     def from_dealer(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         generator = _dealer_generator()
         a, b, c = (keyed.ring((n,), generator=generator) for _ in range(3))
-        reply, words = cls.dealt(lambda: None, n), mac_words(3 * n)  # the receiver's reply, else None (:data:`ROTATING`)
+        reply, words = _rotating_reply(cls, n), mac_words(3 * n)
         if reply is not None:
             macs = unpack_macs(reply[:words], 3 * n).reshape(n, 3)
             c = (c & ~1) + unpack_bits(reply[words:], n)

@@ -45,7 +45,7 @@ and s in the deviation harness's vectorised model (``tests/deviation_harness.py`
 ``tests/test_bit_authenticated.py``).
 
 Cost per party, m parties: a product, one XOR opening of 2 bits packed (2/64 words per product; 1 round for 2
-parties, 2 for more) and 18⅛ bytes from the dealer to party 0 (the MAC shares of a, b, c, 6 bytes each, and one
+parties, 2 for more) and 18⅛ bytes from the dealer to the reply's receiver (the MAC shares of a, b, c, 6 bytes each, and one
 bit of c's value share); a half product (:func:`multiply_dealt`) one opened bit and 12⅛ bytes; a dealt bit 6
 bytes; a daBit 38 bytes and one opened bit. The check: λ·n bit-times-word products locally (twice: values and MACs), one opening of λ words (6λ dealt bytes for the 2·r_t), two coin rounds and the
 commitment and σ rounds of SPDZ2k's check (four rounds), independent of n.
@@ -131,7 +131,7 @@ def _session(ctx: MpcContext) -> _Session:
 
 def dealt_bits(ctx: MpcContext, n: int) -> BitShared:
     """n uniform bits dealt by the dealer (:class:`~mpcdp.adapter.auth_bits.BitShares`; the dealer knows them, no
-    data party does), after the bit key. 6 bytes per bit to party 0."""
+    data party does), after the bit key. 6 bytes per bit to the reply's receiver (``auth_bits.ROTATING``)."""
     _session(ctx)
     value, mac, _ = BitShares.fetch(n)
     return BitShared(value, mac)
@@ -156,7 +156,8 @@ class Halves:
 
 def dealt_rows(ctx: MpcContext, n: int, width: int, halves: list[int]) -> tuple[BitShared, Halves | None]:
     """n rows of ``width`` dealt uniform bits ((n, width)) and the half triples of the bits in columns ``halves``
-    ((n, len(halves)) each; None without), one request: 6 bytes per bit and 12⅛ per half triple to party 0."""
+    ((n, len(halves)) each; None without), one request: 6 bytes per bit and 12⅛ per half triple to the
+    reply's receiver (``auth_bits.ROTATING``: the member with the fewest reply elements so far)."""
     _session(ctx)
     value, mac, half = BitShares.fetch(n, width, halves or None)
     bits = BitShared(value.reshape(n, width), mac.reshape(n, width))
@@ -204,7 +205,7 @@ def open_bits(ctx: MpcContext, x: BitShared, *, label: str, kind: str, reason: s
 
 def multiply(ctx: MpcContext, x: BitShared, y: BitShared, *, label: str) -> BitShared:
     """x AND y (elementwise, one shape) by a dealt bit triple (module docstring): the low bits of ε and δ opened
-    (2 bits per product, packed), 18⅛ bytes per product from the dealer to party 0."""
+    (2 bits per product, packed), 18⅛ bytes per product from the dealer to the reply's receiver."""
     if x.value.shape != y.value.shape:
         raise ValueError("cannot multiply authenticated bits of different shapes")
     shape = x.value.shape

@@ -71,7 +71,7 @@ dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z
 dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per survivor (6 bytes
 each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) +
 1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
-element carries a MAC share dealt to party 0 (6 bytes), so even a half product costs 12⅛ bytes against the
+element carries a MAC share dealt to one party (6 bytes), so even a half product costs 12⅛ bytes against the
 semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
 """
 
