@@ -51,11 +51,11 @@ def run(parties: int, samples: int, sigma: float) -> dict:
 
 
 def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float, float]]:
-    """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted
-    by the first factor's pass rate): (step, full bit products, half bit products, bytes dealt to party 0, bits
-    opened by each party). A full product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`, a half product 1 bit
-    and :data:`HALF_BYTES`; a dealt bit :data:`BIT_BYTES`; a Z_2^128 product 4 words (256 bits) and 96 bytes; a
-    daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ words each)
+    """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted by the
+    first factor's pass rate): (step, full bit products, half bit products, bytes dealt (every receiver's replies
+    together), bits opened by each party). A full product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`, a half
+    product 1 bit and :data:`HALF_BYTES`; a dealt bit :data:`BIT_BYTES`; a Z_2^128 product 4 words (256 bits) and 96
+    bytes; a daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ words each)
     are left out: they do not grow with the candidates."""
     products = products_per_candidate(plan)
     widths = dg.field_bits(plan)
@@ -126,7 +126,7 @@ def markdown(rows: list[dict], command: str) -> str:
     lines += ["", "Where the malicious bytes go, per candidate (σ = 16; `breakdown`: full products × 2 opened bits and "
               f"{BIT_TRIPLE_BYTES:g} dealt bytes, half products × 1 bit and {HALF_BYTES:g} bytes, plus each step's "
               "dealt material and openings):", "",
-              "| step | full products | half products | dealt bytes to party 0 | bits opened per party |",
+              "| step | full products | half products | dealt bytes (all receivers) | bits opened per party |",
               "|---|---|---|---|---|"]
     lines += [f"| {name} | {p:,.0f} | {h:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, h, dealt, opened in table]
     lines.append(f"| total | {sum(t[1] for t in table):,.0f} | {sum(t[2] for t in table):,.0f} | "
