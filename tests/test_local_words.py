@@ -119,7 +119,8 @@ def test_lane_parity_puts_each_lanes_parity_in_its_bit_0(lane, small_blocks):
             assert _bit(o, lane * j) == sum(_bit(v, lane * j + x) for x in range(lane)) % 2
 
 
-@pytest.mark.parametrize("lane, count", [(1, 130), (4, 33), (16, 9), (32, 5), (64, 3)])
+@pytest.mark.parametrize("lane, count", [(1, 130), (1, 64), (2, 70), (4, 33), (16, 9), (21, 7), (27, 10), (32, 5),
+                                         (64, 3)])
 def test_pack_lanes_places_value_i_in_lane_i_of_its_word_and_unpacks_back(lane, count):
     rng = random.Random(lane * 1000 + count)
     values = _words(rng, count)
@@ -208,3 +209,48 @@ def test_packed_one_hots_set_bit_v_of_each_windows_lane(lane, windows):
             low, width = windows[i] if i < len(windows) else (0, 0)
             expected[i // per] |= 1 << (lane * (i % per) + ((word >> low) & ((1 << width) - 1)))
         assert out[row].tolist() == [binary._signed(v) for v in expected]
+
+
+@pytest.mark.parametrize("widths, g, groups", [((18, 18, 29, 38, 30, 16, 25), 64, 3), ((4, 4, 4, 4, 4, 4, 3), 64, 2),
+                                               ((43,), 64, 2), ((13, 0, 64, 1, 63), 5, 1), ((7, 9), 11, 1),
+                                               ((0, 64), 3, 2)])
+def test_run_streams_lay_each_groups_fields_one_after_another(widths, g, groups):
+    """:func:`~mpcdp.mpc.run_streams.pack_stream`: element e's field b of a group at bit e·W + Σ_{c<b} widths[c]
+    of the group's ⌈g·W/64⌉ words (per bit, by definition), the same words as
+    :func:`~mpcdp.adapter.lanes.pack_columns` on the fields in that order, and unpacking gives the fields back."""
+    from mpcdp.mpc import run_streams
+
+    rng = random.Random(sum(widths) + g)
+    blocks, total = len(widths), sum(widths)
+    fields = torch.stack([_words(rng, groups * g) & binary.low_mask(w) if w else torch.zeros(groups * g,
+                                                                                            dtype=torch.int64)
+                          for w in widths])  # (blocks, groups·g), below 2^width as _gather_runs leaves them
+    layout = run_streams.stream_layout(widths, g)
+    words = run_streams.pack_stream(fields.numpy().view("uint64"), layout).view("int64")
+    assert words.shape == (groups, -(-g * total // 64))
+    for c in range(groups):
+        string = sum(int(fields[b, c * g + e]) % (1 << 64) << (e * total + sum(widths[:b]))
+                     for e in range(g) for b in range(blocks))
+        assert words[c].tolist() == [binary._signed(string >> (64 * j) & ((1 << 64) - 1))
+                                     for j in range(words.shape[1])]
+        columns = fields[:, c * g:(c + 1) * g].T.reshape(-1, 1)  # field (e, b) in row e·blocks + b
+        if all(widths):
+            assert words[c].tolist() == lanes.pack_columns(columns, list(widths) * g).reshape(-1).tolist()
+    back = torch.full_like(fields, 0)
+    run_streams.unpack_stream(words.view("uint64"), layout, back.numpy().view("uint64"))
+    assert torch.equal(back, fields)
+
+
+def test_packed_bit_shares_unpack_block_by_block_as_at_once(small_blocks):
+    """:meth:`~mpcdp.adapter.lanes.PackedBitShares.unpacked_blocks` (blocks of a few rows) gives every element's
+    fields as :func:`~mpcdp.adapter.lanes.unpack_bit_shares` does, each mod its width."""
+    widths = [64, 63, 1, 57, 54, 2]
+    values = _words(random.Random(5), 21, len(widths))
+    packed = lanes.PackedBitShares(lanes.pack_bit_shares(values, widths), 21, widths)
+    out = torch.empty((24, len(widths)), dtype=torch.int64)
+    seen = []
+    for elements, rows in packed.unpacked_blocks(out):
+        seen.extend(range(21)[elements])
+        assert torch.equal(rows, torch.stack([values[elements, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))
+    assert seen == list(range(21))
+    assert torch.equal(packed.unpack(), out[:21])

@@ -320,39 +320,42 @@ def unpack_fields(words: torch.Tensor, widths: list[int]) -> torch.Tensor:
     that cross a word boundary (a shift by 64 clears the others), a few whole-block operations."""
     layout = _row_layout(tuple(int(w) for w in widths), words.shape[1])
     out = torch.empty((words.shape[0], len(widths)), dtype=torch.int64)
-    upper = torch.empty(0, dtype=torch.int64)
+    words, upper = words.contiguous(), np.empty(0, dtype=np.uint64)
     for rows in row_blocks(words.shape[0], len(widths)):
         upper = _unpack_rows(words[rows], layout, out[rows], upper)
     return out
 
 
-def _unpack_rows(block: torch.Tensor, layout: dict, field: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
-    """:func:`unpack_fields` of one block of rows into ``field``; returns the scratch tensor ``upper`` (reused)."""
-    torch.index_select(block, 1, layout["word"], out=field)
-    field >>= layout["bit"]
-    field &= layout["low_mask"]  # the sign's copies cleared, and the field's bits in this word kept
+def _unpack_rows(block: torch.Tensor, layout: dict, field: torch.Tensor, upper: np.ndarray) -> np.ndarray:
+    """:func:`unpack_fields` of one block of rows into ``field``; returns the scratch array ``upper`` (reused).
+    On NumPy views as unsigned words: the shifts are logical and a shift by 64 clears, so each field is its
+    word shifted down OR the next word shifted up, masked once."""
+    words, out = block.numpy().view(np.uint64), field.numpy().view(np.uint64)
+    if upper.shape != out.shape:
+        upper = np.empty(out.shape, dtype=np.uint64)
+    np.take(words, layout["word"], axis=1, out=out, mode="clip")  # in range: no buffered copy
+    out >>= layout["bit"]
     if layout["spills"]:
-        upper = torch.index_select(block, 1, layout["next"], out=upper.resize_(field.shape))
+        np.take(words, layout["next"], axis=1, out=upper, mode="clip")
         upper <<= layout["up"]
-        upper &= layout["mask"]
-        field |= upper
+        out |= upper
+    out &= layout["mask"]
     return upper
 
 
 @functools.lru_cache(maxsize=64)
 def _row_layout(widths: tuple[int, ...], words: int) -> dict:
-    """:func:`_field_layout` as (k,) rows for :func:`unpack_fields`: each field's word, bit offset, the mask of
-    its bits in that word (moved down), the next word (the last word for a field that stays in its own), the
+    """:func:`_field_layout` as (k,) NumPy rows for :func:`unpack_fields`: each field's word, bit offset (as
+    unsigned words, for logical shifts), the next word (the last word for a field that stays in its own), the
     left shift that moves that word's low bits above the field's lower part (64 for a field that stays in its
     word: the shift clears them), the field's mask, and whether any field crosses a word boundary."""
     layout = _field_layout(widths)
 
-    def row(values) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.int64)
+    def row(values) -> np.ndarray:
+        return np.array(values, dtype=np.int64).view(np.uint64)
 
-    return {"word": row([f[0] for f in layout]), "bit": row([f[1] for f in layout]),
-            "low_mask": row([f[2] & f[4] for f in layout]),
-            "next": row([min(f[0] + 1, words - 1) for f in layout]),
+    return {"word": np.array([f[0] for f in layout]), "bit": row([f[1] for f in layout]),
+            "next": np.array([min(f[0] + 1, words - 1) for f in layout]),
             "up": row([64 - f[1] if f[3] else 64 for f in layout]), "mask": row([f[2] for f in layout]),
             "spills": any(f[3] for f in layout)}
 
@@ -431,7 +434,7 @@ class PackedBitShares:
         block's elements (a slice, at most n) and their (elements, k) rows of ``out``, filled."""
         k, g = len(self.widths), WORD_BITS_GROUP
         layout = _row_layout(tuple(self.widths * g), self.words.shape[1])
-        rows_out, upper = out.view(-1, g * k), torch.empty(0, dtype=torch.int64)
+        rows_out, upper = out.view(-1, g * k), np.empty(0, dtype=np.uint64)
         for rows in row_blocks(self.words.shape[0], g * k):
             upper = _unpack_rows(self.words[rows], layout, rows_out[rows], upper)
             elements = slice(rows.start * g, min(self.n, rows.stop * g))

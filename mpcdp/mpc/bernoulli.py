@@ -46,6 +46,7 @@ from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, rotated_one_hot
 from mpcdp.mpc.chunk_forms import ChunkForms
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
+from mpcdp.mpc.run_streams import pack_stream, stream_layout, unpack_stream
 
 
 def _top_table() -> tuple[int, ...]:
@@ -252,35 +253,28 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
 
     Local work, XOR-linear: each element's runs are first moved together into one word per block
     (:func:`_gather_runs`, one pass over a block's column per run), and those words, one per block and
-    element, packed one after another (:func:`~mpcdp.adapter.lanes.pack_columns`); the product is unpacked
-    and spread back the same way."""
-    from mpcdp.adapter.lanes import pack_columns, unpack_columns
-
+    element, packed one after another (:func:`~mpcdp.mpc.run_streams.pack_stream`, the same words as
+    :func:`~mpcdp.adapter.lanes.pack_columns` on them); the product is unpacked and spread back the same way."""
     blocks = len(runs)
     per = x.numel() // blocks
-    widths = [sum(width for _, width in runs_of) for runs_of in runs]  # each block's runs, side by side
-    full, rest = per // RUN_GROUP * RUN_GROUP, per % RUN_GROUP
-    groups = [(0, full, RUN_GROUP)] if full else []
-    if rest:
-        groups.append((full, per, rest))
+    widths = tuple(sum(width for _, width in runs_of) for runs_of in runs)  # each block's runs, side by side
+    full = per // RUN_GROUP * RUN_GROUP
+    groups = [(a, b, stream_layout(widths, b - a if b - a < RUN_GROUP else RUN_GROUP))
+              for a, b in ((0, full), (full, per)) if b > a]
 
     def packed(v: torch.Tensor) -> torch.Tensor:
-        gathered = _gather_runs(v.reshape(blocks, per), runs)
-        parts = []
-        for a, b, g in groups:  # rows: (element of the group, block); columns: the groups
-            columns = gathered[:, a:b].reshape(blocks, -1, g).permute(2, 0, 1).reshape(g * blocks, -1)
-            parts.append(pack_columns(columns, widths * g).T.reshape(-1))
-        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
+        gathered = _gather_runs(v.reshape(blocks, per), runs).numpy().view(np.uint64)
+        parts = [pack_stream(gathered[:, a:b], layout).reshape(-1) for a, b, layout in groups]
+        return torch.from_numpy(np.concatenate(parts).view(np.int64)) if parts else torch.zeros(0, dtype=torch.int64)
 
-    words = run_words(runs, per)
-    ands = ShiftedAnds(ctx, words, 2, [(0, 1, 0)], label=label)
+    ands = ShiftedAnds(ctx, run_words(runs, per), 2, [(0, 1, 0)], label=label)
     ands.open({0: packed(x), 1: packed(y)})
-    product, start = ands.product(0, 1, 0), 0
-    gathered = torch.empty((blocks, per), dtype=torch.int64)
-    for a, b, g in groups:
-        count = (b - a) // g * -(-g * sum(widths) // 64)
-        columns = unpack_columns(product[start:start + count].reshape((b - a) // g, -1).T.contiguous(), widths * g)
-        gathered[:, a:b] = columns.reshape(g, blocks, -1).permute(1, 2, 0).reshape(blocks, b - a)
+    product, start = ands.product(0, 1, 0).numpy().view(np.uint64), 0
+    gathered = torch.zeros((blocks, per), dtype=torch.int64)
+    for a, b, layout in groups:
+        count = (b - a) // layout.g * layout.words
+        unpack_stream(product[start:start + count].reshape(-1, layout.words), layout,
+                      gathered.numpy().view(np.uint64)[:, a:b])
         start += count
     return _spread_runs(gathered, runs).reshape(-1)
 
@@ -362,12 +356,17 @@ def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str
     values four to a word (element 4i + j at bits 4j of word i, its one-hot in lane j): one dealt one-hot word
     per four elements, one opening of 16 bits per four elements."""
     n = flags.numel()
-    padded = torch.zeros(-(-n // 4) * 4, dtype=torch.int64)
-    padded[:n] = flags.reshape(-1) & low_mask(supers)
-    places = 4 * torch.arange(4, dtype=torch.int64)
-    packed = (padded.reshape(-1, 4) << places).sum(1)  # disjoint bit fields: the sum is their OR
+    padded = torch.zeros((-(-n // 4), 4), dtype=torch.int64)
+    torch.bitwise_and(flags.reshape(-1), low_mask(supers), out=padded.view(-1)[:n])
+    packed = padded[:, 0].clone()
+    for j in range(1, 4):  # disjoint bit fields, constant shifts
+        packed |= padded[:, j] << 4 * j
     tops, _ = _tops(ctx, rotated_one_hots(ctx, packed, [(4 * j, supers) for j in range(4)], label=label, lane=16))
-    return ((tops.unsqueeze(1) >> places) & low_mask(supers)).reshape(-1)[:n]
+    out = torch.empty((tops.numel(), 4), dtype=torch.int64)
+    for j in range(4):
+        torch.bitwise_right_shift(tops, 4 * j, out=out[:, j])
+    out &= low_mask(supers)
+    return out.view(-1)[:n]
 
 
 _PLANTED: set[str] = set()  # the view audit's planted leaks in force in this process (never in a run)

@@ -369,7 +369,9 @@ def gather_bits(words: torch.Tensor, stride: int, count: int) -> torch.Tensor:
 
 
 def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
-    """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane)."""
+    """⌊64/lane⌋ values (< 2^lane each, or XOR shares of them) to a word, lane j at bits [j·lane, (j+1)·lane).
+    Few wide lanes (up to 4 to a word): a constant shift and an OR per lane on NumPy views; many narrow ones:
+    one broadcast shift and a sum over each word's row (disjoint bit fields: the sum is their OR)."""
     per = 64 // lane
     if per == 1:
         return values.reshape(-1) & low_mask(lane)
@@ -378,19 +380,32 @@ def pack_lanes(values: torch.Tensor, lane: int) -> torch.Tensor:
     torch.bitwise_and(values.reshape(-1), low_mask(lane), out=rows.view(-1)[:n])
     if per > 4:
         rows <<= torch.arange(per, dtype=torch.int64) * lane
-        return rows.sum(1)  # disjoint bit fields: the sum is their OR
-    out, moved = rows[:, 0].clone(), torch.empty(rows.shape[0], dtype=torch.int64)
-    for j in range(1, per):  # few wide lanes: a shift and an OR per lane beat a reduction over a short row
-        out |= torch.bitwise_left_shift(rows[:, j], j * lane, out=moved)
-    return out
+        return rows.sum(1)
+    columns = rows.numpy()
+    out, moved = columns[:, 0].copy(), np.empty(rows.shape[0], dtype=np.int64)
+    for j in range(1, per):
+        out |= np.left_shift(columns[:, j], j * lane, out=moved)
+    return torch.from_numpy(out)
 
 
 def unpack_lanes(packed: torch.Tensor, lane: int, count: int) -> torch.Tensor:
-    """The first ``count`` values of :func:`pack_lanes`' words."""
+    """The first ``count`` values of :func:`pack_lanes`' words: 1-bit lanes by numpy's unpackbits, up to 4
+    lanes to a word by a constant (logical) shift per lane into its column of the result and one mask on
+    NumPy views, more by one broadcast shift."""
     if lane == 64:
         return packed.reshape(-1)[:count]
-    shifts = torch.arange(64 // lane, dtype=torch.int64) * lane
-    return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
+    per = 64 // lane
+    if per > 4 and lane > 1:
+        shifts = torch.arange(per, dtype=torch.int64) * lane
+        return ((packed.unsqueeze(1) >> shifts) & low_mask(lane)).reshape(-1)[:count]
+    words = np.ascontiguousarray(packed.reshape(-1).numpy()).view(np.uint64)
+    if lane == 1:
+        return torch.from_numpy(np.unpackbits(words.view(np.uint8), bitorder="little", count=count).astype(np.int64))
+    out = np.empty((words.size, per), dtype=np.uint64)
+    for j in range(per):
+        np.right_shift(words, np.uint64(j * lane), out=out[:, j])
+    out &= np.uint64(low_mask(lane))
+    return torch.from_numpy(out.view(np.int64).reshape(-1)[:count])
 
 
 def packed_ands(ctx: MpcContext, variables: dict[int, torch.Tensor], pairs: list[tuple[int, int]], lane: int, *,
