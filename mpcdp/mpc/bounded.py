@@ -1,5 +1,7 @@
 """Bounded inputs under ``security = "malicious"``: each party's contribution to an authenticated sum is checked
-inside the MPC against its L2 bound before anything is opened (issue 48, "Bounded inputs").
+inside the MPC against its L2 bound (issue 48, "Bounded inputs"): in :func:`bounded_sum` before the sum is opened; in a
+training release the checks are opened with the release under its one MAC check, and decided before the release is
+used or output.
 
 Security model (:mod:`mpcdp.mpc.authenticated`'s): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Without this check a deviating party may input any ring value (an input
@@ -84,7 +86,7 @@ LIMIT_BITS = 63
 class OutOfBound(ProtocolViolation):
     """A party's contribution is outside its bound (a check of :mod:`mpcdp.mpc.bounded` opened a nonzero):
     every honest party detects it itself, with the same line naming the party. The run stops before the
-    release is opened. Reported as a failed check (``evidence`` "bound", :mod:`mpcdp.transport.losses`)."""
+    sum is opened (:func:`bounded_sum`), or before a training release opened with the checks is used or output. Reported as a failed check (``evidence`` "bound", :mod:`mpcdp.transport.losses`)."""
 
     evidence = "bound"
 

@@ -60,7 +60,8 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
                   shape: tuple[int, ...], label: str, field: str = "local", bound: float | None = None) -> torch.Tensor:
     """Open Σ_j local_j + noise (float64) in one round; ``shape`` is the public shape every party agreed on.
     ``bound``: under ``security = "malicious"``, every party's ``local`` is checked inside the MPC against this L2
-    norm (:mod:`mpcdp.mpc.bounded`, on the release grid) before the release is opened; semi-honest parties clip
+    norm (:mod:`mpcdp.mpc.bounded`, on the release grid; the checks opened with the release under its one MAC check,
+    decided before the release is used or output); semi-honest parties clip
     their own terms, so it is not used there.
 
     Raises:
