@@ -46,7 +46,7 @@ from mpcdp.adapter import dealer_view, keyed
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.bit_words import MAC_BITS, MAC_BYTES, mac_words, pack_bits, pack_macs, unpack_bits, unpack_macs
 from mpcdp.adapter.limbs import Wide
-from mpcdp.adapter.mac_material import RING, WORDS, MacKey, _no_dealer, _own_share, _party0_share
+from mpcdp.adapter.mac_material import RING, WORDS, MacKey, no_dealer, own_share, party0_share
 from mpcdp.errors import ProtocolViolation
 from mpcdp.adapter.material import Material, _dealer_generator
 from mpcdp.transport import costs
@@ -80,9 +80,9 @@ class AuthBits(Material):
         for generator in dealer._get_generators():  # b = XOR of one bit from every party's generator
             bits ^= _bit_part(generator, n)
         dealer_view.note_draw(bits=bits)  # the view audit's record of what the dealer knows (no-op otherwise)
-        return _party0_share(dealer, RING.lift(bits), n)
+        return party0_share(dealer, RING.lift(bits), n)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[Wide, Wide]:
@@ -96,7 +96,7 @@ class AuthBits(Material):
         part = _bit_part(generator, n)  # this party's part of the XOR, which the dealer draws too
         if PARTS is not None:
             PARTS.append(part.clone())
-        return _own_share(generator, n, lambda: cls.request(n))
+        return own_share(generator, n, lambda: cls.request(n))
 
 
 # -- the bit domain (SPDZ2k with k = 1, :mod:`mpcdp.mpc.bit_authenticated`; the module docstring) -----------
@@ -177,7 +177,7 @@ class BitRandoms(Material):
     def serve(dealer, n: int):
         return pack_macs(_bit_macs(dealer, _joint_words(dealer, n)))
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,7 +211,7 @@ class BitShares(Material):
             return reply
         return torch.cat([reply, _serve_halves(dealer, values.reshape(n, width)[:, list(halves)].reshape(-1))])
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int, width: int = 1, halves: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor, Any]:
@@ -304,7 +304,7 @@ class BitTriples(Material):
         macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
         return torch.cat([pack_macs(macs), pack_bits(low)])
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -341,9 +341,9 @@ class DaBits(Material):
         values = _joint_words(dealer, n)
         dealer_view.note_draw(da_bits=values & 1)
         bit_mac = _bit_macs(dealer, values)
-        return torch.cat([pack_macs(bit_mac), _party0_share(dealer, RING.lift(values & 1), n).reshape(-1)])
+        return torch.cat([pack_macs(bit_mac), party0_share(dealer, RING.lift(values & 1), n).reshape(-1)])
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[tuple[torch.Tensor, torch.Tensor], tuple[Wide, Wide]]:
@@ -361,7 +361,7 @@ class DaBits(Material):
             return ((value, unpack_macs(reply[:words], n)),
                     (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])))
         mac = keyed.ring((n,), generator=generator)
-        return (value, mac), _own_share(generator, n, None)
+        return (value, mac), own_share(generator, n, None)
 
 
 class EdaBits(Material):
@@ -383,12 +383,12 @@ class EdaBits(Material):
         dealer_view.note_draw(eda_bits=values & 1)
         macs = _bit_macs(dealer, values)
         r = ((values & 1) << torch.arange(bits)).sum(1)
-        reply = [pack_macs(macs), _party0_share(dealer, RING.lift(r), n).reshape(-1)]
+        reply = [pack_macs(macs), party0_share(dealer, RING.lift(r), n).reshape(-1)]
         if halves:
             reply.append(_serve_halves(dealer, values[:, list(halves)].reshape(-1)))
         return torch.cat(reply)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int, bits: int, halves: list[int] | None = None
@@ -412,7 +412,7 @@ class EdaBits(Material):
                     (Wide(wide[:, 0], wide[:, 1]), Wide(wide[:, 2], wide[:, 3])),
                     _own_halves(generator, h, reply[words + WORDS * n:]) if h else None)
         mac = keyed.ring((n, bits), generator=generator)
-        share = _own_share(generator, n, None)
+        share = own_share(generator, n, None)
         return (value, mac), share, _own_halves(generator, h, None) if h else None
 
 
@@ -441,7 +441,7 @@ class OneHots(Material):
         dealer_view.note_draw(one_hot_index=index)
         return torch.cat([pack_macs(_bit_macs(dealer, (own + low + others).reshape(-1))), pack_bits(low)])
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:

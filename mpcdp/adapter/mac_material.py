@@ -42,12 +42,14 @@ RING = Ring(64)
 WORDS = 4  # value lo, value hi, MAC lo, MAC hi
 
 
-def _no_dealer(*_args):
+def no_dealer(*_args):
+    """Every authenticated kind's ``generate``: without a dealer there is no authenticated material."""
     raise ConfigError("authenticated material (security = 'malicious') is dealt by the dealer only: "
                       "`provider` must be 'dealer'")
 
 
-def _draw_wide(generator, n: int) -> Wide:
+def draw_wide(generator, n: int) -> Wide:
+    """n uniform elements of Z_2^128 (low limb first) from a keyed generator."""
     return Wide(keyed.ring((n,), generator=generator), keyed.ring((n,), generator=generator))
 
 
@@ -58,31 +60,31 @@ def _dealer_key(dealer) -> torch.Tensor:
     return key
 
 
-def _party0_share(dealer, values: Wide, n: int) -> torch.Tensor:
+def party0_share(dealer, values: Wide, n: int) -> torch.Tensor:
     """Party 0's (n, 4) share of authenticated ``values``: parties 1..m−1 draw theirs from their generators."""
     value, key = values, _dealer_key(dealer)
     mac = RING.mul(Wide(key[0].expand(n), key[1].expand(n)), values)
     for generator in dealer._get_generators()[1:]:
-        value = RING.sub(value, _draw_wide(generator, n))
-        mac = RING.sub(mac, _draw_wide(generator, n))
+        value = RING.sub(value, draw_wide(generator, n))
+        mac = RING.sub(mac, draw_wide(generator, n))
     return torch.stack([value.lo, value.hi, mac.lo, mac.hi], 1)
 
 
-def _own_shares(generator, n: int, k: int, request) -> list[tuple[Wide, Wide]]:
+def own_shares(generator, n: int, k: int, request) -> list[tuple[Wide, Wide]]:
     """This party's (value, MAC) shares of k authenticated vectors of n values each, in the order the dealer
     served them (party 0's from the dealer's (n, 4k) reply)."""
     if rank() == 0:
         reply = request().reshape(n, k, WORDS)
         return [(Wide(reply[:, t, 0], reply[:, t, 1]), Wide(reply[:, t, 2], reply[:, t, 3])) for t in range(k)]
-    return [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(k)]
+    return [(draw_wide(generator, n), draw_wide(generator, n)) for _ in range(k)]
 
 
-def _own_share(generator, n: int, request) -> tuple[Wide, Wide]:
+def own_share(generator, n: int, request) -> tuple[Wide, Wide]:
     """This party's value and MAC shares of n authenticated values (party 0's from the dealer's reply)."""
     if rank() == 0:
         reply = request()
         return Wide(reply[:, 0], reply[:, 1]), Wide(reply[:, 2], reply[:, 3])
-    return _draw_wide(generator, n), _draw_wide(generator, n)
+    return draw_wide(generator, n), draw_wide(generator, n)
 
 
 class MacKey(Material):
@@ -99,7 +101,7 @@ class MacKey(Material):
         dealer.mac_key = torch.stack([total.lo, total.hi])
         return torch.zeros(0, dtype=torch.int64)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls) -> torch.Tensor:
@@ -125,7 +127,7 @@ class AuthMasks(Material):
     def serve(dealer, n: int, parties: int):
         return _serve_owner_masks(dealer, n, parties, bits=False)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
@@ -150,7 +152,7 @@ class AuthBitMasks(Material):
     def serve(dealer, n: int, parties: int):
         return _serve_owner_masks(dealer, n, parties, bits=True)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[torch.Tensor, list[tuple[Wide, Wide]]]:
@@ -173,11 +175,11 @@ def _serve_owner_masks(dealer, n: int, parties: int, *, bits: bool) -> torch.Ten
     if parties != len(generators):
         raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
                                 party=0)
-    masks = [_draw_wide(g, n) for g in generators]
+    masks = [draw_wide(g, n) for g in generators]
     if bits:
         masks = [Wide(r.lo & 1, torch.zeros_like(r.hi)) for r in masks]
         dealer_view.note_draw(bit_masks=torch.stack([r.lo for r in masks]))  # the view audit's record (else no-op)
-    return torch.cat([_party0_share(dealer, r, n) for r in masks], 1)
+    return torch.cat([party0_share(dealer, r, n) for r in masks], 1)
 
 
 def _owner_masks_from_dealer(material: type[Material], n: int) -> tuple[Wide, list[tuple[Wide, Wide]]]:
@@ -185,12 +187,12 @@ def _owner_masks_from_dealer(material: type[Material], n: int) -> tuple[Wide, li
     generator, [its (value, MAC) shares of [[r_o]] for every owner o]): party 0's from the dealer's reply, the
     others' from their generators."""
     generator = _dealer_generator()
-    own = _draw_wide(generator, n)
+    own = draw_wide(generator, n)
     m = world_size()
     if rank() == 0:
         reply = material.request(n, m).reshape(n, m, WORDS)
         return own, [(Wide(reply[:, o, 0], reply[:, o, 1]), Wide(reply[:, o, 2], reply[:, o, 3])) for o in range(m)]
-    return own, [(_draw_wide(generator, n), _draw_wide(generator, n)) for _ in range(m)]
+    return own, [(draw_wide(generator, n), draw_wide(generator, n)) for _ in range(m)]
 
 
 class AuthRandoms(Material):
@@ -204,10 +206,10 @@ class AuthRandoms(Material):
     def serve(dealer, n: int):
         values = RING.zeros((n,))
         for generator in dealer._get_generators():  # r = Σ of every party's draw: party 0's included
-            values = RING.add(values, _draw_wide(generator, n))
-        return _party0_share(dealer, values, n)
+            values = RING.add(values, draw_wide(generator, n))
+        return party0_share(dealer, values, n)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[Wide, Wide]:
@@ -217,8 +219,8 @@ class AuthRandoms(Material):
     @classmethod
     def from_dealer(cls, n: int) -> tuple[Wide, Wide]:
         generator = _dealer_generator()
-        _draw_wide(generator, n)  # party 0's part of r, which the dealer draws too (party 0's share comes next)
-        return _own_share(generator, n, lambda: cls.request(n))
+        draw_wide(generator, n)  # party 0's part of r, which the dealer draws too (party 0's share comes next)
+        return own_share(generator, n, lambda: cls.request(n))
 
 
 class AuthTriples(Material):
@@ -235,11 +237,11 @@ class AuthTriples(Material):
         generators = dealer._get_generators()
         a, b = RING.zeros((n,)), RING.zeros((n,))
         for generator in generators:  # every party's parts of a, then of b, from its own generator: party 0's too
-            a = RING.add(a, _draw_wide(generator, n))
-            b = RING.add(b, _draw_wide(generator, n))
-        return torch.cat([_party0_share(dealer, v, n) for v in (a, b, RING.mul(a, b))], 1)
+            a = RING.add(a, draw_wide(generator, n))
+            b = RING.add(b, draw_wide(generator, n))
+        return torch.cat([party0_share(dealer, v, n) for v in (a, b, RING.mul(a, b))], 1)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> list[tuple[Wide, Wide]]:
@@ -250,9 +252,9 @@ class AuthTriples(Material):
     @classmethod
     def from_dealer(cls, n: int) -> list[tuple[Wide, Wide]]:
         generator = _dealer_generator()
-        _draw_wide(generator, n)  # this party's parts of a and b, which the dealer draws too
-        _draw_wide(generator, n)
-        return _own_shares(generator, n, 3, lambda: cls.request(n))
+        draw_wide(generator, n)  # this party's parts of a and b, which the dealer draws too
+        draw_wide(generator, n)
+        return own_shares(generator, n, 3, lambda: cls.request(n))
 
 
 class AuthSquares(Material):
@@ -267,10 +269,10 @@ class AuthSquares(Material):
     def serve(dealer, n: int):
         a = RING.zeros((n,))
         for generator in dealer._get_generators():  # every party's part of a, from its own generator
-            a = RING.add(a, _draw_wide(generator, n))
-        return torch.cat([_party0_share(dealer, v, n) for v in (a, RING.mul(a, a))], 1)
+            a = RING.add(a, draw_wide(generator, n))
+        return torch.cat([party0_share(dealer, v, n) for v in (a, RING.mul(a, a))], 1)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> list[tuple[Wide, Wide]]:
@@ -281,8 +283,8 @@ class AuthSquares(Material):
     @classmethod
     def from_dealer(cls, n: int) -> list[tuple[Wide, Wide]]:
         generator = _dealer_generator()
-        _draw_wide(generator, n)  # this party's part of a, which the dealer draws too
-        return _own_shares(generator, n, 2, lambda: cls.request(n))
+        draw_wide(generator, n)  # this party's part of a, which the dealer draws too
+        return own_shares(generator, n, 2, lambda: cls.request(n))
 
 
 KINDS: tuple[type[Material], ...] = (MacKey, AuthMasks, AuthBitMasks, AuthRandoms, AuthTriples, AuthSquares)

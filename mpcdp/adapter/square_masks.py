@@ -21,7 +21,7 @@ import torch
 
 from mpcdp.adapter.group import provider, rank, world_size
 from mpcdp.adapter.limbs import Wide
-from mpcdp.adapter.mac_material import RING, WORDS, _draw_wide, _no_dealer, _party0_share
+from mpcdp.adapter.mac_material import RING, WORDS, draw_wide, no_dealer, party0_share
 from mpcdp.adapter.material import Material, _dealer_generator
 from mpcdp.errors import ProtocolViolation
 from mpcdp.transport import costs
@@ -42,12 +42,12 @@ class AuthMaskSquares(Material):
         if parties != len(generators):
             raise ProtocolViolation(f"party 0 asked for masks of {parties} owners; the run has {len(generators)}",
                                     party=0)
-        masks = [_draw_wide(g, n) for g in generators]
+        masks = [draw_wide(g, n) for g in generators]
         values = [v for r in masks for v in (r, RING.mul(r, r))]  # (owner, mask or square, element), flat
-        return _party0_share(dealer, Wide(torch.cat([v.lo for v in values]), torch.cat([v.hi for v in values])),
+        return party0_share(dealer, Wide(torch.cat([v.lo for v in values]), torch.cat([v.hi for v in values])),
                              2 * parties * n)
 
-    generate = staticmethod(_no_dealer)
+    generate = staticmethod(no_dealer)
 
     @classmethod
     def fetch(cls, n: int) -> tuple[Wide, list[Pair], list[Pair]]:
@@ -58,14 +58,14 @@ class AuthMaskSquares(Material):
     @classmethod
     def from_dealer(cls, n: int) -> tuple[Wide, list[Pair], list[Pair]]:
         generator = _dealer_generator()
-        own = _draw_wide(generator, n)
+        own = draw_wide(generator, n)
         m = world_size()
         if rank() == 0:
             reply = cls.request(n, m).reshape(m, 2, n, WORDS)
             value, mac = Wide(reply[..., 0], reply[..., 1]), Wide(reply[..., 2], reply[..., 3])
         else:  # the value shares of every (owner, mask or square, element), then the MAC shares: 4 draws in all
-            value = _draw_wide(generator, 2 * m * n).reshape(m, 2, n)
-            mac = _draw_wide(generator, 2 * m * n).reshape(m, 2, n)
+            value = draw_wide(generator, 2 * m * n).reshape(m, 2, n)
+            mac = draw_wide(generator, 2 * m * n).reshape(m, 2, n)
         return own, [(value[o, 0], mac[o, 0]) for o in range(m)], [(value[o, 1], mac[o, 1]) for o in range(m)]
 
 
