@@ -18,7 +18,6 @@ For each number of parties m (separate processes + the dealer) and vector length
 
 from __future__ import annotations
 
-import platform
 import statistics
 import sys
 import time
@@ -27,6 +26,7 @@ import torch
 
 from benchmarks import recording
 from mpcdp.config import MpcConfig
+from mpcdp.jobs.report import machine_line
 from mpcdp.mpc.secure_sum import secure_sum
 from mpcdp.transport.wire import WireMeter
 from mpcdp.runtime.harness import run_parties
@@ -97,8 +97,8 @@ def markdown(table: list[dict], command: str, repeats: int) -> str:
         "# Secure aggregation: bytes, rounds, time",
         "",
         f"Command: `{command}` (repeats per cell: {repeats})  ",
-        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}, "
-        f"torch {torch.__version__}; parties are separate processes on one host (loopback), plus the dealer.",
+        f"Machine: {machine_line(min(r['parties'] for r in table) + 1)}; parties are separate processes on one host "
+        "(loopback), plus the dealer.",
         "",
         "Floor = 2(m−1)/m · 8d bytes per party: one bandwidth-optimal all-reduce of the d-element shares, inputs "
         "free (pairwise zero-sum masks). Bytes are measured (kernel TCP counters), not estimated; per party = "

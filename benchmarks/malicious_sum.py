@@ -21,7 +21,6 @@ with ``bounded_repeats`` repeats (one authenticated square per element and contr
 
 from __future__ import annotations
 
-import platform
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ import torch
 from benchmarks import recording
 from mpcdp.config import MpcConfig, covers_malicious
 from mpcdp.jobs.aggregate import reveal_aggregate
+from mpcdp.jobs.report import machine_line
 from mpcdp.runtime.harness import run_job
 from mpcdp.transport.wire import WireMeter
 
@@ -123,8 +123,8 @@ def markdown(table: list[dict], command: str, repeats: int) -> str:
         "# The authenticated secure sum beside the semi-honest one",
         "",
         f"Command: `{command}` (repeats per cell: {repeats})  ",
-        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}, "
-        f"torch {torch.__version__}; parties are separate processes on one host (loopback, TLS), plus the dealer.",
+        f"Machine: {machine_line(min(r['parties'] for r in table) + 1)}; parties are separate processes on one host "
+        "(loopback, TLS), plus the dealer.",
         "",
         "One sum = the aggregation job's path: validation handshake, inputs, opening (and under `malicious` the "
         "authenticated inputs, the opening of x + 2^64·r in full and the batched MAC check). Bytes per party: "

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-
-import torch
 
 from mpcdp.config import MpcConfig
 from mpcdp.jobs.noise import cost_summary, noise_party
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import machine_line, write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
 from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS
@@ -94,8 +91,8 @@ def markdown(rows: list[dict], command: str) -> str:
         "# The authenticated in-MPC discrete Gaussian beside the semi-honest one",
         "",
         f"Command: `{command}`  ",
-        f"Machine: {platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}, "
-        f"torch {torch.__version__}; parties are separate processes on one host (loopback, TLS), plus the dealer.",
+        f"Machine: {machine_line(min(r['parties'] for r in rows) + 1)}; parties are separate processes on one host "
+        "(loopback, TLS), plus the dealer.",
         "",
         f"Malicious: circuit `{CIRCUIT.split(':')[0]}` (mpcdp/noise/auth_gaussian.py): per candidate "
         f"{products.first} full and {products.first_half} half bit products in SPDZ2k's k = 1 bit domain, per "

@@ -16,14 +16,11 @@ import argparse
 import json
 import os
 import statistics
-import platform
 import subprocess
 import sys
 import time
 
-import torch
-
-from mpcdp.jobs.report import write_record
+from mpcdp.jobs.report import machine_line, write_record
 from mpcdp.noise.auth_gaussian import CIRCUIT as AUTHENTICATED_CIRCUIT
 
 PROTOCOL = "protocols/quickstart-a9a.toml"
@@ -58,7 +55,7 @@ def main() -> None:
               "same_epsilon": all(p["semi-honest"]["epsilon"] == p["malicious"]["epsilon"] for p in pairs),
               "load_average": load, "authenticated_circuit": AUTHENTICATED_CIRCUIT,
               "command": f"python -m benchmarks.quickstart_malicious --repeats {repeats}",
-              "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"}
+              "machine": machine_line(4)}
     lines = ["# The quick start under security = 'malicious' beside semi-honest", "",
              f"Command: `{record['command']}`  ", f"Machine: {record['machine']}; 3 parties and the dealer as processes.", "",
              f"Issue 48's target: the quick start ≤ 2× the semi-honest wall — **not met: {ratio:.1f}×** (the median of "

@@ -26,6 +26,24 @@ def test_a_record_names_the_version_date_and_commit_it_was_made_at(tmp_path):
         assert f"commit {head[:12]}" in out["markdown"]
 
 
+def test_a_records_machine_line_names_the_party_processes_threads_not_the_launchers(monkeypatch):
+    """Party processes split the cores (cores // processes, at least 1) unless ``MPCDP_THREADS`` sets the count;
+    the line says theirs, whatever this process runs (the records said "2 torch threads" when parties ran 1)."""
+    import os
+
+    import torch
+
+    from mpcdp.jobs.report import machine_line
+
+    monkeypatch.delenv("MPCDP_THREADS", raising=False)
+    torch_threads = torch.get_num_threads()
+    split = max(1, (os.cpu_count() or 1) // 4)
+    assert f", {split} torch thread{'s' if split > 1 else ''} per party process, " in machine_line(4)
+    monkeypatch.setenv("MPCDP_THREADS", "3")
+    assert ", 3 torch threads per party process, " in machine_line(4)
+    assert torch.get_num_threads() == torch_threads
+
+
 RESULTS = ROOT / "benchmarks" / "results"
 STALE_LINE = "> **Stale**: "
 

@@ -124,6 +124,22 @@ def provenance() -> dict[str, Any]:
     return {**found, "commit": head.stdout.strip(), "modified": bool(changed.stdout.strip())}
 
 
+def machine_line(processes: int) -> str:
+    """The machine a record was measured on, as its ``Machine:`` line says it: the architecture, the cores, the
+    torch threads each of ``processes`` processes started side by side runs (the party processes', not this
+    process's: :func:`mpcdp.runtime.process_server.threads_per_process`), Python and torch."""
+    import os
+    import platform
+
+    import torch
+
+    from mpcdp.runtime.process_server import threads_per_process
+
+    threads = threads_per_process(processes)
+    return (f"{platform.machine()}, {os.cpu_count()} cores, {threads} torch thread{'s' if threads > 1 else ''} per "
+            f"party process, Python {platform.python_version()}, torch {torch.__version__}")
+
+
 def stamp(record: dict) -> str:
     """The lines a table ends with: the mechanism and accountant versions of its record (and the in-MPC
     circuit's, for the discrete Gaussian), and the mechanism of the record it replaced when that differed."""
