@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---|---|---|---|"]
     lines += [f"| {r['point']} | {r['test_objective']:.4f} | {r['regulariser']:.4f} | {r['test_error']:.4f} | "
               f"{r['train_objective']:.4f} |" for r in rows]
-    record(ns.out, "\n".join(lines) + "\n", {"command": command, "rows": rows})
+    record(ns.out, "\n".join(lines) + "\n", {"command": command, "rows": rows}, in_mpc_noise=False)
     return 0
 
 

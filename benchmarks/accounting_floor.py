@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         "floor's ε by a few per cent only, worth well under 1% of ε. The certificate's distance from the floor is "
         "therefore the cost of composing the pair symmetrised in both directions, which every per-step "
         "dominating-pair accountant pays (mpcdp/accounting/wor_pld.py).", ""])
-    record(ns.out, text, {"command": command, "runs": runs})
+    record(ns.out, text, {"command": command, "runs": runs}, in_mpc_noise=False)
     return 0
 
 

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name} ...", file=sys.stderr, flush=True)
         rows.append(row(name, protocol["floor_width"]))
     recording.record(ns.out, markdown(rows, protocol, command),
-                     {"command": command, "pld_accountant": wor_pld.ACCOUNTANT, "rows": rows})
+                     {"command": command, "pld_accountant": wor_pld.ACCOUNTANT, "rows": rows}, in_mpc_noise=False)
     return 0
 
 

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                                             "benchmarks/results/aggregation", argv)
     table = run(protocol)
     recording.record(ns.out, markdown(table, command, protocol["grid"]["repeats"]),
-                     {"command": command, "rows": table})
+                     {"command": command, "rows": table}, in_mpc_noise=False)
     return 0
 
 

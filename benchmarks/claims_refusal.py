@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(command, runs, interpreter, bare, load)
     recording.record(ns.out, text, {"command": command, "protocol": PROTOCOL, "cores": os.cpu_count(),
                                     "load_average": {"start": load[0], "end": load[1]}, "target_s": TARGET_S,
-                                    "bare_interpreter_s": interpreter, "bare_import_s": bare, "runs": runs})
+                                    "bare_interpreter_s": interpreter, "bare_import_s": bare, "runs": runs},
+                     in_mpc_noise=False)
     return 0
 
 

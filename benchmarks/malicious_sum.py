@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     table = run(protocol)
     grid = protocol["grid"]
     text = markdown(table, command, grid["repeats"]) + "\n".join(bounded_markdown(table, grid)) + "\n"
-    recording.record(ns.out, text, {"command": command, "rows": table})
+    recording.record(ns.out, text, {"command": command, "rows": table}, in_mpc_noise=False)
     return 0
 
 

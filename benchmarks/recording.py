@@ -32,11 +32,12 @@ def previous(out: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def record(out: str, markdown: str, payload: dict, *, mechanism: str | None = None) -> None:
+def record(out: str, markdown: str, payload: dict, *, mechanism: str | None = None, in_mpc_noise: bool = True) -> None:
     """Write ``out``.md and ``out``.json through the project's one result writer
     (:func:`mpcdp.jobs.report.write_record`, which stamps the mechanism and accountant versions), and print the
     table. ``mechanism``: the id of the sampler the benchmark measured, where that is not the in-MPC discrete
-    Gaussian (write_record's default)."""
+    Gaussian (write_record's default). ``in_mpc_noise``: False for a benchmark that samples no noise inside the
+    MPC (its record names no in-MPC circuit)."""
     from mpcdp.jobs.report import write_record
 
-    print(write_record(out, payload, markdown, mechanism=mechanism)["markdown"])
+    print(write_record(out, payload, markdown, mechanism=mechanism, in_mpc_noise=in_mpc_noise)["markdown"])

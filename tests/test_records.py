@@ -26,6 +26,19 @@ def test_a_record_names_the_version_date_and_commit_it_was_made_at(tmp_path):
         assert f"commit {head[:12]}" in out["markdown"]
 
 
+def test_a_record_that_sampled_no_noise_in_the_mpc_claims_no_circuit(tmp_path):
+    """The default mechanism's circuit is stamped on a record of secure runs, and not on one that sampled no
+    noise inside the MPC (an accounting table, a plaintext reference, a noiseless secure sum): a new circuit
+    leaves such a record current."""
+    from mpcdp.noise.secure_gaussian import CIRCUIT
+
+    sampled = write_record(str(tmp_path / "sampled"), {"x": 1.0}, "# table\n")
+    plain = write_record(str(tmp_path / "plain"), {"x": 1.0}, "# table\n", in_mpc_noise=False)
+    assert sampled["record"]["circuit"] == CIRCUIT and f"In-MPC circuit (secure runs): {CIRCUIT}." in sampled["markdown"]
+    assert "circuit" not in plain["record"] and "In-MPC circuit" not in plain["markdown"]
+    assert "circuit" not in json.loads((tmp_path / "plain.json").read_text())
+
+
 def test_a_records_machine_line_names_the_party_processes_threads_not_the_launchers(monkeypatch):
     """Party processes split the cores (cores // processes, at least 1) unless ``MPCDP_THREADS`` sets the count;
     the line says theirs, whatever this process runs (the records said "2 torch threads" when parties ran 1)."""

@@ -58,14 +58,17 @@ def _previous_record(path: pathlib.Path) -> dict | None:
 
 def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathlib.Path], None] | None = None, *,
                  default: Callable[[Any], Any] | None = None, mechanism: str | None = None,
-                 extra_files: Mapping[str | pathlib.Path, Callable[[dict, pathlib.Path], None]] | None = None
-                 ) -> dict[str, Any]:
+                 extra_files: Mapping[str | pathlib.Path, Callable[[dict, pathlib.Path], None]] | None = None,
+                 in_mpc_noise: bool = True) -> dict[str, Any]:
     """Write the three files of ``out``; return the table, the plot's path, the record and every path written
     (``files``). The record and the table name the versions of the released mechanism and of the accountant,
     and the mechanism of the record they replace when it differs. ``mechanism``: the released mechanism's
     version (paper 003's discrete Laplace, the sampler a cost run measured); else the record's own
     ``mechanism`` (a run's, its mechanism's ``id``); else the default training mechanism's (the in-MPC discrete
-    Gaussian, :data:`mpcdp.learning.mechanisms.MECHANISMS`); its record's ``circuit``, if any, is stamped too. ``extra_files``: further files of the
+    Gaussian, :data:`mpcdp.learning.mechanisms.MECHANISMS`); its record's ``circuit``, if any, is stamped too,
+    unless ``in_mpc_noise`` is False: the record sampled no noise inside the MPC (accounting, plaintext
+    references, a secure sum without noise, refusals), so no circuit id is claimed and a new circuit leaves it
+    current. ``extra_files``: further files of the
     record (a CSV table, a plot under the name a command documents), each path written by its function from
     the stamped record, after the JSON and the table."""
     from mpcdp.accounting.released import ACCOUNTANT
@@ -80,7 +83,7 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
                                        "ratio-of-uniforms, continuous sensitivity)") if before is not None else None
     record = {**record, "mechanism": MECHANISM, "accountant": ACCOUNTANT, "recorded": provenance()}
     released = by_id(MECHANISM)
-    if released is not None and released.circuit:  # the in-MPC protocol its secure runs used
+    if in_mpc_noise and released is not None and released.circuit:  # the in-MPC protocol its secure runs used
         record["circuit"] = released.circuit
     if replaced is not None and replaced != MECHANISM:
         record["replaces_mechanism"] = replaced
