@@ -122,6 +122,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_FactorTables", (4, 62, [[32, 5], [55, 7]], [[0, 0, 5, [1 << 62] * 32], [1, 2, 2, [0, 1, 2, 3]],
                                                         [1, 4, 3, [1 << 62] + [0] * 7]], [[0, 32, 9]]), [4, 4]),
     ("mpcdp_CommitteeScope", ([0, 1],), [0]),
+    ("mpcdp_BoundedMasks", (4, 21), [4]),  # the ripple B2A's bounded masks: one ring element each
     ("mpcdp_MacKey", (), [0]),  # security = "malicious": the key first, then the authenticated material
     ("mpcdp_AuthMasks", (3, 2), [3, 8]),
     ("mpcdp_AuthBitMasks", (3, 2), [3, 8]),  # the bounded witness's bit masks, as AuthMasks' replies
@@ -187,6 +188,16 @@ def test_a_reply_of_another_shape_is_refused_naming_the_dealer_before_it_is_allo
         rogue.join(10)
     finally:
         _close(meshes)
+
+
+@pytest.mark.parametrize("args", [(4, 0), (4, 63), (-1, 21), (True, 21), (4, 21.0), (1 << 25, 21), ("4", 21)])
+def test_a_malformed_bounded_mask_request_is_refused_before_anything_is_drawn(args):
+    """The dealer reads a bounded-mask request's n and bits only as integers in range (n <= 2^24, bits in
+    [1, 62]): anything else is a ProtocolViolation naming party 0, from the reply's shape, before serving."""
+    message = {"function": "mpcdp_BoundedMasks", "device": None, "args": list(args), "kwargs": {}}
+    with pytest.raises(ProtocolViolation) as info:
+        dealer_link._elements(message)
+    assert info.value.party == 0
 
 
 def test_party_0_makes_no_request_whose_reply_shape_it_cannot_predict():

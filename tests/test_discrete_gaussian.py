@@ -381,7 +381,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (11 if replicated else 28)
+    assert r["material_requests"] == declared.dealer_requests == (12 if replicated else 30)
     # the committed coin: two public exchanges among the members (commitments, then parts with nonces)
     assert [(label, n) for label, n, _ in r["coin"]] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
     assert declared.exchanges == [32, 64]
@@ -389,7 +389,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     for rank, party in enumerate(results):
         assert party["step_bytes"] == declared.bytes(3, rank)[0], rank
     # opened: masked values and the accept bits only
-    assert {label for label, _ in r["openings"]} <= {"dg-coin", "dg-piece", "dg-point", "dg-b2a", "dg-square", "dg-a2b-mask",
+    assert {label for label, _ in r["openings"]} <= {"dg-coin", "dg-piece", "dg-point", "dg-b2a-carry", "dg-b2a", "dg-square", "dg-a2b-mask",
                                                      "dg-a2b-carry", "dg-a2b-add", *[f"dg-{stage}-{step}" for stage in ("first", "rest") for step in
                                                        ("group", "bern-flags", "bern-supers",
                                                         "bern-and", "bern-pick", "bern-last", "window")],

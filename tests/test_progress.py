@@ -76,8 +76,9 @@ def test_phase_lines_are_rate_limited_per_phase():
 
 
 def test_the_estimate_counts_the_dealers_packed_b2a_reply_by_its_words():
-    """The sampler's B2A reply is packed below a word per converted bit (WordBits with widths): the estimate's
-    dealt elements count its words, as the dealer sends them, not one per bit."""
+    """The sampler's B2A reply (the ripple's carry out and the piece bits) is packed below a word per converted bit
+    (WordBits with widths): the estimate's dealt elements count its words, as the dealer sends them, not one per
+    bit; the ripple's bounded masks count one element each."""
     from mpcdp.adapter.material import WordBits
     from mpcdp.jobs.estimate import MATERIAL_OPS, dealt_elements
     from mpcdp.noise import discrete_gaussian as dg
@@ -85,6 +86,6 @@ def test_the_estimate_counts_the_dealers_packed_b2a_reply_by_its_words():
 
     plan = dg.plan_for(445.3)
     ops = declared_cost([3000], plan, survivors=[2000]).ops
-    rows, words = WordBits.reply_shape(3000, plan.k + 9, b2a_widths(plan))
-    assert ops["b2a_reply_words"] == rows * words < ops["b2a_bits"]
+    rows, words = WordBits.reply_shape(3000, dg.PIECES, b2a_widths(plan))
+    assert ops["b2a_reply_words"] == rows * words < ops["b2a_bits"] and ops["bounded_masks"] == 3000
     assert dealt_elements(ops) == sum(ops[k] for k in MATERIAL_OPS) - ops["b2a_bits"] + rows * words

@@ -14,7 +14,7 @@ import torch
 
 from mpcdp.adapter import dealer_link, objects
 from mpcdp.adapter.compat import configure, ttp_provider
-from mpcdp.adapter import auth_bits, mac_material, square_masks
+from mpcdp.adapter import auth_bits, bounded_masks, mac_material, square_masks
 from mpcdp.adapter.material import KINDS as DEALT
 from mpcdp.errors import PeerLost, ProtocolViolation
 from mpcdp.transport import losses, rendezvous
@@ -25,7 +25,7 @@ from mpcdp.transport.mesh import Mesh
 
 class Dealer(ttp_provider.TTPServer):
     """CrypTen's TTP material methods plus the material of :data:`~.material.KINDS` and the authenticated
-    material of :data:`~.mac_material.KINDS`, :data:`~.auth_bits.KINDS` and :data:`~.square_masks.KINDS`, each
+    material of :data:`~.bounded_masks.KINDS`, :data:`~.mac_material.KINDS`, :data:`~.auth_bits.KINDS` and :data:`~.square_masks.KINDS`, each
     served under the name of its class, drawing from one keyed generator per party (never started as CrypTen's server)."""
 
     def __init__(self, parties: int):  # noqa: D107 - CrypTen's __init__ would join a gloo group; not called
@@ -43,7 +43,7 @@ class Dealer(ttp_provider.TTPServer):
         return generators[self.explicit:] + generators[:self.explicit]
 
 
-KINDS = DEALT + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS
+KINDS = DEALT + bounded_masks.KINDS + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS
 ALLOWED = objects.CRYPTEN_KINDS + tuple(kind.request_name() for kind in KINDS)
 
 for _kind in KINDS:  # a request names its kind: serve each kind under its class's name

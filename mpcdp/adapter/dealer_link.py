@@ -39,7 +39,7 @@ import torch
 
 from mpcdp.adapter import keyed, metering, objects
 from mpcdp.adapter import dealer_view
-from mpcdp.adapter import auth_bits, mac_material, material, square_masks
+from mpcdp.adapter import auth_bits, bounded_masks, mac_material, material, square_masks
 from mpcdp.adapter.compat import ttp_provider
 from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.randomness import KEY_BYTES, secure_key
@@ -86,7 +86,8 @@ def _message(func_name: str, device: Any, args: tuple, kwargs: dict) -> dict[str
     """A request as it goes on the link, and the reply shape it asks for (checked against the allow-list's limits)."""
     message = {"function": func_name, "device": None if device is None else str(device), "args": list(args),
                "kwargs": dict(kwargs)}
-    expected = objects.reply_shape(message, material.KINDS + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS)
+    expected = objects.reply_shape(message, material.KINDS + bounded_masks.KINDS + mac_material.KINDS + auth_bits.KINDS
+                                    + square_masks.KINDS)
     if math.prod(expected) > MAX_REPLY_ELEMENTS:
         raise ConfigError(f"a dealer request for {func_name!r} of shape {list(expected)} exceeds the "
                           f"{MAX_REPLY_ELEMENTS} elements a reply may have: use smaller batches")
@@ -184,7 +185,7 @@ class DealerClient:
 def _elements(message: dict) -> int:
     """The elements of the reply a rotating request from party 0 asks for (its shape checked as serving would)."""
     try:
-        return math.prod(objects.reply_shape(message, material.KINDS + auth_bits.ROTATING))
+        return math.prod(objects.reply_shape(message, material.KINDS + bounded_masks.ROTATING + auth_bits.ROTATING))
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise ProtocolViolation(f"party 0 sent the dealer a {message['function']!r} request with malformed "
                                 f"arguments: {str(exc)[:80]}", party=0) from exc
@@ -199,7 +200,7 @@ def install_client(client: TtpClient | None) -> None:
     ttp_provider.TTPClient._TTPClient__instance = client
 
 
-ROTATING = frozenset(kind.request_name() for kind in material.ROTATING + auth_bits.ROTATING)
+ROTATING = frozenset(kind.request_name() for kind in material.ROTATING + bounded_masks.ROTATING + auth_bits.ROTATING)
 """The requests whose receiver rotates (:class:`Receivers`)."""
 
 

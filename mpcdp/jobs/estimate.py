@@ -47,7 +47,8 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
-MATERIAL_OPS = ("and_words", "b2a_bits", "square", "one_hot_words", "table_words")  # counted ops that are dealt elements
+MATERIAL_OPS = ("and_words", "b2a_bits", "bounded_masks", "square", "one_hot_words",
+                "table_words")  # counted ops that are dealt elements
 PACKED_REPLIES = {"b2a_bits": "b2a_reply_words"}
 """Counted ops whose reply a protocol may pack below a word per element: where its declared cost names the
 words (``b2a_reply_words``: the B2A reply of :class:`mpcdp.adapter.material.WordBits` with widths, the

@@ -45,10 +45,15 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 4 bits per candidate need the AND (the
      point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
      one AND level, sixteen candidates to a word.
-  4. B2A of n's k+5 bits and of I_1..I_4 (one opening, two candidates to a word; the dealer sends party 0
-     each bit's share only to the bits that matter: bit i of n mod 2^(64−i), I_j mod 2^(62−t) for
-     Λ_j − Λ_0 = 2^t·odd, the fields of eight candidates packed one after another). Then n as a two's
-     complement integer, n² (one Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62).
+  4. B2A of x = n + 2^(k+4) (n's word with its sign bit flipped, x < 2^(k+5)) by a ripple carry on a bounded
+     mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+5) dealt XOR- and additively shared, y = x + r by
+     c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a word), k+5 rounds; then
+     one opening of y mod 2^(k+5) with the carry out and I_1..I_4 XOR dealt bits (two candidates to a word;
+     the dealer sends the receiver each such bit's share only to the bits that matter: the carry out mod
+     2^(59−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r + 2^(k+5)·carry, n = x − 2^(k+4), n² (one
+     Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62). dg-mpc/9 converted n's k+5 bits one by
+     one, each bit i's share mod 2^(64−i) dealt: 1,353 bits per candidate at k = 16 against 347 now (r, the
+     ANDs, the five dealt bits), for k+5 more rounds.
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
@@ -77,12 +82,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 communication steps (≈ 15.9n ring elements or
-words). With the dealer every step is an opening and 26 of them need a request for material, as does each
-factor stage's coin_uniform: 28 requests. Under honest-majority the 17 multiplication steps (≈ 12.3n) are
-resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 11
-requests for material remain (one-hot words ≈ 11.25n + 40.75s, b2a_bits (k+9)n). Measured bytes and time per
-sample: benchmarks/results/noise-exact.md; where they go, step by step: ``python -m benchmarks.noise_breakdown``.
+exchanges among the members (32 and 64 bytes each way) and 28 + (k+5) communication steps (≈ 16.8n ring
+elements or words at k = 16). With the dealer every step is an opening and 27 of them need a request for material, as
+do each factor stage's coin_uniform and the ripple's bounded masks: 30 requests. Under honest-majority the
+17 + (k+5) multiplication steps (≈ 13.0n) are resharings, one round each and one word per element per member,
+the other 11 (≈ 3.6n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n + 40.75s,
+bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
 from __future__ import annotations
@@ -94,7 +100,7 @@ import math
 import numpy as np
 import torch
 
-from mpcdp.mpc import bernoulli, binary, ring
+from mpcdp.mpc import bernoulli, binary, ring, ripple
 from mpcdp.transport import costs
 from mpcdp.mpc.coin import coin_cost
 from mpcdp.mpc.context import MpcContext
@@ -107,14 +113,15 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/9: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/10: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
            "picks only on chunks whose bit can be set, narrow neighbouring windows on one one-hot, the point's AND "
-           "on 4 bits, packed B2A opening and reply (eight candidates' fields together), packed accept, T to binary "
-           "by rotated one-hots of 4-bit chunks, a carry prefix on packed lanes and one merged product for the "
-           "carries' add; replicated resharing among parties 0-2 under honest-majority")
+           "on 4 bits, the candidate word made additive by a ripple carry on a bounded mask (one AND per bit on "
+           "packed bit columns) with its carry out and the piece bits as dealt bits in one packed opening, packed "
+           "accept, T to binary by rotated one-hots of 4-bit chunks, a carry prefix on packed lanes and one merged "
+           "product for the carries' add; replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -165,39 +172,44 @@ POINT_LANE = 4
 
 
 def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor, indicators: torch.Tensor):
-    """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits."""
-    k, n = plan.k, word.numel()
-    packed = word
+    """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits.
+
+    x = n + 2^(k+4) (the word with its sign bit flipped: x < 2^(k+5)) becomes additive, exact in Z_2^64, by a
+    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_4 by dealt bits in the
+    same last opening (:func:`b2a_widths`); then n = x − 2^(k+4), n² (one Beaver square) and T."""
+    k = plan.k
+    flipped = ring.public_xor(ctx, word, 1 << (k + 4))
+    pieces = torch.zeros_like(word)
     for j in range(1, dg.PIECES):
-        packed = packed | (indicators[:, j] << (k + 4 + j))
-    bits = ring.b2a_bits(ctx, packed, k + 9, label="dg-b2a", packed=True, widths=b2a_widths(plan))
-    value = ring.bits_to_value(bits[:, : k + 4]) - bits[:, k + 4] * (1 << (k + 4))
-    square = ring.Products(ctx, n, 1, [(0, 0)], label="dg-square")
+        pieces = pieces | (indicators[:, j] << (j - 1))
+    shifted, bits = ripple.b2a_by_ripple(ctx, flipped, k + 5, pieces, dg.PIECES - 1, b2a_widths(plan), label="dg-b2a")
+    value = ring.public_add(ctx, shifted, -(1 << (k + 4)))
+    square = ring.Products(ctx, word.numel(), 1, [(0, 0)], label="dg-square")
     square.open({0: value})
     T = ring.public_add(ctx, square.product(0, 0) * plan.G, plan.Lambda[0])
     for j in range(1, dg.PIECES):
-        T = T + bits[:, k + 4 + j] * (plan.Lambda[j] - plan.Lambda[0])
+        T = T + bits[:, j - 1] * (plan.Lambda[j] - plan.Lambda[0])
     return value, T
 
 
 def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
-    """The bits of each converted bit's shares that matter: n's bit i (weight ±2^i; n is kept, exact in
-    Z_2^64) mod 2^(64−i); the piece bit I_j (times Λ_j − Λ_0 = 2^t·odd in T, which is read mod 2^62)
-    mod 2^(62−t)."""
+    """The bits of each dealt-bit conversion's shares that matter (:func:`mpcdp.mpc.ripple.b2a_by_ripple`'s
+    ``widths``): the ripple's carry out (weight 2^(k+5) in n, which is kept exact in Z_2^64) mod 2^(64−k−5);
+    the piece bit I_j (times Λ_j − Λ_0 = 2^t·odd in T, which is read mod 2^62) mod 2^(62−t)."""
     def twos(x: int) -> int:
         return (x & -x).bit_length() - 1 if x else 62
 
-    return [64 - i for i in range(plan.k + 5)] + [max(1, 62 - twos(int(plan.Lambda[j]) - int(plan.Lambda[0])))
-                                                  for j in range(1, dg.PIECES)]
+    return [64 - (plan.k + 5)] + [max(1, 62 - twos(int(plan.Lambda[j]) - int(plan.Lambda[0])))
+                                  for j in range(1, dg.PIECES)]
 
 
 def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
-    """Words of the dealer's packed B2A reply to party 0 for n candidates: the widths of :func:`b2a_widths`
-    packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a time
-    (:class:`mpcdp.adapter.material.WordBits`)."""
+    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates (the carry out and
+    I_1..I_4): the widths of :func:`b2a_widths` packed one after another,
+    :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a time (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
 
-    rows, words = WordBits.reply_shape(n, plan.k + 9, b2a_widths(plan))
+    rows, words = WordBits.reply_shape(n, dg.PIECES, b2a_widths(plan))
     return rows * words
 
 
@@ -261,16 +273,18 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
     """(elements, is a multiplication, needs a request for material under Beaver multiplication) of every
     communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
     operation counts; and its requests for material that open nothing (each stage's coin_uniform)."""
-    k, point_words = plan.k, -(-n // (64 // POINT_LANE))
+    point_words = -(-n // (64 // POINT_LANE))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
+    b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1)
     ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
-                               "one_hot_words": a2b_ops["one_hot_words"] + n, "b2a_bits": (k + 9) * n,
+                               "one_hot_words": a2b_ops["one_hot_words"] + n,
                                "b2a_reply_words": b2a_reply_words(plan, n),
                                "square": n, "random_bits": _member_bits(plan) * n})
-    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True),
-             (-(-n // (64 // (k + 9))), False, True),
+    ops.update(b2a_ops)
+    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True), *b2a_steps,
              (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
     first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
+    silent += b2a_silent
     steps += [*first_steps, (-(-n // 64), False, False)]
     ops.update(first_ops)
     if s:
@@ -300,7 +314,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     Per pass of n candidates and s survivors, with ⌈x⌉ the packed word counts, the communication steps in
     order are: (circuit only) the committed coin, two public exchanges among the members
     (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
-    (:data:`POINT_LANE`); B2A ⌈n/⌊64/(k+9)⌋⌉; square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
+    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening ⌈n/⌊64/(k+10)⌋⌉
+    (:func:`mpcdp.mpc.ripple.declared_cost`); square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
     at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
     ⌈n/64⌉; then, if s > 0, the other factors' stage, the accept AND's levels
     (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
@@ -311,17 +326,19 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 17
-    steps, ≈ 6.5n elements; as a circuit 28 steps, ≈ 15.9n elements, 17 of them (≈ 12.3n) multiplications.
+    + (k+5) steps, ≈ 7.3n elements; as a circuit 28 + (k+5) steps, ≈ 16.8n elements at k = 16, 17 + (k+5) of
+    them (≈ 13.0n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
-    exactly parties 0–2) every step is an opening, and each one but the coin and the two sets of public
-    bits needs a request for material, as does each circuit stage's coin_uniform. With the honest-majority
+    exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
+    the ripple's steps after its first needs a request for material, as do each circuit stage's coin_uniform
+    and the ripple's bounded masks. With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
-    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + 7⌈n/4⌉ + n + the accept
+    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 7⌈n/4⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); b2a_bits (k+9)n (the dealer's reply packed in
-    b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
+    (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); bounded_masks n; b2a_bits 5n (the dealer's
+    reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`). Star openings' kings rotate: the i-th has member
     i mod k as king (its bytes, :meth:`~mpcdp.transport.costs.DeclaredCost.bytes`).
     """

@@ -48,8 +48,8 @@ from typing import Iterator
 from mpcdp.transport import wire
 from mpcdp.transport.frames import HEADER_BYTES
 
-KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "comparison", "one_hot_words", "table_words",
-         "random_bits", "openings", "opened_elements", "reshares", "reshared_elements")
+KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "bounded_masks", "comparison", "one_hot_words",
+         "table_words", "random_bits", "openings", "opened_elements", "reshares", "reshared_elements")
 WORD_BITS = 64
 
 
