@@ -104,7 +104,7 @@ def standalone_process(rank: int, parties: int, rendezvous: str, timeout_s: floa
 
 def ring_ops(ctx, n: int, seed: int):
     """Run every integer protocol on public test values shared by party 0; return opened results."""
-    from mpcdp.mpc import ring
+    from mpcdp.mpc import ring, ripple
 
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(-(2**30), 2**30, (n,), generator=g)
@@ -131,7 +131,12 @@ def ring_ops(ctx, n: int, seed: int):
     signs_big = ring.ge_zero(ctx, share(big), 52)
     signs_small = ring.ge_zero(ctx, share(small), 3)
     signs_huge = ring.ge_zero(ctx, share(huge), 62)
-    return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small,
+    narrow = w2 & ((1 << 21) - 1)  # every carry pattern, and the extremes at both ends
+    narrow[:2] = torch.tensor([0, (1 << 21) - 1])
+    lifted, extra = ripple.b2a_by_ripple(ctx, share(narrow, True), 21, share(w1 >> 40, True), 4, [43, 64, 1, 30, 64],
+                                         label="test-ripple")
+    return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small, "narrow": narrow,
+            "lifted": open_(lifted), "extra": open_(extra),
             "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
             "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
             "trunc_redrawn": open_(trunc_redrawn),
@@ -551,6 +556,7 @@ def material_of_every_kind(ctx, n: int):
                "ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)]),
                "merged_ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)], [0xFF00, -256]),
                "word_bits": adapter.dealer_word_bits(n, 13),
+               "bounded": adapter.dealer_bounded_masks(n, 21),
                "masked40": adapter.dealer_masked_bits(n, 40),
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),

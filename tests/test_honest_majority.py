@@ -56,6 +56,8 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
     word, bits = _xor(material, "word_bits", 0), _sum(material, "word_bits", 1)
     assert 0 <= int(word.min()) and int(word.max()) < 2**13
     assert torch.equal(bits, (word.unsqueeze(1) >> torch.arange(13)) & 1)
+    word, value = _xor(material, "bounded", 0), _sum(material, "bounded", 1)
+    assert 0 <= int(word.min()) and int(word.max()) < 2**21 and torch.equal(value, word)  # exactly r, not mod
     for key, width in (("masked40", 40), ("masked62", 62), ("masked64", 64)):
         r, low = _sum(material, key, 0), _xor(material, key, 1)
         assert torch.equal(r & (-1 if width == 64 else (1 << width) - 1), low), key
@@ -96,16 +98,17 @@ def test_the_masks_are_uniform_words_and_every_partys_share_is_too(material):
 
 def test_material_costs_what_the_provider_declares(material):
     """Masks, products and ANDs: no byte. Each bit converted to the ring: one ring element from party 0 to
-    party 1, in one frame per request (13 per B2A word, `bits` per comparison mask, 64 per truncation pair, one per
-    chunk of a chunk one-hot mask); each one-hot word: one word from party 1 to party 0; the chunks' wrap bits: one
+    party 1, in one frame per request (13 per B2A word, 21 per bounded mask, `bits` per comparison mask, 64 per
+    truncation pair, one per chunk of a chunk one-hot mask); each one-hot word: one word from party 1 to party 0; the chunks' wrap bits: one
     word per element from party 2 to party 1."""
     ledgers = [r["ledger"] for r in material]
     sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
-            for kind in ("Products", "AndShifted", "WordBits", "MaskedBits", "TruncPairs", "OneHotPairs",
-                         "ChunkOneHots")}
+            for kind in ("Products", "AndShifted", "WordBits", "BoundedMasks", "MaskedBits", "TruncPairs",
+                         "OneHotPairs", "ChunkOneHots")}
     others = [0] * (len(ledgers) - 1)
     assert sent["Products"] == sent["AndShifted"] == [0, *others]
     assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
+    assert sent["BoundedMasks"] == [HEADER + 8 * N * 21, *others]
     assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
     assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
     assert sent["OneHotPairs"] == [0, HEADER + 8 * N * 3, *others[1:]]  # one word per window, party 1 to 0
@@ -114,9 +117,9 @@ def test_material_costs_what_the_provider_declares(material):
     assert sent["ChunkOneHots"] == [2 * (HEADER + 8 * N * 16), 2 * (HEADER + 8 * N * 4), 2 * (HEADER + 8 * N),
                                     *others[2:]]
     for ledger in ledgers:
-        assert ledger["material_requests"] == {"Products": 1, "AndShifted": 2, "WordBits": 1, "MaskedBits": 3,
-                                               "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
-        assert ledger["material_rounds"] == 10 and ledger["dealer_requests"] == 0
+        assert ledger["material_requests"] == {"Products": 1, "AndShifted": 2, "WordBits": 1, "BoundedMasks": 1,
+                                               "MaskedBits": 3, "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
+        assert ledger["material_rounds"] == 11 and ledger["dealer_requests"] == 0
 
 
 def _coalition(victim_x: torch.Tensor):

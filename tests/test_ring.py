@@ -16,6 +16,12 @@ def test_integer_protocols_are_exact(parties, config_for):
     expected_bits = (r["w1"].unsqueeze(1) >> torch.arange(16)) & 1
     assert torch.equal(r["bits"], expected_bits)
     assert torch.equal(r["value"], r["w1"] & 0xFFFF)
+    # the ripple-carry B2A: exact in Z_2^64 (not only mod 2^21), its dealt bits right mod their widths
+    assert torch.equal(r["lifted"], r["narrow"])
+    extra = (r["w1"].unsqueeze(1) >> (40 + torch.arange(4))) & 1
+    for j, width in enumerate([64, 1, 30, 64]):
+        mask = -1 if width == 64 else (1 << width) - 1
+        assert torch.equal(r["extra"][:, j] & mask, extra[:, j]), j
     floor = torch.div(r["big"], 2**20, rounding_mode="floor")
     for key in ("trunc", "trunc_redrawn"):
         assert ((r[key] - floor) >= 0).all() and ((r[key] - floor) <= 1).all(), key

@@ -3,8 +3,9 @@ for the price of k one-bit ANDs and one k-bit word, instead of k converted bits 
 for bits whose value is read mod 2^w: :func:`mpcdp.mpc.ring.b2a_bits`).
 
 Steps, for n XOR-shared k-bit words x (k <= 62) and e further XOR-shared bits b_j to convert the usual way:
-  1. Material: a bounded mask r < 2^k, XOR- and additively shared (:class:`mpcdp.adapter.BoundedMasks`); one
-     rotation-free word mask per bit (R, for b) with b's additive shares (:class:`mpcdp.adapter.WordBits`).
+  1. Material: a bounded mask r < 2^k, XOR- and additively shared (:class:`mpcdp.adapter.BoundedMasks`); the
+     ANDs' Beaver word masks; and a (1+e)-bit word R, XOR-shared, with additive shares of its bits, to convert
+     the carry out and the b_j (:class:`mpcdp.adapter.WordBits`).
   2. y = x + r by a ripple carry on bit columns (64 words' bits to a word): c_0 = 0 and
      c_{i+1} = maj(x_i, r_i, c_i) = x_i ⊕ ((x_i ⊕ r_i) AND (x_i ⊕ c_i)), one AND per bit, k rounds (every AND
      of a bit column of all n words in one opening, their material in one request); y_i = x_i ⊕ r_i ⊕ c_i.
