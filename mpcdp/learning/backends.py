@@ -127,6 +127,17 @@ def block_row(noise: NoiseLevels, steps: int, t: int) -> tuple[int, int]:
     return block, t - starts[block]
 
 
+def releases_alike(noise: NoiseLevels, steps: int, t: int) -> int:
+    """How many releases from ``t`` on (``t`` included) share release ``t``'s noise block, and so its grid and
+    bound (release 0 has its own): public, what :func:`~mpcdp.mpc.release.noisy_release` may ask the dealer for
+    at once (``ahead``)."""
+    blocks = noise.blocks(steps)
+    if not blocks:
+        return 1 if t == 0 else max(1, steps + 1 - t)
+    block, row = block_row(noise, steps, t)
+    return max(1, blocks[block][1] - row)
+
+
 def _sizes(params, parties: int) -> dict[str, list[int]]:
     return {"batch_sizes": [getattr(params, "batch", 0)] * parties,
             "batch0_sizes": [getattr(params, "batch0", 0)] * parties}
@@ -350,7 +361,8 @@ def mpc_party(ctx: MpcContext, shard: Shard, params, noise: NoiseLevels, dim: in
             noise_row = None if not blocks else _row(blocks[block_row(noise, params.steps, t)[0]],
                                                      block_row(noise, params.steps, t)[1])
             released = noisy_release(ctx, local, noise_row, shape=(dim,), label=f"v_p[{t}]",
-                                     field="local gradient terms", bound=bound_of(t))
+                                     field="local gradient terms", bound=bound_of(t),
+                                     ahead=releases_alike(noise, params.steps, t))
         if on_opened is not None:
             on_opened(t)
         if saver is not None:

@@ -33,6 +33,7 @@ from mpcdp.adapter.limbs import Wide, mul_wide
 from mpcdp.adapter.mac_material import RING, AuthBitMasks, AuthMasks
 from mpcdp.adapter.square_masks import AuthMaskSquares
 from mpcdp.mpc.authenticated import AuthShared, _Session, _session, _stacked, add_constant, add_public, add_public_wide
+from mpcdp.mpc import dealt_ahead
 from mpcdp.mpc.context import MpcContext
 
 _UNMASKED_BITS: set[int] = set()  # the view audit's planted leaks in force in this process (never in a run)
@@ -73,8 +74,8 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
     state = _session(ctx)
     flat, bit_flat = encoded.reshape(-1).to(torch.int64), bits.reshape(-1).to(torch.int64) & 1
     n, b = flat.numel(), bit_flat.numel()
-    own, masks, mask_squares = _word_masks(n, squared)
-    own_bits, bit_masks = AuthBitMasks.fetch(b)
+    own, masks, mask_squares = _word_masks(ctx, n, squared)
+    own_bits, bit_masks = dealt_ahead.fetch(ctx, AuthBitMasks, b)
     if own is not None:
         ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o and its bits, for the view audit (a no-op in a run)
     ctx.note_draw(f"own bit masks: {label}", own_bits)
@@ -95,11 +96,14 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
     return words, BitInputs(d, scale, AuthShared(*_stacked(bit_masks), 0)), squares
 
 
-def _word_masks(n: int, squared: bool):
-    """(own r, every owner's [[r_o]], every owner's [[r_o²]] or []) for n words; (None, [], []) for none."""
+def _word_masks(ctx: MpcContext, n: int, squared: bool):
+    """(own r, every owner's [[r_o]], every owner's [[r_o²]] or []) for n words; (None, [], []) for none. Fetched
+    through :mod:`.dealt_ahead`, as the bit masks: a training release's are dealt for the releases left at once."""
     if not n:
         return None, [], []
-    return AuthMaskSquares.fetch(n) if squared else (*AuthMasks.fetch(n), [])
+    if squared:
+        return dealt_ahead.fetch(ctx, AuthMaskSquares, n)
+    return (*dealt_ahead.fetch(ctx, AuthMasks, n), [])
 
 
 def _masked_words(ctx: MpcContext, state: _Session, masks: list, mask_squares: list, d: torch.Tensor,

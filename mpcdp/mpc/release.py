@@ -57,12 +57,16 @@ def declared_cost(d: int) -> costs.DeclaredCost:
 
 
 def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenticated.AuthShared | None, *,
-                  shape: tuple[int, ...], label: str, field: str = "local", bound: float | None = None) -> torch.Tensor:
+                  shape: tuple[int, ...], label: str, field: str = "local", bound: float | None = None,
+                  ahead: int = 1) -> torch.Tensor:
     """Open Σ_j local_j + noise (float64) in one round; ``shape`` is the public shape every party agreed on.
     ``bound``: under ``security = "malicious"``, every party's ``local`` is checked inside the MPC against this L2
     norm (:mod:`mpcdp.mpc.bounded`, on the release grid; the checks opened with the release under its one MAC check,
     decided before the release is used or output); semi-honest parties clip
-    their own terms, so it is not used there.
+    their own terms, so it is not used there. ``ahead``: the releases of this shape still to come, this one
+    included (public, the same on every party): under ``security = "malicious"`` the dealt masks of that many
+    releases are asked for at once (:func:`mpcdp.mpc.dealt_ahead.ahead`: one dealer request per kind, not one per
+    release and kind); 1 asks for this release's only.
 
     Raises:
         InputError: some party's ``local`` is empty, non-finite, out of range or not of ``shape`` (raised on
@@ -87,7 +91,10 @@ def noisy_release(ctx: MpcContext, local: torch.Tensor, noise: Shared | authenti
     flagged = torch.cat([values.reshape(-1), torch.tensor([float(problem is not None)], dtype=torch.float64)])
     encoded = ctx.encode(flagged, field=field, precision=bits)
     if ctx.config.security == "malicious":
-        opened, flags = _checked_release(ctx, encoded, noise, bits, label, bound)
+        from mpcdp.mpc import dealt_ahead
+
+        with dealt_ahead.ahead(ctx, ahead):
+            opened, flags = _checked_release(ctx, encoded, noise, bits, label, bound)
     else:
         if isinstance(noise, authenticated.AuthShared):
             raise TypeError("authenticated noise is released under `security` 'malicious' only")
