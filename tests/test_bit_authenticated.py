@@ -125,7 +125,8 @@ def test_packing_keeps_every_bit(n):
 
 def test_the_checks_parity_combinations_are_exact_mod_2_64_across_a_chunk_boundary():
     """bit_check's Σ_j b_tj·v_j (float32 products on 8-bit limbs) equals the int64 sum, for words at the extremes
-    and columns past one chunk of 2^16."""
+    and columns past one chunk of 2^16, the vectors given whole or as openings of uneven lengths (pieces starting
+    at bit offsets that are not byte boundaries, short ones joined by ``_runs``)."""
     g = torch.Generator().manual_seed(64)
     n = (1 << 16) + 77
     rows = torch.randint(-(1 << 63), (1 << 63) - 1, (B.PARITY_CHECKS, -(-n // 64)), generator=g)
@@ -133,4 +134,7 @@ def test_the_checks_parity_combinations_are_exact_mod_2_64_across_a_chunk_bounda
     vectors[0, :1000], vectors[1, :1000] = -1, -(1 << 63)
     bits = B.unpack(rows.reshape(-1), rows.numel() * 64).reshape(B.PARITY_CHECKS, -1)[:, :n]
     expected = torch.stack([(bits * v).sum(1) for v in vectors], 1)
-    assert torch.equal(B._combinations(rows, n, vectors), expected)
+    assert torch.equal(B._combinations(rows, [vectors.T]), expected)
+    cuts = [0, 5, 12, 1000, 1001, 70_000, n]
+    pieces = [tuple(vectors[:, a:b]) for a, b in zip(cuts, cuts[1:])]
+    assert torch.equal(B._combinations(rows, [torch.stack(run, 1) for run in B._runs(pieces)]), expected)

@@ -277,29 +277,62 @@ def to_arithmetic(ctx: MpcContext, x: BitShared, *, label: str) -> AuthShared:
     return AuthShared(out.value.reshape(*shape), out.mac.reshape(*shape), 0)
 
 
-def _combinations(rows: torch.Tensor, n: int, vectors: torch.Tensor) -> torch.Tensor:
-    """Σ_j b_tj·v_j mod 2^64 for the coin's bit matrix (packed words, (λ, ⌈n/64⌉)) and int64 ``vectors``
-    (k, n): (λ, k). Exact: each word split into eight 8-bit limbs, summed by a float32 matrix product per chunk
-    of at most 2^14 columns (every partial sum < 2^14·2^8 = 2^22, float32's exact range), accumulated in int64
-    and recombined mod 2^64. The limbs are laid out once, element by element ((n, 8k): a chunk of them is one
-    contiguous block, converted to float32 by a plain copy; laying them out per chunk cost as much as the matrix
-    product), and each chunk's bits and limbs go into two buffers reused across chunks (small enough to stay in
-    cache), never the whole matrix at once."""
-    k, lam = vectors.shape[0], rows.shape[0]
-    limbs = torch.from_numpy(vectors.t().contiguous().numpy().astype("<i8", copy=False).view(np.uint8)
-                             .reshape(n, 8 * k))  # limb l of v_i(j) at [j, 8i + l]
+def _combinations(rows: torch.Tensor, pieces: list[torch.Tensor]) -> torch.Tensor:
+    """Σ_j b_tj·v_j mod 2^64 for the coin's bit matrix (packed words, (λ, ⌈n/64⌉)) and the int64 vectors v, k of
+    them, given as ``pieces`` laid end to end ((n_p, k) each, Σ n_p = n, element j of every vector in row j):
+    (λ, k). Exact: each word split into eight 8-bit limbs, summed by a float32 matrix product per chunk of at most
+    2^14 columns (every partial sum < 2^14·2^8 = 2^22, float32's exact range), accumulated in int64 and recombined
+    mod 2^64. Each piece's limbs are its own bytes ((n_p, 8k): a chunk of them is one contiguous block, converted
+    to float32 by a plain copy), so the pieces are never joined into one copy of all n; each chunk's bits (from
+    any bit offset of the packed rows) and limbs go into two buffers reused across chunks (small enough to stay in
+    cache)."""
+    k, lam = pieces[0].shape[1], rows.shape[0]
     packed = rows.contiguous().numpy().astype("<i8", copy=False).view(np.uint8)  # (λ, 8·⌈n/64⌉): bit j of row t
     total = torch.zeros(lam, 8 * k, dtype=torch.int64)
     bits_buffer = torch.empty(lam, _CHUNK, dtype=torch.float32)
     limbs_buffer = torch.empty(_CHUNK, 8 * k, dtype=torch.float32)
-    for start in range(0, n, _CHUNK):
-        stop = min(n, start + _CHUNK)
-        size = stop - start
-        bits = np.unpackbits(packed[:, start // 8: math.ceil(stop / 8)], axis=-1, bitorder="little")[:, :size]
-        bits_buffer[:, :size].copy_(torch.from_numpy(bits))
-        limbs_buffer[:size].copy_(limbs[start:stop])
-        total += (bits_buffer[:, :size] @ limbs_buffer[:size]).to(torch.int64)
+    offset = 0
+    for piece in pieces:
+        n = piece.shape[0]
+        limbs = torch.from_numpy(piece.contiguous().numpy().astype("<i8", copy=False).view(np.uint8)
+                                 .reshape(n, 8 * k))  # limb l of v_i(j) at [j, 8i + l]
+        for start in range(0, n, _CHUNK):
+            size = min(n - start, _CHUNK)
+            first = offset + start
+            bits = np.unpackbits(packed[:, first // 8: math.ceil((first + size) / 8)], axis=-1,
+                                 bitorder="little")[:, first % 8: first % 8 + size]
+            bits_buffer[:, :size].copy_(torch.from_numpy(bits))
+            limbs_buffer[:size].copy_(limbs[start:start + size])
+            total += (bits_buffer[:, :size] @ limbs_buffer[:size]).to(torch.int64)
+        offset += n
     return (total.reshape(lam, k, 8) << (8 * torch.arange(8))).sum(-1)
+
+
+def _runs(pieces: list[tuple[torch.Tensor, ...]]) -> list[tuple[torch.Tensor, ...]]:
+    """``pieces`` (tuples of equally long 1-D tensors) in order, each consecutive run of pieces shorter than a
+    chunk joined into one, tensor by tensor (a long piece stays as it is, uncopied)."""
+    runs: list[tuple[torch.Tensor, ...]] = []
+    short: list[tuple[torch.Tensor, ...]] = []
+    length = 0  # of the short pieces not yet joined
+
+    def join() -> None:
+        if short:
+            runs.append(tuple(torch.cat(parts) for parts in zip(*short)))
+            short.clear()
+
+    for piece in pieces:
+        if piece[0].shape[0] >= _CHUNK:
+            join()
+            length = 0
+            runs.append(piece)
+        else:
+            short.append(piece)
+            length += piece[0].shape[0]
+            if length >= _CHUNK:
+                join()
+                length = 0
+    join()
+    return runs
 
 
 def bit_check(ctx: MpcContext, *, label: str) -> None:
@@ -309,15 +342,15 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     state = _session(ctx)
     if not state.pending:
         return
-    opened = torch.cat([o for o, _, _ in state.pending])
-    values = torch.cat([v for _, v, _ in state.pending])
-    macs = torch.cat([m for _, _, m in state.pending])
+    # each opening's (this party's value share less the opened bit on party 0, MAC share less α_b·bit), (n_p, 2)
+    # (short openings joined, :func:`_runs`)
+    pieces = [torch.stack([values - opened if ctx.rank == 0 else values, macs - state.alpha * opened], 1)
+              for opened, values, macs in _runs(state.pending)]
     state.pending.clear()
-    n, rows = opened.numel(), PARITY_CHECKS
+    n, rows = sum(p.shape[0] for p in pieces), PARITY_CHECKS
     stream = ctx.common_stream(label=f"{label}: bit-check rows", domain=_DOMAIN)
     matrix = stream.words(rows * math.ceil(n / 64)).reshape(rows, -1)
-    own = values - opened if ctx.rank == 0 else values
-    combined = _combinations(matrix, n, torch.stack([own, macs - state.alpha * opened], 1).T)  # (n, 2) laid out
+    combined = _combinations(matrix, pieces)
     r_value, r_mac = BitRandoms.fetch(rows)
     y_share, y_mac = combined[:, 0] + 2 * r_value, combined[:, 1] + 2 * r_mac
     y = opened_checked(ctx, y_share, label=f"{label}: bit-check parities", kind="masked",
