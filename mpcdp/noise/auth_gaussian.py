@@ -100,7 +100,7 @@ CIRCUIT = ("dg-auth/4: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47,
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
            "dropped, the other factors' words dealt for its survivors only, the index's one-hot dealt; both checks before each opened decision and the bit check after")
 MASK_BITS = 64
-MAX_PASS = 1 << 12  # candidates per pass: bounds a pass's memory (≈ 870 products each at most)
+MAX_PASS = 1 << 14  # candidates per pass: bounds a pass's memory (≈ 870 products each at most; ≈ 1.05 GB per party)
 _COIN_DOMAIN = b"mpcdp/noise-coin-auth"
 COIN_LABELS = ("dg-auth-coin", "dg-auth-coin-survivors")
 """The coin's bits as each party's view notes them: the first stage's (every candidate), the survivors'."""
