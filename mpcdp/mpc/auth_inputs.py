@@ -32,8 +32,8 @@ import torch
 from mpcdp.adapter.limbs import Wide, mul_wide
 from mpcdp.adapter.mac_material import RING, AuthBitMasks, AuthMasks
 from mpcdp.adapter.square_masks import AuthMaskSquares
-from mpcdp.mpc.authenticated import AuthShared, _Session, _session, _stacked, add_constant, add_public, add_public_wide
 from mpcdp.mpc import dealt_ahead
+from mpcdp.mpc.authenticated import AuthShared, _Session, _session, _stacked, add_constant, add_public, add_public_wide
 from mpcdp.mpc.context import MpcContext
 
 _UNMASKED_BITS: set[int] = set()  # the view audit's planted leaks in force in this process (never in a run)
