@@ -75,7 +75,7 @@ def input_words_and_bits(ctx: MpcContext, encoded: torch.Tensor, bits: torch.Ten
     flat, bit_flat = encoded.reshape(-1).to(torch.int64), bits.reshape(-1).to(torch.int64) & 1
     n, b = flat.numel(), bit_flat.numel()
     own, masks, mask_squares = _word_masks(ctx, n, squared)
-    own_bits, bit_masks = dealt_ahead.fetch(ctx, AuthBitMasks, b)
+    own_bits, bit_masks = dealt_ahead.fetch(ctx, AuthBitMasks.fetch, b)
     if own is not None:
         ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o and its bits, for the view audit (a no-op in a run)
     ctx.note_draw(f"own bit masks: {label}", own_bits)
@@ -102,8 +102,8 @@ def _word_masks(ctx: MpcContext, n: int, squared: bool):
     if not n:
         return None, [], []
     if squared:
-        return dealt_ahead.fetch(ctx, AuthMaskSquares, n)
-    return (*dealt_ahead.fetch(ctx, AuthMasks, n), [])
+        return dealt_ahead.fetch(ctx, AuthMaskSquares.fetch, n)
+    return (*dealt_ahead.fetch(ctx, AuthMasks.fetch, n), [])
 
 
 def _masked_words(ctx: MpcContext, state: _Session, masks: list, mask_squares: list, d: torch.Tensor,

@@ -216,7 +216,7 @@ def input_vectors(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, lab
     authenticated value, in rank order. One round: (m−1)·8n bytes per party."""
     state = _session(ctx)
     flat = encoded.reshape(-1).to(torch.int64)
-    own, masks = dealt_ahead.fetch(ctx, AuthMasks, flat.numel())
+    own, masks = dealt_ahead.fetch(ctx, AuthMasks.fetch, flat.numel())
     sent = ctx.members_exchange(flat - own.lo, label=f"{label} (masked inputs)", kind="masked",
                                 reason="x − r for a dealt mask r only the input's owner knows: uniform")
     out = []
@@ -256,7 +256,7 @@ def open_values(ctx: MpcContext, x: AuthShared, *, label: str, reason: str, kind
     """Open ``x`` + 2^k·r in full (k + s bits; r dealt, authenticated, known to nobody) to every party and return
     its low k bits (int64 words, the value): pending until :func:`mac_check` passes."""
     value, mac = x.value.reshape(-1), x.mac.reshape(-1)
-    r_value, r_mac = dealt_ahead.fetch(ctx, AuthRandoms, value.lo.numel())
+    r_value, r_mac = dealt_ahead.fetch(ctx, AuthRandoms.fetch, value.lo.numel())
     masked, masked_mac = RING.add(value, RING.shift_up(r_value)), RING.add(mac, RING.shift_up(r_mac))
     return _open_wide(ctx, masked, masked_mac, label=label, reason=reason, kind=kind).lo
 
@@ -407,7 +407,7 @@ def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: 
     party's input, at (m−1)·8n bytes."""
     state = _session(ctx)
     flat = encoded.reshape(-1).to(torch.int64)
-    own, masks = dealt_ahead.fetch(ctx, AuthMasks, flat.numel())
+    own, masks = dealt_ahead.fetch(ctx, AuthMasks.fetch, flat.numel())
     ctx.note_draw(f"own input mask: {label}", own.lo)  # r_o, for the view audit (a no-op in a run)
     sent = flat if ctx.rank in _UNMASKED_INPUTS else flat - own.lo
     opened = opened_checked(ctx, sent, label=f"{label} (masked inputs)", kind="masked",

@@ -57,6 +57,7 @@ import dataclasses
 import hashlib
 import math
 import weakref
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -308,7 +309,7 @@ def _combinations(rows: torch.Tensor, pieces: list[torch.Tensor]) -> torch.Tenso
     return (total.reshape(lam, k, 8) << (8 * torch.arange(8))).sum(-1)
 
 
-def _runs(pieces: list[tuple[torch.Tensor, ...]]) -> list[tuple[torch.Tensor, ...]]:
+def _runs(pieces: Sequence[tuple[torch.Tensor, ...]]) -> list[tuple[torch.Tensor, ...]]:
     """``pieces`` (tuples of equally long 1-D tensors) in order, each consecutive run of pieces shorter than a
     chunk joined into one, tensor by tensor (a long piece stays as it is, uncopied)."""
     runs: list[tuple[torch.Tensor, ...]] = []

@@ -28,12 +28,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import torch
 
 from mpcdp.adapter.limbs import Wide
 from mpcdp.mpc.context import MpcContext
+
+T = TypeVar("T")
 
 MAX_ELEMENTS = 1 << 18
 """At most this many elements (n·uses) in one request made ahead: fewer uses are asked for at once above it."""
@@ -42,7 +44,7 @@ MAX_ELEMENTS = 1 << 18
 @dataclasses.dataclass
 class _Stock:
     uses: list[int] = dataclasses.field(default_factory=list)  # the open :func:`ahead` blocks' uses, innermost last
-    kept: dict[tuple[Any, ...], list[Any]] = dataclasses.field(default_factory=dict)  # (kind, args) -> slices
+    kept: dict[tuple[Any, int], list[Any]] = dataclasses.field(default_factory=dict)  # (fetch, n) -> slices
 
 
 _STOCKS: weakref.WeakKeyDictionary[MpcContext, _Stock] = weakref.WeakKeyDictionary()
@@ -68,22 +70,22 @@ def ahead(ctx: MpcContext, uses: int) -> Iterator[None]:
         stock.uses.pop()
 
 
-def fetch(ctx: MpcContext, kind: Any, n: int, *rest: Any) -> Any:
-    """``kind.fetch(n, *rest)``: from what an earlier fetch of exactly these arguments kept, else (within
-    :func:`ahead`) from one fetch of n·uses elements, whose first n are returned and the rest kept in order.
-    ``kind.fetch``'s result must hold only 1-D tensors of its n elements, in tuples, lists and
+def fetch(ctx: MpcContext, draw: Callable[[int], T], n: int) -> T:
+    """``draw(n)`` (a kind's ``fetch``, e.g. ``AuthMasks.fetch``): from what an earlier call of the same ``draw``
+    and n kept, else (within :func:`ahead`) from one ``draw(n·uses)``, whose first n elements are returned and
+    the rest kept in order. ``draw``'s result must hold only 1-D tensors of its n elements, in tuples, lists and
     :class:`~mpcdp.adapter.limbs.Wide` pairs."""
     stock = _stock(ctx)
-    key = (kind, n, *rest)
+    key = (draw, n)
     kept = stock.kept.get(key)
     if kept:
-        return kept.pop(0)
+        return cast(T, kept.pop(0))
     uses = min(stock.uses[-1] if stock.uses else 1, max(1, MAX_ELEMENTS // max(n, 1)))
     if uses == 1 or n == 0:
-        return kind.fetch(n, *rest)
-    batch = kind.fetch(n * uses, *rest)
+        return draw(n)
+    batch = draw(n * uses)
     stock.kept[key] = [_slice(batch, n, i * n) for i in range(1, uses)]
-    return _slice(batch, n, 0)
+    return cast(T, _slice(batch, n, 0))
 
 
 def _slice(value: Any, n: int, start: int) -> Any:
