@@ -67,6 +67,32 @@ def test_frame_checks_name_the_field_expected_and_found():
     assert not good.done and len(good.window()) == 16
 
 
+@pytest.mark.parametrize("elements", [3, 8192, 8193, 100_003])
+def test_a_frame_leaves_in_at_most_two_writes_and_arrives_whole(elements):
+    """A small frame is one write; a large one is its header joined to the payload's first bytes, one full TLS record
+    (16 KiB), then the rest straight from the tensor, uncopied. Read back in uneven pieces, the frame is the same."""
+    tensor = torch.arange(elements, dtype=torch.int64) * 0x9E3779B97F4A7C15
+    payload = tensor.numpy().data.cast("B")
+    header = frames.header(frames.INT64, 5, "open y", len(payload))
+    parts = frames.writes(header, payload)
+    assert b"".join(bytes(part) for part in parts) == header + bytes(payload)
+    if len(payload) <= frames.JOIN_BYTES:
+        assert len(parts) == 1
+    else:
+        assert len(parts[0]) == frames.RECORD_BYTES and parts[1].obj is payload.obj  # the rest is a view of the tensor
+    received = torch.empty_like(tensor)
+    incoming = frames.Incoming(2, frames.INT64, "open y", into=received.numpy().data.cast("B"))
+    incoming.expect(5)
+    stream, at, step = b"".join(bytes(part) for part in parts), 0, 7
+    while not incoming.done:
+        window = incoming.window()
+        n = min(len(window), step, len(stream) - at)
+        window[:n] = stream[at:at + n]
+        incoming.advance(n, me=0)
+        at, step = at + n, step * 3 % 40_009 + 1
+    assert at == len(stream) and torch.equal(received, tensor)
+
+
 def test_public_metadata_is_json_and_a_pickle_is_refused_unexecuted(tmp_path):
     value = {"shape": (3, 4), "problem": None, "x": torch.tensor([1.5, -0.0, float("inf")], dtype=torch.float64),
              "n": torch.arange(3)}

@@ -43,6 +43,8 @@ VERSION = 1
 INT64, FLOAT64, JSON = 1, 2, 3
 TYPE_NAMES = {INT64: "int64", FLOAT64: "float64", JSON: "json"}
 MAX_PUBLIC_BYTES = 16 << 20
+JOIN_BYTES = 1 << 16  # a payload up to this size leaves with its header in one write
+RECORD_BYTES = 1 << 14  # TLS's largest record (16 KiB of plaintext): a larger frame's first write fills one
 _CODES = {torch.int64: INT64, torch.float64: FLOAT64}
 
 
@@ -63,6 +65,18 @@ def header(code: int, number: int, label: str, length: int) -> bytes:
     """The header of message ``number`` on a link: a payload of type ``code`` and ``length`` bytes at step
     ``label``."""
     return HEADER.pack(MAGIC, VERSION, code, number, tag_of(label), length)
+
+
+def writes(header: bytes, payload: memoryview) -> list[memoryview]:
+    """A frame's writes on a link. A small frame (payload up to :data:`JOIN_BYTES`) is one write: one packet, as
+    without a frame. A large one is its header joined to the payload's first bytes, one full TLS record of
+    :data:`RECORD_BYTES` (a copy of 16 KiB), then the rest of the payload, written from the sender's tensor without a
+    copy. (A header written alone was its own TLS record, 16 + 22 bytes on the wire, its own write system call, TCP
+    packet and read on the peer, once per large frame.) The frame's bytes are the same either way."""
+    if len(payload) <= JOIN_BYTES:
+        return [memoryview(header + payload)]
+    first = RECORD_BYTES - len(header)
+    return [memoryview(header + payload[:first]), payload[first:]]
 
 
 class Incoming:

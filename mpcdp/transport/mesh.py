@@ -53,7 +53,6 @@ from mpcdp.errors import MpcdpError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport import costs, frames, joining, rendezvous, wire
 
 
-_JOIN_BYTES = 1 << 16
 _READ, _WRITE = select.POLLIN, select.POLLOUT
 STALL_S = 2.0  # a frame's sender silent this long, then closing its link: it left the frame unfinished
 
@@ -198,9 +197,7 @@ class Mesh:
         for j, (code, payload) in out.items():
             header = frames.header(code, self._next_out[j], label, len(payload))
             self._next_out[j] += 1
-            # a small message leaves in one write (one packet, as without a frame); a large one in two
-            pending[j] = [memoryview(header + payload)] if len(payload) <= _JOIN_BYTES \
-                else [memoryview(header), payload]
+            pending[j] = frames.writes(header, payload)
         return pending
 
     def _expect_in(self, into: dict[int, "frames.Incoming"]) -> None:
@@ -397,8 +394,8 @@ class Mesh:
             else:
                 into += other
 
-        result = flat.clone()
         if plan == "direct":
+            result = flat.clone()
             peer = ranks[1 - me]
             other = torch.empty_like(flat)
             self.exchange({peer: flat}, {peer: other}, label=label)
@@ -407,6 +404,7 @@ class Mesh:
             return result.reshape(share.shape), 1
         if plan == "star":
             king = self._star_king(ranks)
+            result = flat.clone() if self.rank == king else torch.empty_like(flat)  # the sum, or where it arrives
             if self.rank == king:
                 others = [j for j in ranks if j != king]
                 incoming = {j: torch.empty_like(flat) for j in others}
