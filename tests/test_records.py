@@ -26,6 +26,27 @@ def test_a_record_names_the_version_date_and_commit_it_was_made_at(tmp_path):
         assert f"commit {head[:12]}" in out["markdown"]
 
 
+def test_a_record_is_made_with_local_changes_only_when_code_differs_not_other_records(tmp_path):
+    """Records written earlier in the same checkout (benchmarks/results/) are outputs, not the code that
+    measured: they leave ``modified`` False; a changed tracked file anywhere else sets it."""
+    from mpcdp.jobs.report import provenance
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "r.md").write_text("# before\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    assert provenance(tmp_path)["modified"] is False
+    (tmp_path / "benchmarks" / "results" / "r.md").write_text("# after\n")
+    assert provenance(tmp_path)["modified"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance(tmp_path)["modified"] is True
+
+
 def test_a_record_that_sampled_no_noise_in_the_mpc_claims_no_circuit(tmp_path):
     """The default mechanism's circuit is stamped on a record of secure runs, and not on one that sampled no
     noise inside the MPC (an accounting table, a plaintext reference, a noiseless secure sum): a new circuit

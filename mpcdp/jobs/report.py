@@ -101,14 +101,20 @@ def write_record(out: str, record: dict, text: str, plot: Callable[[dict, pathli
             "files": files}
 
 
-def provenance() -> dict[str, Any]:
+RESULTS = "benchmarks/results"
+"""Where recorded results live in the checkout (relative to its root)."""
+
+
+def provenance(root: pathlib.Path | None = None) -> dict[str, Any]:
     """Where a record comes from: the mpcdp version, the date (UTC), and, in a git checkout, the commit and
-    whether tracked files differed from it (``modified``)."""
+    whether tracked files differed from it (``modified``), not counting :data:`RESULTS` (other records written
+    by earlier runs of the same session are outputs, not the code that measured). ``root``: the checkout
+    (default: the one holding this package)."""
     import datetime
     import importlib.metadata
     import subprocess
 
-    root = pathlib.Path(__file__).resolve().parents[2]  # the checkout holding the mpcdp package
+    root = root or pathlib.Path(__file__).resolve().parents[2]  # default: the checkout holding the mpcdp package
     try:
         version = importlib.metadata.version("mpcdp")
     except importlib.metadata.PackageNotFoundError:
@@ -118,8 +124,8 @@ def provenance() -> dict[str, Any]:
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
-        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=10)
+        changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                  ".", f":(exclude){RESULTS}"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return {**found, "commit": None}
     if head.returncode != 0:
