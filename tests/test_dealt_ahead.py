@@ -78,3 +78,33 @@ def test_uses_must_be_positive_and_a_batch_holds_only_flat_tensors():
             pass
     with pytest.raises(TypeError, match="1-D"):
         dealt_ahead._slice(torch.zeros(2, 2), 1, 0)
+
+
+def test_each_fetch_in_a_block_gets_its_own_slice_of_one_draw_and_none_twice():
+    """Within ``ahead(ctx, 3)`` three fetches of a kind take elements 0..n, n..2n and 2n..3n of ONE draw of 3n,
+    every tensor of the kind's layout (plain and :class:`Wide`) sliced alike; a fourth, after the block, draws
+    anew. A slice handed out twice would mask two releases' inputs with the same r, so that their opened
+    x_t − r and x_t' − r give away the party's input difference x_t − x_t' (the sums would still be right). The
+    draw is a stand-in for a kind's ``fetch`` whose elements are their own indices, so each slice's origin shows."""
+    from mpcdp.adapter.limbs import Wide
+
+    class Context:  # any object a weak reference can point at keys the stock
+        pass
+
+    draws = []
+
+    def draw(k):
+        draws.append(k)
+        start = sum(draws[:-1])
+        index = torch.arange(start, start + k, dtype=torch.int64)
+        return (index, [Wide(index + 1000, index + 2000)])
+
+    ctx, n = Context(), 4
+    with dealt_ahead.ahead(ctx, 3):
+        got = [dealt_ahead.fetch(ctx, draw, n) for _ in range(3)]
+    after = dealt_ahead.fetch(ctx, draw, n)
+    assert draws == [3 * n, n]
+    for i, (plain, (wide,)) in enumerate(got + [after]):
+        expected = torch.arange(i * n, (i + 1) * n)
+        assert torch.equal(plain, expected) and torch.equal(wide.lo, expected + 1000)
+        assert torch.equal(wide.hi, expected + 2000)
