@@ -133,10 +133,17 @@ def ring_ops(ctx, n: int, seed: int):
     signs_huge = ring.ge_zero(ctx, share(huge), 62)
     narrow = w2 & ((1 << 21) - 1)  # every carry pattern, and the extremes at both ends
     narrow[:2] = torch.tensor([0, (1 << 21) - 1])
-    lifted, extra = ripple.b2a_by_ripple(ctx, share(narrow, True), 21, share(w1 >> 40, True), 4, [43, 64, 1, 30, 64],
-                                         label="test-ripple")
+    lifted, extra, _ = ripple.b2a_by_ripple(ctx, share(narrow, True), 21, share(w1 >> 40, True), 4,
+                                            [43, 64, 1, 30, 64], label="test-ripple")
+    # with the dealt squares: x² mod 2^62 too, the carry's bit among the masks (with and without extra bits)
+    squared = ripple.b2a_by_ripple(ctx, share(narrow, True), 21, share(w1 >> 40, True), 4, [43, 64, 1, 30, 64],
+                                   label="test-ripple-sq", square_width=62)
+    alone = ripple.b2a_by_ripple(ctx, share(narrow, True), 21, share(w1, True), 0, [43], label="test-ripple-sq0",
+                                 square_width=64)
     return {"x": x, "y": y, "w1": w1, "w2": w2, "big": big, "small": small, "narrow": narrow,
-            "lifted": open_(lifted), "extra": open_(extra),
+            "lifted": open_(lifted), "extra": open_(extra), "sq_lifted": open_(squared.value),
+            "sq_extra": open_(squared.bits), "sq_square": open_(squared.square), "sq0_lifted": open_(alone.value),
+            "sq0_square": open_(alone.square), "sq0_bits": tuple(alone.bits.shape),
             "prod": open_(prod), "and": open_(conj, xor=True), "bits": open_(bits),
             "value": open_(ring.bits_to_value(bits)), "trunc": open_(trunc),
             "trunc_redrawn": open_(trunc_redrawn),
@@ -557,6 +564,7 @@ def material_of_every_kind(ctx, n: int):
                "merged_ands": adapter.dealer_and_shifted(n, 2, [(0, 1, 3), (1, 0, -5)], [0xFF00, -256]),
                "word_bits": adapter.dealer_word_bits(n, 13),
                "bounded": adapter.dealer_bounded_masks(n, 21),
+               "bounded_squares": tuple(adapter.dealer_bounded_mask_squares(n, 21, 62)),
                "masked40": adapter.dealer_masked_bits(n, 40),
                "masked62": adapter.dealer_masked_bits(n, 62),
                "masked64": adapter.dealer_masked_bits(n, 64),

@@ -123,6 +123,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
                                                         [1, 4, 3, [1 << 62] + [0] * 7]], [[0, 32, 9]]), [4, 4]),
     ("mpcdp_CommitteeScope", ([0, 1],), [0]),
     ("mpcdp_BoundedMasks", (4, 21), [4]),  # the ripple B2A's bounded masks: one ring element each
+    ("mpcdp_BoundedMaskSquares", (4, 21, 56), [1, 25]),  # with the carry's bit, r² and ρ·r: 197 bits each, 8 to a row
     ("mpcdp_MacKey", (), [0]),  # security = "malicious": the key first, then the authenticated material
     ("mpcdp_AuthMasks", (3, 2), [3, 8]),
     ("mpcdp_AuthBitMasks", (3, 2), [3, 8]),  # the bounded witness's bit masks, as AuthMasks' replies
@@ -195,6 +196,17 @@ def test_a_malformed_bounded_mask_request_is_refused_before_anything_is_drawn(ar
     """The dealer reads a bounded-mask request's n and bits only as integers in range (n <= 2^24, bits in
     [1, 62]): anything else is a ProtocolViolation naming party 0, from the reply's shape, before serving."""
     message = {"function": "mpcdp_BoundedMasks", "device": None, "args": list(args), "kwargs": {}}
+    with pytest.raises(ProtocolViolation) as info:
+        dealer_link._elements(message)
+    assert info.value.party == 0
+
+
+@pytest.mark.parametrize("args", [(4, 0, 56), (4, 63, 56), (-1, 21, 56), (1 << 25, 21, 56), (4, 21, 0), (4, 21, 65),
+                                  (4, 21, True), (4, 21, 56.0), (4, 21, "56"), (4, 21, None)])
+def test_a_malformed_bounded_mask_square_request_is_refused_before_anything_is_drawn(args):
+    """A request for bounded masks with squares: n and bits as for bounded masks, the square's width an integer in
+    [1, 64]; anything else is a ProtocolViolation naming party 0, from the reply's shape, before serving."""
+    message = {"function": "mpcdp_BoundedMaskSquares", "device": None, "args": list(args), "kwargs": {}}
     with pytest.raises(ProtocolViolation) as info:
         dealer_link._elements(message)
     assert info.value.party == 0

@@ -58,6 +58,10 @@ def test_every_kind_of_material_holds_its_correlation_on_every_element(material)
     assert torch.equal(bits, (word.unsqueeze(1) >> torch.arange(13)) & 1)
     word, value = _xor(material, "bounded", 0), _sum(material, "bounded", 1)
     assert 0 <= int(word.min()) and int(word.max()) < 2**21 and torch.equal(value, word)  # exactly r, not mod
+    r, rho = _xor(material, "bounded_squares", 0), _xor(material, "bounded_squares", 1)  # with the squares
+    value, carry, square, product = (_sum(material, "bounded_squares", i) for i in range(2, 6))
+    assert 0 <= int(r.min()) and int(r.max()) < 2**21 and torch.equal(value, r) and torch.equal(carry, rho)
+    assert set(rho.tolist()) == {0, 1} and torch.equal(square, r * r) and torch.equal(product, rho * r)
     for key, width in (("masked40", 40), ("masked62", 62), ("masked64", 64)):
         r, low = _sum(material, key, 0), _xor(material, key, 1)
         assert torch.equal(r & (-1 if width == 64 else (1 << width) - 1), low), key
@@ -100,15 +104,18 @@ def test_material_costs_what_the_provider_declares(material):
     """Masks, products and ANDs: no byte. Each bit converted to the ring: one ring element from party 0 to
     party 1, in one frame per request (13 per B2A word, 21 per bounded mask, `bits` per comparison mask, 64 per
     truncation pair, one per chunk of a chunk one-hot mask); each one-hot word: one word from party 1 to party 0; the chunks' wrap bits: one
-    word per element from party 2 to party 1."""
+    word per element from party 2 to party 1; a bounded mask with squares: its 22 bits converted, then each
+    generator's summands of r and of the carry's bit to the generator before it (2 ring elements per element)."""
     ledgers = [r["ledger"] for r in material]
     sent = {kind: [ledger["material_bytes"].get(kind, 0) for ledger in ledgers]
-            for kind in ("Products", "AndShifted", "WordBits", "BoundedMasks", "MaskedBits", "TruncPairs",
-                         "OneHotPairs", "ChunkOneHots")}
+            for kind in ("Products", "AndShifted", "WordBits", "BoundedMasks", "BoundedMaskSquares", "MaskedBits",
+                         "TruncPairs", "OneHotPairs", "ChunkOneHots")}
     others = [0] * (len(ledgers) - 1)
     assert sent["Products"] == sent["AndShifted"] == [0, *others]
     assert sent["WordBits"] == [HEADER + 8 * N * 13, *others]
     assert sent["BoundedMasks"] == [HEADER + 8 * N * 21, *others]
+    # r's 21 bits and the carry's bit (party 0 to 1), then each generator's summands of r and ρ to the one before
+    assert sent["BoundedMaskSquares"] == [2 * HEADER + 8 * N * 22 + 16 * N] + [HEADER + 16 * N] * 2 + others[2:]
     assert sent["MaskedBits"] == [3 * HEADER + 8 * N * (40 + 62 + 64), *others]
     assert sent["TruncPairs"] == [HEADER + 8 * N * 64, *others]
     assert sent["OneHotPairs"] == [0, HEADER + 8 * N * 3, *others[1:]]  # one word per window, party 1 to 0
@@ -118,8 +125,9 @@ def test_material_costs_what_the_provider_declares(material):
                                     *others[2:]]
     for ledger in ledgers:
         assert ledger["material_requests"] == {"Products": 1, "AndShifted": 2, "WordBits": 1, "BoundedMasks": 1,
-                                               "MaskedBits": 3, "TruncPairs": 1, "OneHotPairs": 1, "ChunkOneHots": 2}
-        assert ledger["material_rounds"] == 11 and ledger["dealer_requests"] == 0
+                                               "BoundedMaskSquares": 1, "MaskedBits": 3, "TruncPairs": 1,
+                                               "OneHotPairs": 1, "ChunkOneHots": 2}
+        assert ledger["material_rounds"] == 13 and ledger["dealer_requests"] == 0
 
 
 def _coalition(victim_x: torch.Tensor):

@@ -76,16 +76,20 @@ def test_phase_lines_are_rate_limited_per_phase():
 
 
 def test_the_estimate_counts_the_dealers_packed_b2a_reply_by_its_words():
-    """The sampler's B2A reply (the ripple's carry out and the piece bits) is packed below a word per converted bit
-    (WordBits with widths): the estimate's dealt elements count its words, as the dealer sends them, not one per
-    bit; the ripple's bounded masks count one element each."""
+    """The sampler's B2A reply (the piece bits) is packed below a word per converted bit (WordBits with widths), and
+    the ripple's bounded masks come with their carry's bit and squares at their widths (BoundedMaskSquares): the
+    estimate's dealt elements count both replies' words, as the dealer sends them, not one per op."""
+    from mpcdp.adapter import BoundedMaskSquares
     from mpcdp.adapter.material import WordBits
     from mpcdp.jobs.estimate import MATERIAL_OPS, dealt_elements
     from mpcdp.noise import discrete_gaussian as dg
-    from mpcdp.noise.secure_gaussian import b2a_widths, declared_cost
+    from mpcdp.noise.secure_gaussian import b2a_widths, declared_cost, square_width
 
     plan = dg.plan_for(445.3)
     ops = declared_cost([3000], plan, survivors=[2000]).ops
-    rows, words = WordBits.reply_shape(3000, dg.PIECES, b2a_widths(plan))
+    rows, words = WordBits.reply_shape(3000, dg.PIECES - 1, b2a_widths(plan)[1:])
+    mask_rows, mask_words = BoundedMaskSquares.reply_shape(3000, plan.k + 5, square_width(plan))
     assert ops["b2a_reply_words"] == rows * words < ops["b2a_bits"] and ops["bounded_masks"] == 3000
-    assert dealt_elements(ops) == sum(ops[k] for k in MATERIAL_OPS) - ops["b2a_bits"] + rows * words
+    assert ops["bounded_reply_words"] == mask_rows * mask_words > 3000 and ops["square"] == 0
+    assert dealt_elements(ops) == (sum(ops[k] for k in MATERIAL_OPS) - ops["b2a_bits"] + rows * words
+                                   - ops["bounded_masks"] + mask_rows * mask_words)

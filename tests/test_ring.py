@@ -22,6 +22,14 @@ def test_integer_protocols_are_exact(parties, config_for):
     for j, width in enumerate([64, 1, 30, 64]):
         mask = -1 if width == 64 else (1 << width) - 1
         assert torch.equal(r["extra"][:, j] & mask, extra[:, j]), j
+    # with the dealt squares (the ripple's step 5): the same x and extra bits, and x² right mod 2^62 (2^64 alone)
+    assert torch.equal(r["sq_lifted"], r["narrow"]) and torch.equal(r["sq0_lifted"], r["narrow"])
+    for j, width in enumerate([64, 1, 30, 64]):
+        mask = -1 if width == 64 else (1 << width) - 1
+        assert torch.equal(r["sq_extra"][:, j] & mask, extra[:, j]), j
+    squares = r["narrow"] * r["narrow"]  # < 2^42: every carry pattern, the extremes at both ends
+    assert torch.equal(r["sq_square"] & ((1 << 62) - 1), squares) and torch.equal(r["sq0_square"], squares)
+    assert r["sq0_bits"] == (4000, 0)
     floor = torch.div(r["big"], 2**20, rounding_mode="floor")
     for key in ("trunc", "trunc_redrawn"):
         assert ((r[key] - floor) >= 0).all() and ((r[key] - floor) <= 1).all(), key

@@ -46,7 +46,7 @@ from mpcdp.adapter.keyed import unkeyed_draws  # noqa: F401
 from mpcdp.adapter.material import (  # noqa: F401
     AndShifted, ChunkOneHots, CommitteeScope, FactorTables, MaskedBits, OneHotPairs, Products, TruncPairs, WordBits,
     deals_factor_tables, shift_word)
-from mpcdp.adapter.bounded_masks import BoundedMasks  # noqa: F401
+from mpcdp.adapter.bounded_masks import BoundedMaskSquares, BoundedMasks  # noqa: F401
 from mpcdp.adapter.lanes import move_one_hots, moved_one_hots, rotate_lanes  # noqa: F401
 from mpcdp.adapter.metering import dealer_requests_made  # noqa: F401
 from mpcdp.adapter.replicated import bytes_sent as material_bytes_sent  # noqa: F401
@@ -80,6 +80,7 @@ def replicated_arithmetic(members) -> "replicated.ReplicatedArithmetic | None":
 
 dealer_word_bits = WordBits.fetch
 dealer_bounded_masks = BoundedMasks.fetch
+dealer_bounded_mask_squares = BoundedMaskSquares.fetch
 dealer_masked_bits = MaskedBits.fetch
 dealer_trunc_pairs = TruncPairs.fetch
 dealer_products = Products.fetch

@@ -49,10 +49,11 @@ SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick s
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 MATERIAL_OPS = ("and_words", "b2a_bits", "bounded_masks", "square", "one_hot_words",
                 "table_words")  # counted ops that are dealt elements
-PACKED_REPLIES = {"b2a_bits": "b2a_reply_words"}
-"""Counted ops whose reply a protocol may pack below a word per element: where its declared cost names the
-words (``b2a_reply_words``: the B2A reply of :class:`mpcdp.adapter.material.WordBits` with widths, the
-fields packed one after another), those are the dealt elements instead of one per op."""
+PACKED_REPLIES = {"b2a_bits": "b2a_reply_words", "bounded_masks": "bounded_reply_words"}
+"""Counted ops whose reply a protocol may pack, or widen: where its declared cost names the words
+(``b2a_reply_words``: the B2A reply of :class:`mpcdp.adapter.material.WordBits` with widths, the fields packed
+one after another; ``bounded_reply_words``: :class:`mpcdp.adapter.BoundedMaskSquares`' reply, each mask with its
+carry's bit and squares at their widths), those are the dealt elements instead of one per op."""
 
 
 def dealt_elements(ops) -> int:

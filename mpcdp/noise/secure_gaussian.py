@@ -46,14 +46,21 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
      one AND level, sixteen candidates to a word.
   4. B2A of x = n + 2^(k+4) (n's word with its sign bit flipped, x < 2^(k+5)) by a ripple carry on a bounded
-     mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+5) dealt XOR- and additively shared, y = x + r by
-     c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a word), k+5 rounds; then
-     one opening of y mod 2^(k+5) with the carry out and I_1..I_4 XOR dealt bits (two candidates to a word;
-     the dealer sends the receiver each such bit's share only to the bits that matter: the carry out mod
-     2^(59−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r + 2^(k+5)·carry, n = x − 2^(k+4), n² (one
-     Beaver square) and T = n²·G + Λ_j, all exact in Z_2^64 (T < 2^62). dg-mpc/9 converted n's k+5 bits one by
-     one, each bit i's share mod 2^(64−i) dealt: 1,353 bits per candidate at k = 16 against 347 now (r, the
-     ANDs, the five dealt bits), for k+5 more rounds.
+     mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+5) dealt XOR- and additively shared with a carry
+     bit ρ, y = x + r by c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a
+     word), k+5 rounds; then one opening of bit columns, k+10 words per 64 candidates: y mod 2^(k+5), the carry
+     out XOR ρ and I_1..I_4 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
+     bits that matter: the carry out mod 2^(59−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r +
+     2^(k+5)·carry and n = x − 2^(k+4), exact in Z_2^64. n² with no multiplication of its own (dg-mpc/11; before,
+     one Beaver square per candidate, an opening of n ring elements): the dealer also deals r² and ρ·r
+     (:class:`mpcdp.adapter.BoundedMaskSquares`), and x² = y² − 2y·r + r² + 2^(k+6)·(y·c − c·r) + 2^(2k+10)·c
+     with c·r = ε·r + (1 − 2ε)·ρ·r (ε = carry ⊕ ρ, opened) is linear in them with public coefficients, needed
+     only mod 2^w, w = 62 − v for G = 2^v·odd (:func:`square_width`: r² mod 2^w, ρ·r mod 2^(w−k−6)); then
+     n² = x² − 2^(k+5)·x + 2^(2k+8). Under replicated arithmetic (honest-majority, parties 0–2) a square is one
+     resharing of a word per member, cheaper than generating the squares, so n² stays one replicated square.
+     T = n²·G + Λ_j (T < 2^62). dg-mpc/9 converted n's k+5 bits one by one, each bit i's share mod 2^(64−i)
+     dealt: 1,353 bits per candidate at k = 16 against 347 in dg-mpc/10 (r, the ANDs, the five dealt bits),
+     for k+5 more rounds.
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
      chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
@@ -82,12 +89,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 28 + (k+5) communication steps (≈ 16.8n ring
-elements or words at k = 16). With the dealer every step is an opening and 27 of them need a request for material, as
-do each factor stage's coin_uniform and the ripple's bounded masks: 30 requests. Under honest-majority the
-17 + (k+5) multiplication steps (≈ 13.0n) are resharings, one round each and one word per element per member,
-the other 11 (≈ 3.6n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n + 40.75s,
-bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+exchanges among the members (32 and 64 bytes each way) and 27 + (k+5) communication steps with the dealer
+(≈ 15.7n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 16.7n, its
+replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
+as do each factor stage's coin_uniform and the ripple's bounded masks: 29 requests. Under honest-majority
+the 17 + (k+5) multiplication steps (≈ 13.0n) are resharings, one round each and one word per element per
+member, the other 11 (≈ 3.7n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n +
+40.75s, bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -113,13 +121,15 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/10: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/11: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
            "picks only on chunks whose bit can be set, narrow neighbouring windows on one one-hot, the point's AND "
            "on 4 bits, the candidate word made additive by a ripple carry on a bounded mask (one AND per bit on "
-           "packed bit columns) with its carry out and the piece bits as dealt bits in one packed opening, packed "
+           "packed bit columns) with its carry out and the piece bits as dealt bits in one opening of bit columns, "
+           "n² from the opened sum and dealt r², r·carry-bit with no opening (a replicated square among parties "
+           "0-2 under honest-majority), packed "
            "accept, T to binary by rotated one-hots of 4-bit chunks, a carry prefix on packed lanes and one merged "
            "product for the carries' add; replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
@@ -176,20 +186,33 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
 
     x = n + 2^(k+4) (the word with its sign bit flipped: x < 2^(k+5)) becomes additive, exact in Z_2^64, by a
     ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_4 by dealt bits in the
-    same last opening (:func:`b2a_widths`); then n = x − 2^(k+4), n² (one Beaver square) and T."""
-    k = plan.k
+    same last opening (:func:`b2a_widths`); then n = x − 2^(k+4) and n² = x² − 2^(k+5)·x + 2^(2k+8), x² from the
+    opened y and the dealt squares with Beaver multiplication (:func:`square_width`), or one replicated square
+    of n among exactly parties 0–2; then T."""
+    k, dealt = plan.k, ripple.squares_dealt(ctx)
     flipped = ring.public_xor(ctx, word, 1 << (k + 4))
     pieces = torch.zeros_like(word)
     for j in range(1, dg.PIECES):
         pieces = pieces | (indicators[:, j] << (j - 1))
-    shifted, bits = ripple.b2a_by_ripple(ctx, flipped, k + 5, pieces, dg.PIECES - 1, b2a_widths(plan), label="dg-b2a")
-    value = ring.public_add(ctx, shifted, -(1 << (k + 4)))
-    square = ring.Products(ctx, word.numel(), 1, [(0, 0)], label="dg-square")
-    square.open({0: value})
-    T = ring.public_add(ctx, square.product(0, 0) * plan.G, plan.Lambda[0])
+    lifted = ripple.b2a_by_ripple(ctx, flipped, k + 5, pieces, dg.PIECES - 1, b2a_widths(plan), label="dg-b2a",
+                                  square_width=square_width(plan) if dealt else 0)
+    value = ring.public_add(ctx, lifted.value, -(1 << (k + 4)))
+    if lifted.square is not None:
+        square = ring.public_add(ctx, lifted.square - (lifted.value << (k + 5)), 1 << (2 * k + 8))
+    else:
+        products = ring.Products(ctx, word.numel(), 1, [(0, 0)], label="dg-square")
+        products.open({0: value})
+        square = products.product(0, 0)
+    T = ring.public_add(ctx, square * plan.G, plan.Lambda[0])
     for j in range(1, dg.PIECES):
-        T = T + bits[:, j - 1] * (plan.Lambda[j] - plan.Lambda[0])
+        T = T + lifted.bits[:, j - 1] * (plan.Lambda[j] - plan.Lambda[0])
     return value, T
+
+
+def square_width(plan: dg.DiscreteGaussianPlan) -> int:
+    """The bits of n² that T = n²·G + Λ_j (read mod 2^62) depends on: 62 − v, G = 2^v·odd (at least 1)."""
+    twos = (plan.G & -plan.G).bit_length() - 1
+    return max(1, 62 - twos)
 
 
 def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
@@ -203,13 +226,24 @@ def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
                                   for j in range(1, dg.PIECES)]
 
 
-def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
-    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates (the carry out and
-    I_1..I_4): the widths of :func:`b2a_widths` packed one after another,
-    :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a time (:class:`mpcdp.adapter.material.WordBits`)."""
+def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int, *, squares: bool = True) -> int:
+    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_4 with
+    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_4: the widths of
+    :func:`b2a_widths` packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a
+    time (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
 
-    rows, words = WordBits.reply_shape(n, dg.PIECES, b2a_widths(plan))
+    widths = b2a_widths(plan)[1:] if squares else b2a_widths(plan)
+    rows, words = WordBits.reply_shape(n, len(widths), widths)
+    return rows * words
+
+
+def bounded_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
+    """Words of the dealer's packed reply of bounded masks with squares to its receiver for n candidates
+    (:class:`mpcdp.adapter.BoundedMaskSquares`: r, the carry's bit, r² and ρ·r at their widths)."""
+    from mpcdp.adapter.bounded_masks import BoundedMaskSquares
+
+    rows, words = BoundedMaskSquares.reply_shape(n, plan.k + 5, square_width(plan))
     return rows * words
 
 
@@ -268,21 +302,27 @@ def expected_survivors(plan: dg.DiscreteGaussianPlan, n: int) -> int:
     return min(n, math.ceil(n * plan.acceptance * SURVIVAL_OVER_ACCEPTANCE))
 
 
-def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool
+def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool, replicated: bool = False
                 ) -> tuple[list[tuple[int, bool, bool]], collections.Counter, int]:
     """(elements, is a multiplication, needs a request for material under Beaver multiplication) of every
     communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
-    operation counts; and its requests for material that open nothing (each stage's coin_uniform)."""
+    operation counts; and its requests for material that open nothing (each stage's coin_uniform and the
+    bounded masks). ``replicated``: n² by a replicated square (a step) instead of the dealt squares (none)."""
     point_words = -(-n // (64 // POINT_LANE))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
-    b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1)
+    b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1, squares=not replicated)
     ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + n,
-                               "b2a_reply_words": b2a_reply_words(plan, n),
-                               "square": n, "random_bits": _member_bits(plan) * n})
+                               "b2a_reply_words": b2a_reply_words(plan, n, squares=not replicated),
+                               "random_bits": _member_bits(plan) * n})
     ops.update(b2a_ops)
-    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True), *b2a_steps,
-             (n, True, True), (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
+    square = [(n, True, True)] if replicated else []
+    if replicated:
+        ops["square"] = n
+    else:
+        ops["bounded_reply_words"] = bounded_reply_words(plan, n)
+    steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True), *b2a_steps, *square,
+             (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
     first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
     silent += b2a_silent
     steps += [*first_steps, (-(-n // 64), False, False)]
@@ -314,8 +354,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     Per pass of n candidates and s survivors, with ⌈x⌉ the packed word counts, the communication steps in
     order are: (circuit only) the committed coin, two public exchanges among the members
     (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
-    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening ⌈n/⌊64/(k+10)⌋⌉
-    (:func:`mpcdp.mpc.ripple.declared_cost`); square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
+    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+10)⌈n/64⌉
+    (:func:`mpcdp.mpc.ripple.declared_cost`); (``replicated`` only) the square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
     at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
     ⌈n/64⌉; then, if s > 0, the other factors' stage, the accept AND's levels
     (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
@@ -325,9 +365,9 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(174/64)s for the
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
-    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 17
-    + (k+5) steps, ≈ 7.3n elements; as a circuit 28 + (k+5) steps, ≈ 16.8n elements at k = 16, 17 + (k+5) of
-    them (≈ 13.0n) multiplications.
+    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
+    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 15.7n elements at k = 16 (replicated: 28 +
+    (k+5), ≈ 16.7n), 16 + (k+5) of them (≈ 12.0n; replicated 17 + (k+5), ≈ 13.0n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
@@ -337,15 +377,17 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 7⌈n/4⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); bounded_masks n; b2a_bits 5n (the dealer's
-    reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`); square n; random_bits (6 + (k+3) + 1)n
+    (+ n + 4s + 5.25(n + 7s) for a circuit); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 4n,
+    5n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
+    square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`). Star openings' kings rotate: the i-th has member
     i mod k as king (its bytes, :meth:`~mpcdp.transport.costs.DeclaredCost.bytes`).
     """
     survivors = survivors if survivors is not None else [expected_survivors(plan, n) for n in candidates]
     cost = costs.DeclaredCost(kings_rotate=True)  # the committee's star kings rotate (MpcContext.committee)
     for n, s in zip(candidates, survivors, strict=True):
-        steps, ops, silent = _pass_steps(plan, n, s, tables=tables)
+        steps, ops, silent = _pass_steps(plan, n, s, tables=tables, replicated=replicated)
         cost.ops.update(ops)
         if not tables:
             cost.exchanges.extend(coin_cost())
