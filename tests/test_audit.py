@@ -12,6 +12,8 @@ noiseless sum, or of the noise.
 
 import math
 
+import numpy as np
+
 import pytest
 import torch
 from scipy import stats
@@ -113,20 +115,33 @@ def test_masked_openings_are_uniform_words(audit):
         assert stats.binomtest(ones, n, 0.5).pvalue > alpha, f"bit {bit}: {ones} of {n} set"
 
 
-def test_b2a_openings_are_uniform_on_their_low_bits_and_zero_above(audit):
-    """B2A opens X ⊕ R on the f = k + 9 low bits only, ⌊64/f⌋ values packed to a word (dg-mpc/7): no word has a
-    bit at or above ⌊64/f⌋·f, and each bit below is set with probability 1/2 (binomial test per bit, family-wise
-    α = 1e-6, fresh masks every run; the last word of a call may hold fewer values, which only lowers a few
-    high bits' counts by one or two)."""
-    words = torch.cat([_words(v) for label, _, _, kind, v in audit[0]["openings"]
-                       if kind == "masked" and label.endswith("-b2a")])
-    width = int(words.max()).bit_length()
-    fields = [f for f in range(8, 49) if (64 // f) * f == width]
-    # this run's plan has f = 30 (two values, 60 bits): a full 64-bit word would be an unmasked opening
-    assert words.numel() > 100 and fields and width < 64 and int(words.min()) >= 0, f"B2A words {width} bits wide"
-    for bit in range(width):
-        ones = int(((words >> bit) & 1).sum())
-        assert stats.binomtest(ones, words.numel(), 0.5).pvalue > 1e-6 / width, f"bit {bit}: {ones} set"
+def test_b2a_openings_are_bit_columns_uniform_on_every_candidates_bits(audit):
+    """B2A opens y = X + R mod 2^K, the carry out ⊕ ρ and the piece bits ⊕ R' as bit columns (dg-mpc/11): per pass
+    f = K + PIECES rows of ⌈n/64⌉ words (as many as the pass's first-factor bits, 64 candidates to a word), bit j
+    of a row's word c being candidate 64c + j's. Every row's bits over the pass's candidates are set with
+    probability 1/2 (binomial test per row, family-wise α = 1e-6, fresh masks every run); the last word's bits
+    past the candidates are 0, so they are left out (the last candidate is found as the highest bit set in any
+    row: a candidate whose f >= 14 opened bits are all 0 is missed with probability 2^-f)."""
+    from mpcdp.noise import discrete_gaussian as dg
+
+    openings = [(label, _words(v)) for label, _, _, kind, v in audit[0]["openings"]
+                if kind in ("masked", "comparison") and label in ("dg-b2a", "dg-first-bits")]
+    rows: dict[int, list] = {}
+    for (label, words), (following, columns) in zip(openings, openings[1:]):
+        if label != "dg-b2a":
+            continue
+        assert following == "dg-first-bits" and words.numel() % columns.numel() == 0
+        f = words.numel() // columns.numel()
+        assert dg.PIECES + 2 <= f <= 64
+        bits = np.unpackbits(words.reshape(f, -1).numpy().view(np.uint8), axis=1, bitorder="little")
+        used = int(np.nonzero(bits.any(0))[0].max()) + 1
+        assert used > bits.shape[1] - 64, "a whole column word of padding"
+        for i in range(f):
+            rows.setdefault(i, []).append(bits[i, :used])
+    assert rows and sum(len(r) for r in rows[0]) > 100
+    for i, chunks in rows.items():
+        ones, n = int(sum(int(c.sum()) for c in chunks)), sum(len(c) for c in chunks)
+        assert stats.binomtest(ones, n, 0.5).pvalue > 1e-6 / len(rows), f"row {i}: {ones} of {n} set"
 
 
 def test_packed_window_openings_are_uniform_on_their_lanes(audit):
