@@ -371,7 +371,7 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(74/64)s and 2·(22/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.66 (s ≈ 0.70n): with tables 16
-    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 14.9n elements at k = 16 (replicated: 28 +
+    + (k+5) steps, ≈ 6.3n elements; as a circuit 27 + (k+5) steps, ≈ 14.9n elements at k = 16 (replicated: 28 +
     (k+5), ≈ 15.9n), 16 + (k+5) of them (≈ 11.3n; replicated 17 + (k+5), ≈ 12.3n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
