@@ -12,7 +12,7 @@ from scipy.stats import binom
 
 import deviation_harness as H
 from mpcdp.mpc import authenticated, bit_authenticated as B
-from mpcdp.mpc.auth_circuits import BitArith, PlainArith, one_hot
+from mpcdp.mpc.auth_circuits import BitArith, PlainArith, combine_words, one_hot
 
 
 def _job(n: int):
@@ -138,3 +138,17 @@ def test_the_checks_parity_combinations_are_exact_mod_2_64_across_a_chunk_bounda
     cuts = [0, 5, 12, 1000, 1001, 70_000, n]
     pieces = [tuple(vectors[:, a:b]) for a, b in zip(cuts, cuts[1:])]
     assert torch.equal(B._combinations(rows, [torch.stack(run, 1) for run in B._runs(pieces)]), expected)
+
+
+@pytest.mark.parametrize("L", [64, 300])
+def test_combine_words_is_exact_mod_2_64_on_the_words_own_limbs(L):
+    """auth_circuits.combine_words (a float matrix product on the words' 16-bit limbs, read as their little-endian
+    bytes) equals the int64 sum of products for words at the extremes, a batch dimension, a transposed (not
+    contiguous) input, and L = 300 rows of ones (partial sums past float32's exact range: the float64 path)."""
+    g = torch.Generator().manual_seed(L)
+    x = torch.randint(-(1 << 63), (1 << 63) - 1, (2, 33, L), generator=g)
+    x[0, :5], x[1, :5] = -1, -(1 << 63)
+    for matrix in (torch.randint(0, 2, (L, 7), generator=g), torch.ones(L, 3, dtype=torch.int64)):
+        expected = (x.unsqueeze(-1) * matrix).sum(-2)
+        assert torch.equal(combine_words(x, matrix), expected)
+        assert torch.equal(combine_words(x.transpose(0, 1).contiguous().transpose(0, 1), matrix), expected)

@@ -114,15 +114,26 @@ EDA_BYTES = 64 * MAC_BYTES + 8 * WORDS
 """Dealt bytes to party 0 per 64-bit :class:`EdaBits` edaBit: 64 bit-domain MAC shares and four Z_2^128 words."""
 
 
-def _bit_macs(dealer, values: torch.Tensor) -> torch.Tensor:
-    """Party 0's MAC shares (n,) of bit-domain ``values`` (the dealer's α_b·x minus parties 1..m−1's MAC draws)."""
+def _bit_macs(dealer, values: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Party 0's MAC shares (n,) of bit-domain ``values`` (the dealer's α_b·x minus parties 1..m−1's MAC draws),
+    computed in place in ``out`` (a view of n int64, e.g. one column of the reply's interleaved MAC shares) when
+    given, else in a new tensor."""
     key = getattr(dealer, "bit_key", None)
     if key is None:
         raise ProtocolViolation("party 0 asked the dealer for bit-domain material before the bit MAC key", party=0)
-    mac = key * values
+    mac = torch.mul(values, key, out=out) if out is not None else key * values
     for generator in dealer._get_generators()[1:]:
-        mac = mac - keyed.ring(values.shape, generator=generator)
+        mac.sub_(keyed.ring(values.shape, generator=generator))
     return mac
+
+
+def _interleaved_macs(dealer, *values: torch.Tensor) -> torch.Tensor:
+    """Party 0's MAC shares of each of ``values`` ((n,) each), as ``torch.stack([_bit_macs(dealer, v) for v in
+    values], 1)`` (the same draws in the same order) but written straight into the (n, len(values)) result."""
+    macs = torch.empty(values[0].numel(), len(values), dtype=torch.int64)
+    for column, value in enumerate(values):
+        _bit_macs(dealer, value, out=macs[:, column])
+    return macs
 
 
 def _bit_own_macs(generator, n: int, k: int, request) -> list[torch.Tensor]:
@@ -161,7 +172,7 @@ def _joint_words(dealer, n: int) -> torch.Tensor:
     """The sum of every party's next n words from its dealer key: an element no single party knows."""
     values = torch.zeros(n, dtype=torch.int64)
     for generator in dealer._get_generators():
-        values = values + keyed.ring((n,), generator=generator)
+        values.add_(keyed.ring((n,), generator=generator))
     return values
 
 
@@ -254,14 +265,14 @@ def _serve_halves(dealer, r: torch.Tensor) -> torch.Tensor:
     h = r.numel()
     b = torch.zeros(h, dtype=torch.int64)
     for generator in generators:
-        b = b + keyed.ring((h,), generator=generator)
+        b.add_(keyed.ring((h,), generator=generator))
     own = keyed.ring((h,), generator=generators[0]) & ~1  # party 0's share of c but its low bit
     others = torch.zeros(h, dtype=torch.int64)
     for generator in generators[1:]:  # parties 1..m−1 draw their share of c, then the two MACs
-        others = others + keyed.ring((h,), generator=generator)
+        others.add_(keyed.ring((h,), generator=generator))
     low = (r * b - others) & 1
-    c = own + low + others
-    macs = torch.stack([_bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
+    c = own.add_(low).add_(others)
+    macs = _interleaved_macs(dealer, b, c)
     return torch.cat([pack_macs(macs), pack_bits(low)])
 
 
@@ -298,10 +309,10 @@ class BitTriples(Material):
         own = keyed.ring((n,), generator=generators[0]) & ~1  # party 0's share of c but its low bit
         others = torch.zeros(n, dtype=torch.int64)
         for generator in generators[1:]:  # parties 1..m−1 draw their share of c first, then the three MACs
-            others = others + keyed.ring((n,), generator=generator)
+            others.add_(keyed.ring((n,), generator=generator))
         low = (a * b - others) & 1
-        c = own + low + others
-        macs = torch.stack([_bit_macs(dealer, a), _bit_macs(dealer, b), _bit_macs(dealer, c)], 1)
+        c = own.add_(low).add_(others)
+        macs = _interleaved_macs(dealer, a, b, c)
         return torch.cat([pack_macs(macs), pack_bits(low)])
 
     generate = staticmethod(no_dealer)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol, Sequence
 
+import numpy as np
 import torch
 
 from mpcdp.adapter.limbs import Wide
@@ -264,20 +265,20 @@ class BitArith:
         return x.value.shape
 
 
-_LIMB_BITS = 16
-_LIMB_MASK = (1 << _LIMB_BITS) - 1
-
-
 def combine_words(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     """Σ_i x[..., i]·matrix[i, c] mod 2^64 for int64 words ``x`` (..., L) and public int64 ``matrix`` (L, C):
     (..., C), exactly as ``(x.unsqueeze(-1) * matrix).sum(-2)``. A 0/1 matrix (every one the circuits use) takes
     one float matrix product on x's four 16-bit limbs, each partial sum at most L·(2^16 − 1): exact in float32 for
-    L ≤ 256 (below 2^24), else in float64; recombined mod 2^64. Any other matrix: the elementwise products."""
+    L ≤ 256 (below 2^24), else in float64; recombined mod 2^64. The limbs are x's own little-endian bytes read as
+    16-bit words and converted by one strided copy (no shifts, masks or stacked copies). Any other matrix: the
+    elementwise products."""
     L = x.shape[-1]
     if not bool(((matrix == 0) | (matrix == 1)).all()) or L >= 1 << 36:
         return (x.unsqueeze(-1) * matrix).sum(-2)
     exact = torch.float32 if L <= 256 else torch.float64
-    limbs = torch.stack([(x >> (_LIMB_BITS * i)) & _LIMB_MASK for i in range(4)]).to(exact)
+    halves = x.contiguous().numpy().astype("<i8", copy=False).view("<u2")  # (..., 4L): limb l of x_i at 4i + l
+    limbs = torch.empty((4, *x.shape), dtype=exact)
+    limbs.copy_(torch.from_numpy(halves.astype(np.uint16, copy=False)).reshape(*x.shape, 4).movedim(-1, 0))
     parts = (limbs @ matrix.to(exact)).to(torch.int64)  # (4, ..., C), each exact
     return parts[0] + (parts[1] << 16) + (parts[2] << 32) + (parts[3] << 48)
 

@@ -401,17 +401,17 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
 
 def _spread(half: bit_authenticated.Halves | None, n: int, width: int, columns: list[int]) -> Dealt:
     """Half triples for ``columns`` of (n, width) dealt bits, spread to the full width (zero shares where a bit
-    has none, never multiplied: ``has`` says which have one); only ``half`` and ``has`` of the result are used,
-    both stored column by column as :meth:`Dealt.by_columns` keeps them (its copies of them, and of their
-    column slices, are then no-ops)."""
+    has none, never multiplied: ``has`` says which have one), each written once (the other columns zeroed); only
+    ``half`` and ``has`` of the result are used (``r`` and ``coin`` are zero views), both stored column by column
+    as :meth:`Dealt.by_columns` keeps them (its copies of them, and of their column slices, are then no-ops)."""
     has = torch.zeros(width, n, dtype=torch.bool)
     has[columns] = True
-    zero = torch.zeros(n, width, dtype=torch.int64)
-    parts = []
-    for share in (None, None) if half is None else (half.b, half.c):
-        value, mac = torch.zeros(width, n, dtype=torch.int64), torch.zeros(width, n, dtype=torch.int64)
-        if share is not None:
-            value[columns], mac[columns] = share.value.T, share.mac.T
+    others, index = torch.nonzero(~has.any(1) if n == 0 else ~has[:, 0]).reshape(-1), torch.tensor(columns, dtype=torch.long)
+    zero, parts = torch.zeros((), dtype=torch.int64).expand(n, width), []
+    for share in () if half is None else (half.b, half.c):
+        value, mac = torch.empty(width, n, dtype=torch.int64), torch.empty(width, n, dtype=torch.int64)
+        value[others], mac[others] = 0, 0
+        value.index_copy_(0, index, share.value.T), mac.index_copy_(0, index, share.mac.T)
         parts.append(BitShared(value.T, mac.T))
     return Dealt(BitShared(zero, zero), zero, bit_authenticated.Halves(*parts) if half is not None else None, has.T)
 
