@@ -102,3 +102,32 @@ def test_the_dealer_refuses_chunks_of_another_width_naming_party_0(bits):
                                                 r"\. Found ") as info:
         ChunkOneHots.serve(Dealer(2), 4, bits)
     assert info.value.party == 0
+
+
+@pytest.mark.parametrize("width", range(1, 10))
+def test_the_sklansky_plan_gives_every_carry_for_every_chunk_state(width):
+    """:func:`~mpcdp.mpc.carry_prefix.sklansky_levels` run in plaintext, its P updates only where it keeps them,
+    gives the carry recurrence c_i = g_i ∨ (p_i ∧ c_(i−1)) at every position, for every assignment of
+    kill / generate / propagate to ``width`` positions (3^width of them; generate and propagate never both, as
+    for a chunk sum); and each level opens each column it multiplies once (:func:`prefix_variables`)."""
+    import itertools
+
+    from mpcdp.mpc.carry_prefix import prefix_variables, sklansky_levels
+
+    levels = sklansky_levels(width)
+    for states in itertools.product((0, 1, 2), repeat=width):  # 0 kill, 1 generate, 2 propagate
+        G, P = [int(s == 1) for s in states], [int(s == 2) for s in states]
+        for steps in levels:
+            before_g, before_p = G[:], P[:]
+            for u, top, update in steps:
+                G[u] = before_g[u] ^ (before_p[u] & before_g[top])
+                if update:
+                    P[u] = before_p[u] & before_p[top]
+        carry, expected = 0, []
+        for s in states:
+            carry = int(s == 1 or (s == 2 and carry))
+            expected.append(carry)
+        assert G == expected, states
+    for steps, opened in zip(levels, prefix_variables(width), strict=True):
+        assert len(set(opened)) == len(opened)
+        assert {("P", u) for u, _, _ in steps} | {("G", top) for _, top, _ in steps} <= set(opened)

@@ -11,9 +11,9 @@ opened value. Every opening is a value masked by dealer randomness no data party
 The functions here open no result: they return XOR shares.
 
 Declared costs per call on n words (one opening = one ``ctx.open_masked``; see :func:`declared_cost_*`):
-  to_binary_by_chunks  1 opening of n ring elements (c = x − r), ⌈log2(q − 1)⌉ prefix levels of 2⌈n/4⌉ words
-              (q = ⌈bits/4⌉ chunks), 1 opening of n words; ⌈q/4⌉ dealt one-hot words per element
-              (:class:`mpcdp.adapter.ChunkOneHots`); 2 + ⌈log2(q − 1)⌉ dealer requests
+  to_binary_by_chunks  1 opening of n ring elements (c = x − r), ⌈log2(q − 1)⌉ prefix levels of a few bit
+              columns of ⌈n/64⌉ words each (q = ⌈bits/4⌉ chunks; :mod:`mpcdp.mpc.carry_prefix`), 1 opening of n
+              words; ⌈q/4⌉ dealt one-hot words per element (:class:`mpcdp.adapter.ChunkOneHots`); 3 dealer requests
   rotated_one_hots  1 opening of the windows' bits, packed (⌈n/⌊64/span⌋⌉ words); one dealt one-hot word per
               window (:class:`mpcdp.adapter.OneHotPairs`); 1 dealer request; no AND
   all_bits_packed   ⌈log2 w⌉ levels of ⌈n/⌊64/lane⌋⌉ words
@@ -33,6 +33,7 @@ import torch
 if TYPE_CHECKING:
     from mpcdp import adapter
     from mpcdp.adapter.lanes import chunk_values, lanes_below, row_blocks
+from mpcdp.mpc.carry_prefix import carry_prefix, prefix_variables, sklansky_levels
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 
@@ -102,30 +103,6 @@ def _below_table() -> torch.Tensor:
     return torch.tensor([((1 << (b & 15)) - 1) | (((1 << (b >> 4)) - 1) << 16) for b in range(256)], dtype=torch.int64)
 
 
-_LANE_PLACES = torch.arange(4, dtype=torch.int64) * 16
-
-
-def _lane_prefix(ctx: MpcContext, g: torch.Tensor, p: torch.Tensor, width: int, *, label: str) -> torch.Tensor:
-    """Parallel prefix over (generate, propagate) rows of ``width`` bits, a 16-bit lane each, four to a word: on
-    return bit i of a lane's G is g_i ⊕ p_i·g_{i−1} ⊕ p_i·p_{i−1}·g_{i−2} ⊕ ... — the carry out of positions 0..i
-    with none into position 0 — for every i < ``width`` (Kogge–Stone, ⌈log2 width⌉ levels). What a shift moves
-    into a lane from the lane below is masked off."""
-    from mpcdp.adapter.lanes import lanes_below
-
-    span = 1
-    while span < width:
-        last = 2 * span >= width
-        keep = ~lanes_below(span)
-        pairs = [(0, 1, span)] if last else [(0, 1, span), (0, 0, span)]
-        ands = ShiftedAnds(ctx, g.numel(), 2, pairs, label=label)  # variables: 0 = P, 1 = G
-        ands.open({0: p, 1: g})
-        g = g ^ (ands.product(0, 1, span) & keep)
-        if not last:
-            p = ands.product(0, 0, span) & keep
-        span *= 2
-    return g
-
-
 def _add_carries(ctx: MpcContext, e: torch.Tensor, flips: torch.Tensor, carries: torch.Tensor, *,
                  label: str) -> torch.Tensor:
     """XOR shares of the chunks e_i + carry_i (mod 16) from the chunks' words e and carry-flip bits and the
@@ -151,17 +128,18 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
     one-hot up by c_i (public; :func:`mpcdp.adapter.rotate_lanes`) gives the one-hot of e_i = (c_i + r_i) mod 16,
     from which local selections read e_i's bits, the bits a carry into the chunk flips (e_i + 1 flips bit
     k >= 1 iff bits 0..k−1 of e_i are 1), whether the chunk generates a carry (c_i + r_i >= 16, i.e. e_i < c_i)
-    and whether it propagates one (e_i = 15). The carries into chunks 1.. come from a Kogge–Stone prefix over the
-    chunks' (generate, propagate) pairs, a 16-bit lane per element, four elements to a word; chunk i of the result
-    is e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower
+    and whether it propagates one (e_i = 15). The carries into chunks 1.. come from a Sklansky prefix over the
+    chunks' (generate, propagate) pairs on bit columns, 64 elements to a word
+    (:func:`~mpcdp.mpc.carry_prefix.carry_prefix`); chunk i of the result is e_i + carry_i mod 16 (one AND level). The carry out of the top chunk is dropped (mod 2^bits); a narrower
     top chunk (4 ∤ bits: the dealt one-hot is of r's 4 bits there, c's chunk has only the bits below ``bits``) is
     right in its low bits, mod 16 and so mod 2^(bits mod 4), and only those are kept.
 
     Declared cost on n elements with q = ⌈bits/4⌉ chunks and L = ⌈log2(q − 1)⌉ levels: 1 opening of n ring
-    elements (c), L openings of 2⌈n/4⌉ words (the prefix), 1 opening of n words (the carries' AND); dealt
-    ⌈q/4⌉n one-hot words and (2L − 1)⌈n/4⌉ + n AND words (n for q = 2; none for q = 1, which opens c only);
-    2 + L dealer requests (1 for q = 1). For bits = 62: ≈ 4n elements
-    in 6 openings (a binary adder on the 62 bits opens 13n in 7).
+    elements (c), L openings of the prefix's columns (:func:`~mpcdp.mpc.carry_prefix.prefix_variables`, ⌈n/64⌉
+    words each), 1 opening of n words (the carries' AND); dealt ⌈q/4⌉n one-hot words and the prefix's ANDs'
+    columns plus n AND words (n for q = 2; none for q = 1, which opens c only); 3 dealer requests (2 for q = 2,
+    1 for q = 1). For bits = 62: 20, 14, 10 and 8 columns, ≈ 2.8n elements in 6 openings (Kogge–Stone on
+    16-bit lanes opened 4n; a binary adder on the 62 bits opens 13n in 7).
     """
     from mpcdp import adapter
 
@@ -174,20 +152,25 @@ def to_binary_by_chunks(ctx: MpcContext, x: torch.Tensor, bits: int = 62, *, lab
     e, flips, gp = _chunk_sums(ctx, hots, c & low_mask(bits), chunks)
     if chunks == 1:
         return (e & low_mask(bits)).reshape(x.shape)
-    g = _lane_prefix(ctx, pack_lanes(gp[:, 0], 16), pack_lanes(gp[:, 1], 16), chunks - 1, label=f"{label}-carry")
-    carries = spread_to_nibbles(unpack_lanes(g, 16, n) << 1, chunks)
+    g = carry_prefix(ctx, gp[:, 0], gp[:, 1], chunks - 1, label=f"{label}-carry") if chunks > 2 else gp[:, 0]
+    carries = spread_to_nibbles(g << 1, chunks)
     out = _add_carries(ctx, e, flips, carries, label=f"{label}-add")
     return (out & low_mask(bits)).reshape(x.shape)
 
 
 def declared_cost_by_chunks(n: int, bits: int = 62) -> tuple[list[int], dict[str, int], int]:
-    """(elements of each opening, operations, dealer requests) of :func:`to_binary_by_chunks` on n elements."""
+    """(elements of each opening, operations, dealer requests) of :func:`to_binary_by_chunks` on n elements: the
+    mask n, the carry prefix's levels (:func:`prefix_variables`' columns, ⌈n/64⌉ words each), the carries' AND n;
+    one_hot_words ⌈q/4⌉n, and_words the prefix's ANDs' columns plus n; requests: the one-hots, the prefix's
+    material (one for every level) and the AND's."""
     chunks = -(-bits // 4)
     if chunks == 1:
         return [n], {"one_hot_words": n}, 1
-    steps, words = levels(chunks - 1), -(-n // 4)
-    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": max(0, 2 * steps - 1) * words + n}
-    return [n, *[2 * words] * steps, n], ops, 2 + steps
+    columns = -(-n // 64)
+    variables = prefix_variables(chunks - 1)
+    products = sum(1 + int(p) for steps in sklansky_levels(chunks - 1) for _, _, p in steps)
+    ops = {"one_hot_words": -(-chunks // 4) * n, "and_words": products * columns + n}
+    return [n, *[len(level) * columns for level in variables], n], ops, 2 + int(bool(variables))
 
 
 def _signed(word: int) -> int:

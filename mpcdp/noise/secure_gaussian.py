@@ -64,9 +64,11 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      for k+5 more rounds.
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
      with the one-hots of its 4-bit chunks; each chunk's one-hot rotated by c's chunk gives, locally, the
-     chunk sum and whether it generates or propagates a carry; the carries from a 4-level prefix on 16-bit
-     lanes (four candidates to a word), then one AND level adds them (its three shifted products land on
-     disjoint bits: one merged dealt word per candidate).
+     chunk sum and whether it generates or propagates a carry; the carries from a 4-level Sklansky prefix on
+     bit columns (:mod:`mpcdp.mpc.carry_prefix`: each level opens only the 20, 14, 10 and 8 bits per candidate
+     it multiplies, 64 candidates to a word; dg-mpc/10's Kogge–Stone on 16-bit lanes opened 32 at each level),
+     then one AND level adds them (its three shifted products land on disjoint bits: one merged dealt word per
+     candidate).
   6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 30% of the candidates, all the
      others and the cut together about 4%), on every candidate: the dealt one-hot of R's window moved by the opened
      window, the threshold's right operand a local selection, and [V < TH] by one-hot decoding of W's top
@@ -133,8 +135,8 @@ CIRCUIT = ("dg-mpc/11: the plan of 6 pieces (narrow where ρ falls fastest) cut 
            "packed bit columns) with its carry out and the piece bits as dealt bits in one opening of bit columns, "
            "n² from the opened sum and dealt r², r·carry-bit with no opening (a replicated square among parties "
            "0-2 under honest-majority), packed "
-           "accept, T to binary by rotated one-hots of 4-bit chunks, a carry prefix on packed lanes and one merged "
-           "product for the carries' add; replicated resharing among parties 0-2 under honest-majority")
+           "accept, T to binary by rotated one-hots of 4-bit chunks, a Sklansky carry prefix on bit columns and one "
+           "merged product for the carries' add; replicated resharing among parties 0-2 under honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -322,12 +324,13 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool, 
                                "random_bits": _member_bits(plan) * n})
     ops.update(b2a_ops)
     square = [(n, True, True)] if replicated else []
+    prefix = [(size, True, level == 0) for level, size in enumerate(a2b_openings[1:-1])]  # one request for all
     if replicated:
         ops["square"] = n
     else:
         ops["bounded_reply_words"] = bounded_reply_words(plan, n)
     steps = [(-(-n // (64 // dg.INDEX_BITS)), False, True), (2 * point_words, True, True), *b2a_steps, *square,
-             (a2b_openings[0], False, True), *[(size, True, True) for size in a2b_openings[1:]]]
+             (a2b_openings[0], False, True), *prefix, (a2b_openings[-1], True, True)]
     first_steps, first_ops, silent = factors.stage_cost(n, first=True, tables=tables)
     silent += b2a_silent
     steps += [*first_steps, (-(-n // 64), False, False)]
@@ -360,8 +363,9 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     order are: (circuit only) the committed coin, two public exchanges among the members
     (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
     (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+11)⌈n/64⌉
-    (:func:`mpcdp.mpc.ripple.declared_cost`); (``replicated`` only) the square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n, then 2⌈n/4⌉
-    at each of its 4 carry levels and n for the carries' AND (ANDs); the first factor's stage, its pass bits
+    (:func:`mpcdp.mpc.ripple.declared_cost`); (``replicated`` only) the square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n,
+    then its 4 carry levels' 20, 14, 10 and 8 columns of ⌈n/64⌉ words (their material in one request) and n for
+    the carries' AND (ANDs); the first factor's stage, its pass bits
     ⌈n/64⌉; then, if s > 0, the other factors' stage, the accept AND's levels
     (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
@@ -376,11 +380,11 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
-    the ripple's steps after its first needs a request for material, as do each circuit stage's coin_uniform
+    the ripple's and the carry prefix's steps after their first needs a request for material, as do each circuit stage's coin_uniform
     and the ripple's bounded masks. With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
-    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 7⌈n/4⌉ + n + the accept
+    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ n + 4s + 5.25(n + 6s) for a circuit); table_words n + 6s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 5n,
