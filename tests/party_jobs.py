@@ -1179,3 +1179,33 @@ def _authenticated_noisy_release(ctx):
     local = (ctx.rank + 1) * torch.tensor([0.25, -0.5, 1.0], dtype=torch.float64)
     released = noisy_release(ctx, local, noise, shape=(3,), label="v_p[0]")
     return released, authenticated.reveal_checked(ctx, noise, label="noise (test only)", reason="test")
+
+
+def crafted_bernoulli(ctx, words: torch.Tensor, entries: torch.Tensor, lows: torch.Tensor):
+    """:func:`mpcdp.mpc.bernoulli.bernoulli_bits` on chosen uniform words (test only: under
+    :func:`~mpcdp.mpc.bernoulli.planted_member_words`, so W is the coin, here ``words``), one block per factor of
+    the sampler (the first group, the other groups, then the low bits' factor), each block's right operand the
+    table entry ``entries`` picks (a one-hot party 0 holds) or, for the low bits' factor, party 0's ``lows``;
+    its dead chunks (below :attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`) as coin_uniform reads them.
+    Returns the opened bits."""
+    from mpcdp.mpc import bernoulli, binary
+    from mpcdp.noise import discrete_gaussian as dg
+    from mpcdp.noise import gaussian_factors as gf
+
+    groups = (gf.FIRST_GROUP, *gf.OTHER_GROUPS)
+    forms = [*gf.factor_forms((gf.FIRST_GROUP,), low=False), *gf.factor_forms(gf.OTHER_GROUPS, low=True)]
+    per = words.numel() // len(forms)
+    mine = ctx.rank == 0
+    rights = []
+    for b, form in enumerate(forms):
+        rows = slice(b * per, (b + 1) * per)
+        if b < len(groups):
+            hots = (1 << entries[rows]) if mine else torch.zeros(per, dtype=torch.int64)
+            rights.append(binary.select(ctx, hots, form.right, 64))
+        else:
+            rights.append(binary.select(ctx, lows[rows] if mine else torch.zeros(per, dtype=torch.int64), form.right,
+                                        64))
+    with bernoulli.planted_member_words():
+        _, hots = bernoulli.coin_uniform(ctx, words, dg.WORD, [form.first_chunk for form in forms])
+        bits = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label="test-bern")
+    return ctx.open_masked([bits & 1], label="test-output", xor=True)[0]

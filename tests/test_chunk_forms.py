@@ -150,3 +150,41 @@ def test_the_callers_bits_forms_give_every_bit_with_one_and_fewer_per_whole_chun
 def test_layouts_that_do_not_fit_a_word_are_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+@pytest.mark.parametrize("provider", ["dealer", "honest-majority"])
+def test_the_circuit_decides_as_the_rule_with_w_s_top_bit_in_every_chunk_the_dead_ones_included(provider):
+    """The Bernoulli circuit on words chosen so that W's top set bit falls at every position 0..61 (and W = 0),
+    for every factor of the sampler, with random table entries and low bits: each bit is the plaintext rule's
+    dg.below (a uniform W puts its top bit in a chunk below the factor's :attr:`~chunk_forms.ChunkForms.first_chunk`
+    with probability about 2^-54, so the sampler's decision test never sees it; here half the words do). The
+    words are the coin itself (the view audit's planted member words: R = 0), so the test chooses them."""
+    import numpy as np
+    import torch
+
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import crafted_bernoulli
+
+    groups = (gf.FIRST_GROUP, *gf.OTHER_GROUPS)
+    forms = [*gf.factor_forms((gf.FIRST_GROUP,), low=False), *gf.factor_forms(gf.OTHER_GROUPS, low=True)]
+    assert {form.first_chunk for form in forms} >= {0, 1, 2}  # dead chunks in several factors
+    rng = random.Random(44)
+    tops = [None] + list(range(dg.WORD))
+    per = 4 * len(tops)
+    words = [0 if p is None else (1 << p) | rng.getrandbits(p) for _ in range(4) for p in tops]
+    words = torch.tensor(words * len(forms), dtype=torch.int64)
+    tables = [gf._window_of(gf.FIRST_GROUP, gf.group_windows((gf.FIRST_GROUP,)))[1]] + [
+        gf._window_of(g, gf.group_windows(gf.OTHER_GROUPS))[1] for g in gf.OTHER_GROUPS]  # by the window's value
+    entries = torch.tensor([rng.randrange(len(tables[b])) for b in range(len(groups)) for _ in range(per)] + [0] * per)
+    lows = torch.tensor([0] * (len(groups) * per) + [rng.getrandbits(dg.LOW_BITS) for _ in range(per)])
+    results = run_parties(crafted_bernoulli, MpcConfig(parties=3, provider=provider, timeout_s=120.0),
+                          args=(words, entries, lows))
+    expected = []
+    for b in range(len(forms)):
+        rows = slice(b * per, (b + 1) * per)
+        th = (np.array([int(tables[b][e]) for e in entries[rows]], dtype=np.int64) if b < len(groups)
+              else lows[rows].numpy() << (dg.WORD - dg.F))
+        expected.append(dg.below(words[rows].numpy(), th, dg.WORD))
+    for opened in results:
+        assert np.array_equal(opened.numpy().astype(bool), np.concatenate(expected))

@@ -116,7 +116,9 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_Products", (4, 3, [[0, 1], [2, 2]]), [4, 2]),
     ("mpcdp_AndShifted", (4, 2, [[0, 1, 3], [1, 0, -5], [1, 1, 0]]), [4, 3]),
     ("mpcdp_AndShifted", (4, 2, [[0, 1, 3], [1, 0, -5]], [0xFF00, -256]), [4, 1]),  # merged: one column
-    ("mpcdp_OneHotPairs", (4, [[0, 4], [4, 4], [8, 4], [12, 4], [16, 2]], 16), [4, 2]),
+    ("mpcdp_OneHotPairs", (4, [[0, 4], [4, 4], [8, 4], [12, 4]], 16), [4, 1]),  # every lane full: a word each
+    ("mpcdp_OneHotPairs", (4, [[0, 4], [4, 4], [8, 4], [12, 4], [16, 2]], 16), [5]),  # 9 bytes each, packed
+    ("mpcdp_OneHotPairs", (4, [[32, 5], [37, 6], [55, 4]], 64), [7]),  # 4 + 8 + 2 bytes each: 56 bytes
     ("mpcdp_ChunkOneHots", (4, 62), [4, 4]),
     ("mpcdp_ChunkOneHots", (4, 18), [4, 2]),
     ("mpcdp_FactorTables", (4, 62, [[32, 5], [55, 7]], [[0, 0, 5, [1 << 62] * 32], [1, 2, 2, [0, 1, 2, 3]],
@@ -238,3 +240,24 @@ def test_replies_go_to_the_member_with_the_fewest_reply_elements_in_step_and_per
     assert member.next(5) == 0 and member.next(1) == 1 and member.next(3) == 1  # the committee's own loads
     member.members = [0, 1, 2]
     assert member.next(1) == dealer.next(1)  # and every party's again, where they were
+
+
+def test_the_dealers_packed_one_hots_are_exact_one_hots_on_every_element():
+    """Real party processes and the real dealer: rotation pairs whose windows leave a lane partly empty ((20, 3):
+    8 of 64 positions) come packed (:func:`mpcdp.adapter.bit_words.pack_one_hots`), and still the XOR of the
+    parties' shares is exactly the one-hot of each window of the XOR of their words, every other bit 0 (the
+    members that draw their shares keep them 0 outside the packed bytes)."""
+    from mpcdp.adapter.bit_words import packs_one_hots
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import material_of_every_kind
+
+    windows = [(0, 6), (20, 3), (58, 6)]
+    assert packs_one_hots(windows, 64)
+    results = run_parties(material_of_every_kind, MpcConfig(parties=3, provider="dealer", timeout_s=90.0), args=(300,))
+    word, hots = torch.zeros(300, dtype=torch.int64), torch.zeros((300, 3), dtype=torch.int64)
+    for r in results:
+        word ^= r["one_hots"][0]
+        hots ^= r["one_hots"][1]
+    for i, (low, width) in enumerate(windows):
+        assert torch.equal(hots[:, i], torch.ones_like(word) << ((word >> low) & ((1 << width) - 1))), i

@@ -382,7 +382,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (12 if replicated else 26)
+    assert r["material_requests"] == declared.dealer_requests == (13 if replicated else 27)
     # the committed coin: two public exchanges among the members (commitments, then parts with nonces)
     assert [(label, n) for label, n, _ in r["coin"]] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
     assert declared.exchanges == [32, 64]

@@ -224,7 +224,7 @@ def test_run_streams_lay_each_groups_fields_one_after_another(widths, g, groups)
     blocks, total = len(widths), sum(widths)
     fields = torch.stack([_words(rng, groups * g) & binary.low_mask(w) if w else torch.zeros(groups * g,
                                                                                             dtype=torch.int64)
-                          for w in widths])  # (blocks, groups·g), below 2^width as _gather_runs leaves them
+                          for w in widths])  # (blocks, groups·g), below 2^width as gather_runs leaves them
     layout = run_streams.stream_layout(widths, g)
     words = run_streams.pack_stream(fields.numpy().view("uint64"), layout).view("int64")
     assert words.shape == (groups, -(-g * total // 64))

@@ -1,5 +1,6 @@
 """The dealer's bit-domain replies in words (:mod:`.auth_bits`): MAC shares of the k = 1 bit domain packed in
-:data:`MAC_BYTES` bytes each, and 0/1 bits packed 64 to an int64 word.
+:data:`MAC_BYTES` bytes each, and 0/1 bits packed 64 to an int64 word; and rotation pairs' one-hots with only
+the positions each window's one-hot can set (:class:`.material.OneHotPairs`, :func:`pack_one_hots`).
 
 Local byte layout only, no protocol: what party 0 receives from the dealer and what the parties XOR when they
 open bits (:func:`mpcdp.mpc.bit_authenticated.open_bits`) are these functions' words. Each is one vectorised
@@ -7,13 +8,17 @@ copy (numpy's packbits and a strided view of the packed MAC bytes), not a loop o
 Unpacking a reply reads nothing past the words it is given: a short reply raises (the dealer link checks every
 reply's announced shape first).
 
-Declared cost: none on the wire beyond the layout (6 bytes per MAC share, one bit per packed bit).
+Declared cost: none on the wire beyond the layout (6 bytes per MAC share, one bit per packed bit, whole
+bytes per one-hot window).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
+
 
 MAC_BITS = 48
 """The bits of a bit-domain element that its MAC covers: SPDZ2k with k = 1 and s = 47 over Z_2^48 (the value's
@@ -66,3 +71,66 @@ def unpack_bits(words: torch.Tensor, n: int) -> torch.Tensor:
     """The first n bits of :func:`pack_bits`' words (0/1 int64; fewer if the words hold fewer)."""
     raw = words.reshape(-1).contiguous().numpy().astype("<i8", copy=False).view(np.uint8)
     return torch.from_numpy(np.unpackbits(raw, count=min(n, 8 * raw.size), bitorder="little").astype(np.int64))
+
+
+
+@functools.lru_cache(maxsize=64)
+def _one_hot_bytes(windows: tuple[tuple[int, int], ...], lane: int) -> np.ndarray:
+    """The bytes of an element's one-hot words (:func:`~.lanes.packed_one_hots`, little-endian) that hold a
+    window's 2^width positions, whole bytes (a 4-position one-hot takes one byte), in order."""
+    per = 64 // lane
+    keep: list[int] = []
+    for i, (_, width) in enumerate(windows):
+        first = 8 * (i // per) + lane * (i % per) // 8
+        keep += range(first, first + max(1, (1 << width) // 8))
+    return np.array(keep, dtype=np.int64)
+
+
+def packs_one_hots(windows, lane: int) -> bool:
+    """Whether :func:`pack_one_hots` makes the windows' one-hot words shorter: some lane has more bytes than
+    its window's one-hot needs, or the last word has empty lanes."""
+    windows = tuple((int(low), int(width)) for low, width in windows)
+    return _one_hot_bytes(windows, lane).size < 8 * -(-len(windows) // (64 // lane))
+
+
+def one_hot_reply_words(n: int, windows, lane: int) -> int:
+    """Words of the one-hots of n elements as dealt: ⌈n·B/8⌉ for B bytes per element where :func:`pack_one_hots`
+    is shorter, else one word per 64/lane windows of each element."""
+    windows = tuple((int(low), int(width)) for low, width in windows)
+    if not packs_one_hots(windows, lane):
+        return n * -(-len(windows) // (64 // lane))
+    return -(-n * _one_hot_bytes(windows, lane).size // 8)
+
+
+def one_hot_mask(windows, lane: int) -> torch.Tensor:
+    """(⌈windows/(64/lane)⌉,): the bits of :func:`~.lanes.packed_one_hots`' words in the bytes that
+    :func:`pack_one_hots` keeps."""
+    windows = tuple((int(low), int(width)) for low, width in windows)
+    mask = np.zeros(8 * -(-len(windows) // (64 // lane)), dtype=np.uint8)
+    mask[_one_hot_bytes(windows, lane)] = 0xFF
+    return torch.from_numpy(mask.view(np.int64).copy())
+
+
+def pack_one_hots(hots: torch.Tensor, windows, lane: int) -> torch.Tensor:
+    """(:func:`one_hot_reply_words`,) words: each element's one-hot words (n, ⌈windows/(64/lane)⌉) with only the
+    bytes that hold a window's positions (:func:`_one_hot_bytes`), one element after another (a byte gather:
+    local, XOR-linear)."""
+    windows = tuple((int(low), int(width)) for low, width in windows)
+    keep, n = _one_hot_bytes(windows, lane), hots.shape[0]
+    out = np.zeros(8 * one_hot_reply_words(n, windows, lane), dtype=np.uint8)
+    out[:n * keep.size] = np.ascontiguousarray(hots.numpy()).view(np.uint8).reshape(n, 8 * hots.shape[1])[:, keep].reshape(-1)
+    return torch.from_numpy(out.view(np.int64))
+
+
+def unpack_one_hots(words: torch.Tensor, n: int, windows, lane: int) -> torch.Tensor:
+    """The receiver's (n, ⌈windows/(64/lane)⌉) one-hot words from :func:`pack_one_hots`' words: 0 outside the
+    kept bytes (the other members' shares are 0 there too, :func:`one_hot_mask`), except bit 0 of a lane with
+    no window (:func:`~.lanes.packed_one_hots`: the one-hot of 0, public, held by the receiver)."""
+    windows = tuple((int(low), int(width)) for low, width in windows)
+    keep, per = _one_hot_bytes(windows, lane), 64 // lane
+    out = np.zeros((n, 8 * -(-len(windows) // per)), dtype=np.uint8)
+    out[:, keep] = np.ascontiguousarray(words.numpy()).view(np.uint8)[:n * keep.size].reshape(n, keep.size)
+    hots = torch.from_numpy(out.view(np.int64))
+    for i in range(len(windows), hots.shape[1] * per):  # a lane without a window: the one-hot of 0, held here
+        hots[:, i // per] |= 1 << (lane * (i % per))
+    return hots

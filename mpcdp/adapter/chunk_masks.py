@@ -1,4 +1,5 @@
-"""The masks of :class:`mpcdp.adapter.material.ChunkOneHots`, by the dealer and by the three generators.
+"""The masks of :class:`mpcdp.adapter.material.ChunkOneHots`, by the dealer and by the three generators; and the
+generators' rotation pairs (:class:`~mpcdp.adapter.material.OneHotPairs`, :func:`generated_pairs`).
 
 A mask is a uniform ring element r, additively shared, with the one-hot of each 4-bit chunk r_i of r that covers
 its low ``bits`` bits (:func:`chunk_windows`) in a 16-bit lane, four chunks to a word, XOR-shared. The dealer
@@ -24,7 +25,7 @@ from __future__ import annotations
 import torch
 
 from mpcdp.adapter import replicated
-from mpcdp.adapter.lanes import chunk_values, rotate_lanes
+from mpcdp.adapter.lanes import check_windows, chunk_values, moved_one_hots, packed_one_hots, rotate_lanes
 
 CHUNK_BITS = 4  # a chunk; its one-hot fills a 16-bit lane
 CHUNK_LANE = 16
@@ -165,3 +166,26 @@ def generated(source: replicated.ReplicatedSource, n: int, bits: int) -> tuple[t
         assert own_high is not None  # (value is not None: a generator)
         value = value + (own_high << width)
     return source.additive(value, (n,)), source.xor(hots, (n, -(-chunks // 4)))
+
+
+def generated_pairs(source: replicated.ReplicatedSource, n: int, windows: list, lane: int = 64):
+    """:class:`~.material.OneHotPairs` made by the three generators in one round (its docstring says how)."""
+    windows = check_windows(windows, lane)
+    parts = source.random((n,))
+    g, w = source.generator, -(-len(windows) // (64 // lane))
+    summand = None
+    if g is not None:
+        s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
+        if g == 1:
+            assert s is not None
+            u = moved_one_hots(packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
+            source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
+            summand = torch.zeros((n, w), dtype=torch.int64)
+        elif g == 0:
+            v = torch.empty(n * w, dtype=torch.int64)
+            source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
+            summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
+        else:
+            assert s is not None
+            summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
+    return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))

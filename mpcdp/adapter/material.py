@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from mpcdp.adapter import chunk_masks, dealer_view, factor_tables, keyed, replicated
-from mpcdp.adapter.lanes import (WORD_BITS_GROUP, check_masks, check_widths, check_windows, moved_one_hots,
+from mpcdp.adapter.bit_words import one_hot_mask, one_hot_reply_words, pack_one_hots, packs_one_hots, unpack_one_hots
+from mpcdp.adapter.lanes import (WORD_BITS_GROUP, check_masks, check_widths, check_windows,
                                  pack_bit_shares, packed_one_hots, PackedBitShares)
 from mpcdp.adapter.compat import cfg, ttp_provider
 from mpcdp.adapter.group import provider, rank
@@ -307,7 +308,10 @@ class OneHotPairs(Material):
     (n, ⌈windows/(64/lane)⌉).
 
     Used by :func:`mpcdp.mpc.binary.rotated_one_hots`: opening v ⊕ R and moving each lane of R's one-hots by
-    it gives the one-hots of v. Without a dealer the generators make it in one round (one word per word of
+    it gives the one-hots of v. With a dealer, where some lane is wider than its window's 2^width positions (or
+    empty), the reply keeps only those positions, packed (:func:`~.bit_words.pack_one_hots`; the other members'
+    shares 0 elsewhere), :func:`~.bit_words.one_hot_reply_words` words counted as ``one_hot_words``. Without a
+    dealer the generators make it in one round (one word per word of
     one-hots from generator 1 to generator 0, masked by a component generator 0 lacks): with
     R = c₀ ⊕ c₁ ⊕ c₂, generator 1 computes u = onehot(c₂) moved by c₁ and sends u ⊕ s (s from component 2,
     which generators 1 and 2 hold); generator 0 moves what it receives by c₀, generator 2 moves s by c₀, and
@@ -316,6 +320,8 @@ class OneHotPairs(Material):
 
     @staticmethod
     def reply_shape(n: int, windows: list, lane: int = 64) -> tuple[int, ...]:
+        if packs_one_hots(windows, lane):
+            return (one_hot_reply_words(n, windows, lane),)
         return (n, -(-len(windows) // (64 // lane)))
 
     @staticmethod
@@ -324,43 +330,27 @@ class OneHotPairs(Material):
         r = dealer._get_binary_PRSS((n,))
         dealer_view.note_draw(r=r)
         hots = packed_one_hots(r, windows, lane)
-        return hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
+        share = hots ^ dealer._get_binary_PRSS(tuple(hots.shape), remove_rank=True)
+        return pack_one_hots(share, windows, lane) if packs_one_hots(windows, lane) else share
 
     generator_rounds = 1
 
-    @staticmethod
-    def generate(source: replicated.ReplicatedSource, n: int, windows: list, lane: int = 64):
-        windows = check_windows(windows, lane)
-        parts = source.random((n,))
-        g, w = source.generator, -(-len(windows) // (64 // lane))
-        summand = None
-        if g is not None:
-            s = source.draw(2, n * w)  # component 2: generators 1 and 2; None on generator 0
-            if g == 1:
-                assert s is not None
-                u = moved_one_hots(packed_one_hots(parts[2], windows, lane), parts[1], windows, lane)
-                source.mesh.exchange({0: (u.reshape(-1) ^ s).contiguous()}, {}, label=replicated.BITS_LABEL)
-                summand = torch.zeros((n, w), dtype=torch.int64)
-            elif g == 0:
-                v = torch.empty(n * w, dtype=torch.int64)
-                source.mesh.exchange({}, {1: v}, label=replicated.BITS_LABEL)
-                summand = moved_one_hots(v.reshape(n, w), parts[0], windows, lane)
-            else:
-                assert s is not None
-                summand = moved_one_hots(s.reshape(n, w), parts[0], windows, lane)
-        return source.xor(source.own(parts), (n,)), source.xor(summand, (n, w))
+    generate = staticmethod(chunk_masks.generated_pairs)
 
     @classmethod
     def fetch(cls, n: int, windows: list[tuple[int, int]], lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-        costs.record("one_hot_words", n * cls.reply_shape(n, windows, lane)[1])
+        costs.record("one_hot_words", one_hot_reply_words(n, windows, lane))
         return provider().serve(cls, n, [list(window) for window in windows], lane)
 
     @classmethod
     def from_dealer(cls, n: int, windows: list, lane: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
         generator = _dealer_generator()
-        r = keyed.kbit((n,), generator=generator)
-        shape = cls.reply_shape(n, windows, lane)
-        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, windows, lane)
+        r, shape = keyed.kbit((n,), generator=generator), (n, -(-len(windows) // (64 // lane)))
+        if not packs_one_hots(windows, lane):
+            return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, windows, lane)
+        mask = one_hot_mask(windows, lane)
+        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator) & mask, n, windows, lane,
+                            reply=lambda words: unpack_one_hots(words, n, windows, lane))
 
 
 class ChunkOneHots(Material):

@@ -152,11 +152,27 @@ def _source(first_bits, accept_bits, candidates: int) -> tuple[int | None, int]:
 # -- the dealer's view, aligned with the calls --------------------------------------------------------------
 
 def _is_factor_request(function: str, args: list) -> bool:
-    """A request whose rows are factors' words: the circuit's rotation pairs of 62-bit words' 4-bit chunks, or
-    (planted leak) the factor tables."""
+    """A request whose rows are factors' words: the circuit's rotation pairs of 62-bit words' 4-bit chunks (from
+    a factor's first chunk to the top one, :func:`mpcdp.mpc.bernoulli.coin_uniform`), or (planted leak) the
+    factor tables."""
     if function == "mpcdp_FactorTables":
         return True
-    return function == "mpcdp_OneHotPairs" and len(args) >= 3 and args[2] == 16 and len(args[1]) == 16
+    top = 4 * ((dg.WORD - 1) // 4)
+    return (function == "mpcdp_OneHotPairs" and len(args) >= 3 and args[2] == 16 and len(args[1]) > 0
+            and [list(w) for w in args[1]] == [[low, min(4, dg.WORD - low)] for low in range(args[1][0][0], top + 1, 4)])
+
+
+@functools.lru_cache(maxsize=2)
+def _stage_requests(first: bool, tables: bool) -> int:
+    """Factor requests a stage makes: with tables one; as a circuit one per run of its factors with the same
+    first chunk (:func:`mpcdp.mpc.bernoulli.coin_runs`)."""
+    from mpcdp.mpc.bernoulli import coin_runs
+    from mpcdp.noise.gaussian_factors import factor_forms
+
+    if tables:
+        return 1
+    firsts = [form.first_chunk for form in factor_forms((FIRST_GROUP,) if first else OTHER_GROUPS, low=not first)]
+    return sum(1 for start, _ in coin_runs(firsts, len(firsts)) if start < -(-dg.WORD // 4))
 
 
 def dealer_views(dealer_view: list, calls: list[dict]) -> list[dict[str, Any]]:
@@ -164,18 +180,25 @@ def dealer_views(dealer_view: list, calls: list[dict]) -> list[dict[str, Any]]:
     candidate 0's first factor and the first survivor's other factors, and the survivor count its next
     request's size tells it. ``calls``: party 0's views (their passes, public counts)."""
     requests = [(f, a, d) for f, a, d in dealer_view if _is_factor_request(f, a)]
+    tables = bool(requests) and requests[0][0] == "mpcdp_FactorTables"
     out, at = [], 0
+
+    def stage(first: bool) -> tuple[str, dict]:
+        nonlocal at
+        taken, at = requests[at:at + _stage_requests(first, tables)], at + _stage_requests(first, tables)
+        if taken[0][0] == "mpcdp_FactorTables":
+            return taken[0][0], taken[0][2]
+        return taken[0][0], {"r": torch.cat([d["r"].reshape(-1) for _, _, d in taken])}
+
     for call in calls:
         view: dict[str, Any] = {}
         for p, (n, s) in enumerate(call["passes"]):
-            function, _, draws = requests[at]
-            at += 1
+            function, draws = stage(True)
             if p == 0:
                 view["first_word"] = _word(function, draws, 0, 0, n)
                 view["survivors"] = s
             if s:
-                function, _, draws = requests[at]
-                at += 1
+                function, draws = stage(False)
                 if p == 0:
                     view["rest_words"] = [_word(function, draws, 0, i, s) for i in range(len(REST_NAMES))]
         out.append(view)

@@ -20,7 +20,8 @@ Gaussian sampler (:mod:`mpcdp.noise.secure_gaussian`).
 
 Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`declared_cost_bernoulli`,
 :func:`declared_cost_coin_uniform`):
-  coin_uniform    no opening; one dealt word of four chunk one-hots per 16 bits; 1 dealer request
+  coin_uniform    no opening; the dealt one-hots of the chunks each block reads (2^width bits each, packed);
+                  1 dealer request per run of blocks that read the same chunks
   bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2·:func:`run_words` of the forms' ranks
                   (one AND), then 2·run_words of the chunks and of the super-chunks whose bit can be
                   nonzero (the picks); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
@@ -46,7 +47,7 @@ from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, rotated_one_hot
 from mpcdp.mpc.chunk_forms import ChunkForms
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
-from mpcdp.mpc.run_streams import pack_stream, stream_layout, unpack_stream
+from mpcdp.mpc.run_streams import gather_runs, pack_stream, spread_runs, stream_layout, unpack_stream
 
 
 def _top_table() -> tuple[int, ...]:
@@ -123,7 +124,8 @@ def _pack_nibbles(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int, first_chunks: list[int] | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """XOR shares of uniform ``bits``-bit words W = R ⊕ S (bits <= 64), and the one-hots of W's 4-bit chunks
     (four 16-bit lanes to a word, as :func:`rotated_one_hots` gives them), with no opening.
 
@@ -131,17 +133,52 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int) -> tuple[torch.
     without one to any two generators together. S = ``coin`` are public words of a stream that every member
     computes and nobody else (:meth:`~mpcdp.mpc.context.MpcContext.common_stream`). So W is uniform, and
     hidden from every member alone and from the dealer alone; whoever holds both R and S (the dealer with a
-    member, or two generators) learns it. One request for material; no communication.
-    """
+    member, or two generators) learns it. One request for material per run of blocks with the same first
+    chunk (:func:`coin_runs`); no communication.
+
+    ``first_chunks``: the words are len(first_chunks) blocks of equal size, and block b's chunks below
+    first_chunks[b] get no dealt one-hot: their lanes are 0, which :func:`bernoulli_bits` reads as a nonzero
+    chunk with no top bit, whose q it never picks (no threshold of the block has a bit there,
+    :attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`). Its bit is still the rule's: such a chunk is the
+    highest nonzero one only when W's top set bit is below first_chunks[b] or W = 0, and then TH's bit there,
+    and so [V < TH], is 0 (TH = 2^bits passes either way)."""
     from mpcdp import adapter
 
-    chunks = -(-bits // 4)
-    windows = [(4 * k, min(4, bits - 4 * k)) for k in range(chunks)]
-    r, hots = adapter.dealer_one_hot_pairs(coin.numel(), windows, 16)
-    if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
-        r, hots = torch.zeros_like(r), _zero_one_hots(ctx, hots, windows)
-    s = coin.reshape(-1) & low_mask(bits)
-    return public_xor(ctx, r & low_mask(bits), s), adapter.move_one_hots(hots.contiguous(), s, windows, 16)
+    chunks, s = -(-bits // 4), coin.reshape(-1) & low_mask(bits)
+    r, hots = torch.zeros_like(s), torch.zeros((s.numel(), -(-chunks // 4)), dtype=torch.int64)
+    for first, rows in coin_runs(first_chunks or [0], s.numel()):
+        windows = [(4 * k, min(4, bits - 4 * k)) for k in range(first, chunks)]
+        if windows:
+            dealt_r, dealt = adapter.dealer_one_hot_pairs(rows.stop - rows.start, windows, 16)
+            if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
+                dealt_r, dealt = torch.zeros_like(dealt_r), _zero_one_hots(ctx, dealt, windows)
+            r[rows] = dealt_r
+            hots[rows] = _chunk_lanes(adapter.move_one_hots(dealt.contiguous(), s[rows], windows, 16), first, chunks)
+    return public_xor(ctx, r & low_mask(bits), s), hots
+
+
+def coin_runs(first_chunks: list[int], n: int) -> list[tuple[int, slice]]:
+    """(first chunk, the words' slice) of each run of consecutive blocks of :func:`coin_uniform` (n words in
+    len(first_chunks) blocks of equal size) with the same first chunk."""
+    per = n // len(first_chunks)
+    runs: list[tuple[int, slice]] = []
+    for b, first in enumerate(first_chunks):
+        if runs and runs[-1][0] == first:
+            runs[-1] = (first, slice(runs[-1][1].start, (b + 1) * per))
+        else:
+            runs.append((first, slice(b * per, (b + 1) * per)))
+    return runs
+
+
+def _chunk_lanes(moved: torch.Tensor, first: int, chunks: int) -> torch.Tensor:
+    """The one-hots of chunks first.. (window i's in lane i of ``moved``, four to a word) put in their chunks'
+    lanes (chunk k: word k // 4, lane k % 4), the lanes below all 0 (local): lane i is bytes 2i, 2i + 1 of an
+    element's little-endian words, so it is one copy of the bytes, 2·first places up."""
+    if not first:
+        return moved
+    out = np.zeros((moved.shape[0], 8 * -(-chunks // 4)), dtype=np.uint8)
+    out[:, 2 * first:2 * chunks] = np.ascontiguousarray(moved.numpy()).view(np.uint8)[:, :2 * (chunks - first)]
+    return torch.from_numpy(out.view(np.int64))
 
 
 def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, bits: int,
@@ -252,7 +289,7 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
     :data:`RUN_GROUP` elements of a block at a time, :func:`run_words` words per operand.
 
     Local work, XOR-linear: each element's runs are first moved together into one word per block
-    (:func:`_gather_runs`, one pass over a block's column per run), and those words, one per block and
+    (:func:`~mpcdp.mpc.run_streams.gather_runs`, one pass over a block's column per run), and those words, one per block and
     element, packed one after another (:func:`~mpcdp.mpc.run_streams.pack_stream`, the same words as
     :func:`~mpcdp.adapter.lanes.pack_columns` on them); the product is unpacked and spread back the same way."""
     blocks = len(runs)
@@ -263,7 +300,7 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
               for a, b in ((0, full), (full, per)) if b > a]
 
     def packed(v: torch.Tensor) -> torch.Tensor:
-        gathered = _gather_runs(v.reshape(blocks, per), runs).numpy().view(np.uint64)
+        gathered = gather_runs(v.reshape(blocks, per), runs).numpy().view(np.uint64)
         parts = [pack_stream(gathered[:, a:b], layout).reshape(-1) for a, b, layout in groups]
         return torch.from_numpy(np.concatenate(parts).view(np.int64)) if parts else torch.zeros(0, dtype=torch.int64)
 
@@ -276,79 +313,7 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
         unpack_stream(product[start:start + count].reshape(-1, layout.words), layout,
                       gathered.numpy().view(np.uint64)[:, a:b])
         start += count
-    return _spread_runs(gathered, runs).reshape(-1)
-
-
-def _gather_runs(v: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
-    """(blocks, per): row b's runs[b] bits (low, width) of each word moved down next to each other, the first
-    run at bit 0 (a fixed bit compression, XOR-linear). One pass over the row per run."""
-    return _move_runs(v, runs, gather=True)
-
-
-def _spread_runs(gathered: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
-    """The inverse of :func:`_gather_runs`: each row's packed runs moved back to their bits, 0 elsewhere."""
-    return _move_runs(gathered, runs, gather=False)
-
-
-def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
-    """Row b's runs[b] moved between their own bits (low, width) and packed places (offset, width): from the
-    own bits to the packed places with ``gather``, back otherwise; every other bit 0. Several rows: their
-    r-th runs moved together (:func:`_move_runs_by_rank`); one row: run by run."""
-    if len(runs) > 1:
-        return _move_runs_by_rank(source, runs, gather=gather)
-    out = torch.zeros_like(source)
-    moved = torch.empty(source.shape[1], dtype=torch.int64)
-    for b, runs_of in enumerate(runs):
-        offset = 0
-        for low, width in runs_of:
-            read, write = (low, offset) if gather else (offset, low)
-            torch.bitwise_right_shift(source[b], read, out=moved)
-            moved &= low_mask(width)
-            moved <<= write
-            out[b] |= moved
-            offset += width
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[np.ndarray, np.ndarray, list]:
-    """For :func:`_move_runs_by_rank`: the rows by descending run count (a stable order), its inverse, and per
-    rank r (r-th run of a row) the count c of rows that have one and their (low, width, offset) as (c, 1)
-    columns, in that order (NumPy arrays)."""
-    order = sorted(range(len(runs)), key=lambda b: -len(runs[b]))
-    inverse = [0] * len(order)
-    for place, b in enumerate(order):
-        inverse[b] = place
-    offsets = [[sum(w for _, w in runs[b][:r]) for r in range(len(runs[b]))] for b in range(len(runs))]
-    ranks = []
-    for r in range(max(len(block) for block in runs)):
-        rows = [b for b in order if len(runs[b]) > r]
-
-        def column(values: list[int]) -> np.ndarray:
-            return np.array(values, dtype=np.int64).reshape(-1, 1)
-
-        ranks.append((len(rows), column([runs[b][r][0] for b in rows]),
-                      column([low_mask(runs[b][r][1]) for b in rows]), column([offsets[b][r] for b in rows])))
-    return np.array(order, dtype=np.int64), np.array(inverse, dtype=np.int64), ranks
-
-
-def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
-    """:func:`_move_runs` on several rows at once: the rows put in order of descending run count, then for each
-    rank r the r-th runs of the rows that have one (a leading slice) moved with per-row shifts and masks, so
-    a call costs a few whole-slice operations per rank instead of per run; the rows put back in their order.
-    The same bits move to the same places (on NumPy views: per-row shifts cost torch a slow path)."""
-    order, inverse, ranks = _rank_layout(tuple(tuple(tuple(run) for run in block) for block in runs))
-    ordered = np.take(source.numpy(), order, axis=0)
-    out = np.zeros_like(ordered)
-    moved = np.empty_like(ordered)
-    for count, lows, masks, offsets in ranks:
-        read, write = (lows, offsets) if gather else (offsets, lows)
-        part = moved[:count]
-        np.right_shift(ordered[:count], read, out=part)
-        part &= masks
-        part <<= write
-        out[:count] |= part
-    return torch.from_numpy(np.take(out, inverse, axis=0))
+    return spread_runs(gathered, runs).reshape(-1)
 
 
 def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:
@@ -462,10 +427,19 @@ def declared_cost_table_factors(n: int, windows: list[tuple[int, int]], bit_fact
     return -(-n // (64 // span)), reply_words(windows, bit_factors) * n
 
 
-def declared_cost_coin_uniform(n: int, bits: int) -> int:
-    """Dealt one-hot words of :func:`coin_uniform` on n words of ``bits`` bits (no opening)."""
-    chunks = -(-bits // 4)
-    return -(-chunks // 4) * n  # four 16-bit one-hot lanes to a word
+def declared_cost_coin_uniform(n: int, bits: int, first_chunks: list[int] | None = None) -> tuple[int, int]:
+    """(dealt one-hot words, requests for material) of :func:`coin_uniform` on n words of ``bits`` bits (no
+    opening): per run of :func:`coin_runs`, the one-hots of its chunks from its first
+    (:func:`~mpcdp.adapter.bit_words.one_hot_reply_words`: a 2-bit top chunk's 4 positions, no empty lane)."""
+    from mpcdp.adapter.bit_words import one_hot_reply_words
+
+    chunks, words, requests = -(-bits // 4), 0, 0
+    for first, rows in coin_runs(first_chunks or [0], n):
+        windows = [(4 * k, min(4, bits - 4 * k)) for k in range(first, chunks)]
+        if windows:
+            words += one_hot_reply_words(rows.stop - rows.start, windows, 16)
+            requests += 1
+    return words, requests
 
 
 def declared_cost_bernoulli(e: int, forms: list[ChunkForms]) -> tuple[list[tuple[int, bool]], dict[str, int]]:

@@ -48,6 +48,12 @@ class ChunkForms:
     chunk_mask: int
 
     @property
+    def first_chunk(self) -> int:
+        """The lowest chunk where some threshold has a bit set (``chunks`` if none): every threshold's bits
+        below it are 0, so W's chunks there need no one-hot (:func:`~mpcdp.mpc.bernoulli.coin_uniform`)."""
+        return (self.chunk_mask & -self.chunk_mask).bit_length() - 1 if self.chunk_mask else self.chunks
+
+    @property
     def top(self) -> int:
         """Bit of the right operand that holds [TH = 2^bits] (the factor then always passes)."""
         return self.rank + self.chunks

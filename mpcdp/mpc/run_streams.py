@@ -9,6 +9,9 @@ copy of one field: one gather of those rows, a shift per row, then the fields of
 (first field starting in a word, second, ...) ORed into their words, a handful of operations; no loop over
 fields or words, no reduction over tiny segments, no torch shift by a tensor of amounts.
 
+Also the gathering of each element's runs of bits into one word per block before they are packed, and back
+(:func:`gather_runs`, :func:`spread_runs`).
+
 Declared cost: none on the wire beyond the layout (⌈g·W/64⌉ words per group of g elements).
 """
 
@@ -18,6 +21,9 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
+import torch
+
+from mpcdp.mpc.binary import low_mask
 
 
 class StreamLayout(NamedTuple):
@@ -90,3 +96,75 @@ def unpack_stream(words: np.ndarray, layout: StreamLayout, gathered: np.ndarray)
     rows[layout.spill] |= np.left_shift(by_word[layout.word[layout.spill] + 1], layout.spill_shift)
     rows &= layout.mask
     _by_field(gathered, layout)[layout.block, layout.element] = rows
+
+
+def gather_runs(v: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """(blocks, per): row b's runs[b] bits (low, width) of each word moved down next to each other, the first
+    run at bit 0 (a fixed bit compression, XOR-linear). One pass over the row per run."""
+    return _move_runs(v, runs, gather=True)
+
+
+def spread_runs(gathered: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """The inverse of :func:`gather_runs`: each row's packed runs moved back to their bits, 0 elsewhere."""
+    return _move_runs(gathered, runs, gather=False)
+
+
+def _move_runs(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
+    """Row b's runs[b] moved between their own bits (low, width) and packed places (offset, width): from the
+    own bits to the packed places with ``gather``, back otherwise; every other bit 0. Several rows: their
+    r-th runs moved together (:func:`_move_runs_by_rank`); one row: run by run."""
+    if len(runs) > 1:
+        return _move_runs_by_rank(source, runs, gather=gather)
+    out = torch.zeros_like(source)
+    moved = torch.empty(source.shape[1], dtype=torch.int64)
+    for b, runs_of in enumerate(runs):
+        offset = 0
+        for low, width in runs_of:
+            read, write = (low, offset) if gather else (offset, low)
+            torch.bitwise_right_shift(source[b], read, out=moved)
+            moved &= low_mask(width)
+            moved <<= write
+            out[b] |= moved
+            offset += width
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _rank_layout(runs: tuple[tuple[tuple[int, int], ...], ...]) -> tuple[np.ndarray, np.ndarray, list]:
+    """For :func:`_move_runs_by_rank`: the rows by descending run count (a stable order), its inverse, and per
+    rank r (r-th run of a row) the count c of rows that have one and their (low, width, offset) as (c, 1)
+    columns, in that order (NumPy arrays)."""
+    order = sorted(range(len(runs)), key=lambda b: -len(runs[b]))
+    inverse = [0] * len(order)
+    for place, b in enumerate(order):
+        inverse[b] = place
+    offsets = [[sum(w for _, w in runs[b][:r]) for r in range(len(runs[b]))] for b in range(len(runs))]
+    ranks = []
+    for r in range(max(len(block) for block in runs)):
+        rows = [b for b in order if len(runs[b]) > r]
+
+        def column(values: list[int]) -> np.ndarray:
+            return np.array(values, dtype=np.int64).reshape(-1, 1)
+
+        ranks.append((len(rows), column([runs[b][r][0] for b in rows]),
+                      column([low_mask(runs[b][r][1]) for b in rows]), column([offsets[b][r] for b in rows])))
+    return np.array(order, dtype=np.int64), np.array(inverse, dtype=np.int64), ranks
+
+
+def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], *, gather: bool) -> torch.Tensor:
+    """:func:`_move_runs` on several rows at once: the rows put in order of descending run count, then for each
+    rank r the r-th runs of the rows that have one (a leading slice) moved with per-row shifts and masks, so
+    a call costs a few whole-slice operations per rank instead of per run; the rows put back in their order.
+    The same bits move to the same places (on NumPy views: per-row shifts cost torch a slow path)."""
+    order, inverse, ranks = _rank_layout(tuple(tuple(tuple(run) for run in block) for block in runs))
+    ordered = np.take(source.numpy(), order, axis=0)
+    out = np.zeros_like(ordered)
+    moved = np.empty_like(ordered)
+    for count, lows, masks, offsets in ranks:
+        read, write = (lows, offsets) if gather else (offsets, lows)
+        part = moved[:count]
+        np.right_shift(ordered[:count], read, out=part)
+        part &= masks
+        part <<= write
+        out[:count] |= part
+    return torch.from_numpy(np.take(out, inverse, axis=0))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from mpcdp.adapter.bit_words import one_hot_reply_words
 from mpcdp.mpc import bernoulli, binary, chunk_forms, ring
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
@@ -80,7 +81,7 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
         rights.append(binary.select(ctx, t_bits & ((1 << dg.LOW_BITS) - 1), forms[-1].right, 64))
     coin_words = coin.words(len(names) * n)
     ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
-    uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD)
+    uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD, [form.first_chunk for form in forms])
     passed = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label=f"{label}-bern")
     bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:
@@ -181,9 +182,9 @@ def _factor_steps(e: int, forms: list) -> list[tuple[int, bool, bool]]:
 
 def _factor_ops(e: int, forms: list) -> dict[str, int]:
     """The factors' operations: :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` and their uniform words'
-    :func:`~mpcdp.mpc.bernoulli.coin_uniform` (4 dealt one-hot words per 62-bit word)."""
+    :func:`~mpcdp.mpc.bernoulli.coin_uniform` (the one-hots of each factor's chunks from its first)."""
     ops = dict(bernoulli.declared_cost_bernoulli(e, forms)[1])
-    ops["one_hot_words"] += bernoulli.declared_cost_coin_uniform(e, dg.WORD)
+    ops["one_hot_words"] += bernoulli.declared_cost_coin_uniform(e, dg.WORD, [form.first_chunk for form in forms])[0]
     return ops
 
 
@@ -196,7 +197,8 @@ def _span(groups: tuple[int, ...]) -> int:
 def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bool, bool]], dict[str, int], int]:
     """The declared cost of a stage on e candidates (the first factor, or the others): (elements, is a
     multiplication, needs a request for material under Beaver multiplication) of each communication step;
-    operations; and requests for material that open nothing (the circuit's coin_uniform)."""
+    operations; and requests for material that open nothing (the circuit's coin_uniform: one per run of factors
+    with the same first chunk)."""
     groups = (FIRST_GROUP,) if first else OTHER_GROUPS
     if tables:
         windows, _, bit_factors = table_spec(groups, low=not first, above=not first)
@@ -204,5 +206,6 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
         return [(opened, False, True)], {"table_words": dealt}, 0
     forms = factor_forms(groups, low=not first)  # the low bits' factor with the others
     ops = dict(_factor_ops(len(forms) * e, forms))
-    ops["one_hot_words"] += len(group_windows(groups)) * e
-    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(len(forms) * e, forms)], ops, 1
+    ops["one_hot_words"] += one_hot_reply_words(e, group_windows(groups), 64)
+    silent = bernoulli.declared_cost_coin_uniform(len(forms) * e, dg.WORD, [form.first_chunk for form in forms])[1]
+    return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(len(forms) * e, forms)], ops, silent

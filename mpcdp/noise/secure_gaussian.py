@@ -85,7 +85,12 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      with t's bits 16 and 32 read twice, had 7 factors and 174), packed one after another across 64
      survivors at a time, ≈ 2.31 words per survivor (the first factor's 43 instead of 58: ≈ 0.67 words per
      candidate); the picks only on the chunks and super-chunks whose bit can be nonzero (74 and 22 bits per
-     survivor instead of 96 and 24).
+     survivor instead of 96 and 24). W's chunks below a factor's lowest threshold bit
+     (:attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`) get no one-hot
+     (:func:`~mpcdp.mpc.bernoulli.coin_uniform`; the decision is the same, tests/test_chunk_forms.py), and every
+     rotation pair's one-hots come in only the bytes their windows use
+     (:func:`~mpcdp.adapter.bit_words.pack_one_hots`: a 2-bit top chunk's one byte, a 4- or 5-bit window's 2 or
+     4 bytes): the factors' one-hot words ONEHOTS.
   8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
      even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
@@ -112,6 +117,7 @@ import math
 import numpy as np
 import torch
 
+from mpcdp.adapter.bit_words import one_hot_reply_words
 from mpcdp.mpc import bernoulli, binary, ring, ripple
 from mpcdp.transport import costs
 from mpcdp.mpc.coin import coin_cost
@@ -136,7 +142,9 @@ CIRCUIT = ("dg-mpc/11: the plan of 6 pieces (narrow where ρ falls fastest) cut 
            "n² from the opened sum and dealt r², r·carry-bit with no opening (a replicated square among parties "
            "0-2 under honest-majority), packed "
            "accept, T to binary by rotated one-hots of 4-bit chunks, a Sklansky carry prefix on bit columns and one "
-           "merged product for the carries' add; replicated resharing among parties 0-2 under honest-majority")
+           "merged product for the carries' add, W's chunks below every threshold's lowest set bit not decoded, rotation "
+           "pairs' one-hots dealt in the bytes their windows use; replicated resharing among parties 0-2 under "
+           "honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
 cost records say which circuit they measured."""
 PUBLIC_COUNTS = ("candidates", "passes", "accepted")  # what the committee tells the other parties
@@ -319,7 +327,7 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool, 
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
     b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1, squares=not replicated)
     ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
-                               "one_hot_words": a2b_ops["one_hot_words"] + n,
+                               "one_hot_words": a2b_ops["one_hot_words"] + one_hot_reply_words(n, [(0, dg.INDEX_BITS)], 64),
                                "b2a_reply_words": b2a_reply_words(plan, n, squares=not replicated),
                                "random_bits": _member_bits(plan) * n})
     ops.update(b2a_ops)
@@ -380,13 +388,15 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
-    the ripple's and the carry prefix's steps after their first needs a request for material, as do each circuit stage's coin_uniform
-    and the ripple's bounded masks. With the honest-majority
+    the ripple's and the carry prefix's steps after their first needs a request for material, as do the
+    ripple's bounded masks and each circuit stage's coin_uniform, one per run of its factors with the same
+    first chunk (:func:`~mpcdp.mpc.bernoulli.declared_cost_coin_uniform`). With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ n + 4s + 5.25(n + 6s) for a circuit); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 6s),
+    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: CIRCUITHOTS); table_words n + 6s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 5n,
     6n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
