@@ -349,7 +349,7 @@ class OneHotPairs(Material):
         if not packs_one_hots(windows, lane):
             return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator), n, windows, lane)
         mask = one_hot_mask(windows, lane)
-        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator) & mask, n, windows, lane,
+        return r, cls.dealt(lambda: keyed.kbit(shape, generator=generator).bitwise_and_(mask), n, windows, lane,
                             reply=lambda words: unpack_one_hots(words, n, windows, lane))
 
 
