@@ -90,7 +90,8 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      (:func:`~mpcdp.mpc.bernoulli.coin_uniform`; the decision is the same, tests/test_chunk_forms.py), and every
      rotation pair's one-hots come in only the bytes their windows use
      (:func:`~mpcdp.adapter.bit_words.pack_one_hots`: a 2-bit top chunk's one byte, a 4- or 5-bit window's 2 or
-     4 bytes): the factors' one-hot words ONEHOTS.
+     4 bytes): the factors' one-hot words 5.9n + 31.4s instead
+     of 6.25n + 35.5s.
   8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
      even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
@@ -99,12 +100,12 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.70n pass the first factor, the coin's two public
 exchanges among the members (32 and 64 bytes each way) and 27 + (k+5) communication steps with the dealer
-(≈ 14.9n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 15.9n, its
-replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
-as do each factor stage's coin_uniform and the ripple's bounded masks: 29 requests. Under honest-majority
-the 17 + (k+5) multiplication steps (≈ 12.3n) are resharings, one round each and one word per element per
-member, the other 11 (≈ 3.6n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n +
-35.5s, bounded masks n, b2a_bits 6n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+(≈ 13.7n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 14.7n, its
+replicated square n of them). With the dealer every step is an opening and 23 of them need a request for material,
+as do the ripple's bounded masks and each factor stage's coin_uniform, one per run of factors that read W from
+the same chunk (1 and 2): 27 requests. Under honest-majority the 17 + (k+5) multiplication steps (≈ 11.1n) are
+resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 13
+requests for material remain (one-hot words ≈ 10.9n + 31.4s, bounded masks n, b2a_bits 6n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -383,8 +384,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(74/64)s and 2·(22/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.66 (s ≈ 0.70n): with tables 16
-    + (k+5) steps, ≈ 6.3n elements; as a circuit 27 + (k+5) steps, ≈ 14.9n elements at k = 16 (replicated: 28 +
-    (k+5), ≈ 15.9n), 16 + (k+5) of them (≈ 11.3n; replicated 17 + (k+5), ≈ 12.3n) multiplications.
+    + (k+5) steps, ≈ 5.1n elements; as a circuit 27 + (k+5) steps, ≈ 13.7n elements at k = 16 (replicated: 28 +
+    (k+5), ≈ 14.7n), 16 + (k+5) of them (≈ 10.1n; replicated 17 + (k+5), ≈ 11.1n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
@@ -396,7 +397,7 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 6s),
-    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: CIRCUITHOTS); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.875n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 5n,
     6n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
