@@ -46,9 +46,45 @@ def test_limb_arithmetic_is_exact_in_the_ring(s):
     assert ring.to_ints(ring.mul(x, y)) == [u * v % big for u, v in zip(a, b)]
     words = [v % (1 << 64) for v in b]
     assert ring.to_ints(ring.scale(y.lo, x)) == [u * w % big for u, w in zip(a, words)]
+    # a broadcast factor (a scalar, a row against a matrix) is split once: the same products as the expanded one
+    assert ring.to_ints(ring.scale(y.lo[5], x)) == [u * words[5] % big for u in a]
+    rows = x.reshape(8, -1)
+    assert ring.to_ints(ring.scale(y.lo[:38], rows)) == [u * words[i % 38] % big for i, u in enumerate(a)]
+    assert ring.to_ints(ring.scale(y.lo, Wide.pair(x, y))) == ([u * w % big for u, w in zip(a, words)]
+                                                               + [v * w % big for v, w in zip(b, words)])
     assert ring.to_ints(ring.shift_up(x)) == [(u << 64) % big for u in a]
     assert ring.total(x) == sum(a) % big
     assert ring.to_ints(ring.sum0(x.reshape(8, -1))) == [sum(a[i::38]) % big for i in range(38)]
+
+
+def test_the_witness_bits_weighted_sums_are_the_docstrings_formula_in_exact_integers():
+    """:func:`~mpcdp.mpc.bounded.weighted_bits` (value and MAC shares scaled and summed as one pair) gives, per
+    contributor and coordinate, Σ_i (2^i·(1 − 2d_i) mod 2^64)·r_i mod 2^128 for the value and the MAC shares, and
+    Σ_i 2^i·d_i mod 2^64 in public: checked against Python integers on random shares."""
+    from mpcdp.mpc.auth_inputs import BitInputs
+    from mpcdp.mpc.authenticated import AuthShared
+    from mpcdp.mpc.bounded import UnitBound, _powers, weighted_bits
+
+    ring, rng, big = Ring(64), random.Random(7), 1 << 128
+    bound = UnitBound(5000 ** 2, 3)
+    m, width, total = 2, bound.coordinate_bits, bound.witness_words
+    d = torch.tensor([[rng.randrange(2) for _ in range(total)] for _ in range(m)], dtype=torch.int64)
+    shares = [[rng.randrange(big) for _ in range(m * total)] for _ in range(2)]
+    value, mac = (_wide(ring, v).reshape(m, total) for v in shares)
+    (coordinates, public), (slack, slack_public) = weighted_bits(BitInputs(d, 1 - 2 * d, AuthShared(value, mac, 0)),
+                                                                 bound)
+    weights = [int(w) % (1 << 64) for w in _powers(bound).tolist()]
+    for o in range(m):
+        factors = [weights[i] * (1 - 2 * int(d[o, i])) % (1 << 64) for i in range(total)]
+        spans = [range(j * width, (j + 1) * width) for j in range(bound.dim)] + [range(bound.dim * width, total)]
+        for j, span in enumerate(spans):
+            got = (coordinates, slack)[j == bound.dim]
+            index = (o, j) if j < bound.dim else (o,)
+            for part, limbs in ((got.value, shares[0]), (got.mac, shares[1])):
+                expected = sum(factors[i] * limbs[o * total + i] for i in span) % big
+                assert ring.to_ints(part[index].reshape(1)) == [expected]
+            plain = (public[o, j] if j < bound.dim else slack_public[o]).item() % (1 << 64)
+            assert plain == sum(weights[i] * int(d[o, i]) for i in span) % (1 << 64)
 
 
 def test_the_checks_sigma_total_is_the_sum_of_its_terms():

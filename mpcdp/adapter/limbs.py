@@ -29,14 +29,17 @@ def _shr32(a: torch.Tensor) -> torch.Tensor:
 
 
 def mul_wide(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The full 128-bit product of unsigned 64-bit words a·b, as (low word, high word). The 32-bit halves and
-    partial products are fresh tensors of the broadcast shape, so the sums build up in place (fewer allocations,
-    same values)."""
-    if a.shape != b.shape:
-        a, b = torch.broadcast_tensors(a, b)
-    a0, a1, b0, b1 = a & _LOW32, _shr32(a), b & _LOW32, _shr32(b)
-    p00, p10 = a0 * b0, a1 * b0  # each < 2^64 unsigned (int64 wraps)
-    p01, p11 = a0.mul_(b1), a1.mul_(b1)
+    """The full 128-bit product of unsigned 64-bit words a·b (broadcast), as (low word, high word). Each factor is
+    split into its 32-bit halves in its own shape (a scalar or a row broadcast against a matrix is split once, not
+    once per element); the partial products are fresh tensors of the broadcast shape, so the sums build up in
+    place (fewer allocations, same values)."""
+    if a.shape == b.shape:
+        a0, a1, b0, b1 = a & _LOW32, _shr32(a), b & _LOW32, _shr32(b)
+        p00, p10 = a0 * b0, a1 * b0  # each < 2^64 unsigned (int64 wraps)
+        p01, p11 = a0.mul_(b1), a1.mul_(b1)
+    else:
+        a0, a1, b0, b1 = a & _LOW32, _shr32(a), b & _LOW32, _shr32(b)
+        p00, p10, p01, p11 = a0 * b0, a1 * b0, a0 * b1, a1 * b1
     middle = _shr32(p00).add_(p01 & _LOW32).add_(p10 & _LOW32)  # < 3·2^32
     high = p11.add_(_shr32(p01)).add_(_shr32(p10)).add_(_shr32(middle))
     low = p00.bitwise_and_(_LOW32).bitwise_or_(middle << 32)
@@ -64,6 +67,12 @@ class Wide:
     def stack(parts: list[Wide]) -> Wide:
         """Elements of one count, each part flattened, as the rows of a matrix."""
         return Wide(torch.stack([w.lo.reshape(-1) for w in parts]), torch.stack([w.hi.reshape(-1) for w in parts]))
+
+    @staticmethod
+    def pair(first: Wide, second: Wide) -> Wide:
+        """Two elements of one shape S as one of shape (2, *S) (e.g. an authenticated value's value and MAC
+        shares, so that one operation serves both; ``[0]`` and ``[1]`` give them back as views)."""
+        return Wide(torch.stack([first.lo, second.lo]), torch.stack([first.hi, second.hi]))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -125,10 +125,6 @@ def _map(x: AuthShared, fn) -> AuthShared:
     return AuthShared(Wide(fn(x.value.lo), fn(x.value.hi)), Wide(fn(x.mac.lo), fn(x.mac.hi)), x.precision_bits)
 
 
-def _scale_wide(c: torch.Tensor, a: Wide) -> Wide:
-    return RING.scale(c.expand(a.shape).contiguous(), a)
-
-
 class AuthArith:
     """This party's authenticated shares (:class:`AuthShared`, integers: precision 0) under ``ctx``; every
     product labelled ``label`` and numbered."""
@@ -148,8 +144,7 @@ class AuthArith:
         return AuthShared(RING.sub(x.value, y.value), RING.sub(x.mac, y.mac), 0)
 
     def scale(self, x, c):
-        c = words(c)
-        return AuthShared(_scale_wide(c, x.value), _scale_wide(c, x.mac), 0)
+        return x.mul_public(words(c))  # value and MAC shares in one scaling, c split once (broadcast)
 
     def plus(self, x, c):
         alpha = authenticated.mac_key_share(self.ctx)

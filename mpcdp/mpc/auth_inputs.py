@@ -112,15 +112,25 @@ def _masked_words(ctx: MpcContext, state: _Session, masks: list, mask_squares: l
     2^(k+s) for the element r + d, precision doubled), from the masked words ``d`` (rows by owner); local."""
     if not masks:
         return [], []
-    r_value, r_mac = _stacked(masks)
-    value, mac = add_public(RING, state.alpha, ctx.rank, r_value, r_mac, d)
+    r_both = _stacked_pair(masks)
+    value, mac = add_public(RING, state.alpha, ctx.rank, r_both[0], r_both[1], d)
     words = [AuthShared(value[o], mac[o], precision) for o in range(ctx.parties)]
     if not mask_squares:
         return words, []
-    (s_value, s_mac), (dv, dm) = _stacked(mask_squares), (RING.scale(d, r_value), RING.scale(d, r_mac))
-    value, mac = RING.add(s_value, RING.add(dv, dv)), RING.add(s_mac, RING.add(dm, dm))
-    value, mac = add_public_wide(RING, state.alpha, ctx.rank, value, mac, Wide(*mul_wide(d, d)))
+    s_both = _stacked_pair(mask_squares)
+    twice = RING.scale(d, r_both)  # d·[[r]], value and MAC shares in one scaling
+    both = RING.add(s_both, RING.add(twice, twice))
+    value, mac = add_public_wide(RING, state.alpha, ctx.rank, both[0], both[1], Wide(*mul_wide(d, d)))
     return words, [AuthShared(value[o], mac[o], 2 * precision) for o in range(ctx.parties)]
+
+
+def _stacked_pair(pairs: list) -> Wide:
+    """Every owner's (value, MAC) shares (flat, one length) as one (2, owners, n) element: value rows, then MAC
+    rows, one stack per limb (``[0]`` and ``[1]`` are :func:`~.authenticated._stacked`'s two matrices)."""
+    def rows(limb: str) -> torch.Tensor:
+        return torch.stack([getattr(v, limb) for v, _ in pairs] + [getattr(m, limb) for _, m in pairs])
+
+    return Wide(rows("lo"), rows("hi")).reshape(2, len(pairs), -1)
 
 
 @contextlib.contextmanager

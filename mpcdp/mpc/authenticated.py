@@ -124,21 +124,27 @@ class AuthShared:
         """[[c·x]] for public int64 words ``c`` (broadcast against x; read as unsigned, so a negative c is
         2^64 + c: right mod 2^k, the value's ring, and MAC-consistent in Z_2^(k+s)); local, no communication.
         ``precision_bits``: c's own fractional bits, added to x's."""
-        words = words.to(torch.int64).expand(self.value.shape)
-        return AuthShared(RING.scale(words, self.value), RING.scale(words, self.mac),
-                          self.precision_bits + precision_bits)
+        words, shape = words.to(torch.int64), self.value.shape
+        if torch.broadcast_shapes(words.shape, shape) != shape:
+            raise ValueError(f"public words of shape {tuple(words.shape)} do not broadcast against {tuple(shape)}")
+        both = RING.scale(words, Wide.pair(self.value, self.mac))  # value and MAC shares in one scaling
+        return AuthShared(both[0], both[1], self.precision_bits + precision_bits)
 
     def sum_last(self) -> AuthShared:
         """[[Σ x]] along the last dimension; local."""
-        flat_value = Wide(self.value.lo.movedim(-1, 0), self.value.hi.movedim(-1, 0))
-        flat_mac = Wide(self.mac.lo.movedim(-1, 0), self.mac.hi.movedim(-1, 0))
-        return AuthShared(RING.sum0(flat_value), RING.sum0(flat_mac), self.precision_bits)
+        return sum_last_pair(Wide.pair(self.value, self.mac), self.precision_bits)
 
     def __getitem__(self, index) -> AuthShared:
         return AuthShared(self.value[index], self.mac[index], self.precision_bits)
 
     def __repr__(self) -> str:
         return f"AuthShared(shape={tuple(self.value.shape)}, precision_bits={self.precision_bits})"
+
+
+def sum_last_pair(both: Wide, precision_bits: int) -> AuthShared:
+    """[[Σ x]] along the last dimension for value and MAC shares given as one pair (:meth:`Wide.pair`); local."""
+    summed = RING.sum0(Wide(both.lo.movedim(-1, 0), both.hi.movedim(-1, 0)))
+    return AuthShared(summed[0], summed[1], precision_bits)
 
 
 def concat(parts: list[AuthShared]) -> AuthShared:

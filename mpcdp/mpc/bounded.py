@@ -59,13 +59,15 @@ the dealer to party 0: 64·m bytes per input word (its mask and the mask's squar
 opened check. Rounds: 1 + 2 + 3 before the sum's own opening and check (:func:`bounded_sum`); a noisy release
 opens the checks with the release under its one check: 1 + 2 + 3 = 6 rounds in all with m ≥ 3 (13 with an opened
 ε and a check of its own before). Local work: every contributor's inputs and checks as rows of one matrix, the
-witness bits' powers of 2 folded into their scale. Measured (before these changes):
+witness bits' powers of 2 folded into their scale, value and MAC shares scaled and summed as one pair; the
+bound in grid units and the powers of 2 computed once per bound, not per release. Measured (before these changes):
 ``benchmarks/results/malicious-sum.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from fractions import Fraction
 
@@ -73,6 +75,7 @@ import torch
 
 from mpcdp.errors import ConfigError, ProtocolViolation
 from mpcdp.adapter.limbs import Wide
+from mpcdp.adapter.mac_material import RING
 from mpcdp.mpc import authenticated as auth
 from mpcdp.mpc.auth_inputs import BitInputs, input_words_and_bits
 from mpcdp.mpc.authenticated import AuthShared
@@ -130,11 +133,12 @@ class UnitBound:
         return self.dim * self.coordinate_bits + self.slack_bits
 
 
+@functools.lru_cache(maxsize=64)
 def unit_bound(norm: float, dim: int, precision: int) -> UnitBound:
     """The bound, in grid units², on a contribution x with ‖x‖ ≤ ``norm`` once each coordinate is rounded to
     the nearest multiple of 2^-``precision``: ⌈norm·2^p + √d/2⌉², in exact arithmetic with √d rounded up
     (|round − exact| ≤ 1/2 per coordinate, so ‖g‖ ≤ norm·2^p + √d/2: an honest contribution at the bound
-    passes)."""
+    passes). Cached: a training run asks for the same few bounds at every release."""
     check_number(norm, "input_bound", low=0, low_open=False)
     root = math.isqrt(dim)
     upper = Fraction(norm) * 2 ** precision + Fraction(root if root * root == dim else root + 1, 2)
@@ -186,9 +190,10 @@ def _word_tensor(value: int) -> torch.Tensor:
     return torch.tensor(_word(value), dtype=torch.int64)
 
 
+@functools.lru_cache(maxsize=64)
 def _powers(bound: UnitBound) -> torch.Tensor:
     """The weight 2^i of every witness bit (module docstring), as int64 words: each coordinate's L, then the
-    slack's L_s (up to 2^61, read mod 2^64)."""
+    slack's L_s (up to 2^61, read mod 2^64). Cached per bound (its callers never write to it)."""
     coordinate = torch.tensor([1 << i for i in range(bound.coordinate_bits)], dtype=torch.int64).repeat(bound.dim)
     slack = torch.tensor([_word(1 << i) for i in range(bound.slack_bits)], dtype=torch.int64)
     return torch.cat([coordinate, slack])
@@ -203,10 +208,11 @@ def weighted_bits(bits: BitInputs, bound: UnitBound) -> tuple[tuple[AuthShared, 
     those of forming every [[β_i]] and weighting it (only they are checked)."""
     d, width, m = bound.dim, bound.coordinate_bits, bits.d.shape[0]
     powers = _powers(bound)
-    secret = bits.masks.mul_public(bits.scale * powers)  # (m, W)
+    masks = Wide.pair(bits.masks.value, bits.masks.mac)  # (2, m, W): value and MAC shares, one scaling and sum
+    secret = RING.scale(bits.scale * powers, masks)
     public = bits.d * powers  # int64 words: mod 2^64, as the values
-    coordinates = _reshape(secret[:, : d * width], (m, d, width)).sum_last()
-    slack = secret[:, d * width:].sum_last()
+    coordinates = auth.sum_last_pair(secret[:, :, : d * width].reshape(2, m, d, width), 0)
+    slack = auth.sum_last_pair(secret[:, :, d * width:], 0)
     return ((coordinates, public[:, : d * width].reshape(m, d, width).sum(-1)),
             (slack, public[:, d * width:].sum(-1)))
 

@@ -42,9 +42,27 @@ MAX_ELEMENTS = 1 << 18
 
 
 @dataclasses.dataclass
+class _Batch:
+    """One draw of ``uses`` fetches' material (n elements each) and the next fetch's index in it: each slice is
+    cut when it is taken, not all when the batch is dealt."""
+
+    batch: Any
+    n: int
+    uses: int
+    next: int = 1
+
+    def take(self) -> Any:
+        index, self.next = self.next, self.next + 1
+        return _slice(self.batch, self.n, index * self.n)
+
+    def __bool__(self) -> bool:
+        return self.next < self.uses
+
+
+@dataclasses.dataclass
 class _Stock:
     uses: list[int] = dataclasses.field(default_factory=list)  # the open :func:`ahead` blocks' uses, innermost last
-    kept: dict[tuple[Any, int], list[Any]] = dataclasses.field(default_factory=dict)  # (fetch, n) -> slices
+    kept: dict[tuple[Any, int], _Batch] = dataclasses.field(default_factory=dict)  # (fetch, n) -> the rest
 
 
 _STOCKS: weakref.WeakKeyDictionary[MpcContext, _Stock] = weakref.WeakKeyDictionary()
@@ -79,12 +97,12 @@ def fetch(ctx: MpcContext, draw: Callable[[int], T], n: int) -> T:
     key = (draw, n)
     kept = stock.kept.get(key)
     if kept:
-        return cast(T, kept.pop(0))
+        return cast(T, kept.take())
     uses = min(stock.uses[-1] if stock.uses else 1, max(1, MAX_ELEMENTS // max(n, 1)))
     if uses == 1 or n == 0:
         return draw(n)
     batch = draw(n * uses)
-    stock.kept[key] = [_slice(batch, n, i * n) for i in range(1, uses)]
+    stock.kept[key] = _Batch(batch, n, uses)
     return cast(T, _slice(batch, n, 0))
 
 
