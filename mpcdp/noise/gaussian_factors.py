@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.adapter.bit_words import one_hot_reply_words
 from mpcdp.mpc import bernoulli, binary, chunk_forms, ring
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
@@ -204,6 +203,8 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
         windows, _, bit_factors = table_spec(groups, low=not first, above=not first)
         opened, dealt = bernoulli.declared_cost_table_factors(e, windows, bit_factors)
         return [(opened, False, True)], {"table_words": dealt}, 0
+    from mpcdp.adapter.bit_words import one_hot_reply_words  # here: the launcher's cost estimate must not import CrypTen
+
     forms = factor_forms(groups, low=not first)  # the low bits' factor with the others
     ops = dict(_factor_ops(len(forms) * e, forms))
     ops["one_hot_words"] += one_hot_reply_words(e, group_windows(groups), 64)

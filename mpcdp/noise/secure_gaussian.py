@@ -118,7 +118,6 @@ import math
 import numpy as np
 import torch
 
-from mpcdp.adapter.bit_words import one_hot_reply_words
 from mpcdp.mpc import bernoulli, binary, ring, ripple
 from mpcdp.transport import costs
 from mpcdp.mpc.coin import coin_cost
@@ -324,6 +323,8 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool, 
     communication step of a pass of n candidates of which s pass the first factor, in order; the pass's
     operation counts; and its requests for material that open nothing (each stage's coin_uniform and the
     bounded masks). ``replicated``: n² by a replicated square (a step) instead of the dealt squares (none)."""
+    from mpcdp.adapter.bit_words import one_hot_reply_words  # here: the launcher's cost estimate must not import CrypTen
+
     point_words = -(-n // (64 // POINT_LANE))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
     b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1, squares=not replicated)
