@@ -60,7 +60,7 @@ __all__ = ["DISTRIBUTED", "MECHANISM", "Parties", "calibrate_distributed", "cert
            "honest_noise_multiplier", "party_plan", "residual"]
 
 MECHANISM = ("ddgauss-grid/2: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
-             "its own discrete Gaussian sample (6 pieces, 6 bit groups, cut t >= 32) of σ_units/√(m − t); "
+             "its own discrete Gaussian sample (5 pieces, 6 bit groups, cut t >= 32) of σ_units/√(m − t); "
              "KLS 2021 Prop. 14 for the honest parties' sum")
 
 

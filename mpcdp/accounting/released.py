@@ -36,7 +36,7 @@ from mpcdp.noise.fixed_point import SIGMA_UNITS
 # What produced a certificate; a recorded result carries both. Change MECHANISM whenever the released
 # distribution changes (grid, rounding, sampler constants) and ACCOUNTANT whenever the certification does.
 MECHANISM = ("dgauss-grid/2: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), discrete Gaussian "
-             "sampler (6 pieces, 6 bit groups, cut t >= 32; dgauss-grid/1: 5 doubling pieces, 7 groups, cut t >= 48)")
+             "sampler (5 pieces, 6 bit groups, cut t >= 32; dgauss-grid/1 cut at t >= 48 with 7 groups)")
 ACCOUNTANT = (f"mpcdp-certify/3 (without-replacement Gaussians by the PLD accountant; round(σZ) reference, residual ε + 2Dη, e^(Dη)(δ + e^ε·D·tail)); "
               f"dp-accounting {importlib.metadata.version('dp-accounting')}")
 

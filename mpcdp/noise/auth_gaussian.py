@@ -93,7 +93,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/5: the plan of 6 pieces cut at t >= 32 with 6 bit groups (dg-auth/4 had dg-mpc/10's); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/5: the plan cut at t >= 32 with 6 bit groups (dg-auth/4 had dg-mpc/10's); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -160,7 +160,7 @@ def _columns(A: Arith, x: Any, start: int, stop: int) -> Any:
 def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[Any, Any]:
     """(n, T) of every candidate from its field bits (steps 2–3): the index's one-hot in the bit domain, the
     piece indicators, the point's bits and the sign crossed into ``D.arith``."""
-    pieces, B = dg.PIECES, D.bits
+    k, pieces, B = plan.k, dg.PIECES, D.bits
     index = fields["index"]  # the parties': a dealt one-hot; plaintext bits: computed (2^w − 2 products)
     hot = index.one_hot(B) if isinstance(index, DealtHot) else one_hot(B, index)  # (n, 64)
     select = torch.zeros(1 << dg.INDEX_BITS, pieces, dtype=torch.int64)
@@ -169,18 +169,18 @@ def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any])
     point_bits = B.shape(fields["point"])[1]
     crossed = D.to_arith(B.cat([B.combine(hot, select), fields["point"], B.reshape(fields["sign"], n, 1)], 1))
     A = D.arith
-    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, pieces): I_j
+    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, 5): I_j
     point = A.take(crossed, (slice(None), slice(pieces, pieces + point_bits)))
-    widths = [(size // 2).bit_length() - 1 for size in plan.piece_sizes()]  # the point's bits in piece j
-    powers = torch.zeros(point_bits, pieces, dtype=torch.int64)
+    widths = [k] + [k + j - 1 for j in range(1, pieces)]
+    powers = torch.zeros(k + 3, pieces, dtype=torch.int64)
     for j, width in enumerate(widths):
         powers[:width, j] = 1 << torch.arange(width)
-    offsets = torch.tensor([0] + plan.piece_starts()[1:], dtype=torch.int64)
+    offsets = torch.tensor([0] + [1 << (k + j - 1) for j in range(1, pieces)], dtype=torch.int64)
     m = A.plus(A.combine(point, powers), offsets)  # M_j (j >= 1), P_0 (j = 0)
     sign = A.expand(A.take(crossed, (slice(None), slice(pieces + point_bits, pieces + point_bits + 1))), n, pieces)
     (signed,) = mul_batch(A, [(sign, m)])
     per_piece = A.add(A.add(m, A.scale(signed, torch.tensor([0] + [-2] * (pieces - 1)))),
-                      A.scale(sign, torch.tensor([-(plan.piece_sizes()[0] // 2)] + [-1] * (pieces - 1))))
+                      A.scale(sign, torch.tensor([-(1 << k)] + [-1] * (pieces - 1))))
     (chosen,) = mul_batch(A, [(indicators, per_piece)])
     value = A.total(chosen, 1)
     (square,) = mul_batch(A, [(value, value)])

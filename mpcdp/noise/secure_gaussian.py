@@ -41,16 +41,15 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
      communication); the members commit to and open the coin's key (4 + 8 words each way).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
-     to a word); piece indicators and the piece's base, mask and sign extension are local selections (six
-     pieces, :data:`~mpcdp.noise.discrete_gaussian.LAYOUT`).
+     to a word); piece indicators and the piece's base, mask and sign extension are local selections.
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 4 bits per candidate need the AND (the
      point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
      one AND level, sixteen candidates to a word.
   4. B2A of x = n + 2^(k+4) (n's word with its sign bit flipped, x < 2^(k+5)) by a ripple carry on a bounded
      mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+5) dealt XOR- and additively shared with a carry
      bit ρ, y = x + r by c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a
-     word), k+5 rounds; then one opening of bit columns, k+11 words per 64 candidates: y mod 2^(k+5), the carry
-     out XOR ρ and I_1..I_5 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
+     word), k+5 rounds; then one opening of bit columns, k+10 words per 64 candidates: y mod 2^(k+5), the carry
+     out XOR ρ and I_1..I_4 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
      bits that matter: the carry out mod 2^(59−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r +
      2^(k+5)·carry and n = x − 2^(k+4), exact in Z_2^64. n² with no multiplication of its own (dg-mpc/11; before,
      one Beaver square per candidate, an opening of n ring elements): the dealer also deals r² and ρ·r
@@ -131,8 +130,8 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/11: the plan of 6 pieces (narrow where ρ falls fastest) cut at t >= 32 with 6 bit groups (one "
-           "factor fewer than dg-mpc/10), noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects most first and its "
+CIRCUIT = ("dg-mpc/11: the plan cut at t >= 32 with 6 bit groups (one factor fewer than dg-mpc/10), noise "
+           "committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects most first and its "
            "failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
@@ -161,38 +160,36 @@ def party_words(rng: np.random.Generator | None):
 
 
 def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """XOR shares of (the candidate's (k+5)-bit two's complement word, the piece indicator bits I_0..I_5 as
-    a (n, 6) tensor).
+    """XOR shares of (the candidate's (k+5)-bit two's complement word, the piece indicator bits I_0..I_4 as
+    a (n, 5) tensor).
 
     The index's one-hot comes from a rotation pair; each index value's piece j gives, by local selection,
-    the piece's base bits B_j, point mask M_j and whether j >= 1, and the word is
-    n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, its k low bits); piece
-    j >= 1 is +m or ~m = −m − 1 with m = B_j + (point mod its width) (B_j a multiple of the width, so + is ⊕).
-    Only 4 bits per candidate need an AND: M's k low bits are 1 for every piece (the narrowest is 2^k wide),
-    so point AND M is the point's k low bits next to (its 3 high bits AND M's); E's bits from k up are 1 for
-    every piece, so sign AND E is the sign there and sign AND [j >= 1] on the k low bits. One AND level of one
-    pair of 4-bit values, sixteen candidates to a word."""
-    k, width = plan.k, plan.k + 5  # dg.WORD_EXTRA: the layout's radius is 16 units
-    full, low_k, low_e = (1 << width) - 1, (1 << k) - 1, plan.piece_sizes()[0] // 2 - 1  # low_e: piece 0's bits
-    high_bits = (1 << dg.POINT_EXTRA) - 1
+    the piece's base bit B_j, point mask M_j and sign extension E_j, and the word is
+    n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, k low bits); piece j >= 1
+    is +m or ~m = −m − 1 with m = 2^(k+j−1) + (point mod 2^(k+j−1)). Only 4 bits per candidate need an AND:
+    M's k low bits are 1 for every piece, so point AND M is the point's k low bits next to (its 3 high bits
+    AND M's); E's 5 high bits are 1 for every piece, so sign AND E is the sign there and sign AND [j >= 1] on
+    the k low bits. One AND level of one pair of 4-bit values, sixteen candidates to a word."""
+    k, width = plan.k, plan.k + 5
+    full, low_k = (1 << width) - 1, (1 << k) - 1
     onehot = binary.rotated_one_hots(ctx, fields["index"], [(0, dg.INDEX_BITS)], label="dg-piece")[:, 0]
     table = plan.index_table().tolist()
-    bases = [0] + plan.piece_starts()[1:]
-    masks = [size // 2 - 1 for size in plan.piece_sizes()]
+    bases = [0] + [1 << (k + j - 1) for j in range(1, dg.PIECES)]
+    masks = [low_k] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
     chosen, base, high_masks = binary.select_fields(ctx, onehot, [
         (tuple(1 << int(j) for j in table), dg.PIECES),  # bit j: I_j
         (tuple(bases[j] for j in table), width),
-        (tuple(((masks[j] >> k) & high_bits) | (int(j >= 1) << dg.POINT_EXTRA) for j in table), POINT_LANE)])
+        (tuple(((masks[j] >> k) & 7) | (int(j >= 1) << 3) for j in table), POINT_LANE)])  # bits 0-2: M's bits k..k+2; bit 3: [j >= 1]
     indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
     sign = fields["sign"] & 1
-    (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & high_bits) | (sign << dg.POINT_EXTRA),
-                                        1: high_masks}, [(0, 1)], POINT_LANE, label="dg-point")
-    low = (fields["point"] & low_k) | ((anded & high_bits) << k)
-    high = (binary.broadcast(ctx, sign, 0) & (full ^ low_e)) | (binary.broadcast(ctx, anded, dg.POINT_EXTRA) & low_e)
+    (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & 7) | (sign << 3), 1: high_masks}, [(0, 1)],
+                                  POINT_LANE, label="dg-point")
+    low = (fields["point"] & low_k) | ((anded & 7) << k)
+    high = (binary.broadcast(ctx, sign, 0) & (full ^ low_k)) | (binary.broadcast(ctx, anded, 3) & low_k)
     return (base ^ low ^ high) & full, indicators
 
 
-POINT_LANE = dg.POINT_EXTRA + 1
+POINT_LANE = 4
 """Bits per candidate in the point's packed AND (its 3 high bits and the sign): sixteen candidates to a word."""
 
 
@@ -200,7 +197,7 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
     """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits.
 
     x = n + 2^(k+4) (the word with its sign bit flipped: x < 2^(k+5)) becomes additive, exact in Z_2^64, by a
-    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_5 by dealt bits in the
+    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_4 by dealt bits in the
     same last opening (:func:`b2a_widths`); then n = x − 2^(k+4) and n² = x² − 2^(k+5)·x + 2^(2k+8), x² from the
     opened y and the dealt squares with Beaver multiplication (:func:`square_width`), or one replicated square
     of n among exactly parties 0–2; then T."""
@@ -242,8 +239,8 @@ def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
 
 
 def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int, *, squares: bool = True) -> int:
-    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_5 with
-    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_5: the widths of
+    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_4 with
+    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_4: the widths of
     :func:`b2a_widths` packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a
     time (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
@@ -372,7 +369,7 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     Per pass of n candidates and s survivors, with ⌈x⌉ the packed word counts, the communication steps in
     order are: (circuit only) the committed coin, two public exchanges among the members
     (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
-    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+11)⌈n/64⌉
+    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+10)⌈n/64⌉
     (:func:`mpcdp.mpc.ripple.declared_cost`); (``replicated`` only) the square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n,
     then its 4 carry levels' 20, 14, 10 and 8 columns of ⌈n/64⌉ words (their material in one request) and n for
     the carries' AND (ANDs); the first factor's stage, its pass bits
@@ -399,8 +396,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 6s),
     in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.875n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
-    with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 5n,
-    6n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
+    with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 4n,
+    5n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`). Star openings' kings rotate: the i-th has member
     i mod k as king (its bytes, :meth:`~mpcdp.transport.costs.DeclaredCost.bytes`).
