@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from mpcdp.accounting.grid import SIGMA_UNITS, Residual, eta_bound, reserve
 from mpcdp.errors import ConfigError
-from mpcdp.noise.discrete_gaussian import truncation_bound
+from mpcdp.noise.discrete_gaussian import plan_for
 from mpcdp.validation import check_choice, check_integer, check_number
 
 BUDGETS = ("model", "per-classifier")
@@ -193,7 +193,7 @@ def noise_and_certificate(epsilon, delta, *, uses: int, lipschitz: float, batch_
 def with_residual(cert: PrivacyCertificate, coordinates: int) -> PrivacyCertificate:
     """``cert`` plus the sampler's residual over ``coordinates`` opened noise values, at the largest η any release
     grid can have (:func:`~mpcdp.accounting.grid.eta_bound`: every step's σ is ≈ 2^21 units)."""
-    extra = Residual(coordinates, eta_bound(), truncation_bound(SIGMA_UNITS / math.sqrt(2)))
+    extra = Residual(coordinates, eta_bound(), plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01)
     pieces = extra.delta_pieces(cert.epsilon, cert.delta)
     return dataclasses.replace(cert, epsilon_residual=extra.epsilon, noise_coordinates=coordinates,
                                delta_truncation=pieces["delta_truncation"], delta_residual=pieces["delta_residual"])

@@ -59,8 +59,8 @@ from mpcdp.noise.fixed_point import SIGMA_UNITS
 __all__ = ["DISTRIBUTED", "MECHANISM", "Parties", "calibrate_distributed", "certify_distributed",
            "honest_noise_multiplier", "party_plan", "residual"]
 
-MECHANISM = ("ddgauss-grid/2: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
-             "its own discrete Gaussian sample (5 pieces, 6 bit groups, cut t >= 32) of σ_units/√(m − t); "
+MECHANISM = ("ddgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
+             "its own discrete Gaussian sample (5 pieces, 7 bit groups, cut t >= 48) of σ_units/√(m − t); "
              "KLS 2021 Prop. 14 for the honest parties' sum")
 
 
@@ -99,9 +99,8 @@ def residual(releases: Sequence[tuple[GridRelease, int]], parties: Parties) -> R
 def _reserve_bounds(parties: Parties) -> tuple[float, float]:
     """(η, tail), twice those expected at the smallest per-party σ a release grid gives (σ_units >= 2^20.5, so
     σ_p >= 2^20.5/√(m − t)); the final certificate is checked."""
-    sigma = SIGMA_UNITS / math.sqrt(2 * parties.honest)
-    tail = dg.truncation_bound(sigma)  # >= _tail of every plan with σ_p >= sigma
-    return 2 * (dg.plan_for(sigma).eta_dg + 2 * tail), 2 * tail
+    plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2 * parties.honest))
+    return 2 * (plan.eta_dg + 2 * _tail(plan)), 2 * _tail(plan)
 
 
 def _scale(sigmas: tuple[float, ...], event_of, epsilon: float, delta: float) -> float:

@@ -147,7 +147,7 @@ def eta_bound() -> float:
     """The largest per-coordinate η of any plan :func:`release_precision` can produce (σ >= 2^20.5 units,
     and up to √d·z above it)."""
     plan = dg.plan_for(SIGMA_UNITS / math.sqrt(2))
-    return plan.eta_rounded + 2 * dg.truncation_bound(SIGMA_UNITS / math.sqrt(2))
+    return plan.eta_rounded + 2 * plan.truncated_mass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +185,7 @@ def reserve(epsilon: float, delta: float, coordinates: int, eta: float | None = 
     stays within the target (η at its bound, the truncation at ε's e^ε). ``eta``, ``tail``: a mechanism's bounds
     at the smallest σ a release grid gives (default: the in-MPC sampler's, :func:`eta_bound`)."""
     eta = eta_bound() if eta is None else eta
-    tail = dg.truncation_bound(SIGMA_UNITS / math.sqrt(2)) if tail is None else tail
+    tail = dg.plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01 if tail is None else tail
     eps = epsilon - 2 * coordinates * eta
     grow = math.exp(coordinates * eta)
     dlt = delta / grow - math.exp(epsilon) * coordinates * tail

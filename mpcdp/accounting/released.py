@@ -35,8 +35,8 @@ from mpcdp.noise.fixed_point import SIGMA_UNITS
 
 # What produced a certificate; a recorded result carries both. Change MECHANISM whenever the released
 # distribution changes (grid, rounding, sampler constants) and ACCOUNTANT whenever the certification does.
-MECHANISM = ("dgauss-grid/2: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), discrete Gaussian "
-             "sampler (5 pieces, 6 bit groups, cut t >= 32; dgauss-grid/1 cut at t >= 48 with 7 groups)")
+MECHANISM = ("dgauss-grid/1: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), discrete Gaussian "
+             "sampler (5 pieces, 7 bit groups, cut t >= 48)")
 ACCOUNTANT = (f"mpcdp-certify/3 (without-replacement Gaussians by the PLD accountant; round(σZ) reference, residual ε + 2Dη, e^(Dη)(δ + e^ε·D·tail)); "
               f"dp-accounting {importlib.metadata.version('dp-accounting')}")
 
@@ -199,7 +199,7 @@ def calibrate_on_grid(kinds: Sequence[ReleaseKind], dim: int, epsilon: float, de
 
 
 def _dgauss_bounds(parties: Parties) -> tuple[float, float]:
-    return eta_bound(), dg.truncation_bound(SIGMA_UNITS / math.sqrt(2))
+    return eta_bound(), dg.plan_for(SIGMA_UNITS / math.sqrt(2)).truncated_mass * 1.01
 
 
 DGAUSS = GridAccounting(

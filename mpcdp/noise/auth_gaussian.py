@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/5.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/4.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -24,8 +24,8 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      fails the next check): no single role knows a candidate's bits (issue 44: the dealer knows R, each party S).
      The index's R comes as its one-hot, dealt (:class:`mpcdp.adapter.auth_bits.OneHots`: the dealer knows R,
      no party does; its parts are every party's, as a dealt bit's). Only the first stage's fields
-     (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's word, 75 bits at σ = 16, the
-     index's 6 as its one-hot) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 363 bits)
+     (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's word, 76 bits at σ = 16, the
+     index's 6 as its one-hot) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 425 bits)
      for the survivors of the first factor only, in step 6. One committed coin per pass, read in order: the
      survivors' S comes from the stream fixed before any bit of the pass was dealt.
   2. Piece: the one-hot of the index W = R ⊕ S, the dealt one-hot of R with its columns permuted by S (column
@@ -39,15 +39,15 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      bit: 61 rounds), with the first factor's word's prefix OR from its top bit in the same rounds. Every product
      here has a dealt factor (r_i; a word's bit W_i = R_i ⊕ S_i, where carry·W_i = carry·S_i + (1 − 2S_i)·(carry·R_i)):
      half products, each r_i and R_i dealt with its half triple (b, c ≡ R_i·b) and used in one product only.
-  5. The first factor (:data:`FIRST`, group (F − 4, 6): it rejects about 30% of the candidates, all the others
-     and the cut together about 4%): TH's bit at the word's top set bit, selected by a mux on T's window.
+  5. The first factor (:data:`FIRST`, group (F − 4, 6): it rejects about 32% of the candidates, all the others
+     and the cut together about 5%): TH's bit at the word's top set bit, selected by a mux on T's window.
      Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
      check; the candidates that fail it are dropped (as dg-mpc/7's early drop).
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
      top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
      window, the low factor [V_low < T_low] over T_low's 32 bits (as dg-auth/1, all in the bit domain);
-     accept = AND of the other five factors, NOT the low factor and T's bits 58..61 all 0 (9 bit products).
+     accept = AND of the other six factors, NOT the low factor and T's bits 59..61 all 0 (9 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
 
@@ -64,11 +64,11 @@ candidates' bits, which alone set the rest of the count. The view audit (``mpcdp
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products
-(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 202 full
-(muxes 161, the low factor 32, the AND 9) and 357 half (five prefixes 305, v_low's 52). At the first factor's 70%
-pass rate: 205 full products (2 bits opened, 18⅛ bytes dealt each) and 372 half products (1 bit opened, 12⅛ bytes
-dealt each) per candidate, 577 ANDs (dg-auth/4, with dg-mpc/10's plan: 611; dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
-dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 69 dealt bits per candidate and 363 per survivor (6 bytes
+(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
+(muxes 166, the low factor 32, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
+pass rate: 204 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛ bytes
+dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
+dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per survivor (6 bytes
 each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) +
 1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
 element carries a MAC share dealt to one party (6 bytes), so even a half product costs 12⅛ bytes against the
@@ -93,7 +93,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/5: the plan cut at t >= 32 with 6 bit groups (dg-auth/4 had dg-mpc/10's); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/4: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -265,9 +265,9 @@ def _factor_entries(A: Arith, top: Any, table) -> Any:
     return A.plus(A.combine(top, matrix), full.to(torch.int64))
 
 
-FIRST = 2
-"""The first factor (group (F − 4, 6): t's bits 1/16..2, :data:`~mpcdp.noise.gaussian_factors.FIRST_GROUP`): it
-rejects about 30% of the candidates, every other factor and the cut together about 4%; decided and opened first, and the candidates that fail it dropped."""
+FIRST = 3
+"""The first factor (group (F − 4, 6): t's bits 1/16..2): it rejects about 32% of the candidates, every other
+factor and the cut together about 5%; decided and opened first, and the candidates that fail it dropped."""
 FIRST_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name in ("index", "point", "sign", f"v{FIRST}"))
 """The fields the first stage reads (the candidate's value and the first factor's word): dealt for every
 candidate."""
@@ -299,7 +299,7 @@ def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]
              _factor_entries(A, top, dg.group_thresholds()[g])) for g, top in zip(others, tops)]
     (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], 0, dg.LOW_BITS), _columns(A, t, 0, dg.LOW_BITS))])
     factors = mux_levels(A, jobs)
-    cut = [not_bit(A, _column(A, t, i)) for i in range(dg.CUT_BIT, dg.WORD)]
+    cut = [not_bit(A, _column(A, t, i)) for i in range(dg.F + 6, dg.WORD)]
     return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
 
 

@@ -5,24 +5,21 @@ backends run this definition: the secure one inside the MPC (:mod:`mpcdp.noise.s
 simulated one in plaintext (:func:`sample_plain`). Their outputs therefore have the same distribution, and
 :func:`exact_log_pmf` enumerates it.
 
-Target. ρ(n) = exp(−t(n)) with t(n) = n²·G / 2^F, G a public integer, F = 53. So the target is the discrete
+Target. ρ(n) = exp(−t(n)) with t(n) = n²·G / 2^F, G a public integer, F = 54. So the target is the discrete
 Gaussian D_σ with σ² = 2^(F−1)/G: the requested σ rounded *up* to that grid, with relative step < 2^-9 for
 σ <= 2^22.
 
 Sampler, per candidate (every step an integer operation; the randomness is XOR-combined from all parties):
   1. Piece. A 6-bit uniform index picks piece j with probability Q_j/64 (public Q_j >= 1). P_0 = [−2^k, 2^k),
-     P_j = ±[2^(k+j−1), 2^(k+j)) for j = 1..4, with 2^(k+4) ∈ [8σ, 16σ). So the pieces tile
+     P_j = ±[2^(k+j−1), 2^(k+j)) for j = 1..4, with 2^(k+4) ∈ [9.8σ, 19.6σ). So the pieces tile
      [−2^(k+4), 2^(k+4)), which covers the support.
   2. Point. n is uniform on its piece: a sign bit and k+3 uniform bits give its two's complement (k+5 bits).
   3. Exponent. T = n²·G + Λ_j, an exact integer < 2^62. Λ_j = ⌈λ_j·2^F⌉, λ_j = ln(M·c_j), c_j = Q_j/(64|P_j|),
      M = max_j ρ(min |P_j|)/c_j. So the proposal density times e^(−λ_j) is the same constant 1/M on every piece.
-  4. Accept iff T < 32·2^F (the cut: T's bits from t = 32 up, :data:`ABOVE` of them, all 0) and every
-     Bernoulli factor of exp(−T/2^F) is 1, so the support is t < 32 − λ_j, |n| below ≈ 8σ. The bits of T
-     below the cut are cut into groups (:data:`GROUPS`: t's bit 16 alone, then 8..4, 2..1/16, and three
-     fractional groups down to 2^-21). Group g reads a_g = (T >> lo_g) mod 2^(w_g) and
+  4. Accept iff T < 64·2^F and every Bernoulli factor of exp(−T/2^F) is 1; the two groups that read t's
+     bits 32 and 16 have threshold 0 for t >= 48, so the support is t < 48 − λ_j, |n| below ≈ 9.8σ. The bits of T are cut into groups. Group g reads a_g = (T >> lo_g) mod 2^(w_g) and
      passes iff V_g < TH_g[a_g], TH_g[a] = round(2^62·exp(−a·2^(lo_g − F)/root_g)), V_g = W_g ⊕ TH_g[a_g]
-     with W_g a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes; the
-     smallest threshold, t's bit 16's e^-16·2^62 ≈ 2^39, keeps every rounding error below 2^-39).
+     with W_g a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes).
      The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T_low, V_low = W_low ⊕ T_low with W_low uniform
      on [0, 2^F). That has probability 1 − T_low/2^F, within a factor e^(2^-43) of exp(−T_low/2^F).
      (V = W ⊕ TH lets the MPC read the comparison off the top set bit of W: :func:`below`.)
@@ -31,14 +28,13 @@ Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 32·2^F] · �
 Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`DiscreteGaussianPlan.eta_dg`,
 rigorous) sums the rounding of each threshold, of each Λ_j and the low-bit approximation, and is about 1e-12.
 Every n in S has positive mass: no holes. Outside S the mass is 0, and the target mass there is the
-truncation (:attr:`DiscreteGaussianPlan.truncated_mass`, ≈ 1e-15: |n| >= 8σ; the cut at t >= 48 of
-the earlier plan, 9.8σ, left ≈ 1e-22 but needed two more factors).
+truncation (:attr:`DiscreteGaussianPlan.truncated_mass`, ≈ 1e-15).
 
 Against the rounded continuous Gaussian round(σ·Z), the reference of the accounting
 (:mod:`mpcdp.accounting.grid`), the pmf ratio on S adds at most (64/σ² + 1/σ²)/24 + O(σ^-4)
 (:attr:`DiscreteGaussianPlan.eta_rounded`): the rounded Gaussian's pmf is φ integrated over one cell.
 
-Acceptance ≈ 0.64. The opened accept bits reveal nothing about accepted values: candidates are independent,
+Acceptance ≈ 0.6. The opened accept bits reveal nothing about accepted values: candidates are independent,
 and conditioned on acceptance a value has the target distribution. The same argument as for any rejection
 sampler.
 """
@@ -60,16 +56,16 @@ WORD = 62  # bits of the uniform compared with a group's threshold
 LOW_CUT = 21  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t_low (error <= 2^-(2·LOW_CUT+1))
 PIECES = 5
 INDEX_BITS = 6  # the piece index is a 6-bit uniform: Q_j/64
-CUT = 32  # reject t >= 32 (|n| >= 8σ): T's bits from CUT_BIT up must all be 0
-CUT_BIT = F + 5  # T >= CUT·2^F iff one of T's bits CUT_BIT..61 is set
-# Bit groups of T as (low bit, width, root): group g passes with probability exp(−a·2^(low−F)/root). t's bit 16
-# alone (threshold 2^62·e^-16 ≈ 2^39: its rounding is far below the other errors), bits 8..4, 2..1/16 and
-# fractional groups down to 2^-LOW_CUT. Bit 32 and up are the cut (ABOVE).
-GROUPS = ((F + 4, 1, 1), (F + 2, 2, 1), (F - 4, 6, 1), (F - 10, 6, 1), (F - 16, 6, 1), (F - LOW_CUT, 5, 1))
-ABOVE = 62 - CUT_BIT  # T's bits from t = 32 up to bit 61: all must be 0
+CUT = 48  # reject t >= 48 (|n| >= 9.8σ)
+# Bit groups of T as (low bit, width, root): group g passes with probability exp(−a·2^(low−F)/root). t's bits
+# 32 and 16 are read twice with square-root factors (keeps every threshold above 2^-24 of 2^62), and their
+# value 3 (t >= 48) gets threshold 0: the cut. Then bits 8..4, 2..1/16 and fractional groups down to 2^-21.
+GROUPS = ((F + 4, 2, 2), (F + 4, 2, 2), (F + 2, 2, 1), (F - 4, 6, 1), (F - 10, 6, 1), (F - 16, 6, 1),
+          (F - LOW_CUT, 5, 1))
+ABOVE = 62 - (F + 6)  # T's bits from t = 64 up to bit 61: all must be 0
 LOW_BITS = F - LOW_CUT  # T's bits below the last group
 SIGMA_MIN, SIGMA_MAX = 16.0, float(2**22)
-RADIUS_SIGMAS = math.sqrt(2 * CUT)  # candidates reach at least √(2·32)·σ = 8σ, where the cut starts
+RADIUS_SIGMAS = math.sqrt(2 * CUT)  # candidates reach at least √(2·48)·σ = 9.8σ, where the cut starts
 
 
 def _thresholds(low: int, width: int, root: int) -> np.ndarray:
@@ -172,7 +168,7 @@ class DiscreteGaussianPlan:
         """Smallest |n| outside the support: the cut T >= 32·2^F in some piece, or the candidates' radius."""
         edge = self.radius
         for start, size, Lambda in zip(self.piece_starts(), self.piece_sizes(), self.Lambda):
-            first = _smallest_cut(self.G, (CUT << F) - Lambda)  # the cut: T's bits from t = 32 up not all 0
+            first = _smallest_cut(self.G, (CUT << F) - Lambda)  # the groups' zero threshold at t >= 48
             if first < start + size // 2:
                 edge = min(edge, max(first, start))
         return edge
@@ -224,19 +220,7 @@ def plan_for(sigma: float) -> DiscreteGaussianPlan:
     top = (1 << (k + 4)) ** 2 * G + max(Lambda)
     if top >= 1 << 62:
         raise ConfigError(f"`sigma` {sigma!r}: the exponent would need {top.bit_length()} bits (limit 62)")
-    plan = DiscreteGaussianPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
-    if plan.support_edge < RADIUS_SIGMAS * plan.sigma - 1:  # what truncation_bound relies on
-        raise AssertionError(f"sigma {sigma!r}: the support ends at {plan.support_edge}, before the cut")
-    return plan
-
-
-def truncation_bound(sigma_min: float) -> float:
-    """An upper bound on every plan's truncated mass for σ >= ``sigma_min``: on
-    :attr:`DiscreteGaussianPlan.truncated_mass`, erfc((edge − ½)/(σ√2)), and on erfc((edge − 1)/(σ√2)). Every
-    plan's support reaches RADIUS_SIGMAS·σ − 1 (:func:`plan_for` checks it), and erfc((RADIUS_SIGMAS·σ − 2)/(σ√2))
-    falls as σ grows. The truncated mass itself is not monotone in σ: it is largest where the candidates'
-    radius 2^(k+4) is just 8σ (1.2e-15) and ≈ 1e-17 where it is 8.6σ."""
-    return math.erfc((RADIUS_SIGMAS * sigma_min - 2) / (sigma_min * math.sqrt(2)))
+    return DiscreteGaussianPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +228,7 @@ class DiscreteGaussianSampler:
     """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
     :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
 
-    name: str = "discrete Gaussian (5 pieces, 6 bit groups, cut t >= 32)"
+    name: str = "discrete Gaussian (5 pieces, 7 bit groups, cut t >= 48)"
 
     def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
         return plan_for(sigma_units)
@@ -310,7 +294,7 @@ def exponent(plan: DiscreteGaussianPlan, n: np.ndarray, piece: np.ndarray) -> np
 
 def accept(plan: DiscreteGaussianPlan, T: np.ndarray, fields: dict[str, np.ndarray]) -> np.ndarray:
     """The accept decision of every candidate (exact integer comparisons)."""
-    ok = T < (CUT << F)  # T's bits CUT_BIT..61 all 0
+    ok = T < (1 << (F + 6))
     for g, ((low, width, _), table) in enumerate(zip(GROUPS, group_thresholds())):
         ok &= below(fields[f"v{g}"], table[(T >> low) & ((1 << width) - 1)], WORD)
     ok &= ~below(fields["v_low"], T & ((1 << LOW_BITS) - 1), F)

@@ -4,7 +4,7 @@ groups of T each stage of a pass evaluates, and how — as a circuit on W = R �
 own-word tables — with their declared cost.
 
 Stages: the first factor (:data:`FIRST_GROUP`) on every candidate, then the other groups, the cut (T's bits
-from t = 32 up all 0) and the low bits' factor on the first factor's survivors. Each factor is the plaintext
+from t = 64 up all 0) and the low bits' factor on the first factor's survivors. Each factor is the plaintext
 rule's [V < TH] (:func:`mpcdp.noise.discrete_gaussian.below`) on its own uniform word; the security model of
 each way is in :mod:`mpcdp.mpc.bernoulli`.
 """
@@ -19,10 +19,10 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream
 
 
-FIRST_GROUP = 2
+FIRST_GROUP = 3
 """The Bernoulli factor evaluated first, on every candidate: group (F−4, 6), t's bits 1/16..2, which rejects
-about 30% of the candidates (every other factor and the cut together about 4%; tests/test_discrete_gaussian.py
-checks the ratio below by enumeration). Its pass bit is opened and only the
+about 31% of the candidates (every other factor together about 3%; tests/test_discrete_gaussian.py checks the
+ratio below by enumeration). Its pass bit is opened and only the
 candidates that pass go on to the other factors."""
 OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
 MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
@@ -34,7 +34,7 @@ MAX_WINDOW_BITS = 6  # a rotated one-hot: 2^6 positions, one word
 def group_windows(groups=range(len(dg.GROUPS))) -> list[tuple[int, int]]:
     """The bit windows (low, width) of T whose one-hots ``groups`` read, by low bit: the groups' windows, those
     that touch or overlap merged while together they span at most :data:`MAX_WINDOW_BITS` bits (one dealt
-    one-hot word serves them all: (55, 2) and (57, 1) are read as (55, 3))."""
+    one-hot word serves them all: (55, 2) and (57, 2) are read as (55, 4))."""
     windows: list[list[int]] = []  # [low, width]
     for low, width in sorted({(low, width) for low, width, _ in (dg.GROUPS[g] for g in groups)}):
         if windows and low <= windows[-1][0] + windows[-1][1] and \
@@ -92,7 +92,7 @@ def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.Chun
     """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the forms its q_k are
     computed by (:mod:`mpcdp.mpc.chunk_forms`): a group's table by the value of its window in
     :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T_low·2^(62−F)
-    by T_low's bits. 123 ANDs per survivor for the five other groups instead of the 212 bits their tables can
+    by T_low's bits. 149 ANDs per survivor for the six other groups instead of the 259 bits their tables can
     have set, 43 instead of 58 for the first factor, 25 instead of 32 for the low bits."""
     windows = group_windows(groups)
     forms = [chunk_forms.table_forms(_window_of(g, windows)[1], dg.WORD) for g in groups]
@@ -103,13 +103,13 @@ def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.Chun
 
 def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list, list, list]:
     """(windows, factors, bit factors) of :func:`~mpcdp.mpc.bernoulli.table_factors` for ``groups``, then
-    (``above``) the cut's check that T's bits from t = 32 up are 0 (a factor with threshold 2^62 or 0), then
+    (``above``) the cut's check that T's bits from t = 64 up are 0 (a factor with threshold 2^62 or 0), then
     (``low``) the low bits' factor [V < T_low·2^(62−F)]. Windows next to each other share a table while
     together they span at most 7 bits."""
     tables = dg.group_thresholds()
     reads = [(dg.GROUPS[g][0], dg.GROUPS[g][1], [int(t) for t in tables[g]]) for g in groups]
     if above:
-        reads.append((dg.CUT_BIT, dg.ABOVE, [1 << dg.WORD] + [0] * ((1 << dg.ABOVE) - 1)))
+        reads.append((dg.F + 6, dg.ABOVE, [1 << dg.WORD] + [0] * ((1 << dg.ABOVE) - 1)))
     windows: list[list[int]] = []  # [low, width], by low bit
     for lo, width, _ in sorted(reads, key=lambda read: read[0]):
         end = max(lo + width, windows[-1][0] + windows[-1][1]) if windows else lo + width
@@ -155,7 +155,7 @@ def other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | Non
     """XOR shares of the pass bits of every factor but the first, packed in a word, their count, and what the
     test of the decisions reads. With the dealer's tables (``coin`` None): one bit per table window (the cut's
     check is in the top one), then the low bits. Otherwise one bit per group of :data:`OTHER_GROUPS`, then
-    the low bits, then the cut (t's bits at 32 and above all 0)."""
+    the low bits, then the cut (t's bits at 64 and above all 0)."""
     if coin is None:
         packed, seen = _table_stage(ctx, t_bits, OTHER_GROUPS, low=True, above=True, label="dg-rest")
         return packed, other_factor_bits(tables=True), seen
@@ -163,7 +163,7 @@ def other_factors(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream | Non
     passes, uniform = _circuit_passes(ctx, t_bits, coin, OTHER_GROUPS, low=True, label="dg-rest")
     for i, bit in enumerate(passes):
         factors = factors | (bit << i)
-    above = (t_bits >> (dg.CUT_BIT)) & ((1 << dg.ABOVE) - 1)
+    above = (t_bits >> (dg.F + 6)) & ((1 << dg.ABOVE) - 1)
     packed = factors | (ring.public_xor(ctx, above, (1 << dg.ABOVE) - 1) << len(passes))
     return packed, other_factor_bits(tables=False), uniform
 

@@ -68,43 +68,40 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      it multiplies, 64 candidates to a word; dg-mpc/10's Kogge–Stone on 16-bit lanes opened 32 at each level),
      then one AND level adds them (its three shifted products land on disjoint bits: one merged dealt word per
      candidate).
-  6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 30% of the candidates, all the
-     others and the cut together about 4%), on every candidate: the dealt one-hot of R's window moved by the opened
+  6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
+     others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
      window, the threshold's right operand a local selection, and [V < TH] by one-hot decoding of W's top
      set bit and three AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots
      four candidates to a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are
      dropped.
-  7. The other factors and the cut (T's bits from t = 32 up all 0), on the survivors only: the other
-     groups' windows (two to a word; t's bit 16 at 57 and bits 8..4 at 55 read from one 3-bit window's
+  7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
+     groups' windows (two to a word; the two 2-bit windows at 55 and 57 read from one 4-bit window's
      one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
      W's top in each chunk is a bilinear form of two one-hots (the chunk's top bit and the window's value),
      evaluated by a least-rank GF(2) factorisation of each table's chunk (:mod:`mpcdp.mpc.chunk_forms`,
-     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 148 ANDs per survivor for the 6 factors (123 for
-     the five groups, whose entries can have 212 bits set, and 25 for the low bits' 32; dg-mpc/10's plan,
-     with t's bits 16 and 32 read twice, had 7 factors and 174), packed one after another across 64
-     survivors at a time, ≈ 2.31 words per survivor (the first factor's 43 instead of 58: ≈ 0.67 words per
-     candidate); the picks only on the chunks and super-chunks whose bit can be nonzero (74 and 22 bits per
-     survivor instead of 96 and 24). W's chunks below a factor's lowest threshold bit
+     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 174 ANDs per survivor for the 7 factors (149 for
+     the six groups, whose entries can have 259 bits set, and 25 for the low bits' 32; dg-mpc/8 ANDed 291
+     bits), packed one after another across 64 survivors at a time, ≈ 2.72 words per survivor (the first
+     factor's 43 instead of 58: ≈ 0.67 words per candidate); the picks only on the chunks and super-chunks
+     whose bit can be nonzero (90 and 27 bits per survivor instead of 112 and 28). W's chunks below a factor's lowest threshold bit
      (:attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`) get no one-hot
      (:func:`~mpcdp.mpc.bernoulli.coin_uniform`; the decision is the same, tests/test_chunk_forms.py), and every
      rotation pair's one-hots come in only the bytes their windows use
-     (:func:`~mpcdp.adapter.bit_words.pack_one_hots`: a 2-bit top chunk's one byte, a 4- or 5-bit window's 2 or
-     4 bytes): the factors' one-hot words 5.9n + 31.4s instead
-     of 6.25n + 35.5s.
+     (:func:`~mpcdp.adapter.bit_words.pack_one_hots`).
   8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
      even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.70n pass the first factor, the coin's two public
+both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
 exchanges among the members (32 and 64 bytes each way) and 27 + (k+5) communication steps with the dealer
-(≈ 13.7n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 14.7n, its
-replicated square n of them). With the dealer every step is an opening and 23 of them need a request for material,
-as do the ripple's bounded masks and each factor stage's coin_uniform, one per run of factors that read W from
-the same chunk (1 and 2): 27 requests. Under honest-majority the 17 + (k+5) multiplication steps (≈ 11.1n) are
-resharings, one round each and one word per element per member, the other 11 (≈ 3.6n) openings, and 13
-requests for material remain (one-hot words ≈ 10.9n + 31.4s, bounded masks n, b2a_bits 6n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+(≈ 15.7n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 16.7n, its
+replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
+as do each factor stage's coin_uniform and the ripple's bounded masks: 29 requests. Under honest-majority
+the 17 + (k+5) multiplication steps (≈ 13.0n) are resharings, one round each and one word per element per
+member, the other 11 (≈ 3.7n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n +
+40.75s, bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -130,9 +127,8 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/11: the plan cut at t >= 32 with 6 bit groups (one factor fewer than dg-mpc/10), noise "
-           "committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects most first and its "
-           "failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
+CIRCUIT = ("dg-mpc/11: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+           "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
            "picks only on chunks whose bit can be set, narrow neighbouring windows on one one-hot, the point's AND "
@@ -377,13 +373,13 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
-    the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 6s elements (flags
-    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(148/64)s for the
+    the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
+    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(174/64)s for the
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
-    super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(74/64)s and 2·(22/64)s), and 4
-    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.66 (s ≈ 0.70n): with tables 16
-    + (k+5) steps, ≈ 5.1n elements; as a circuit 27 + (k+5) steps, ≈ 13.7n elements at k = 16 (replicated: 28 +
-    (k+5), ≈ 14.7n), 16 + (k+5) of them (≈ 10.1n; replicated 17 + (k+5), ≈ 11.1n) multiplications.
+    super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
+    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
+    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 15.7n elements at k = 16 (replicated: 28 +
+    (k+5), ≈ 16.7n), 16 + (k+5) of them (≈ 12.0n; replicated 17 + (k+5), ≈ 13.0n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
