@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 import torch
 
 from mpcdp.mpc import binary, ring
+from mpcdp.mpc.carry_prefix import bit_columns as _columns, column_words as _words
 from mpcdp.mpc.context import MpcContext
 
 
@@ -120,23 +120,6 @@ def _ripple(ctx: MpcContext, x: torch.Tensor, r: torch.Tensor, k: int, *, label:
         ands.open({2 * i: xi ^ ri, 2 * i + 1: xi ^ carry})
         carry = xi ^ ands.product(2 * i, 2 * i + 1, 0)
     return sums, carry.unsqueeze(0)
-
-
-def _columns(x: torch.Tensor, k: int) -> torch.Tensor:
-    """(k, ⌈n/64⌉) words: row i holds bit i of the n words x, word j's bit at position j mod 64 of column word
-    j // 64 (XOR-linear: a bit transposition; on NumPy views)."""
-    n = x.numel()
-    bits = ((x.reshape(1, -1) >> torch.arange(k, dtype=torch.int64).reshape(-1, 1)) & 1).to(torch.uint8).numpy()
-    padded = np.zeros((k, -(-n // 64) * 64), dtype=np.uint8)
-    padded[:, :n] = bits
-    return torch.from_numpy(np.packbits(padded, axis=1, bitorder="little").view(np.int64).copy())
-
-
-def _words(columns: torch.Tensor, n: int) -> torch.Tensor:
-    """The inverse of :func:`_columns` for its first n words: Σ_i 2^i·(bit of row i)."""
-    rows = np.ascontiguousarray(columns.numpy()).view(np.uint8)
-    bits = torch.from_numpy(np.unpackbits(rows, axis=1, count=n, bitorder="little").astype(np.int64))
-    return (bits << torch.arange(columns.shape[0], dtype=torch.int64).reshape(-1, 1)).sum(0)
 
 
 def declared_cost(n: int, k: int, e: int, *, squares: bool = False
