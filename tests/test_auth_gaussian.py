@@ -10,7 +10,8 @@ import torch
 from mpcdp.errors import PartyFailed
 from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import MASK_BITS, WORD_FIELDS, Domains, PlainBits, candidate_circuit
+from mpcdp.noise.auth_gaussian import (FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, WORD_FIELDS, Domains, PlainBits,
+                                      candidate_circuit)
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
 
@@ -28,7 +29,8 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     may (only low bits are read). With ``coin`` every factor word is given as the parties hold it, dealt bits R
     and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin), and the
     index as the one-hot of its R with its coin (W's one-hot by S's permutation). Both outcomes occur (the test
-    can fail either way)."""
+    can fail either way). Given the first stage's fields only and the others by ``later`` for the survivors (as
+    the parties' run deals them), the circuit decides the same."""
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
@@ -48,6 +50,14 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
         s = torch.randint(0, 2, fields["index"].shape, generator=generator)
         given["index"] = DealtHot(torch.nn.functional.one_hot(torch.from_numpy(_value(fields["index"] ^ s)), 64), s)
     value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, given, (mask, r))
+
+    def later(survivors: torch.Tensor) -> dict:  # as the parties' run: the other words dealt for the survivors only
+        return {name: given[name].take(PlainArith(), survivors) if isinstance(given[name], Dealt)
+                else given[name][survivors] for name in SECOND_FIELDS}
+
+    first = {name: given[name] for name in FIRST_FIELDS}  # the circuit drops them once used
+    later_value, later_accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, first, (mask, r), later)
+    assert torch.equal(later_value, value) and torch.equal(later_accept & 1, accept & 1)
     plain = {name: _value(bits) for name, bits in fields.items()}
     n_plain, piece = dg.candidate_values(plan, plain)
     expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)

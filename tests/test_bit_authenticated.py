@@ -12,7 +12,7 @@ from scipy.stats import binom
 
 import deviation_harness as H
 from mpcdp.mpc import authenticated, bit_authenticated as B
-from mpcdp.mpc.auth_circuits import BitArith, PlainArith, combine_words, one_hot
+from mpcdp.mpc.auth_circuits import COMBINE_ROWS, BitArith, PlainArith, combine_words, one_hot
 
 
 def _job(n: int):
@@ -144,7 +144,8 @@ def test_the_checks_parity_combinations_are_exact_mod_2_64_across_a_chunk_bounda
 def test_combine_words_is_exact_mod_2_64_on_the_words_own_limbs(L):
     """auth_circuits.combine_words (a float matrix product on the words' 16-bit limbs, read as their little-endian
     bytes) equals the int64 sum of products for words at the extremes, a batch dimension, a transposed (not
-    contiguous) input, and L = 300 rows of ones (partial sums past float32's exact range: the float64 path)."""
+    contiguous) input, L = 300 rows of ones (partial sums past float32's exact range: the float64 path), and more
+    rows than one block of COMBINE_ROWS (three whole blocks and a partial one)."""
     g = torch.Generator().manual_seed(L)
     x = torch.randint(-(1 << 63), (1 << 63) - 1, (2, 33, L), generator=g)
     x[0, :5], x[1, :5] = -1, -(1 << 63)
@@ -152,3 +153,6 @@ def test_combine_words_is_exact_mod_2_64_on_the_words_own_limbs(L):
         expected = (x.unsqueeze(-1) * matrix).sum(-2)
         assert torch.equal(combine_words(x, matrix), expected)
         assert torch.equal(combine_words(x.transpose(0, 1).contiguous().transpose(0, 1), matrix), expected)
+    many = torch.randint(-(1 << 63), (1 << 63) - 1, (3, COMBINE_ROWS + 5, L), generator=g)  # 3 blocks and a part
+    matrix = torch.randint(0, 2, (L, 5), generator=g)
+    assert torch.equal(combine_words(many, matrix), (many.unsqueeze(-1) * matrix).sum(-2))

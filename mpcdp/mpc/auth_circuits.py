@@ -249,8 +249,7 @@ class BitArith:
         return BitShared(x.value.sum(dim), x.mac.sum(dim))
 
     def combine(self, x, matrix):
-        both = combine_words(torch.stack([x.value, x.mac]), matrix)
-        return BitShared(both[0], both[1])
+        return BitShared(combine_words(x.value, matrix), combine_words(x.mac, matrix))
 
     def open(self, x, *, label):
         return bit_authenticated.open_bits(self.ctx, x, label=label, kind="masked",
@@ -260,22 +259,45 @@ class BitArith:
         return x.value.shape
 
 
+COMBINE_ROWS = 2048
+"""Rows of x that :func:`combine_words` turns into limbs and combines at a time: its float limbs, partial sums
+and their integer copies are a few MB, reused block after block, not x's size times the matrix's columns (fresh
+heap memory is paid for in page faults)."""
+
+
 def combine_words(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     """Σ_i x[..., i]·matrix[i, c] mod 2^64 for int64 words ``x`` (..., L) and public int64 ``matrix`` (L, C):
     (..., C), exactly as ``(x.unsqueeze(-1) * matrix).sum(-2)``. A 0/1 matrix (every one the circuits use) takes
     one float matrix product on x's four 16-bit limbs, each partial sum at most L·(2^16 − 1): exact in float32 for
     L ≤ 256 (below 2^24), else in float64; recombined mod 2^64. The limbs are x's own little-endian bytes read as
-    16-bit words and converted by one strided copy (no shifts, masks or stacked copies). Any other matrix: the
-    elementwise products."""
+    16-bit words and converted by one strided copy (no shifts, masks or stacked copies), :data:`COMBINE_ROWS`
+    rows at a time into buffers reused from block to block. Any other matrix: the elementwise products."""
     L = x.shape[-1]
     if not bool(((matrix == 0) | (matrix == 1)).all()) or L >= 1 << 36:
         return (x.unsqueeze(-1) * matrix).sum(-2)
     exact = torch.float32 if L <= 256 else torch.float64
-    halves = x.contiguous().numpy().astype("<i8", copy=False).view("<u2")  # (..., 4L): limb l of x_i at 4i + l
-    limbs = torch.empty((4, *x.shape), dtype=exact)
-    limbs.copy_(torch.from_numpy(halves.astype(np.uint16, copy=False)).reshape(*x.shape, 4).movedim(-1, 0))
-    parts = (limbs @ matrix.to(exact)).to(torch.int64)  # (4, ..., C), each exact
-    return parts[0] + (parts[1] << 16) + (parts[2] << 32) + (parts[3] << 48)
+    lead, C = x.shape[:-1], matrix.shape[-1]
+    rows = x.reshape(-1, L).contiguous()
+    n = rows.shape[0]
+    halves = torch.from_numpy(rows.numpy().astype("<i8", copy=False).view("<u2").astype(np.uint16, copy=False))
+    limbs_of = halves.reshape(n, L, 4).movedim(-1, 0)  # (4, n, L): limb l of x_i, a strided view
+    weights, out = matrix.to(exact), torch.empty(n, C, dtype=torch.int64)
+    size = max(1, min(n, COMBINE_ROWS))
+    buffers = (torch.empty(4 * size * L, dtype=exact), torch.empty(4 * size * C, dtype=exact),
+               torch.empty(4 * size * C, dtype=torch.int64))
+    for start in range(0, n, size):
+        k = min(size, n - start)
+        limbs, parts, words = (b[:4 * k * w].view(4, k, w) for b, w in zip(buffers, (L, C, C)))
+        limbs.copy_(limbs_of[:, start:start + k])
+        torch.matmul(limbs, weights, out=parts)
+        words.copy_(parts)  # (4, k, C), each exact
+        words[1] <<= 16
+        words[2] <<= 32
+        words[3] <<= 48
+        block = torch.add(words[0], words[1], out=out[start:start + k])
+        block += words[2]
+        block += words[3]
+    return out.reshape(*lead, C)
 
 
 def not_bit(A: Arith, x: Any) -> Any:

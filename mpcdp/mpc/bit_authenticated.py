@@ -106,12 +106,13 @@ class BitShared:
 
 
 class _Session:
-    """This party's bit key share, the bits opened since the last check (opened, value and MAC shares) and the
-    digest of its view."""
+    """This party's bit key share, the bits opened since the last check (as the check reads them: per opening
+    (n_p, 2), this party's value share less the opened bit on party 0 and its MAC share less α_b·bit, computed
+    when it is opened, so the shares themselves need not be kept) and the digest of its view."""
 
     def __init__(self, alpha: torch.Tensor):
         self.alpha = alpha
-        self.pending: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.pending: list[tuple[torch.Tensor]] = []
         self.view = hashlib.sha256(_DOMAIN)
 
     def note_public(self, label: str, words: torch.Tensor) -> None:
@@ -200,7 +201,7 @@ def open_bits(ctx: MpcContext, x: BitShared, *, label: str, kind: str, reason: s
     words = ctx._open(pack(value & 1), label=label, reason=reason, xor=True, kind=kind, checked=True)
     state.note_public(f"open {label}", words)
     bits = unpack(words, value.numel())
-    state.pending.append((bits, value, mac))
+    state.pending.append((torch.stack([value - bits if ctx.rank == 0 else value, mac - state.alpha * bits], 1),))
     return bits.reshape(x.value.shape)
 
 
@@ -310,7 +311,7 @@ def _combinations(rows: torch.Tensor, pieces: list[torch.Tensor]) -> torch.Tenso
 
 
 def _runs(pieces: Sequence[tuple[torch.Tensor, ...]]) -> list[tuple[torch.Tensor, ...]]:
-    """``pieces`` (tuples of equally long 1-D tensors) in order, each consecutive run of pieces shorter than a
+    """``pieces`` (tuples of tensors with equally many rows) in order, each consecutive run of pieces shorter than a
     chunk joined into one, tensor by tensor (a long piece stays as it is, uncopied)."""
     runs: list[tuple[torch.Tensor, ...]] = []
     short: list[tuple[torch.Tensor, ...]] = []
@@ -343,10 +344,7 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     state = _session(ctx)
     if not state.pending:
         return
-    # each opening's (this party's value share less the opened bit on party 0, MAC share less α_b·bit), (n_p, 2)
-    # (short openings joined, :func:`_runs`)
-    pieces = [torch.stack([values - opened if ctx.rank == 0 else values, macs - state.alpha * opened], 1)
-              for opened, values, macs in _runs(state.pending)]
+    pieces = [piece for (piece,) in _runs(state.pending)]  # each opening's (n_p, 2), short ones joined
     state.pending.clear()
     n, rows = sum(p.shape[0] for p in pieces), PARITY_CHECKS
     stream = ctx.common_stream(label=f"{label}: bit-check rows", domain=_DOMAIN)

@@ -269,12 +269,11 @@ FIRST = 3
 """The first factor (group (F − 4, 6): t's bits 1/16..2): it rejects about 32% of the candidates, every other
 factor and the cut together about 5%; decided and opened first, and the candidates that fail it dropped."""
 FIRST_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name in ("index", "point", "sign", f"v{FIRST}"))
-"""The fields the first stage reads (the candidate's value and the first factor's word): dealt for every
-candidate."""
+"""The fields the first stage reads (the candidate's value and the first factor's word): dealt for every candidate."""
 SECOND_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name not in FIRST_FIELDS)
+"""The other factors' words and v_low: dealt only for the survivors of the first factor (module step 6)."""
 WORD_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name.startswith("v"))
 """The factors' words and v_low: every bit but the top one is a prefix-OR product's dealt factor."""
-"""The other factors' words and v_low: dealt only for the survivors of the first factor (module step 6)."""
 
 
 def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
@@ -292,9 +291,10 @@ def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any
 def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], t: Any) -> Any:
     """The AND of every other factor, the low factor and the cut (T's bits 59..61 all 0), in the bit domain, of
     the candidates whose ``fields`` and T's bits ``t`` are given (the survivors of the first factor; module
-    step 6)."""
+    step 6). Consumes the words of ``fields``: removed from it when their top bits are found, so their dealt
+    material is freed before the muxes (a lower peak of memory)."""
     others = [g for g in range(len(dg.GROUPS)) if g != FIRST]
-    tops = _top_one_hots(A, [fields[f"v{g}"] for g in others] + [fields["v_low"]])
+    tops = _top_one_hots(A, [fields.pop(f"v{g}") for g in others] + [fields.pop("v_low")])
     jobs = [(_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]),
              _factor_entries(A, top, dg.group_thresholds()[g])) for g, top in zip(others, tops)]
     (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], 0, dg.LOW_BITS), _columns(A, t, 0, dg.LOW_BITS))])
@@ -314,10 +314,10 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
     survivors' indices) returns the :data:`SECOND_FIELDS` of the survivors only (the parties' run deals them
     then, module step 6)."""
     value, t, first = first_stage(D, plan, fields, mask)
-    A = D.bits
-    passed = D.decide(first, "dg-auth-first")
-    survivors = torch.nonzero(passed).reshape(-1)
-    accept = torch.zeros_like(passed)
+    del mask  # used up: freed, with the first stage's fields when ``later`` deals the rest, before the second stage
+    fields = fields if later is None else {}
+    A, passed = D.bits, D.decide(first, "dg-auth-first")
+    survivors, accept = torch.nonzero(passed).reshape(-1), torch.zeros_like(passed)
     if survivors.numel():
         kept = later(survivors) if later is not None else {name: _take(A, fields[name], survivors)
                                                            for name in SECOND_FIELDS}
@@ -411,7 +411,7 @@ def _spread(half: bit_authenticated.Halves | None, n: int, width: int, columns: 
     for share in () if half is None else (half.b, half.c):
         value, mac = torch.empty(width, n, dtype=torch.int64), torch.empty(width, n, dtype=torch.int64)
         value[others], mac[others] = 0, 0
-        value.index_copy_(0, index, share.value.T), mac.index_copy_(0, index, share.mac.T)
+        value.index_copy_(0, index, share.value.T.contiguous()), mac.index_copy_(0, index, share.mac.T.contiguous())
         parts.append(BitShared(value.T, mac.T))
     return Dealt(BitShared(zero, zero), zero, bit_authenticated.Halves(*parts) if half is not None else None, has.T)
 
@@ -460,16 +460,17 @@ class AuthPass:
 
 
 def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -> AuthPass:
-    """Draw n candidates and decide them (module steps 1–7): the first stage's fields dealt for every
-    candidate, the second stage's for the survivors of the first factor only, after its checked opening."""
+    """Draw n candidates and decide them (module steps 1–7): the first stage's fields dealt for every candidate
+    (held by the circuit alone, which frees them with the edaBits once used), the second stage's for the survivors
+    of the first factor only, after its checked opening."""
     D = _domains(ctx)
     coin = _Coin(ctx)
-    fields = _draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0])
 
     def later(survivors: torch.Tensor) -> dict[str, Any]:
         return _draw_fields(ctx, D.bits, plan, SECOND_FIELDS, survivors.numel(), coin, COIN_LABELS[1])
 
-    value, accept = candidate_circuit(D, plan, fields, _mask(ctx, n), later)
+    value, accept = candidate_circuit(D, plan, _draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0]),
+                                      _mask(ctx, n), later)
     return AuthPass(accept == 1, value)
 
 
