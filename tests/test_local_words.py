@@ -38,7 +38,7 @@ def _moved_by_definition(word: int, moves: list[int], lane: int) -> int:
     return binary._signed(out)
 
 
-@pytest.mark.parametrize("lane", [16, 64])
+@pytest.mark.parametrize("lane", [2, 4, 8, 16, 32, 64])
 def test_xor_permute_moves_every_lane_by_its_value(lane, small_blocks):
     rng, per = random.Random(lane), 64 // lane
     words = _words(rng, 50)
@@ -52,7 +52,9 @@ def test_xor_permute_moves_every_lane_by_its_value(lane, small_blocks):
     (64, [(0, 6)]), (64, [(3, 5), (10, 6), (40, 2), (57, 6)]),
     (16, [(4 * k, 4) for k in range(16)]), (16, [(0, 4), (4, 4), (8, 3), (20, 2), (61, 3)]),
     (16, [(16, 4), (20, 4), (24, 4), (28, 4), (52, 4), (56, 4), (60, 4)]),
-    (16, [(4 * k, 4) for k in range(15)] + [(60, 2)]), (16, [(60, 2)])])
+    (16, [(4 * k, 4) for k in range(15)] + [(60, 2)]), (16, [(60, 2)]),
+    (16, [(4 * k, 4) for k in range(2, 15)] + [(60, 2)]), (64, [(32, 5), (37, 6), (43, 6), (55, 4)]),
+    (8, [(0, 3), (5, 3), (9, 2)])])
 def test_moved_one_hots_moves_each_lane_by_its_window_of_the_word(lane, windows, small_blocks):
     rng, per = random.Random(len(windows) * lane), 64 // lane
     n, w = 40, -(-len(windows) // per)

@@ -48,22 +48,30 @@ def xor_permute(words: torch.Tensor, c: torch.Tensor, lane: int = 64) -> torch.T
 def _move_lanes(out: np.ndarray, spread: np.ndarray, lane: int, steps: int) -> None:
     """In place: each lane of ``out`` with position x moved to x ⊕ m, m the lane's bits of ``spread`` (same
     shape; lane j's m at bits lane·j.., below 2^steps). Step i swaps the position pairs (x, x + 2^i), x with
-    bit i clear, in the lanes whose m has bit i (a masked delta swap). On NumPy views of tensors' memory (:func:`_words`):
-    the same word operations, at less cost per call than torch's on these block sizes."""
-    low_bits = sum(1 << (lane * j) for j in range(64 // lane))  # bit 0 of every lane
-    words, moves = out, spread
+    bit i clear, in the lanes whose m has bit i (a masked delta swap: 8 word operations). On unsigned NumPy
+    views of tensors' memory (:func:`_words`; logical shifts): the same word operations, at less cost per call
+    than torch's on these block sizes. The mask of a step is bit i of each lane's m times the pairs' upper
+    halves over 2^i (:func:`_step_masks`): one AND and one multiply, the lanes' products disjoint."""
+    words, moves = out.view(np.uint64), spread.view(np.uint64)
     pick, delta = np.empty_like(words), np.empty_like(words)
-    for i in range(steps):
-        s = 1 << i
-        np.right_shift(moves, i, out=pick)
-        np.bitwise_and(pick, low_bits, out=pick)
-        np.multiply(pick, _SWAP_MASKS[i] & ((1 << lane) - 1), out=pick)  # the pairs' lower halves, in the lanes that swap
-        np.right_shift(words, s, out=delta)
+    for s, bit_i, upper in _step_masks(lane)[:steps]:
+        np.bitwise_and(moves, bit_i, out=pick)
+        np.multiply(pick, upper, out=pick)  # the pairs' upper halves, in the lanes that swap
+        np.left_shift(words, s, out=delta)
         np.bitwise_xor(delta, words, out=delta)
         np.bitwise_and(delta, pick, out=delta)
         np.bitwise_xor(words, delta, out=words)
-        np.left_shift(delta, s, out=delta)
+        np.right_shift(delta, s, out=delta)
         np.bitwise_xor(words, delta, out=words)
+
+
+@functools.lru_cache(maxsize=8)
+def _step_masks(lane: int) -> tuple[tuple[np.uint64, np.uint64, np.uint64], ...]:
+    """Per step i of :func:`_move_lanes` on ``lane``-position lanes: (2^i, bit i of every lane, a lane's
+    positions with bit i set over 2^i: exact, as the lowest of them is 2^i)."""
+    low_bits = sum(1 << (lane * j) for j in range(64 // lane))  # bit 0 of every lane
+    return tuple((np.uint64(1 << i), np.uint64(low_bits << i), np.uint64((~_SWAP_MASKS[i] & ((1 << lane) - 1)) >> i))
+                 for i in range(lane.bit_length() - 1))
 
 
 def _words(x: torch.Tensor) -> np.ndarray:
@@ -108,30 +116,50 @@ def move_one_hots(hots: torch.Tensor, word: torch.Tensor, windows: list[tuple[in
 @functools.lru_cache(maxsize=64)
 def _lane_moves(windows: tuple[tuple[int, int], ...], lane: int, words: int):
     """The map from words (n,) to their lane moves (n, words), NumPy arrays: lane j of column i holds the bits
-    of window i·(64/lane) + j, 0 for absent windows."""
+    of window i·(64/lane) + j, 0 for absent windows. One lane to a word, or 16-bit lanes whose windows are a
+    word's consecutive nibbles: each column from its own constant shift of the words (:func:`_column_moves`,
+    :func:`_nibble_moves`; a broadcast shift by an array of amounts runs element by element)."""
     per = 64 // lane
     padded = list(windows) + [(0, 0)] * (words * per - len(windows))
-    lows = np.array([low for low, _ in padded], dtype=np.int64).reshape(1, words, per)
-    masks = np.array([(1 << width) - 1 for _, width in padded], dtype=np.int64).reshape(1, words, per)
+    column_masks = tuple(sum(((1 << padded[per * i + j][1]) - 1) << (lane * j) for j in range(per))
+                         for i in range(words))
+    bases = tuple(padded[per * i][0] for i in range(words))
     if per == 1:
-        return lambda word: (word.reshape(-1, 1) >> lows[:, :, 0]) & masks[:, :, 0]
-    bases = lows[:, :, 0]
+        return functools.partial(_column_moves, bases, column_masks)
     if lane == 16 and all(padded[per * i + j][0] == padded[per * i][0] + 4 * j or padded[per * i + j][1] == 0
                           for i in range(words) for j in range(per)):
-        lane_masks = (masks << (np.arange(per, dtype=np.int64) * lane)).sum(2)
-        return lambda word: _nibbles_to_lanes((word.reshape(-1, 1) >> bases) & 0xFFFF, lane_masks)
+        return functools.partial(_nibble_moves, bases, column_masks)
+    lows = np.array([low for low, _ in padded], dtype=np.int64).reshape(1, words, per)
+    masks = np.array([(1 << width) - 1 for _, width in padded], dtype=np.int64).reshape(1, words, per)
     places = np.arange(per, dtype=np.int64) * lane
     return lambda word: (((word.reshape(-1, 1, 1) >> lows) & masks) << places).sum(2)  # disjoint: sum = OR
 
 
-def _nibbles_to_lanes(x: np.ndarray, lane_masks: np.ndarray) -> np.ndarray:
-    """In place: the 4-bit groups j = 0..3 of x (x < 2^16) moved to bits 16j..16j+3, then kept where
-    ``lane_masks`` (bits within 16j..16j+3) has them."""
-    x |= x << 24
-    x &= 0x000000FF000000FF
-    x |= x << 12
-    x &= lane_masks
-    return x
+def _column_moves(lows: tuple[int, ...], masks: tuple[int, ...], word: np.ndarray) -> np.ndarray:
+    """(n, len(lows)): column i the bits of ``word`` from lows[i] under masks[i]."""
+    out = np.empty((word.shape[0], len(lows)), dtype=np.int64)
+    for i, (low, mask) in enumerate(zip(lows, masks)):
+        np.right_shift(word, low, out=out[:, i])
+        out[:, i] &= mask
+    return out
+
+
+_NIBBLE_LANES = 0x000F000F000F000F  # bits 16j..16j+3, j < 4
+
+
+def _nibble_moves(bases: tuple[int, ...], lane_masks: tuple[int, ...], word: np.ndarray) -> np.ndarray:
+    """(n, len(bases)): column i the 4-bit groups j = 0..3 of ``word`` >> bases[i] at bits 16j..16j+3, kept
+    where lane_masks[i] (bits within those) has them."""
+    out = _column_moves(bases, (0xFFFF,) * len(bases), word)
+    x, spare = out.reshape(-1), np.empty(out.size, dtype=np.int64)
+    for shift, keep in ((24, 0x000000FF000000FF), (12, _NIBBLE_LANES)):
+        np.left_shift(x, shift, out=spare)
+        x |= spare
+        x &= keep
+    for i, mask in enumerate(lane_masks):
+        if mask != _NIBBLE_LANES:
+            out[:, i] &= mask
+    return out
 
 
 LANE_LOW_BIT = 1 | 1 << 16 | 1 << 32 | 1 << 48  # bit 0 of each 16-bit lane
