@@ -322,23 +322,25 @@ def _bits_from_opened(ctx: MpcContext, opened: torch.Tensor, r_bits) -> torch.Te
     each block converted in place as it is unpacked."""
     from mpcdp.adapter.lanes import WORD_BITS_GROUP, PackedBitShares, row_blocks
 
-    places = torch.arange(r_bits.shape[1], dtype=torch.int64)
     if isinstance(r_bits, PackedBitShares):
         out = torch.empty((-(-r_bits.n // WORD_BITS_GROUP) * WORD_BITS_GROUP, r_bits.shape[1]), dtype=torch.int64)
         for rows, block in r_bits.unpacked_blocks(out):
-            _convert_bits(ctx, opened[rows], block, block, places)
+            _convert_bits(ctx, opened[rows], block, block)
         return out[:r_bits.n]
     out = torch.empty_like(r_bits)
     for rows in row_blocks(r_bits.shape[0], r_bits.shape[1]):
-        _convert_bits(ctx, opened[rows], r_bits[rows], out[rows], places)
+        _convert_bits(ctx, opened[rows], r_bits[rows], out[rows])
     return out
 
 
-def _convert_bits(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor, out: torch.Tensor,
-                  places: torch.Tensor) -> None:
+def _convert_bits(ctx: MpcContext, opened: torch.Tensor, r_bits: torch.Tensor, out: torch.Tensor) -> None:
     """One block of :func:`_bits_from_opened` into ``out`` (which may be ``r_bits`` itself), on NumPy views
-    (torch's integer subtraction takes a slow path)."""
-    minus_c = (opened.numpy()[:, None] >> places.numpy()) & 1
+    (torch's integer subtraction takes a slow path); c's bits a column at a time by a constant shift (a
+    broadcast shift by the bit places runs element by element on so few columns)."""
+    source, minus_c = opened.numpy(), np.empty(tuple(r_bits.shape), dtype=np.int64)
+    for i in range(minus_c.shape[1]):
+        np.right_shift(source, i, out=minus_c[:, i])
+    minus_c &= 1
     np.negative(minus_c, out=minus_c)
     block = np.bitwise_xor(r_bits.numpy(), minus_c, out=out.numpy())
     block -= minus_c

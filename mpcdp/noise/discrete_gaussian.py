@@ -191,8 +191,10 @@ def _smallest_cut(G: int, bound: int) -> int:
     return m
 
 
+@functools.lru_cache(maxsize=64)
 def plan_for(sigma: float) -> DiscreteGaussianPlan:
-    """The sampler's public constants for a standard deviation of ``sigma`` grid units.
+    """The sampler's public constants for a standard deviation of ``sigma`` grid units (a frozen plan, derived
+    once per σ: a draw asks for it several times).
 
     Raises:
         ConfigError: σ outside [16, 2^22] (fewer than 16 units cannot keep the rounded-Gaussian deviation small;
