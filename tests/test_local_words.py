@@ -103,6 +103,20 @@ def test_tops_are_the_top_bit_one_hots_and_zero_flags_of_every_lane(small_blocks
         assert int(zeros[row]) == expected_zeros
 
 
+@pytest.mark.parametrize("first, chunks", [(0, 16), (1, 16), (2, 16), (5, 16), (0, 3), (2, 7), (15, 16)])
+def test_chunk_lanes_put_window_i_in_the_lane_of_chunk_first_plus_i_and_zero_below(first, chunks):
+    rng, rows = random.Random(first * 17 + chunks), 9
+    width = -(-chunks // 4)
+    moved = _words(rng, rows, -(-(chunks - first) // 4))
+    moved.view(torch.int16).view(rows, -1)[:, chunks - first:] = 0  # lanes past the windows: none dealt, 0
+    out = torch.zeros((rows + 2, width), dtype=torch.int64)
+    bernoulli._put_chunk_lanes(out[1:1 + rows], moved, first, chunks)
+    assert out[0].tolist() == [0] * width and out[-1].tolist() == [0] * width  # rows outside left as they were
+    for row in range(rows):
+        got = sum((int(out[1 + row, k // 4]) >> (16 * (k % 4)) & 0xFFFF) << (16 * k) for k in range(4 * width))
+        window = sum((int(moved[row, i // 4]) >> (16 * (i % 4)) & 0xFFFF) << (16 * i) for i in range(chunks - first))
+        assert got == window << (16 * first)
+
 @pytest.mark.parametrize("stride, count", [(4, 16), (4, 4), (4, 3), (2, 32), (1, 64), (8, 5), (16, 4)])
 def test_gather_bits_packs_every_stride_th_bit(stride, count, small_blocks):
     rng = random.Random(stride * 100 + count)

@@ -153,7 +153,7 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int, first_chunks: l
             if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
                 dealt_r, dealt = torch.zeros_like(dealt_r), _zero_one_hots(ctx, dealt, windows)
             r[rows] = dealt_r
-            hots[rows] = _chunk_lanes(adapter.move_one_hots(dealt.contiguous(), s[rows], windows, 16), first, chunks)
+            _put_chunk_lanes(hots[rows], adapter.move_one_hots(dealt.contiguous(), s[rows], windows, 16), first, chunks)
     return public_xor(ctx, r & low_mask(bits), s), hots
 
 
@@ -170,15 +170,16 @@ def coin_runs(first_chunks: list[int], n: int) -> list[tuple[int, slice]]:
     return runs
 
 
-def _chunk_lanes(moved: torch.Tensor, first: int, chunks: int) -> torch.Tensor:
-    """The one-hots of chunks first.. (window i's in lane i of ``moved``, four to a word) put in their chunks'
-    lanes (chunk k: word k // 4, lane k % 4), the lanes below all 0 (local): lane i is bytes 2i, 2i + 1 of an
-    element's little-endian words, so it is one copy of the bytes, 2·first places up."""
+def _put_chunk_lanes(out: torch.Tensor, moved: torch.Tensor, first: int, chunks: int) -> None:
+    """Into ``out`` (zero rows of whole words, contiguous): the one-hots of chunks first.. (window i's in lane i
+    of ``moved``, four to a word) in their chunks' lanes (chunk k: word k // 4, lane k % 4), the lanes below
+    left 0 (local): lane i is bytes 2i, 2i + 1 of an element's little-endian words, so it is one copy of the
+    bytes, 2·first places up, straight into the result (no intermediate array)."""
     if not first:
-        return moved
-    out = np.zeros((moved.shape[0], 8 * -(-chunks // 4)), dtype=np.uint8)
-    out[:, 2 * first:2 * chunks] = np.ascontiguousarray(moved.numpy()).view(np.uint8)[:, :2 * (chunks - first)]
-    return torch.from_numpy(out.view(np.int64))
+        out.copy_(moved)
+        return
+    target = out.numpy().view(np.uint8)
+    target[:, 2 * first:2 * chunks] = np.ascontiguousarray(moved.numpy()).view(np.uint8)[:, :2 * (chunks - first)]
 
 
 def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, bits: int,
