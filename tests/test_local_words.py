@@ -270,3 +270,22 @@ def test_packed_bit_shares_unpack_block_by_block_as_at_once(small_blocks):
         assert torch.equal(rows, torch.stack([values[elements, i] & binary.low_mask(w) for i, w in enumerate(widths)], 1))
     assert seen == list(range(21))
     assert torch.equal(packed.unpack(), out[:21])
+
+
+@pytest.mark.parametrize("lane, windows", [
+    (16, [(4 * k, 4) for k in range(2, 15)] + [(60, 2)]), (16, [(4 * k, 4) for k in range(15)] + [(60, 2)]),
+    (64, [(32, 5), (37, 6), (43, 6), (55, 4)]), (16, [(0, 4), (4, 4), (8, 3)]),
+    (16, [(0, 2), (3, 1), (7, 3), (20, 4), (30, 4)]), (64, [(3, 5), (10, 6), (40, 2)]), (8, [(0, 3), (5, 3), (9, 2)])])
+def test_unpacked_one_hots_are_the_packed_bytes_in_place_and_bit_0_of_each_empty_lane(lane, windows):
+    from mpcdp.adapter import bit_words
+
+    rng, per = random.Random(len(windows) * lane + 1), 64 // lane
+    n, width = 23, -(-len(windows) // per)
+    hots = _words(rng, n, width)
+    out = bit_words.unpack_one_hots(bit_words.pack_one_hots(hots, windows, lane), n, windows, lane)
+    kept = set(bit_words._one_hot_bytes(tuple(windows), lane).tolist())
+    for row in range(n):
+        for i in range(width):
+            expected = sum(((int(hots[row, i]) >> (8 * b)) & 0xFF) << (8 * b) for b in range(8) if 8 * i + b in kept)
+            expected |= sum(1 << (lane * j) for j in range(per) if i * per + j >= len(windows))
+            assert int(out[row, i]) == binary._signed(expected)

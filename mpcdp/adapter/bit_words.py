@@ -125,12 +125,36 @@ def pack_one_hots(hots: torch.Tensor, windows, lane: int) -> torch.Tensor:
 def unpack_one_hots(words: torch.Tensor, n: int, windows, lane: int) -> torch.Tensor:
     """The receiver's (n, ⌈windows/(64/lane)⌉) one-hot words from :func:`pack_one_hots`' words: 0 outside the
     kept bytes (the other members' shares are 0 there too, :func:`one_hot_mask`), except bit 0 of a lane with
-    no window (:func:`~.lanes.packed_one_hots`: the one-hot of 0, public, held by the receiver)."""
+    no window (:func:`~.lanes.packed_one_hots`: the one-hot of 0, public, held by the receiver). Runs of at
+    least 8 consecutive kept bytes are copied as slices, the other kept bytes by one byte scatter
+    (:func:`_byte_runs`)."""
     windows = tuple((int(low), int(width)) for low, width in windows)
-    keep, per = _one_hot_bytes(windows, lane), 64 // lane
-    out = np.zeros((n, 8 * -(-len(windows) // per)), dtype=np.uint8)
-    out[:, keep] = np.ascontiguousarray(words.numpy()).view(np.uint8)[:n * keep.size].reshape(n, keep.size)
-    hots = torch.from_numpy(out.view(np.int64))
-    for i in range(len(windows), hots.shape[1] * per):  # a lane without a window: the one-hot of 0, held here
-        hots[:, i // per] |= 1 << (lane * (i % per))
-    return hots
+    runs, (sources, places), empty = _byte_runs(windows, lane)
+    kept = _one_hot_bytes(windows, lane).size
+    out = np.zeros((n, 8 * -(-len(windows) // (64 // lane))), dtype=np.uint8)
+    source = np.ascontiguousarray(words.numpy()).view(np.uint8)[:n * kept].reshape(n, kept)
+    for start, at, length in runs:
+        out[:, at:at + length] = source[:, start:start + length]
+    if places.size:
+        out[:, places] = source[:, sources]
+    for byte, bit in empty:  # bytes no window keeps: 0 until this bit is set
+        out[:, byte] = bit
+    return torch.from_numpy(out.view(np.int64))
+
+
+@functools.lru_cache(maxsize=64)
+def _byte_runs(windows: tuple[tuple[int, int], ...], lane: int) -> tuple[tuple, tuple[np.ndarray, np.ndarray], tuple]:
+    """For :func:`unpack_one_hots`: the runs of at least 8 consecutive kept bytes of :func:`_one_hot_bytes` as
+    (index among the kept bytes, byte, length); the other kept bytes' (indices, bytes); (byte, bit value) of
+    bit 0 of each lane with no window."""
+    keep, per, runs = _one_hot_bytes(windows, lane).tolist(), 64 // lane, []
+    for index, byte in enumerate(keep):
+        if runs and runs[-1][1] + runs[-1][2] == byte:
+            runs[-1][2] += 1
+        else:
+            runs.append([index, byte, 1])
+    short = [(start + i, at + i) for start, at, length in runs if length < 8 for i in range(length)]
+    scattered = (np.array([i for i, _ in short], dtype=np.int64), np.array([b for _, b in short], dtype=np.int64))
+    empty = tuple((8 * (i // per) + lane * (i % per) // 8, 1 << (lane * (i % per) % 8))
+                  for i in range(len(windows), -(-len(windows) // per) * per))
+    return tuple(tuple(run) for run in runs if run[2] >= 8), scattered, empty
