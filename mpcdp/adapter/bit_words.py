@@ -147,7 +147,8 @@ def _byte_runs(windows: tuple[tuple[int, int], ...], lane: int) -> tuple[tuple, 
     """For :func:`unpack_one_hots`: the runs of at least 8 consecutive kept bytes of :func:`_one_hot_bytes` as
     (index among the kept bytes, byte, length); the other kept bytes' (indices, bytes); (byte, bit value) of
     bit 0 of each lane with no window."""
-    keep, per, runs = _one_hot_bytes(windows, lane).tolist(), 64 // lane, []
+    keep, per = _one_hot_bytes(windows, lane).tolist(), 64 // lane
+    runs: list[list[int]] = []  # [index among the kept bytes, byte, length]
     for index, byte in enumerate(keep):
         if runs and runs[-1][1] + runs[-1][2] == byte:
             runs[-1][2] += 1
