@@ -1209,3 +1209,17 @@ def crafted_bernoulli(ctx, words: torch.Tensor, entries: torch.Tensor, lows: tor
         _, hots = bernoulli.coin_uniform(ctx, words, dg.WORD, [form.first_chunk for form in forms])
         bits = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label="test-bern")
     return ctx.open_masked([bits & 1], label="test-output", xor=True)[0]
+
+
+def coin_tops_both_ways(ctx, words: torch.Tensor, first_chunks: list[int]):
+    """:func:`mpcdp.mpc.bernoulli.coin_tops` on the coin ``words``: (this party's shares of coin_uniform's W
+    and of the tops of its one-hots, then of coin_tops' W and tops, all under the planted member words, R = 0,
+    so deterministic; then, with dealt R, coin_tops' W and tops opened (XOR))."""
+    from mpcdp.mpc import bernoulli
+
+    with bernoulli.planted_member_words():
+        uniform, hots = bernoulli.coin_uniform(ctx, words, 62, first_chunks)
+        planted = [uniform, *bernoulli._tops(ctx, hots), *(lambda u, t: (u, *t))(
+            *bernoulli.coin_tops(ctx, words, 62, first_chunks))]
+    uniform, (t1, zero) = bernoulli.coin_tops(ctx, words, 62, first_chunks)
+    return planted, ctx.open_masked([uniform, t1, zero], label="test-tops", xor=True)

@@ -188,3 +188,36 @@ def test_the_circuit_decides_as_the_rule_with_w_s_top_bit_in_every_chunk_the_dea
         expected.append(dg.below(words[rows].numpy(), th, dg.WORD))
     for opened in results:
         assert np.array_equal(opened.numpy().astype(bool), np.concatenate(expected))
+
+
+def test_coin_tops_are_the_tops_of_coin_uniforms_one_hots_run_by_run():
+    """:func:`~mpcdp.mpc.bernoulli.coin_tops` (the sampler's way: each run's one-hots made, read and freed before
+    the next) against its definition: under the planted member words (R = 0) every party's shares equal
+    coin_uniform's W and :func:`~mpcdp.mpc.bernoulli._tops` of its one-hots word for word; with dealt R, the
+    opened tops are W's chunks' top-bit one-hots (bits 4k..4k+3) and zero flags (bit k) for the chunks from
+    the block's first chunk up, 0 below it (its lanes get no one-hot). Blocks of the sampler's first chunks
+    (several runs, dead chunks) and one run of first chunk 0; W's top bit in every chunk and W = 0 both occur."""
+    import torch
+
+    from mpcdp.config import MpcConfig
+    from mpcdp.runtime.harness import run_parties
+    from party_jobs import coin_tops_both_ways
+
+    rng = random.Random(4444)
+    per = 4 * (dg.WORD + 1)
+    words = [0 if p < 0 else (1 << p) | rng.getrandbits(p) for _ in range(4) for p in range(-1, dg.WORD)]
+    cases = [[form.first_chunk for form in gf.factor_forms(gf.OTHER_GROUPS, low=True)], [0]]
+    assert len(set(cases[0])) > 1
+    for first_chunks in cases:
+        coin = torch.tensor(words * len(first_chunks), dtype=torch.int64)
+        for planted, (uniform, t1, zero) in run_parties(coin_tops_both_ways, MpcConfig(parties=3, timeout_s=120.0),
+                                                        args=(coin, first_chunks)):
+            for mine, theirs in zip(planted[:3], planted[3:]):
+                assert torch.equal(mine, theirs)
+            for i, (w, top, flags) in enumerate(zip(uniform.tolist(), t1.tolist(), zero.tolist())):
+                first = first_chunks[i // per]
+                chunks = [(w >> (4 * k)) & 0xF for k in range(16)]
+                want_top = sum((1 << (c.bit_length() - 1) if c else 0) << (4 * k)
+                               for k, c in enumerate(chunks) if k >= first)
+                want_zero = sum(1 << k for k, c in enumerate(chunks) if k >= first and c == 0)
+                assert (_unsigned(top), flags) == (want_top, want_zero)

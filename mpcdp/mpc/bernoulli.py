@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -142,10 +143,37 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int, first_chunks: l
     :attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`). Its bit is still the rule's: such a chunk is the
     highest nonzero one only when W's top set bit is below first_chunks[b] or W = 0, and then TH's bit there,
     and so [V < TH], is 0 (TH = 2^bits passes either way)."""
-    from mpcdp import adapter
+    s = coin.reshape(-1) & low_mask(bits)
+    r, hots = torch.zeros_like(s), torch.zeros((s.numel(), -(-bits // 16)), dtype=torch.int64)
+    for _ in _dealt_runs(ctx, s, bits, first_chunks, r, lambda rows: hots[rows]):
+        pass
+    return public_xor(ctx, r & low_mask(bits), s), hots
 
-    chunks, s = -(-bits // 4), coin.reshape(-1) & low_mask(bits)
-    r, hots = torch.zeros_like(s), torch.zeros((s.numel(), -(-chunks // 4)), dtype=torch.int64)
+
+def coin_tops(ctx: MpcContext, coin: torch.Tensor, bits: int, first_chunks: list[int] | None = None
+              ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """:func:`coin_uniform`'s W and what :func:`bernoulli_bits` reads of its chunks' one-hots (:func:`_tops`),
+    the same requests in the same order, the one-hots made and read a block of a run at a time (never all at once,
+    four words per element: a lower peak of memory); a run with no chunk to decode keeps tops 0. The tops come as
+    a list [T1, zero flags] that bernoulli_bits empties, so it can free each once read."""
+    from mpcdp.adapter.lanes import BLOCK_WORDS
+    s, words = coin.reshape(-1) & low_mask(bits), -(-bits // 16)
+    r, t1, zero = torch.zeros_like(s), torch.zeros_like(s), torch.zeros_like(s)
+    buffer = torch.empty((max(1, BLOCK_WORDS // words), words), dtype=torch.int64)  # a block's, reused
+    for rows, hots in _dealt_runs(ctx, s, bits, first_chunks, r, lambda at: buffer[:at.stop - at.start].zero_()):
+        t1[rows], zero[rows] = _tops(ctx, hots)
+    return public_xor(ctx, r & low_mask(bits), s), [t1, zero]
+
+
+def _dealt_runs(ctx: MpcContext, s: torch.Tensor, bits: int, first_chunks: list[int] | None, r: torch.Tensor,
+                hots_of: Callable[[slice], torch.Tensor]) -> Iterator[tuple[slice, torch.Tensor]]:
+    """Per run of :func:`coin_runs` with a chunk to decode, in order: one request for its rotation pair, R into
+    ``r``'s rows, then a block of rows at a time (row_blocks) the chunks' one-hots of W = R ⊕ S into
+    ``hots_of(rows)`` (zero rows, :func:`_put_chunk_lanes`), yielding (rows, those one-hots)."""
+    from mpcdp import adapter
+    from mpcdp.adapter.lanes import row_blocks
+
+    chunks = -(-bits // 4)
     for first, rows in coin_runs(first_chunks or [0], s.numel()):
         windows = [(4 * k, min(4, bits - 4 * k)) for k in range(first, chunks)]
         if windows:
@@ -153,8 +181,12 @@ def coin_uniform(ctx: MpcContext, coin: torch.Tensor, bits: int, first_chunks: l
             if "member words" in _PLANTED:  # the view audit's planted leak: R = 0, so W = S, which every member knows
                 dealt_r, dealt = torch.zeros_like(dealt_r), _zero_one_hots(ctx, dealt, windows)
             r[rows] = dealt_r
-            _put_chunk_lanes(hots[rows], adapter.move_one_hots(dealt.contiguous(), s[rows], windows, 16), first, chunks)
-    return public_xor(ctx, r & low_mask(bits), s), hots
+            moved = adapter.move_one_hots(dealt.contiguous(), s[rows], windows, 16)  # in place: dealt's words
+            for block in row_blocks(rows.stop - rows.start, -(-chunks // 4)):
+                at = slice(rows.start + block.start, rows.start + block.stop)
+                _put_chunk_lanes(hots := hots_of(at), moved[block], first, chunks)
+                yield at, hots
+            del moved
 
 
 def coin_runs(first_chunks: list[int], n: int) -> list[tuple[int, slice]]:
@@ -182,14 +214,14 @@ def _put_chunk_lanes(out: torch.Tensor, moved: torch.Tensor, first: int, chunks:
     target[:, 2 * first:2 * chunks] = np.ascontiguousarray(moved.numpy()).view(np.uint8)[:, :2 * (chunks - first)]
 
 
-def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkForms], rights: torch.Tensor, bits: int,
-                   *, label: str) -> torch.Tensor:
-    """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of
-    their 4-bit chunks (:func:`coin_uniform`; bits <= 62) and thresholds TH <= 2^bits (TH = 2^bits: always 1)
-    given by their :class:`~mpcdp.mpc.chunk_forms.ChunkForms`: for TH < 2^bits, V is uniform whatever TH is,
-    so each bit is 1 with probability TH/2^bits. The elements are len(forms) blocks of equal size, block b's
-    thresholds described by forms[b] and its right operands (``rights``, XOR-shared words in forms[b]'s right
-    layout: a selection from forms[b].right by the window's one-hot, or the caller's own bits).
+def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor | list[torch.Tensor], forms: list[ChunkForms],
+                   rights: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
+    """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of their
+    4-bit chunks (:func:`coin_uniform`; bits <= 62) or their tops (the list :func:`coin_tops` gives, emptied here),
+    and thresholds TH <= 2^bits (TH = 2^bits: always 1) given by their :class:`~mpcdp.mpc.chunk_forms.ChunkForms`:
+    for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability TH/2^bits. The elements are
+    len(forms) blocks of equal size, block b's thresholds described by forms[b] and its right operands (``rights``,
+    XOR-shared words in forms[b]'s right layout: a selection from forms[b].right by a one-hot, or the caller's bits).
 
     V and TH first differ at the top set bit of W, and V < TH there iff TH has that bit. The top set bit is
     found by one-hot decoding, no prefix circuit:
@@ -218,16 +250,21 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor, forms: list[ChunkF
         raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
-    t1, zero = _tops(ctx, chunk_hots)
+    t1, zero = _tops(ctx, chunk_hots) if isinstance(chunk_hots, torch.Tensor) else (chunk_hots.pop(0), chunk_hots.pop(0))
     flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
+    del zero  # here and below: each intermediate freed once read (a lower peak of memory)
     f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
                                                  label=f"{label}-flags", lane=16))
-    f1 = f1 & low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
+    del flags
+    f1 &= low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
     super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
     f2 = _super_tops(ctx, super_flags, supers, label=f"{label}-supers")  # bit s: super-chunk s is the highest nonzero one
+    del super_zero, super_flags
     q, top = _chunk_bits(ctx, t1, forms, rights.reshape(-1), chunks, label=f"{label}-and")
-    f1_q = _and_on_runs(ctx, f1, q, [_mask_runs(form.chunk_mask) for form in forms], label=f"{label}-pick")
-    r = binary.gather_bits(lane_parity(f1_q, 4), 4, supers)  # bit s: TH's bit at the top of super-chunk s's pick
+    del t1
+    r = binary.gather_bits(lane_parity(_and_on_runs(ctx, f1, q, [_mask_runs(form.chunk_mask) for form in forms],
+                                                    label=f"{label}-pick"), 4), 4, supers)  # bit s: TH's at s's pick
+    del f1, q
     f2_r = _and_on_runs(ctx, f2, r, [_mask_runs(_super_mask(form.chunk_mask)) for form in forms], label=f"{label}-last")
     return (lane_parity(f2_r, 4) & 1) ^ top
 
@@ -240,13 +277,16 @@ def _chunk_bits(ctx: MpcContext, t1: torch.Tensor, forms: list[ChunkForms], righ
     chunk parities (a selection) XOR both operands' corrections."""
     per = t1.numel() // len(forms)
     blocks = [slice(b * per, (b + 1) * per) for b in range(len(forms))]
-    left = torch.cat([binary.select(ctx, t1[rows], form.left, 64) for rows, form in zip(blocks, forms)])
+    left = torch.empty_like(t1)
+    for rows, form in zip(blocks, forms):  # straight into one array (no list of blocks, then a copy)
+        left[rows] = binary.select(ctx, t1[rows], form.left, 64)
     products = _and_on_runs(ctx, left, rights, [[(0, form.rank)] for form in forms], label=label)
     q, top = torch.empty_like(left), torch.empty_like(left)
     for rows, form in zip(blocks, forms):
-        corrections = left[rows] ^ rights[rows]
-        q[rows] = binary.select(ctx, products[rows], form.chunk_of, chunks) ^ \
-            ((corrections >> form.rank) & low_mask(chunks))
+        part = torch.bitwise_xor(left[rows], rights[rows], out=q[rows])  # the corrections, in place in q
+        part >>= form.rank
+        part &= low_mask(chunks)
+        part ^= binary.select(ctx, products[rows], form.chunk_of, chunks)
         top[rows] = (rights[rows] >> form.top) & 1
     return q, top
 
@@ -303,7 +343,9 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
     def packed(v: torch.Tensor) -> torch.Tensor:
         gathered = gather_runs(v.reshape(blocks, per), runs).numpy().view(np.uint64)
         parts = [pack_stream(gathered[:, a:b], layout).reshape(-1) for a, b, layout in groups]
-        return torch.from_numpy(np.concatenate(parts).view(np.int64)) if parts else torch.zeros(0, dtype=torch.int64)
+        del gathered
+        stream = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, np.uint64)  # 1: no copy
+        return torch.from_numpy(stream.view(np.int64))
 
     ands = ShiftedAnds(ctx, run_words(runs, per), 2, [(0, 1, 0)], label=label)
     ands.open({0: packed(x), 1: packed(y)})
@@ -314,6 +356,7 @@ def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[l
         unpack_stream(product[start:start + count].reshape(-1, layout.words), layout,
                       gathered.numpy().view(np.uint64)[:, a:b])
         start += count
+    del product, ands
     return spread_runs(gathered, runs).reshape(-1)
 
 

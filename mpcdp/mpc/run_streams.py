@@ -157,9 +157,10 @@ def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], 
     a call costs a few whole-slice operations per rank instead of per run; the rows put back in their order.
     The same bits move to the same places (on NumPy views: per-row shifts cost torch a slow path)."""
     order, inverse, ranks = _rank_layout(tuple(tuple(tuple(run) for run in block) for block in runs))
-    ordered = np.take(source.numpy(), order, axis=0)
+    in_order = bool((order == np.arange(order.size)).all())  # rows already by descending run count: no copies
+    ordered = source.numpy() if in_order else np.take(source.numpy(), order, axis=0)
     out = np.zeros_like(ordered)
-    moved = np.empty_like(ordered)
+    moved = np.empty_like(ordered[:ranks[0][0]] if ranks else ordered)
     for count, lows, masks, offsets in ranks:
         read, write = (lows, offsets) if gather else (offsets, lows)
         part = moved[:count]
@@ -167,4 +168,4 @@ def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], 
         part &= masks
         part <<= write
         out[:count] |= part
-    return torch.from_numpy(np.take(out, inverse, axis=0))
+    return torch.from_numpy(out if in_order else np.take(out, inverse, axis=0))

@@ -68,24 +68,41 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
     [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
     plaintext rule for v_low = W >> (62 − F); its right operand is a linear map of T_low's bits."""
-    n, windows = t_bits.numel(), group_windows(groups)
-    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
-    forms = factor_forms(groups, low=low)
-    rights = []
-    for g, form in zip(groups, forms):
-        rights.append(binary.select(ctx, onehots[:, _window_of(g, windows)[0]], form.right, 64))
-    names = [f"v{g}" for g in groups]
-    if low:
-        names.append("v_low")
-        rights.append(binary.select(ctx, t_bits & ((1 << dg.LOW_BITS) - 1), forms[-1].right, 64))
-    coin_words = coin.words(len(names) * n)
-    ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
-    uniform, hots = bernoulli.coin_uniform(ctx, coin_words, dg.WORD, [form.first_chunk for form in forms])
-    passed = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label=f"{label}-bern")
+    n, forms = t_bits.numel(), factor_forms(groups, low=low)
+    names = [f"v{g}" for g in groups] + (["v_low"] if low else [])
+    rights = _right_operands(ctx, t_bits, groups, forms, low=low, label=label)
+    uniform, tops = _uniform_tops(ctx, coin, names, n, forms, label=label)
+    passed = bernoulli.bernoulli_bits(ctx, tops, forms, rights, dg.WORD, label=f"{label}-bern")
     bits = [passed[i * n:(i + 1) * n] for i in range(len(names))]
     if low:
         bits[-1] = ring.public_xor(ctx, bits[-1], 1)  # V_low >= T_low
     return bits, {name: uniform[i * n:(i + 1) * n] for i, name in enumerate(names)}
+
+
+def _uniform_tops(ctx: MpcContext, coin: KeyedStream, names: list[str], n: int, forms: list, *, label: str
+                  ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """XOR shares of each factor's uniform word W and the top bits of W's chunks
+    (:func:`~mpcdp.mpc.bernoulli.coin_tops`: never every element's chunk one-hots at once), the coin's words
+    for ``names`` in order; the coin's words are freed on return, before the circuit's ANDs."""
+    coin_words = coin.words(len(names) * n)
+    ctx.note_draw(f"{label}-coin", {"names": list(names), "words": coin_words & ((1 << dg.WORD) - 1)})
+    return bernoulli.coin_tops(ctx, coin_words, dg.WORD, [form.first_chunk for form in forms])
+
+
+def _right_operands(ctx: MpcContext, t_bits: torch.Tensor, groups: tuple[int, ...], forms: list, *, low: bool,
+                    label: str) -> torch.Tensor:
+    """XOR shares of every factor's right operand, block after block (:func:`_circuit_passes`' order): each
+    group's a local selection from its form by its window's one-hot (one rotation of the groups' windows of T,
+    :func:`group_windows`), the low bits' a linear map of T's low bits. Written straight into one array (no
+    per-factor copies kept next to it); the windows' one-hots are freed on return."""
+    n, windows = t_bits.numel(), group_windows(groups)
+    onehots = binary.rotated_one_hots(ctx, t_bits, windows, label=f"{label}-group")
+    rights = torch.empty(len(forms) * n, dtype=torch.int64)
+    for b, (g, form) in enumerate(zip(groups, forms)):
+        rights[b * n:(b + 1) * n] = binary.select(ctx, onehots[:, _window_of(g, windows)[0]], form.right, 64)
+    if low:
+        rights[len(groups) * n:] = binary.select(ctx, t_bits & ((1 << dg.LOW_BITS) - 1), forms[-1].right, 64)
+    return rights
 
 
 def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.ChunkForms]:

@@ -284,14 +284,7 @@ def _candidates(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int, words) -
 
     Opening the first factor's bit is safe for the same reason as opening the accept bit: a candidate that
     fails it is discarded, and one that passes every factor reveals only that it was accepted."""
-    costs.record("random_bits", n * _member_bits(plan))
-    drawn = dg.draw_fields(plan, n, words, MEMBER_FIELDS)
-    ctx.note_draw("dg-fields", drawn)
-    fields = {name: torch.from_numpy(v) for name, v in drawn.items()}
-    coin = None if bernoulli.tables_dealt() else ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
-    word, indicators = _piece_words(ctx, plan, fields)
-    value, T = _exponent(ctx, plan, word, indicators)
-    t_bits = binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
+    coin, value, t_bits = _candidate_words(ctx, plan, n, words)
     first, seen = factors.first_factor(ctx, t_bits, coin)
     passed = binary.open_packed(ctx, first, 1, label="dg-first-bits", kind="comparison") == 1
     keep = torch.nonzero(passed).reshape(-1)
@@ -303,6 +296,23 @@ def _candidates(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int, words) -
         accept = binary.all_bits_tree(ctx, bits, width, label="dg-accept")
         accepted[keep] = binary.open_packed(ctx, accept, 1, label="dg-accept-bits", kind="comparison") == 1
     return PassResult(accepted, value, keep, uniform)
+
+
+def _candidate_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int, words
+                     ) -> tuple[KeyedStream | None, torch.Tensor, torch.Tensor]:
+    """Steps 1-5 of a pass of n candidates: (the committee's coin, None with the dealer's tables; additive
+    shares of each candidate's value; XOR shares of T's bits). The fields, the piece words and T are freed on
+    return, before the factors (a lower peak of memory)."""
+    costs.record("random_bits", n * _member_bits(plan))
+    drawn = dg.draw_fields(plan, n, words, MEMBER_FIELDS)
+    ctx.note_draw("dg-fields", drawn)
+    fields = {name: torch.from_numpy(v) for name, v in drawn.items()}
+    coin = None if bernoulli.tables_dealt() else ctx.common_stream(label="dg-coin", domain=b"mpcdp/noise-coin")
+    word, indicators = _piece_words(ctx, plan, fields)
+    del drawn, fields
+    value, T = _exponent(ctx, plan, word, indicators)
+    del word, indicators
+    return coin, value, binary.to_binary_by_chunks(ctx, T, 62, label="dg-a2b")
 
 
 def expected_survivors(plan: dg.DiscreteGaussianPlan, n: int) -> int:
