@@ -1206,8 +1206,8 @@ def crafted_bernoulli(ctx, words: torch.Tensor, entries: torch.Tensor, lows: tor
             rights.append(binary.select(ctx, lows[rows] if mine else torch.zeros(per, dtype=torch.int64), form.right,
                                         64))
     with bernoulli.planted_member_words():
-        _, hots = bernoulli.coin_uniform(ctx, words, dg.WORD, [form.first_chunk for form in forms])
-        bits = bernoulli.bernoulli_bits(ctx, hots, forms, torch.cat(rights), dg.WORD, label="test-bern")
+        _, tops = bernoulli.coin_tops(ctx, words, dg.WORD, [form.first_chunk for form in forms])
+        bits = bernoulli.bernoulli_bits(ctx, tops, forms, torch.cat(rights), dg.WORD, label="test-bern")
     return ctx.open_masked([bits & 1], label="test-output", xor=True)[0]
 
 

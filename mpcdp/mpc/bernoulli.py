@@ -214,10 +214,10 @@ def _put_chunk_lanes(out: torch.Tensor, moved: torch.Tensor, first: int, chunks:
     target[:, 2 * first:2 * chunks] = np.ascontiguousarray(moved.numpy()).view(np.uint8)[:, :2 * (chunks - first)]
 
 
-def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor | list[torch.Tensor], forms: list[ChunkForms],
+def bernoulli_bits(ctx: MpcContext, tops: list[torch.Tensor], forms: list[ChunkForms],
                    rights: torch.Tensor, bits: int, *, label: str) -> torch.Tensor:
     """XOR shares (bit 0) of [V < TH] for V = W ⊕ TH, W uniform ``bits``-bit words given by the one-hots of their
-    4-bit chunks (:func:`coin_uniform`; bits <= 62) or their tops (the list :func:`coin_tops` gives, emptied here),
+    4-bit chunks, read as their tops (the list [T1, zero flags] :func:`coin_tops` gives, emptied here; bits <= 62),
     and thresholds TH <= 2^bits (TH = 2^bits: always 1) given by their :class:`~mpcdp.mpc.chunk_forms.ChunkForms`:
     for TH < 2^bits, V is uniform whatever TH is, so each bit is 1 with probability TH/2^bits. The elements are
     len(forms) blocks of equal size, block b's thresholds described by forms[b] and its right operands (``rights``,
@@ -250,7 +250,7 @@ def bernoulli_bits(ctx: MpcContext, chunk_hots: torch.Tensor | list[torch.Tensor
         raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
-    t1, zero = _tops(ctx, chunk_hots) if isinstance(chunk_hots, torch.Tensor) else (chunk_hots.pop(0), chunk_hots.pop(0))
+    t1, zero = tops.pop(0), tops.pop(0)
     flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
     del zero  # here and below: each intermediate freed once read (a lower peak of memory)
     f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
