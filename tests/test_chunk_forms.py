@@ -125,7 +125,7 @@ def _mapped(table: tuple[int, ...], bits: int) -> int:
     return out
 
 
-@pytest.mark.parametrize("low, width, bits", [(dg.WORD - dg.F, dg.LOW_BITS, dg.WORD), (8, 8, 62), (3, 57, 62),
+@pytest.mark.parametrize("low, width, bits", [(dg.WORD - dg.F + dg.LOW_DROP, dg.LOW_BITS - dg.LOW_DROP, dg.WORD), (8, 8, 62), (3, 57, 62),
                                               (50, 11, 61), (0, 1, 62)])
 def test_the_callers_bits_forms_give_every_bit_with_one_and_fewer_per_whole_chunk(low, width, bits):
     """Thresholds x·2^low for the caller's shared bits x (the sampler's low bits' factor first): every
@@ -168,7 +168,7 @@ def test_the_circuit_decides_as_the_rule_with_w_s_top_bit_in_every_chunk_the_dea
 
     groups = (gf.FIRST_GROUP, *gf.OTHER_GROUPS)
     forms = [*gf.factor_forms((gf.FIRST_GROUP,), low=False), *gf.factor_forms(gf.OTHER_GROUPS, low=True)]
-    assert {form.first_chunk for form in forms} >= {0, 1, 2}  # dead chunks in several factors
+    assert {form.first_chunk for form in forms} == {1, 3, 4, 5}  # dead chunks in every factor, at four depths
     rng = random.Random(44)
     tops = [None] + list(range(dg.WORD))
     per = 4 * len(tops)
@@ -177,14 +177,14 @@ def test_the_circuit_decides_as_the_rule_with_w_s_top_bit_in_every_chunk_the_dea
     tables = [gf._window_of(gf.FIRST_GROUP, gf.group_windows((gf.FIRST_GROUP,)))[1]] + [
         gf._window_of(g, gf.group_windows(gf.OTHER_GROUPS))[1] for g in gf.OTHER_GROUPS]  # by the window's value
     entries = torch.tensor([rng.randrange(len(tables[b])) for b in range(len(groups)) for _ in range(per)] + [0] * per)
-    lows = torch.tensor([0] * (len(groups) * per) + [rng.getrandbits(dg.LOW_BITS) for _ in range(per)])
+    lows = torch.tensor([0] * (len(groups) * per) + [rng.getrandbits(dg.LOW_BITS - dg.LOW_DROP) for _ in range(per)])
     results = run_parties(crafted_bernoulli, MpcConfig(parties=3, provider=provider, timeout_s=120.0),
                           args=(words, entries, lows))
     expected = []
     for b in range(len(forms)):
         rows = slice(b * per, (b + 1) * per)
         th = (np.array([int(tables[b][e]) for e in entries[rows]], dtype=np.int64) if b < len(groups)
-              else lows[rows].numpy() << (dg.WORD - dg.F))
+              else lows[rows].numpy() << (dg.WORD - dg.F + dg.LOW_DROP))
         expected.append(dg.below(words[rows].numpy(), th, dg.WORD))
     for opened in results:
         assert np.array_equal(opened.numpy().astype(bool), np.concatenate(expected))

@@ -67,7 +67,7 @@ def test_each_mechanisms_certificate_is_stamped_with_its_id():
                                  parties=3, choice=NoiseChoice(mode))
         assert noise.certificate.pieces["mechanism"] == record.id
         assert noise.certificate.epsilon <= 3.0
-    assert MECHANISMS["distributed"].id.startswith("ddgauss-grid/1") and MECHANISMS["dgauss"].id.startswith("dgauss-grid/1")
+    assert MECHANISMS["distributed"].id.startswith("ddgauss-grid/3") and MECHANISMS["dgauss"].id.startswith("dgauss-grid/3")
 
 
 def test_comparison_samplers_are_not_for_training():

@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/4.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/5.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -46,7 +46,7 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
      top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
-     window, the low factor [V_low < T_low] over T_low's 32 bits (as dg-auth/1, all in the bit domain);
+     window, the low factor [V_low < T'_low] over T_low's 21 bits from 2^-42 (all in the bit domain);
      accept = AND of the other six factors, NOT the low factor and T's bits 59..61 all 0 (9 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
@@ -64,10 +64,10 @@ candidates' bits, which alone set the rest of the count. The view audit (``mpcdp
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products
-(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 207 full
-(muxes 166, the low factor 32, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
-pass rate: 204 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛ bytes
-dealt each) per candidate, 611 ANDs (dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
+(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 196 full
+(muxes 166, the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
+pass rate: 197 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛ bytes
+dealt each) per candidate, 604 ANDs (dg-auth/4: 611; dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
 dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per survivor (6 bytes
 each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) +
 1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
@@ -93,7 +93,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/4: bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/5: the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -297,7 +297,7 @@ def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]
     tops = _top_one_hots(A, [fields.pop(f"v{g}") for g in others] + [fields.pop("v_low")])
     jobs = [(_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]),
              _factor_entries(A, top, dg.group_thresholds()[g])) for g, top in zip(others, tops)]
-    (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], 0, dg.LOW_BITS), _columns(A, t, 0, dg.LOW_BITS))])
+    (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], dg.LOW_DROP, dg.LOW_BITS), _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
     factors = mux_levels(A, jobs)
     cut = [not_bit(A, _column(A, t, i)) for i in range(dg.F + 6, dg.WORD)]
     return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])

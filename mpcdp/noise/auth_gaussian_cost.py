@@ -1,4 +1,4 @@
-"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/4): its
+"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/5): its
 bit-domain products per candidate and per survivor, full and half, counted by running its stages on plaintext,
 and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too).
 Nothing here runs under MPC or sees a share."""

@@ -18,15 +18,19 @@ Sampler, per candidate (every step an integer operation; the randomness is XOR-c
      M = max_j ρ(min |P_j|)/c_j. So the proposal density times e^(−λ_j) is the same constant 1/M on every piece.
   4. Accept iff T < 64·2^F and every Bernoulli factor of exp(−T/2^F) is 1; the two groups that read t's
      bits 32 and 16 have threshold 0 for t >= 48, so the support is t < 48 − λ_j, |n| below ≈ 9.8σ. The bits of T are cut into groups. Group g reads a_g = (T >> lo_g) mod 2^(w_g) and
-     passes iff V_g < TH_g[a_g], TH_g[a] = round(2^62·exp(−a·2^(lo_g − F)/root_g)), V_g = W_g ⊕ TH_g[a_g]
-     with W_g a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes).
-     The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T_low, V_low = W_low ⊕ T_low with W_low uniform
-     on [0, 2^F). That has probability 1 − T_low/2^F, within a factor e^(2^-43) of exp(−T_low/2^F).
+     passes iff V_g < TH_g[a_g], TH_g[a] ≈ 2^62·exp(−a·2^(lo_g − F)/root_g) rounded to a multiple of 2^d_g
+     (within 2^-42; the literal constants of :mod:`mpcdp.noise.dg_thresholds`), V_g = W_g ⊕ TH_g[a_g] with W_g
+     a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes). The two groups on
+     t's bits 16 and 32 (:data:`PAIR`) are rounded together: their product is within 2^-45 of 2^124·e^(−16a).
+     The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T'_low, T'_low = T_low with its bits below 2^-42
+     (:data:`LOW_DROP`) cleared, V_low = W_low ⊕ T'_low with W_low uniform on [0, 2^F). That has probability
+     1 − T'_low/2^F, within a factor e^(2^-42 + 2^-43) of exp(−T_low/2^F).
      (V = W ⊕ TH lets the MPC read the comparison off the top set bit of W: :func:`below`.)
 
-Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 32·2^F] · Π_g TH_g[a_g]/2^62 · (1 − T_low/2^F).
+Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 48·2^F] · Π_g TH_g[a_g]/2^62 · (1 − T'_low/2^F).
 Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`DiscreteGaussianPlan.eta_dg`,
-rigorous) sums the rounding of each threshold, of each Λ_j and the low-bit approximation, and is about 1e-12.
+rigorous) sums the rounding of each threshold (the pair's product per window value), of each Λ_j and the
+low-bit approximation, and is about 2.2e-12 (1e-12 before the thresholds were rounded to 2^-42).
 Every n in S has positive mass: no holes. Outside S the mass is 0, and the target mass there is the
 truncation (:attr:`DiscreteGaussianPlan.truncated_mass`, ≈ 1e-15).
 
@@ -49,6 +53,7 @@ import secrets
 import numpy as np
 
 from mpcdp.errors import ConfigError
+from mpcdp.noise.dg_thresholds import THRESHOLDS
 from mpcdp.validation import check_number
 
 F = 53  # fractional bits of t = T / 2^F
@@ -57,44 +62,52 @@ LOW_CUT = 21  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t
 PIECES = 5
 INDEX_BITS = 6  # the piece index is a 6-bit uniform: Q_j/64
 CUT = 48  # reject t >= 48 (|n| >= 9.8σ)
-# Bit groups of T as (low bit, width, root): group g passes with probability exp(−a·2^(low−F)/root). t's bits
-# 32 and 16 are read twice with square-root factors (keeps every threshold above 2^-24 of 2^62), and their
-# value 3 (t >= 48) gets threshold 0: the cut. Then bits 8..4, 2..1/16 and fractional groups down to 2^-21.
+# Bit groups of T as (low bit, width, root): group g passes with probability ≈ exp(−a·2^(low−F)/root). t's bits
+# 32 and 16 are read twice by a pair of factors whose product is e^(−16a) (keeps every threshold above 2^-25 of
+# 2^62), and their value 3 (t >= 48) gets threshold 0: the cut. Then bits 8..4, 2..1/16 and fractional groups
+# down to 2^-21. The thresholds are literal constants (:mod:`mpcdp.noise.dg_thresholds`).
 GROUPS = ((F + 4, 2, 2), (F + 4, 2, 2), (F + 2, 2, 1), (F - 4, 6, 1), (F - 10, 6, 1), (F - 16, 6, 1),
           (F - LOW_CUT, 5, 1))
+PAIR = (0, 1)  # the groups on t's bits 16 and 32: rounded together, only their product approximates e^(−16a)
 ABOVE = 62 - (F + 6)  # T's bits from t = 64 up to bit 61: all must be 0
 LOW_BITS = F - LOW_CUT  # T's bits below the last group
+LOW_DROP = F - 42  # T's bits below 2^-42, which the low factor ignores (error <= 2^-42)
+LOW_MASK = ((1 << LOW_BITS) - 1) ^ ((1 << LOW_DROP) - 1)  # T'_low = T & LOW_MASK
 SIGMA_MIN, SIGMA_MAX = 16.0, float(2**22)
 RADIUS_SIGMAS = math.sqrt(2 * CUT)  # candidates reach at least √(2·48)·σ = 9.8σ, where the cut starts
 
 
-def _thresholds(low: int, width: int, root: int) -> np.ndarray:
-    values = []
-    for a in range(1 << width):
-        t = a * 2.0 ** (low - F)
-        values.append(0 if t >= CUT else int(round(math.exp(-t / root) * 2**WORD)))
-        if t < CUT and values[-1] < 1:  # a zero threshold inside the support would be a hole
-            raise AssertionError(f"group at bit {low}: threshold {a} rounds to 0")
-    return np.array(values, dtype=np.int64)
-
-
 @functools.lru_cache(maxsize=None)
 def group_thresholds() -> tuple[np.ndarray, ...]:
-    """TH_g for every group: the public 62-bit thresholds of the Bernoulli factors."""
-    return tuple(_thresholds(*group) for group in GROUPS)
+    """TH_g for every group: the public 62-bit thresholds of the Bernoulli factors (:mod:`mpcdp.noise.dg_thresholds`)."""
+    return tuple(np.array([unit << shift for unit in units], dtype=np.int64) for shift, units in THRESHOLDS)
+
+
+def _ideal(g: int, a: int) -> float:
+    """2^62·exp(−t/root_g) at group g's window value a (float64: relative error a few 2^-53)."""
+    low, _, root = GROUPS[g]
+    return math.exp(-a * 2.0 ** (low - F) / root) * 2**WORD
+
+
+def pair_error() -> float:
+    """max_a |ln(TH_A[a]·TH_B[a] / (2^124·exp(−a·2^(lo − F))))| over the pair's nonzero entries (A, B = :data:`PAIR`):
+    the two factors read the same window value, so only their product is the rule's."""
+    first, second = (group_thresholds()[g].tolist() for g in PAIR)
+    worst = 0.0
+    for a, (x, y) in enumerate(zip(first, second)):
+        if x and y:
+            worst = max(worst, abs(math.log(x * y / (_ideal(PAIR[0], a) * _ideal(PAIR[1], a)))))
+    return worst
 
 
 @functools.lru_cache(maxsize=None)
 def _threshold_error() -> float:
-    """Σ_g max_a |ln(TH_g[a] / (2^62·exp(−a·2^(lo−F)/root)))| over the support's entries (float64)."""
-    total = 0.0
-    for (low, width, root), table in zip(GROUPS, group_thresholds()):
-        worst = 0.0
-        for a, th in enumerate(table.tolist()):
-            if th:
-                ideal = math.exp(-a * 2.0 ** (low - F) / root) * 2**WORD
-                worst = max(worst, abs(math.log(th / ideal)))
-        total += worst
+    """Σ_g max_a |ln(TH_g[a] / (2^62·exp(−a·2^(lo−F)/root)))| over the support's entries, the :data:`PAIR` scored
+    together per window value (:func:`pair_error`), plus 2^-50 per term for float64's own error."""
+    total = pair_error() + 2.0**-50
+    for g, table in enumerate(group_thresholds()):
+        if g not in PAIR:
+            total += max(abs(math.log(th / _ideal(g, a))) for a, th in enumerate(table.tolist()) if th) + 2.0**-50
     return total
 
 
@@ -144,12 +157,13 @@ class DiscreteGaussianPlan:
     def eta_dg(self) -> float:
         """Bound on |ln(P̃(n)/D_σ(n|S))| over the support S, D_σ(·|S) the target restricted to S.
 
-        Sources: thresholds rounded to 2^-62 (each group's worst case), Λ_j rounded to 2^-F (plus the float
-        error of λ_j), and the low bits' 1 − x for e^(−x) (x < 2^-21: relative error <= x²/2 + x³). Twice
-        the pointwise bound covers the normalisation.
+        Sources: thresholds rounded to multiples of 2^d (each group's worst case, within 2^-42; the pair's
+        product per window value), Λ_j rounded to 2^-F (plus the float error of λ_j), and the low bits' 1 − x'
+        for e^(−x) (x < 2^-21: relative error <= x²/2 + x³; x − x' < 2^-42 from the dropped bits, at most
+        2^-42/(1 − 2^-21) more). Twice the pointwise bound covers the normalisation: about 3.8e-12.
         """
         lam_error = max(abs(L / 2**F - lam) for L, lam in zip(self.Lambda, self.lam)) + 64 * 2.0**-52
-        low = 2.0 ** (-2 * LOW_CUT - 1) + 2.0 ** (-3 * LOW_CUT)
+        low = 2.0 ** (-2 * LOW_CUT - 1) + 2.0 ** (-3 * LOW_CUT) + 2.0 ** (LOW_DROP - F) / (1 - 2.0**-LOW_CUT)
         return 2 * (_threshold_error() + lam_error + low)
 
     @property
@@ -230,7 +244,7 @@ class DiscreteGaussianSampler:
     """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
     :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
 
-    name: str = "discrete Gaussian (5 pieces, 7 bit groups, cut t >= 48)"
+    name: str = "discrete Gaussian (5 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
 
     def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
         return plan_for(sigma_units)
@@ -299,7 +313,7 @@ def accept(plan: DiscreteGaussianPlan, T: np.ndarray, fields: dict[str, np.ndarr
     ok = T < (1 << (F + 6))
     for g, ((low, width, _), table) in enumerate(zip(GROUPS, group_thresholds())):
         ok &= below(fields[f"v{g}"], table[(T >> low) & ((1 << width) - 1)], WORD)
-    ok &= ~below(fields["v_low"], T & ((1 << LOW_BITS) - 1), F)
+    ok &= ~below(fields["v_low"], T & LOW_MASK, F)
     return ok
 
 
@@ -427,7 +441,7 @@ def _piece_log_weights(plan: DiscreteGaussianPlan, n: np.ndarray, j: int, log_c:
     log_w = np.full(n.size, log_c)
     for (low, width, _), table in zip(GROUPS, tables):
         log_w += table[(T >> low) & ((1 << width) - 1)]
-    log_w += np.log1p(-(T & ((1 << LOW_BITS) - 1)).astype(np.float64) / 2.0**F)
+    log_w += np.log1p(-(T & LOW_MASK).astype(np.float64) / 2.0**F)
     return log_w
 
 

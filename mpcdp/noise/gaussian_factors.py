@@ -65,9 +65,10 @@ def _circuit_passes(ctx: MpcContext, t_bits: torch.Tensor, coin: KeyedStream, gr
     one-hot, and each group's right operand is a local selection from its table's forms (:func:`factor_forms`).
     Each factor's uniform W is a dealt word XOR the committee's coin
     (:func:`~mpcdp.mpc.bernoulli.coin_uniform`), and the factors are batched in one
-    :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T_low at 2^-F is the complement of
-    [W ⊕ TH < TH] for TH = T_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
-    plaintext rule for v_low = W >> (62 − F); its right operand is a linear map of T_low's bits."""
+    :func:`~mpcdp.mpc.bernoulli.bernoulli_bits`. The low bits: V_low >= T'_low at 2^-F is the complement of
+    [W ⊕ TH < TH] for TH = T'_low·2^(62−F) and 62-bit W: the same probability, and the same decision as the
+    plaintext rule for v_low = W >> (62 − F); its right operand is a linear map of T'_low's bits (T_low's bits
+    from :data:`~mpcdp.noise.discrete_gaussian.LOW_DROP` up)."""
     n, forms = t_bits.numel(), factor_forms(groups, low=low)
     names = [f"v{g}" for g in groups] + (["v_low"] if low else [])
     rights = _right_operands(ctx, t_bits, groups, forms, low=low, label=label)
@@ -101,20 +102,20 @@ def _right_operands(ctx: MpcContext, t_bits: torch.Tensor, groups: tuple[int, ..
     for b, (g, form) in enumerate(zip(groups, forms)):
         rights[b * n:(b + 1) * n] = binary.select(ctx, onehots[:, _window_of(g, windows)[0]], form.right, 64)
     if low:
-        rights[len(groups) * n:] = binary.select(ctx, t_bits & ((1 << dg.LOW_BITS) - 1), forms[-1].right, 64)
+        rights[len(groups) * n:] = binary.select(ctx, (t_bits & dg.LOW_MASK) >> dg.LOW_DROP, forms[-1].right, 64)
     return rights
 
 
 def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.ChunkForms]:
     """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the forms its q_k are
     computed by (:mod:`mpcdp.mpc.chunk_forms`): a group's table by the value of its window in
-    :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T_low·2^(62−F)
-    by T_low's bits. 149 ANDs per survivor for the six other groups instead of the 259 bits their tables can
-    have set, 43 instead of 58 for the first factor, 25 instead of 32 for the low bits."""
+    :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T'_low·2^(62−F)
+    by T'_low's bits (T_low's from :data:`~mpcdp.noise.discrete_gaussian.LOW_DROP` up). 113 ANDs per survivor for the six other groups instead of the 197 bits their tables can
+    have set, 35 instead of 47 for the first factor, 16 instead of 21 for the low bits."""
     windows = group_windows(groups)
     forms = [chunk_forms.table_forms(_window_of(g, windows)[1], dg.WORD) for g in groups]
     if low:
-        forms.append(chunk_forms.bit_forms(dg.WORD - dg.F, dg.LOW_BITS, dg.WORD))
+        forms.append(chunk_forms.bit_forms(dg.WORD - dg.F + dg.LOW_DROP, dg.LOW_BITS - dg.LOW_DROP, dg.WORD))
     return forms
 
 
@@ -140,7 +141,7 @@ def table_spec(groups: tuple[int, ...], *, low: bool, above: bool) -> tuple[list
     for lo, width, table in reads:
         index = next(i for i, (w_lo, w_width) in enumerate(windows) if w_lo <= lo and lo + width <= w_lo + w_width)
         factors.append([index, lo - windows[index][0], width, table])
-    bit_factors = [[0, dg.LOW_BITS, dg.WORD - dg.F]] if low else []
+    bit_factors = [[dg.LOW_DROP, dg.LOW_BITS - dg.LOW_DROP, dg.WORD - dg.F + dg.LOW_DROP]] if low else []
     return [tuple(w) for w in windows], factors, bit_factors
 
 

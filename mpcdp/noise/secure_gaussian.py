@@ -79,11 +79,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
      W's top in each chunk is a bilinear form of two one-hots (the chunk's top bit and the window's value),
      evaluated by a least-rank GF(2) factorisation of each table's chunk (:mod:`mpcdp.mpc.chunk_forms`,
-     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 174 ANDs per survivor for the 7 factors (149 for
-     the six groups, whose entries can have 259 bits set, and 25 for the low bits' 32; dg-mpc/8 ANDed 291
-     bits), packed one after another across 64 survivors at a time, ≈ 2.72 words per survivor (the first
-     factor's 43 instead of 58: ≈ 0.67 words per candidate); the picks only on the chunks and super-chunks
-     whose bit can be nonzero (90 and 27 bits per survivor instead of 112 and 28). W's chunks below a factor's lowest threshold bit
+     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 129 ANDs per survivor for the 7 factors (113 for
+     the six groups, whose entries can have 197 bits set, and 16 for the low bits' 21; dg-mpc/11 ANDed 174, dg-mpc/8
+     291 bits), packed one after another across 64 survivors at a time, ≈ 2.02 words per survivor (the first
+     factor's 35 instead of 47: ≈ 0.55 words per candidate); the picks only on the chunks and super-chunks
+     whose bit can be nonzero (69 and 21 bits per survivor instead of 112 and 28). The thresholds are
+     multiples of 2^d (d = 15 for the first factor, 6 to 21 for the others, :mod:`mpcdp.noise.dg_thresholds`),
+     so most factors' low chunks are dead. W's chunks below a factor's lowest threshold bit
      (:attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`) get no one-hot
      (:func:`~mpcdp.mpc.bernoulli.coin_uniform`; the decision is the same, tests/test_chunk_forms.py), and every
      rotation pair's one-hots come in only the bytes their windows use
@@ -96,12 +98,12 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
 exchanges among the members (32 and 64 bytes each way) and 27 + (k+5) communication steps with the dealer
-(≈ 15.7n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 16.7n, its
+(≈ 13.9n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 14.9n, its
 replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
-as do each factor stage's coin_uniform and the ripple's bounded masks: 29 requests. Under honest-majority
-the 17 + (k+5) multiplication steps (≈ 13.0n) are resharings, one round each and one word per element per
-member, the other 11 (≈ 3.7n) openings, and 12 requests for material remain (one-hot words ≈ 11.25n +
-40.75s, bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+as do each factor stage's coin_uniform and the ripple's bounded masks: 30 requests. Under honest-majority
+the 17 + (k+5) multiplication steps (≈ 11.2n) are resharings, one round each and one word per element per
+member, the other 11 (≈ 3.7n) openings, and 13 requests for material remain (one-hot words ≈ 10.75n +
+35.5s, bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -127,7 +129,8 @@ MEMBER_FIELDS = ("index", "point", "sign")
 Bernoulli factors' uniform words are dealt words XOR the committee's coin instead."""
 
 
-CIRCUIT = ("dg-mpc/11: noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+CIRCUIT = ("dg-mpc/12: dgauss-grid/3's thresholds (multiples of 2^d) and low factor (T's bits from 2^-42), "
+           "noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
@@ -384,12 +387,12 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
     the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
-    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(43/64)n for the first factor and ≈ 2·(174/64)s for the
+    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(35/64)n for the first factor and ≈ 2·(129/64)s for the
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
-    super-chunks whose bit can be nonzero, ≈ 2·(15/64)n and 2·(4/64)n, ≈ 2·(90/64)s and 2·(27/64)s), and 4
+    super-chunks whose bit can be nonzero, ≈ 2·(13/64)n and 2·(4/64)n, ≈ 2·(69/64)s and 2·(21/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
-    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 15.7n elements at k = 16 (replicated: 28 +
-    (k+5), ≈ 16.7n), 16 + (k+5) of them (≈ 12.0n; replicated 17 + (k+5), ≈ 13.0n) multiplications.
+    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 13.9n elements at k = 16 (replicated: 28 +
+    (k+5), ≈ 14.9n), 16 + (k+5) of them (≈ 10.2n; replicated 17 + (k+5), ≈ 11.2n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
@@ -400,8 +403,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 6s),
-    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.875n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 7s),
+    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.375n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 4n,
     5n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
