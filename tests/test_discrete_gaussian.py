@@ -254,7 +254,7 @@ def test_the_mpc_sampler_makes_exactly_the_plaintext_decisions(secure_pass):
     for r in results:
         assert np.array_equal(r["values"].numpy(), values)
         assert np.array_equal(r["accepted"].numpy(), decisions)
-    assert 0.55 < decisions.mean() < 0.7
+    assert abs(decisions.mean() - plan.acceptance) < 5 * np.sqrt(0.25 / decisions.size)  # 5 standard errors: α < 1e-6
     uniform = np.concatenate([w.numpy() for w in results[0]["uniform"].values()])
     assert 0 <= uniform.min() and uniform.max() < 2**dg.WORD and uniform.max() >= 2**(dg.WORD - 4)
 
@@ -367,7 +367,7 @@ def test_the_planted_leaks_tables_are_the_plaintext_rule(planted_pass):
     for party in results:
         assert np.array_equal(party["values"].numpy(), values)
         assert np.array_equal(party["accepted"].numpy(), decisions)
-    assert 0.55 < decisions.mean() < 0.7
+    assert abs(decisions.mean() - plan.acceptance) < 5 * np.sqrt(0.25 / decisions.size)  # 5 standard errors: α < 1e-6
     assert len(pvalues) == 5 and min(pvalues) > 2e-6, pvalues
 
 
@@ -414,7 +414,8 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
 @pytest.mark.parametrize("sigma", [40.0, 445.3, 5000.0])
 def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estimated(sigma):
     """Exact, by enumerating every candidate value: the first factor's pass probability over the acceptance is
-    within 2% of :data:`SURVIVAL_OVER_ACCEPTANCE` (what cost estimates use), and it makes most rejections."""
+    within 2% of :data:`SURVIVAL_OVER_ACCEPTANCE` (what cost estimates use), and it makes most rejections (over
+    80%)."""
     from mpcdp.noise.gaussian_factors import FIRST_GROUP
     from mpcdp.noise.secure_gaussian import SURVIVAL_OVER_ACCEPTANCE
 
@@ -427,4 +428,4 @@ def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estima
     first = float((proposal * table[(dg.exponent(plan, n, piece) >> low) & ((1 << width) - 1)]).sum())
     acceptance = dg.exact_acceptance(plan)
     assert abs(first / acceptance / SURVIVAL_OVER_ACCEPTANCE - 1) < 0.02
-    assert (1 - first) > 0.85 * (1 - acceptance)
+    assert (1 - first) > 0.8 * (1 - acceptance)  # 85–91% of the rejections at σ = 16..7e4

@@ -88,7 +88,7 @@ def test_the_estimate_counts_the_dealers_packed_b2a_reply_by_its_words():
     plan = dg.plan_for(445.3)
     ops = declared_cost([3000], plan, survivors=[2000]).ops
     rows, words = WordBits.reply_shape(3000, dg.PIECES - 1, b2a_widths(plan)[1:])
-    mask_rows, mask_words = BoundedMaskSquares.reply_shape(3000, plan.k + 5, square_width(plan))
+    mask_rows, mask_words = BoundedMaskSquares.reply_shape(3000, plan.k + dg.WORD_EXTRA, square_width(plan))
     assert ops["b2a_reply_words"] == rows * words < ops["b2a_bits"] and ops["bounded_masks"] == 3000
     assert ops["bounded_reply_words"] == mask_rows * mask_words > 3000 and ops["square"] == 0
     assert dealt_elements(ops) == (sum(ops[k] for k in MATERIAL_OPS) - ops["b2a_bits"] + rows * words

@@ -209,7 +209,7 @@ def _release_p(role):
 def test_the_dealers_own_word_tables_are_found_and_a_clean_release_is_independent():
     """With the planted leak (dg-mpc/5's tables from the dealer's own words) at m = 3 the dealer is
     dependent: 480 calls at α = 5e-2, where the stated power (:func:`views.power`: the plaintext simulation's
-    shift 0.119 and spread 0.401 of the score, at α/3) is 1 − 5.8e-6 (300 calls at α = 1e-2, used before:
+    shift 0.118 and spread 0.390 of the score, at α/3) is 1 − 3.2e-6 (7 pieces; with 5: 0.119, 0.401, 1 − 5.8e-6; 300 calls at α = 1e-2, used before:
     0.9926, a missed leak in one correct CI run in 135). The members hold no factor word under the planted
     tables (there is no coin); their views are tested by the runs around this one.
 
@@ -261,7 +261,7 @@ def test_under_honest_majority_at_three_parties_every_view_is_independent():
 def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_path, capsys):
     """`mpcdp audit views --provider honest-majority --parties 4 --plant-leak 'party 1'`: factor words equal
     to the coin, which every member holds, so parties 0–2 are dependent, non-member 3 is not; exit 1. 200
-    calls at α = 5e-2: each member's stated power is 1 − 1.5e-6 (at α = 1e-3, used before: 1 − 3.4e-4);
+    calls at α = 5e-2: each member's stated power is 1 − 5.6e-6 (7 pieces; with 5: 1 − 1.5e-6; at α = 1e-3, used before: 1 − 3.4e-4);
     non-member 3's p is tested at NULL_ALPHA = 2e-6 instead of its verdict at α (a false alarm at 5e-2 would be
     one run in twenty). The entry point runs in this process (its exit status, stdout and --out are its
     logic; the parties are real processes, started as for every run here)."""

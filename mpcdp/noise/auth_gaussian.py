@@ -63,16 +63,16 @@ which candidates are accepted their values are i.i.d. draws of the target pmf, i
 candidates' bits, which alone set the rest of the count. The view audit (``mpcdp audit views --security
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
-Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products
-(the first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 196 full
-(muxes 166, the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 68%
-pass rate: 197 full products (2 bits opened, 18⅛ bytes dealt each) and 407 half products (1 bit opened, 12⅛ bytes
-dealt each) per candidate, 604 ANDs (dg-auth/4: 611; dg-auth/3: 673, all full); 11 products in Z_2^128 (4 words opened, 96 bytes
-dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per survivor (6 bytes
-each; dg-auth/3 dealt all 501 for every candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 5 + (k + 3) +
-1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every bit-domain
-element carries a MAC share dealt to one party (6 bytes), so even a half product costs 12⅛ bytes against the
-semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
+Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
+first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 196 full (muxes 166,
+the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 75% pass rate (7
+pieces): 210 full products (2 bits opened, 18⅛ bytes dealt each) and 435 half products (1 bit opened, 12⅛ bytes dealt
+each) per candidate, 644 ANDs (dg-auth/4: 611 at 68%; dg-auth/3: 673, all full); 15 products in Z_2^128 (4 words
+opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per
+survivor (6 bytes each; dg-auth/3 dealt 501 per candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 7 + (k
++ 4) + 1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every
+bit-domain element carries a MAC share dealt to one party (6 bytes), so even a half product costs 12⅛ bytes against
+the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/5: the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/5: the plan of 7 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -160,7 +160,7 @@ def _columns(A: Arith, x: Any, start: int, stop: int) -> Any:
 def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[Any, Any]:
     """(n, T) of every candidate from its field bits (steps 2–3): the index's one-hot in the bit domain, the
     piece indicators, the point's bits and the sign crossed into ``D.arith``."""
-    k, pieces, B = plan.k, dg.PIECES, D.bits
+    pieces, B = dg.PIECES, D.bits
     index = fields["index"]  # the parties': a dealt one-hot; plaintext bits: computed (2^w − 2 products)
     hot = index.one_hot(B) if isinstance(index, DealtHot) else one_hot(B, index)  # (n, 64)
     select = torch.zeros(1 << dg.INDEX_BITS, pieces, dtype=torch.int64)
@@ -169,18 +169,18 @@ def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any])
     point_bits = B.shape(fields["point"])[1]
     crossed = D.to_arith(B.cat([B.combine(hot, select), fields["point"], B.reshape(fields["sign"], n, 1)], 1))
     A = D.arith
-    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, 5): I_j
+    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, pieces): I_j
     point = A.take(crossed, (slice(None), slice(pieces, pieces + point_bits)))
-    widths = [k] + [k + j - 1 for j in range(1, pieces)]
-    powers = torch.zeros(k + 3, pieces, dtype=torch.int64)
+    widths = [(size // 2).bit_length() - 1 for size in plan.piece_sizes()]  # the point's bits in piece j
+    powers = torch.zeros(point_bits, pieces, dtype=torch.int64)
     for j, width in enumerate(widths):
         powers[:width, j] = 1 << torch.arange(width)
-    offsets = torch.tensor([0] + [1 << (k + j - 1) for j in range(1, pieces)], dtype=torch.int64)
+    offsets = torch.tensor([0] + plan.piece_starts()[1:], dtype=torch.int64)
     m = A.plus(A.combine(point, powers), offsets)  # M_j (j >= 1), P_0 (j = 0)
     sign = A.expand(A.take(crossed, (slice(None), slice(pieces + point_bits, pieces + point_bits + 1))), n, pieces)
     (signed,) = mul_batch(A, [(sign, m)])
     per_piece = A.add(A.add(m, A.scale(signed, torch.tensor([0] + [-2] * (pieces - 1)))),
-                      A.scale(sign, torch.tensor([-(1 << k)] + [-1] * (pieces - 1))))
+                      A.scale(sign, torch.tensor([-(plan.piece_sizes()[0] // 2)] + [-1] * (pieces - 1))))
     (chosen,) = mul_batch(A, [(indicators, per_piece)])
     value = A.total(chosen, 1)
     (square,) = mul_batch(A, [(value, value)])

@@ -10,10 +10,14 @@ Gaussian D_σ with σ² = 2^(F−1)/G: the requested σ rounded *up* to that gri
 σ <= 2^22.
 
 Sampler, per candidate (every step an integer operation; the randomness is XOR-combined from all parties):
-  1. Piece. A 6-bit uniform index picks piece j with probability Q_j/64 (public Q_j >= 1). P_0 = [−2^k, 2^k),
-     P_j = ±[2^(k+j−1), 2^(k+j)) for j = 1..4, with 2^(k+4) ∈ [9.8σ, 19.6σ). So the pieces tile
-     [−2^(k+4), 2^(k+4)), which covers the support.
-  2. Point. n is uniform on its piece: a sign bit and k+3 uniform bits give its two's complement (k+5 bits).
+  1. Piece. A 6-bit uniform index picks piece j with probability Q_j/64 (public Q_j >= 1). The pieces are
+     :data:`LAYOUT` in units of 2^k: P_0 = [−2^(k+1), 2^(k+1)), then ±[2, 3), ±[3, 4), ±[4, 6), ±[6, 8),
+     ±[8, 16), ±[16, 32) (times 2^k), with 2^(k+5) ∈ [9.8σ, 19.6σ). So the pieces tile [−2^(k+5), 2^(k+5)), which
+     covers the support; they are narrow from 1σ to 4σ, where ρ falls fastest, so the envelope hugs it:
+     acceptance 0.68–0.77 at the release grids' σ (dgauss-grid/1's five doubling pieces: 0.61–0.67).
+  2. Point. n is uniform on its piece: a sign bit and k+4 uniform bits give its two's complement (k+6 bits):
+     piece j >= 1 is +m or −m − 1 for m = start_j + (point mod width_j), each width a power of 2 dividing its
+     start.
   3. Exponent. T = n²·G + Λ_j, an exact integer < 2^62. Λ_j = ⌈λ_j·2^F⌉, λ_j = ln(M·c_j), c_j = Q_j/(64|P_j|),
      M = max_j ρ(min |P_j|)/c_j. So the proposal density times e^(−λ_j) is the same constant 1/M on every piece.
   4. Accept iff T < 64·2^F and every Bernoulli factor of exp(−T/2^F) is 1; the two groups that read t's
@@ -38,7 +42,7 @@ Against the rounded continuous Gaussian round(σ·Z), the reference of the accou
 (:mod:`mpcdp.accounting.grid`), the pmf ratio on S adds at most (64/σ² + 1/σ²)/24 + O(σ^-4)
 (:attr:`DiscreteGaussianPlan.eta_rounded`): the rounded Gaussian's pmf is φ integrated over one cell.
 
-Acceptance ≈ 0.6. The opened accept bits reveal nothing about accepted values: candidates are independent,
+Acceptance ≈ 0.74. The opened accept bits reveal nothing about accepted values: candidates are independent,
 and conditioned on acceptance a value has the target distribution. The same argument as for any rejection
 sampler.
 """
@@ -59,7 +63,17 @@ from mpcdp.validation import check_number
 F = 53  # fractional bits of t = T / 2^F
 WORD = 62  # bits of the uniform compared with a group's threshold
 LOW_CUT = 21  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t_low (error <= 2^-(2·LOW_CUT+1))
-PIECES = 5
+LAYOUT = ((0, 2), (2, 1), (3, 1), (4, 2), (6, 2), (8, 8), (16, 16))
+"""The pieces as (start, size) of |n| in units of 2^k: piece 0 is [−2^(k+1), 2^(k+1)); piece j >= 1 is
+±[start_j·2^k, (start_j + size_j)·2^k), each size a power of 2 dividing its start (so a value is its piece's
+start ⊕ the point's low bits). Narrow pieces where ρ falls fastest (2..8 units: about 1σ..4σ), wide ones
+where the mass is small: acceptance 0.68–0.77 (mean 0.74) at σ ∈ [2^20.5, 2^21.5] units against 0.61–0.67
+(mean 0.65) for dgauss-grid/1's five doubling pieces ((0, 2), (2, 2), (4, 4), (8, 8), (16, 16) in these units).
+The seventh piece costs a 6th dealt piece bit: one more bit column in the B2A's opening."""
+PIECES = len(LAYOUT)
+RADIUS_UNITS = LAYOUT[-1][0] + LAYOUT[-1][1]  # candidates lie in [−32·2^k, 32·2^k)
+POINT_EXTRA = LAYOUT[-1][1].bit_length() - 1  # the point has k + 4 bits (the widest piece's)
+WORD_EXTRA = RADIUS_UNITS.bit_length()  # n's two's complement word has k + 6 bits
 INDEX_BITS = 6  # the piece index is a 6-bit uniform: Q_j/64
 CUT = 48  # reject t >= 48 (|n| >= 9.8σ)
 # Bit groups of T as (low bit, width, root): group g passes with probability ≈ exp(−a·2^(low−F)/root). t's bits
@@ -117,7 +131,7 @@ class DiscreteGaussianPlan:
 
     sigma_requested: float
     G: int  # t = n²·G / 2^F
-    k: int  # piece 0 is [−2^k, 2^k)
+    k: int  # the layout's unit: piece 0 is [−2^(k+1), 2^(k+1))
     Q: tuple[int, ...]  # piece probabilities Q_j/64
     Lambda: tuple[int, ...]  # Λ_j at 2^-F
     lam: tuple[float, ...]  # λ_j (reals)
@@ -130,14 +144,15 @@ class DiscreteGaussianPlan:
     @property
     def radius(self) -> int:
         """Candidates lie in [−radius, radius)."""
-        return 1 << (self.k + 4)
+        return RADIUS_UNITS << self.k
 
     def piece_sizes(self) -> list[int]:
-        return [1 << (self.k + 1)] + [1 << (self.k + j) for j in range(1, PIECES)]
+        """Values in each piece (both signs)."""
+        return [(2 * size) << self.k for _, size in LAYOUT]
 
     def piece_starts(self) -> list[int]:
         """min |n| over each piece."""
-        return [0] + [1 << (self.k + j - 1) for j in range(1, PIECES)]
+        return [start << self.k for start, _ in LAYOUT]
 
     def index_table(self) -> np.ndarray:
         """Piece of each of the 64 index values (Q_j consecutive values for piece j)."""
@@ -220,9 +235,9 @@ def plan_for(sigma: float) -> DiscreteGaussianPlan:
     while 2.0 ** (F - 1) / G < sigma * sigma:  # σ must not come out below the request
         G -= 1
     s = math.sqrt(2 ** (F - 1) / G)
-    k = math.ceil(math.log2(s * RADIUS_SIGMAS / 16))
-    sizes = [1 << (k + 1)] + [1 << (k + j) for j in range(1, PIECES)]
-    starts = [0] + [1 << (k + j - 1) for j in range(1, PIECES)]
+    k = math.ceil(math.log2(s * RADIUS_SIGMAS / RADIUS_UNITS))
+    sizes = [(2 * size) << k for _, size in LAYOUT]
+    starts = [start << k for start, _ in LAYOUT]
     log_rho = [-(a * a * G) / 2**F for a in starts]
     # Greedy: each of the 64 units of probability to the piece whose envelope would otherwise be highest.
     Q = [1] * PIECES
@@ -233,10 +248,13 @@ def plan_for(sigma: float) -> DiscreteGaussianPlan:
     log_m = max(log_rho[j] - log_c[j] for j in range(PIECES))
     lam = tuple(log_m + log_c[j] for j in range(PIECES))
     Lambda = tuple(max(math.ceil(lam[j] * 2**F), -(starts[j] ** 2) * G) for j in range(PIECES))
-    top = (1 << (k + 4)) ** 2 * G + max(Lambda)
+    top = (RADIUS_UNITS << k) ** 2 * G + max(Lambda)
     if top >= 1 << 62:
         raise ConfigError(f"`sigma` {sigma!r}: the exponent would need {top.bit_length()} bits (limit 62)")
-    return DiscreteGaussianPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
+    plan = DiscreteGaussianPlan(float(sigma), int(G), int(k), tuple(Q), Lambda, lam)
+    if plan.support_edge < RADIUS_SIGMAS * plan.sigma - 1:  # every support reaches the cut (≈ 9.8σ)
+        raise AssertionError(f"sigma {sigma!r}: the support ends at {plan.support_edge}, before the cut")
+    return plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +262,7 @@ class DiscreteGaussianSampler:
     """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
     :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
 
-    name: str = "discrete Gaussian (5 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
+    name: str = "discrete Gaussian (7 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
 
     def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
         return plan_for(sigma_units)
@@ -274,7 +292,7 @@ RANDOM_FIELDS = ("index", "point", "sign", *(f"v{g}" for g in range(len(GROUPS))
 
 def field_bits(plan: DiscreteGaussianPlan) -> dict[str, int]:
     """Bits of each random field of a candidate."""
-    bits = {"index": INDEX_BITS, "point": plan.k + 3, "sign": 1, "v_low": F}
+    bits = {"index": INDEX_BITS, "point": plan.k + POINT_EXTRA, "sign": 1, "v_low": F}
     bits.update({f"v{g}": WORD for g in range(len(GROUPS))})
     return bits
 
@@ -294,12 +312,13 @@ def draw_fields(plan: DiscreteGaussianPlan, n: int, words, names: tuple[str, ...
 def candidate_values(plan: DiscreteGaussianPlan, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(n, piece) of each candidate from its combined random fields."""
     piece = plan.index_table()[fields["index"]]
-    k = plan.k
     point, negative = fields["point"], fields["sign"] == 1
-    low = point & ((1 << k) - 1)
-    magnitude = np.where(piece == 0, low, (point & ((np.int64(1) << (k + piece - 1)) - 1)) + (np.int64(1) << (k + piece - 1)))
-    # piece 0: two's complement of (sign, k low bits): [−2^k, 2^k); pieces >= 1: +m or −m − 1
-    n = np.where(piece == 0, np.where(negative, low - (1 << k), low), np.where(negative, -magnitude - 1, magnitude))
+    starts = np.asarray(plan.piece_starts(), dtype=np.int64)
+    masks = np.asarray([size // 2 - 1 for size in plan.piece_sizes()], dtype=np.int64)
+    magnitude = starts[piece] + (point & masks[piece])
+    half0 = plan.piece_sizes()[0] // 2
+    # piece 0: two's complement of (sign, its low bits): [−half0, half0); pieces >= 1: +m or −m − 1
+    n = np.where(piece == 0, np.where(negative, magnitude - half0, magnitude), np.where(negative, -magnitude - 1, magnitude))
     return n.astype(np.int64), piece
 
 
@@ -357,11 +376,10 @@ def sample_plain(plan: DiscreteGaussianPlan, count: int, *, words=None, seed: in
 
 def piece_of(plan: DiscreteGaussianPlan, n: np.ndarray) -> np.ndarray:
     """The piece each candidate value n ∈ [−radius, radius) belongs to."""
-    k = plan.k
     m = np.where(n < 0, -n - 1, n)  # magnitude in the piece layout (the negative side shifted by one)
-    _, exp = np.frexp(np.maximum(m, 1).astype(np.float64))  # m = f·2^exp, f ∈ [0.5, 1): ⌊log2 m⌋ = exp − 1
-    outer = exp.astype(np.int64) - 1 - k + 1
-    return np.where((n >= -(1 << k)) & (n < (1 << k)), 0, outer)
+    outer = np.searchsorted(np.asarray(plan.piece_starts(), dtype=np.int64), m, side="right") - 1
+    half0 = plan.piece_sizes()[0] // 2
+    return np.where((n >= -half0) & (n < half0), 0, outer)
 
 
 def exact_acceptance(plan: DiscreteGaussianPlan) -> float:
@@ -432,8 +450,8 @@ def support_spans(plan: DiscreteGaussianPlan) -> list[tuple[int, int, int]]:
 def _piece_bounds(plan: DiscreteGaussianPlan) -> list[tuple[int, int, int, int]]:
     """(j, begin, end, cut) per piece j: |n| in [begin, end) on the positive side (n = −m − 1, m in that range, on
     the negative), and cut the first |n| whose T = n²·G + Λ_j reaches CUT·2^F (exact integers)."""
-    return [(j, begin, 1 << (plan.k + j), _smallest_cut(plan.G, (CUT << F) - Lambda))
-            for j, (begin, Lambda) in enumerate(zip(plan.piece_starts(), plan.Lambda))]
+    return [(j, begin, begin + size // 2, _smallest_cut(plan.G, (CUT << F) - Lambda))
+            for j, (begin, size, Lambda) in enumerate(zip(plan.piece_starts(), plan.piece_sizes(), plan.Lambda))]
 
 
 def _piece_log_weights(plan: DiscreteGaussianPlan, n: np.ndarray, j: int, log_c: float, tables) -> np.ndarray:

@@ -41,24 +41,25 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
      communication); the members commit to and open the coin's key (4 + 8 words each way).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
-     to a word); piece indicators and the piece's base, mask and sign extension are local selections.
-  3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 4 bits per candidate need the AND (the
-     point's 3 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
-     one AND level, sixteen candidates to a word.
-  4. B2A of x = n + 2^(k+4) (n's word with its sign bit flipped, x < 2^(k+5)) by a ripple carry on a bounded
-     mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+5) dealt XOR- and additively shared with a carry
+     to a word); piece indicators and the piece's base, mask and sign extension are local selections (seven
+     pieces, :data:`~mpcdp.noise.discrete_gaussian.LAYOUT`).
+  3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 5 bits per candidate need the AND (the
+     point's 4 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
+     one AND level, twelve candidates to a word.
+  4. B2A of x = n + 2^(k+5) (n's word with its sign bit flipped, x < 2^(k+6)) by a ripple carry on a bounded
+     mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+6) dealt XOR- and additively shared with a carry
      bit ρ, y = x + r by c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a
-     word), k+5 rounds; then one opening of bit columns, k+10 words per 64 candidates: y mod 2^(k+5), the carry
-     out XOR ρ and I_1..I_4 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
-     bits that matter: the carry out mod 2^(59−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r +
-     2^(k+5)·carry and n = x − 2^(k+4), exact in Z_2^64. n² with no multiplication of its own (dg-mpc/11; before,
+     word), k+6 rounds; then one opening of bit columns, k+13 words per 64 candidates: y mod 2^(k+6), the carry
+     out XOR ρ and I_1..I_6 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
+     bits that matter: the carry out mod 2^(58−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r +
+     2^(k+6)·carry and n = x − 2^(k+5), exact in Z_2^64. n² with no multiplication of its own (dg-mpc/11; before,
      one Beaver square per candidate, an opening of n ring elements): the dealer also deals r² and ρ·r
-     (:class:`mpcdp.adapter.BoundedMaskSquares`), and x² = y² − 2y·r + r² + 2^(k+6)·(y·c − c·r) + 2^(2k+10)·c
+     (:class:`mpcdp.adapter.BoundedMaskSquares`), and x² = y² − 2y·r + r² + 2^(k+7)·(y·c − c·r) + 2^(2k+12)·c
      with c·r = ε·r + (1 − 2ε)·ρ·r (ε = carry ⊕ ρ, opened) is linear in them with public coefficients, needed
-     only mod 2^w, w = 62 − v for G = 2^v·odd (:func:`square_width`: r² mod 2^w, ρ·r mod 2^(w−k−6)); then
-     n² = x² − 2^(k+5)·x + 2^(2k+8). Under replicated arithmetic (honest-majority, parties 0–2) a square is one
+     only mod 2^w, w = 62 − v for G = 2^v·odd (:func:`square_width`: r² mod 2^w, ρ·r mod 2^(w−k−7)); then
+     n² = x² − 2^(k+6)·x + 2^(2k+10). Under replicated arithmetic (honest-majority, parties 0–2) a square is one
      resharing of a word per member, cheaper than generating the squares, so n² stays one replicated square.
-     T = n²·G + Λ_j (T < 2^62). dg-mpc/9 converted n's k+5 bits one by one, each bit i's share mod 2^(64−i)
+     T = n²·G + Λ_j (T < 2^62). dg-mpc/9 converted n's word's bits one by one, each bit i's share mod 2^(64−i)
      dealt: 1,353 bits per candidate at k = 16 against 347 in dg-mpc/10 (r, the ANDs, the five dealt bits),
      for k+5 more rounds.
   5. T to binary (:func:`mpcdp.mpc.binary.to_binary_by_chunks`): c = T − r opened, r a dealt ring element
@@ -97,13 +98,13 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
 both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
-exchanges among the members (32 and 64 bytes each way) and 27 + (k+5) communication steps with the dealer
-(≈ 13.9n ring elements or words at k = 16: n² opens nothing), 28 + (k+5) under honest-majority (≈ 14.9n, its
+exchanges among the members (32 and 64 bytes each way) and 27 + (k+6) communication steps with the dealer
+(≈ 14.0n ring elements or words at k = 15: n² opens nothing), 28 + (k+6) under honest-majority (≈ 15.0n, its
 replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
 as do each factor stage's coin_uniform and the ripple's bounded masks: 30 requests. Under honest-majority
-the 17 + (k+5) multiplication steps (≈ 11.2n) are resharings, one round each and one word per element per
+the 17 + (k+6) multiplication steps (≈ 11.2n) are resharings, one round each and one word per element per
 member, the other 11 (≈ 3.7n) openings, and 13 requests for material remain (one-hot words ≈ 10.75n +
-35.5s, bounded masks n, b2a_bits 5n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+35.5s, bounded masks n, b2a_bits 7n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -130,12 +131,12 @@ Bernoulli factors' uniform words are dealt words XOR the committee's coin instea
 
 
 CIRCUIT = ("dg-mpc/12: dgauss-grid/3's thresholds (multiples of 2^d) and low factor (T's bits from 2^-42), "
-           "noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+           "the plan of 7 pieces (narrow where ρ falls fastest), noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
            "picks only on chunks whose bit can be set, narrow neighbouring windows on one one-hot, the point's AND "
-           "on 4 bits, the candidate word made additive by a ripple carry on a bounded mask (one AND per bit on "
+           "on 5 bits, the candidate word made additive by a ripple carry on a bounded mask (one AND per bit on "
            "packed bit columns) with its carry out and the piece bits as dealt bits in one opening of bit columns, "
            "n² from the opened sum and dealt r², r·carry-bit with no opening (a replicated square among parties "
            "0-2 under honest-majority), packed "
@@ -159,57 +160,60 @@ def party_words(rng: np.random.Generator | None):
 
 
 def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """XOR shares of (the candidate's (k+5)-bit two's complement word, the piece indicator bits I_0..I_4 as
-    a (n, 5) tensor).
+    """XOR shares of (the candidate's (k+6)-bit two's complement word, the piece indicator bits I_0..I_6 as
+    a (n, 7) tensor).
 
     The index's one-hot comes from a rotation pair; each index value's piece j gives, by local selection,
-    the piece's base bit B_j, point mask M_j and sign extension E_j, and the word is
-    n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, k low bits); piece j >= 1
-    is +m or ~m = −m − 1 with m = 2^(k+j−1) + (point mod 2^(k+j−1)). Only 4 bits per candidate need an AND:
-    M's k low bits are 1 for every piece, so point AND M is the point's k low bits next to (its 3 high bits
-    AND M's); E's 5 high bits are 1 for every piece, so sign AND E is the sign there and sign AND [j >= 1] on
-    the k low bits. One AND level of one pair of 4-bit values, sixteen candidates to a word."""
-    k, width = plan.k, plan.k + 5
-    full, low_k = (1 << width) - 1, (1 << k) - 1
+    the piece's base bits B_j, point mask M_j and whether j >= 1, and the word is
+    n = B ⊕ (point AND M) ⊕ (sign AND E): piece 0 is the two's complement of (sign, its k+1 low bits); piece
+    j >= 1 is +m or ~m = −m − 1 with m = B_j + (point mod its width) (B_j a multiple of the width, so + is ⊕).
+    Only 5 bits per candidate need an AND: M's k low bits are 1 for every piece (the narrowest is 2^k wide),
+    so point AND M is the point's k low bits next to (its 4 high bits AND M's); E's bits from k+1 up are 1
+    for every piece, so sign AND E is the sign there and sign AND [j >= 1] on piece 0's k+1 low bits. One AND
+    level of one pair of 5-bit values, twelve candidates to a word."""
+    k, width = plan.k, plan.k + dg.WORD_EXTRA  # the layout's radius is 2^(WORD_EXTRA − 1) units
+    full, low_k, low_e = (1 << width) - 1, (1 << k) - 1, plan.piece_sizes()[0] // 2 - 1  # low_e: piece 0's bits
+    high_bits = (1 << dg.POINT_EXTRA) - 1
     onehot = binary.rotated_one_hots(ctx, fields["index"], [(0, dg.INDEX_BITS)], label="dg-piece")[:, 0]
     table = plan.index_table().tolist()
-    bases = [0] + [1 << (k + j - 1) for j in range(1, dg.PIECES)]
-    masks = [low_k] + [(1 << (k + j - 1)) - 1 for j in range(1, dg.PIECES)]
+    bases = [0] + plan.piece_starts()[1:]
+    masks = [size // 2 - 1 for size in plan.piece_sizes()]
     chosen, base, high_masks = binary.select_fields(ctx, onehot, [
         (tuple(1 << int(j) for j in table), dg.PIECES),  # bit j: I_j
         (tuple(bases[j] for j in table), width),
-        (tuple(((masks[j] >> k) & 7) | (int(j >= 1) << 3) for j in table), POINT_LANE)])  # bits 0-2: M's bits k..k+2; bit 3: [j >= 1]
+        (tuple(((masks[j] >> k) & high_bits) | (int(j >= 1) << dg.POINT_EXTRA) for j in table), POINT_LANE)])
     indicators = (chosen.unsqueeze(1) >> torch.arange(dg.PIECES)) & 1
     sign = fields["sign"] & 1
-    (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & 7) | (sign << 3), 1: high_masks}, [(0, 1)],
-                                  POINT_LANE, label="dg-point")
-    low = (fields["point"] & low_k) | ((anded & 7) << k)
-    high = (binary.broadcast(ctx, sign, 0) & (full ^ low_k)) | (binary.broadcast(ctx, anded, 3) & low_k)
+    (anded,) = binary.packed_ands(ctx, {0: ((fields["point"] >> k) & high_bits) | (sign << dg.POINT_EXTRA),
+                                        1: high_masks}, [(0, 1)], POINT_LANE, label="dg-point")
+    low = (fields["point"] & low_k) | ((anded & high_bits) << k)
+    high = (binary.broadcast(ctx, sign, 0) & (full ^ low_e)) | (binary.broadcast(ctx, anded, dg.POINT_EXTRA) & low_e)
     return (base ^ low ^ high) & full, indicators
 
 
-POINT_LANE = 4
-"""Bits per candidate in the point's packed AND (its 3 high bits and the sign): sixteen candidates to a word."""
+POINT_LANE = dg.POINT_EXTRA + 1
+"""Bits per candidate in the point's packed AND (its 4 high bits and the sign): twelve candidates to a word."""
 
 
 def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor, indicators: torch.Tensor):
     """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits.
 
-    x = n + 2^(k+4) (the word with its sign bit flipped: x < 2^(k+5)) becomes additive, exact in Z_2^64, by a
-    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_4 by dealt bits in the
-    same last opening (:func:`b2a_widths`); then n = x − 2^(k+4) and n² = x² − 2^(k+5)·x + 2^(2k+8), x² from the
+    x = n + 2^(k+5) (the word with its sign bit flipped: x < 2^(k+6)) becomes additive, exact in Z_2^64, by a
+    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_6 by dealt bits in the
+    same last opening (:func:`b2a_widths`); then n = x − 2^(k+5) and n² = x² − 2^(k+6)·x + 2^(2k+10), x² from the
     opened y and the dealt squares with Beaver multiplication (:func:`square_width`), or one replicated square
     of n among exactly parties 0–2; then T."""
     k, dealt = plan.k, ripple.squares_dealt(ctx)
-    flipped = ring.public_xor(ctx, word, 1 << (k + 4))
+    top = k + dg.WORD_EXTRA - 1  # n's sign bit
+    flipped = ring.public_xor(ctx, word, 1 << top)
     pieces = torch.zeros_like(word)
     for j in range(1, dg.PIECES):
         pieces = pieces | (indicators[:, j] << (j - 1))
-    lifted = ripple.b2a_by_ripple(ctx, flipped, k + 5, pieces, dg.PIECES - 1, b2a_widths(plan), label="dg-b2a",
+    lifted = ripple.b2a_by_ripple(ctx, flipped, top + 1, pieces, dg.PIECES - 1, b2a_widths(plan), label="dg-b2a",
                                   square_width=square_width(plan) if dealt else 0)
-    value = ring.public_add(ctx, lifted.value, -(1 << (k + 4)))
+    value = ring.public_add(ctx, lifted.value, -(1 << top))
     if lifted.square is not None:
-        square = ring.public_add(ctx, lifted.square - (lifted.value << (k + 5)), 1 << (2 * k + 8))
+        square = ring.public_add(ctx, lifted.square - (lifted.value << (top + 1)), 1 << (2 * top))
     else:
         products = ring.Products(ctx, word.numel(), 1, [(0, 0)], label="dg-square")
         products.open({0: value})
@@ -228,18 +232,18 @@ def square_width(plan: dg.DiscreteGaussianPlan) -> int:
 
 def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
     """The bits of each dealt-bit conversion's shares that matter (:func:`mpcdp.mpc.ripple.b2a_by_ripple`'s
-    ``widths``): the ripple's carry out (weight 2^(k+5) in n, which is kept exact in Z_2^64) mod 2^(64−k−5);
+    ``widths``): the ripple's carry out (weight 2^(k+6) in n, which is kept exact in Z_2^64) mod 2^(64−k−6);
     the piece bit I_j (times Λ_j − Λ_0 = 2^t·odd in T, which is read mod 2^62) mod 2^(62−t)."""
     def twos(x: int) -> int:
         return (x & -x).bit_length() - 1 if x else 62
 
-    return [64 - (plan.k + 5)] + [max(1, 62 - twos(int(plan.Lambda[j]) - int(plan.Lambda[0])))
+    return [64 - (plan.k + dg.WORD_EXTRA)] + [max(1, 62 - twos(int(plan.Lambda[j]) - int(plan.Lambda[0])))
                                   for j in range(1, dg.PIECES)]
 
 
 def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int, *, squares: bool = True) -> int:
-    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_4 with
-    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_4: the widths of
+    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_6 with
+    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_6: the widths of
     :func:`b2a_widths` packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a
     time (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
@@ -254,7 +258,7 @@ def bounded_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
     (:class:`mpcdp.adapter.BoundedMaskSquares`: r, the carry's bit, r² and ρ·r at their widths)."""
     from mpcdp.adapter.bounded_masks import BoundedMaskSquares
 
-    rows, words = BoundedMaskSquares.reply_shape(n, plan.k + 5, square_width(plan))
+    rows, words = BoundedMaskSquares.reply_shape(n, plan.k + dg.WORD_EXTRA, square_width(plan))
     return rows * words
 
 
@@ -333,7 +337,7 @@ def _pass_steps(plan: dg.DiscreteGaussianPlan, n: int, s: int, *, tables: bool, 
 
     point_words = -(-n // (64 // POINT_LANE))
     a2b_openings, a2b_ops, _ = binary.declared_cost_by_chunks(n, 62)
-    b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + 5, dg.PIECES - 1, squares=not replicated)
+    b2a_steps, b2a_ops, b2a_silent = ripple.declared_cost(n, plan.k + dg.WORD_EXTRA, dg.PIECES - 1, squares=not replicated)
     ops = collections.Counter({"and_words": point_words + a2b_ops["and_words"],
                                "one_hot_words": a2b_ops["one_hot_words"] + one_hot_reply_words(n, [(0, dg.INDEX_BITS)], 64),
                                "b2a_reply_words": b2a_reply_words(plan, n, squares=not replicated),
@@ -377,8 +381,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
 
     Per pass of n candidates and s survivors, with ⌈x⌉ the packed word counts, the communication steps in
     order are: (circuit only) the committed coin, two public exchanges among the members
-    (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/16⌉
-    (:data:`POINT_LANE`); the B2A's ripple, k+5 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+10)⌈n/64⌉
+    (:func:`~mpcdp.mpc.coin.coin_cost`: 32 then 64 bytes each way); piece index ⌈n/10⌉; point AND 2⌈n/12⌉
+    (:data:`POINT_LANE`); the B2A's ripple, k+6 ANDs of 2⌈n/64⌉, then its opening of bit columns (k+13)⌈n/64⌉
     (:func:`mpcdp.mpc.ripple.declared_cost`); (``replicated`` only) the square n; A2B (:func:`~mpcdp.mpc.binary.declared_cost_by_chunks`) mask n,
     then its 4 carry levels' 20, 14, 10 and 8 columns of ⌈n/64⌉ words (their material in one request) and n for
     the carries' AND (ANDs); the first factor's stage, its pass bits
@@ -391,8 +395,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(13/64)n and 2·(4/64)n, ≈ 2·(69/64)s and 2·(21/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
-    + (k+5) steps, ≈ 6.2n elements; as a circuit 27 + (k+5) steps, ≈ 13.9n elements at k = 16 (replicated: 28 +
-    (k+5), ≈ 14.9n), 16 + (k+5) of them (≈ 10.2n; replicated 17 + (k+5), ≈ 11.2n) multiplications.
+    + (k+6) steps, ≈ 6.2n elements; as a circuit 27 + (k+6) steps, ≈ 14.0n elements at k = 15 (replicated: 28 +
+    (k+6), ≈ 14.9n), 16 + (k+6) of them (≈ 10.2n; replicated 17 + (k+6), ≈ 11.2n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
@@ -401,13 +405,13 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     first chunk (:func:`~mpcdp.mpc.bernoulli.declared_cost_coin_uniform`). With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
-    an opening's 2) and needs no material. Operations: and_words ⌈n/16⌉ + (k+5)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
+    an opening's 2) and needs no material. Operations: and_words ⌈n/12⌉ + (k+6)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
     (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 7s),
     in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.375n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
-    with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 4n,
-    5n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
-    square n (``replicated`` only); random_bits (6 + (k+3) + 1)n
+    with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 6n,
+    7n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
+    square n (``replicated`` only); random_bits (6 + (k+4) + 1)n
     (what each member draws privately: :data:`MEMBER_FIELDS`). Star openings' kings rotate: the i-th has member
     i mod k as king (its bytes, :meth:`~mpcdp.transport.costs.DeclaredCost.bytes`).
     """
