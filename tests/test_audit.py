@@ -145,7 +145,8 @@ def test_b2a_openings_are_bit_columns_uniform_on_every_candidates_bits(audit):
 
 
 def test_packed_window_openings_are_uniform_on_their_lanes(audit):
-    """The one-hot windows open V ⊕ R on each value's own bits only, ⌊64/w⌋ values to a word: every opened
+    """The one-hot windows open V ⊕ R on each value's own bits only, ⌊64/w⌋ values to a word (the chunk flags
+    bit after bit, :mod:`mpcdp.mpc.chunk_flags`): every opened
     bit inside a lane is set with probability 1/2 (binomial test per bit, family-wise α = 1e-6), and the bits
     above the last lane are 0."""
     circuit = (("dg-first-group", 60), ("dg-rest-group", 54),

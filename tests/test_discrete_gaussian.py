@@ -300,15 +300,19 @@ def _table_frequencies_p(expected: list[tuple[float, int]], n: int) -> float:
     big = [(e, o) for e, o in expected if e >= 5]
     rest = (sum(e for e, _ in expected) - sum(e for e, _ in big), n - sum(o for _, o in big))
     tail = float(stats.binom.sf(rest[1] - 1, n, min(1.0, rest[0] / n)))
-    cells = big + [rest] if rest[0] >= 5 or not big else big[:-1] + [(big[-1][0] + rest[0], big[-1][1] + rest[1])]
+    if rest[0] >= 5 or not big:
+        cells = big + [rest]
+    else:  # pooled into the smallest cell expected at least 5 times
+        cells = big[:-1] + [(big[-1][0] + rest[0], big[-1][1] + rest[1])]
     chi = stats.chisquare([o for _, o in cells], [e for e, _ in cells]).pvalue if len(cells) > 1 else 1.0
     return min(1.0, 2 * min(float(chi), tail))
 
 
 def _looked_up(tables: np.ndarray, mask: np.ndarray, T: np.ndarray, spec, pvalues: list) -> np.ndarray:
     """The AND of the factors the dealt ``tables`` give for words T, after checking that each table, moved back
-    by its window of ``mask``, is one the plaintext rule makes (appending the p-value of their frequencies, :func:`_table_frequencies_p`)
-    and that each bit factor's one-hot and parity are consistent; a bit factor passes when NOT [V < TH]."""
+    by its window of ``mask``, is one the plaintext rule makes (appending the p-value of their frequencies,
+    :func:`_table_frequencies_p`) and that each bit factor's one-hot and parity are consistent; a bit factor
+    passes when NOT [V < TH]."""
     windows, factors, bit_factors = spec
     rows, passed, column = np.arange(T.size), np.ones(T.size, dtype=bool), 0
     for i, (lo, width) in enumerate(windows):
@@ -396,7 +400,8 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    assert r["material_requests"] == declared.dealer_requests == (14 if replicated else 28)  # the rest's coin: 3 runs of first chunks (4, 1, 5)
+    # the rest's coin and its flags' rotation: a request per run of first chunks (4, 1, 5) each
+    assert r["material_requests"] == declared.dealer_requests == (16 if replicated else 30)
     # the committed coin: two public exchanges among the members (commitments, then parts with nonces)
     assert [(label, n) for label, n, _ in r["coin"]] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
     assert declared.exchanges == [32, 64]

@@ -22,9 +22,11 @@ Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`
 :func:`declared_cost_coin_uniform`):
   coin_uniform    no opening; the dealt one-hots of the chunks each block reads (2^width bits each, packed);
                   1 dealer request per run of blocks that read the same chunks
-  bernoulli_bits  openings of ⌈n/4⌉ + ⌈n/16⌉ words (two rotations), 2·:func:`run_words` of the forms' ranks
-                  (one AND), then 2·run_words of the chunks and of the super-chunks whose bit can be
-                  nonzero (the picks); 5 dealer requests; n + ⌈n/4⌉ dealt one-hot words
+  bernoulli_bits  openings of the flags from each block's first chunk (chunks − first bits, packed bit after bit,
+                  :mod:`mpcdp.mpc.chunk_flags`) + ⌈n/16⌉ words (two rotations), 2·:func:`run_words` of the
+                  forms' ranks (one AND), then 2·run_words of the chunks and of the super-chunks whose bit can
+                  be nonzero (the picks); 4 dealer requests + 1 per run of blocks with the same first chunk;
+                  the flags' one-hots as dealt + ⌈n/4⌉ dealt one-hot words
   table_factors   (planted leak only) 1 opening of the windows' span, packed (⌈n/⌊64/span⌋⌉ words);
                   ⌈2^width/64⌉ dealt table words per window and one per bit factor; 1 dealer request
 """
@@ -43,12 +45,12 @@ if TYPE_CHECKING:
     from mpcdp import adapter
     from mpcdp.adapter.factor_tables import reply_words, table_words
     from mpcdp.adapter.lanes import parity, row_blocks
-from mpcdp.mpc import binary
+from mpcdp.mpc import binary, chunk_flags
 from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, rotated_one_hots
 from mpcdp.mpc.chunk_forms import ChunkForms
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
-from mpcdp.mpc.run_streams import gather_runs, pack_stream, spread_runs, stream_layout, unpack_stream
+from mpcdp.mpc.run_streams import pack_runs, run_words, unpack_runs
 
 
 def _top_table() -> tuple[int, ...]:
@@ -191,15 +193,8 @@ def _dealt_runs(ctx: MpcContext, s: torch.Tensor, bits: int, first_chunks: list[
 
 def coin_runs(first_chunks: list[int], n: int) -> list[tuple[int, slice]]:
     """(first chunk, the words' slice) of each run of consecutive blocks of :func:`coin_uniform` (n words in
-    len(first_chunks) blocks of equal size) with the same first chunk."""
-    per = n // len(first_chunks)
-    runs: list[tuple[int, slice]] = []
-    for b, first in enumerate(first_chunks):
-        if runs and runs[-1][0] == first:
-            runs[-1] = (first, slice(runs[-1][1].start, (b + 1) * per))
-        else:
-            runs.append((first, slice(b * per, (b + 1) * per)))
-    return runs
+    len(first_chunks) blocks of equal size) with the same first chunk (:func:`~mpcdp.mpc.chunk_flags.block_runs`)."""
+    return chunk_flags.block_runs(first_chunks, n)
 
 
 def _put_chunk_lanes(out: torch.Tensor, moved: torch.Tensor, first: int, chunks: int) -> None:
@@ -227,8 +222,10 @@ def bernoulli_bits(ctx: MpcContext, tops: list[torch.Tensor], forms: list[ChunkF
     found by one-hot decoding, no prefix circuit:
       1. W's chunk one-hots give, locally, each chunk's top-bit one-hot (at W's positions, word T1) and
          whether the chunk is nonzero;
-      2. the chunks' nonzero flags, four to a super-chunk: their one-hots (:func:`rotated_one_hots`) give
-         the highest nonzero chunk of each super-chunk (F1) and whether it is nonzero;
+      2. the chunks' nonzero flags from the block's first chunk up (:mod:`mpcdp.mpc.chunk_flags`: no
+         threshold of the block has a bit below it, so W's top bit there decides as W = 0 does), four to a
+         super-chunk: their one-hots give the highest nonzero chunk of each super-chunk (F1) and whether it
+         is nonzero;
       3. the super-chunks' flags: their one-hot gives the highest nonzero super-chunk (F2).
     Then TH's bit at T1 in chunk k, q_k = parity(T1_k AND TH_k), by the forms' low-rank factorisation: the
     left operand a local selection from T1, one AND of the two operands on their ``rank`` bits only, the
@@ -242,30 +239,36 @@ def bernoulli_bits(ctx: MpcContext, tops: list[torch.Tensor], forms: list[ChunkF
     ``masked``), or of the rotations' words XOR a dealt word; their number and sizes depend on the element
     count and the public forms only. So each data party's view is uniform words, independent of W, TH and the
     result; the dealer receives no opened value and only requests whose sizes are those public counts.
-    Cost per element of block b: openings of 1/4 + 1/16 words (the two rotations), 2·rank/64 words (the
-    AND), 2·|chunks|/64 and 2·|super-chunks|/64 words (the picks, those whose q can be nonzero); dealt:
-    1 + 1/4 one-hot words and the ANDs' words (:func:`declared_cost_bernoulli`).
+    Cost per element of block b with first chunk f: openings of (16 − f)/64 + 1/16 words (the two
+    rotations, 62-bit W), 2·rank/64 words (the AND), 2·|chunks|/64 and 2·|super-chunks|/64 words (the picks,
+    those whose q can be nonzero); dealt: the flags' one-hots (2^width bits per 4-bit window from f, packed)
+    + 1/4 one-hot words and the ANDs' words (:func:`declared_cost_bernoulli`).
     """
     if not 1 <= bits <= 62:
         raise ValueError(f"`bits` must be in [1, 62]. Found {bits}.")
     chunks = -(-bits // 4)
     supers = -(-chunks // 4)
+    firsts = chunk_flags.flag_firsts(forms, chunks)
+    per_block = chunk_flags.per_block
     t1, zero = tops.pop(0), tops.pop(0)
     flags = public_xor(ctx, zero & low_mask(chunks), low_mask(chunks))  # bit k: chunk k is nonzero
+    flags = per_block(flags, firsts, shift=True)  # bit j: chunk first + j
     del zero  # here and below: each intermediate freed once read (a lower peak of memory)
-    f1, super_zero = _tops(ctx, rotated_one_hots(ctx, flags, [(4 * s, min(4, chunks - 4 * s)) for s in range(supers)],
-                                                 label=f"{label}-flags", lane=16))
+    f1, super_zero = _tops(ctx, chunk_flags.flag_one_hots(ctx, flags, firsts, chunks, label=f"{label}-flags"))
     del flags
-    f1 &= low_mask(chunks)  # bit k: chunk k is the highest nonzero chunk of its super-chunk
-    super_flags = public_xor(ctx, super_zero & low_mask(supers), low_mask(supers))
-    f2 = _super_tops(ctx, super_flags, supers, label=f"{label}-supers")  # bit s: super-chunk s is the highest nonzero one
+    f1 = per_block(f1, [low_mask(chunks - f) for f in firsts])  # bit j: chunk first + j tops its super-chunk
+    super_flags = public_xor(ctx, super_zero, low_mask(supers)) & per_block(
+        torch.full_like(super_zero, -1), [low_mask(-(-(chunks - f) // 4)) for f in firsts])
+    f2 = _super_tops(ctx, super_flags, supers, label=f"{label}-supers")  # bit s: super-chunk s is the highest nonzero
     del super_zero, super_flags
     q, top = _chunk_bits(ctx, t1, forms, rights.reshape(-1), chunks, label=f"{label}-and")
     del t1
-    r = binary.gather_bits(lane_parity(_and_on_runs(ctx, f1, q, [_mask_runs(form.chunk_mask) for form in forms],
-                                                    label=f"{label}-pick"), 4), 4, supers)  # bit s: TH's at s's pick
+    masks = [form.chunk_mask >> f for form, f in zip(forms, firsts)]  # from each block's first chunk
+    q = per_block(q, firsts, shift=True)
+    r = binary.gather_bits(lane_parity(_and_on_runs(ctx, f1, q, [_mask_runs(m) for m in masks], label=f"{label}-pick"),
+                                       4), 4, supers)  # bit s: TH's at s's pick
     del f1, q
-    f2_r = _and_on_runs(ctx, f2, r, [_mask_runs(_super_mask(form.chunk_mask)) for form in forms], label=f"{label}-last")
+    f2_r = _and_on_runs(ctx, f2, r, [_mask_runs(_super_mask(m)) for m in masks], label=f"{label}-last")
     return (lane_parity(f2_r, 4) & 1) ^ top
 
 
@@ -311,53 +314,21 @@ def _super_mask(chunk_mask: int) -> int:
     return sum(1 << s for s in range(16) if (chunk_mask >> (4 * s)) & 0xF)
 
 
-RUN_GROUP = 64
-"""Elements whose runs :func:`_and_on_runs` packs together with no word boundary between them: 64 elements'
-Σ widths bits are exactly Σ widths words."""
-
-
-def run_words(runs: list[list[tuple[int, int]]], per: int) -> int:
-    """Words that :func:`_and_on_runs` opens for each of its two operands on blocks of ``per`` elements: the
-    runs of :data:`RUN_GROUP` elements at a time one after another (Σ widths words per group), then the rest's."""
-    bits = sum(width for block in runs for _, width in block)
-    return per // RUN_GROUP * bits + -(-(per % RUN_GROUP) * bits // 64)
-
-
 def _and_on_runs(ctx: MpcContext, x: torch.Tensor, y: torch.Tensor, runs: list[list[tuple[int, int]]], *,
                  label: str) -> torch.Tensor:
     """XOR shares of x AND y for XOR-shared words whose product is 0 outside the bit runs (low, width) of each
     block (x, y: len(runs) blocks of equal size): one AND of the runs' bits packed one after another, across
-    :data:`RUN_GROUP` elements of a block at a time, :func:`run_words` words per operand.
+    :data:`~mpcdp.mpc.run_streams.RUN_GROUP` elements of a block at a time, :func:`run_words` words per operand.
 
-    Local work, XOR-linear: each element's runs are first moved together into one word per block
-    (:func:`~mpcdp.mpc.run_streams.gather_runs`, one pass over a block's column per run), and those words, one per block and
-    element, packed one after another (:func:`~mpcdp.mpc.run_streams.pack_stream`, the same words as
-    :func:`~mpcdp.adapter.lanes.pack_columns` on them); the product is unpacked and spread back the same way."""
-    blocks = len(runs)
-    per = x.numel() // blocks
-    widths = tuple(sum(width for _, width in runs_of) for runs_of in runs)  # each block's runs, side by side
-    full = per // RUN_GROUP * RUN_GROUP
-    groups = [(a, b, stream_layout(widths, b - a if b - a < RUN_GROUP else RUN_GROUP))
-              for a, b in ((0, full), (full, per)) if b > a]
-
-    def packed(v: torch.Tensor) -> torch.Tensor:
-        gathered = gather_runs(v.reshape(blocks, per), runs).numpy().view(np.uint64)
-        parts = [pack_stream(gathered[:, a:b], layout).reshape(-1) for a, b, layout in groups]
-        del gathered
-        stream = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, np.uint64)  # 1: no copy
-        return torch.from_numpy(stream.view(np.int64))
-
+    Local work, XOR-linear (:func:`~mpcdp.mpc.run_streams.pack_runs`): each element's runs moved together
+    into one word per block, those words packed one after another; the product is unpacked and spread back
+    the same way (:func:`~mpcdp.mpc.run_streams.unpack_runs`)."""
+    per = x.numel() // len(runs)
     ands = ShiftedAnds(ctx, run_words(runs, per), 2, [(0, 1, 0)], label=label)
-    ands.open({0: packed(x), 1: packed(y)})
-    product, start = ands.product(0, 1, 0).numpy().view(np.uint64), 0
-    gathered = torch.zeros((blocks, per), dtype=torch.int64)
-    for a, b, layout in groups:
-        count = (b - a) // layout.g * layout.words
-        unpack_stream(product[start:start + count].reshape(-1, layout.words), layout,
-                      gathered.numpy().view(np.uint64)[:, a:b])
-        start += count
-    del product, ands
-    return spread_runs(gathered, runs).reshape(-1)
+    ands.open({0: pack_runs(x, runs), 1: pack_runs(y, runs)})
+    product = ands.product(0, 1, 0)
+    del ands
+    return unpack_runs(product, runs, per)
 
 
 def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str) -> torch.Tensor:
@@ -488,13 +459,17 @@ def declared_cost_coin_uniform(n: int, bits: int, first_chunks: list[int] | None
 
 def declared_cost_bernoulli(e: int, forms: list[ChunkForms]) -> tuple[list[tuple[int, bool]], dict[str, int]]:
     """((elements, is a multiplication) of each communication step, operations) of :func:`bernoulli_bits`
-    on e elements in len(forms) blocks: the chunk flags ⌈e/4⌉ and super-flags ⌈e/16⌉ (rotations), the
-    forms' AND 2·:func:`run_words` of their ranks, the picks 2·:func:`run_words` of the chunks and of the
-    super-chunks whose q can be nonzero; AND words those three run_words, one-hot words e + ⌈e/4⌉ (the
-    super-flags' one-hots four elements to a word)."""
+    on e elements in len(forms) blocks: the chunk flags (:func:`~mpcdp.mpc.chunk_flags.declared_cost_flags`)
+    and super-flags ⌈e/16⌉ (rotations), the forms' AND 2·:func:`run_words` of their ranks, the picks
+    2·:func:`run_words` of the chunks and of the super-chunks (from each block's first chunk) whose q can be
+    nonzero; AND words those three run_words, one-hot words the flags' + ⌈e/4⌉ (the super-flags' one-hots
+    four elements to a word)."""
     quarter, sixteenth, per = -(-e // 4), -(-e // 16), e // len(forms)
+    firsts = chunk_flags.flag_firsts(forms, forms[0].chunks)
+    masks = [form.chunk_mask >> f for form, f in zip(forms, firsts)]
     anded = run_words([[(0, form.rank)] for form in forms], per)
-    picked = run_words([_mask_runs(form.chunk_mask) for form in forms], per)
-    last = run_words([_mask_runs(_super_mask(form.chunk_mask)) for form in forms], per)
-    steps = [(quarter, False), (sixteenth, False), (2 * anded, True), (2 * picked, True), (2 * last, True)]
-    return steps, {"and_words": anded + picked + last, "one_hot_words": e + quarter}
+    picked = run_words([_mask_runs(m) for m in masks], per)
+    last = run_words([_mask_runs(_super_mask(m)) for m in masks], per)
+    flags, flag_hots, _ = chunk_flags.declared_cost_flags(e, forms)
+    steps = [(flags, False), (sixteenth, False), (2 * anded, True), (2 * picked, True), (2 * last, True)]
+    return steps, {"and_words": anded + picked + last, "one_hot_words": flag_hots + quarter}

@@ -12,6 +12,9 @@ fields or words, no reduction over tiny segments, no torch shift by a tensor of 
 Also the gathering of each element's runs of bits into one word per block before they are packed, and back
 (:func:`gather_runs`, :func:`spread_runs`).
 
+Also each element's runs packed, :data:`RUN_GROUP` elements at a time, and unpacked (:func:`pack_runs`,
+:func:`unpack_runs`: what the ANDs and the chunk flags' rotation open).
+
 Declared cost: none on the wire beyond the layout (⌈g·W/64⌉ words per group of g elements).
 """
 
@@ -169,3 +172,49 @@ def _move_runs_by_rank(source: torch.Tensor, runs: list[list[tuple[int, int]]], 
         part <<= write
         out[:count] |= part
     return torch.from_numpy(out if in_order else np.take(out, inverse, axis=0))
+
+
+RUN_GROUP = 64
+"""Elements whose runs :func:`pack_runs` packs together with no word boundary between them: 64 elements'
+Σ widths bits are exactly Σ widths words."""
+
+
+def run_words(runs: list[list[tuple[int, int]]], per: int) -> int:
+    """Words of :func:`pack_runs` on blocks of ``per`` elements: the runs of :data:`RUN_GROUP` elements at a
+    time one after another (Σ widths words per group), then the rest's."""
+    bits = sum(width for block in runs for _, width in block)
+    return per // RUN_GROUP * bits + -(-(per % RUN_GROUP) * bits // 64)
+
+
+def _run_groups(runs: list[list[tuple[int, int]]], per: int) -> list[tuple[int, int, StreamLayout]]:
+    """(first element, end, layout) of each group of a block: the whole groups of :data:`RUN_GROUP`, then the rest."""
+    widths = tuple(sum(width for _, width in runs_of) for runs_of in runs)  # each block's runs, side by side
+    full = per // RUN_GROUP * RUN_GROUP
+    return [(a, b, stream_layout(widths, min(b - a, RUN_GROUP))) for a, b in ((0, full), (full, per)) if b > a]
+
+
+def pack_runs(v: torch.Tensor, runs: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """(:func:`run_words`,) words: the bit runs (low, width) of each element of v (len(runs) blocks of equal
+    size) moved together into one word per block (:func:`gather_runs`), and those words, one per block and
+    element, packed one after another across :data:`RUN_GROUP` elements of a block at a time
+    (:func:`pack_stream`). Local, XOR-linear."""
+    per = v.numel() // len(runs)
+    gathered = gather_runs(v.reshape(len(runs), per), runs).numpy().view(np.uint64)
+    parts = [pack_stream(gathered[:, a:b], layout).reshape(-1) for a, b, layout in _run_groups(runs, per)]
+    del gathered  # a lower peak of memory
+    stream = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, np.uint64)  # 1: no copy
+    return torch.from_numpy(stream.view(np.int64))
+
+
+def unpack_runs(words: torch.Tensor, runs: list[list[tuple[int, int]]], per: int) -> torch.Tensor:
+    """The inverse of :func:`pack_runs` on blocks of ``per`` elements: each element's runs at their bits, the
+    other bits 0. Local, XOR-linear."""
+    packed, start = words.contiguous().numpy().view(np.uint64), 0
+    gathered = torch.zeros((len(runs), per), dtype=torch.int64)
+    for a, b, layout in _run_groups(runs, per):
+        count = (b - a) // layout.g * layout.words
+        unpack_stream(packed[start:start + count].reshape(-1, layout.words), layout,
+                      gathered.numpy().view(np.uint64)[:, a:b])
+        start += count
+    del packed
+    return spread_runs(gathered, runs).reshape(-1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from mpcdp.mpc import bernoulli, binary, chunk_forms, ring
+from mpcdp.mpc import bernoulli, binary, chunk_flags, chunk_forms, ring
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream
@@ -227,4 +227,5 @@ def stage_cost(e: int, *, first: bool, tables: bool) -> tuple[list[tuple[int, bo
     ops = dict(_factor_ops(len(forms) * e, forms))
     ops["one_hot_words"] += one_hot_reply_words(e, group_windows(groups), 64)
     silent = bernoulli.declared_cost_coin_uniform(len(forms) * e, dg.WORD, [form.first_chunk for form in forms])[1]
+    silent += chunk_flags.declared_cost_flags(len(forms) * e, forms)[2] - 1  # the flags' rotation: a request per run
     return [(-(-e // (64 // _span(groups))), False, True), *_factor_steps(len(forms) * e, forms)], ops, silent

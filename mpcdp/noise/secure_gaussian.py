@@ -141,7 +141,8 @@ CIRCUIT = ("dg-mpc/12: dgauss-grid/3's thresholds (multiples of 2^d) and low fac
            "n² from the opened sum and dealt r², r·carry-bit with no opening (a replicated square among parties "
            "0-2 under honest-majority), packed "
            "accept, T to binary by rotated one-hots of 4-bit chunks, a Sklansky carry prefix on bit columns and one "
-           "merged product for the carries' add, W's chunks below every threshold's lowest set bit not decoded, rotation "
+           "merged product for the carries' add, W's chunks below every threshold's lowest set bit not decoded nor "
+           "flagged (each factor's chunk flags from its first chunk, opened bit after bit), rotation "
            "pairs' one-hots dealt in the bytes their windows use; replicated resharing among parties 0-2 under "
            "honest-majority")
 """The version of the in-MPC protocol (not of the distribution, which :data:`mpcdp.learning.mechanisms` names):
@@ -391,24 +392,25 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
     the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
-    ⌈e/4⌉, super-flags ⌈e/16⌉, the forms' AND ≈ 2·(35/64)n for the first factor and ≈ 2·(129/64)s for the
-    others' ranks packed across 64 elements, :func:`~mpcdp.mpc.bernoulli.run_words`; picks on the chunks and
+    from each factor's first chunk, packed bit after bit, (13/64)n and (83/64)s (:mod:`mpcdp.mpc.chunk_flags`), super-flags ⌈e/16⌉, the forms' AND ≈ 2·(35/64)n for the first factor and ≈ 2·(129/64)s for the
+    others' ranks packed across 64 elements, :func:`~mpcdp.mpc.run_streams.run_words`; picks on the chunks and
     super-chunks whose bit can be nonzero, ≈ 2·(13/64)n and 2·(4/64)n, ≈ 2·(69/64)s and 2·(21/64)s), and 4
     accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
-    + (k+6) steps, ≈ 6.2n elements; as a circuit 27 + (k+6) steps, ≈ 14.0n elements at k = 15 (replicated: 28 +
-    (k+6), ≈ 14.9n), 16 + (k+6) of them (≈ 10.2n; replicated 17 + (k+6), ≈ 11.2n) multiplications.
+    + (k+6) steps, ≈ 6.2n elements; as a circuit 27 + (k+6) steps, ≈ 13.7n elements at k = 15 (replicated: 28 +
+    (k+6), ≈ 14.6n), 16 + (k+6) of them (≈ 10.2n; replicated 17 + (k+6), ≈ 11.2n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
     the ripple's and the carry prefix's steps after their first needs a request for material, as do the
     ripple's bounded masks and each circuit stage's coin_uniform, one per run of its factors with the same
-    first chunk (:func:`~mpcdp.mpc.bernoulli.declared_cost_coin_uniform`). With the honest-majority
+    first chunk (:func:`~mpcdp.mpc.bernoulli.declared_cost_coin_uniform`), and each circuit stage's flags' rotation
+    beyond its first run (:func:`~mpcdp.mpc.chunk_flags.declared_cost_flags`). With the honest-majority
     provider's replicated arithmetic (``replicated``: a committee of exactly parties 0–2) each multiplication
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/12⌉ + (k+6)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25(n + 7s),
-    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.375n + 31.375s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.125n + 6.625s,
+    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.25n + 29.25s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 6n,
     7n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+4) + 1)n
