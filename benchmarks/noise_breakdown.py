@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 STEPS = (("coin", ("dg-coin",)), ("piece", ("dg-piece",)), ("candidate word", ("dg-point",)),
-         ("B2A of n (ripple carry) and I_1..I_6", ("dg-b2a",)), ("n² (replicated square)", ("dg-square",)), ("T to binary", ("dg-a2b",)),
+         ("B2A of n (ripple carry) and I_1..I_8", ("dg-b2a",)), ("n² (replicated square)", ("dg-square",)), ("T to binary", ("dg-a2b",)),
          ("first factor", ("dg-first",)), ("other factors", ("dg-rest",)), ("accept", ("dg-accept",)))
 """(docstring step, label prefixes of its communication steps), in the sampler's order."""
 WARM_UP = 200  # samples drawn before the metered call: one-time work (the plan, cached tables) is not counted

@@ -65,14 +65,15 @@ malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both request
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
 first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 196 full (muxes 166,
-the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 75% pass rate (7
-pieces): 210 full products (2 bits opened, 18⅛ bytes dealt each) and 435 half products (1 bit opened, 12⅛ bytes dealt
-each) per candidate, 644 ANDs (dg-auth/4: 611 at 68%; dg-auth/3: 673, all full); 15 products in Z_2^128 (4 words
-opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate and 425 per
-survivor (6 bytes each; dg-auth/3 dealt 501 per candidate), one edaBit (6·64 + 32 bytes and 61 half triples), 7 + (k
-+ 4) + 1 daBits (38 bytes and one opened bit each); measured in benchmarks/results/noise-malicious.md. Every
-bit-domain element carries a MAC share dealt to one party (6 bytes), so even a half product costs 12⅛ bytes against
-the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach with per-bit MACs.
+the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 81% pass rate (9
+pieces): 222 full products (2 bits opened, 18⅛ bytes dealt each) and 461 half products (1 bit opened, 12⅛ bytes dealt
+each) per candidate, 683 ANDs (7 pieces: 644 at 75%; dg-auth/4: 611 at 68%; dg-auth/3: 673, all full); 19 products in
+Z_2^128 (4 words opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per
+candidate and 425 per survivor (6 bytes each; dg-auth/3 dealt 501 per candidate), one edaBit (6·64 + 32 bytes and 61
+half triples), 9 + (k + 4) + 1 daBits (38 bytes and one opened bit each); measured in
+benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so
+even a half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach
+with per-bit MACs.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
-CIRCUIT = ("dg-auth/5: the plan of 7 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/5: the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "

@@ -11,10 +11,11 @@ Gaussian D_σ with σ² = 2^(F−1)/G: the requested σ rounded *up* to that gri
 
 Sampler, per candidate (every step an integer operation; the randomness is XOR-combined from all parties):
   1. Piece. A 6-bit uniform index picks piece j with probability Q_j/64 (public Q_j >= 1). The pieces are
-     :data:`LAYOUT` in units of 2^k: P_0 = [−2^(k+1), 2^(k+1)), then ±[2, 3), ±[3, 4), ±[4, 6), ±[6, 8),
-     ±[8, 16), ±[16, 32) (times 2^k), with 2^(k+5) ∈ [9.8σ, 19.6σ). So the pieces tile [−2^(k+5), 2^(k+5)), which
-     covers the support; they are narrow from 1σ to 4σ, where ρ falls fastest, so the envelope hugs it:
-     acceptance 0.68–0.77 at the release grids' σ (dgauss-grid/1's five doubling pieces: 0.61–0.67).
+     :data:`LAYOUT` in units of 2^k: P_0 = [−2^k, 2^k), then ±[1, 2), ±[2, 3), ±[3, 4), ±[4, 5), ±[5, 6),
+     ±[6, 8), ±[8, 16), ±[16, 32) (times 2^k), with 2^(k+5) ∈ [9.8σ, 19.6σ). So the pieces tile
+     [−2^(k+5), 2^(k+5)), which covers the support; they are narrow up to 4σ, where ρ falls fastest, so the
+     envelope hugs it: acceptance 0.775–0.778 at σ = 16..2^21.5 (7 pieces: 0.68–0.77; dgauss-grid/1's five
+     doubling pieces: 0.61–0.67).
   2. Point. n is uniform on its piece: a sign bit and k+4 uniform bits give its two's complement (k+6 bits):
      piece j >= 1 is +m or −m − 1 for m = start_j + (point mod width_j), each width a power of 2 dividing its
      start.
@@ -42,7 +43,7 @@ Against the rounded continuous Gaussian round(σ·Z), the reference of the accou
 (:mod:`mpcdp.accounting.grid`), the pmf ratio on S adds at most (64/σ² + 1/σ²)/24 + O(σ^-4)
 (:attr:`DiscreteGaussianPlan.eta_rounded`): the rounded Gaussian's pmf is φ integrated over one cell.
 
-Acceptance ≈ 0.74. The opened accept bits reveal nothing about accepted values: candidates are independent,
+Acceptance ≈ 0.78. The opened accept bits reveal nothing about accepted values: candidates are independent,
 and conditioned on acceptance a value has the target distribution. The same argument as for any rejection
 sampler.
 """
@@ -63,13 +64,14 @@ from mpcdp.validation import check_number
 F = 53  # fractional bits of t = T / 2^F
 WORD = 62  # bits of the uniform compared with a group's threshold
 LOW_CUT = 21  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t_low (error <= 2^-(2·LOW_CUT+1))
-LAYOUT = ((0, 2), (2, 1), (3, 1), (4, 2), (6, 2), (8, 8), (16, 16))
-"""The pieces as (start, size) of |n| in units of 2^k: piece 0 is [−2^(k+1), 2^(k+1)); piece j >= 1 is
+LAYOUT = ((0, 1), (1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (8, 8), (16, 16))
+"""The pieces as (start, size) of |n| in units of 2^k: piece 0 is [−2^k, 2^k); piece j >= 1 is
 ±[start_j·2^k, (start_j + size_j)·2^k), each size a power of 2 dividing its start (so a value is its piece's
-start ⊕ the point's low bits). Narrow pieces where ρ falls fastest (2..8 units: about 1σ..4σ), wide ones
-where the mass is small: acceptance 0.68–0.77 (mean 0.74) at σ ∈ [2^20.5, 2^21.5] units against 0.61–0.67
-(mean 0.65) for dgauss-grid/1's five doubling pieces ((0, 2), (2, 2), (4, 4), (8, 8), (16, 16) in these units).
-The seventh piece costs a 6th dealt piece bit: one more bit column in the B2A's opening."""
+start ⊕ the point's low bits). Narrow pieces where ρ falls fastest (1..8 units: about 0.5σ..4σ), wide ones
+where the mass is small: acceptance 0.775–0.778 at σ = 16..2^21.5 units (7 pieces, (0, 2), (2, 1), (3, 1),
+(4, 2), (6, 2), (8, 8), (16, 16): 0.68–0.77, mean 0.74; dgauss-grid/1's five doubling pieces ((0, 2), (2, 2),
+(4, 4), (8, 8), (16, 16)): 0.61–0.67). Each piece past the first costs a dealt piece bit: 8 bit columns in the
+B2A's opening."""
 PIECES = len(LAYOUT)
 RADIUS_UNITS = LAYOUT[-1][0] + LAYOUT[-1][1]  # candidates lie in [−32·2^k, 32·2^k)
 POINT_EXTRA = LAYOUT[-1][1].bit_length() - 1  # the point has k + 4 bits (the widest piece's)
@@ -262,7 +264,7 @@ class DiscreteGaussianSampler:
     """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
     :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
 
-    name: str = "discrete Gaussian (7 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
+    name: str = "discrete Gaussian (9 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
 
     def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
         return plan_for(sigma_units)

@@ -41,7 +41,7 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
   1. Random fields: each member draws its share of the piece and point fields from the OS CSPRNG (no
      communication); the members commit to and open the coin's key (4 + 8 words each way).
   2. Piece: the one-hot word of the 6-bit index from a dealt rotation pair (the index ⊕ R opened, packed ten
-     to a word); piece indicators and the piece's base, mask and sign extension are local selections (seven
+     to a word); piece indicators and the piece's base, mask and sign extension are local selections (nine
      pieces, :data:`~mpcdp.noise.discrete_gaussian.LAYOUT`).
   3. Candidate word: n = B ⊕ (point AND M) ⊕ (sign AND E); only 5 bits per candidate need the AND (the
      point's 4 high bits AND M's, sign AND [j >= 1]: the other bits of M and E are the same for every piece),
@@ -50,7 +50,7 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`): r < 2^(k+6) dealt XOR- and additively shared with a carry
      bit ρ, y = x + r by c_(i+1) = maj(x_i, r_i, c_i), one AND per bit on bit columns (64 candidates to a
      word), k+6 rounds; then one opening of bit columns, k+13 words per 64 candidates: y mod 2^(k+6), the carry
-     out XOR ρ and I_1..I_6 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
+     out XOR ρ and I_1..I_8 XOR dealt bits (the dealer sends the receiver each such bit's share only to the
      bits that matter: the carry out mod 2^(58−k), I_j mod 2^(62−t) for Λ_j − Λ_0 = 2^t·odd). x = y − r +
      2^(k+6)·carry and n = x − 2^(k+5), exact in Z_2^64. n² with no multiplication of its own (dg-mpc/11; before,
      one Beaver square per candidate, an opening of n ring elements): the dealer also deals r² and ρ·r
@@ -131,7 +131,7 @@ Bernoulli factors' uniform words are dealt words XOR the committee's coin instea
 
 
 CIRCUIT = ("dg-mpc/12: dgauss-grid/3's thresholds (multiples of 2^d) and low factor (T's bits from 2^-42), "
-           "the plan of 7 pieces (narrow where ρ falls fastest), noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
+           "the plan of 9 pieces (narrow where ρ falls fastest), noise committee (parties 0..c-1), rotated one-hots for the piece, the factor that rejects "
            "most first and its failures dropped, Bernoulli factors by rotation-decoded top bits of dealt words XOR "
            "the committee's committed coin under every provider (no single role knows a factor's word), TH's bit at "
            "the top by least-rank GF(2) forms of each table chunk (ANDs = the ranks, packed across factors) and the "
@@ -200,7 +200,7 @@ def _exponent(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, word: torch.Tensor
     """Additive shares of (the candidate n, T = n²·G + Λ_j), from n's XOR-shared word and piece bits.
 
     x = n + 2^(k+5) (the word with its sign bit flipped: x < 2^(k+6)) becomes additive, exact in Z_2^64, by a
-    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_6 by dealt bits in the
+    ripple carry on a bounded mask (:func:`mpcdp.mpc.ripple.b2a_by_ripple`), and I_1..I_8 by dealt bits in the
     same last opening (:func:`b2a_widths`); then n = x − 2^(k+5) and n² = x² − 2^(k+6)·x + 2^(2k+10), x² from the
     opened y and the dealt squares with Beaver multiplication (:func:`square_width`), or one replicated square
     of n among exactly parties 0–2; then T."""
@@ -243,8 +243,8 @@ def b2a_widths(plan: dg.DiscreteGaussianPlan) -> list[int]:
 
 
 def b2a_reply_words(plan: dg.DiscreteGaussianPlan, n: int, *, squares: bool = True) -> int:
-    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_6 with
-    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_6: the widths of
+    """Words of the dealer's packed reply of dealt bits to its receiver for n candidates: I_1..I_8 with
+    ``squares`` (the carry's bit comes with the bounded masks), else the carry out and I_1..I_8: the widths of
     :func:`b2a_widths` packed one after another, :data:`~mpcdp.adapter.lanes.WORD_BITS_GROUP` candidates at a
     time (:class:`mpcdp.adapter.material.WordBits`)."""
     from mpcdp.adapter.material import WordBits
