@@ -149,7 +149,7 @@ def test_packed_window_openings_are_uniform_on_their_lanes(audit):
     bit after bit, :mod:`mpcdp.mpc.chunk_flags`): every opened
     bit inside a lane is set with probability 1/2 (binomial test per bit, family-wise α = 1e-6), and the bits
     above the last lane are 0."""
-    circuit = (("dg-first-group", 60), ("dg-rest-group", 54),
+    circuit = (("dg-first-group", 60), ("dg-rest-group", 52),  # the rest's windows span 26 bits: two lanes
                *[(f"dg-{stage}-bern-{step}", width) for stage in ("first", "rest")
                  for step, width in (("flags", 64), ("supers", 64))])
     for label, width in (("dg-piece", 60), *circuit):

@@ -400,8 +400,9 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
     assert [e for _, e in r["reshares"]] == declared.reshares and bool(declared.reshares) == replicated
     for kind, count in declared.op_counts().items():
         assert r["ops"].get(kind, 0) == count, kind
-    # the rest's coin and its flags' rotation: a request per run of first chunks (4, 1, 5) each
-    assert r["material_requests"] == declared.dealer_requests == (16 if replicated else 30)
+    # the rest's coin and its flags' rotation: a request per run of first chunks (4, 5) each (two fewer than the
+    # plan with t's bits 8, 4 a group of their own: (4, 1, 5))
+    assert r["material_requests"] == declared.dealer_requests == (14 if replicated else 28)
     # the committed coin: two public exchanges among the members (commitments, then parts with nonces)
     assert [(label, n) for label, n, _ in r["coin"]] == [("dg-coin (commitments)", 4), ("dg-coin", 8)]
     assert declared.exchanges == [32, 64]
@@ -420,7 +421,7 @@ def test_the_mpc_sampler_costs_what_it_declares(secure_pass):
 def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estimated(sigma):
     """Exact, by enumerating every candidate value: the first factor's pass probability over the acceptance is
     within 2% of :data:`SURVIVAL_OVER_ACCEPTANCE` (what cost estimates use), and it makes most rejections (over
-    80%)."""
+    55%)."""
     from mpcdp.noise.gaussian_factors import FIRST_GROUP
     from mpcdp.noise.secure_gaussian import SURVIVAL_OVER_ACCEPTANCE
 
@@ -433,4 +434,5 @@ def test_the_first_factor_rejects_most_and_survival_over_acceptance_is_as_estima
     first = float((proposal * table[(dg.exponent(plan, n, piece) >> low) & ((1 << width) - 1)]).sum())
     acceptance = dg.exact_acceptance(plan)
     assert abs(first / acceptance / SURVIVAL_OVER_ACCEPTANCE - 1) < 0.02
-    assert (1 - first) > 0.8 * (1 - acceptance)  # 85–91% of the rejections at σ = 16..7e4
+    assert (1 - first) > 0.55 * (1 - acceptance)  # 58–70% of the rejections at σ = 16..7e4 (t's bits 8..1/4;
+    # 83–87% when it read bits 2..1/16)

@@ -258,11 +258,13 @@ def test_under_honest_majority_at_three_parties_every_view_is_independent():
     assert [role["release_received_from"] for role in report["roles"]] == [[1, 2], [], []]
 
 
-@pytest.mark.timeout(900)  # 280 calls at 4 parties: generous under a loaded machine
+@pytest.mark.timeout(900)  # 400 calls at 4 parties: generous under a loaded machine
 def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_path, capsys):
     """`mpcdp audit views --provider honest-majority --parties 4 --plant-leak 'party 1'`: factor words equal
-    to the coin, which every member holds, so parties 0–2 are dependent, non-member 3 is not; exit 1. 280
-    calls at α = 5e-2: each member's stated power is 1 − 3.1e-6 (9 pieces; at 200 calls 1 − 2.4e-4; 7 pieces at 200:
+    to the coin, which every member holds, so parties 0–2 are dependent, non-member 3 is not; exit 1. 400
+    calls at α = 5e-2: each member's stated power is 1 − 3.3e-6 (the first factor on t's bits 8..1/4 passes 86% of
+    the candidates: the member's shift 0.145 -> 0.120, at 280 calls 1 − 3.1e-4, at 360 1 − 1.6e-5; with bits 2..1/16
+    first at 280: 1 − 3.1e-6; 9 pieces at 200 calls 1 − 2.4e-4; 7 pieces at 200:
     1 − 5.6e-6; with 5: 1 − 1.5e-6; at α = 1e-3, used before: 1 − 3.4e-4);
     non-member 3's p is tested at NULL_ALPHA = 2e-6 instead of its verdict at α (a false alarm at 5e-2 would be
     one run in twenty). The entry point runs in this process (its exit status, stdout and --out are its
@@ -270,7 +272,7 @@ def test_a_member_holding_the_factor_words_is_found_from_the_command_line(tmp_pa
     from mpcdp.cli import main
 
     out = tmp_path / "views.json"
-    code = main(["audit", "views", "--provider", "honest-majority", "--parties", "4", "--calls", "280",
+    code = main(["audit", "views", "--provider", "honest-majority", "--parties", "4", "--calls", "400",
                  "--releases", "0", "--alpha", "5e-2", "--plant-leak", "party 1", "--out", str(out)])
     result = capsys.readouterr()
     assert code == 1, result.err[-2000:]

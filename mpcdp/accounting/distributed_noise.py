@@ -60,7 +60,8 @@ __all__ = ["DISTRIBUTED", "MECHANISM", "Parties", "calibrate_distributed", "cert
            "honest_noise_multiplier", "party_plan", "residual"]
 
 MECHANISM = ("ddgauss-grid/3: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), every party adds "
-             "its own discrete Gaussian sample (9 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42) of "
+             "its own discrete Gaussian sample (9 pieces, 6 bit groups, cut t >= 48, thresholds within 2^-42, the first "
+             "factor's 2^-40.5) of "
              "σ_units/√(m − t); "
              "KLS 2021 Prop. 14 for the honest parties' sum")
 

@@ -36,7 +36,8 @@ from mpcdp.noise.fixed_point import SIGMA_UNITS
 # What produced a certificate; a recorded result carries both. Change MECHANISM whenever the released
 # distribution changes (grid, rounding, sampler constants) and ACCOUNTANT whenever the certification does.
 MECHANISM = ("dgauss-grid/3: nearest rounding to 2^-p per party, Δ_int = ceil(Δ·2^p + √d), discrete Gaussian "
-             "sampler (9 pieces, 7 bit groups, cut t >= 48, thresholds multiples of 2^d within 2^-42, the low factor "
+             "sampler (9 pieces, 6 bit groups (the first factor on t's bits 8..1/4), cut t >= 48, thresholds "
+             "multiples of 2^d within 2^-42 (the first factor's nearest integers, 2^-40.5), the low factor "
              "without T's bits below 2^-42; dgauss-grid/1: 5 doubling pieces, thresholds to 2^-62, the low factor on "
              "every bit)")
 ACCOUNTANT = (f"mpcdp-certify/3 (without-replacement Gaussians by the PLD accountant; round(σZ) reference, residual ε + 2Dη, e^(Dη)(δ + e^ε·D·tail)); "

@@ -213,7 +213,7 @@ def _word(function: str, draws: dict, row: int, factor: int, rows: int) -> int:
     mask = (1 << dg.WORD) - 1
     if function == "mpcdp_FactorTables":
         w = draws["w"]
-        # the rest tables: the six groups, the cut's factor, then the low bits' bit factor
+        # the rest tables: the five groups, the cut's factor, then the low bits' bit factor
         column = factor if factor < len(OTHER_GROUPS) or w.shape[1] == 1 else w.shape[1] - 1
         return int(w[row, column]) & mask
     return int(draws["r"][factor * rows + row]) & mask

@@ -14,8 +14,8 @@ and the two corrections are local too. :func:`table_forms` picks, chunk by chunk
 the rank of M'_k (:func:`_best_change`: the least is the dimension of the columns' affine hull modulo 1) and
 factors M'_k by a basis of its columns. A zero chunk's q_k is then wrong, but the circuit never reads it: it
 picks q_k only for the highest nonzero chunk. On the sampler's tables (:mod:`mpcdp.noise.gaussian_factors`)
-the six other groups need 113 ANDs per element (their plain ranks 146, the bits their entries can have set
-197) and the first factor 35 (plain rank and set bits 47).
+the five other groups need 92 ANDs per element (their plain ranks 123, the bits their entries can have set
+162) and the first factor 46 (plain rank and set bits 62).
 
 Layouts (bit positions in a 64-bit word; r = :attr:`ChunkForms.rank`, c = the chunk count):
   left   T1's bit p (chunk p // 4) ↦ the α_j·T1 at bits 0..r−1, a_k·T1_k at r + k;

@@ -39,15 +39,15 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      bit: 61 rounds), with the first factor's word's prefix OR from its top bit in the same rounds. Every product
      here has a dealt factor (r_i; a word's bit W_i = R_i ⊕ S_i, where carry·W_i = carry·S_i + (1 − 2S_i)·(carry·R_i)):
      half products, each r_i and R_i dealt with its half triple (b, c ≡ R_i·b) and used in one product only.
-  5. The first factor (:data:`FIRST`, group (F − 4, 6): it rejects about 32% of the candidates, all the others
-     and the cut together about 5%): TH's bit at the word's top set bit, selected by a mux on T's window.
+  5. The first factor (:data:`FIRST`, group (F − 2, 6), t's bits 1/4..8: it rejects about 15% of the candidates,
+     all the others and the cut together about 8%): TH's bit at the word's top set bit, selected by a mux on T's window.
      Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
      check; the candidates that fail it are dropped (as dg-mpc/7's early drop).
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
      top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
-     window, the low factor [V_low < T'_low] over T_low's 21 bits from 2^-42 (all in the bit domain);
-     accept = AND of the other six factors, NOT the low factor and T's bits 59..61 all 0 (9 bit products).
+     window, the low factor [V_low < T'_low] over T_low's 22 bits from 2^-42 (all in the bit domain);
+     accept = AND of the other five factors, NOT the low factor and T's bits 59..61 all 0 (8 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
 
@@ -64,16 +64,15 @@ candidates' bits, which alone set the rest of the count. The view audit (``mpcdp
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
-first word's mux) and 122 half products (the carry 61, the first word's prefix 61); per survivor 196 full (muxes 166,
-the low factor 21, the AND 9) and 418 half (six prefixes 366, v_low's 52). At the first factor's 81% pass rate (9
-pieces): 222 full products (2 bits opened, 18⅛ bytes dealt each) and 461 half products (1 bit opened, 12⅛ bytes dealt
-each) per candidate, 683 ANDs (7 pieces: 644 at 75%; dg-auth/4: 611 at 68%; dg-auth/3: 673, all full); 19 products in
-Z_2^128 (4 words opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per
-candidate and 425 per survivor (6 bytes each; dg-auth/3 dealt 501 per candidate), one edaBit (6·64 + 32 bytes and 61
-half triples), 9 + (k + 4) + 1 daBits (38 bytes and one opened bit each); measured in
-benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so
-even a half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach
-with per-bit MACs.
+first word's mux) and 122 half (the carry 61, the first word's prefix 61); per survivor 225 full (muxes 195, the low
+factor 22, the AND 8) and 357 half (five prefixes 305, v_low's 52). At the first factor's 86% pass rate: 256 full
+(2 bits opened, 18⅛ bytes dealt each) and 428 half products (1 bit opened, 12⅛ bytes dealt each) per candidate, 683
+ANDs (683 at 81% with bits 8, 4 a group of their own; dg-auth/3: 673, all full); 19 products in Z_2^128 (4 words
+opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate (the point's
+k + 4 = 7, the sign, the first word's 62; no piece bit) and 363 per survivor (five words, v_low's 53), 6 bytes each,
+one edaBit (6·64 + 32 bytes, 61 half triples), 9 + (k + 4) + 1 daBits (38 bytes, one opened bit each); measured in
+benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so a
+half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach here.
 """
 
 from __future__ import annotations
@@ -266,9 +265,9 @@ def _factor_entries(A: Arith, top: Any, table) -> Any:
     return A.plus(A.combine(top, matrix), full.to(torch.int64))
 
 
-FIRST = 3
-"""The first factor (group (F − 4, 6): t's bits 1/16..2): it rejects about 32% of the candidates, every other
-factor and the cut together about 5%; decided and opened first, and the candidates that fail it dropped."""
+FIRST = 2
+"""The first factor (group (F − 2, 6): t's bits 1/4..8): it rejects about 15% of the candidates, every other
+factor and the cut together about 8%; decided and opened first, and the candidates that fail it dropped."""
 FIRST_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name in ("index", "point", "sign", f"v{FIRST}"))
 """The fields the first stage reads (the candidate's value and the first factor's word): dealt for every candidate."""
 SECOND_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name not in FIRST_FIELDS)

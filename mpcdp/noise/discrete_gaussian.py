@@ -27,15 +27,17 @@ Sampler, per candidate (every step an integer operation; the randomness is XOR-c
      (within 2^-42; the literal constants of :mod:`mpcdp.noise.dg_thresholds`), V_g = W_g ⊕ TH_g[a_g] with W_g
      a uniform 62-bit word (so V_g is uniform too, whatever a_g is; TH = 2^62 always passes). The two groups on
      t's bits 16 and 32 (:data:`PAIR`) are rounded together: their product is within 2^-45 of 2^124·e^(−16a).
-     The bits below 2^-21 (T_low < 2^32) pass iff V_low >= T'_low, T'_low = T_low with its bits below 2^-42
+     The first factor's group (t's bits 8..1/4, entries down to 2^39.3) has no shift within 2^-42: its entries
+     are the nearest integers, within 2^-40.5. The bits below 2^-20 (T_low < 2^33) pass iff V_low >= T'_low, T'_low = T_low with its bits below 2^-42
      (:data:`LOW_DROP`) cleared, V_low = W_low ⊕ T'_low with W_low uniform on [0, 2^F). That has probability
-     1 − T'_low/2^F, within a factor e^(2^-42 + 2^-43) of exp(−T_low/2^F).
+     1 − T'_low/2^F, within a factor e^(2^-42 + 2^-41) of exp(−T_low/2^F).
      (V = W ⊕ TH lets the MPC read the comparison off the top set bit of W: :func:`below`.)
 
 Output pmf (exact, :func:`exact_log_pmf`): P̃(n) ∝ c_j · 1[T < 48·2^F] · Π_g TH_g[a_g]/2^62 · (1 − T'_low/2^F).
 Relative to D_σ on the support S it differs by a factor within e^(±η). η (:attr:`DiscreteGaussianPlan.eta_dg`,
 rigorous) sums the rounding of each threshold (the pair's product per window value), of each Λ_j and the
-low-bit approximation, and is about 2.2e-12 (1e-12 before the thresholds were rounded to 2^-42).
+low-bit approximation, and is about 3.8e-12 (2.2e-12 with the first factor on t's bits 2..1/16 and LOW_CUT 21;
+1e-12 before the thresholds were rounded to 2^-42).
 Every n in S has positive mass: no holes. Outside S the mass is 0, and the target mass there is the
 truncation (:attr:`DiscreteGaussianPlan.truncated_mass`, ≈ 1e-15).
 
@@ -63,7 +65,7 @@ from mpcdp.validation import check_number
 
 F = 53  # fractional bits of t = T / 2^F
 WORD = 62  # bits of the uniform compared with a group's threshold
-LOW_CUT = 21  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t_low (error <= 2^-(2·LOW_CUT+1))
+LOW_CUT = 20  # bits of t below 2^-LOW_CUT are accepted with probability 1 − t_low (error <= 2^-(2·LOW_CUT+1))
 LAYOUT = ((0, 1), (1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2), (8, 8), (16, 16))
 """The pieces as (start, size) of |n| in units of 2^k: piece 0 is [−2^k, 2^k); piece j >= 1 is
 ±[start_j·2^k, (start_j + size_j)·2^k), each size a power of 2 dividing its start (so a value is its piece's
@@ -80,10 +82,11 @@ INDEX_BITS = 6  # the piece index is a 6-bit uniform: Q_j/64
 CUT = 48  # reject t >= 48 (|n| >= 9.8σ)
 # Bit groups of T as (low bit, width, root): group g passes with probability ≈ exp(−a·2^(low−F)/root). t's bits
 # 32 and 16 are read twice by a pair of factors whose product is e^(−16a) (keeps every threshold above 2^-25 of
-# 2^62), and their value 3 (t >= 48) gets threshold 0: the cut. Then bits 8..4, 2..1/16 and fractional groups
-# down to 2^-21. The thresholds are literal constants (:mod:`mpcdp.noise.dg_thresholds`).
-GROUPS = ((F + 4, 2, 2), (F + 4, 2, 2), (F + 2, 2, 1), (F - 4, 6, 1), (F - 10, 6, 1), (F - 16, 6, 1),
-          (F - LOW_CUT, 5, 1))
+# 2^62), and their value 3 (t >= 48) gets threshold 0: the cut. Then bits 8..1/4 (the first factor,
+# :data:`mpcdp.noise.gaussian_factors.FIRST_GROUP`) and three 6-bit fractional groups down to 2^-LOW_CUT. The
+# plan before (LOW_CUT 21) read bits 8, 4 in a group of their own and 2..1/16 first: one factor more on the first
+# factor's survivors. The thresholds are literal constants (:mod:`mpcdp.noise.dg_thresholds`).
+GROUPS = ((F + 4, 2, 2), (F + 4, 2, 2), (F - 2, 6, 1), (F - 8, 6, 1), (F - 14, 6, 1), (F - LOW_CUT, 6, 1))
 PAIR = (0, 1)  # the groups on t's bits 16 and 32: rounded together, only their product approximates e^(−16a)
 ABOVE = 62 - (F + 6)  # T's bits from t = 64 up to bit 61: all must be 0
 LOW_BITS = F - LOW_CUT  # T's bits below the last group
@@ -174,10 +177,11 @@ class DiscreteGaussianPlan:
     def eta_dg(self) -> float:
         """Bound on |ln(P̃(n)/D_σ(n|S))| over the support S, D_σ(·|S) the target restricted to S.
 
-        Sources: thresholds rounded to multiples of 2^d (each group's worst case, within 2^-42; the pair's
-        product per window value), Λ_j rounded to 2^-F (plus the float error of λ_j), and the low bits' 1 − x'
-        for e^(−x) (x < 2^-21: relative error <= x²/2 + x³; x − x' < 2^-42 from the dropped bits, at most
-        2^-42/(1 − 2^-21) more). Twice the pointwise bound covers the normalisation: about 3.8e-12.
+        Sources: thresholds rounded to multiples of 2^d (each group's worst case, within 2^-42, the first
+        factor's nearest integers within 2^-40.5; the pair's product per window value), Λ_j rounded to 2^-F
+        (plus the float error of λ_j), and the low bits' 1 − x' for e^(−x) (x < 2^-20: relative error <= x²/2
+        + x³; x − x' < 2^-42 from the dropped bits, at most 2^-42/(1 − 2^-20) more). Twice the pointwise bound
+        covers the normalisation: about 3.8e-12.
         """
         lam_error = max(abs(L / 2**F - lam) for L, lam in zip(self.Lambda, self.lam)) + 64 * 2.0**-52
         low = 2.0 ** (-2 * LOW_CUT - 1) + 2.0 ** (-3 * LOW_CUT) + 2.0 ** (LOW_DROP - F) / (1 - 2.0**-LOW_CUT)
@@ -264,7 +268,7 @@ class DiscreteGaussianSampler:
     """This sampler as a release grid's integer sampler (:class:`~mpcdp.accounting.grid.GridSampler`): one
     :class:`DiscreteGaussianPlan` per noise scale. Every shipped grid mechanism draws with it."""
 
-    name: str = "discrete Gaussian (9 pieces, 7 bit groups, cut t >= 48, thresholds within 2^-42)"
+    name: str = "discrete Gaussian (9 pieces, 6 bit groups, cut t >= 48, thresholds within 2^-42 (the first factor's 2^-40.5))"
 
     def plan_for(self, sigma_units: float) -> DiscreteGaussianPlan:
         return plan_for(sigma_units)

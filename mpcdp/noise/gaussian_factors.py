@@ -19,11 +19,12 @@ from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.randomness import KeyedStream
 
 
-FIRST_GROUP = 3
-"""The Bernoulli factor evaluated first, on every candidate: group (F−4, 6), t's bits 1/16..2, which rejects
-about 31% of the candidates (every other factor together about 3%; tests/test_discrete_gaussian.py checks the
-ratio below by enumeration). Its pass bit is opened and only the
-candidates that pass go on to the other factors."""
+FIRST_GROUP = 2
+"""The Bernoulli factor evaluated first, on every candidate: group (F−2, 6), t's bits 1/4..8, which rejects
+about 20% of the candidates (every other factor together about 3%; tests/test_discrete_gaussian.py checks the
+ratio below by enumeration). Reading t's bits 4 and 8 here leaves 18 fractional bits above 2^-20 for three 6-bit
+groups on the survivors (one factor fewer there than with bits 8, 4 a group of their own and 2..1/16 first, which
+rejected 31%). Its pass bit is opened and only the candidates that pass go on to the other factors."""
 OTHER_GROUPS = tuple(g for g in range(len(dg.GROUPS)) if g != FIRST_GROUP)
 MAX_TABLE_BITS = 7  # a dealt table: 2^7 bits, two words
 
@@ -110,8 +111,8 @@ def factor_forms(groups: tuple[int, ...], *, low: bool) -> list[chunk_forms.Chun
     """Per factor of :func:`_circuit_passes` (``groups``, then the low bits' if ``low``), the forms its q_k are
     computed by (:mod:`mpcdp.mpc.chunk_forms`): a group's table by the value of its window in
     :func:`group_windows` (``groups``' windows), factored at least rank; the low bits' factor T'_low·2^(62−F)
-    by T'_low's bits (T_low's from :data:`~mpcdp.noise.discrete_gaussian.LOW_DROP` up). 113 ANDs per survivor for the six other groups instead of the 197 bits their tables can
-    have set, 35 instead of 47 for the first factor, 16 instead of 21 for the low bits."""
+    by T'_low's bits (T_low's from :data:`~mpcdp.noise.discrete_gaussian.LOW_DROP` up). 92 ANDs per survivor for the five other groups instead of the 162 bits their tables can
+    have set, 46 instead of 62 for the first factor, 17 instead of 22 for the low bits."""
     windows = group_windows(groups)
     forms = [chunk_forms.table_forms(_window_of(g, windows)[1], dg.WORD) for g in groups]
     if low:

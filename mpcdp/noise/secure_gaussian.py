@@ -69,42 +69,42 @@ Steps per pass of n candidates. Each is an exact integer protocol from :mod:`mpc
      it multiplies, 64 candidates to a word; dg-mpc/10's Kogge–Stone on 16-bit lanes opened 32 at each level),
      then one AND level adds them (its three shifted products land on disjoint bits: one merged dealt word per
      candidate).
-  6. The first factor (group (F−4, 6), t's bits 1/16..2: it rejects about 31% of the candidates, all the
-     others together about 3%), on every candidate: the dealt one-hot of R's window moved by the opened
+  6. The first factor (group (F−2, 6), t's bits 1/4..8: it rejects about 15% of the candidates, all the
+     others and the cut together about 8%), on every candidate: the dealt one-hot of R's window moved by the opened
      window, the threshold's right operand a local selection, and [V < TH] by one-hot decoding of W's top
      set bit and three AND levels (:func:`mpcdp.mpc.bernoulli.bernoulli_bits`; the super-chunks' one-hots
      four candidates to a word). Its pass bit is opened, 64 to a word, and the candidates that fail it are
      dropped.
   7. The other factors and the cut (T's bits from t = 64 up all 0), on the survivors only: the other
-     groups' windows (two to a word; the two 2-bit windows at 55 and 57 read from one 4-bit window's
-     one-hot, :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
+     groups' windows (two to a word: three 6-bit fractional windows and the pair's 2-bit one at 57,
+     :func:`~mpcdp.noise.gaussian_factors.group_windows`) and the same circuit, batched. TH's bit at
      W's top in each chunk is a bilinear form of two one-hots (the chunk's top bit and the window's value),
      evaluated by a least-rank GF(2) factorisation of each table's chunk (:mod:`mpcdp.mpc.chunk_forms`,
-     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 129 ANDs per survivor for the 7 factors (113 for
-     the six groups, whose entries can have 197 bits set, and 16 for the low bits' 21; dg-mpc/11 ANDed 174, dg-mpc/8
-     291 bits), packed one after another across 64 survivors at a time, ≈ 2.02 words per survivor (the first
-     factor's 35 instead of 47: ≈ 0.55 words per candidate); the picks only on the chunks and super-chunks
-     whose bit can be nonzero (69 and 21 bits per survivor instead of 112 and 28). The thresholds are
-     multiples of 2^d (d = 15 for the first factor, 6 to 21 for the others, :mod:`mpcdp.noise.dg_thresholds`),
-     so most factors' low chunks are dead. W's chunks below a factor's lowest threshold bit
+     :func:`~mpcdp.noise.gaussian_factors.factor_forms`): 109 ANDs per survivor for the 6 factors (92 for
+     the five groups, whose entries can have 162 bits set, and 17 for the low bits' 22; 129 with t's bits 8, 4
+     a group of their own, dg-mpc/11 174, dg-mpc/8 291 bits), packed one after another across 64 survivors at a
+     time, ≈ 1.70 words per survivor (the first factor's 46 instead of 62: ≈ 0.72 words per candidate); the
+     picks only on the chunks and super-chunks whose bit can be nonzero (56 and 17 bits per survivor instead of
+     96 and 24). The other factors' thresholds are multiples of 2^d (d = 16 to 21; the first factor's, down to
+     2^39.3, are the nearest integers: :mod:`mpcdp.noise.dg_thresholds`), so their low chunks are dead. W's chunks below a factor's lowest threshold bit
      (:attr:`~mpcdp.mpc.chunk_forms.ChunkForms.first_chunk`) get no one-hot
      (:func:`~mpcdp.mpc.bernoulli.coin_uniform`; the decision is the same, tests/test_chunk_forms.py), and every
      rotation pair's one-hots come in only the bytes their windows use
      (:func:`~mpcdp.adapter.bit_words.pack_one_hots`).
-  8. Accept = AND of the factors: 4 AND levels over 11 bits, each opening only the bits still needed (the
-     even bits and the odd ones, 6, 3, 2 and 1 bits per survivor, packed across survivors,
+  8. Accept = AND of the factors: 4 AND levels over 10 bits, each opening only the bits still needed (the
+     even bits and the odd ones, 5, 3, 2 and 1 bits per survivor, packed across survivors,
      :func:`~mpcdp.mpc.binary.all_bits_tree`). Open it, 64 candidates to a word.
   9. Keep the accepted n, still secret-shared. Draw a new pass for the shortfall.
 
 Declared cost (:func:`declared_cost`, checked against the counters in tests/test_discrete_gaussian.py for
-both providers): per pass of n candidates of which s ≈ 0.65n pass the first factor, the coin's two public
+both providers): per pass of n candidates of which s ≈ 0.86n pass the first factor, the coin's two public
 exchanges among the members (32 and 64 bytes each way) and 27 + (k+6) communication steps with the dealer
-(≈ 14.0n ring elements or words at k = 15: n² opens nothing), 28 + (k+6) under honest-majority (≈ 15.0n, its
-replicated square n of them). With the dealer every step is an opening and 26 of them need a request for material,
-as do each factor stage's coin_uniform and the ripple's bounded masks: 30 requests. Under honest-majority
-the 17 + (k+6) multiplication steps (≈ 11.2n) are resharings, one round each and one word per element per
-member, the other 11 (≈ 3.7n) openings, and 13 requests for material remain (one-hot words ≈ 10.75n +
-35.5s, bounded masks n, b2a_bits 7n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
+(≈ 13.6n ring elements or words at k = 16: n² opens nothing), 28 + (k+6) under honest-majority (≈ 14.6n, its
+replicated square n of them). With the dealer every step is an opening, and with each factor stage's
+coin_uniform and flags' rotations and the ripple's bounded masks 28 requests for material. Under honest-majority
+the 17 + (k+6) multiplication steps (≈ 10.9n) are resharings, one round each and one word per element per
+member, the other 11 (≈ 3.7n) openings, and 14 requests for material remain (one-hot words ≈ 11.1n +
+24.9s, bounded masks n, b2a_bits 7n). Measured bytes and time per sample: benchmarks/results/noise-exact.md; where
 they go, step by step: ``python -m benchmarks.noise_breakdown``.
 """
 
@@ -263,9 +263,9 @@ def bounded_reply_words(plan: dg.DiscreteGaussianPlan, n: int) -> int:
     return rows * words
 
 
-SURVIVAL_OVER_ACCEPTANCE = 1.05
+SURVIVAL_OVER_ACCEPTANCE = 1.105
 """Expected fraction of candidates that pass the first factor, over the acceptance: the other factors and
-the cut pass with probability about 0.95 (the ratio is 1.039–1.061 by enumeration at σ from 16 to 6·10^4
+the cut pass with probability about 0.905 (the ratio is 1.099–1.109 by enumeration at σ from 16 to 6.6·10^4
 units). Used only to estimate a pass's cost before it runs."""
 
 
@@ -391,13 +391,13 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     (:func:`~mpcdp.mpc.binary.declared_cost_all_bits_tree`) and the accept bits ⌈s/64⌉. The stages
     (:func:`~mpcdp.noise.gaussian_factors.stage_cost`): with tables one opening each, the first factor's window
     ⌈n/10⌉ and T ⊕ R for the others s, and 3 accept levels (5 bits: 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉); as a circuit
-    the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 7s elements (flags
-    from each factor's first chunk, packed bit after bit, (13/64)n and (83/64)s (:mod:`mpcdp.mpc.chunk_flags`), super-flags ⌈e/16⌉, the forms' AND ≈ 2·(35/64)n for the first factor and ≈ 2·(129/64)s for the
+    the windows ⌈n/10⌉ and ⌈s/2⌉, :func:`~mpcdp.mpc.bernoulli.bernoulli_bits` on n and 6s elements (flags
+    from each factor's first chunk, packed bit after bit, (16/64)n and (68/64)s (:mod:`mpcdp.mpc.chunk_flags`), super-flags ⌈e/16⌉, the forms' AND ≈ 2·(46/64)n for the first factor and ≈ 2·(109/64)s for the
     others' ranks packed across 64 elements, :func:`~mpcdp.mpc.run_streams.run_words`; picks on the chunks and
-    super-chunks whose bit can be nonzero, ≈ 2·(13/64)n and 2·(4/64)n, ≈ 2·(69/64)s and 2·(21/64)s), and 4
-    accept levels (11 bits: 2⌈s/10⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.63 (s ≈ 0.66n): with tables 16
-    + (k+6) steps, ≈ 6.2n elements; as a circuit 27 + (k+6) steps, ≈ 13.7n elements at k = 15 (replicated: 28 +
-    (k+6), ≈ 14.6n), 16 + (k+6) of them (≈ 10.2n; replicated 17 + (k+6), ≈ 11.2n) multiplications.
+    super-chunks whose bit can be nonzero, ≈ 2·(16/64)n and 2·(4/64)n, ≈ 2·(56/64)s and 2·(17/64)s), and 4
+    accept levels (10 bits: 2⌈s/12⌉, 2⌈s/21⌉, 2⌈s/32⌉, 2⌈s/64⌉). At acceptance 0.78 (s ≈ 0.86n): with tables 16
+    + (k+6) steps, ≈ 5.4n elements; as a circuit 27 + (k+6) steps, ≈ 13.6n at k = 16 (replicated: 28 + (k+6),
+    ≈ 14.6n), 16 + (k+6) of them (replicated 17 + (k+6), ≈ 10.9n) multiplications.
 
     With Beaver multiplication (``replicated`` False: the dealer, or honest-majority outside a committee of
     exactly parties 0–2) every step is an opening, and each one but the coin, the two sets of public bits and
@@ -409,8 +409,8 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     is a resharing of the same element count (each member sends them to one other member, 1 round instead of
     an opening's 2) and needs no material. Operations: and_words ⌈n/12⌉ + (k+6)⌈n/64⌉ + 42⌈n/64⌉ + n + the accept
     levels (+ Σ(the forms' AND words + the picks' words) over a circuit's two stages); one_hot_words a2b + n
-    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.125n + 6.625s,
-    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 5.25n + 29.25s on the sampler's tables); table_words n + 6s (tables); bounded_masks n (without ``replicated``
+    (+ for a circuit the windows' one-hots, W's chunks' from each factor's first chunk and the flags' 1.25n + 5.5s,
+    in words as :func:`~mpcdp.adapter.bit_words.one_hot_reply_words` deals them: 6.125n + 24.875s on the sampler's tables); table_words n + 5s (tables); bounded_masks n (without ``replicated``
     with the squares, the dealer's reply packed in bounded_reply_words, :func:`bounded_reply_words`); b2a_bits 6n,
     7n with ``replicated`` (the dealer's reply packed in b2a_reply_words ≈ n·Σ widths/64, :func:`b2a_reply_words`);
     square n (``replicated`` only); random_bits (6 + (k+4) + 1)n
