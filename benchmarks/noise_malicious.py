@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/4) beside the
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/6) beside the
 semi-honest one (dg-mpc): bytes, rounds, time and CPU per sample, both in the same invocation.
 
     .venv/bin/python -m benchmarks.noise_malicious --parties 3 --samples 1000
@@ -57,15 +57,15 @@ def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, fl
     products = products_per_candidate(plan)
     widths = dg.field_bits(plan)
     hot, word = 1 << dg.INDEX_BITS, dg.WORD - 1
-    daBits = dg.PIECES + widths["point"] + 1
+    daBits = products.crossed
     mux = (1 << dg.GROUPS[FIRST][1]) - 1
     first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
     second_bits = sum(widths[name] for name in SECOND_FIELDS)
     steps = [("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
               first_bits * BIT_BYTES, 0),
              ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
-             ("3. crossing and n, T in Z_2^128", 0, 0, daBits * DA_BYTES + products.arith * 96,
-              daBits + products.arith * 256),
+             ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
+              daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
              ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
              ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
     assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
@@ -103,7 +103,7 @@ def markdown(rows: list[dict], command: str) -> str:
         f"a dealt one-hot of {1 << dg.INDEX_BITS} bits ({ONE_HOT_BYTES:g} bytes each) and "
         f"{sum(widths[n] for n in FIRST_FIELDS if n != 'index')} dealt bits per candidate and "
         f"{sum(widths[n] for n in SECOND_FIELDS)} per survivor ({BIT_BYTES:g} bytes each), one 64-bit edaBit "
-        f"({EDA_BYTES:g} bytes), {dg.PIECES + widths['point'] + 1} daBits ({DA_BYTES:g} bytes and one "
+        f"({EDA_BYTES:g} bytes), {products.crossed} daBits ({DA_BYTES:g} bytes and one "
         "opened bit each); per pass the bit check (48 parity rows, then SPDZ2k's check) and the MAC check before the "
         "first factor's bits and before the accept bits, the bit check after each. Bytes per sample: every party's "
         "and the dealer's link counters over the samples. Issue 48's target: ≤ 2.5× bytes, ≤ 2× time — not met: "

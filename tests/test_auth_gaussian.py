@@ -10,7 +10,7 @@ import torch
 from mpcdp.errors import PartyFailed
 from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import (FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, WORD_FIELDS, Domains, PlainBits,
+from mpcdp.noise.auth_gaussian import (DEALT_FIELDS, FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, Domains, PlainBits,
                                       candidate_circuit)
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
@@ -26,7 +26,7 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     every candidate's n and accept bit exactly as :func:`dg.candidate_values` and :func:`dg.accept` do on the
     same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
     word 0); T's mask bits uniform. The bit domain's products carry random upper bits, as the k = 1 domain's
-    may (only low bits are read). With ``coin`` every factor word is given as the parties hold it, dealt bits R
+    may (only low bits are read). With ``coin`` every factor word, the point and the sign are given as the parties hold them, dealt bits R
     and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin), and the
     index as the one-hot of its R with its coin (W's one-hot by S's permutation). Both outcomes occur (the test
     can fail either way). Given the first stage's fields only and the others by ``later`` for the survivors (as
@@ -44,7 +44,7 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     r = (mask << torch.arange(MASK_BITS)).sum(1)
     given = dict(fields)
     if coin:  # the words as dealt bits R with a public coin S, W = R ⊕ S; the index as R's dealt one-hot
-        for name in WORD_FIELDS:
+        for name in DEALT_FIELDS:
             s = torch.randint(0, 2, fields[name].shape, generator=generator)
             given[name] = Dealt(fields[name] ^ s, s)
         s = torch.randint(0, 2, fields["index"].shape, generator=generator)

@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/5.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/6.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -31,9 +31,11 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
   2. Piece: the one-hot of the index W = R ⊕ S, the dealt one-hot of R with its columns permuted by S (column
      a is [R = a ⊕ S]: local, :class:`~mpcdp.mpc.auth_circuits.DealtHot`; dg-auth/3 computed it in 62 bit
      products), the piece indicators I_j a public selection.
-  3. Crossing: I_j, the point's bits and the sign into Z_2^128 by daBits
-     (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 38 dealt bytes each). n as in
-     dg-auth/1: n_j = M_j − s·(2M_j + 1), n = Σ I_j·n_j (10 products, 2 rounds); T = G·n² + Σ Λ_j·I_j (1 product).
+  3. n and T (:mod:`mpcdp.noise.auth_exponent`): n's two's complement word (k + 6 bits) in the bit domain, from
+     the point's bits masked by the piece's width (p_b·U_b) and s·I_0 (k + 5 half products, one round; the
+     piece's start bits and U_b local selections of the one-hot), then its bits and I_1..I_8 into Z_2^128 by
+     daBits (:func:`~mpcdp.mpc.bit_authenticated.to_arithmetic`, one opened bit and 38 dealt bytes each), n
+     local there, T = G·n² + Σ Λ_j·I_j (1 product; dg-auth/5: 2·PIECES + 1 = 19 products in Z_2^128).
   4. T's bits: an edaBit (:class:`mpcdp.adapter.auth_bits.EdaBits`: 64 bit-domain bits r_i and [[r]] = Σ 2^i·r_i);
      c = T − r opened in Z_2^128 (uniform) and T = c + r by a ripple carry in the bit domain (one product per
      bit: 61 rounds), with the first factor's word's prefix OR from its top bit in the same rounds. Every product
@@ -64,13 +66,14 @@ candidates' bits, which alone set the rest of the count. The view audit (``mpcdp
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
-first word's mux) and 122 half (the carry 61, the first word's prefix 61); per survivor 225 full (muxes 195, the low
+first word's mux) and 130 half (the carry 61, the first word's prefix 61, n's word 8); per survivor 225 full (muxes 195, the low
 factor 22, the AND 8) and 357 half (five prefixes 305, v_low's 52). At the first factor's 86% pass rate: 256 full
-(2 bits opened, 18⅛ bytes dealt each) and 428 half products (1 bit opened, 12⅛ bytes dealt each) per candidate, 683
-ANDs (683 at 81% with bits 8, 4 a group of their own; dg-auth/3: 673, all full); 19 products in Z_2^128 (4 words
-opened, 96 bytes dealt each), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate (the point's
-k + 4 = 7, the sign, the first word's 62; no piece bit) and 363 per survivor (five words, v_low's 53), 6 bytes each,
-one edaBit (6·64 + 32 bytes, 61 half triples), 9 + (k + 4) + 1 daBits (38 bytes, one opened bit each); measured in
+(2 bits opened, 18⅛ bytes dealt each) and 436 half products (1 bit opened, 12⅛ bytes dealt each) per candidate, 691
+ANDs (dg-auth/5: 683, without n's word; dg-auth/3: 673, all full); 1 product in Z_2^128 (n²: 4 words opened, 96 bytes dealt; dg-auth/5: 19), a dealt one-hot of 64 bits
+(6⅛ bytes each), 70 dealt bits per candidate (the point's k + 4 = 7, the sign, the first word's 62; no piece bit)
+and 363 per survivor (five words, v_low's 53), 6 bytes each, one edaBit (6·64 + 32 bytes, 61 half triples),
+(k + 6) + 8 daBits (38 bytes, one opened bit each; step 3: 839 dealt bytes and 281 opened bits per candidate
+against dg-auth/5's 2,470 and 4,881); measured in
 benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so a
 half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach here.
 """
@@ -92,8 +95,9 @@ from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.auth_exponent import exponent
 
-CIRCUIT = ("dg-auth/5: the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/6: n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -155,37 +159,6 @@ def _column(A: Arith, x: Any, i: int) -> Any:
 
 def _columns(A: Arith, x: Any, start: int, stop: int) -> Any:
     return A.take(x, (slice(None), slice(start, stop)))
-
-
-def _exponent(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[Any, Any]:
-    """(n, T) of every candidate from its field bits (steps 2–3): the index's one-hot in the bit domain, the
-    piece indicators, the point's bits and the sign crossed into ``D.arith``."""
-    pieces, B = dg.PIECES, D.bits
-    index = fields["index"]  # the parties': a dealt one-hot; plaintext bits: computed (2^w − 2 products)
-    hot = index.one_hot(B) if isinstance(index, DealtHot) else one_hot(B, index)  # (n, 64)
-    select = torch.zeros(1 << dg.INDEX_BITS, pieces, dtype=torch.int64)
-    select[torch.arange(1 << dg.INDEX_BITS), torch.from_numpy(plan.index_table())] = 1
-    n = B.shape(hot)[0]
-    point_bits = B.shape(fields["point"])[1]
-    crossed = D.to_arith(B.cat([B.combine(hot, select), fields["point"], B.reshape(fields["sign"], n, 1)], 1))
-    A = D.arith
-    indicators = A.take(crossed, (slice(None), slice(0, pieces)))  # (n, pieces): I_j
-    point = A.take(crossed, (slice(None), slice(pieces, pieces + point_bits)))
-    widths = [(size // 2).bit_length() - 1 for size in plan.piece_sizes()]  # the point's bits in piece j
-    powers = torch.zeros(point_bits, pieces, dtype=torch.int64)
-    for j, width in enumerate(widths):
-        powers[:width, j] = 1 << torch.arange(width)
-    offsets = torch.tensor([0] + plan.piece_starts()[1:], dtype=torch.int64)
-    m = A.plus(A.combine(point, powers), offsets)  # M_j (j >= 1), P_0 (j = 0)
-    sign = A.expand(A.take(crossed, (slice(None), slice(pieces + point_bits, pieces + point_bits + 1))), n, pieces)
-    (signed,) = mul_batch(A, [(sign, m)])
-    per_piece = A.add(A.add(m, A.scale(signed, torch.tensor([0] + [-2] * (pieces - 1)))),
-                      A.scale(sign, torch.tensor([-(plan.piece_sizes()[0] // 2)] + [-1] * (pieces - 1))))
-    (chosen,) = mul_batch(A, [(indicators, per_piece)])
-    value = A.total(chosen, 1)
-    (square,) = mul_batch(A, [(value, value)])
-    lam = A.reshape(A.combine(indicators, torch.tensor(plan.Lambda, dtype=torch.int64).reshape(pieces, 1)), n)
-    return value, A.add(A.scale(square, plan.G), lam)
 
 
 def _prefix_pairs(A: Arith, prefixes: list[list[Any]], words: list[Dealt], step: int) -> tuple[list[int], list]:
@@ -274,13 +247,16 @@ SECOND_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name not in FIRST_FIE
 """The other factors' words and v_low: dealt only for the survivors of the first factor (module step 6)."""
 WORD_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name.startswith("v"))
 """The factors' words and v_low: every bit but the top one is a prefix-OR product's dealt factor."""
+DEALT_FIELDS = WORD_FIELDS + ("point", "sign")
+"""The fields held as :class:`Dealt` (R with a half triple per multiplied bit, and the coin S): the words, and the
+point's and the sign's bits (each the dealt factor of one product of n's word: :mod:`mpcdp.noise.auth_exponent`)."""
 
 
 def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
                 mask: tuple[Any, Any]) -> tuple[Any, Any, Any]:
     """(n in ``D.arith``, T's bits (n, 62) and the first factor's bit (n,), both in ``D.bits``) of every
     candidate (module steps 2–5)."""
-    value, T = _exponent(D, plan, fields)
+    value, T = exponent(D, plan, fields)
     A = D.bits
     t, (top,) = _bits_and_tops(D, T, mask, [fields[f"v{FIRST}"]])
     low, width, _ = dg.GROUPS[FIRST]
@@ -365,9 +341,9 @@ class _Coin:
 def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names: tuple[str, ...], n: int,
                  coin: _Coin, label: str) -> dict[str, Any]:
     """The fields ``names`` of n candidates, each R XOR the coin's next bits S: the index (when asked) as
-    :class:`DealtHot`, a dealt one-hot of R (one request, first); the others dealt bits (one request): a factor
-    word (:data:`WORD_FIELDS`) as :class:`Dealt` with a half triple on every bit but its top (each bit's one
-    prefix-OR product), the rest as bits."""
+    :class:`DealtHot`, a dealt one-hot of R (one request, first); the others dealt bits (one request), as
+    :class:`Dealt` (:data:`DEALT_FIELDS`): a factor word with a half triple on every bit but its top (each bit's
+    one prefix-OR product), the point and the sign on every bit (each bit's one product in n's word)."""
     widths = dg.field_bits(plan)
     dealt_names = [name for name in names if name != "index"]
     hot = bit_authenticated.dealt_one_hots(ctx, n, widths["index"]) if "index" in names else None
@@ -375,8 +351,8 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
     halves: list[int] = []
     at = 0
     for name in dealt_names:
-        if name in WORD_FIELDS:
-            halves += range(at, at + widths[name] - 1)
+        if name in DEALT_FIELDS:
+            halves += range(at, at + widths[name] - (name in WORD_FIELDS))
         at += widths[name]
     dealt, half = bit_authenticated.dealt_rows(ctx, n, width, halves)
     s = coin.bits(n, sum(widths[name] for name in names), label)  # every field's, in ``names`` order
@@ -391,8 +367,9 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
             fields[name] = DealtHot(hot, coins)
             continue
         cols = (slice(None), slice(at, at + widths[name]))
-        if name in WORD_FIELDS:
-            fields[name] = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols]).by_columns()
+        if name in DEALT_FIELDS:
+            bits = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols])
+            fields[name] = bits.by_columns() if name in WORD_FIELDS else bits
         else:
             fields[name] = xor_public(A, A.take(dealt, cols), coins)
         at += widths[name]

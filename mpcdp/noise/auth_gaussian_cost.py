@@ -1,5 +1,6 @@
-"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/5): its
-bit-domain products per candidate and per survivor, full and half, counted by running its stages on plaintext,
+"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/6): its
+bit-domain products per candidate and per survivor, full and half, its products in Z_2^128 and its daBits (steps
+2–3 apart too), counted by running its stages on plaintext,
 and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too).
 Nothing here runs under MPC or sees a share."""
 
@@ -13,6 +14,7 @@ import torch
 
 from mpcdp.mpc.auth_circuits import DealtHot
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.auth_exponent import exponent
 from mpcdp.noise.auth_gaussian import FIRST, MASK_BITS, Domains, first_stage, second_stage
 
 
@@ -22,7 +24,8 @@ class Products:
     (``second``), each split into full products (two secret factors: a dealt triple) and half products
     (``first_half``, ``second_half``: one factor a dealt bit with its half triple), Z_2^128 products per
     candidate (``arith``), and the first factor's pass rate ``survive`` at the plan (the plaintext rule on 2^16
-    candidates of a fixed seed)."""
+    candidates of a fixed seed); of them, steps 2–3's (n's word and its crossing: :func:`exponent`) bit products
+    ``exponent_full`` and ``exponent_half`` and its daBits ``crossed`` per candidate."""
 
     first: int
     second: int
@@ -30,6 +33,9 @@ class Products:
     survive: float
     first_half: int = 0
     second_half: int = 0
+    exponent_full: int = 0
+    exponent_half: int = 0
+    crossed: int = 0
 
     @property
     def full(self) -> float:
@@ -60,8 +66,24 @@ def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
                                             torch.zeros(1, dtype=torch.int64)))
     first, first_half = B.products, B.halves
     second_stage(D.bits, plan, fields, t)
+    full, half, crossed = exponent_cost(plan, fields)
     return Products(first, B.products - first, D.arith.products, first_pass_rate(plan),  # type: ignore[attr-defined]
-                    first_half, B.halves - first_half)
+                    first_half, B.halves - first_half, full, half, crossed)
+
+
+def exponent_cost(plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]) -> tuple[int, int, int]:
+    """(full bit products, half bit products, daBits) per candidate of steps 2–3 (:func:`exponent`, one
+    candidate's ``fields`` on plaintext)."""
+    D, crossed = Domains.plain(), []
+
+    def to_arith(x: torch.Tensor) -> torch.Tensor:
+        crossed.append(x.numel())
+        return x & 1
+
+    D.to_arith = to_arith
+    exponent(D, plan, fields)
+    B: Any = D.bits
+    return B.products, B.halves, sum(crossed)
 
 
 def first_factor_passes(plan: dg.DiscreteGaussianPlan, fields: dict[str, np.ndarray]) -> np.ndarray:
