@@ -10,6 +10,7 @@ import torch
 from mpcdp.errors import PartyFailed
 from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.auth_exponent import exponent
 from mpcdp.noise.auth_gaussian import (DEALT_FIELDS, FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, Domains, PlainBits,
                                       candidate_circuit)
 from mpcdp.runtime.harness import run_parties
@@ -64,6 +65,29 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     assert np.array_equal(value.numpy(), n_plain)
     assert np.array_equal((accept & 1).numpy(), expected.astype(np.int64))
     assert abs(expected.mean() - plan.acceptance) < 5 * np.sqrt(0.25 / expected.size)  # the plan's acceptance: α < 1e-6
+
+
+@pytest.mark.parametrize("sigma", [16.0, 40.0])
+def test_n_and_T_of_every_index_point_and_sign_are_the_rules(sigma):
+    """Steps 2–3 alone (mpcdp/noise/auth_exponent.py), exhaustively: every index (64), point (2^(k+4)) and sign,
+    the point and the sign dealt bits R with a uniform public coin S and the index a dealt one-hot, the bit
+    domain's products with random upper bits: n and T equal :func:`dg.candidate_values` and :func:`dg.exponent`
+    on W = R ⊕ S, so every piece's two's complement word (piece 0's included) is exercised."""
+    plan = dg.plan_for(sigma)
+    widths, generator = dg.field_bits(plan), torch.Generator().manual_seed(44)
+    index, point, sign = torch.meshgrid(torch.arange(64), torch.arange(1 << widths["point"]), torch.arange(2),
+                                        indexing="ij")
+    values = {"index": index.reshape(-1), "point": point.reshape(-1), "sign": sign.reshape(-1)}
+    bits = {name: (v.reshape(-1, 1) >> torch.arange(widths[name])) & 1 for name, v in values.items()}
+    given = {}
+    for name, b in bits.items():
+        s = torch.randint(0, 2, b.shape, generator=generator)
+        given[name] = Dealt(b ^ s, s) if name != "index" else DealtHot(
+            torch.nn.functional.one_hot(torch.from_numpy(_value(b ^ s)), 64), s)
+    value, T = exponent(Domains.plain(PlainBits(3)), plan, given)
+    n_plain, piece = dg.candidate_values(plan, {name: v.numpy() for name, v in values.items()})
+    assert np.array_equal(value.numpy(), n_plain) and np.array_equal(T.numpy(), dg.exponent(plan, n_plain, piece))
+    assert (n_plain < 0).any() and (piece == 0).any()
 
 
 def test_one_hot_and_mux_select_the_entry_the_bits_spell():

@@ -1,7 +1,7 @@
 """Steps 2–3 of the authenticated sampler (:mod:`mpcdp.noise.auth_gaussian`, circuit dg-auth/6): a candidate's
 piece indicators and its value n as a two's complement word in the bit domain, crossed into Z_2^128, where
 n² and T = G·n² + Λ_j are computed. Written once over the circuit's :class:`~mpcdp.noise.auth_gaussian.Domains`
-(the parties' authenticated backends, or plaintext).
+(the parties' authenticated backends, or plaintext; :class:`Domains` here names the part used).
 
 Security model: the sampler's (any set of data parties may deviate, the dealer honest and colluding with
 nobody). Every product is an authenticated one (bit domain: checked by the bit check; Z_2^128: by the MAC
@@ -24,15 +24,25 @@ bytes each), one product in Z_2^128 (dg-auth/5: 2·PIECES + 1 = 19 products ther
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 import torch
 
-from mpcdp.mpc.auth_circuits import Dealt, DealtHot, mul_batch, one_hot
+from mpcdp.mpc.auth_circuits import Arith, Dealt, DealtHot, mul_batch, one_hot
 from mpcdp.noise import discrete_gaussian as dg
 
-if TYPE_CHECKING:
-    from mpcdp.noise.auth_gaussian import Domains
+
+class Domains(Protocol):
+    """What steps 2–3 use of :class:`mpcdp.noise.auth_gaussian.Domains`: the bit domain, Z_2^128 and the crossing."""
+
+    @property
+    def bits(self) -> Arith: ...
+
+    @property
+    def arith(self) -> Arith: ...
+
+    @property
+    def to_arith(self) -> Callable[[Any], Any]: ...
 
 
 def _tables(plan: dg.DiscreteGaussianPlan, point_bits: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
