@@ -49,7 +49,7 @@ def _tables(plan: dg.DiscreteGaussianPlan, point_bits: int) -> tuple[torch.Tenso
     """Public selections of W's one-hot (64 rows, one per index value): the point bits inside the piece's width
     (64, point_bits), the start's bits (64, k + 6) and the indicators I_1..I_8 (64, PIECES − 1)."""
     piece = torch.from_numpy(plan.index_table())
-    widths = torch.tensor([(size // 2).bit_length() - 1 for size in plan.piece_sizes()], dtype=torch.int64)
+    widths = torch.tensor([mask.bit_length() for mask in plan.point_masks()], dtype=torch.int64)
     starts = torch.tensor(plan.piece_starts(), dtype=torch.int64)
     inside = (torch.arange(point_bits).reshape(1, -1) < widths[piece].reshape(-1, 1)).to(torch.int64)
     start_bits = (starts[piece].reshape(-1, 1) >> torch.arange(word_bits(plan))) & 1

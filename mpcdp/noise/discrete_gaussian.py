@@ -112,22 +112,17 @@ def pair_error() -> float:
     """max_a |ln(TH_A[a]·TH_B[a] / (2^124·exp(−a·2^(lo − F))))| over the pair's nonzero entries (A, B = :data:`PAIR`):
     the two factors read the same window value, so only their product is the rule's."""
     first, second = (group_thresholds()[g].tolist() for g in PAIR)
-    worst = 0.0
-    for a, (x, y) in enumerate(zip(first, second)):
-        if x and y:
-            worst = max(worst, abs(math.log(x * y / (_ideal(PAIR[0], a) * _ideal(PAIR[1], a)))))
-    return worst
+    return max((abs(math.log(x * y / (_ideal(PAIR[0], a) * _ideal(PAIR[1], a))))
+                for a, (x, y) in enumerate(zip(first, second)) if x and y), default=0.0)
 
 
 @functools.lru_cache(maxsize=None)
 def _threshold_error() -> float:
     """Σ_g max_a |ln(TH_g[a] / (2^62·exp(−a·2^(lo−F)/root)))| over the support's entries, the :data:`PAIR` scored
     together per window value (:func:`pair_error`), plus 2^-50 per term for float64's own error."""
-    total = pair_error() + 2.0**-50
-    for g, table in enumerate(group_thresholds()):
-        if g not in PAIR:
-            total += max(abs(math.log(th / _ideal(g, a))) for a, th in enumerate(table.tolist()) if th) + 2.0**-50
-    return total
+    return pair_error() + 2.0**-50 + sum(
+        max(abs(math.log(th / _ideal(g, a))) for a, th in enumerate(table.tolist()) if th) + 2.0**-50
+        for g, table in enumerate(group_thresholds()) if g not in PAIR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +153,10 @@ class DiscreteGaussianPlan:
     def piece_starts(self) -> list[int]:
         """min |n| over each piece."""
         return [start << self.k for start, _ in LAYOUT]
+
+    def point_masks(self) -> list[int]:
+        """The point's bits each piece reads, as a mask: |P_j|/2 − 1 (|P_j|/2 is a power of 2)."""
+        return [(size << self.k) - 1 for _, size in LAYOUT]
 
     def index_table(self) -> np.ndarray:
         """Piece of each of the 64 index values (Q_j consecutive values for piece j)."""
@@ -320,7 +319,7 @@ def candidate_values(plan: DiscreteGaussianPlan, fields: dict[str, np.ndarray]) 
     piece = plan.index_table()[fields["index"]]
     point, negative = fields["point"], fields["sign"] == 1
     starts = np.asarray(plan.piece_starts(), dtype=np.int64)
-    masks = np.asarray([size // 2 - 1 for size in plan.piece_sizes()], dtype=np.int64)
+    masks = np.asarray(plan.point_masks(), dtype=np.int64)
     magnitude = starts[piece] + (point & masks[piece])
     half0 = plan.piece_sizes()[0] // 2
     # piece 0: two's complement of (sign, its low bits): [−half0, half0); pieces >= 1: +m or −m − 1

@@ -173,12 +173,12 @@ def _piece_words(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, fields: dict[st
     for every piece, so sign AND E is the sign there and sign AND [j >= 1] on piece 0's k+1 low bits. One AND
     level of one pair of 5-bit values, twelve candidates to a word."""
     k, width = plan.k, plan.k + dg.WORD_EXTRA  # the layout's radius is 2^(WORD_EXTRA − 1) units
-    full, low_k, low_e = (1 << width) - 1, (1 << k) - 1, plan.piece_sizes()[0] // 2 - 1  # low_e: piece 0's bits
+    full, low_k, low_e = (1 << width) - 1, (1 << k) - 1, plan.point_masks()[0]  # low_e: piece 0's bits
     high_bits = (1 << dg.POINT_EXTRA) - 1
     onehot = binary.rotated_one_hots(ctx, fields["index"], [(0, dg.INDEX_BITS)], label="dg-piece")[:, 0]
     table = plan.index_table().tolist()
     bases = [0] + plan.piece_starts()[1:]
-    masks = [size // 2 - 1 for size in plan.piece_sizes()]
+    masks = plan.point_masks()
     chosen, base, high_masks = binary.select_fields(ctx, onehot, [
         (tuple(1 << int(j) for j in table), dg.PIECES),  # bit j: I_j
         (tuple(bases[j] for j in table), width),
