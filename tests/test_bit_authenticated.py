@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (mpcdp.mpc.bit_authenticated, the bit domain of dg-auth/6), run by m
+"""Authenticated bits with SPDZ2k's k = 1 (mpcdp.mpc.bit_authenticated, the bit domain of dg-auth/7), run by m
 simulated parties in one process with the deviation harness (tests/deviation_harness.py: mpcdp's own protocol
 code and the dealer's own formulas for the bit material), and the check's soundness in a vectorised model at a
 reduced λ and s (mpcdp/README.md, "Authenticated bits")."""
@@ -80,6 +80,28 @@ def test_every_deviation_at_every_send_or_fetch_of_the_bit_domain_stops_every_ho
             seen[kind, "mac" if "mac" in verdicts else "same"] += 1
     for kind in H.KINDS:
         assert seen[kind, "mac"] > 0, seen
+
+
+def test_each_partys_sigma_share_stays_in_the_check_ring_z_2_48():
+    """Every σ_i a party opens in the bit check lies in [0, 2^48), SPDZ2k's Z_2^(k+s): its bits above 2^48 would be
+    carries of party 0's dealt MAC shares (integers in [0, 2^48)), which depend on α_b·x̂ and which no proof of the
+    check covers. Parties 1..m−1's MAC shares are uniform 64-bit words, so an unreduced σ_i exceeds 2^48 with
+    probability 1 − 2^-16 per party."""
+    sent: list[torch.Tensor] = []
+
+    class Recording(H.SimParties):
+        def exchange(self, rank, messages, label):
+            if label.endswith("bit-check σ"):
+                sent.extend(message[:1].clone() for message in messages.values())
+            return super().exchange(rank, messages, label)
+
+    for m in (3, 5):
+        sent.clear()
+        outcomes = Recording(m, seed=11 + m).run(_job(50))
+        assert [what for what, _ in outcomes] == ["output"] * m, outcomes
+        assert len(sent) == m * m
+        words = torch.cat(sent)
+        assert bool(((words >= 0) & (words < 1 << 48)).all()), words
 
 
 def test_one_parity_row_lets_a_flipped_bit_pass_half_the_time_and_lambda_rows_bound_it_by_2_to_the_minus_lambda():

@@ -399,5 +399,5 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
               "party_bytes": [r["bytes_sent"] for r in run.values], "estimate": estimate.to_dict()}
     if plan.mpc.security == "malicious":  # the estimate models the semi-honest circuits only
         timing["estimate"]["note"] = ("semi-honest circuits; under security = 'malicious' the authenticated sampler "
-                                      "(dg-auth/6) sends about 18-20x the sampler's bytes (noise-malicious.md)")
+                                      "(dg-auth/7) sends about 18-20x the sampler's bytes (noise-malicious.md)")
     return first["result"], max(r["bytes_sent"] or 0 for r in run.values), fields, timing

@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/6): partial openings of one bit and the
+"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/7): partial openings of one bit and the
 batched check that verifies them; daBits across to :mod:`mpcdp.mpc.authenticated`'s Z_2^128.
 
 Security model: :mod:`mpcdp.mpc.authenticated`'s (security with abort against any set of deviating data parties;
@@ -27,7 +27,7 @@ knows (:class:`~mpcdp.adapter.auth_bits.BitRandoms`: 2·r_t hides every bit of y
 honest y_t is 0); (3) a y_t with bit 0 set is a failure; (4) SPDZ2k's batched MAC check on the y_t, as
 :func:`mpcdp.mpc.authenticated.mac_check`: a second committed coin, drawn only after the y_t are opened (a
 cheater that knew it before could choose errors on two odd rows whose combination vanishes), gives λ words χ_t;
-commitments to σ_i = Σ_t χ_t·(m_i(y_t) − α_b,i·y_t) with the digest of this party's view, then σ_i with its
+commitments to σ_i = Σ_t χ_t·(m_i(y_t) − α_b,i·y_t) mod 2^48 with the digest of this party's view, then σ_i with its
 nonce; Σ σ_i ≢ 0 mod 2^48 is a failure).
 
 Soundness (``mpcdp/README.md``, "Authenticated bits"). Let Δ_j be the error a deviation puts on opened bit j (its
@@ -362,7 +362,9 @@ def bit_check(ctx: MpcContext, *, label: str) -> None:
     # χ only now, after the y_t are fixed: a cheater that knew χ before opening could pick errors on two odd
     # rows whose χ-combination vanishes mod 2^48 and pass the MAC check with certainty
     chi = ctx.common_stream(label=f"{label}: bit-check coin", domain=_DOMAIN).words(rows)
-    mine = (chi * (y_mac - state.alpha * y)).sum().reshape(1)
+    # σ_i in Z_2^48, SPDZ2k's ring: its bits above 2^48 (sums of party 0's dealt MAC shares, each in [0, 2^48),
+    # as integers) would carry their carries, which depend on α_b·x̂ and lie outside the check's proof
+    mine = ((chi * (y_mac - state.alpha * y)).sum() & _MAC_MASK).reshape(1)
     mine_words, nonce = torch.cat([mine, torch.zeros(1, dtype=torch.int64)]), secure_key()
     bound = ctx.members_exchange(torch.cat([_commitment(label, ctx.rank, mine_words, nonce), digest]),
                                  label=f"{label}: bit-check commitments", kind="public",

@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/6.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/7.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -97,7 +97,7 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
 
-CIRCUIT = ("dg-auth/6: n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "

@@ -1,4 +1,4 @@
-"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/6): its
+"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/7): its
 bit-domain products per candidate and per survivor, full and half, its products in Z_2^128 and its daBits (steps
 2–3 apart too), counted by running its stages on plaintext,
 and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too).
