@@ -118,28 +118,29 @@ def test_every_roles_view_of_a_bounded_malicious_release_is_independent_of_the_n
 def test_a_release_input_sent_without_its_dealt_mask_is_found():
     """--plant-leak release under malicious: party 1 sends x_1 in the clear and every party leaves [[r_1]] out
     of the sum, so each release still opens Σ x + u and passes its MAC check (the audit checks it); party 0,
-    which combines the masked inputs, is dependent (its received share equals x_1: z = √(10·8 − 1) ≈ 8.9 whatever
-    the draws, past the z ≈ 6 that α = NULL_ALPHA = 2e-6 over its statistics needs); nobody else is (4 roles at
-    2e-6)."""
-    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant="release", releases=10,
+    which combines the masked inputs, is dependent (its received share equals x_1 in all 14 releases: the audit
+    runs at α = NULL_ALPHA = 2e-6, so its sampled p resolves that level over party 0's statistics, and a perfect
+    match's exact permutation p, 1/14! ≈ 1.1e-11, lies below it; with 10 releases it could not, 1/10! = 2.8e-7,
+    and only the normal tail's invalid 5e-10 said so); nobody else is (4 roles at 2e-6)."""
+    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=NULL_ALPHA, plant="release", releases=14,
                                        dim=8)
     assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
     roles = {role["role"]: role for role in report["roles"]}
     assert roles["party 0"]["statistic"] == "release: party 1's masked input vs its input" and roles["party 0"]["z"] > 5
-    assert report["bound"] is None and roles["dealer"]["release_requests"] == 30  # input, flag and opening masks
+    assert report["bound"] is None and roles["dealer"]["release_requests"] == 3 * 14  # input, flag and opening masks
     assert roles["party 0"]["release_received_from"] == [1, 2]  # the unbounded form: a sum through party 0
     assert roles["party 1"]["release_received_from"] == [] == roles["party 2"]["release_received_from"]
 
 
-@pytest.mark.timeout(900)  # 10 calls and 10 bounded releases: generous under a loaded machine
+@pytest.mark.timeout(900)  # 10 calls and 14 bounded releases: generous under a loaded machine
 def test_witness_bits_sent_without_their_dealt_masks_are_found():
     """--plant-leak witness (the bound implied): party 1 sends its witness bits β in the clear and every party sets
     [[β_1]] to them, so every check still passes (the audit ties d to β) and every release opens Σ x + u; parties
     0 and 2, which receive the bits, are dependent on 'party 1's witness bits vs its witness' (the bits are the
-    witness: z far past the z ≈ 6 that α = NULL_ALPHA = 2e-6 needs); the dealer, party 1 and the coalition are
-    not (3 roles at 2e-6)."""
-    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=1e-4, plant="witness", releases=10,
+    witness in all 14 releases: a sampled p at α = NULL_ALPHA = 2e-6, as in the test above); the dealer, party 1 and
+    the coalition are not (3 roles at 2e-6)."""
+    report = auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=NULL_ALPHA, plant="witness", releases=14,
                                        dim=8)
     assert report["bound"] is not None
     assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
@@ -210,7 +211,7 @@ def test_the_release_statistics_find_an_unmasked_input_and_nothing_in_uniform_sh
     """On synthetic views (no processes): with uniform shares every release statistic of party 0 is centred
     (|z| < 4.5); with party 1's input received in the clear, 'party 1's masked input vs its input' is far out."""
     from mpcdp.jobs import auth_release_views as rel
-    from mpcdp.jobs.views import permutation_test
+    from mpcdp.jobs.permutation import permutation_test
 
     by_rank, noise = _synthetic(60, 8, leak)
     z = {name: permutation_test(scores, two_sided=True)[0]
@@ -252,7 +253,7 @@ def test_the_bounded_statistics_find_unmasked_witness_bits_and_nothing_in_masked
     statistic of party 0 is centred (|z| < 4.5); with party 1's witness received as it is, 'party 1's witness
     bits vs its witness' and 'vs its input' are far out."""
     from mpcdp.jobs import auth_bounded_views
-    from mpcdp.jobs.views import permutation_test
+    from mpcdp.jobs.permutation import permutation_test
 
     by_rank, noise = _bounded(60, 8, leak)
     z = {name: permutation_test(scores, two_sided=True)[0]

@@ -14,7 +14,8 @@ The sampler runs as ``calls`` one-sample calls by real party processes and the d
   accept bits; the ε/δ and σ's are kept in its openings) and the public counts.
 
 Each call's sample is then opened (MAC-checked; for this audit only) and every view is tested against it by
-the permutation test of :mod:`mpcdp.jobs.views` (exact mean and variance, normal tail; for a match
+the permutation test of :mod:`mpcdp.jobs.permutation` (z from the exact mean and variance, p from the sampled
+permutation distribution; for a match
 statistic, whose score is 0 or 1, p is the Poisson tail at the permutation mean: rare events). The statistics, each
 a score a role can compute from its own view of call i and a value x_j:
 
@@ -325,11 +326,12 @@ def _dealer_extra(view: list, released: list[list[dict]]) -> dict[str, Any]:
 
 
 def _test(name: str, scores: np.ndarray, two_sided: bool):
-    """A statistic's (z, p): a count's from the permutation test's normal tail; a match's p from the Poisson tail
-    at the permutation mean (matches are rare: the normal tail would overstate one or two chance matches)."""
-    from mpcdp.jobs.views import Statistic, match_test, permutation_test
+    """A statistic's (z, p): a count's permutation test (its p sampled later, at the role's level:
+    :func:`mpcdp.jobs.permutation.confirmed`); a match's p from the Poisson tail at the permutation mean (matches
+    are rare: the normal tail would overstate one or two chance matches)."""
+    from mpcdp.jobs.permutation import Statistic, match_test, permutation_statistic
 
-    return Statistic(name, *(permutation_test(scores, two_sided=True) if two_sided else match_test(scores)))
+    return permutation_statistic(name, scores, two_sided=True) if two_sided else Statistic(name, *match_test(scores))
 
 
 def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[str, Any], *, sigma: float,
@@ -337,15 +339,17 @@ def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[s
     """A role's report: its verdict over all its statistics, the sampler's and the releases' (Bonferroni), the
     most significant, the power of its first statistic and (with releases) the smallest release power."""
     from mpcdp.jobs import release_views
+    from mpcdp.jobs.permutation import confirmed
 
     found = [_test(name, scores, two) for name, scores, two in tests]
     found += [_test(name, scores, True) for name, scores, _ in release_tests]
+    found = [confirmed(s, alpha / len(found)) for s in found]
     p = min(1.0, min(s.p for s in found) * len(found))
     worst = min(found, key=lambda s: s.p)
     pw, against = power(found[0].name, sigma, calls, alpha, len(found))
     entry = {"role": role, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
              "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
-             "statistics": [{"name": s.name, "z": s.z, "p": s.p} for s in found]}
+             "statistics": [s.report() for s in found]}
     if release_tests:
         entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
                                            for _, _, coordinates in release_tests), 4)

@@ -14,8 +14,10 @@ The sample of every call is then opened — for this audit only — and each rol
 A statistic is a score s(view_i, x_j) that a role can compute from its own view of call i and a value x_j;
 its total over the calls, Σ_i s(view_i, x_i), is compared with its distribution when the values are permuted
 across calls (calls are i.i.d., so under independence every permutation is as likely). The permutation
-distribution's mean and variance are exact (Hoeffding's combinatorial central limit theorem), and p is the
-normal tail of the standardised total: one-sided for a score that a leak raises, two-sided for a correlation.
+distribution's mean and variance are exact (Hoeffding's combinatorial central limit theorem) and give z; p is
+the sampled permutation distribution's (:mod:`mpcdp.jobs.permutation`: valid at every level, where the normal
+tail alarmed far above its level on a count that is constant in most calls): one-sided for a score that a leak
+raises, two-sided for a correlation.
 The statistics:
 
 ``factor words`` (dealer, members): would candidate 0 of the call's first pass be accepted at value x, were
@@ -55,7 +57,6 @@ opening per call; and the releases' (:mod:`mpcdp.jobs.release_views`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import math
 import os
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from scipy import stats
 
 from mpcdp.errors import ConfigError
+from mpcdp.jobs.permutation import Statistic, confirmed, match_test, permutation_statistic
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 from mpcdp.noise import discrete_gaussian as dg
@@ -221,44 +223,6 @@ def _word(function: str, draws: dict, row: int, factor: int, rows: int) -> int:
 
 # -- the statistics -----------------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
-class Statistic:
-    name: str
-    z: float
-    p: float
-
-
-def permutation_test(scores: np.ndarray, *, two_sided: bool) -> tuple[float, float]:
-    """(z, p) of Σ_i scores[i, i] against its distribution over permutations of the columns: exact mean and
-    variance (Hoeffding), normal tail."""
-    from scipy import stats
-
-    n = scores.shape[0]
-    grand = scores.mean()
-    total = float(np.trace(scores))
-    mean = n * grand
-    centred = scores - scores.mean(1, keepdims=True) - scores.mean(0, keepdims=True) + grand
-    variance = float((centred ** 2).sum()) / (n - 1)
-    if variance <= 0:
-        return 0.0, 1.0
-    z = (total - mean) / math.sqrt(variance)
-    p = 2 * stats.norm.sf(abs(z)) if two_sided else stats.norm.sf(z)
-    return z, float(min(1.0, p))
-
-
-def match_test(scores: np.ndarray) -> tuple[float, float]:
-    """(z, p) of a match statistic (0/1 scores that are rarely 1, e.g. "the role's guess equals x"): z from
-    :func:`permutation_test`, p from the Poisson tail at the permutation mean. Under a random permutation the
-    number of matches is close to Poisson when matches are rare; the normal tail would overstate one or two
-    chance matches (at 60 calls it alarmed about 60 times as often as its stated level)."""
-    from scipy import stats
-
-    z, _ = permutation_test(scores, two_sided=False)
-    total, mean = float(np.trace(scores)), float(scores.mean()) * scores.shape[0]
-    p = float(stats.poisson.sf(total - 1, mean)) if mean > 0 else float(total == 0)
-    return z, p
-
-
 def would_accept(plan: dg.DiscreteGaussianPlan, views: list[dict], samples: np.ndarray) -> np.ndarray:
     """(calls, calls): whether call i's candidate (the source where the role knows it, else candidate 0)
     would be accepted at value x_j under view i's words (the first factor's alone where the pass had no
@@ -313,7 +277,7 @@ def role_statistics(role: str, views: list[dict], samples: np.ndarray, plan: dg.
     if role == "non-member":
         tests.append(("counts", _correlation(np.array([v["accepted"] for v in views], float), samples, plan.sigma),
                       True))
-    found = [Statistic(name, *permutation_test(scores, two_sided=two)) for name, scores, two in tests]
+    found = [permutation_statistic(name, scores, two_sided=two) for name, scores, two in tests]
     return found + ([Statistic("own fields", *match_test(matches))] if role == "member" else [])
 
 
@@ -482,13 +446,14 @@ def _entry(name: str, kind: str, found: list[Statistic], tests: list, extra: dic
     """A role's report: its verdict over all its statistics (Bonferroni), the most significant, the power."""
     from mpcdp.jobs import release_views
 
-    found = found + [Statistic(test, *permutation_test(scores, two_sided=True)) for test, scores, _ in tests]
+    found = found + [permutation_statistic(test, scores, two_sided=True) for test, scores, _ in tests]
+    found = [confirmed(s, alpha / len(found)) for s in found]
     p = min(1.0, min(s.p for s in found) * len(found))
     pw, against = power(found[0].name, kind, sigma, calls, alpha, len(found))
     worst = min(found, key=lambda s: s.p)
     entry = {"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
              "statistic": worst.name, "z": round(worst.z, 3), "p": p, "power": round(pw, 4), "power_against": against,
-             "statistics": [dataclasses.asdict(s) for s in found]}
+             "statistics": [s.report() for s in found]}
     if tests:
         entry["release_power"] = round(min(release_views.power(coordinates, releases, alpha, len(found))
                                            for _, _, coordinates in tests), 4)
