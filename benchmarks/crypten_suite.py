@@ -90,7 +90,7 @@ def run_parties(parties: int, suite: str, files: dict, tests: list[str], setting
             log = os.path.join(folder, "outcomes.jsonl")
             try:
                 done = run_job(crypten_tests.run_in_party, config,
-                               args=(suite, files, remaining, log, settings["margin_s"])).values[0]
+                               args=(suite, files, remaining, log)).values[0]
             except PartyFailed as failure:
                 done = _resumed(log, failure)
                 fruitless = 0 if done else fruitless + 1

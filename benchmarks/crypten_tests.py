@@ -202,20 +202,20 @@ def combined(test: str, everyone: list[dict]) -> dict:
             "seconds": max(o["seconds"] for o in everyone)}
 
 
-def run_in_party(ctx, suite: str, files: dict[str, str], tests: list[str], log: str | None,
-                 margin_s: float) -> list[dict]:
+def run_in_party(ctx, suite: str, files: dict[str, str], tests: list[str], log: str | None) -> list[dict]:
     """The job of every data party: run ``tests`` in order, exchange each one's outcome with the other parties,
     and return the combined outcomes. Two rounds per test, labelled with it: the outcomes, then a round that
     says every party has them (a party can finish the first while another refuses what it read). Party 0 notes
     in the JSON-lines file ``log`` each test it starts and each outcome, so the launcher knows in which test a
-    run that fails stopped. The run's deadline moves to ``margin_s`` past each test's start."""
+    run that fails stopped. Each test finished is a step of the run's progress (liveness: the run stops only
+    when no party makes progress for the protocol's ``timeout_s``)."""
     from mpcdp.adapter.compat import cfg, crypten
     from mpcdp.runtime import progress
 
     classes = load_classes(suite, files)
-    baseline, started, outcomes = copy.deepcopy(cfg.config), time.monotonic(), []
+    baseline, outcomes = copy.deepcopy(cfg.config), []
+    progress.phase("CrypTen's tests", len(tests))
     for test in tests:
-        progress.extend_deadline(time.monotonic() - started + margin_s)
         _note(log, ctx.rank, {"started": test})
         _reset(crypten, cfg, baseline)
         mine = run_one(test, classes, ctx.rank, ctx.parties)
@@ -223,6 +223,7 @@ def run_in_party(ctx, suite: str, files: dict[str, str], tests: list[str], log: 
         ctx.exchange_public(None, label=f"crypten suite: {test}: every party has every outcome")
         _note(log, ctx.rank, outcome)
         outcomes.append(outcome)
+        progress.advance(len(outcomes))
     return outcomes
 
 
