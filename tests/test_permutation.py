@@ -70,3 +70,19 @@ def test_a_view_equal_to_the_noise_reaches_half_the_roles_level_and_a_match_stat
     assert got.p == 1 / (math.ceil(2 / level) + 1) and got.p < level / 2 + 1e-12
     match = P.Statistic("own fields", 3.0, 0.02)
     assert P.confirmed(match, level) is match
+
+
+def test_an_alpha_the_sampled_p_cannot_resolve_in_bounded_time_is_refused_naming_the_field():
+    """Both view audits refuse α below MIN_ALPHA before any process starts (the sampled p of an extreme
+    statistic would take 2k/α permutations), naming --alpha; α = MIN_ALPHA itself passes this check."""
+    import pytest
+
+    from mpcdp.errors import ConfigError
+    from mpcdp.jobs import auth_views, views
+
+    with pytest.raises(ConfigError, match="--alpha"):
+        views.run_views(parties=3, provider="dealer", calls=20, alpha=P.MIN_ALPHA / 2, plant=None, releases=0)
+    with pytest.raises(ConfigError, match="--alpha"):
+        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=P.MIN_ALPHA / 2, plant=None, releases=0)
+    with pytest.raises(ConfigError, match="--plant-leak under --security malicious"):  # past the α check
+        auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=P.MIN_ALPHA, plant="party 1", releases=10)

@@ -69,6 +69,7 @@ from scipy import stats
 from mpcdp.config import covers_malicious
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.auth_release_views import DEFAULT_DIM
+from mpcdp.jobs.permutation import MIN_ALPHA
 from mpcdp.jobs.release_views import PLANT
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
@@ -380,7 +381,8 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     if releases:
         check_integer(releases, "--releases", minimum=10)
     check_integer(dim, "--dim", minimum=1)
-    check_number(alpha, "--alpha", low=0.0, high=0.5)
+    check_number(alpha, "--alpha", low=MIN_ALPHA, high=0.5, low_open=False,
+                 note="each role's p is sampled from its permutation distribution down to α")
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
     if plant not in (None, "dealer", PLANT, WITNESS):
         raise ConfigError("--plant-leak under --security malicious must be 'dealer', 'release' or 'witness'. "

@@ -26,6 +26,10 @@ import numpy as np
 EXCEEDANCES = 20
 """h of the sequential stopping rule: the p of a statistic with h extreme permutations is h/L (relative
 standard error about 1/√h)."""
+MIN_ALPHA = 1e-7
+"""The smallest audit α (``--alpha``): a role of k statistics samples up to 2k/α permutations for an extreme one
+(k ≈ 20, n = 400 calls: about 3·10^9 gathered scores, a few minutes); below it the audit refuses rather than
+run for hours."""
 _BATCH = 4096  # permutations drawn at a time
 _SEED = 20261130  # fixed, independent of the data: the permutations do not depend on the views or the noise
 

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from scipy import stats
 
 from mpcdp.errors import ConfigError
-from mpcdp.jobs.permutation import Statistic, confirmed, match_test, permutation_statistic
+from mpcdp.jobs.permutation import MIN_ALPHA, Statistic, confirmed, match_test, permutation_statistic
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 from mpcdp.noise import discrete_gaussian as dg
@@ -384,7 +384,8 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
     if releases:
         check_integer(releases, "--releases", minimum=20)
     check_integer(dim, "--dim", minimum=1)
-    check_number(alpha, "--alpha", low=0.0, high=0.5)
+    check_number(alpha, "--alpha", low=MIN_ALPHA, high=0.5, low_open=False,
+                 note="each role's p is sampled from its permutation distribution down to α")
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
     record = providers.lookup(provider)
     config = MpcConfig(parties=parties, provider=provider, noise_committee=committee, timeout_s=600.0)
