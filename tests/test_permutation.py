@@ -86,3 +86,32 @@ def test_an_alpha_the_sampled_p_cannot_resolve_in_bounded_time_is_refused_naming
         auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=P.MIN_ALPHA / 2, plant=None, releases=0)
     with pytest.raises(ConfigError, match="--plant-leak under --security malicious"):  # past the α check
         auth_views.run_auth_views(parties=3, calls=10, sigma=16.0, alpha=P.MIN_ALPHA, plant="party 1", releases=10)
+
+
+def _one_outlier_count(calls: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """A count that is 5 in every call but one, 6 in call 0, whose sample is the largest |x| (4σ): the shape of
+    the dg-auth/7 views run's false alarm, made extreme. The normal tail says p ≈ 6·10^-9; under the permutation
+    distribution the statistic is that large whenever the largest x lands on call 0: p = 1/40."""
+    rng = np.random.default_rng(11)
+    x = np.clip(np.round(rng.normal(0, 16, calls)), -40, 40)
+    x[0] = 64
+    count = np.full(calls, 5.0)
+    count[0] = 6
+    return count, x
+
+
+def test_both_audits_report_a_roles_p_from_the_sampled_distribution_not_the_normal_tail():
+    """The role entry of each audit (views._entry, auth_views._entry) with the one-outlier count as its only
+    statistic: the normal tail's p is below 10^-7, the entry's p is the sampled one (about 1/40) and its
+    verdict 'independent' at α = 1e-4."""
+    from mpcdp.jobs import auth_views, views
+
+    count, x = _one_outlier_count()
+    scores = np.outer(count - count.mean(), (x / 16) ** 2 - 1)
+    assert P.permutation_test(scores, two_sided=True)[1] < 1e-7
+    found = [P.permutation_statistic("request sizes", scores, two_sided=True)]
+    plain = views._entry("dealer", "dealer", found, [], {}, sigma=16.0, calls=40, releases=0, alpha=1e-4)
+    malicious = auth_views._entry("dealer", "dealer", [("request sizes", scores, True)], [], {}, sigma=16.0,
+                                  calls=40, releases=0, alpha=1e-4)
+    for entry in (plain, malicious):
+        assert entry["verdict"] == "independent" and 0.01 < entry["p"] < 0.06, entry
