@@ -69,7 +69,7 @@ from scipy import stats
 from mpcdp.config import covers_malicious
 from mpcdp.errors import ConfigError
 from mpcdp.jobs.auth_release_views import DEFAULT_DIM
-from mpcdp.jobs.permutation import MIN_ALPHA
+from mpcdp.jobs.permutation import MIN_ALPHA, Statistic, match_test, permutation_statistic, role_verdict_p
 from mpcdp.jobs.release_views import PLANT
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
@@ -330,8 +330,6 @@ def _test(name: str, scores: np.ndarray, two_sided: bool):
     """A statistic's (z, p): a count's permutation test (its p sampled later, at the role's level:
     :func:`mpcdp.jobs.permutation.confirmed`); a match's p from the Poisson tail at the permutation mean (matches
     are rare: the normal tail would overstate one or two chance matches)."""
-    from mpcdp.jobs.permutation import Statistic, match_test, permutation_statistic
-
     return permutation_statistic(name, scores, two_sided=True) if two_sided else Statistic(name, *match_test(scores))
 
 
@@ -340,12 +338,10 @@ def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[s
     """A role's report: its verdict over all its statistics, the sampler's and the releases' (Bonferroni), the
     most significant, the power of its first statistic and (with releases) the smallest release power."""
     from mpcdp.jobs import release_views
-    from mpcdp.jobs.permutation import confirmed
 
     found = [_test(name, scores, two) for name, scores, two in tests]
     found += [_test(name, scores, True) for name, scores, _ in release_tests]
-    found = [confirmed(s, alpha / len(found)) for s in found]
-    p = min(1.0, min(s.p for s in found) * len(found))
+    found, p = role_verdict_p(found, alpha)
     worst = min(found, key=lambda s: s.p)
     pw, against = power(found[0].name, sigma, calls, alpha, len(found))
     entry = {"role": role, "kind": kind, "verdict": "dependent" if p < alpha else "independent",

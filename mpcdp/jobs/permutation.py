@@ -90,6 +90,13 @@ def confirmed(statistic: Statistic, level: float) -> Statistic:
     return dataclasses.replace(statistic, p=p)
 
 
+def role_verdict_p(found: list[Statistic], alpha: float) -> tuple[list[Statistic], float]:
+    """A role's statistics with their sampled p (:func:`confirmed`, each at α over their number) and the role's
+    Bonferroni p, min p × their number (capped at 1): the view audits report ``dependent`` when it is below α."""
+    found = [confirmed(s, alpha / len(found)) for s in found]
+    return found, min(1.0, min(s.p for s in found) * len(found))
+
+
 def sampled_p(scores: np.ndarray, *, two_sided: bool, permutations: int) -> float:
     """The sequential Monte Carlo permutation p of Σ_i scores[i, i] (module docstring): at most ``permutations``
     uniform permutations of the columns from a fixed seed, stopped at the :data:`EXCEEDANCES`-th at least as

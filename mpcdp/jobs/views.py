@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from scipy import stats
 
 from mpcdp.errors import ConfigError
-from mpcdp.jobs.permutation import MIN_ALPHA, Statistic, confirmed, match_test, permutation_statistic
+from mpcdp.jobs.permutation import MIN_ALPHA, Statistic, match_test, permutation_statistic, role_verdict_p
 from mpcdp.mpc.context import MpcContext
 from mpcdp.mpc.shared import Shared
 from mpcdp.noise import discrete_gaussian as dg
@@ -448,8 +448,7 @@ def _entry(name: str, kind: str, found: list[Statistic], tests: list, extra: dic
     from mpcdp.jobs import release_views
 
     found = found + [permutation_statistic(test, scores, two_sided=True) for test, scores, _ in tests]
-    found = [confirmed(s, alpha / len(found)) for s in found]
-    p = min(1.0, min(s.p for s in found) * len(found))
+    found, p = role_verdict_p(found, alpha)
     pw, against = power(found[0].name, kind, sigma, calls, alpha, len(found))
     worst = min(found, key=lambda s: s.p)
     entry = {"role": name, "kind": kind, "verdict": "dependent" if p < alpha else "independent",
