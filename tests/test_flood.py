@@ -44,6 +44,56 @@ def test_a_flooding_user_fills_its_own_slots_and_another_users_connection_is_adm
     listener.close()
 
 
+def _hold_port_as_nobody(port: int, destinations: list[tuple[str, int]], ready, stop) -> None:
+    os.setgid(flooder.NOBODY)
+    os.setuid(flooder.NOBODY)
+    held = []
+    for destination in destinations:
+        link = socket.socket()
+        link.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        link.bind(("127.0.0.1", port))
+        link.connect(destination)
+        held.append(link)
+    ready.set()
+    stop.wait(60)
+
+
+def test_another_users_sockets_on_the_same_local_port_do_not_make_a_genuine_connection_theirs():
+    """The kernel gives one local port to sockets bound for different destinations, so user `nobody` can hold
+    sockets whose own end is a genuine connection's (here 40 of them, bound to that port and connected to
+    other listeners). The gate still finds the genuine connection's own user: it matches the whole address
+    pair in the kernel's table. (Matching the port alone took the table's last row with that port, nobody's
+    in 40 of 41 orders, and parked the genuine connection behind nobody's slots until its hold time.)"""
+    import multiprocessing
+
+    listener, others = socket.socket(), [socket.socket() for _ in range(40)]
+    for each in (listener, *others):
+        each.bind(("127.0.0.1", 0))
+        each.listen(64)
+    genuine = socket.socket()
+    genuine.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    genuine.bind(("127.0.0.1", 0))
+    port = genuine.getsockname()[1]
+    ctx = multiprocessing.get_context("fork")
+    ready, stop = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_port_as_nobody, args=(port, [o.getsockname() for o in others], ready, stop))
+    holder.start()
+    try:
+        assert ready.wait(30), "the holder did not connect"
+        genuine.connect(listener.getsockname())
+        accepted = listener.accept()
+        with open("/proc/net/tcp") as table:
+            sharing = [row.split()[7] for row in table.readlines()[1:] if row.split()[1].endswith(f":{port:04X}")]
+        assert sharing.count(str(flooder.NOBODY)) == 40 and sharing.count(str(os.getuid())) == 1  # the collision
+        admitted = Gate(4, hold_s=0.2, who="test").sort([accepted])
+        assert [source for _, _, source in admitted] == [f"127.0.0.1 uid {os.getuid()}"]
+    finally:
+        stop.set()
+        holder.join(30)
+        for each in (listener, genuine, *others):
+            each.close()
+
+
 def test_a_run_started_while_another_user_floods_every_listener_finishes():
     """User `nobody` keeps 200 silent connections to every listener of this user that appears on loopback,
     refilling each as it closes; a secure sum over TLS (3 parties and the dealer) still finishes."""

@@ -4,10 +4,12 @@ A listener (a process's link listener, :mod:`.joining`; the rendezvous store, :m
 connection as soon as the kernel has it, so its backlog never fills and a genuine party's connection is
 never dropped behind a flood. Each accepted connection is sorted (:meth:`Gate.sort`) by its **source**: its
 address, and, where the connecting socket is on this host, the user that owns it (from the kernel's table
-of this network namespace, ``/proc/net/tcp``). A source may have at most ``per_source`` connections in their
-handshake at once; more are **parked**: held unanswered, costing no thread and no reads, promoted when the
-source's handshakes finish (:meth:`Gate.release`), and reset after ``hold_s`` (:meth:`Gate.expire`), so a
-flooder's refills slow to its own connections' hold time. A reset (SO_LINGER 0) leaves no TIME_WAIT.
+of this network namespace, ``/proc/net/tcp``, matched on the connection's whole address pair: the kernel
+gives one ephemeral port to sockets bound for different destinations, so a port alone may name another
+user's socket). A source may have at most ``per_source`` connections in their handshake at once; more are
+**parked**: held unanswered, costing no thread and no reads, promoted when the source's handshakes finish
+(:meth:`Gate.release`), and reset after ``hold_s`` (:meth:`Gate.expire`), so a flooder's refills slow to
+its own connections' hold time. A reset (SO_LINGER 0) leaves no TIME_WAIT.
 
 Security model: another local user, or another host, gets the handshake slots of its own source only; an
 authenticated party from another source is served at once however many connections the flooder holds (up to
@@ -36,21 +38,34 @@ def _hex_address(ip: str, port: int) -> str:
     return f"{struct.unpack('<I', packed)[0]:08X}:{port:04X}"
 
 
-def owners(origins: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The uid owning each socket of this host whose own end is ``(ip, port)`` (the connecting end of an
-    arrival from this host); origins on other hosts are absent."""
-    wanted = {_hex_address(ip, port): (ip, port) for ip, port in origins}
+def owners(ends: list[tuple[tuple[str, int], tuple[str, int]]]) -> dict[tuple[str, int], int]:
+    """The uid owning each socket of this host whose own end is ``origin`` and whose peer is ``local``, for
+    each ``(origin, local)`` (an arrival's connecting end and the end it reached here), keyed by origin;
+    origins on other hosts are absent. Matching the pair, not the origin alone, keeps another user's socket
+    that shares the origin's port (bound for another destination) from being taken for it."""
+    wanted = {(_hex_address(*origin), _hex_address(*local)): origin for origin, local in ends}
     found: dict[tuple[str, int], int] = {}
     try:
         with open("/proc/net/tcp") as table:
             next(table)
             for line in table:
                 row = line.split(None, 8)
-                if row[1] in wanted:
-                    found[wanted[row[1]]] = int(row[7])
+                origin = wanted.get((row[1], row[2]))
+                if origin is not None:
+                    found[origin] = int(row[7])
     except (OSError, StopIteration, IndexError, ValueError):
         pass
     return found
+
+
+def _local_end(link: socket.socket) -> tuple[str, int]:
+    """The address an accepted connection reached on this host (its peer's remote end); 0.0.0.0:0, which
+    matches no connected socket's row, once the connection is gone."""
+    try:
+        ip, port = link.getsockname()[:2]
+        return ip, port
+    except OSError:
+        return "0.0.0.0", 0
 
 
 def _file_limit() -> int:
@@ -91,7 +106,7 @@ class Gate:
 
     def sort(self, arrivals: list[tuple[socket.socket, tuple[str, int]]]) -> list[tuple[socket.socket, str, str]]:
         """The arrivals (link, (ip, port)) to serve now, as (link, ip, source); the others are parked."""
-        uids = owners([origin for _, origin in arrivals]) if arrivals else {}
+        uids = owners([(origin, _local_end(link)) for link, origin in arrivals]) if arrivals else {}
         admitted = []
         for link, origin in arrivals:
             source = origin[0] if origin not in uids else f"{origin[0]} uid {uids[origin]}"
