@@ -11,11 +11,14 @@ host into a bridge), started with ``mpcdp party --job cost`` exactly as on separ
 * ``LAN``   — ``tc tbf`` at 1 Gbit/s on every host's egress and 0.1 ms one-way delay per round;
 * ``WAN``   — ``tc tbf`` at 100 Mbit/s and 20 ms one-way delay per round.
 
-This kernel has no ``netem`` qdisc, so the delay is injected at mpcdp's transport (``link_delay_ms``: every
-round and every dealer request waits one one-way delay per hop). For LAN and WAN the measured wall time is
-set against the estimate of :class:`mpcdp.transport.costs.Link` — loopback compute time (measured in the same
-invocation, on local processes) + (rounds + dealer requests) × one-way delay + the busiest link's bytes at the
-link rate.
+This kernel has no ``netem`` qdisc, so the delay is injected at mpcdp's transport (``link_delay_ms``: a
+process sleeps one one-way delay before each round's frames leave, the dealer before each reply), which also
+holds the sender where a real link would not. For LAN and WAN the measured wall time is set against the
+estimate of :class:`mpcdp.transport.costs.Link` — loopback compute time (measured in the same invocation, on
+local processes) + hops × one-way delay + the busiest link's bytes at the link rate — with the hops of the
+critical path under that injected delay (``emulated_hops``, :mod:`mpcdp.transport.hop_clock`), which is the
+check of the replay; beside it the estimate for a real link of that delay and rate (``hops``: propagation,
+senders not held), which is what the cost reports quote.
 Links are plain TCP (``MPCDP_INSECURE_LINKS=1``, knowingly): the byte check is of the frames themselves, and
 the emulated hosts share this machine. Needs root (``ip netns``, ``tc``).
 """
@@ -112,37 +115,46 @@ def main(argv: list[str] | None = None) -> int:
              f"Command: `{command}`  ",
              f"{ns.parties} data parties + the dealer, each in its own network namespace joined by veth links to a "
              "bridge (`launch/netns.sh`). LAN: `tc tbf` 1 Gbit/s per host + 0.1 ms one-way delay per round; WAN: "
-             "100 Mbit/s + 20 ms (the delay is injected at mpcdp's transport: this kernel has no `netem`). "
+             "100 Mbit/s + 20 ms (the delay is injected at mpcdp's transport, this kernel having no `netem`: "
+             "a process sleeps one delay before each round's frames leave, so the sender waits too). "
              "Estimate = loopback compute time (same model, local processes, measured just before) + "
-             "(rounds + dealer requests) × one-way delay + busiest link's bytes ÷ rate: a dealer round trip "
-             "of party 0 overlaps the other parties' first hop of the opening that follows it.", ""]
+             "hops × one-way delay + busiest link's bytes ÷ rate, hops being the critical path of rounds and "
+             "dealer requests as they wait on each other, replayed by party 0 as the run goes "
+             "(mpcdp.transport.hop_clock). Checked here: the path under the injected delay (*injected hops*). "
+             "A real link of that delay and rate does not hold the sender: its estimate (*real-link s*, from "
+             "*hops*) is what the cost reports quote.", ""]
     record = {"runs": []}
     for model in ns.models:
         local = run_cost(model, ns.parties, "rou")
         local_total = cost_report.rows(local)[-1]
         lines += [f"## {model}", "",
                   f"Loopback (local processes): {local_total['total_s']:.3f} s for {local_total['rounds']} rounds, "
-                  f"{local_total['dealer_requests']} dealer requests, {local_total['total_bytes'] / 1e6:.3f} MB in "
+                  f"{local_total['dealer_requests']} dealer requests ({local_total['hops']} hops), "
+                  f"{local_total['total_bytes'] / 1e6:.3f} MB in "
                   "total.", "",
-                  "| link | measured s | estimated s | measured / estimated | rounds | dealer requests | busiest link MB |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| link | measured s | estimated s | measured / estimated | real-link s | rounds "
+                  "| dealer requests | injected hops | hops | busiest link MB |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for shape in SHAPES:
             run, wall = run_on_hosts(model, ns.parties, shape, 29700 + len(record["runs"]))
             total = cost_report.rows(run)[-1]
-            hops = total["rounds"] + total["dealer_requests"]
+            hops, injected = total["hops"], total["emulated_hops"]  # this run's paths (its own draws)
             link_bytes = sum(layer[s]["link_bytes_max"] for layer in run.layers for s in ("noise", "release"))
             if SHAPES[shape] is None:
-                estimate = None
+                estimate = real_link = None
                 check = link_check(run)
             else:
-                estimate = SHAPES[shape][0].time_s(rounds=hops, bytes_max_party=link_bytes,
-                                                   compute_s=local_total["total_s"])
+                estimate, real_link = (SHAPES[shape][0].time_s(rounds=h, bytes_max_party=link_bytes,
+                                                               compute_s=local_total["total_s"])
+                                       for h in (injected, hops))
             measured = total["total_s"]
             lines.append(f"| {shape} | {measured:.3f} | {'—' if estimate is None else f'{estimate:.3f}'} | "
-                         f"{'—' if estimate is None else f'{measured / estimate:.2f}'} | {total['rounds']} | "
-                         f"{total['dealer_requests']} | {link_bytes / 1e6:.3f} |")
+                         f"{'—' if estimate is None else f'{measured / estimate:.2f}'} | "
+                         f"{'—' if real_link is None else f'{real_link:.3f}'} | {total['rounds']} | "
+                         f"{total['dealer_requests']} | {injected} | {hops} | {link_bytes / 1e6:.3f} |")
             record["runs"].append({"model": model, "link": shape, "measured_s": measured, "estimate_s": estimate,
-                                   "rounds": total["rounds"], "dealer_requests": total["dealer_requests"],
+                                   "real_link_estimate_s": real_link, "rounds": total["rounds"],
+                                   "dealer_requests": total["dealer_requests"], "hops": hops, "injected_hops": injected,
                                    "link_bytes": link_bytes, "process_wall_s": wall, "run": run.to_dict()})
         lines += ["", "Bytes on the unshaped veth links (all measured sections): TCP payload the cost ledger "
                   "counted vs frame bytes the interface sent.", "",

@@ -75,6 +75,7 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     assert c["ops"]["openings"] == 1 and c["ops"]["opened_elements"] == 5
     assert sum(v for k, v in c["ops"].items() if k not in ("openings", "opened_elements")) == 0
     assert c["rounds"] == (1 if parties == 2 else 2) and c["dealer_requests"] == 0
+    assert c["hops"] == c["emulated_hops"] == c["rounds"]  # the critical path (mpcdp.transport.hop_clock)
     for name, size in (("opening", 5), ("opening_big", BIG)):
         for rank, p in enumerate(per_party):
             _assert_bytes(name, costs.DeclaredCost(openings=[size]), parties, rank, p[name])
@@ -84,6 +85,9 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     assert c["ops"]["mul"] == 4 and c["ops"]["square"] == 0 and c["ops"]["openings"] == 1
     assert c["ops"]["opened_elements"] == 8 and c["dealer_requests"] == 1
     assert c["rounds"] == _rounds([8], parties)
+    # its critical path: party 0 waits two delays for the dealer's reply; then at 2 parties party 1 has party
+    # 0's share a delay later, at more the star through party 0 had the others' shares meanwhile: 3 either way
+    assert c["hops"] == 3
 
     # one comparison of 4 elements on 62 bits: the masked value (4), 6 prefix rounds of (E, G) (2·4 each;
     # 2 ANDs per element in the first 5, 1 in the last: 11 words), the result bit (4); 1 + 6 requests
@@ -91,6 +95,8 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     assert c["ops"]["comparison"] == 4 and c["ops"]["and_words"] == 11 * 4
     assert c["openings_list"] == [4] + [8] * 6 + [4] and c["dealer_requests"] == 7
     assert c["rounds"] == _rounds([4] + [8] * 6 + [4], parties)
+    if parties == 2:  # each request before a direct opening costs two more delays
+        assert c["hops"] == c["rounds"] + 2 * c["dealer_requests"]
 
     # secure_sum: the handshake exchange only (16 bytes to every other party), no share moves
     c = zero["secure_sum"]

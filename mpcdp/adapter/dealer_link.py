@@ -148,7 +148,7 @@ class DealerClient:
             raw = self.mesh.exchange_text({self.dealer: encoded}, [self.dealer], label=REQUEST_LABEL,
                                           answer_label=SHAPE_LABEL, limit=4096)[self.dealer]  # its frames, one wait
             result = self._reply(raw, func_name, request["expected"])
-        costs.record_dealer_request(self.mesh.wire_bytes_sent() - before, _kind(func_name))
+        costs.record_dealer_request(self.mesh.wire_bytes_sent() - before, _kind(func_name), receiver=receiver)
         return result
 
     def _reply(self, raw: bytes, func_name: str, expected: tuple[int, ...]) -> torch.Tensor:

@@ -183,7 +183,8 @@ def _section_summary(per_party: list[dict[str, Any]], dealer_bytes: list[int]) -
     received = [r["bytes_received"] - (dealer_to_p0 if j == 0 else 0) for j, r in enumerate(per_party)]
     link = [max(r["bytes_sent"], r["bytes_received"]) for r in per_party]  # what each party's link carries
     return {
-        "ops": zero["ops"], "calls": zero["calls"], "rounds": zero["rounds"],
+        "ops": zero["ops"], "calls": zero["calls"], "rounds": zero["rounds"], "hops": zero.get("hops"),
+        "emulated_hops": zero.get("emulated_hops"),
         "ops_agree": all(r["ops"] == zero["ops"] and r["rounds"] == zero["rounds"] for r in per_party),
         "openings": zero["openings_list"],
         "bytes_sent": sent, "bytes_received": received, "bytes_max_party": max(max(sent), max(received)),

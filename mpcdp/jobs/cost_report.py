@@ -40,6 +40,8 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["rounds"] = noise["rounds"] + release["rounds"]
         row["online_rounds"] = release["rounds"]
         row["dealer_requests"] = noise["dealer_requests"] + release["dealer_requests"]
+        row["hops"] = _hops(noise) + _hops(release)
+        row["emulated_hops"] = _hops(noise, "emulated_hops") + _hops(release, "emulated_hops")
         row["bytes_sent_max_party"] = max(a + b for a, b in zip(noise["bytes_sent"], release["bytes_sent"]))
         row["bytes_received_max_party"] = max(a + b for a, b in zip(noise["bytes_received"],
                                                                      release["bytes_received"]))
@@ -55,9 +57,8 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["plaintext_s"] = layer["plaintext_s"]
         row["secure_over_plaintext"] = row["total_s"] / layer["plaintext_s"] if layer["plaintext_s"] else None
         link_bytes = noise["link_bytes_max"] + release["link_bytes_max"]
-        hops = row["rounds"] + row["dealer_requests"]  # see mpcdp.transport.costs.Link
         for link in (LAN, WAN):
-            row[f"{link.name.lower()}_s"] = link.time_s(rounds=hops, bytes_max_party=link_bytes,
+            row[f"{link.name.lower()}_s"] = link.time_s(rounds=row["hops"], bytes_max_party=link_bytes,
                                                         compute_s=row["total_s"])
         row["candidates"] = layer["noise_stats"].get("candidates")
         if paper:
@@ -76,10 +77,19 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
 
 
 _SUMMED = set(OP_COLUMNS) | {"elements", "bit_ands", "trunc_redo", "rounds", "online_rounds", "dealer_requests",
+                             "hops", "emulated_hops",
                              "bytes_sent_max_party", "bytes_received_max_party", "dealer_bytes", "total_bytes",
                              "online_bytes", "online_payload", "noise_s", "online_s", "total_s", "plaintext_s",
                              "lan_s", "wan_s", "candidates", "oblivc_gates", "oblivc_bytes", "oblivc_s",
                              "rebuilt_gates", "rebuilt_bytes", "rebuilt_s"}
+
+
+def _hops(section: dict[str, Any], key: str = "hops") -> int:
+    """The section's critical path in one-way delays (party 0's, :mod:`mpcdp.transport.hop_clock`; ``key``
+    "emulated_hops": under the transport's injected delay); a record made before the path was kept charges
+    every round and dealer request one delay, as the model then did."""
+    hops = section.get(key)
+    return section["rounds"] + section["dealer_requests"] if hops is None else hops
 
 
 def _total(layer_rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -125,19 +135,20 @@ def markdown(run: CostRun, command: str | None = None) -> str:
              "Per layer the parties sample d Gaussians inside the MPC (**noise**, data-independent, can run ahead) "
              "and then release Σ local + noise in one opening (**online**). Counts are elements (bit-ANDs = 64 × "
              "AND words); rounds are communication phases between data parties; dealer requests are round "
-             "trips of party 0 to the dealer (fetched on demand; the LAN/WAN estimates charge one one-way delay "
-             "each). Bytes are counted where mpcdp's links move them and from the kernel's TCP counters for the "
+             "trips of party 0 to the dealer (fetched on demand); the LAN/WAN estimates charge one one-way delay per "
+             "hop of the critical path (`hops`: rounds and requests as they wait on each other, "
+             "mpcdp.transport.hop_clock). Bytes are counted where mpcdp's links move them and from the kernel's TCP counters for the "
              "dealer's and CrypTen's links (payload, no TCP/IP headers); 'per party' is the busiest party, dealer "
              "traffic apart; 'total' adds every party's sent bytes and the dealer traffic (both directions).", "",
              "## Operations", "",
              "| layer | shape | d | mul | square | AND words | bit-ANDs | trunc (redone) | B2A bits | cmp | random bits "
-             "| openings | opened elems | rounds | dealer req |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| openings | opened elems | rounds | dealer req | hops |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         head.append(f"| {r['layer']} | {r['shape']} | {_n(r['elements'])} | {_n(r['mul'])} | {_n(r['square'])} | "
                     f"{_n(r['and_words'])} | {_n(r['bit_ands'])} | {_n(r['trunc'])} ({_n(r['trunc_redo'])}) | "
                     f"{_n(r['b2a_bits'])} | {_n(r['comparison'])} | {_n(r['random_bits'])} | {_n(r['openings'])} | "
-                    f"{_n(r['opened_elements'])} | {_n(r['rounds'])} | {_n(r['dealer_requests'])} |")
+                    f"{_n(r['opened_elements'])} | {_n(r['rounds'])} | {_n(r['dealer_requests'])} | {_n(r['hops'])} |")
     head += ["", "## Bytes and time", "",
              "| layer | sent/party MB | received/party MB | dealer MB | total MB | online B | online/opening | noise s | "
              "online s | total s | plaintext s | secure/plain | LAN s | WAN s |",

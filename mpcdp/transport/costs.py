@@ -43,9 +43,10 @@ import collections
 import contextlib
 import dataclasses
 import time
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from mpcdp.transport import wire
+from mpcdp.transport.hop_clock import HopClock
 from mpcdp.transport.frames import HEADER_BYTES
 
 KINDS = ("mul", "square", "and_words", "trunc", "trunc_redo", "b2a_bits", "bounded_masks", "comparison", "one_hot_words",
@@ -74,6 +75,9 @@ class Ledger:
         link_sent / link_received: the part moved on mpcdp's links; kernel_link_sent: the kernel's count of
             bytes written to those links (equal to link_sent; kept as the check).
         wall_s: wall time of the section.
+        clock: the section's critical path in one-way delays as this process saw it (:mod:`.hop_clock`;
+            ``hops`` in :meth:`to_dict`), the latency term of :class:`Link`'s estimate; emulated_clock: the
+            same under the transport's injected delay, which holds each sender (``emulated_hops``).
     """
 
     ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
@@ -91,6 +95,8 @@ class Ledger:
     kernel_link_sent: int = 0
     wall_s: float = 0.0
     interface: dict[str, int] | None = None
+    clock: HopClock = dataclasses.field(default_factory=HopClock)
+    emulated_clock: HopClock = dataclasses.field(default_factory=lambda: HopClock(blocking=True))
 
     def add(self, kind: str, elements: int, calls: int = 1) -> None:
         self.ops[kind] += int(elements)
@@ -109,7 +115,8 @@ class Ledger:
                 "material_rounds": self.material_rounds, "bytes_sent": self.bytes_sent,
                 "bytes_received": self.bytes_received, "link_sent": self.link_sent,
                 "link_received": self.link_received, "kernel_link_sent": self.kernel_link_sent,
-                "wall_s": self.wall_s, "interface": self.interface}
+                "wall_s": self.wall_s, "interface": self.interface, "hops": self.clock.hops,
+                "emulated_hops": self.emulated_clock.hops}
 
 
 _active: list[Ledger] = []
@@ -140,12 +147,32 @@ def record_rounds(rounds: int) -> None:
         ledger.rounds += rounds
 
 
-def record_dealer_request(request_bytes: int, kind: str = "crypten") -> None:
-    """Party 0 asked the dealer for ``kind`` material and wrote ``request_bytes`` for it."""
+def record_dealer_request(request_bytes: int, kind: str = "crypten", *, receiver: int = 0) -> None:
+    """Party 0 asked the dealer for ``kind`` material and wrote ``request_bytes`` for it; the reply goes to
+    ``receiver``."""
     for ledger in _active:
         ledger.dealer_requests += 1
         ledger.dealer_request_bytes += request_bytes
+        ledger.clock.request(0, receiver)
+        ledger.emulated_clock.request(0, receiver)
     record_material(kind, request_bytes, rounds=2)
+
+
+def record_move(rank: int, sends: Iterable[int], receives: Iterable[int]) -> None:
+    """One round of this process (``rank``) on the links between data parties: messages to ``sends``, from
+    ``receives`` (for the critical path, :mod:`.hop_clock`)."""
+    to, from_ = list(sends), list(receives)
+    for ledger in _active:
+        ledger.clock.move(rank, to, from_)
+        ledger.emulated_clock.move(rank, to, from_)
+
+
+def record_opening(plan: str, members: list[int], king: int | None, moves: int) -> None:
+    """An opening by ``plan`` among ``members`` (``king``: the star's), made of this process's next ``moves``
+    rounds (:meth:`.hop_clock.HopClock.opening`)."""
+    for ledger in _active:
+        ledger.clock.opening(plan, members, king, moves)
+        ledger.emulated_clock.opening(plan, members, king, moves)
 
 
 def record_material(kind: str, sent_bytes: int, *, rounds: int) -> None:
@@ -258,12 +285,13 @@ class Link:
     rtt_s: float
 
     def time_s(self, *, rounds: int, bytes_max_party: int, compute_s: float = 0.0) -> float:
-        """Estimated wall time: local compute + one one-way latency per round + the busiest party's bytes
-        at the link rate (its sending and receiving overlap on a full-duplex link; we take the larger).
+        """Estimated wall time: local compute + one one-way latency per hop (``rounds``: the critical path's
+        hops, a ledger's ``hops``, :mod:`.hop_clock`) + the busiest party's bytes at the link rate (its
+        sending and receiving overlap on a full-duplex link; we take the larger).
 
-        Dealer requests made on demand count as one round each: party 0's request and reply take two
-        one-way delays, but the other parties' shares travel to party 0 meanwhile, so a request followed by
-        an opening through party 0 costs one delay more than the opening alone (measured on emulated hosts,
+        A dealer request costs what it delays: one delay when its receiver is the king of the star opening
+        that follows (the other parties' shares travel meanwhile), two when another party waits for the
+        receiver, none when it travels while the receiver is busy anyway (measured on emulated hosts,
         benchmarks/results/cost-network.md)."""
         return compute_s + rounds * self.rtt_s / 2 + 8 * bytes_max_party / self.bits_per_s
 

@@ -175,6 +175,8 @@ class Mesh:
         count what moved however the round ends."""
         if self.delay_s and out:
             time.sleep(self.delay_s)
+        if self.counted:
+            costs.record_move(self.rank, out, into)
         pending = self._frames_out(out, label if out_label is None else out_label)
         self._expect_in(into)
         sent = {j: 0 for j in out}
@@ -385,6 +387,8 @@ class Mesh:
         ranks = list(range(self.parties)) if members is None else list(members)
         plan = costs.opening_plan(flat.numel(), len(ranks))
         me, k = ranks.index(self.rank), len(ranks)
+        king = self._star_king(ranks) if plan == "star" else None
+        costs.record_opening(plan, ranks, king, 1 if plan == "direct" else 2)
 
         def combine(into: torch.Tensor, other: torch.Tensor) -> None:
             if xor:
@@ -402,8 +406,7 @@ class Mesh:
             self.received_shares = {peer: (0, other)}
             combine(result, other)
             return result.reshape(share.shape), 1
-        if plan == "star":
-            king = self._star_king(ranks)
+        if king is not None:
             result = flat.clone() if self.rank == king else torch.empty_like(flat)  # the sum, or where it arrives
             if self.rank == king:
                 others = [j for j in ranks if j != king]
