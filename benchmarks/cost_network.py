@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                 estimate = real_link = None
                 check = link_check(run)
             else:
-                estimate, real_link = (SHAPES[shape][0].time_s(rounds=h, bytes_max_party=link_bytes,
+                estimate, real_link = (SHAPES[shape][0].time_s(hops=h, bytes_max_party=link_bytes,
                                                                compute_s=local_total["total_s"])
                                        for h in (injected, hops))
             measured = total["total_s"]

@@ -41,8 +41,8 @@ def test_opening_plans_and_their_bytes():
     sent, received = costs.opening_bytes([9001], 3, 1)
     assert sent == 8 * (3001 + 3000 + 2 * 3000) + 4 * 16
     assert received == 8 * (2 * 3000 + 3001 + 3000) + 4 * 16
-    assert costs.LAN.time_s(rounds=10, bytes_max_party=125_000) == pytest.approx(10 * 0.1e-3 + 1e-3)
-    assert costs.WAN.time_s(rounds=2, bytes_max_party=0, compute_s=1.0) == pytest.approx(1.04)
+    assert costs.LAN.time_s(hops=10, bytes_max_party=125_000) == pytest.approx(10 * 0.1e-3 + 1e-3)
+    assert costs.WAN.time_s(hops=2, bytes_max_party=0, compute_s=1.0) == pytest.approx(1.04)
 
 
 def _rounds(elements: list[int], parties: int) -> int:

@@ -58,7 +58,7 @@ def rows(run: CostRun) -> list[dict[str, Any]]:
         row["secure_over_plaintext"] = row["total_s"] / layer["plaintext_s"] if layer["plaintext_s"] else None
         link_bytes = noise["link_bytes_max"] + release["link_bytes_max"]
         for link in (LAN, WAN):
-            row[f"{link.name.lower()}_s"] = link.time_s(rounds=row["hops"], bytes_max_party=link_bytes,
+            row[f"{link.name.lower()}_s"] = link.time_s(hops=row["hops"], bytes_max_party=link_bytes,
                                                         compute_s=row["total_s"])
         row["candidates"] = layer["noise_stats"].get("candidates")
         if paper:

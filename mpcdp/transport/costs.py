@@ -284,8 +284,8 @@ class Link:
     bits_per_s: float
     rtt_s: float
 
-    def time_s(self, *, rounds: int, bytes_max_party: int, compute_s: float = 0.0) -> float:
-        """Estimated wall time: local compute + one one-way latency per hop (``rounds``: the critical path's
+    def time_s(self, *, hops: int, bytes_max_party: int, compute_s: float = 0.0) -> float:
+        """Estimated wall time: local compute + one one-way latency per hop (``hops``: the critical path's
         hops, a ledger's ``hops``, :mod:`.hop_clock`) + the busiest party's bytes at the link rate (its
         sending and receiving overlap on a full-duplex link; we take the larger).
 
@@ -293,7 +293,7 @@ class Link:
         that follows (the other parties' shares travel meanwhile), two when another party waits for the
         receiver, none when it travels while the receiver is busy anyway (measured on emulated hosts,
         benchmarks/results/cost-network.md)."""
-        return compute_s + rounds * self.rtt_s / 2 + 8 * bytes_max_party / self.bits_per_s
+        return compute_s + hops * self.rtt_s / 2 + 8 * bytes_max_party / self.bits_per_s
 
 
 LAN = Link("LAN", 1e9, 0.2e-3)
