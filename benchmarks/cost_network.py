@@ -32,7 +32,7 @@ import time
 
 from benchmarks import recording
 from mpcdp.jobs import cost_report
-from mpcdp.jobs.cost import run_cost, summarize
+from mpcdp.jobs.cost import CostRun, run_cost, summarize
 from mpcdp.transport.costs import Link
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def _sh(*cmd: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def run_on_hosts(model: str, parties: int, shape: str, port: int) -> tuple[object, float]:
+def run_on_hosts(model: str, parties: int, shape: str, port: int) -> tuple[CostRun, float]:
     """One `mpcdp cost` run with every process on its own emulated host; returns (CostRun, wall seconds)."""
     tag = "c" + secrets.token_hex(3)
     link = SHAPES[shape]
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
              "Estimate = loopback compute time (same model, local processes, measured just before) + "
              "(rounds + dealer requests) × one-way delay + busiest link's bytes ÷ rate: a dealer round trip "
              "of party 0 overlaps the other parties' first hop of the opening that follows it.", ""]
-    record = {"runs": []}
+    record: dict[str, list[dict]] = {"runs": []}
     for model in ns.models:
         local = run_cost(model, ns.parties, "rou")
         local_total = cost_report.rows(local)[-1]
