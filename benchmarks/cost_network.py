@@ -131,11 +131,12 @@ def main(argv: list[str] | None = None) -> int:
             total = cost_report.rows(run)[-1]
             hops = total["rounds"] + total["dealer_requests"]
             link_bytes = sum(layer[s]["link_bytes_max"] for layer in run.layers for s in ("noise", "release"))
-            if SHAPES[shape] is None:
+            shaped = SHAPES[shape]
+            if shaped is None:
                 estimate = None
                 check = link_check(run)
             else:
-                estimate = SHAPES[shape][0].time_s(rounds=hops, bytes_max_party=link_bytes,
+                estimate = shaped[0].time_s(rounds=hops, bytes_max_party=link_bytes,
                                                    compute_s=local_total["total_s"])
             measured = total["total_s"]
             lines.append(f"| {shape} | {measured:.3f} | {'—' if estimate is None else f'{estimate:.3f}'} | "
