@@ -26,6 +26,7 @@ def run(protocol: dict) -> list[dict]:
     for epsilon in protocol["grid"]["epsilons"]:
         print(f"ε = {epsilon} ...", file=sys.stderr, flush=True)
         noise = noise_for(setting, epsilon, delta)
+        assert noise.certificate.pieces is not None  # DP-SRM: the PLD certificate, with its pieces
         paper_eps, alpha = paper_epsilon(setting, noise.sigma0, noise.sigma, delta)
         theorem = theorem41_sigmas(setting, epsilon, delta)
         least = theorem41_sigmas(setting, epsilon, delta, respect_conditions=False)

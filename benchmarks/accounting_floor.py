@@ -32,7 +32,7 @@ from mpcdp.accounting import wor_bounds, wor_pld
 from mpcdp.accounting.events import DpSrmSetting, dpsrm_event
 from mpcdp.jobs.report import markdown_table
 
-TABLE2 = DpSrmSetting(n=32561, batch=200, batch0=400, steps=651, c1=2.0, c2=0.5, gamma=0.5)
+TABLE2 = DpSrmSetting(n=(32561,), batch=(200,), batch0=(400,), steps=651, c1=2.0, c2=0.5, gamma=0.5)
 NOISE = {"0.2": 2.962, "0.5": 1.517}  # the shipped noise multipliers of releases 1..T
 DELTA, WIDTH = 1e-5, 1e-4
 

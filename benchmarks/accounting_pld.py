@@ -37,6 +37,7 @@ def _cold() -> None:
 
 def _releases(name: str):
     plan = plan_from(str(PROTOCOLS / name))
+    assert plan.record.releases is not None, f"{name}: algorithm {plan.algorithm!r} has no secure run"
     n = len(load(plan.dataset).y_train)
     sizes = tuple(len(p) for p in split_indices(n, plan.parties, ratio=plan.size_ratio, seed=plan.params.seed))
     setting = Setting(sizes, 1, plan.epsilon, plan.delta, plan.passes, plan.calibration, plan.noise)
@@ -63,6 +64,7 @@ def row(name: str, width: float) -> dict:
     scale, certificate = wor_pld.calibrate_event_pld(event_at, epsilon, delta, guess=1.0)
     seconds = time.perf_counter() - start
     at_rdp = event_at(1.0)
+    assert certificate.pieces is not None  # a PLD certificate names its pieces
     return {"protocol": name, "algorithm": plan.algorithm, "parties": plan.parties, "noise_mode": plan.noise.mode,
             "epsilon": epsilon, "delta": delta,
             "steps": [{"rate": str(s.rate), "rate_float": float(s.rate), "count": s.count, "z_rdp": s.z,

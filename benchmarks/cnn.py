@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = [command]
     if ns.secure_only:
         before = previous(ns.out)
+        assert before is not None, f"--secure-only pairs with the recorded {ns.out}.json, and there is none"
         runs = [r for r in before["runs"] if r["backend"] == "simulated"]
         commands = before.get("commands", [before["command"]]) + [command]
     else:

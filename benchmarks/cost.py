@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         total = cost_report.rows(run)[-1]
         records.append({"model": model, "parties": parties, "noise": noise, "total": total})
         oblivc = total.get("oblivc_bytes")
+        assert oblivc is not None, f"paper 002 gives no Obliv-C numbers for {model}"
         summary.append(
             f"| {model} | {parties} | {noise} | {total['elements']:,} | {total['total_bytes'] / 1e6:,.3f} | "
             f"{total['bytes_sent_max_party'] / 1e6:,.3f} | {total['dealer_bytes'] / 1e6:,.3f} | {total['rounds']:,} | "

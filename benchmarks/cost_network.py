@@ -35,7 +35,7 @@ import time
 
 from benchmarks import recording
 from mpcdp.jobs import cost_report
-from mpcdp.jobs.cost import run_cost, summarize
+from mpcdp.jobs.cost import CostRun, run_cost, summarize
 from mpcdp.transport.costs import Link
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def _sh(*cmd: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def run_on_hosts(model: str, parties: int, shape: str, port: int) -> tuple[object, float]:
+def run_on_hosts(model: str, parties: int, shape: str, port: int) -> tuple[CostRun, float]:
     """One `mpcdp cost` run with every process on its own emulated host; returns (CostRun, wall seconds)."""
     tag = "c" + secrets.token_hex(3)
     link = SHAPES[shape]
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
              "(mpcdp.transport.hop_clock). Checked here: the path under the injected delay (*injected hops*). "
              "A real link of that delay and rate does not hold the sender: its estimate (*real-link s*, from "
              "*hops*) is what the cost reports quote.", ""]
-    record = {"runs": []}
+    record: dict[str, list[dict]] = {"runs": []}
     for model in ns.models:
         local = run_cost(model, ns.parties, "rou")
         local_total = cost_report.rows(local)[-1]
@@ -140,12 +140,13 @@ def main(argv: list[str] | None = None) -> int:
             total = cost_report.rows(run)[-1]
             hops, injected = total["hops"], total["emulated_hops"]  # this run's paths (its own draws)
             link_bytes = sum(layer[s]["link_bytes_max"] for layer in run.layers for s in ("noise", "release"))
-            if SHAPES[shape] is None:
+            shaped = SHAPES[shape]
+            if shaped is None:
                 estimate = real_link = None
                 check = link_check(run)
             else:
-                estimate, real_link = (SHAPES[shape][0].time_s(hops=h, bytes_max_party=link_bytes,
-                                                               compute_s=local_total["total_s"])
+                estimate, real_link = (shaped[0].time_s(hops=h, bytes_max_party=link_bytes,
+                                                        compute_s=local_total["total_s"])
                                        for h in (injected, hops))
             measured = total["total_s"]
             lines.append(f"| {shape} | {measured:.3f} | {'—' if estimate is None else f'{estimate:.3f}'} | "

@@ -83,7 +83,8 @@ def run_parties(parties: int, suite: str, files: dict, tests: list[str], setting
     from mpcdp.runtime.harness import run_job
 
     config = MpcConfig(parties=parties, provider=settings["provider"], timeout_s=settings["timeout_s"])
-    outcomes, runs, fruitless = [], 0, 0
+    outcomes: list[dict] = []
+    runs, fruitless = 0, 0
     while len(outcomes) < len(tests):
         remaining, runs = tests[len(outcomes):], runs + 1
         with tempfile.TemporaryDirectory(prefix="crypten-suite-") as folder:
@@ -179,7 +180,7 @@ def _passing_now(summary: dict) -> str:
     passing = summary["passing_intermittent"]
     if not passing:
         return ""
-    by_m = {}
+    by_m: dict[int, int] = {}
     for entry in passing:
         by_m[entry["parties"]] = by_m.get(entry["parties"], 0) + 1
     counts = ", ".join(f"{n} at {m} parties" for m, n in by_m.items())

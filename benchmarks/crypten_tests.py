@@ -100,10 +100,12 @@ def load_classes(suite: str, files: dict[str, str]) -> dict[str, type]:
             del sys.modules[name]  # the standard library's regression tests, or another suite
         spec = importlib.util.spec_from_file_location("test", pathlib.Path(suite) / "__init__.py",
                                                       submodule_search_locations=[suite])
+        assert spec is not None and spec.loader is not None  # a file location always gives a spec and loader
         package = importlib.util.module_from_spec(spec)
         sys.modules["test"] = package
         spec.loader.exec_module(package)
-        importlib.import_module("test.multiprocess_test_case").dist = _ProcessGroupSeen()
+        helpers = importlib.import_module("test.multiprocess_test_case")  # CrypTen's, told a process group exists
+        helpers.dist = _ProcessGroupSeen()  # type: ignore[attr-defined]  # replaces its torch.distributed
     return {module: getattr(importlib.import_module(f"test.{module}"), name) for module, name in files.items()}
 
 

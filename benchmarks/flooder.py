@@ -63,17 +63,18 @@ def flood(uid: int, per_listener: int, seconds: float, ready=None) -> dict:
                 socks.add(s)
                 opened += 1
         for key, _ in selector.select(timeout=0.01):
-            s, port = key.fileobj, key.data
+            conn, port = key.fileobj, key.data
+            assert isinstance(conn, socket.socket)  # the selector holds only the sockets registered above
             try:
-                data = s.recv(4096)
+                data = conn.recv(4096)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:
                 data = b""
             if not data:
-                selector.unregister(s)
-                s.close()
-                held[port].discard(s)
+                selector.unregister(conn)
+                conn.close()
+                held[port].discard(conn)
                 closed += 1
     return {"listeners": len(held), "opened": opened, "closed_by_target": closed, "failed": failed}
 

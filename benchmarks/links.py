@@ -50,6 +50,7 @@ def _cost(model: str, parties: int) -> dict:
         out[f"{section}_bytes"] = max(sum(layer[section]["kernel_link_sent"] for layer in party)
                                       for party in result.values)
         out[f"{section}_s"] = max(sum(layer[section]["wall_s"] for layer in party) for party in result.values)
+    assert result.dealer is not None  # the default provider's dealer reports its bytes
     out["dealer_bytes"] = result.dealer["bytes_sent"]
     return out
 

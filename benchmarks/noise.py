@@ -65,7 +65,7 @@ def validation(protocol: dict) -> dict:
             "acceptance_rate": first["accepted"] / first["candidates"], "failures": check.failures}
 
 
-def cost(protocol: dict) -> list[dict]:
+def cost(protocol: dict) -> tuple[list[dict], list[dict]]:
     c, mpc = protocol["cost"], protocol["mpc"]
     rows = []
     for parties in c["parties"]:

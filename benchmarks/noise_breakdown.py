@@ -69,7 +69,7 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
     meter = WireMeter()
     sample_noise(ctx, NoiseSpec(sigma=sigma, mode="dgauss"), (WARM_UP,))  # one-time work (plans, caches) apart
     ctx._open, ctx.members_exchange = timed(original_open), timed(original_exchange)
-    dealer_link.DealerClient._ask = request
+    dealer_link.DealerClient._ask = request  # type: ignore[method-assign]  # metered while it samples
     try:
         start_cpu = time.process_time()
         with meter:
@@ -77,7 +77,7 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
         end_cpu = time.process_time()
     finally:
         ctx._open, ctx.members_exchange = original_open, original_exchange
-        dealer_link.DealerClient._ask = original_request
+        dealer_link.DealerClient._ask = original_request  # type: ignore[method-assign]  # the original back
     return {"steps": steps, "requests": requests, "start_cpu": start_cpu, "end_cpu": end_cpu,
             "bytes_sent": meter.bytes_sent, "candidates": block.stats.get("candidates", 0),
             "survivors": sum(block.stats.get("pass_survivors", [])), "k": None}
@@ -86,7 +86,7 @@ def _metered_party(ctx, samples: int, sigma: float) -> dict[str, Any]:
 def breakdown(values: list[dict], dealer: dict | None, samples: int) -> dict[str, Any]:
     """Per docstring step: party bytes, dealer bytes, party CPU (busiest party) and dealer CPU, per sample."""
     names = [name for name, _ in STEPS] + ["other"]
-    party_bytes = collections.Counter()
+    party_bytes: collections.Counter[str] = collections.Counter()
     party_cpu = {name: [0.0] * len(values) for name in names}
     for rank, v in enumerate(values):
         previous = v["start_cpu"]
@@ -96,7 +96,8 @@ def breakdown(values: list[dict], dealer: dict | None, samples: int) -> dict[str
             party_cpu[name][rank] += cpu - previous
             previous = cpu
         party_cpu["other"][rank] += v["end_cpu"] - previous
-    dealer_bytes, dealer_cpu = collections.Counter(), collections.Counter()
+    dealer_bytes: collections.Counter[str] = collections.Counter()
+    dealer_cpu: collections.Counter[str] = collections.Counter()  # seconds (floats) per step
     labels = [label for label, _, _ in values[0]["steps"]]
     sent, cpu = (dealer or {}).get("request_bytes", []), (dealer or {}).get("request_cpu_s", [])
     kinds: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

@@ -61,13 +61,14 @@ def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, fl
     mux = (1 << dg.GROUPS[FIRST][1]) - 1
     first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
     second_bits = sum(widths[name] for name in SECOND_FIELDS)
-    steps = [("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
-              first_bits * BIT_BYTES, 0),
-             ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
-             ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
-              daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
-             ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
-             ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
+    steps: list[tuple[str, float, float, float, float]] = [
+        ("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
+         first_bits * BIT_BYTES, 0),
+        ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
+        ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
+         daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
+        ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
+        ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
     assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
     assert sum(h for _, _, h, _, _ in steps) == products.first_half, (steps, products)
     survive = products.survive

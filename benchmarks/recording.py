@@ -21,7 +21,8 @@ def parse(doc: str, protocol: str, out: str, argv: list[str] | None,
     ns = parser.parse_args(argv)
     with open(ns.protocol, "rb") as fh:
         loaded = tomllib.load(fh)
-    module = sys.modules["__main__"].__spec__.name if getattr(sys.modules["__main__"], "__spec__", None) else "?"
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    module = spec.name if spec else "?"
     command = f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:])
     return ns, loaded, command.strip()
 

@@ -28,6 +28,7 @@ import platform
 import resource
 import sys
 import time
+from typing import Any
 
 import torch
 
@@ -100,7 +101,7 @@ def training(protocol: str, parties: int, per_party_batch: int) -> dict:
     from mpcdp.jobs.train import plan_from, run_plan
 
     overrides = {"batch": per_party_batch * parties, "batch0": 2 * per_party_batch * parties}
-    out = {"parties": parties}
+    out: dict[str, Any] = {"parties": parties}
     for algorithm in ("storm", "srm"):
         secure = plan_from(protocol, parties=parties, algorithm=algorithm, backend="mpc",
                            training_overrides=overrides)
@@ -178,7 +179,7 @@ def run(protocol: dict, parts=PARTS, previous: dict | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parts = PARTS
+    parts: tuple[str, ...] = PARTS
     if "--parts" in argv:
         at = argv.index("--parts")
         parts = tuple(argv[at + 1].split(","))

@@ -82,7 +82,7 @@ def markdown(rows: list[dict[str, Any]], command: str, seeds: list[int]) -> str:
         dataset = next(r["dataset"] for r in rows if r["search"] == search)
         lines += [f"## {dataset}", "", "Best per algorithm and ε:", "",
                   "| algorithm | ε (certified) | b | C2 = γ | step | T | σ | test error |", "|---|---|---|---|---|---|---|---|"]
-        best = {}
+        best: dict[tuple[str, Any], dict[str, Any]] = {}
         for r in rows:
             if r["search"] == search:
                 best.setdefault((r["algorithm"], r["epsilon"]), r)
