@@ -38,13 +38,14 @@ def main(argv: list[str] | None = None) -> int:
                "[cost/](cost/)).  ",
                "Totals over the model's layers. 'total MB' = every data party's sent bytes + the dealer's traffic "
                "(both directions); 'sent/party' = the busiest party. Obliv-C = paper 002, Tables 4–6 (5 parties, "
-               "gates × 32 bytes, OT not included). LAN/WAN: estimated from the measured rounds, dealer round "
-               "trips and bytes (1 Gbit/s, 0.2 ms RTT; 100 Mbit/s, 40 ms RTT; checked against emulated hosts in "
+               "gates × 32 bytes, OT not included). LAN/WAN: estimated from the measured compute, the critical "
+               "path's hops (rounds and dealer requests as they wait on each other, mpcdp.transport.hop_clock) "
+               "and bytes (1 Gbit/s, 0.2 ms RTT; 100 Mbit/s, 40 ms RTT; checked against emulated hosts in "
                "[cost-network.md](cost-network.md)). online/opening: the online step's bytes over those of one "
                "opening of the d-vector, 2(m−1)·8d.", "",
-               "| model | m | noise | d | total MB | sent/party MB | dealer MB | rounds | dealer req | noise s | "
-               "online s | online/opening | LAN s | WAN s | Obliv-C MB | Obliv-C / mpcdp bytes |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| model | m | noise | d | total MB | sent/party MB | dealer MB | rounds | dealer req | hops "
+               "| noise s | online s | online/opening | LAN s | WAN s | Obliv-C MB | Obliv-C / mpcdp bytes |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     goals, records = [], []
     for index, (model, parties, noise) in enumerate(plan):
         print(f"[{index + 1}/{len(plan)}] {model}, {parties} parties, noise {noise}", file=sys.stderr, flush=True)
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         summary.append(
             f"| {model} | {parties} | {noise} | {total['elements']:,} | {total['total_bytes'] / 1e6:,.3f} | "
             f"{total['bytes_sent_max_party'] / 1e6:,.3f} | {total['dealer_bytes'] / 1e6:,.3f} | {total['rounds']:,} | "
-            f"{total['dealer_requests']:,} | {total['noise_s']:.3f} | {total['online_s']:.4f} | "
+            f"{total['dealer_requests']:,} | {total['hops']:,} | {total['noise_s']:.3f} | {total['online_s']:.4f} | "
             f"{total['online_bytes'] / total['online_payload']:.3f} | {total['lan_s']:.2f} | {total['wan_s']:.2f} | "
             f"{oblivc / 1e6:,.0f} | {oblivc / total['total_bytes']:,.0f}× |")
         goals += [f"{model}, m = {parties}, {noise}: {line}" for line in cost_report.goals(run)
