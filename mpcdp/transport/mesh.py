@@ -388,7 +388,8 @@ class Mesh:
         plan = costs.opening_plan(flat.numel(), len(ranks))
         me, k = ranks.index(self.rank), len(ranks)
         king = self._star_king(ranks) if plan == "star" else None
-        costs.record_opening(plan, ranks, king, 1 if plan == "direct" else 2)
+        if self.counted:
+            costs.record_opening(plan, ranks, king, 1 if plan == "direct" else 2)
 
         def combine(into: torch.Tensor, other: torch.Tensor) -> None:
             if xor:
