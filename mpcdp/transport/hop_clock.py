@@ -78,7 +78,8 @@ class HopClock:
         self.ready[rank] = max([leaves] + [before[j] + 1 for j in from_])  # each sender sent when it was ready
 
     def request(self, asker: int, receiver: int) -> None:
-        if self.blocking:  # the asker sleeps before its request leaves, the dealer before its reply
+        """A request of ``asker`` to the dealer whose reply goes to ``receiver``."""
+        if self.blocking:  # the asker sleeps before its request leaves, the receiver once the reply is in
             self.ready[asker] += 1
             self.ready[receiver] = max(self.ready[receiver], self.ready[asker] + 1)
         else:
