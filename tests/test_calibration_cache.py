@@ -1,6 +1,6 @@
-"""The shipped calibrations (mpcdp.learning.calibration_cache): every entry is exactly what recomputing gives,
-a lookup trusts an entry only under the key of the run's own inputs, and the main job's launcher takes its
-certificate from the cache without importing dp-accounting, SciPy or CrypTen."""
+"""The shipped calibrations (mpcdp.learning.calibration_cache): every entry is what recomputing gives (floats to
+1e-9 relative, everything else exactly), a lookup trusts an entry only under the key of the run's own inputs, and
+the main job's launcher takes its certificate from the cache without importing dp-accounting, SciPy or CrypTen."""
 
 from __future__ import annotations
 
@@ -21,11 +21,33 @@ def test_every_protocol_the_cache_names_is_shipped_once():
     assert sorted(e["protocol"] for e in SHIPPED.values()) == sorted(calibrations.SHIPPED)
 
 
+# The calibration's root finding and the PLD accountant come out different in the 11th digit on another CPU or
+# another numpy / SciPy build (1.5e-10 relative seen between two machines of this kind): a recomputed entry
+# must agree with the shipped one to this relative tolerance, and in everything that is not a float exactly.
+REL = 1e-9
+
+
+def _agrees(got, shipped, where: str) -> None:
+    if isinstance(shipped, dict):
+        assert isinstance(got, dict) and got.keys() == shipped.keys(), where
+        for key in shipped:
+            _agrees(got[key], shipped[key], f"{where}.{key}")
+    elif isinstance(shipped, list):
+        assert isinstance(got, list) and len(got) == len(shipped), where
+        for i, (a, b) in enumerate(zip(got, shipped)):
+            _agrees(a, b, f"{where}[{i}]")
+    elif isinstance(shipped, float):
+        assert isinstance(got, float) and got == pytest.approx(shipped, rel=REL, abs=0.0), where
+    else:
+        assert got == shipped, where
+
+
 @pytest.mark.parametrize("key", sorted(SHIPPED))
-def test_a_shipped_entry_is_exactly_what_recomputing_gives(key):
+def test_a_shipped_entry_is_what_recomputing_gives(key):
     entry = SHIPPED[key]
     assert calibration_cache.key_of(entry["inputs"]) == key == entry["key"]
-    assert calibrations.computed_entry(entry["protocol"]) == entry  # floats bit for bit, every piece
+    assert entry["certificate"]["epsilon"] <= entry["inputs"]["epsilon"]
+    _agrees(calibrations.computed_entry(entry["protocol"]), entry, "entry")  # every piece, floats to REL
 
 
 def _quickstart():
@@ -44,9 +66,10 @@ def test_a_hit_is_the_computed_noise_and_says_so():
     computed = algorithms.plan_noise(plan.record, plan.params, setting, cached=False)
     assert cached.report["certificate_from"].endswith("key " + calibration_cache.key_of(inputs))
     assert computed.report["certificate_from"] == "computed"
-    assert cached.levels == computed.levels
-    assert json.loads(json.dumps(dataclasses.asdict(cached.certificate))) == \
-        json.loads(json.dumps(dataclasses.asdict(computed.certificate)))
+    _agrees(json.loads(json.dumps(dataclasses.asdict(computed.levels))),
+            json.loads(json.dumps(dataclasses.asdict(cached.levels))), "levels")
+    _agrees(json.loads(json.dumps(dataclasses.asdict(computed.certificate))),
+            json.loads(json.dumps(dataclasses.asdict(cached.certificate))), "certificate")
 
 
 @pytest.mark.parametrize("change", [{"epsilon": 0.6}, {"dp_accounting": "0.5.0"}, {"accountant": "another/1"},
