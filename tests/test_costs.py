@@ -102,6 +102,7 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     c = zero["secure_sum"]
     declared = secure_sum.declared_cost()
     assert c["ops"]["openings"] == 0 and c["rounds"] == declared.rounds(parties) == 1
+    assert c["hops"] == 1  # a round outside any opening reaches the critical path through the mesh's moves
     for rank, p in enumerate(per_party):
         _assert_bytes("secure_sum", declared, parties, rank, p["secure_sum"])
 
