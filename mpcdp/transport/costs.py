@@ -103,6 +103,11 @@ class Ledger:
         self.calls[kind] += int(calls)
 
     @property
+    def clocks(self) -> tuple[HopClock, HopClock]:
+        """Both replays of the critical path: over a real link, and under the transport's injected delay."""
+        return self.clock, self.emulated_clock
+
+    @property
     def party_bytes_sent(self) -> int:
         """Bytes this party sent to other data parties (its requests to the dealer taken out)."""
         return self.bytes_sent - self.dealer_request_bytes
@@ -153,8 +158,8 @@ def record_dealer_request(request_bytes: int, kind: str = "crypten", *, receiver
     for ledger in _active:
         ledger.dealer_requests += 1
         ledger.dealer_request_bytes += request_bytes
-        ledger.clock.request(0, receiver)
-        ledger.emulated_clock.request(0, receiver)
+        for clock in ledger.clocks:
+            clock.request(0, receiver)
     record_material(kind, request_bytes, rounds=2)
 
 
@@ -163,16 +168,16 @@ def record_move(rank: int, sends: Iterable[int], receives: Iterable[int]) -> Non
     ``receives`` (for the critical path, :mod:`.hop_clock`)."""
     to, from_ = list(sends), list(receives)
     for ledger in _active:
-        ledger.clock.move(rank, to, from_)
-        ledger.emulated_clock.move(rank, to, from_)
+        for clock in ledger.clocks:
+            clock.move(rank, to, from_)
 
 
 def record_opening(plan: str, members: list[int], king: int | None, moves: int) -> None:
     """An opening by ``plan`` among ``members`` (``king``: the star's), made of this process's next ``moves``
     rounds (:meth:`.hop_clock.HopClock.opening`)."""
     for ledger in _active:
-        ledger.clock.opening(plan, members, king, moves)
-        ledger.emulated_clock.opening(plan, members, king, moves)
+        for clock in ledger.clocks:
+            clock.opening(plan, members, king, moves)
 
 
 def record_material(kind: str, sent_bytes: int, *, rounds: int) -> None:
