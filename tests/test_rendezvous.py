@@ -139,3 +139,48 @@ def test_with_credentials_a_process_may_write_only_its_own_endpoint_and_report(t
                    for line in server.shown), server.shown
     finally:
         server.close()
+
+
+def test_the_store_says_in_one_request_which_ranks_wrote_a_key_and_refuses_another_family(store):
+    port, client = store
+    assert client.written(rendezvous.ENDPOINT_PREFIX) == set()
+    rendezvous.publish_endpoint(1, "127.0.0.1", 4000, 4)
+    rendezvous.publish_endpoint(3, "127.0.0.1", 4001, 4)
+    rendezvous.publish_report(2, None, "none")
+    assert client.written(rendezvous.ENDPOINT_PREFIX) == {1, 3}
+    assert client.written(rendezvous.REPORT_PREFIX) == {2}
+    assert rendezvous.written_ranks(rendezvous.ENDPOINT_PREFIX, 2) == {1}  # ranks below 2 only
+    with pytest.raises(ConfigError, match="written 'mpcdp/secret/'"):  # not a family of the schema
+        client.written("mpcdp/secret/")
+    raw = socket.create_connection(("127.0.0.1", port))
+    payload = b'{"op":"written","key":"mpcdp/endpoint/","extra":1}'  # a field too many: refused, closed
+    raw.sendall(struct.pack("<I", len(payload)) + payload)
+    raw.settimeout(5.0)
+    assert b'"error"' in raw.recv(4096) and raw.recv(1) == b""
+    assert client.written(rendezvous.REPORT_PREFIX) == {2}  # the store itself is still up
+
+
+def test_a_process_waiting_for_many_asks_the_store_a_bounded_number_of_times_per_poll(own_rendezvous, monkeypatch):
+    """65 processes, 64 of them not there: each poll is one request (the ranks with an endpoint), plus one
+    per check of the loss reports; reading every missing rank's key at every poll (64 requests each) made
+    the set-up of a 64-party run quadratic. A rank that writes late is still found, and read once."""
+    port = free_port()
+    server = rendezvous.StoreServer(port, processes=65)
+    client = rendezvous.StoreClient("127.0.0.1", port, timeout_s=5.0)
+    rendezvous._store, rendezvous._run = client, rendezvous.Run(rank=0, processes=65, secure=False)
+    requests, polls = [], []
+    exchange, poll_s = client._exchange, rendezvous.poll_s
+    monkeypatch.setattr(client, "_exchange", lambda request: requests.append(request) or exchange(request))
+    monkeypatch.setattr(rendezvous, "poll_s", lambda processes: polls.append(processes) or poll_s(processes))
+    assert poll_s(65) > poll_s(16) == poll_s(3) == 0.02  # polls further apart beyond 16 processes
+    try:
+        with pytest.raises(PeerTimeout, match="waiting at the rendezvous for party 1"):
+            rendezvous.endpoints(list(range(1, 65)), processes=65, timeout_s=0.5)
+        assert len(polls) >= 3 and len(requests) <= 2 * (len(polls) + 1)
+        requests.clear()
+        rendezvous.publish_endpoint(7, "127.0.0.1", 4007, 65)
+        with pytest.raises(PeerTimeout, match="for party 9"):
+            rendezvous.endpoints([7, 9], processes=65, timeout_s=0.3)
+        assert sum(r.get("key") == rendezvous.ENDPOINT_PREFIX + "7" for r in requests) == 2  # its write, one read
+    finally:
+        server.close()

@@ -45,7 +45,6 @@ from mpcdp.transport import rendezvous
 from mpcdp.transport.store_values import CLAIM_PREFIX, CLAIM_STRAYS, parse_claim
 
 STRAYS = CLAIM_STRAYS
-_POLL_S = 0.02
 _SLOW_POLL_S = 0.25
 _STORE_GONE_S = 5.0
 _GRACE_S = 2.0  # party 0, after every claimer reported: a twin's refusal fills its rank's report for both
@@ -103,14 +102,15 @@ def _wait(mine: Claim) -> None:
     deadline = time.monotonic() + timeout_s
     slow_at = time.monotonic()
     while len(found) < processes:
+        present = rendezvous.written_ranks(CLAIM_PREFIX, processes)
         for other in range(processes):
-            claim = None if other in found else _read(other)
+            claim = None if other in found or (present is not None and other not in present) else _read(other)
             if claim is not None:
                 found[other] = _compared(mine, claim)
         if time.monotonic() >= slow_at:
-            slow_at = time.monotonic() + _SLOW_POLL_S
             _check_reports(mine)
             _check_strays(mine)
+            slow_at = time.monotonic() + _SLOW_POLL_S  # from the checks' end: a slow store is not asked more
         if len(found) < processes and time.monotonic() > deadline:
             missing = [r for r in range(processes) if r not in found]
             who = "the dealer" if missing[0] == mine.parties else f"party {missing[0]}"
@@ -118,7 +118,7 @@ def _wait(mine: Claim) -> None:
             raise PeerTimeout(f"Timed out after {timeout_s:g} s waiting at the rendezvous for {who}'s claim of its "
                               f"place (RANK {missing[0]} was not started, or cannot reach the rendezvous)",
                               party=missing[0])
-        time.sleep(_POLL_S)
+        time.sleep(rendezvous.poll_s(processes))
     _check_reports(mine)
 
 
@@ -168,8 +168,9 @@ def _check_reports(mine: Claim) -> None:
 
 def _check_strays(mine: Claim) -> None:
     """Refuse the run if a process claimed a rank beyond this one's WORLD_SIZE (it left a rank missing)."""
+    present = rendezvous.written_ranks(CLAIM_PREFIX, mine.processes + STRAYS)
     for rank in range(mine.processes, mine.processes + STRAYS):
-        if rendezvous.read_value(f"{CLAIM_PREFIX}{rank}", rank) is not None:
+        if (present is None or rank in present) and rendezvous.read_value(f"{CLAIM_PREFIX}{rank}", rank) is not None:
             _refuse(mine, refusal_of("rank-beyond", field=str(mine.parties), position=rank))
 
 

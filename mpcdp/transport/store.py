@@ -3,8 +3,9 @@
 
 Wire format: each request and reply is a 4-byte little-endian length and at most :data:`MAX_MESSAGE_BYTES`
 of UTF-8 JSON nested at most :data:`MAX_JSON_DEPTH` deep (checked before it is parsed):
-``{"op": "get", "key"}`` or ``{"op": "set", "key", "value"}`` → ``{"value"}``, or ``{"error"}`` followed by
-the connection's close. Nothing is unpickled.
+``{"op": "get", "key"}`` or ``{"op": "set", "key", "value"}`` → ``{"value"}``; ``{"op": "written", "key": prefix}``
+→ ``{"written": hex}``, which ranks' keys of one family hold a value (bit r: rank r; one request where a waiting
+process would read every rank's key); or ``{"error"}`` followed by the connection's close. Nothing is unpickled.
 
 Schema: only three families of keys may be written, three keys per rank of the run (rank < ``processes``;
 claims also for :data:`~.store_values.CLAIM_STRAYS` ranks beyond, a process started with a RANK beyond the run's):
@@ -52,7 +53,7 @@ from typing import Protocol
 from mpcdp.errors import ConfigError, PeerLost, PeerTimeout, ProtocolViolation
 from mpcdp.transport.gate import PER_SOURCE, Gate
 from mpcdp.transport.store_values import (CLAIM_PREFIX, CLAIM_STRAYS, ENDPOINT_PREFIX, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_RANKS,
-                                          MAX_VALUE_BYTES, REQUEST_S, _recv_exactly, _shown, key_rank,
+                                          MAX_VALUE_BYTES, REPORT_PREFIX, REQUEST_S, _recv_exactly, _shown, key_rank,
                                           loads_bounded, parse_claim, parse_endpoint, parse_report, read_reply,
                                           write_message)
 
@@ -288,6 +289,8 @@ class StoreServer:
         if op == "get" and set(request) == {"op", "key"}:
             with self.lock:
                 return {"value": self.values.get(key)}
+        if op == "written" and set(request) == {"op", "key"}:
+            return {"written": self._written(key)}
         if op != "set" or set(request) != {"op", "key", "value"} or not isinstance(request["value"], str):
             raise _Refused(f"not a store request (op {_shown(str(op))})")
         value = request["value"]
@@ -303,6 +306,14 @@ class StoreServer:
                 self.values[key] = value
                 self.stored_bytes += size
         return {"value": value}
+
+    def _written(self, prefix: str) -> str:
+        """The ranks whose ``prefix`` key holds a value, as a hex bitmap (at most 1,026 digits: every writable rank)."""
+        if prefix not in (ENDPOINT_PREFIX, REPORT_PREFIX, CLAIM_PREFIX):
+            raise _Refused(f"not a store request (written {_shown(prefix)})")
+        with self.lock:
+            ranks = [rank for rank in range(self.ranks + CLAIM_STRAYS) if prefix + str(rank) in self.values]
+        return format(sum(1 << rank for rank in ranks), "x")
 
     def _check_write(self, key: str, value: str, writer: int | None) -> None:
         """The key is a rank's endpoint or report, of a rank of the run, the writer's own under TLS, and the
@@ -471,6 +482,19 @@ class StoreClient:
         """The value of ``key``, or None if it is not written (one round trip)."""
         value = self._ask({"op": "get", "key": key})
         return None if value is None else value.encode()
+
+    def written(self, prefix: str) -> frozenset[int]:
+        """The ranks whose ``prefix`` key (``mpcdp/endpoint/`` and the like) holds a value (one round trip)."""
+        with self.lock:
+            reply = self._exchange({"op": "written", "key": prefix})
+        bits = reply.get("written")
+        if "error" in reply:
+            raise ConfigError(f"the rendezvous refused this process's request: {str(reply['error'])[:300]}")
+        if not isinstance(bits, str) or not 0 < len(bits) <= (MAX_RANKS + CLAIM_STRAYS) // 4 + 1 \
+                or bits.strip("0123456789abcdef"):
+            raise ProtocolViolation("the rendezvous store sent a malformed reply", party=0)
+        value = int(bits, 16)
+        return frozenset(rank for rank in range(value.bit_length()) if value >> rank & 1)
 
     def check(self, keys: list[str]) -> bool:
         return all(self._ask({"op": "get", "key": key}) is not None for key in keys)
