@@ -262,8 +262,8 @@ def written_ranks(prefix: str, below: int) -> set[int] | None:
 
 
 def poll_s(processes: int) -> float:
-    """Seconds between a waiting process's polls of the store: 20 ms, longer beyond 16 processes, so that all
-    of them together ask the store about 800 times a second at most."""
+    """Seconds between a waiting process's polls of the store: 20 ms, longer beyond 16 processes, so that their
+    polls together come to at most about 800 a second (each one request, :func:`written_ranks`)."""
     return _POLL_S * max(1.0, processes / 16)
 
 
