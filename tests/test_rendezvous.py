@@ -184,3 +184,23 @@ def test_a_process_waiting_for_many_asks_the_store_a_bounded_number_of_times_per
         assert sum(r.get("key") == rendezvous.ENDPOINT_PREFIX + "7" for r in requests) == 2  # its write, one read
     finally:
         server.close()
+
+
+def test_a_claim_wait_among_many_asks_the_store_a_bounded_number_of_times_per_poll(own_rendezvous, monkeypatch):
+    """`mpcdp party`'s wait for every claim (:mod:`mpcdp.transport.claims`), 65 processes and only rank 0 there:
+    each poll is one request for the claims written, plus the report and stray checks' one each."""
+    from mpcdp.transport import claims
+
+    port = free_port()
+    rendezvous.open_store(f"tcp://127.0.0.1:{port}", rank=0, processes=65, timeout_s=5.0)
+    client, requests, polls = rendezvous._store, [], []
+    exchange, poll_s = client._exchange, rendezvous.poll_s
+    monkeypatch.setattr(client, "_exchange", lambda request: requests.append(request) or exchange(request))
+    monkeypatch.setattr(rendezvous, "poll_s", lambda processes: polls.append(processes) or poll_s(processes))
+    try:
+        with pytest.raises(PeerTimeout, match="waiting at the rendezvous for party 1's claim"):
+            claims.settle(0, 64, 65, timeout_s=0.5)
+        gets = [r for r in requests if r["op"] == "get"]
+        assert len(polls) >= 3 and len(requests) <= 3 * (len(polls) + 2) and len(gets) <= 2, (len(polls), len(requests))
+    finally:
+        rendezvous._server.close()

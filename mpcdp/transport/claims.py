@@ -212,8 +212,9 @@ def _linger(mine: Claim, *, everyone: bool) -> None:
     while time.monotonic() < deadline:
         try:
             reports = rendezvous.read_reports(mine.processes)
-            claimed = [r for r in range(mine.processes)
-                       if everyone or rendezvous.read_value(f"{CLAIM_PREFIX}{r}", r) is not None]
+            present = None if everyone else rendezvous.written_ranks(CLAIM_PREFIX, mine.processes)
+            claimed = [r for r in range(mine.processes) if everyone or (r in present if present is not None else
+                       rendezvous.read_value(f"{CLAIM_PREFIX}{r}", r) is not None)]
         except Exception:  # noqa: BLE001 - its own store failed: nobody left to wait for
             return
         if all(r in reports for r in claimed):
