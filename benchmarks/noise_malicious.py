@@ -21,7 +21,7 @@ from mpcdp.jobs.report import machine_line, write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
 from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS
-from mpcdp.noise.auth_gaussian_cost import products_per_candidate
+from mpcdp.noise.auth_gaussian_cost import dealt_breakdown as breakdown, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
 SECURITY = ("semi-honest", "malicious")
@@ -45,38 +45,6 @@ def run(parties: int, samples: int, sigma: float) -> dict:
     row["bytes_ratio"] = mal["bytes_per_sample"] / semi["bytes_per_sample"]
     row["wall_ratio"] = mal["wall_s"] / semi["wall_s"]
     return row
-
-
-def breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float, float]]:
-    """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted by the
-    first factor's pass rate): (step, full bit products, half bit products, bytes dealt (every receiver's replies
-    together), bits opened by each party). A full product opens 2 bits and deals :data:`BIT_TRIPLE_BYTES`, a half
-    product 1 bit and :data:`HALF_BYTES`; a dealt bit :data:`BIT_BYTES`; a Z_2^128 product 4 words (256 bits) and 96
-    bytes; a daBit one bit and :data:`DA_BYTES`; the a2b opening 2 words (128 bits). The per-pass checks (λ words each)
-    are left out: they do not grow with the candidates."""
-    products = products_per_candidate(plan)
-    widths = dg.field_bits(plan)
-    hot, word = 1 << dg.INDEX_BITS, dg.WORD - 1
-    daBits = products.crossed
-    mux = (1 << dg.GROUPS[FIRST][1]) - 1
-    first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
-    second_bits = sum(widths[name] for name in SECOND_FIELDS)
-    steps: list[tuple[str, float, float, float, float]] = [
-        ("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
-         first_bits * BIT_BYTES, 0),
-        ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
-        ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
-         daBits * DA_BYTES + products.arith * 96, daBits + products.arith * 256),
-        ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
-        ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
-    assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
-    assert sum(h for _, _, h, _, _ in steps) == products.first_half, (steps, products)
-    survive = products.survive
-    steps.append((f"6. survivors ({survive:.0%}): their fields (dealt bits), six prefixes, v_low's, muxes, low factor, "
-                  "AND", survive * products.second, survive * products.second_half, survive * second_bits * BIT_BYTES,
-                  survive))
-    return [(name, p, h, dealt + p * BIT_TRIPLE_BYTES + h * HALF_BYTES, opened + 2 * p + h)
-            for name, p, h, dealt, opened in steps]
 
 
 def markdown(rows: list[dict], command: str) -> str:

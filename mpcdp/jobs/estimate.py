@@ -22,6 +22,16 @@ Time is the declared bytes at rates calibrated from this project's recorded runs
   gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
 * set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement).
 
+Under ``security = "malicious"`` (issue 48) every data party samples, with the authenticated sampler (dg-auth/7):
+its candidates in the passes :func:`mpcdp.noise.auth_gaussian_cost.passes` makes, each dealing and opening what
+:func:`~mpcdp.noise.auth_gaussian_cost.per_candidate` declares (party 0 is the king of its openings: it sends the
+opened bits to every other party, the others theirs to it), times :data:`AUTH_OVERHEAD` (the per-pass checks and
+the frames); the time is :data:`AUTH_S_PER_PASS` per pass and :data:`AUTH_S_PER_CANDIDATE` per candidate, times
+(m/3)^:data:`AUTH_SCALING` (every party computes every candidate on the shared cores); each release adds its
+bound checks, per model parameter and party :data:`AUTH_RELEASE_DEALER_BYTES` and :data:`AUTH_RELEASE_BYTES`,
+and :data:`AUTH_RELEASE_S` (times the same factor). Its constants are fitted on two runs of this machine, so
+the malicious estimate is rougher than the semi-honest one (tests/test_progress.py: within 15% on bytes).
+
 An estimate, not a bound: another machine, a real network (add its latency per round) or a busy host change
 the time; benchmarks/results/estimate.md records estimate against measurement (33× off at load 14: the reason
 it never stops a run).
@@ -47,6 +57,15 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
+# security = "malicious", calibrated on this machine (noise-malicious.md; the quick start, quickstart-malicious.md):
+AUTH_OVERHEAD = 1.07  # measured / declared bytes: the dealer's 21.0 MB for 1,425 candidates of 13,749 B (m = 3, 8)
+AUTH_S_PER_PASS = 0.73  # a pass's rounds (328, its checks), at m = 3: 1,425 candidates in 1.07 s, and
+AUTH_S_PER_CANDIDATE = 2.4e-4  # the quick start's two passes (9,650 candidates) in 3.76 s
+AUTH_SCALING = 1.13  # both times (m/3)^1.13: m = 8 took 3.0× m = 3's 1.07 s (every party computes every candidate)
+AUTH_RELEASE_DEALER_BYTES = 510  # a release's bound checks, per model parameter and party: the quick start's
+AUTH_RELEASE_BYTES = 83  # dealer bytes and the parties' (their mean) beyond the sampler and the semi-honest
+# releases (10.4 MB and 1.7 MB over 55 × 123 × 3); and its time per release, at m = 3 (0.52 s over 55)
+AUTH_RELEASE_S = 9.4e-3
 MATERIAL_OPS = ("and_words", "b2a_bits", "bounded_masks", "square", "one_hot_words",
                 "table_words")  # counted ops that are dealt elements
 PACKED_REPLIES = {"b2a_bits": "b2a_reply_words", "bounded_masks": "bounded_reply_words"}
@@ -109,28 +128,64 @@ class RunEstimate:
 
 
 def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
-                      has_dealer: bool = True, committee: int = 3, replicated: bool = False) -> RunEstimate:
+                      has_dealer: bool = True, committee: int = 3, replicated: bool = False,
+                      security: str = "semi-honest") -> RunEstimate:
     """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
     noise ``levels``, ``parties`` data parties, ``batch`` records per party and release, a noise committee of
     ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
-    by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`)."""
-    candidates = _sampler_passes(levels, steps)
-    noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
+    by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`); ``security``: "malicious" for
+    the authenticated sampler and bound-checked releases (every data party samples; no committee)."""
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
         online = online + release_protocol.declared_cost(dim)
+    online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
+    online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
+    if security == "malicious":
+        return _malicious(levels, steps, dim, parties, online_sent, online_s)
+    candidates = _sampler_passes(levels, steps)
+    noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
     members = min(parties, committee)  # the noise committee opens among itself; the others send nothing
     noise_sent = [noise_cost.bytes(members, rank)[0] if noise_cost and rank < members else 0
                   for rank in range(parties)]
-    online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
     material = 0 if noise_cost is None else dealt_elements(noise_cost.ops)
     drawn = sum(sum(passes) for _, passes in candidates)
-    online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
     return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,
                        party_bytes=tuple(a + b for a, b in zip(noise_sent, online_sent)),
                        dealer_bytes=DEALER_ELEMENT_BYTES * material if has_dealer else 0,
                        setup_s=SETUP_S, presample_s=_sampling_s(drawn, noise_cost, members), online_s=online_s)
+
+
+def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_sent: list[int],
+               online_s: float) -> RunEstimate:
+    """A run under ``security = "malicious"`` (module docstring): the releases' openings as semi-honest
+    (``online_sent``, ``online_s``) plus their bound checks, and the authenticated sampler's passes."""
+    from mpcdp.noise import auth_gaussian_cost, discrete_gaussian
+
+    candidates, passes, dealt, opened = 0, 0, 0.0, 0.0
+    for release, values in _noise_blocks(levels, steps):
+        plan = discrete_gaussian.plan_of(release)
+        drawn = auth_gaussian_cost.passes(plan, values)
+        per_dealt, per_opened = auth_gaussian_cost.per_candidate(plan)
+        candidates, passes = candidates + sum(drawn), passes + len(drawn)
+        dealt, opened = dealt + sum(drawn) * per_dealt, opened + sum(drawn) * per_opened
+    entries = (steps + 1) * dim * parties  # every party's term is bound-checked in every release
+    sampled = [AUTH_OVERHEAD * opened / 8 * (parties - 1 if rank == 0 else 1) for rank in range(parties)]
+    return RunEstimate(
+        noise_samples=noise_samples(levels, steps), releases=steps + 1,
+        party_bytes=tuple(int(o + s + AUTH_RELEASE_BYTES * entries / parties) for o, s in zip(online_sent, sampled)),
+        dealer_bytes=int(AUTH_OVERHEAD * dealt + AUTH_RELEASE_DEALER_BYTES * entries), setup_s=SETUP_S,
+        presample_s=(passes * AUTH_S_PER_PASS + candidates * AUTH_S_PER_CANDIDATE) * (parties / 3) ** AUTH_SCALING,
+        online_s=online_s + AUTH_RELEASE_S * (steps + 1) * (parties / 3) ** AUTH_SCALING)
+
+
+def _noise_blocks(levels: NoiseLevels, steps: int) -> list[tuple[Any, int]]:
+    """(release kind, values) per noise block drawn inside the MPC (the blocks :func:`_sampler_passes` counts)."""
+    if levels.noiseless:
+        return []
+    mechanism = levels.choice.record
+    return [(release, rows * release.dim) for release, rows, _ in levels.blocks(steps)
+            if mechanism.sampler_passes(release, rows * release.dim)]
 
 
 def _sampling_s(candidates: int, cost: costs.DeclaredCost | None, members: int) -> float:
@@ -151,7 +206,7 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
     replicated = hasattr(provider, "replicated_arithmetic") and min(plan.parties, committee) == 3
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
                              parties=plan.parties, batch=batch, has_dealer=provider.has_dealer,
-                             committee=committee, replicated=replicated)
+                             committee=committee, replicated=replicated, security=plan.mpc.security)
 
 
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:

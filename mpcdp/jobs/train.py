@@ -397,7 +397,4 @@ def _train_secure(plan: TrainPlan, noise: PlanNoise, shards: list[Shard], sizes:
               "online_s": max(r["online_s"] for r in run.values),
               "dealer_bytes": (run.dealer or {}).get("bytes_sent"),
               "party_bytes": [r["bytes_sent"] for r in run.values], "estimate": estimate.to_dict()}
-    if plan.mpc.security == "malicious":  # the estimate models the semi-honest circuits only
-        timing["estimate"]["note"] = ("semi-honest circuits; under security = 'malicious' the authenticated sampler "
-                                      "(dg-auth/7) sends about 18-20x the sampler's bytes (noise-malicious.md)")
     return first["result"], max(r["bytes_sent"] or 0 for r in run.values), fields, timing

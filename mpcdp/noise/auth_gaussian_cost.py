@@ -1,21 +1,27 @@
 """The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/7): its
 bit-domain products per candidate and per survivor, full and half, its products in Z_2^128 and its daBits (steps
 2–3 apart too), counted by running its stages on plaintext,
-and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too).
+and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too); from
+them the bytes dealt and bits opened per candidate, step by step (:func:`dealt_breakdown`), and the passes a
+draw of a given count makes (:func:`passes`): what ``mpcdp train --security malicious`` estimates before it starts.
 Nothing here runs under MPC or sees a share."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from typing import Any
 
 import numpy as np
 import torch
 
+from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
 from mpcdp.mpc.auth_circuits import DealtHot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
-from mpcdp.noise.auth_gaussian import FIRST, MASK_BITS, Domains, first_stage, second_stage
+from mpcdp.noise.auth_gaussian import (FIRST, FIRST_FIELDS, MASK_BITS, MAX_PASS, SECOND_FIELDS, Domains, first_stage,
+                                       second_stage)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,3 +107,54 @@ def first_pass_rate(plan: dg.DiscreteGaussianPlan, n: int = 1 << 16) -> float:
     rng = np.random.default_rng(48)
     fields = {name: rng.integers(0, 1 << b, n, dtype=np.int64) for name, b in dg.field_bits(plan).items()}
     return float(first_factor_passes(plan, fields).mean())
+
+
+def dealt_breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, float, float, float]]:
+    """Per step of the circuit's docstring (mpcdp/noise/auth_gaussian.py), per candidate (survivor steps weighted by
+    the first factor's pass rate): (step, full bit products, half bit products, bytes dealt (every receiver's
+    replies together), bits opened by each party). A full product opens 2 bits and deals ``BIT_TRIPLE_BYTES``, a
+    half product 1 bit and ``HALF_BYTES``; a dealt bit ``BIT_BYTES``; a Z_2^128 product 4 words (256 bits) and 96
+    bytes; a daBit one bit and ``DA_BYTES``; the a2b opening 2 words (128 bits) (:mod:`mpcdp.adapter.auth_bits`).
+    The per-pass checks (λ words each) are left out: they do not grow with the candidates."""
+    products = products_per_candidate(plan)
+    widths = dg.field_bits(plan)
+    hot, word = 1 << dg.INDEX_BITS, dg.WORD - 1
+    mux = (1 << dg.GROUPS[FIRST][1]) - 1
+    first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
+    second_bits = sum(widths[name] for name in SECOND_FIELDS)
+    steps: list[tuple[str, float, float, float, float]] = [
+        ("1. the first stage's fields but the index (dealt bits, every candidate)", 0, 0,
+         first_bits * BIT_BYTES, 0),
+        ("2. piece: the index's one-hot, dealt", 0, 0, hot * ONE_HOT_BYTES, 0),
+        ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
+         products.crossed * DA_BYTES + products.arith * 96, products.crossed + products.arith * 256),
+        ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
+        ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
+    assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
+    assert sum(h for _, _, h, _, _ in steps) == products.first_half, (steps, products)
+    survive = products.survive
+    steps.append((f"6. survivors ({survive:.0%}): their fields (dealt bits), six prefixes, v_low's, muxes, low factor, "
+                  "AND", survive * products.second, survive * products.second_half, survive * second_bits * BIT_BYTES,
+                  survive))
+    return [(name, p, h, dealt + p * BIT_TRIPLE_BYTES + h * HALF_BYTES, opened + 2 * p + h)
+            for name, p, h, dealt, opened in steps]
+
+
+@functools.lru_cache(maxsize=64)
+def per_candidate(plan: dg.DiscreteGaussianPlan) -> tuple[float, float]:
+    """(bytes dealt, bits opened by each party) per candidate at ``plan``: :func:`dealt_breakdown`'s totals."""
+    steps = dealt_breakdown(plan)
+    return sum(step[3] for step in steps), sum(step[4] for step in steps)
+
+
+def passes(plan: dg.DiscreteGaussianPlan, count: int) -> list[int]:
+    """The candidates of each pass :func:`~mpcdp.noise.auth_gaussian.sample_authenticated` draws for ``count``
+    values, each pass accepting its expected share (``plan.acceptance``)."""
+    drawn: list[int] = []
+    have = 0.0
+    while count - have >= 0.5:
+        need = count - have
+        n = min(int(need / plan.acceptance + 4 * math.sqrt(need) + 8), MAX_PASS)
+        drawn.append(n)
+        have += min(need, n * plan.acceptance)
+    return drawn
