@@ -161,6 +161,16 @@ def test_cost_report_end_to_end(tmp_path):
     layer = record["run"]["layers"][0]
     assert total["layer"] == "total" and total["elements"] == 22
     assert layer["noise"]["ops_agree"] and layer["release"]["ops_agree"]
+    # the data parties' traffic without the dealer's: what they sent each other, they received (each party meters
+    # its own link to the dealer, whose replies go to the party it picks: before a6eed9c only party 0's were taken
+    # out, and a party that received replies showed them as party traffic, 88 kB of a9a's m = 2 record)
+    for section in ("noise", "release"):
+        assert sum(layer[section]["bytes_received"]) == sum(layer[section]["bytes_sent"]), layer[section]
+        assert layer[section]["bytes_received"] == [tcp - dealer for tcp, dealer in zip(
+            layer[section]["tcp_received"], layer[section]["dealer_to_parties"])]
+        assert layer[section]["dealer_bytes"] == sum(layer[section]["dealer_to_parties"]) \
+            + layer[section]["parties_to_dealer"]
+    assert sum(layer["noise"]["dealer_to_parties"][1:]) > 0  # the dealer's replies reach parties other than 0
     # totals add every party's bytes and the dealer's; the online step is one opening of d + 1 elements
     assert total["total_bytes"] == sum(layer["noise"]["bytes_sent"]) + sum(layer["release"]["bytes_sent"]) \
         + layer["noise"]["dealer_bytes"]

@@ -72,6 +72,8 @@ class Ledger:
         bytes_sent / bytes_received: TCP payload bytes of this process over the section (dealer traffic
             included; see :meth:`party_bytes_sent`): what mpcdp's links moved (counted where they move it)
             plus the kernel's counts for every other TCP socket (the dealer's link, the rendezvous).
+        dealer_sent / dealer_received: the kernel's counts for this party's link to the dealer alone (its
+            requests; the dealer's replies to it, TLS records included).
         link_sent / link_received: the part moved on mpcdp's links; kernel_link_sent: the kernel's count of
             bytes written to those links (equal to link_sent; kept as the check).
         wall_s: wall time of the section.
@@ -90,6 +92,8 @@ class Ledger:
     material_rounds: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
+    dealer_sent: int = 0
+    dealer_received: int = 0
     link_sent: int = 0
     link_received: int = 0
     kernel_link_sent: int = 0
@@ -118,7 +122,8 @@ class Ledger:
                 "dealer_request_bytes": self.dealer_request_bytes,
                 "material_requests": dict(self.material_requests), "material_bytes": dict(self.material_bytes),
                 "material_rounds": self.material_rounds, "bytes_sent": self.bytes_sent,
-                "bytes_received": self.bytes_received, "link_sent": self.link_sent,
+                "bytes_received": self.bytes_received, "dealer_sent": self.dealer_sent,
+                "dealer_received": self.dealer_received, "link_sent": self.link_sent,
                 "link_received": self.link_received, "kernel_link_sent": self.kernel_link_sent,
                 "wall_s": self.wall_s, "interface": self.interface, "hops": self.clock.hops,
                 "emulated_hops": self.emulated_clock.hops}
@@ -126,12 +131,20 @@ class Ledger:
 
 _active: list[Ledger] = []
 _links: set[int] = set()  # file descriptors of mpcdp's own links (mpcdp.transport.mesh)
+_dealer_links: set[int] = set()  # and of this data party's link to the dealer
 
 
 def register_links(fds: set[int]) -> None:
     """Tell the ledgers which sockets are mpcdp's links (their bytes are counted as they move)."""
     _links.clear()
     _links.update(fds)
+
+
+def register_dealer_link(fds: set[int]) -> None:
+    """Tell the ledgers which socket is this data party's link to the dealer (its kernel counts are the
+    ``dealer_sent`` / ``dealer_received`` part of the bytes: the dealer's replies reach the party it picks)."""
+    _dealer_links.clear()
+    _dealer_links.update(fds)
 
 
 def record_link(sent: int, received: int) -> None:
@@ -213,6 +226,9 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
                 ledger.kernel_link_sent += tx - tx0
             else:
                 other_rx, other_tx = other_rx + rx - rx0, other_tx + tx - tx0
+            if fd in _dealer_links:
+                ledger.dealer_received += rx - rx0
+                ledger.dealer_sent += tx - tx0
         ledger.bytes_sent = ledger.link_sent + other_tx
         ledger.bytes_received = ledger.link_received + other_rx
         link1 = wire.interface_counters(interface) if interface else None

@@ -76,8 +76,8 @@ class Mesh:
         self.star_turn: int | None = None
         self._next_out = {j: 0 for j in links}
         self._next_in = {j: 0 for j in links}
-        if counted:
-            costs.register_links({link.fileno() for link in links.values()})
+        if counted or set(links) == {dealer}:  # mpcdp's links, or a data party's link to the dealer (metered apart)
+            (costs.register_links if counted else costs.register_dealer_link)({s.fileno() for s in links.values()})
 
     def name(self, j: int) -> str:
         return rendezvous.who(j, self.dealer)
@@ -107,8 +107,8 @@ class Mesh:
         still finishing the same round of the check watches this party's link (:meth:`_transfer`) and would
         stop at its close, with the others' reports instead of its own verdict; this way every honest party
         finishes its own check and says what it found itself."""
-        if self.counted:
-            costs.register_links(set())
+        if self.counted or set(self.links) == {self.dealer}:
+            (costs.register_links if self.counted else costs.register_dealer_link)(set())
         for j, link in self.links.items():
             if orderly:
                 try:
