@@ -80,7 +80,7 @@ def run_on_hosts(model: str, parties: int, shape: str, port: int) -> tuple[CostR
         wall = time.perf_counter() - start
     finally:
         subprocess.run(["bash", NETNS, "down", tag], check=False)
-    run = summarize(model, parties, "rou", 1.0, delay_ms, outputs[:parties], wall,
+    run = summarize(model, parties, "rou", 1.0, delay_ms, outputs[:parties], outputs[parties], wall,
                     where=f"one emulated host per process (network namespaces, veth + bridge), link {shape}")
     return run, wall
 

@@ -167,10 +167,11 @@ def test_cost_report_end_to_end(tmp_path):
     for section in ("noise", "release"):
         assert sum(layer[section]["bytes_received"]) == sum(layer[section]["bytes_sent"]), layer[section]
         assert layer[section]["bytes_received"] == [tcp - dealer for tcp, dealer in zip(
-            layer[section]["tcp_received"], layer[section]["dealer_to_parties"])]
-        assert layer[section]["dealer_bytes"] == sum(layer[section]["dealer_to_parties"]) \
+            layer[section]["tcp_received"], layer[section]["dealer_received"])]
+        assert layer[section]["dealer_bytes"] == layer[section]["dealer_to_parties"] \
             + layer[section]["parties_to_dealer"]
-    assert sum(layer["noise"]["dealer_to_parties"][1:]) > 0  # the dealer's replies reach parties other than 0
+    assert sum(layer["noise"]["dealer_received"][1:]) > 0  # the dealer's replies reach parties other than 0
+    assert sum(layer["noise"]["dealer_received"]) == layer["noise"]["dealer_to_parties"]  # and all are counted
     # totals add every party's bytes and the dealer's; the online step is one opening of d + 1 elements
     assert total["total_bytes"] == sum(layer["noise"]["bytes_sent"]) + sum(layer["release"]["bytes_sent"]) \
         + layer["noise"]["dealer_bytes"]

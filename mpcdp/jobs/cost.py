@@ -71,10 +71,14 @@ def _local_gradient(shape: tuple[int, ...], rank: int, layer: int) -> torch.Tens
 
 
 def _metered(ctx, run: Callable[[], Any], interface: str | None) -> tuple[Any, dict[str, Any]]:
+    from mpcdp import adapter
+
     openings_before = len(ctx.openings)
+    first_request = adapter.dealer_requests_made()
     with costs.section(interface) as ledger:
         value = run()
     record = ledger.to_dict()
+    record["first_dealer_request"] = first_request
     record["openings_list"] = [(o.label, o.elements) for o in ctx.openings[openings_before:] if o.kind != "public"]
     return value, record
 
@@ -130,10 +134,11 @@ def run_step_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: flo
     config = MpcConfig(parties=parties, timeout_s=timeout_s, provider=provider)
     result = run_job(step_party, config, args=(MODELS[model], noise, sigma),
                      job={**cost_job(model, noise, sigma), "fn": "cost-step"})
+    reply_bytes = (result.dealer or {}).get("request_bytes", [])
     out = {"model": model, "parties": parties, "noise": noise, "provider": provider,
            "elements": result.values[0]["elements"], "noise_stats": result.values[0]["noise_stats"]}
     for section in SECTIONS:
-        out[section] = _section_summary([v[section] for v in result.values])
+        out[section] = _section_summary([v[section] for v in result.values], reply_bytes)
     return out
 
 
@@ -169,17 +174,18 @@ class CostRun:
         return dataclasses.asdict(self)
 
 
-def _section_summary(per_party: list[dict[str, Any]]) -> dict[str, Any]:
-    """Combine the parties' records of one section: counts (identical on every party), bytes, time. The
-    dealer's traffic is each party's own link to it, taken out of its bytes: the replies go to the party the
-    dealer picks (:data:`mpcdp.adapter.auth_bits.ROTATING`, the dealer link's receivers), the requests come
-    from party 0."""
+def _section_summary(per_party: list[dict[str, Any]], reply_bytes: list[int]) -> dict[str, Any]:
+    """Combine the parties' records of one section: counts (identical on every party), bytes, time. Each party's
+    own link to the dealer is taken out of its bytes (the replies go to the party the dealer picks,
+    :data:`mpcdp.adapter.auth_bits.ROTATING`; the requests come from party 0); the section's dealer bytes are
+    its requests and the dealer's count of its replies to them (``reply_bytes``, one per request of the run):
+    a party's link also carries the dealer's goodbye at the run's end, which a slow party's last section sees."""
     zero = per_party[0]
-    count = zero["dealer_requests"]
-    from_dealer = [r["dealer_received"] for r in per_party]
+    first, count = zero["first_dealer_request"], zero["dealer_requests"]
+    replies = sum(reply_bytes[first:first + count])
     to_dealer = sum(r["dealer_sent"] for r in per_party)
     sent = [r["bytes_sent"] - r["dealer_sent"] for r in per_party]
-    received = [r["bytes_received"] - mine for r, mine in zip(per_party, from_dealer)]
+    received = [r["bytes_received"] - r["dealer_received"] for r in per_party]
     link = [max(r["bytes_sent"], r["bytes_received"]) for r in per_party]  # what each party's link carries
     return {
         "ops": zero["ops"], "calls": zero["calls"], "rounds": zero["rounds"], "hops": zero.get("hops"),
@@ -188,9 +194,9 @@ def _section_summary(per_party: list[dict[str, Any]]) -> dict[str, Any]:
         "openings": zero["openings_list"],
         "bytes_sent": sent, "bytes_received": received, "bytes_max_party": max(max(sent), max(received)),
         "link_bytes_max": max(link),
-        "dealer_requests": count, "dealer_to_parties": from_dealer, "parties_to_dealer": to_dealer,
-        "dealer_bytes": sum(from_dealer) + to_dealer,
-        "total_bytes": sum(sent) + sum(from_dealer) + to_dealer,
+        "dealer_requests": count, "dealer_to_parties": replies, "parties_to_dealer": to_dealer,
+        "dealer_received": [r["dealer_received"] for r in per_party],
+        "dealer_bytes": replies + to_dealer, "total_bytes": sum(sent) + replies + to_dealer,
         "wall_s": max(r["wall_s"] for r in per_party),
         "interface": [r.get("interface") for r in per_party],
         "tcp_sent": [r["bytes_sent"] for r in per_party], "tcp_received": [r["bytes_received"] for r in per_party],
@@ -198,17 +204,18 @@ def _section_summary(per_party: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarize(model: str, parties: int, noise: str, sigma: float, link_delay_ms: float,
-              values: list[list[dict[str, Any]]], wall_s: float,
+              values: list[list[dict[str, Any]]], dealer_report: dict[str, Any] | None, wall_s: float,
               where: str = "local processes, loopback", provider: str = providers.DEFAULT) -> CostRun:
-    """Turn the parties' per-layer records (each party's bytes with its own link to the dealer's apart) into a
-    :class:`CostRun`."""
+    """Turn the parties' per-layer records (each party's bytes with its own link to the dealer's apart) and the
+    dealer's per-request reply bytes into a :class:`CostRun`."""
+    reply_bytes = (dealer_report or {}).get("request_bytes", [])
     measured_s, rows = 0.0, []
     for index, (name, shape) in enumerate(MODELS[model]):
         per_party = [party_values[index] for party_values in values]
         row = {"layer": name, "shape": list(shape), "elements": math.prod(shape),
                "noise_stats": per_party[0]["noise_stats"]}
         for section in SECTIONS:
-            row[section] = _section_summary([p[section] for p in per_party])
+            row[section] = _section_summary([p[section] for p in per_party], reply_bytes)
             measured_s += row[section]["wall_s"]
         row["plaintext_s"] = plaintext_seconds(parties, row["elements"], sigma)
         rows.append(row)
@@ -232,7 +239,8 @@ def run_cost(model: str, parties: int, noise: str = "dgauss", *, sigma: float = 
     config = MpcConfig(parties=parties, timeout_s=timeout_s, link_delay_ms=link_delay_ms, provider=provider)
     result = run_job(cost_party, config, args=(MODELS[model], noise, sigma), job=cost_job(model, noise, sigma),
                      progress=progress)
-    return summarize(model, parties, noise, sigma, link_delay_ms, result.values, result.wall_s, provider=provider)
+    return summarize(model, parties, noise, sigma, link_delay_ms, result.values, result.dealer, result.wall_s,
+                     provider=provider)
 
 
 def cost_job(model: str, noise: str, sigma: float) -> dict[str, Any]:
