@@ -57,15 +57,16 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
-# security = "malicious", calibrated on this machine (noise-malicious.md; the quick start, quickstart-malicious.md):
-AUTH_OVERHEAD = 1.07  # measured / declared bytes: the dealer's 21.0 MB for 1,425 candidates of 13,749 B (m = 3, 8)
-AUTH_S_PER_PASS = 0.73  # a pass's rounds (328, its checks), at m = 3: 1,425 candidates in 1.07 s, and
-AUTH_S_PER_CANDIDATE = 2.4e-4  # the quick start's two passes (9,650 candidates) in 3.76 s
+# security = "malicious", fitted on this machine (noise-malicious.md at m = 3 and 8; quickstart-malicious.md):
+AUTH_OVERHEAD = 1.07  # measured / declared bytes: the dealer's 21.0 MB for 1,425 candidates of 13,749 B
+AUTH_S_PER_PASS = 0.73  # a pass's 328 rounds and checks (m = 3: one pass of 1,425 candidates in 1.07 s) and
+AUTH_S_PER_CANDIDATE = 2.4e-4  # each candidate (the quick start: two passes, 9,398 candidates, in 3.76 s)
 AUTH_SCALING = 1.13  # both times (m/3)^1.13: m = 8 took 3.0× m = 3's 1.07 s (every party computes every candidate)
-AUTH_RELEASE_DEALER_BYTES = 510  # a release's bound checks, per model parameter and party: the quick start's
-AUTH_RELEASE_BYTES = 83  # dealer bytes and the parties' (their mean) beyond the sampler and the semi-honest
-# releases (10.4 MB and 1.7 MB over 55 × 123 × 3); and its time per release, at m = 3 (0.52 s over 55)
-AUTH_RELEASE_S = 9.4e-3
+# a release's bound checks (the quick start beyond its sampler and the semi-honest releases: 10.4 MB from the
+# dealer, 1.7 MB from the parties and 0.52 s over 55 releases of 123 parameters at m = 3):
+AUTH_RELEASE_DEALER_BYTES = 510  # per release, model parameter and party
+AUTH_RELEASE_BYTES = 83  # per release, model parameter and party (the parties' mean)
+AUTH_RELEASE_S = 9.4e-3  # per release at m = 3
 MATERIAL_OPS = ("and_words", "b2a_bits", "bounded_masks", "square", "one_hot_words",
                 "table_words")  # counted ops that are dealt elements
 PACKED_REPLIES = {"b2a_bits": "b2a_reply_words", "bounded_masks": "bounded_reply_words"}
