@@ -30,7 +30,8 @@ the frames); the time is :data:`AUTH_S_PER_PASS` per pass and :data:`AUTH_S_PER_
 (m/3)^:data:`AUTH_SCALING` (every party computes every candidate on the shared cores); each release adds its
 bound checks, per model parameter and party :data:`AUTH_RELEASE_DEALER_BYTES` and :data:`AUTH_RELEASE_BYTES`,
 and :data:`AUTH_RELEASE_S` (times the same factor). Its constants are fitted on two runs of this machine, so
-the malicious estimate is rougher than the semi-honest one (tests/test_progress.py: within 15% on bytes).
+the malicious estimate is rougher than the semi-honest one (the busiest party's bytes 12-13% off on the quick start
+and the smoke protocol, the dealer's within 2%: tests/test_progress.py).
 
 An estimate, not a bound: another machine, a real network (add its latency per round) or a busy host change
 the time; benchmarks/results/estimate.md records estimate against measurement (33× off at load 14: the reason
