@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Command: `{command.strip()}`; median of {ns.repeats} repeats; torch.func vmap(grad).", "",
              "| batch | float64 ms/example | float32 ms/example | float64 ÷ float32 |", "|---|---|---|---|"]
     lines += [f"| {r['batch']} | {r['float64_ms']:.3f} | {r['float32_ms']:.3f} | {r['ratio']:.2f}× |" for r in rows]
-    record(ns.out, "\n".join(lines) + "\n", {"command": command.strip(), "rows": rows})
+    record(ns.out, "\n".join(lines) + "\n", {"command": command.strip(), "rows": rows}, in_mpc_noise=False)
     return 0
 
 
