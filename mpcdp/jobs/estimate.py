@@ -225,12 +225,8 @@ def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate
 def _sampler_passes(levels: NoiseLevels, steps: int) -> list[tuple[Any, list[int]]]:
     """(release kind, candidates of each pass) per noise block drawn inside the MPC, as the run's mechanism
     declares them (its record's ``sampler_passes``; none for a mechanism that samples nothing in the MPC)."""
-    if levels.noiseless:
-        return []
-    mechanism = levels.choice.record
-    blocks = [(release, mechanism.sampler_passes(release, rows * release.dim))
-              for release, rows, _ in levels.blocks(steps)]
-    return [(release, passes) for release, passes in blocks if passes]
+    return [(release, levels.choice.record.sampler_passes(release, values))
+            for release, values in _noise_blocks(levels, steps)]
 
 
 def _sampler_cost(levels: NoiseLevels, blocks: list[tuple[Any, list[int]]], *, replicated: bool = False
