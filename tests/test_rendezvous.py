@@ -168,10 +168,8 @@ def test_a_process_waiting_for_many_asks_the_store_a_bounded_number_of_times_per
     server = rendezvous.StoreServer(port, processes=65)
     client = rendezvous.StoreClient("127.0.0.1", port, timeout_s=5.0)
     rendezvous._store, rendezvous._run = client, rendezvous.Run(rank=0, processes=65, secure=False)
-    requests, polls = [], []
-    exchange, poll_s = client._exchange, rendezvous.poll_s
-    monkeypatch.setattr(client, "_exchange", lambda request: requests.append(request) or exchange(request))
-    monkeypatch.setattr(rendezvous, "poll_s", lambda processes: polls.append(processes) or poll_s(processes))
+    poll_s = rendezvous.poll_s
+    requests, polls = _counted(client, monkeypatch)
     assert poll_s(65) > poll_s(16) == poll_s(3) == 0.02  # polls further apart beyond 16 processes
     try:
         with pytest.raises(PeerTimeout, match="waiting at the rendezvous for party 1"):
@@ -193,10 +191,7 @@ def test_a_claim_wait_among_many_asks_the_store_a_bounded_number_of_times_per_po
 
     port = free_port()
     rendezvous.open_store(f"tcp://127.0.0.1:{port}", rank=0, processes=65, timeout_s=5.0)
-    client, requests, polls = rendezvous._store, [], []
-    exchange, poll_s = client._exchange, rendezvous.poll_s
-    monkeypatch.setattr(client, "_exchange", lambda request: requests.append(request) or exchange(request))
-    monkeypatch.setattr(rendezvous, "poll_s", lambda processes: polls.append(processes) or poll_s(processes))
+    requests, polls = _counted(rendezvous._store, monkeypatch)
     try:
         with pytest.raises(PeerTimeout, match="waiting at the rendezvous for party 1's claim"):
             claims.settle(0, 64, 65, timeout_s=0.5)
@@ -204,3 +199,13 @@ def test_a_claim_wait_among_many_asks_the_store_a_bounded_number_of_times_per_po
         assert len(polls) >= 3 and len(requests) <= 3 * (len(polls) + 2) and len(gets) <= 2, (len(polls), len(requests))
     finally:
         rendezvous._server.close()
+
+
+def _counted(client, monkeypatch) -> tuple[list, list]:
+    """The requests ``client`` makes of its store and the polls of a waiting process, as they happen."""
+    requests: list = []
+    polls: list = []
+    exchange, poll_s = client._exchange, rendezvous.poll_s
+    monkeypatch.setattr(client, "_exchange", lambda request: requests.append(request) or exchange(request))
+    monkeypatch.setattr(rendezvous, "poll_s", lambda processes: polls.append(processes) or poll_s(processes))
+    return requests, polls
