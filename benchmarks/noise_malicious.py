@@ -20,7 +20,7 @@ from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import machine_line, write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
-from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS
+from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS, dealt_widths
 from mpcdp.noise.auth_gaussian_cost import dealt_breakdown as breakdown, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
@@ -55,7 +55,7 @@ def markdown(rows: list[dict], command: str) -> str:
         f"at m = {r['parties']} the ANDs' dealt bytes alone are "
         f"{ands * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
         "the semi-honest bytes per sample" for r in rows)
-    widths = dg.field_bits(plan)
+    widths = dealt_widths(plan)
     lines = [
         "# The authenticated in-MPC discrete Gaussian beside the semi-honest one",
         "",

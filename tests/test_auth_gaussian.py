@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/7,
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/8,
 mpcdp/noise/auth_gaussian.py): its circuit decides every candidate as the plaintext rule does on the same bits
 (so its output pmf is exact_log_pmf's), and in a real 3-party run a party that flips one bit of one share it
 sends inside the sampler makes every honest process stop with the MAC line before any sample is released."""
@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from mpcdp.errors import PartyFailed
-from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, mux_levels, one_hot
+from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, PlainBits, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
-from mpcdp.noise.auth_gaussian import (DEALT_FIELDS, FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, Domains, PlainBits,
-                                      candidate_circuit)
+from mpcdp.noise.auth_gaussian import (DEALT_FIELDS, FIRST_FIELDS, MASK_BITS, READ_FROM, SECOND_FIELDS, Domains,
+                                      candidate_circuit, dealt_widths)
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
 
@@ -25,8 +25,10 @@ def _value(bits: torch.Tensor) -> np.ndarray:
 def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule(sigma, coin):
     """The circuit, run on plaintext integers (the same code the parties run on authenticated shares), gives
     every candidate's n and accept bit exactly as :func:`dg.candidate_values` and :func:`dg.accept` do on the
-    same field bits: 3,000 uniform candidates plus the corner rows (every bit 0, every bit 1, each factor's
-    word 0); T's mask bits uniform. The bit domain's products carry random upper bits, as the k = 1 domain's
+    same field bits: 4,000 candidates, the corner rows (every bit 0, every bit 1, each factor's word 0; per
+    word, 64 rows whose bits the circuit reads, from :data:`READ_FROM`, are all 0 and 64 whose top set bit is the
+    lowest it reads) and the others uniform; T's mask bits uniform. The circuit is given only the bits it reads
+    (:func:`dealt_widths`), the rule the whole words. The bit domain's products carry random upper bits, as the k = 1 domain's
     may (only low bits are read). With ``coin`` every factor word, the point and the sign are given as the parties hold them, dealt bits R
     and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin), and the
     index as the one-hot of its R with its coin (W's one-hot by S's permutation). Both outcomes occur (the test
@@ -35,19 +37,24 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
-    n = 3000
+    n, corners = 4000, 3 + 128 * len(READ_FROM)
     fields = {name: torch.randint(0, 2, (n, b), generator=generator) for name, b in widths.items()}
     for name in fields:  # corner rows: all zeros, all ones, the factors' words zero on an accepted-looking row
         fields[name][0], fields[name][1] = 0, 1
         if name.startswith("v"):
             fields[name][2] = 0
+    for j, name in enumerate(READ_FROM):  # per word, 64 rows each: its bits read all 0; its top set bit the lowest read
+        low, rows = READ_FROM[name], 3 + 128 * j
+        fields[name][rows:rows + 128, low:] = 0
+        fields[name][rows + 64:rows + 128, low] = 1
     mask = torch.randint(0, 2, (n, MASK_BITS), generator=generator)
     r = (mask << torch.arange(MASK_BITS)).sum(1)
-    given = dict(fields)
+    given = {name: bits[:, READ_FROM.get(name, 0):] for name, bits in fields.items()}  # as dealt: the bits read
+    assert {name: bits.shape[1] for name, bits in given.items()} == dealt_widths(plan)
     if coin:  # the words as dealt bits R with a public coin S, W = R ⊕ S; the index as R's dealt one-hot
         for name in DEALT_FIELDS:
-            s = torch.randint(0, 2, fields[name].shape, generator=generator)
-            given[name] = Dealt(fields[name] ^ s, s)
+            s = torch.randint(0, 2, given[name].shape, generator=generator)
+            given[name] = Dealt(given[name] ^ s, s)
         s = torch.randint(0, 2, fields["index"].shape, generator=generator)
         given["index"] = DealtHot(torch.nn.functional.one_hot(torch.from_numpy(_value(fields["index"] ^ s)), 64), s)
     value, accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, given, (mask, r))
@@ -64,7 +71,43 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)
     assert np.array_equal(value.numpy(), n_plain)
     assert np.array_equal((accept & 1).numpy(), expected.astype(np.int64))
-    assert abs(expected.mean() - plan.acceptance) < 5 * np.sqrt(0.25 / expected.size)  # the plan's acceptance: α < 1e-6
+    uniform = expected[corners:]  # the plan's acceptance on the uniform rows: α < 1e-6
+    assert abs(uniform.mean() - plan.acceptance) < 5 * np.sqrt(0.25 / uniform.size)
+
+
+def _words_with_top_at(width: int, generator: torch.Generator) -> tuple[torch.Tensor, np.ndarray]:
+    """(bits (8·(width + 1), width) lowest first, their values): 8 words with no bit set, then 8 whose top set bit
+    is p for every p < width, the bits below it uniform."""
+    tops = torch.arange(-1, width).repeat_interleave(8)
+    bits = torch.randint(0, 2, (tops.numel(), width), generator=generator)
+    column = torch.arange(width).reshape(1, -1)
+    bits = torch.where(column > tops.reshape(-1, 1), 0, torch.where(column == tops.reshape(-1, 1), 1, bits))
+    return bits, _value(bits)
+
+
+def test_every_factor_read_from_its_lowest_bit_decides_as_the_rule_on_the_whole_word():
+    """dg-auth/8 deals and reads a factor's word only from :data:`READ_FROM` up. For every group, every window
+    value and a word whose top set bit is each of the 62 positions (or none), 8 words each: TH's bit at the top
+    set bit of the bits read (the circuit's one-hot and entries on plaintext) is :func:`dg.below` on the whole
+    word; and the low factor's terms on v_low from LOW_DROP are ``below`` on the whole v_low for uniform T."""
+    from mpcdp.noise.auth_gaussian import _factor_entries, _top_one_hots
+
+    A, generator = PlainBits(5), torch.Generator().manual_seed(8)
+    bits, words = _words_with_top_at(dg.WORD, generator)
+    for g, table in enumerate(dg.group_thresholds()):
+        low = READ_FROM[f"v{g}"]
+        (top,) = _top_one_hots(A, [bits[:, low:]])
+        entries = _factor_entries(A, top, table, low) & 1
+        expected = np.stack([dg.below(words, np.full(words.shape, th), dg.WORD) for th in table], 1)
+        assert np.array_equal(entries.numpy(), expected.astype(np.int64)), g
+    bits, words = _words_with_top_at(dg.F, generator)
+    low = READ_FROM["v_low"]
+    (top,) = _top_one_hots(A, [bits[:, low:]])
+    T = torch.randint(0, 1 << dg.LOW_BITS, (words.size,), generator=generator) & dg.LOW_MASK
+    t_bits = (T.reshape(-1, 1) >> torch.arange(dg.LOW_BITS)) & 1
+    terms = (top[:, dg.LOW_DROP - low:dg.LOW_BITS - low] * t_bits[:, dg.LOW_DROP:]).sum(1) & 1
+    assert np.array_equal(terms.numpy(), dg.below(words, T.numpy(), dg.F).astype(np.int64))
+    assert 0 < terms.float().mean() < 1
 
 
 @pytest.mark.parametrize("sigma", [16.0, 40.0])

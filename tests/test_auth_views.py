@@ -15,7 +15,7 @@ import torch
 from mpcdp.errors import ConfigError
 from mpcdp.jobs import auth_views
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, candidate_circuit
+from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, candidate_circuit, dealt_widths
 
 
 # Fresh randomness (the dealer's bits R, the coin S): no seed fixes these runs' verdicts. The runs report at the
@@ -37,7 +37,7 @@ def test_decode_releases_what_the_circuit_accepts_first():
     plan = dg.plan_for(16.0)
     generator = torch.Generator().manual_seed(44)
     for _ in range(20):
-        bits = {name: torch.randint(0, 2, (6, b), generator=generator) for name, b in dg.field_bits(plan).items()}
+        bits = {name: torch.randint(0, 2, (6, b), generator=generator) for name, b in dealt_widths(plan).items()}
         value, accept = candidate_circuit(Domains.plain(), plan, bits,
                                           (torch.zeros(6, MASK_BITS, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)))
         first = int(np.flatnonzero(accept.numpy())[0]) if accept.any() else 0
@@ -65,7 +65,7 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
     assert _verdicts(report) == {"dealer": "independent", "party 0": "independent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
     assert report["noise_known_to"] == "the dealer with any one data party, or every data party together"
-    assert report["circuit"] == "dg-auth/7" and report["security"] == "malicious"
+    assert report["circuit"] == "dg-auth/8" and report["security"] == "malicious"
     names = {role["role"]: [s["name"] for s in role["statistics"]] for role in report["roles"]}
     assert names["dealer"][:2] == ["dealt bits", "request sizes"]
     assert names["party 1"][:4] == ["coin", "own bit parts", "accept bits", "masked T"]

@@ -15,7 +15,7 @@ value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain 
 :class:`OneHots` 2^w·6⅛ bytes (a one-hot vector at a uniform index no party knows). :class:`BitShares` and
 :class:`EdaBits` deal, on request, a **half triple** with chosen bits r (b uniform, c ≡ r·b mod 2,
 :data:`HALF_BYTES`), so that the one product such a bit enters opens one bit and needs no triple of its own
-(dg-auth/7). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit with the committee's
+(dg-auth/8). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit with the committee's
 committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
@@ -428,7 +428,7 @@ class EdaBits(Material):
 
 
 class OneHots(Material):
-    """n one-hot vectors of 2^w bit-domain elements (dg-auth/7's piece index) at an index R < 2^w no data party
+    """n one-hot vectors of 2^w bit-domain elements (dg-auth/8's piece index) at an index R < 2^w no data party
     knows: the XOR of the low w bits of one word from every party's generator, as a dealt bit's. The value shares
     come from every party's generator, party 0's low bits set by the dealer. Party 0's reply: the MAC shares and
     those low bits, 2^w·:data:`ONE_HOT_BYTES` bytes per vector. The dealer notes R in its recorded view."""

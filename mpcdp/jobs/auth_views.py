@@ -8,7 +8,7 @@ The sampler runs as ``calls`` one-sample calls by real party processes and the d
 
 * the dealer: every request it serves (name and size) and every bit it deals (R, :class:`mpcdp.adapter.auth_bits.
   BitShares`, and the index R of every dealt one-hot, :class:`~mpcdp.adapter.auth_bits.OneHots`; per pass the
-  first stage's, then the survivors' (dg-auth/7); the daBits of the crossings and the edaBits of T's bits are
+  first stage's, then the survivors' (dg-auth/8); the daBits of the crossings and the edaBits of T's bits are
   recorded under their own names);
 * a data party: its own part of each dealt bit's XOR, the coin S, every value it opened (the masked T − r, the
   accept bits; the ε/δ and σ's are kept in its openings) and the public counts.
@@ -82,13 +82,16 @@ POWER_CORRELATION = 0.25
 
 def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
     """The value the sampler releases from candidates with these bits ((n, width), the fields in
-    :data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS` order, widths :func:`~dg.field_bits`): the first the
+    :data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS` order, widths
+    :func:`~mpcdp.noise.auth_gaussian.dealt_widths`): the first the
     plaintext rule accepts (candidate 0's value where it accepts none)."""
+    from mpcdp.noise.auth_gaussian import READ_FROM, dealt_widths
+
     fields, at = {}, 0
     for name in dg.RANDOM_FIELDS:
-        width = dg.field_bits(plan)[name]
+        width, low = dealt_widths(plan)[name], READ_FROM.get(name, 0)  # a word's bits from READ_FROM: its lower are never read
         chunk = bits[:, at:at + width].astype(np.int64)
-        fields[name] = (chunk << np.arange(width, dtype=np.int64)).sum(1)
+        fields[name] = (chunk << np.arange(low, low + width, dtype=np.int64)).sum(1)
         at += width
     values, piece = dg.candidate_values(plan, fields)
     accepted = np.flatnonzero(dg.accept(plan, dg.exponent(plan, values, piece), fields))
@@ -182,9 +185,9 @@ def assemble(plan: dg.DiscreteGaussianPlan, first: np.ndarray, second: np.ndarra
     :data:`~mpcdp.noise.auth_gaussian.SECOND_FIELDS`), placed at the first k rows ``passed`` marks (none: no survivor). A row's
     second-stage bits are 0 where none were placed: a candidate that fails the first factor is rejected whatever
     they are, so :func:`decode` reads the rows as the sampler decided them."""
-    from mpcdp.noise.auth_gaussian import FIRST_FIELDS, SECOND_FIELDS
+    from mpcdp.noise.auth_gaussian import FIRST_FIELDS, SECOND_FIELDS, dealt_widths
 
-    widths = dg.field_bits(plan)
+    widths = dealt_widths(plan)
     n, columns, at = first.shape[0], {}, 0
     for name in FIRST_FIELDS:
         columns[name] = first[:, at:at + widths[name]]
@@ -259,12 +262,14 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
 
 def _first_passes(plan: dg.DiscreteGaussianPlan, first: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """Whether the first factor passes on these first-stage bit rows (the plaintext rule)."""
+    from mpcdp.noise.auth_gaussian import READ_FROM, dealt_widths
     from mpcdp.noise.auth_gaussian_cost import first_factor_passes
 
-    widths, fields, at = dg.field_bits(plan), {}, 0
+    widths, fields, at = dealt_widths(plan), {}, 0
     for name in names:
+        low = READ_FROM.get(name, 0)
         chunk = first[:, at:at + widths[name]].astype(np.int64)
-        fields[name] = (chunk << np.arange(widths[name], dtype=np.int64)).sum(1)
+        fields[name] = (chunk << np.arange(low, low + widths[name], dtype=np.int64)).sum(1)
         at += widths[name]
     return first_factor_passes(plan, fields)
 

@@ -121,6 +121,26 @@ class PlainArith:
         return x.shape
 
 
+class PlainBits(PlainArith):
+    """Plaintext bits as the bit domain holds them: a product's upper 63 bits are random ("don't care"), so a
+    circuit that reads anything but low bits fails the plaintext rule test."""
+
+    def __init__(self, seed: int = 0):
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def _noise(self, shape) -> torch.Tensor:
+        return 2 * torch.randint(-(1 << 62), 1 << 62, shape, generator=self.generator, dtype=torch.int64)
+
+    def mul(self, x, y):
+        return super().mul(x, y) + self._noise(x.shape)
+
+    def mul_half(self, u, r):
+        return super().mul_half(u, r) + self._noise(u.shape)
+
+    def open(self, x, *, label):
+        return x & 1
+
+
 def _map(x: AuthShared, fn) -> AuthShared:
     return AuthShared(Wide(fn(x.value.lo), fn(x.value.hi)), Wide(fn(x.mac.lo), fn(x.mac.hi)), x.precision_bits)
 

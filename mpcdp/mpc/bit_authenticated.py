@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/7): partial openings of one bit and the
+"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/8): partial openings of one bit and the
 batched check that verifies them; daBits across to :mod:`mpcdp.mpc.authenticated`'s Z_2^128.
 
 Security model: :mod:`mpcdp.mpc.authenticated`'s (security with abort against any set of deviating data parties;

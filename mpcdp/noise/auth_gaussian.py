@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/7.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/8.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -25,9 +25,11 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      The index's R comes as its one-hot, dealt (:class:`mpcdp.adapter.auth_bits.OneHots`: the dealer knows R,
      no party does; its parts are every party's, as a dealt bit's). Only the first stage's fields
      (:data:`FIRST_FIELDS`: the index, the point, the sign and the first factor's word, 76 bits at σ = 16, the
-     index's 6 as its one-hot) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 425 bits)
-     for the survivors of the first factor only, in step 6. One committed coin per pass, read in order: the
-     survivors' S comes from the stream fixed before any bit of the pass was dealt.
+     index's 6 as its one-hot) are dealt for every candidate; the other words (:data:`SECOND_FIELDS`, 258 bits)
+     for the survivors of the first factor only, in step 6. A word is dealt from its bit :data:`READ_FROM` up
+     (TH's lower bits are 0): v0, v1 46 bits, v3 42, v4, v5 41, v_low 42 (dg-auth/7: 62 and 53).
+     One committed coin per pass, read in order: the survivors' S comes from the stream fixed before any bit of
+     the pass was dealt.
   2. Piece: the one-hot of the index W = R ⊕ S, the dealt one-hot of R with its columns permuted by S (column
      a is [R = a ⊕ S]: local, :class:`~mpcdp.mpc.auth_circuits.DealtHot`; dg-auth/3 computed it in 62 bit
      products), the piece indicators I_j a public selection.
@@ -48,7 +50,8 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
      top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
-     window, the low factor [V_low < T'_low] over T_low's 22 bits from 2^-42 (all in the bit domain);
+     window, the low factor [V_low < T'_low] over T_low's 22 bits from 2^-42 (all in the bit domain; the prefix
+     ORs over the bits read only: 45 rounds, dg-auth/7's 61);
      accept = AND of the other five factors, NOT the low factor and T's bits 59..61 all 0 (8 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
@@ -67,11 +70,12 @@ malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both request
 
 Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
 first word's mux) and 130 half (the carry 61, the first word's prefix 61, n's word 8); per survivor 225 full (muxes 195, the low
-factor 22, the AND 8) and 357 half (five prefixes 305, v_low's 52). At the first factor's 86% pass rate: 256 full
-(2 bits opened, 18⅛ bytes dealt each) and 436 half products (1 bit opened, 12⅛ bytes dealt each) per candidate, 691
-ANDs (dg-auth/5: 683, without n's word; dg-auth/3: 673, all full); 1 product in Z_2^128 (n²: 4 words opened, 96 bytes dealt; dg-auth/5: 19), a dealt one-hot of 64 bits
+factor 22, the AND 8) and 252 half (five prefixes 211, v_low's 41; dg-auth/7: 357). At the first factor's 86% pass
+rate: 256 full (2 bits opened, 18⅛ bytes dealt each) and 346 half products (1 bit opened, 12⅛ bytes dealt each) per
+candidate, 602 ANDs (dg-auth/7: 691; dg-auth/5: 683, without n's word; dg-auth/3: 673, all full); 1 product in
+Z_2^128 (n²: 4 words opened, 96 bytes dealt; dg-auth/5: 19), a dealt one-hot of 64 bits
 (6⅛ bytes each), 70 dealt bits per candidate (the point's k + 4 = 7, the sign, the first word's 62; no piece bit)
-and 363 per survivor (five words, v_low's 53), 6 bytes each, one edaBit (6·64 + 32 bytes, 61 half triples),
+and 258 per survivor (five words, v_low's 42), 6 bytes each, one edaBit (6·64 + 32 bytes, 61 half triples),
 (k + 6) + 8 daBits (38 bytes, one opened bit each; step 3: 839 dealt bytes and 281 opened bits per candidate
 against dg-auth/5's 2,470 and 4,881); measured in
 benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so a
@@ -89,15 +93,15 @@ import torch
 
 from mpcdp.adapter.auth_bits import EdaBits
 from mpcdp.mpc import authenticated, bit_authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, DealtHot, PlainArith, and_all, mul_batch, mux_levels,
-                                     not_bit, one_hot, xor_public)
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, DealtHot, PlainArith, PlainBits, and_all, mul_batch,
+                                     mux_levels, not_bit, one_hot, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
 
-CIRCUIT = ("dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/8: dg-auth/7 with each factor's word dealt and read only from its threshold table's lowest set bit up (v0, v1 from bit 16, v3 from 20, v4, v5 from 21, v_low from 2^-42: 105 dealt bits and half products fewer per survivor, 16 rounds fewer); dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
@@ -124,29 +128,9 @@ class Domains:
 
     @staticmethod
     def plain(bits: Arith | None = None) -> Domains:
-        """Plaintext twins (the tests', the product count's); ``bits`` e.g. a :class:`PlainBits`."""
+        """Plaintext twins (the tests', the product count's); ``bits`` e.g. a :class:`~mpcdp.mpc.auth_circuits.PlainBits`."""
         backend = bits or PlainArith()
         return Domains(backend, PlainArith(), lambda x: x & 1, lambda x, label: backend.open(x, label=label) & 1)
-
-
-class PlainBits(PlainArith):
-    """Plaintext bits as the bit domain holds them: a product's upper 63 bits are random ("don't care"), so a
-    circuit that reads anything but low bits fails the plaintext rule test."""
-
-    def __init__(self, seed: int = 0):
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def _noise(self, shape) -> torch.Tensor:
-        return 2 * torch.randint(-(1 << 62), 1 << 62, shape, generator=self.generator, dtype=torch.int64)
-
-    def mul(self, x, y):
-        return super().mul(x, y) + self._noise(x.shape)
-
-    def mul_half(self, u, r):
-        return super().mul_half(u, r) + self._noise(u.shape)
-
-    def open(self, x, *, label):
-        return x & 1
 
 
 def _take(A: Arith, x: Any, index: Any) -> Any:
@@ -230,12 +214,32 @@ def _bits_and_tops(D: Domains, T: Any, mask: tuple[Any, Any], words: list[Any]) 
     return A.cat([A.reshape(b, n, 1) for b in bits], 1), _tops_from(A, n, prefixes)
 
 
-def _factor_entries(A: Arith, top: Any, table) -> Any:
-    """(n, 2^w): for each window value a, [W ⊕ TH[a] < TH[a]] = Σ_i f_i·TH[a]_i (1 for TH[a] = 2^62)."""
+def _factor_entries(A: Arith, top: Any, table, low: int = 0) -> Any:
+    """(n, 2^w): for each window value a, [W ⊕ TH[a] < TH[a]] = Σ_i f_i·TH[a]_i (1 for TH[a] = 2^62), from the
+    one-hot ``top`` of the top set bit among W's bits ``low``..61 (every TH[a] but 2^62 is 0 below ``low``)."""
     th = torch.from_numpy(table).to(torch.int64)
     full = th == (1 << dg.WORD)
-    matrix = ((th.reshape(1, -1) >> torch.arange(dg.WORD).reshape(-1, 1)) & 1) * (~full).to(torch.int64)
+    matrix = ((th.reshape(1, -1) >> torch.arange(low, dg.WORD).reshape(-1, 1)) & 1) * (~full).to(torch.int64)
     return A.plus(A.combine(top, matrix), full.to(torch.int64))
+
+
+def _lowest_set_bit(table) -> int:
+    """The lowest bit set in any entry of a threshold table but 2^62 (always passes) and 0 (never)."""
+    entries = [int(x) for x in table if 0 < int(x) < 1 << dg.WORD]
+    return min((x & -x).bit_length() - 1 for x in entries) if entries else dg.WORD
+
+
+READ_FROM = {**{f"v{g}": _lowest_set_bit(table) for g, table in enumerate(dg.group_thresholds())}, "v_low": dg.LOW_DROP}
+"""Each word's lowest bit the circuit reads (dg-auth/8). A factor is TH's bit at W's top set bit (:func:`dg.below`)
+and TH's bits below this one are 0 in every entry (v_low: T'_low's below 2^-42), so W's lower bits decide nothing
+(neither dealt nor read): the top set bit of the bits read is W's own when W has one there, else the factor is 0
+(the low factor 1), as the rule on the whole word. v0, v1: 16, the first factor's 0, v3 20, v4, v5 21, v_low 11."""
+
+
+def dealt_widths(plan: dg.DiscreteGaussianPlan) -> dict[str, int]:
+    """Bits of each random field the circuit is dealt: :func:`dg.field_bits` less the words' bits below
+    :data:`READ_FROM` (a word's bits ``READ_FROM[name]`` and up, lowest first)."""
+    return {name: bits - READ_FROM.get(name, 0) for name, bits in dg.field_bits(plan).items()}
 
 
 FIRST = 2
@@ -260,7 +264,8 @@ def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any
     A = D.bits
     t, (top,) = _bits_and_tops(D, T, mask, [fields[f"v{FIRST}"]])
     low, width, _ = dg.GROUPS[FIRST]
-    (first,) = mux_levels(A, [(_columns(A, t, low, low + width), _factor_entries(A, top, dg.group_thresholds()[FIRST]))])
+    (first,) = mux_levels(A, [(_columns(A, t, low, low + width),
+                               _factor_entries(A, top, dg.group_thresholds()[FIRST], READ_FROM[f"v{FIRST}"]))])
     return value, t, first
 
 
@@ -272,8 +277,10 @@ def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any]
     others = [g for g in range(len(dg.GROUPS)) if g != FIRST]
     tops = _top_one_hots(A, [fields.pop(f"v{g}") for g in others] + [fields.pop("v_low")])
     jobs = [(_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]),
-             _factor_entries(A, top, dg.group_thresholds()[g])) for g, top in zip(others, tops)]
-    (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], dg.LOW_DROP, dg.LOW_BITS), _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
+             _factor_entries(A, top, dg.group_thresholds()[g], READ_FROM[f"v{g}"])) for g, top in zip(others, tops)]
+    low = READ_FROM["v_low"]  # v_low's one-hot starts at its bit ``low`` = LOW_DROP, the lowest of T'_low
+    (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], dg.LOW_DROP - low, dg.LOW_BITS - low),
+                                  _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
     factors = mux_levels(A, jobs)
     cut = [not_bit(A, _column(A, t, i)) for i in range(dg.F + 6, dg.WORD)]
     return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
@@ -344,7 +351,7 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
     :class:`DealtHot`, a dealt one-hot of R (one request, first); the others dealt bits (one request), as
     :class:`Dealt` (:data:`DEALT_FIELDS`): a factor word with a half triple on every bit but its top (each bit's
     one prefix-OR product), the point and the sign on every bit (each bit's one product in n's word)."""
-    widths = dg.field_bits(plan)
+    widths = dealt_widths(plan)
     dealt_names = [name for name in names if name != "index"]
     hot = bit_authenticated.dealt_one_hots(ctx, n, widths["index"]) if "index" in names else None
     width = sum(widths[name] for name in dealt_names)

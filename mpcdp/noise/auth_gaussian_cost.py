@@ -1,4 +1,4 @@
-"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/7): its
+"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/8): its
 bit-domain products per candidate and per survivor, full and half, its products in Z_2^128 and its daBits (steps
 2–3 apart too), counted by running its stages on plaintext,
 and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too); from
@@ -20,8 +20,8 @@ from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_B
 from mpcdp.mpc.auth_circuits import DealtHot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
-from mpcdp.noise.auth_gaussian import (FIRST, FIRST_FIELDS, MASK_BITS, MAX_PASS, SECOND_FIELDS, Domains, first_stage,
-                                       second_stage)
+from mpcdp.noise.auth_gaussian import (FIRST, FIRST_FIELDS, MASK_BITS, MAX_PASS, SECOND_FIELDS, Domains, dealt_widths,
+                                       first_stage, second_stage)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
     """:class:`Products` of :func:`candidate_circuit` (counted by running its stages on plaintext)."""
     D = Domains.plain()
     B: Any = D.bits
-    bits = dg.field_bits(plan)
+    bits = dealt_widths(plan)
     fields: dict[str, Any] = {name: torch.zeros(1, b, dtype=torch.int64) for name, b in bits.items()}
     hot = torch.zeros(1, 1 << bits["index"], dtype=torch.int64)
     hot[0, 0] = 1
@@ -117,8 +117,8 @@ def dealt_breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, flo
     bytes; a daBit one bit and ``DA_BYTES``; the a2b opening 2 words (128 bits) (:mod:`mpcdp.adapter.auth_bits`).
     The per-pass checks (λ words each) are left out: they do not grow with the candidates."""
     products = products_per_candidate(plan)
-    widths = dg.field_bits(plan)
-    hot, word = 1 << dg.INDEX_BITS, dg.WORD - 1
+    widths = dealt_widths(plan)
+    hot, word = 1 << dg.INDEX_BITS, widths[f"v{FIRST}"] - 1
     mux = (1 << dg.GROUPS[FIRST][1]) - 1
     first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
     second_bits = sum(widths[name] for name in SECOND_FIELDS)
