@@ -3,7 +3,7 @@ thread per party, running mpcdp's own protocol code, with a hook on every messag
 
 What is reused, unchanged: every function of :mod:`mpcdp.mpc.authenticated` (inputs, openings, products, squares,
 the batched MAC check with its commitments and view digests), :mod:`mpcdp.mpc.bounded` (the bound checks),
-:mod:`mpcdp.mpc.auth_circuits` and :mod:`mpcdp.noise.auth_gaussian` (the sampler, circuit dg-auth/8),
+:mod:`mpcdp.mpc.auth_circuits` and :mod:`mpcdp.noise.auth_gaussian` (the sampler, circuit dg-auth/9),
 :func:`mpcdp.mpc.release.noisy_release` (the release), and the dealer's own formulas for the authenticated
 material (``serve`` and ``from_dealer`` of :mod:`mpcdp.adapter.mac_material`, :mod:`mpcdp.adapter.square_masks` and
 :mod:`mpcdp.adapter.auth_bits`:
@@ -422,7 +422,7 @@ def sum_job(d: int, seed: int) -> Callable[[SimContext], Any]:
 
 
 def full_job(d: int, seed: int, sigma: float = 16.0) -> Callable[[SimContext], Any]:
-    """Every stage: d samples of the authenticated sampler (dg-auth/8, σ in grid units), every party's term checked
+    """Every stage: d samples of the authenticated sampler (dg-auth/9, σ in grid units), every party's term checked
     against the L2 bound 1 (bounded inputs), summed, the noise added, released. Returns (the release, this party's
     noise share's value words) so a test can rebuild the noise."""
     from mpcdp.mpc.release import noisy_release

@@ -65,7 +65,7 @@ def test_under_malicious_at_three_parties_every_roles_view_is_independent_of_the
     assert _verdicts(report) == {"dealer": "independent", "party 0": "independent", "party 1": "independent",
                                  "party 2": "independent", "parties 0 and 1": "independent"}
     assert report["noise_known_to"] == "the dealer with any one data party, or every data party together"
-    assert report["circuit"] == "dg-auth/8" and report["security"] == "malicious"
+    assert report["circuit"] == "dg-auth/9" and report["security"] == "malicious"
     names = {role["role"]: [s["name"] for s in role["statistics"]] for role in report["roles"]}
     assert names["dealer"][:2] == ["dealt bits", "request sizes"]
     assert names["party 1"][:4] == ["coin", "own bit parts", "accept bits", "masked T"]

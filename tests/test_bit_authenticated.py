@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (mpcdp.mpc.bit_authenticated, the bit domain of dg-auth/8), run by m
+"""Authenticated bits with SPDZ2k's k = 1 (mpcdp.mpc.bit_authenticated, the bit domain of dg-auth/9), run by m
 simulated parties in one process with the deviation harness (tests/deviation_harness.py: mpcdp's own protocol
 code and the dealer's own formulas for the bit material), and the check's soundness in a vectorised model at a
 reduced λ and s (mpcdp/README.md, "Authenticated bits")."""

@@ -13,7 +13,7 @@ import torch
 from mpcdp.adapter import dealer_link, keyed, mac_material, objects
 from mpcdp.adapter.dealer import ALLOWED, Dealer
 from mpcdp.adapter.material import KINDS
-from mpcdp.errors import ConfigError, ProtocolViolation
+from mpcdp.errors import ConfigError, PeerLost, ProtocolViolation
 from mpcdp.randomness import secure_key
 from mpcdp.transport import public
 from mpcdp.transport.mesh import Mesh
@@ -143,6 +143,7 @@ REQUESTS = [  # (function, args, the shape the reply must have) — every kind t
     ("mpcdp_EdaBits", (3, 64), [144 + 3 * 4]),
     ("mpcdp_EdaBits", (3, 64, list(range(1, 62))), [144 + 3 * 4 + 275 + 3]),  # and 183 half triples
     ("mpcdp_OneHots", (3, 6), [144 + 3]),  # 192 packed MACs, party 0's 192 low bits
+    ("mpcdp_MaskBits", (2, 2, [0, 0, 1]), [3 + 9 + 1]),  # 4 MACs, then 6 half triples (column 0 twice per row)
 ]
 
 
@@ -212,6 +213,48 @@ def test_a_malformed_bounded_mask_square_request_is_refused_before_anything_is_d
     with pytest.raises(ProtocolViolation) as info:
         dealer_link._elements(message)
     assert info.value.party == 0
+
+
+@pytest.mark.parametrize("function, args", [
+    ("mpcdp_BitShares", [4, 3, [0, 3]]), ("mpcdp_BitShares", [4, 3, [-1]]), ("mpcdp_BitShares", [4, 3, [0.5]]),
+    ("mpcdp_BitShares", [4, 3, [True]]), ("mpcdp_BitShares", [4, 1, [0] * 65]), ("mpcdp_BitShares", [-4, 3]),
+    ("mpcdp_BitShares", [4, 3.0]), ("mpcdp_BitShares", [1 << 40, 3]), ("mpcdp_MaskBits", [4, 2, "0"]),
+    ("mpcdp_EdaBits", [4, 64, [64]]), ("mpcdp_EdaBits", [4, -64]), ("mpcdp_BitTriples", [True]), ("mpcdp_BitTriples", [-3]),
+    ("mpcdp_OneHots", [4, {"w": 6}]), ("mpcdp_OneHots", [1 << 30, 6])])
+def test_a_malformed_authenticated_bit_request_is_refused_naming_party_0_before_anything_is_drawn(function, args):
+    """The dealer reads an authenticated bit request's arguments only as integers in range (n, widths >= 0; a
+    half triple's columns a list of at most 64·width of them, each below the width), its reply at most 2^28:
+    anything else is a ProtocolViolation naming party 0, from the reply's shape, before serving — rotating kinds
+    (BitShares, MaskBits, BitTriples) or not (EdaBits, OneHots)."""
+    message = {"function": function, "device": None, "args": args, "kwargs": {}}
+    with pytest.raises(ProtocolViolation) as info:
+        dealer_link._elements(message)
+    assert info.value.party == 0
+    message["args"] = {"mpcdp_BitShares": [4, 3, [0, 0, 2]], "mpcdp_MaskBits": [4, 3, [0, 0, 2]], "mpcdp_BitTriples": [4],
+                       "mpcdp_EdaBits": [4, 64, [1, 2]], "mpcdp_OneHots": [4, 6]}[function]
+    assert dealer_link._elements(message) > 0  # the kind's well-formed request passes the same check
+
+
+@pytest.mark.parametrize("function, args", [("mpcdp_EdaBits", [4, 64, [64]]), ("mpcdp_MaskBits", [4, 2, [2]])])
+def test_the_real_dealer_refuses_a_malformed_request_naming_party_0_and_serves_nothing(function, args):
+    """Through the dealer's own loop: party 0 sends (raw, past its own client's checks) a request whose half
+    triples name a column past the width, for a kind whose reply rotates (MaskBits) and one whose reply is
+    always party 0's (EdaBits). The dealer stops with a ProtocolViolation naming party 0 before it serves
+    anything: no reply shape reaches party 0."""
+    meshes = _meshes(timeout_s=20.0)
+    try:
+        dealer, errors = _in_thread(dealer_link.serve, meshes[DEALER], Dealer(2), ALLOWED)
+        _clients(meshes)
+        raw = public.encode({"function": function, "device": None, "args": args, "kwargs": {}})
+        meshes[0].exchange_text({DEALER: raw}, [], label=dealer_link.REQUEST_LABEL)
+        dealer.join(10)
+        assert len(errors) == 1 and isinstance(errors[0], ProtocolViolation), errors
+        assert errors[0].party == 0 and "malformed arguments" in str(errors[0]), str(errors[0])
+        meshes[DEALER].close(orderly=False)  # as run_dealer does after the violation: party 0 gets no shape
+        with pytest.raises(PeerLost):
+            meshes[0].exchange_text({}, [DEALER], label=dealer_link.SHAPE_LABEL, limit=4096)
+    finally:
+        _close(meshes)
 
 
 def test_party_0_makes_no_request_whose_reply_shape_it_cannot_predict():

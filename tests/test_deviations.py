@@ -2,7 +2,7 @@
 process running mpcdp's own protocol code under ``security = "malicious"``, one of them deviating at one send or
 one fetch of dealt material — a bit flipped, an offset added, a word replayed, a message's words permuted, an
 altered message to one receiver only, other material than dealt — in the secure sum, the bounded-input checks,
-the authenticated sampler (dg-auth/8) and the release. No deviation yields a release other than the honest one:
+the authenticated sampler (dg-auth/9) and the release. No deviation yields a release other than the honest one:
 every honest party stops on its own failed check (or as another honest party stopped), or the deviation had
 provably no effect (every party released the honest output); an alteration of the cheater's own masked input,
 sent alike to everyone, is an input substitution (released as such, or refused by the bound check or the
@@ -67,7 +67,7 @@ def test_no_deviation_in_the_sum_the_bound_checks_or_the_release_changes_what_is
 
 
 def test_the_sampler_and_the_release_stop_every_honest_party_on_a_deviation_in_any_stage():
-    """Every stage at m = 3: 1 sample of dg-auth/8 (σ = 16 grid units), the bounded inputs, the sum, the noise added,
+    """Every stage at m = 3: 1 sample of dg-auth/9 (σ = 16 grid units), the bounded inputs, the sum, the noise added,
     the release. Honest: every party releases Σ_j local_j plus the noise its shares rebuild. One deviation of a
     random kind: at a random sampler opening (a product's ε and δ in either domain, a daBit crossing, the a2b mask, the
     bit check's parities, the accept bits) or, for other

@@ -15,7 +15,8 @@ value and MAC shares), :class:`EdaBits` 6·bits + 32 bytes (``bits`` bit-domain 
 :class:`OneHots` 2^w·6⅛ bytes (a one-hot vector at a uniform index no party knows). :class:`BitShares` and
 :class:`EdaBits` deal, on request, a **half triple** with chosen bits r (b uniform, c ≡ r·b mod 2,
 :data:`HALF_BYTES`), so that the one product such a bit enters opens one bit and needs no triple of its own
-(dg-auth/8). The sampler (:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit with the committee's
+(dg-auth/8; :class:`MaskBits`, the muxes' window masks, one per product a bit enters: dg-auth/9). The sampler
+(:mod:`mpcdp.noise.auth_gaussian`) XORs every dealt candidate bit with the committee's
 committed coin, so the dealer alone does not know them either (issue 44).
 
 Seeding, as every kind: parties 1..m−1 draw their shares from their keyed dealer generator, the dealer draws the
@@ -28,8 +29,8 @@ dealer's breaks only its own shares' correlation, which the next check catches
 (:func:`mpcdp.mpc.authenticated.mac_check`, :func:`mpcdp.mpc.bit_authenticated.bit_check`).
 
 View audit (``mpcdp audit views --security malicious``, :mod:`mpcdp.jobs.auth_views`): the dealer notes every bit
-it deals in its recorded view (:mod:`.dealer_view`: the candidate bits under ``bits``, daBits and edaBits under
-their own names), and a party that records (:func:`record_parts`) keeps its own part of each candidate bit's XOR;
+it deals in its recorded view (:mod:`.dealer_view`: the candidate bits under ``bits``, daBits, edaBits and masks
+under their own names), and a party that records (:func:`record_parts`) keeps its own part of each candidate bit's XOR;
 neither records anything otherwise.
 
 Declared cost: the receiver's reply as above per element; the other parties nothing (their shares come from
@@ -42,7 +43,7 @@ from typing import Any
 
 import torch
 
-from mpcdp.adapter import dealer_view, keyed
+from mpcdp.adapter import dealer_view, keyed, objects
 from mpcdp.adapter.group import provider, rank
 from mpcdp.adapter.bit_words import MAC_BITS, MAC_BYTES, mac_words, pack_bits, pack_macs, unpack_bits, unpack_macs
 from mpcdp.adapter.limbs import Wide
@@ -207,16 +208,20 @@ class BitShares(Material):
     """n rows of ``width`` dealt uniform bits in the bit domain (each the low bit of a :class:`BitRandoms`
     element: the XOR of the low bits of every party's value draw), noted in the dealer's recorded view like
     :class:`AuthBits`' (the view audit); with a **half triple** (:func:`_serve_halves`) for each bit in the
-    columns ``halves`` of every row. :data:`MAC_BYTES` per bit and :data:`HALF_BYTES` per half triple to party 0."""
+    columns ``halves`` of every row (a column listed k times gets k, each for one product). :data:`MAC_BYTES` per
+    bit and :data:`HALF_BYTES` per half triple to party 0."""
+
+    VIEW = "bits"  # the name the dealer's recorded view gives the bits (the view audit's candidate bits)
 
     @staticmethod
     def reply_shape(n: int, width: int = 1, halves: list | None = None) -> tuple[int, ...]:
+        objects.check_columns(width, halves)
         return (mac_words(n * width) + half_words(n * len(halves or [])),)
 
-    @staticmethod
-    def serve(dealer, n: int, width: int = 1, halves: list | None = None):
+    @classmethod
+    def serve(cls, dealer, n: int, width: int = 1, halves: list | None = None):
         values = _joint_words(dealer, n * width)
-        dealer_view.note_draw(bits=values & 1)
+        dealer_view.note_draw(**{cls.VIEW: values & 1})
         reply = pack_macs(_bit_macs(dealer, values))
         if not halves:
             return reply
@@ -241,9 +246,17 @@ class BitShares(Material):
             mac, rest = unpack_macs(reply[:mac_words(total)], total), reply[mac_words(total):]
         else:
             mac = keyed.ring((total,), generator=generator)
-        if PARTS is not None:
+        if PARTS is not None and cls.VIEW == BitShares.VIEW:
             PARTS.append((value & 1).clone())
         return value, mac, _own_halves(generator, n * len(halves), rest) if halves else None
+
+
+class MaskBits(BitShares):
+    """:class:`BitShares` that mask a secret's bits before they are opened (the muxes' selector bits, dg-auth/9),
+    a column's bit with one half triple per product it enters: the dealer's recorded view notes them under
+    ``mask_bits`` and a recording party keeps no part of them (they are not candidate bits)."""
+
+    VIEW = "mask_bits"
 
 
 HALF_BYTES = 2 * MAC_BYTES + 1 / 8
@@ -384,6 +397,7 @@ class EdaBits(Material):
 
     @staticmethod
     def reply_shape(n: int, bits: int, halves: list | None = None) -> tuple[int, ...]:
+        objects.check_columns(bits, halves)
         return (mac_words(n * bits) + WORDS * n + half_words(n * len(halves or [])),)
 
     @staticmethod
@@ -428,7 +442,7 @@ class EdaBits(Material):
 
 
 class OneHots(Material):
-    """n one-hot vectors of 2^w bit-domain elements (dg-auth/8's piece index) at an index R < 2^w no data party
+    """n one-hot vectors of 2^w bit-domain elements (dg-auth/9's piece index) at an index R < 2^w no data party
     knows: the XOR of the low w bits of one word from every party's generator, as a dealt bit's. The value shares
     come from every party's generator, party 0's low bits set by the dealer. Party 0's reply: the MAC shares and
     those low bits, 2^w·:data:`ONE_HOT_BYTES` bytes per vector. The dealer notes R in its recorded view."""
@@ -477,8 +491,9 @@ class OneHots(Material):
         return value, mac.reshape(n, size)
 
 
-KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits, OneHots)
-ROTATING: tuple[type[Material], ...] = (BitShares, BitTriples)
+KINDS: tuple[type[Material], ...] = (AuthBits, BitKey, BitRandoms, BitShares, BitTriples, DaBits, EdaBits, MaskBits,
+                                     OneHots)
+ROTATING: tuple[type[Material], ...] = (BitShares, BitTriples, MaskBits)
 """The kinds whose reply goes to the member with the fewest reply elements so far (:class:`.dealer_link.Receivers`,
 as the semi-honest kinds'), not always to party 0: the dealer's generators come rotated to the receiver's, so
 each ``serve``'s "party 0" is the receiver; the bulk of the sampler's dealt bytes (issue 48)."""

@@ -9,7 +9,9 @@ deployment's credentials). On that link:
   stream to compute the correlated values;
 * party 0 sends requests, one JSON frame each (``dealer request``: ``{"function", "device", "args",
   "kwargs"}``, or ``"terminate"``), which the dealer checks against its allow-list
-  (:func:`.objects.check_request`) before it serves anything;
+  (:func:`.objects.check_request`) and, for mpcdp's kinds, its arguments (int64 integers, null, or lists of
+  them; each kind's ``reply_shape`` checks their ranges) and its reply's shape (at most :data:`MAX_REPLY_ELEMENTS`) before it serves anything
+  (:func:`_elements`): else a :class:`~mpcdp.errors.ProtocolViolation` naming party 0;
 * the dealer answers the request's receiver with the shape (JSON, ``dealer reply shape``) and the receiver's
   share (int64, ``dealer reply``). The receiver is party 0 for CrypTen's kinds and the authenticated ones;
   for the kinds of :data:`.material.ROTATING` it is the member the material is scoped to that has received the
@@ -183,9 +185,21 @@ class DealerClient:
 
 
 def _elements(message: dict) -> int:
-    """The elements of the reply a rotating request from party 0 asks for (its shape checked as serving would)."""
+    """The elements of the reply party 0's request asks for (its shape checked as serving would; an mpcdp kind's
+    arguments first: each an int64 integer, null or a list of them), at most :data:`MAX_REPLY_ELEMENTS`."""
+    def words(x: Any) -> bool:  # an int64, or null, or a list of such (windows: lists of pairs)
+        if isinstance(x, list):
+            return all(words(y) for y in x)
+        return x is None or (isinstance(x, int) and not isinstance(x, bool) and -(1 << 63) <= x < 1 << 63)
+
     try:
-        return math.prod(objects.reply_shape(message, material.KINDS + bounded_masks.ROTATING + auth_bits.ROTATING))
+        if message["function"].startswith("mpcdp_") and (message["kwargs"] or not words(message["args"])):
+            raise ValueError("arguments must be int64 integers, null or lists of them, and no keywords")
+        shape = objects.reply_shape(message, material.KINDS + bounded_masks.KINDS + mac_material.KINDS
+                                    + auth_bits.KINDS + square_masks.KINDS)
+        if any(d < 0 for d in shape) or math.prod(shape) > MAX_REPLY_ELEMENTS:
+            raise ValueError(f"a reply of shape {list(shape)[:4]} (at most {MAX_REPLY_ELEMENTS} elements)")
+        return math.prod(shape)
     except (TypeError, ValueError, IndexError, KeyError) as exc:
         raise ProtocolViolation(f"party 0 sent the dealer a {message['function']!r} request with malformed "
                                 f"arguments: {str(exc)[:80]}", party=0) from exc
@@ -228,7 +242,8 @@ def serve(mesh: Mesh, dealer, allowed: tuple[str, ...],
             return request_bytes, request_cpu
         before, cpu = mesh.wire_bytes_sent(), time.process_time()
         dealer.device = "cpu"
-        receiver = dealer.receivers.next(_elements(message)) if message["function"] in ROTATING else 0
+        elements = _elements(message)
+        receiver = dealer.receivers.next(elements) if message["function"] in ROTATING else 0
         dealer.explicit = dealer.receivers.members.index(receiver)  # whose share is the reply (the others draw)
         result = getattr(dealer, message["function"])(*message["args"], **message["kwargs"])
         request_cpu.append(time.process_time() - cpu)

@@ -75,6 +75,16 @@ def reply_shape(message: dict, kinds: tuple = ()) -> tuple[int, ...]:
     raise ValueError(f"no reply shape is known for a dealer request for {function!r}")
 
 
+def check_columns(width: Any, halves: Any) -> None:
+    """Party 0's ``halves`` (a request's argument, hostile input): None or a list of at most 64·width column
+    indices in [0, width). Raises ValueError (the dealer refuses the request, naming party 0)."""
+    if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+        raise ValueError(f"width must be a non-negative integer. Found {str(width)[:40]}")
+    if halves is not None and (not isinstance(halves, list) or len(halves) > 64 * width or not all(
+            isinstance(c, int) and not isinstance(c, bool) and 0 <= c < width for c in halves)):
+        raise ValueError(f"halves must list at most {64 * width} columns in [0, {width}). Found {str(halves)[:60]}")
+
+
 def _sizes(size: Any) -> tuple[int, ...]:
     shape = tuple(size)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape) or \

@@ -8,7 +8,7 @@ The sampler runs as ``calls`` one-sample calls by real party processes and the d
 
 * the dealer: every request it serves (name and size) and every bit it deals (R, :class:`mpcdp.adapter.auth_bits.
   BitShares`, and the index R of every dealt one-hot, :class:`~mpcdp.adapter.auth_bits.OneHots`; per pass the
-  first stage's, then the survivors' (dg-auth/8); the daBits of the crossings and the edaBits of T's bits are
+  first stage's, then the survivors' (dg-auth/9); the daBits of the crossings and the edaBits of T's bits are
   recorded under their own names);
 * a data party: its own part of each dealt bit's XOR, the coin S, every value it opened (the masked T − r, the
   accept bits; the ε/δ and σ's are kept in its openings) and the public counts.

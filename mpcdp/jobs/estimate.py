@@ -22,7 +22,7 @@ Time is the declared bytes at rates calibrated from this project's recorded runs
   gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
 * set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement).
 
-Under ``security = "malicious"`` (issue 48) every data party samples, with the authenticated sampler (dg-auth/8):
+Under ``security = "malicious"`` (issue 48) every data party samples, with the authenticated sampler (dg-auth/9):
 its candidates in the passes :func:`mpcdp.noise.auth_gaussian_cost.passes` makes, each dealing and opening what
 :func:`~mpcdp.noise.auth_gaussian_cost.per_candidate` declares (party 0 is the king of its openings: it sends the
 opened bits to every other party, the others theirs to it), times :data:`AUTH_OVERHEAD` (the per-pass checks and

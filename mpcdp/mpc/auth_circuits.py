@@ -456,18 +456,32 @@ def one_hot(A: Arith, bits: Any) -> Any:
     return hot
 
 
+def selector_columns(w: int) -> list[int]:
+    """The bit each product of a w-bit mux selects by, level after level (2^(w−1) by bit 0, then 2^(w−2) by bit
+    1, ...): a :class:`Dealt` selector of a job of :func:`mux_levels` has these columns (2^w − 1)."""
+    return [level for level in range(w) for _ in range(1 << (w - 1 - level))]
+
+
 def mux_levels(A: Arith, jobs: Sequence[tuple[Any, Any]]) -> list[Any]:
     """For each job (bits (n, w), entries (n, 2^w)): entries[:, a] at a = the bits' value, all jobs' levels
-    batched (one round per level of the widest job; 2^w − 1 products per job)."""
+    batched (one round per level of the widest job; 2^w − 1 products per job). Bits given as :class:`Dealt`
+    (n, 2^w − 1) in :func:`selector_columns`' order (each product's own copy of its bit, with its own half
+    triple) make every product a half product."""
     tables = [entries for _, entries in jobs]
-    widths = [A.shape(bits)[1] for bits, _ in jobs]
+    widths = [(A.shape(bits.r)[1] + 1).bit_length() - 1 if isinstance(bits, Dealt) else A.shape(bits)[1]
+              for bits, _ in jobs]
     for level in range(max(widths)):
         live = [i for i, w in enumerate(widths) if w > level]
         pairs = []
         for i in live:
             even = A.take(tables[i], (slice(None), slice(0, None, 2)))
             odd = A.take(tables[i], (slice(None), slice(1, None, 2)))
-            bit = A.take(jobs[i][0], (slice(None), slice(level, level + 1)))
+            bits, count = jobs[i][0], A.shape(even)[1]
+            if isinstance(bits, Dealt):  # this level's copies: columns from (2^w − 1) − (2^(w − level) − 1)
+                start = (1 << widths[i]) - (1 << (widths[i] - level))
+                pairs.append((A.sub(odd, even), bits.take(A, (slice(None), slice(start, start + count)))))
+                continue
+            bit = A.take(bits, (slice(None), slice(level, level + 1)))
             pairs.append((A.expand(bit, *A.shape(even)), A.sub(odd, even)))
         for i, moved in zip(live, mul_batch(A, pairs)):
             tables[i] = A.add(A.take(tables[i], (slice(None), slice(0, None, 2))), moved)

@@ -1,4 +1,4 @@
-"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/8): partial openings of one bit and the
+"""Authenticated bits with SPDZ2k's k = 1 (the bit domain of circuit dg-auth/9): partial openings of one bit and the
 batched check that verifies them; daBits across to :mod:`mpcdp.mpc.authenticated`'s Z_2^128.
 
 Security model: :mod:`mpcdp.mpc.authenticated`'s (security with abort against any set of deviating data parties;
@@ -62,7 +62,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits, OneHots
+from mpcdp.adapter.auth_bits import MAC_BITS, BitKey, BitRandoms, BitShares, BitTriples, DaBits, MaskBits, OneHots
 from mpcdp.adapter.bit_words import pack_bits, unpack_bits
 from mpcdp.mpc import authenticated
 from mpcdp.mpc.authenticated import AuthShared, _commitment, _fail, _words, opened_checked
@@ -156,12 +156,14 @@ class Halves:
     c: BitShared
 
 
-def dealt_rows(ctx: MpcContext, n: int, width: int, halves: list[int]) -> tuple[BitShared, Halves | None]:
+def dealt_rows(ctx: MpcContext, n: int, width: int, halves: list[int], *,
+               masks: bool = False) -> tuple[BitShared, Halves | None]:
     """n rows of ``width`` dealt uniform bits ((n, width)) and the half triples of the bits in columns ``halves``
-    ((n, len(halves)) each; None without), one request: 6 bytes per bit and 12⅛ per half triple to the
-    reply's receiver (``auth_bits.ROTATING``: the member with the fewest reply elements so far)."""
+    ((n, len(halves)) each, a column listed k times with k; None without), one request: 6 bytes per bit and 12⅛
+    per half triple to the reply's receiver (``auth_bits.ROTATING``: the member with the fewest reply elements so
+    far). ``masks``: as :class:`~mpcdp.adapter.auth_bits.MaskBits` (masks of secret bits, not candidate bits)."""
     _session(ctx)
-    value, mac, half = BitShares.fetch(n, width, halves or None)
+    value, mac, half = (MaskBits if masks else BitShares).fetch(n, width, halves or None)
     bits = BitShared(value.reshape(n, width), mac.reshape(n, width))
     return bits, None if half is None else _halves(half, n, len(halves))
 

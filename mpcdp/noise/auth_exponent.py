@@ -1,4 +1,4 @@
-"""Steps 2–3 of the authenticated sampler (:mod:`mpcdp.noise.auth_gaussian`, circuit dg-auth/8): a candidate's
+"""Steps 2–3 of the authenticated sampler (:mod:`mpcdp.noise.auth_gaussian`, circuit dg-auth/9): a candidate's
 piece indicators and its value n as a two's complement word in the bit domain, crossed into Z_2^128, where
 n² and T = G·n² + Λ_j are computed. Written once over the circuit's :class:`~mpcdp.noise.auth_gaussian.Domains`
 (the parties' authenticated backends, or plaintext; :class:`Domains` here names the part used).

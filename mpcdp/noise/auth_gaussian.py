@@ -1,5 +1,5 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/8.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/9.
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -45,13 +45,14 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      half products, each r_i and R_i dealt with its half triple (b, c ≡ R_i·b) and used in one product only.
   5. The first factor (:data:`FIRST`, group (F − 2, 6), t's bits 1/4..8: it rejects about 15% of the candidates,
      all the others and the cut together about 8%): TH's bit at the word's top set bit, selected by a mux on T's window.
-     Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
+     Every mux's window is masked by dealt bits ρ (:class:`~mpcdp.adapter.auth_bits.MaskBits`) and opened, window ⊕
+     ρ (uniform: only the dealer knows ρ and it sees no opening), so each of its 2^w − 1 products is a half
+     product on its own copy of a ρ bit (:func:`_selectors`; dg-auth/8: full products). Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
      check; the candidates that fail it are dropped (as dg-mpc/7's early drop).
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
-     top-bit one-hots by prefix ORs (61 rounds of half products), each factor by a mux on T's
-     window, the low factor [V_low < T'_low] over T_low's 22 bits from 2^-42 (all in the bit domain; the prefix
-     ORs over the bits read only: 45 rounds, dg-auth/7's 61);
+     top-bit one-hots by prefix ORs (over the bits read: 45 rounds of half products), each factor by a masked mux
+     on T's window, the low factor [V_low < T'_low] over T_low's 22 bits from 2^-42 (all in the bit domain);
      accept = AND of the other five factors, NOT the low factor and T's bits 59..61 all 0 (8 bit products).
   7. Bit check and MAC check; open the accept bits (one bit each); bit check; keep the accepted candidates' n
      (authenticated in Z_2^128, secret).
@@ -68,16 +69,15 @@ which candidates are accepted their values are i.i.d. draws of the target pmf, i
 candidates' bits, which alone set the rest of the count. The view audit (``mpcdp audit views --security
 malicious``, :mod:`mpcdp.jobs.auth_views`) tests the dealer's view, both requests of every pass included.
 
-Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 63 full bit products (the
-first word's mux) and 130 half (the carry 61, the first word's prefix 61, n's word 8); per survivor 225 full (muxes 195, the low
-factor 22, the AND 8) and 252 half (five prefixes 211, v_low's 41; dg-auth/7: 357). At the first factor's 86% pass
-rate: 256 full (2 bits opened, 18⅛ bytes dealt each) and 346 half products (1 bit opened, 12⅛ bytes dealt each) per
-candidate, 602 ANDs (dg-auth/7: 691; dg-auth/5: 683, without n's word; dg-auth/3: 673, all full); 1 product in
-Z_2^128 (n²: 4 words opened, 96 bytes dealt; dg-auth/5: 19), a dealt one-hot of 64 bits
-(6⅛ bytes each), 70 dealt bits per candidate (the point's k + 4 = 7, the sign, the first word's 62; no piece bit)
-and 258 per survivor (five words, v_low's 42), 6 bytes each, one edaBit (6·64 + 32 bytes, 61 half triples),
-(k + 6) + 8 daBits (38 bytes, one opened bit each; step 3: 839 dealt bytes and 281 opened bits per candidate
-against dg-auth/5's 2,470 and 4,881); measured in
+Cost (:func:`mpcdp.noise.auth_gaussian_cost.products_per_candidate`), σ = 16: per candidate 193 half bit products
+(the carry 61, the first word's prefix 61, the mux 63, n's word 8); per survivor 30 full (the low factor 22, the
+AND 8) and 447 half (muxes 195, five prefixes 211, v_low's 41). At the first factor's 86% pass rate: 26 full (2
+bits opened, 18⅛ bytes dealt each) and 576 half products (1 bit opened, 12⅛ bytes dealt each) per candidate, 602
+ANDs (dg-auth/8: 256 full and 346 half; dg-auth/7: 691); 1 product in Z_2^128 (n²: 4 words opened, 96 bytes
+dealt), a dealt one-hot of 64 bits (6⅛ bytes each), 70 dealt bits per candidate (the point's k + 4 = 7, the
+sign, the first word's 62) and 258 per survivor (five words, v_low's 42), 6 bytes each, the windows' masks (6
+bits, 22 per survivor; opened), one edaBit (6·64 + 32 bytes, 61 half triples), (k + 6) + 8 daBits (38 bytes, one
+opened bit each): 10,889 bytes dealt and 1,055 bits opened per candidate (dg-auth/8: 12,120 and 1,260); measured in
 benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so a
 half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach here.
 """
@@ -91,23 +91,22 @@ from typing import Any, Callable
 
 import torch
 
-from mpcdp.adapter.auth_bits import EdaBits
 from mpcdp.mpc import authenticated, bit_authenticated
-from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, DealtHot, PlainArith, PlainBits, and_all, mul_batch,
-                                     mux_levels, not_bit, one_hot, xor_public)
+from mpcdp.mpc.auth_circuits import (AuthArith, Arith, BitArith, Dealt, DealtHot, PlainArith, and_all, mul_batch,
+                                     mux_levels, not_bit, selector_columns, xor_public)
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
+from mpcdp.noise.auth_dealt import MASK_BITS, eda_mask, spread
 from mpcdp.noise.auth_exponent import exponent
 
-CIRCUIT = ("dg-auth/8: dg-auth/7 with each factor's word dealt and read only from its threshold table's lowest set bit up (v0, v1 from bit 16, v3 from 20, v4, v5 from 21, v_low from 2^-42: 105 dealt bits and half products fewer per survivor, 16 rounds fewer); dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
+CIRCUIT = ("dg-auth/9: dg-auth/8 with every mux's window masked by dealt bits (a half triple per product) and opened, so its products are half products (dg-auth/8: 256 full and 346 half per candidate, now 26 and 576); dg-auth/8: dg-auth/7 with each factor's word dealt and read only from its threshold table's lowest set bit up (v0, v1 from bit 16, v3 from 20, v4, v5 from 21, v_low from 2^-42: 105 dealt bits and half products fewer per survivor, 16 rounds fewer); dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
            "checked by 48 parity rows and SPDZ2k's check), integers in Z_2^128 (s = 64), daBits and an edaBit between "
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
            "dropped, the other factors' words dealt for its survivors only, the index's one-hot dealt; both checks before each opened decision and the bit check after")
-MASK_BITS = 64
 MAX_PASS = 1 << 14  # candidates per pass: bounds a pass's memory (≈ 870 products each at most; ≈ 1.05 GB per party)
 _COIN_DOMAIN = b"mpcdp/noise-coin-auth"
 COIN_LABELS = ("dg-auth-coin", "dg-auth-coin-survivors")
@@ -119,18 +118,22 @@ class Domains:
     """The circuit's backends: ``bits`` (the k = 1 bit domain, or plaintext), ``arith`` (Z_2^128, or plaintext),
     ``to_arith`` (a bit-domain value of any shape into ``arith``: daBits, or the low bit in plaintext) and
     ``decide`` (bit-domain decision bits (n,) and a label -> the opened bits, 0/1 int64: in the parties' run
-    both checks before the opening and the bit check after it, :func:`_checked_decision`)."""
+    both checks before the opening and the bit check after it, :func:`_checked_decision`); ``masks`` (n, width,
+    columns -> n rows of ``width`` dealt bits and the half triples of ``columns``: :class:`~mpcdp.adapter.auth_bits.MaskBits`, or uniform
+    plaintext bits and None)."""
 
     bits: Arith
     arith: Arith
     to_arith: Callable[[Any], Any]
     decide: Callable[[Any, str], torch.Tensor]
+    masks: Callable[[int, int, list[int]], tuple[Any, Any]]
 
     @staticmethod
     def plain(bits: Arith | None = None) -> Domains:
         """Plaintext twins (the tests', the product count's); ``bits`` e.g. a :class:`~mpcdp.mpc.auth_circuits.PlainBits`."""
-        backend = bits or PlainArith()
-        return Domains(backend, PlainArith(), lambda x: x & 1, lambda x, label: backend.open(x, label=label) & 1)
+        backend, generator = bits or PlainArith(), torch.Generator().manual_seed(9)
+        return Domains(backend, PlainArith(), lambda x: x & 1, lambda x, label: backend.open(x, label=label) & 1,
+                       lambda n, width, _: (torch.randint(0, 2, (n, width), generator=generator), None))
 
 
 def _take(A: Arith, x: Any, index: Any) -> Any:
@@ -214,6 +217,23 @@ def _bits_and_tops(D: Domains, T: Any, mask: tuple[Any, Any], words: list[Any]) 
     return A.cat([A.reshape(b, n, 1) for b in bits], 1), _tops_from(A, n, prefixes)
 
 
+def _selectors(D: Domains, windows: list[Any]) -> list[Dealt]:
+    """Each mux's window bits (n, w) as the :class:`Dealt` selector of :func:`mux_levels` (every product a half
+    product, dg-auth/9): masked by dealt bits ρ (one request for every window, a half triple per product) and
+    opened as window ⊕ ρ, uniform (only the dealer knows ρ, and it sees no opening), the coin of ρ's copies."""
+    A = D.bits
+    n, widths = A.shape(windows[0])[0], [A.shape(w)[1] for w in windows]
+    starts = [sum(widths[:j]) for j in range(len(widths))]
+    columns = [[start + c for c in selector_columns(w)] for start, w in zip(starts, widths)]
+    index = torch.tensor([c for cols in columns for c in cols])
+    rho, half = D.masks(n, sum(widths), index.tolist())
+    opened = A.open(A.add(A.cat(windows, 1), rho), label="dg-auth-select") & 1
+    has = None if half is None else torch.ones(n, index.numel(), dtype=torch.bool)
+    every = Dealt(A.take(rho, (slice(None), index)), opened[:, index], half, has)
+    ends = [sum(len(cols) for cols in columns[:j + 1]) for j in range(len(columns))]
+    return [every.take(A, (slice(None), slice(end - len(cols), end))) for cols, end in zip(columns, ends)]
+
+
 def _factor_entries(A: Arith, top: Any, table, low: int = 0) -> Any:
     """(n, 2^w): for each window value a, [W ⊕ TH[a] < TH[a]] = Σ_i f_i·TH[a]_i (1 for TH[a] = 2^62), from the
     one-hot ``top`` of the top set bit among W's bits ``low``..61 (every TH[a] but 2^62 is 0 below ``low``)."""
@@ -264,20 +284,21 @@ def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any
     A = D.bits
     t, (top,) = _bits_and_tops(D, T, mask, [fields[f"v{FIRST}"]])
     low, width, _ = dg.GROUPS[FIRST]
-    (first,) = mux_levels(A, [(_columns(A, t, low, low + width),
-                               _factor_entries(A, top, dg.group_thresholds()[FIRST], READ_FROM[f"v{FIRST}"]))])
+    (select,) = _selectors(D, [_columns(A, t, low, low + width)])
+    (first,) = mux_levels(A, [(select, _factor_entries(A, top, dg.group_thresholds()[FIRST], READ_FROM[f"v{FIRST}"]))])
     return value, t, first
 
 
-def second_stage(A: Arith, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], t: Any) -> Any:
+def second_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], t: Any) -> Any:
     """The AND of every other factor, the low factor and the cut (T's bits 59..61 all 0), in the bit domain, of
     the candidates whose ``fields`` and T's bits ``t`` are given (the survivors of the first factor; module
     step 6). Consumes the words of ``fields``: removed from it when their top bits are found, so their dealt
     material is freed before the muxes (a lower peak of memory)."""
-    others = [g for g in range(len(dg.GROUPS)) if g != FIRST]
+    A, others = D.bits, [g for g in range(len(dg.GROUPS)) if g != FIRST]
     tops = _top_one_hots(A, [fields.pop(f"v{g}") for g in others] + [fields.pop("v_low")])
-    jobs = [(_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]),
-             _factor_entries(A, top, dg.group_thresholds()[g], READ_FROM[f"v{g}"])) for g, top in zip(others, tops)]
+    selectors = _selectors(D, [_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]) for g in others])
+    jobs = [(select, _factor_entries(A, top, dg.group_thresholds()[g], READ_FROM[f"v{g}"]))
+            for g, top, select in zip(others, tops, selectors)]
     low = READ_FROM["v_low"]  # v_low's one-hot starts at its bit ``low`` = LOW_DROP, the lowest of T'_low
     (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], dg.LOW_DROP - low, dg.LOW_BITS - low),
                                   _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
@@ -304,7 +325,7 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
     if survivors.numel():
         kept = later(survivors) if later is not None else {name: _take(A, fields[name], survivors)
                                                            for name in SECOND_FIELDS}
-        accept[survivors] = D.decide(second_stage(A, plan, kept, A.take(t, survivors)), "dg-auth-accept")
+        accept[survivors] = D.decide(second_stage(D, plan, kept, A.take(t, survivors)), "dg-auth-accept")
     return value, accept
 
 
@@ -363,7 +384,7 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
         at += widths[name]
     dealt, half = bit_authenticated.dealt_rows(ctx, n, width, halves)
     s = coin.bits(n, sum(widths[name] for name in names), label)  # every field's, in ``names`` order
-    full = _spread(half, n, width, halves)
+    full = spread(half, n, width, halves)
     assert full.has is not None
     fields: dict[str, Any] = {}
     at, at_s = 0, 0
@@ -381,36 +402,6 @@ def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names
             fields[name] = xor_public(A, A.take(dealt, cols), coins)
         at += widths[name]
     return fields
-
-
-def _spread(half: bit_authenticated.Halves | None, n: int, width: int, columns: list[int]) -> Dealt:
-    """Half triples for ``columns`` of (n, width) dealt bits, spread to the full width (zero shares where a bit
-    has none, never multiplied: ``has`` says which have one), each written once (the other columns zeroed); only
-    ``half`` and ``has`` of the result are used (``r`` and ``coin`` are zero views), both stored column by column
-    as :meth:`Dealt.by_columns` keeps them (its copies of them, and of their column slices, are then no-ops)."""
-    has = torch.zeros(width, n, dtype=torch.bool)
-    has[columns] = True
-    others, index = torch.nonzero(~has.any(1) if n == 0 else ~has[:, 0]).reshape(-1), torch.tensor(columns, dtype=torch.long)
-    zero, parts = torch.zeros((), dtype=torch.int64).expand(n, width), []
-    for share in () if half is None else (half.b, half.c):
-        value, mac = torch.empty(width, n, dtype=torch.int64), torch.empty(width, n, dtype=torch.int64)
-        value[others], mac[others] = 0, 0
-        value.index_copy_(0, index, share.value.T.contiguous()), mac.index_copy_(0, index, share.mac.T.contiguous())
-        parts.append(BitShared(value.T, mac.T))
-    return Dealt(BitShared(zero, zero), zero, bit_authenticated.Halves(*parts) if half is not None else None, has.T)
-
-
-def _mask(ctx: MpcContext, n: int) -> tuple[Dealt, AuthShared]:
-    """n dealt edaBits of 64 bits: (their bits (n, 64) in the bit domain, dealt with a half triple on bits
-    1..61 (the carry chain's products), r (n,) in Z_2^128)."""
-    halves = list(range(1, dg.WORD))
-    (value, mac), (r_value, r_mac), half = EdaBits.fetch(n, MASK_BITS, halves)
-    (b, b_mac), (c, c_mac) = half
-    k = len(halves)
-    full = _spread(bit_authenticated.Halves(BitShared(b.reshape(n, k), b_mac.reshape(n, k)),
-                                            BitShared(c.reshape(n, k), c_mac.reshape(n, k))), n, MASK_BITS, halves)
-    bits = Dealt(BitShared(value, mac), torch.zeros(n, MASK_BITS, dtype=torch.int64), full.half, full.has)
-    return bits.by_columns(), AuthShared(r_value, r_mac, 0)
 
 
 _DECISIONS = {"dg-auth-first": "first-factor bits: a candidate that fails its first factor is dropped",
@@ -432,7 +423,8 @@ def _checked_decision(ctx: MpcContext, x: BitShared, label: str) -> torch.Tensor
 def _domains(ctx: MpcContext) -> Domains:
     return Domains(BitArith(ctx, "dg-auth-bits"), AuthArith(ctx, "dg-auth"),
                    lambda x: bit_authenticated.to_arithmetic(ctx, x, label="dg-auth-cross"),
-                   lambda x, label: _checked_decision(ctx, x, label))
+                   lambda x, label: _checked_decision(ctx, x, label),
+                   lambda n, width, columns: bit_authenticated.dealt_rows(ctx, n, width, columns, masks=True))
 
 
 @dataclasses.dataclass
@@ -454,7 +446,7 @@ def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -
         return _draw_fields(ctx, D.bits, plan, SECOND_FIELDS, survivors.numel(), coin, COIN_LABELS[1])
 
     value, accept = candidate_circuit(D, plan, _draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0]),
-                                      _mask(ctx, n), later)
+                                      eda_mask(ctx, n), later)
     return AuthPass(accept == 1, value)
 
 

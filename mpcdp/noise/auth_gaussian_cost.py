@@ -1,4 +1,4 @@
-"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/8): its
+"""The declared cost of the authenticated sampler's circuit (:mod:`mpcdp.noise.auth_gaussian`, dg-auth/9): its
 bit-domain products per candidate and per survivor, full and half, its products in Z_2^128 and its daBits (steps
 2–3 apart too), counted by running its stages on plaintext,
 and the first factor's pass rate by the plaintext rule (which candidates survive, for the view audit too); from
@@ -71,7 +71,7 @@ def products_per_candidate(plan: dg.DiscreteGaussianPlan) -> Products:
     _, t, _ = first_stage(D, plan, fields, (torch.zeros(1, MASK_BITS, dtype=torch.int64),
                                             torch.zeros(1, dtype=torch.int64)))
     first, first_half = B.products, B.halves
-    second_stage(D.bits, plan, fields, t)
+    second_stage(D, plan, fields, t)
     full, half, crossed = exponent_cost(plan, fields)
     return Products(first, B.products - first, D.arith.products, first_pass_rate(plan),  # type: ignore[attr-defined]
                     first_half, B.halves - first_half, full, half, crossed)
@@ -119,7 +119,9 @@ def dealt_breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, flo
     products = products_per_candidate(plan)
     widths = dealt_widths(plan)
     hot, word = 1 << dg.INDEX_BITS, widths[f"v{FIRST}"] - 1
-    mux = (1 << dg.GROUPS[FIRST][1]) - 1
+    window = dg.GROUPS[FIRST][1]
+    mux = (1 << window) - 1
+    others = sum(width for g, (_, width, _) in enumerate(dg.GROUPS) if g != FIRST)  # their windows' mask bits
     first_bits = sum(widths[name] for name in FIRST_FIELDS if name != "index")
     second_bits = sum(widths[name] for name in SECOND_FIELDS)
     steps: list[tuple[str, float, float, float, float]] = [
@@ -129,13 +131,14 @@ def dealt_breakdown(plan: dg.DiscreteGaussianPlan) -> list[tuple[str, float, flo
         ("3. n's word (bit domain), crossing, n², T in Z_2^128", products.exponent_full, products.exponent_half,
          products.crossed * DA_BYTES + products.arith * 96, products.crossed + products.arith * 256),
         ("4. T's bits: edaBit, carry chain, the first word's prefix", 0, 2 * word, EDA_BYTES, 128),
-        ("5. the first factor's mux, its opened bit", mux, 0, 0, 1)]
+        ("5. the first factor's mux (its window masked and opened), its opened bit", 0, mux, window * BIT_BYTES,
+         window + 1)]
     assert sum(p for _, p, _, _, _ in steps) == products.first, (steps, products)
     assert sum(h for _, _, h, _, _ in steps) == products.first_half, (steps, products)
     survive = products.survive
-    steps.append((f"6. survivors ({survive:.0%}): their fields (dealt bits), six prefixes, v_low's, muxes, low factor, "
-                  "AND", survive * products.second, survive * products.second_half, survive * second_bits * BIT_BYTES,
-                  survive))
+    steps.append((f"6. survivors ({survive:.0%}): their fields (dealt bits), five prefixes, v_low's, masked muxes, low "
+                  "factor, AND", survive * products.second, survive * products.second_half,
+                  survive * (second_bits + others) * BIT_BYTES, survive * (1 + others)))
     return [(name, p, h, dealt + p * BIT_TRIPLE_BYTES + h * HALF_BYTES, opened + 2 * p + h)
             for name, p, h, dealt, opened in steps]
 
