@@ -63,7 +63,7 @@ class Arith(Protocol):
     def combine(self, x: Any, matrix: torch.Tensor) -> Any: ...
     def open(self, x: Any, *, label: str) -> torch.Tensor: ...
     def shape(self, x: Any) -> torch.Size: ...
-    def mul_dealt(self, x: Any, y: Any, u: Any, d: Dealt) -> tuple[Any, Any]: ...
+    def mul_dealt(self, x: Any, y: Any, us: Sequence[Any], ds: Sequence[Dealt]) -> tuple[Any, list[Any]]: ...
 
 
 class PlainArith:
@@ -81,8 +81,8 @@ class PlainArith:
         self.halves += u.numel()
         return u * r
 
-    def mul_dealt(self, x, y, u, d):
-        return (None if x is None else self.mul(x, y)), self.mul_half(u, d.r)
+    def mul_dealt(self, x, y, us, ds):
+        return (None if x is None else self.mul(x, y)), [self.mul_half(u, d.r) for u, d in zip(us, ds)]
 
     def add(self, x, y):
         return x + y
@@ -205,9 +205,14 @@ class AuthArith:
             return AuthShared(Wide(zero, zero), Wide(zero, zero), 0)
         return total
 
-    def mul_dealt(self, x, y, u, d):
-        """No dealt bits in Z_2^128: two full products (the circuits use dealt factors in the bit domain only)."""
-        return (None if x is None else self.mul(x, y)), self.mul(u, d.r)
+    def mul_dealt(self, x, y, us, ds):
+        """No dealt bits in Z_2^128: full products, one multiplication (the circuits use dealt factors in the bit
+        domain only)."""
+        widths = [u.value.shape[1] for u in us]
+        moved = self.mul(self.cat(us, 1), self.cat([d.r for d in ds], 1))
+        starts = [sum(widths[:j]) for j in range(len(widths))]
+        return (None if x is None else self.mul(x, y)), [self.take(moved, (slice(None), slice(a, a + w)))
+                                                       for a, w in zip(starts, widths)]
 
     def open(self, x, *, label):
         return authenticated.open_values(self.ctx, x, label=label, kind="masked",
@@ -232,13 +237,14 @@ class BitArith:
         self.products += x.value.numel()
         return bit_authenticated.multiply(self.ctx, x, y, label=f"{self.label}-{self.step}")
 
-    def mul_dealt(self, x, y, u, d):
-        if d.half is None or not bool(d.has.all()):
+    def mul_dealt(self, x, y, us, ds):
+        if any(d.half is None or not bool(d.has.all()) for d in ds):
             raise ValueError("a dealt product needs a half triple for every dealt bit it multiplies")
         self.step += 1
         self.products += 0 if x is None else x.value.numel()
-        self.halves += u.value.numel()
-        return bit_authenticated.multiply_dealt(self.ctx, x, y, u, d.r, d.half, label=f"{self.label}-{self.step}")
+        self.halves += sum(u.value.numel() for u in us)
+        return bit_authenticated.multiply_dealt(self.ctx, x, y, [(u, d.r, d.half) for u, d in zip(us, ds)],
+                                                label=f"{self.label}-{self.step}")
 
     def add(self, x, y):
         return x + y
@@ -344,20 +350,19 @@ def mul_batch(A: Arith, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
     def flat(indices: list[int], side: int) -> Any:
         return A.cat([A.reshape(pairs[i][side], n, widths[i]) for i in indices], 1)
 
-    if not half:
-        products, halves = A.mul(flat(full, 0), flat(full, 1)), None
-    else:
-        d = Dealt.cat(A, [pairs[i][1].reshape(A, n, widths[i]) for i in half])
-        u = flat(half, 0)
-        products, moved = A.mul_dealt(flat(full, 0) if full else None, flat(full, 1) if full else None, u, d)
-        halves = A.add(A.scale(u, d.coin), A.scale(moved, 1 - 2 * d.coin))  # u·W from u·R
     out: list[Any] = [None] * len(pairs)
-    for indices, product in ((full, products), (half, halves)):
-        at = 0
-        for i in indices:
-            w = widths[i]
-            out[i] = A.reshape(A.take(product, (slice(None), slice(at, at + w))), *A.shape(pairs[i][0]))
-            at += w
+    if not half:
+        products = A.mul(flat(full, 0), flat(full, 1))
+    else:  # each pair's dealt operand as it is (no copy of all of them side by side): only u − b is joined, to open
+        us = [A.reshape(pairs[i][0], n, widths[i]) for i in half]
+        ds = [pairs[i][1].reshape(A, n, widths[i]) for i in half]
+        products, moved = A.mul_dealt(flat(full, 0) if full else None, flat(full, 1) if full else None, us, ds)
+        for i, u, d, m in zip(half, us, ds, moved):  # u·W from u·R
+            out[i] = A.reshape(A.add(A.scale(u, d.coin), A.scale(m, 1 - 2 * d.coin)), *A.shape(pairs[i][0]))
+    at = 0
+    for i in full:
+        out[i] = A.reshape(A.take(products, (slice(None), slice(at, at + widths[i]))), *A.shape(pairs[i][0]))
+        at += widths[i]
     return out
 
 
@@ -367,7 +372,8 @@ class Dealt:
     and ``half`` the half triples of R's bits (:class:`~mpcdp.mpc.bit_authenticated.Halves` of R's shape, or None
     in plaintext) where ``has`` (bool, R's shape) says a bit has one: a product with a dealt operand is a half
     product (:func:`mul_batch`). Each half triple must serve one product only (a second would open u − b and
-    u' − b, hence u − u'): every dealt bit here is multiplied at most once."""
+    u' − b, hence u − u'): a dealt bit enters one product, or (a mux's selector, dg-auth/9) one per copy, each
+    copy with its own half triple."""
 
     r: Any
     coin: torch.Tensor
@@ -404,18 +410,6 @@ class Dealt:
         return Dealt(r, _column_major(self.coin),
                      _half_map(self.half, _column_major), None if self.has is None else _column_major(self.has))
 
-    @staticmethod
-    def cat(A: Arith, ds: Sequence[Dealt]) -> Dealt:
-        """Dealt bits (n, w_i) side by side (dim 1)."""
-        halves = [d.half for d in ds]
-        half = None
-        if all(h is not None for h in halves):
-            half = bit_authenticated.Halves(
-                BitShared(torch.cat([h.b.value for h in halves], 1), torch.cat([h.b.mac for h in halves], 1)),
-                BitShared(torch.cat([h.c.value for h in halves], 1), torch.cat([h.c.mac for h in halves], 1)))
-        masks = [d.has for d in ds if d.has is not None]
-        has = torch.cat(masks, 1) if len(masks) == len(ds) else None
-        return Dealt(A.cat([d.r for d in ds], 1), torch.cat([d.coin for d in ds], 1), half, has)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -225,20 +225,22 @@ def multiply(ctx: MpcContext, x: BitShared, y: BitShared, *, label: str) -> BitS
     return _reshape(add_public(ctx, z, e * d), shape)
 
 
-def multiply_dealt(ctx: MpcContext, x: BitShared | None, y: BitShared | None, u: BitShared, r: BitShared,
-                   half: Halves, *, label: str) -> tuple[BitShared | None, BitShared]:
-    """(x AND y by dealt bit triples, as :func:`multiply` (None without x), u AND r for **dealt** bits r with their
-    half triples (b, c ≡ r·b mod 2, :class:`Halves`; each used once)), in ONE opening of low bits: ε, δ of the
-    full triples and δ' = u − b of the half ones. u ≡ b + δ̃' (mod 2), so u·r ≡ c + δ̃'·r: z = c + δ̃'·r, its MAC
-    the same combination of c's and r's, nothing public to add. A half triple is a Beaver triple whose a is r
-    itself: r is uniform and known to nobody but the dealer, like a, so nothing else is opened; b is uniform and
-    unknown, so δ̃' is a uniform bit. Soundness as :func:`multiply`'s: δ̃' is pending until :func:`bit_check`,
-    and a wrong δ̃' or wrong shares of b, c or r break the MAC relation of what it opened or of z. Cost per half
-    product: one opened bit and 12⅛ dealt bytes (the full product's 2 bits and 18⅛: no ε, no a's MAC)."""
+def multiply_dealt(ctx: MpcContext, x: BitShared | None, y: BitShared | None,
+                   parts: Sequence[tuple[BitShared, BitShared, Halves]], *,
+                   label: str) -> tuple[BitShared | None, list[BitShared]]:
+    """(x AND y by dealt bit triples, as :func:`multiply` (None without x), and for each part (u, r, half) u AND r
+    for **dealt** bits r with their half triples (b, c ≡ r·b mod 2, :class:`Halves`; each used once)), in ONE
+    opening of low bits: ε, δ of the full triples and δ' = u − b of the half ones. u ≡ b + δ̃' (mod 2), so u·r ≡
+    c + δ̃'·r: z = c + δ̃'·r, its MAC the same combination of c's and r's, nothing public to add. A half triple is a
+    Beaver triple whose a is r itself: r is uniform and known to nobody but the dealer, like a, so nothing else is
+    opened; b is uniform and unknown, so δ̃' is a uniform bit. Soundness as :func:`multiply`'s: δ̃' is pending until
+    :func:`bit_check`, and a wrong δ̃' or wrong shares of b, c or r break the MAC relation of what it opened or of
+    z. Cost per half product: one opened bit and 12⅛ dealt bytes (the full product's 2 bits and 18⅛: no ε, no a's
+    MAC). Only the opened differences are joined, not the parts' r, b and c."""
     n = 0 if x is None else x.value.numel()
     if x is not None and (y is None or x.value.shape != y.value.shape):
         raise ValueError("cannot multiply authenticated bits of different shapes")
-    if u.value.shape != r.value.shape or half.b.value.shape != u.value.shape:
+    if any(u.value.shape != r.value.shape or half.b.value.shape != u.value.shape for u, r, half in parts):
         raise ValueError("a dealt product needs one dealt bit and one half triple per factor")
     _session(ctx)
     values, macs = [], []
@@ -247,8 +249,9 @@ def multiply_dealt(ctx: MpcContext, x: BitShared | None, y: BitShared | None, u:
         assert x is not None and y is not None
         values += [x.value.reshape(-1) - a, y.value.reshape(-1) - b]
         macs += [x.mac.reshape(-1) - a_mac, y.mac.reshape(-1) - b_mac]
-    values.append(u.value.reshape(-1) - half.b.value.reshape(-1))
-    macs.append(u.mac.reshape(-1) - half.b.mac.reshape(-1))
+    for u, _, half in parts:
+        values.append((u.value - half.b.value).reshape(-1))
+        macs.append((u.mac - half.b.mac).reshape(-1))
     opened = open_bits(ctx, BitShared(torch.cat(values), torch.cat(macs)), label=f"{label} (ε, δ)", kind="masked",
                        reason="low bits of x − a, y − b and u − b' for dealt (half) triples nobody knows: uniform")
     full = None
@@ -256,8 +259,12 @@ def multiply_dealt(ctx: MpcContext, x: BitShared | None, y: BitShared | None, u:
         e, d = opened[:n], opened[n:2 * n]
         z = BitShared(c + e * b + d * a, c_mac + e * b_mac + d * a_mac)
         full = _reshape(add_public(ctx, z, e * d), x.value.shape)
-    dh = opened[2 * n:].reshape(u.value.shape)
-    return full, BitShared(half.c.value + dh * r.value, half.c.mac + dh * r.mac)
+    out, at = [], 2 * n
+    for u, r, half in parts:
+        dh = opened[at:at + u.value.numel()].reshape(u.value.shape)
+        at += u.value.numel()
+        out.append(BitShared(half.c.value + dh * r.value, half.c.mac + dh * r.mac))
+    return full, out
 
 
 def _reshape(x: BitShared, shape) -> BitShared:
