@@ -30,8 +30,8 @@ the frames); the time is :data:`AUTH_S_PER_PASS` per pass and :data:`AUTH_S_PER_
 (m/3)^:data:`AUTH_SCALING` (every party computes every candidate on the shared cores); each release adds its
 bound checks, per model parameter and party :data:`AUTH_RELEASE_DEALER_BYTES` and :data:`AUTH_RELEASE_BYTES`,
 and :data:`AUTH_RELEASE_S` (times the same factor). Its constants are fitted on two runs of this machine, so
-the malicious estimate is rougher than the semi-honest one (the busiest party's bytes 12-13% off on the quick start
-and the smoke protocol, the dealer's within 2%: tests/test_progress.py).
+the malicious estimate is rougher than the semi-honest one (on dg-auth/9's quick start the dealer's bytes within 1%,
+the busiest party's 9% high, the sampling time within 1%; tests/test_progress.py checks another protocol).
 
 An estimate, not a bound: another machine, a real network (add its latency per round) or a busy host change
 the time; benchmarks/results/estimate.md records estimate against measurement (33× off at load 14: the reason
@@ -59,10 +59,11 @@ GRADIENT_S_PER_ENTRY = 5.0e-8
 SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 # security = "malicious", fitted on this machine (noise-malicious.md at m = 3 and 8; quickstart-malicious.md):
-AUTH_OVERHEAD = 1.07  # measured / declared bytes: the dealer's 21.0 MB for 1,425 candidates of 13,749 B
-AUTH_S_PER_PASS = 0.73  # a pass's 328 rounds and checks (m = 3: one pass of 1,425 candidates in 1.07 s) and
-AUTH_S_PER_CANDIDATE = 2.4e-4  # each candidate (the quick start: two passes, 9,398 candidates, in 3.76 s)
-AUTH_SCALING = 1.13  # both times (m/3)^1.13: m = 8 took 3.0× m = 3's 1.07 s (every party computes every candidate)
+AUTH_OVERHEAD = 1.094  # measured / declared bytes: the dealer's 17.1 and 16.8 MB (m = 3, 8) for 1,425 candidates
+# of 10,889 B (dg-auth/9; dg-auth/7: 1.07 of 13,749 B)
+AUTH_S_PER_PASS = 0.30  # a pass's 300 rounds and checks (m = 3: one pass of 1,425 candidates in 0.72 s) and
+AUTH_S_PER_CANDIDATE = 2.95e-4  # each candidate (the quick start: two passes, 9,400 candidates, in 3.36 s)
+AUTH_SCALING = 0.81  # both times (m/3)^0.81: m = 8 took 2.2× m = 3's 0.72 s (every party computes every candidate)
 # a release's bound checks (the quick start beyond its sampler and the semi-honest releases: 10.4 MB from the
 # dealer, 1.7 MB from the parties and 0.52 s over 55 releases of 123 parameters at m = 3):
 AUTH_RELEASE_DEALER_BYTES = 510  # per release, model parameter and party
