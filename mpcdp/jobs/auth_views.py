@@ -26,6 +26,8 @@ a score a role can compute from its own view of call i and a value x_j:
 ``own bit parts`` (each party): with its own parts ⊕ S;
 ``accept bits`` (each party): the index of the first accepted candidate against x²/σ²;
 ``masked T`` (each party): the opened T − r of candidate 0, read as a signed number, against x²/σ²;
+``masked window`` (each party): the opened first-factor window ⊕ ρ of candidate 0 (dg-auth/9's masked mux),
+    read as a number, against x²/σ²;
 ``pooled bit parts`` (the coalition of every data party but the last, which the threat model lists as learning
     nothing): the XOR of its members' parts ⊕ S.
 
@@ -144,7 +146,7 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     """One call's view: per pass, this party's parts of the candidates' bits and the coin, as full rows
     (:func:`assemble`: the survivors' second-stage bits at the rows the opened first-factor bits mark); the
     opened values; per pass (candidates, survivors)."""
-    from mpcdp.noise.auth_gaussian import COIN_LABELS
+    from mpcdp.noise.auth_gaussian import COIN_LABELS, FIRST
 
     plan_passes: list[list[np.ndarray]] = []  # per pass: [first-stage coin, survivors' coin]
     for label, v in ctx.draws[first_draw:]:
@@ -164,6 +166,7 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     accept = (((opened["dg-auth-accept"].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
               if "dg-auth-accept" in opened else np.zeros(1))  # bits packed 64 to a word
     masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
+    selects = [o.values for o in ctx.openings[first_opening:] if o.label == "dg-auth-select" and o.values is not None]
     hits = np.flatnonzero(accept == 1)
     coin_rows, own_rows, counts = [], [], []
     for coins, own, words in zip(plan_passes, owns, firsts):
@@ -174,7 +177,8 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
         counts.append((n, int(passed.sum())))
     return {"coin": np.concatenate(coin_rows), "own": np.concatenate(own_rows), "passes": len(plan_passes),
             "counts": counts, "first_accepted": int(hits[0]) if hits.size else int(accept.size),
-            "masked_t": int(masked[0])}
+            "masked_t": int(masked[0]),  # candidate 0's first-factor window ⊕ ρ: the first 6 opened bits of the call
+            "masked_window": int(selects[0].reshape(-1)[0]) & ((1 << dg.GROUPS[FIRST][1]) - 1) if selects else 0}
 
 
 def assemble(plan: dg.DiscreteGaussianPlan, first: np.ndarray, second: np.ndarray | None,
@@ -308,7 +312,8 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float, plant: str | Non
             ("coin", *_match(np.array([decode(plan, v["coin"]) for v in mine]), samples)),
             ("own bit parts", *_match(np.array([decode(plan, v["own"] ^ v["coin"]) for v in mine]), samples)),
             ("accept bits", *_count(np.array([v["first_accepted"] for v in mine], float), samples, plan.sigma)),
-            ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma))],
+            ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma)),
+            ("masked window", *_count(np.array([v["masked_window"] for v in mine], float), samples, plan.sigma))],
             rel.party_tests(released[rank], noise, released, plan.sigma) if releases else [],
             {"release_received_from": sorted(released[rank][0]["masked"])} if releases else {}))
     coalition = views[:-1]  # every data party but the last: a coalition the threat model says learns nothing
