@@ -246,7 +246,7 @@ class BitShares(Material):
             mac, rest = unpack_macs(reply[:mac_words(total)], total), reply[mac_words(total):]
         else:
             mac = keyed.ring((total,), generator=generator)
-        if PARTS is not None and cls.VIEW == BitShares.VIEW:
+        if PARTS is not None and cls is BitShares:  # candidate bits only (not MaskBits)
             PARTS.append((value & 1).clone())
         return value, mac, _own_halves(generator, n * len(halves), rest) if halves else None
 

@@ -10,8 +10,9 @@ deployment's credentials). On that link:
 * party 0 sends requests, one JSON frame each (``dealer request``: ``{"function", "device", "args",
   "kwargs"}``, or ``"terminate"``), which the dealer checks against its allow-list
   (:func:`.objects.check_request`) and, for mpcdp's kinds, its arguments (int64 integers, null, or lists of
-  them; each kind's ``reply_shape`` checks their ranges) and its reply's shape (at most :data:`MAX_REPLY_ELEMENTS`) before it serves anything
-  (:func:`_elements`): else a :class:`~mpcdp.errors.ProtocolViolation` naming party 0;
+  them; each kind's ``reply_shape`` checks their ranges) and its reply's shape (at most
+  :data:`MAX_REPLY_ELEMENTS`) before it serves anything (:func:`_elements`): else a
+  :class:`~mpcdp.errors.ProtocolViolation` naming party 0;
 * the dealer answers the request's receiver with the shape (JSON, ``dealer reply shape``) and the receiver's
   share (int64, ``dealer reply``). The receiver is party 0 for CrypTen's kinds and the authenticated ones;
   for the kinds of :data:`.material.ROTATING` it is the member the material is scoped to that has received the

@@ -47,8 +47,9 @@ plaintext, so a test runs the same code on plaintext bits against the rule):
      all the others and the cut together about 8%): TH's bit at the word's top set bit, selected by a mux on T's window.
      Every mux's window is masked by dealt bits ρ (:class:`~mpcdp.adapter.auth_bits.MaskBits`) and opened, window ⊕
      ρ (uniform: only the dealer knows ρ and it sees no opening), so each of its 2^w − 1 products is a half
-     product on its own copy of a ρ bit (:func:`_selectors`; dg-auth/8: full products). Bit check and MAC check (both domains, everything opened so far); its pass bits opened (one bit each); bit
-     check; the candidates that fail it are dropped (as dg-mpc/7's early drop).
+     product on its own copy of a ρ bit (:func:`_selectors`; dg-auth/8: full products). Bit check and MAC check
+     (both domains, everything opened so far); its pass bits opened (one bit each); bit check; the candidates
+     that fail it are dropped (as dg-mpc/7's early drop).
   6. On the survivors: their other words dealt now (:data:`SECOND_FIELDS`: a second request of dealt bits per
      pass, R XOR the coin's next bits, every bit but a word's top one with its half triple), the other words'
      top-bit one-hots by prefix ORs (over the bits read: 45 rounds of half products), each factor by a masked mux
@@ -119,8 +120,8 @@ class Domains:
     ``to_arith`` (a bit-domain value of any shape into ``arith``: daBits, or the low bit in plaintext) and
     ``decide`` (bit-domain decision bits (n,) and a label -> the opened bits, 0/1 int64: in the parties' run
     both checks before the opening and the bit check after it, :func:`_checked_decision`); ``masks`` (n, width,
-    columns -> n rows of ``width`` dealt bits and the half triples of ``columns``: :class:`~mpcdp.adapter.auth_bits.MaskBits`, or uniform
-    plaintext bits and None)."""
+    columns -> n rows of ``width`` dealt bits and the half triples of ``columns``:
+    :class:`~mpcdp.adapter.auth_bits.MaskBits`, or uniform plaintext bits and None)."""
 
     bits: Arith
     arith: Arith
