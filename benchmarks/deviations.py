@@ -40,6 +40,8 @@ def stage(label: str) -> str:
         return "sampler: first-factor bits"
     if label.startswith("dg-auth-a2b"):
         return "sampler: a2b mask"
+    if label.startswith("dg-auth-select"):
+        return "sampler: window masks"
     if label.startswith("dg-auth"):
         return "sampler: products"
     if "bound check" in label:
