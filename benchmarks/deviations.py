@@ -5,7 +5,7 @@ counted per job, stage, kind and outcome, and the MAC check's success rate at a 
 
 The harness (tests/deviation_harness.py) simulates every data party in one process on mpcdp's own protocol code
 and alters one message of one party (or its dealt material). Jobs: ``sum`` (the authenticated sum released, 3
-values), ``bounded`` (the release with bounded inputs, 3 values) and ``full`` (1 sample of dg-auth/7, bounded
+values), ``bounded`` (the release with bounded inputs, 3 values) and ``full`` (1 sample of dg-auth/9, bounded
 inputs, the noise added, the release: every stage). Outcomes per honest party: ``mac`` (its MAC check failed),
 ``peer`` (stopped as another party stopped), ``same`` (released the honest output), ``no effect`` (the message
 was unchanged), and for the cheater's own masked input ``substituted``, ``bound``, ``flag``. Any other outcome

@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/7) beside the
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/9) beside the
 semi-honest one (dg-mpc): bytes, rounds, time and CPU per sample, both in the same invocation.
 
     .venv/bin/python -m benchmarks.noise_malicious --parties 3 --samples 1000
