@@ -206,13 +206,9 @@ class AuthArith:
         return total
 
     def mul_dealt(self, x, y, us, ds):
-        """No dealt bits in Z_2^128: full products, one multiplication (the circuits use dealt factors in the bit
-        domain only)."""
-        widths = [u.value.shape[1] for u in us]
-        moved = self.mul(self.cat(us, 1), self.cat([d.r for d in ds], 1))
-        starts = [sum(widths[:j]) for j in range(len(widths))]
-        return (None if x is None else self.mul(x, y)), [self.take(moved, (slice(None), slice(a, a + w)))
-                                                       for a, w in zip(starts, widths)]
+        """Refused: Z_2^128 has no dealt bits with half triples (the circuits use dealt factors in the bit domain
+        only)."""
+        raise ValueError("a dealt factor's half product runs in the bit domain only, not in Z_2^128")
 
     def open(self, x, *, label):
         return authenticated.open_values(self.ctx, x, label=label, kind="masked",
