@@ -91,7 +91,7 @@ def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
 
     fields, at = {}, 0
     for name in dg.RANDOM_FIELDS:
-        width, low = dealt_widths(plan)[name], READ_FROM.get(name, 0)  # a word's bits from READ_FROM: its lower are never read
+        width, low = dealt_widths(plan)[name], READ_FROM.get(name, 0)  # a word's bits from READ_FROM up (dealt)
         chunk = bits[:, at:at + width].astype(np.int64)
         fields[name] = (chunk << np.arange(low, low + width, dtype=np.int64)).sum(1)
         at += width
@@ -177,7 +177,8 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
         counts.append((n, int(passed.sum())))
     return {"coin": np.concatenate(coin_rows), "own": np.concatenate(own_rows), "passes": len(plan_passes),
             "counts": counts, "first_accepted": int(hits[0]) if hits.size else int(accept.size),
-            "masked_t": int(masked[0]),  # candidate 0's first-factor window ⊕ ρ: the first 6 opened bits of the call
+            "masked_t": int(masked[0]),
+            # candidate 0's first-factor window ⊕ ρ: the first 6 bits of the call's first masked-window opening
             "masked_window": int(selects[0].reshape(-1)[0]) & ((1 << dg.GROUPS[FIRST][1]) - 1) if selects else 0}
 
 
