@@ -1,4 +1,4 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/8,
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/9,
 mpcdp/noise/auth_gaussian.py): its circuit decides every candidate as the plaintext rule does on the same bits
 (so its output pmf is exact_log_pmf's), and in a real 3-party run a party that flips one bit of one share it
 sends inside the sampler makes every honest process stop with the MAC line before any sample is released."""
