@@ -26,8 +26,8 @@ a score a role can compute from its own view of call i and a value x_j:
 ``own bit parts`` (each party): with its own parts ⊕ S;
 ``accept bits`` (each party): the index of the first accepted candidate against x²/σ²;
 ``masked T`` (each party): the opened T − r of candidate 0, read as a signed number, against x²/σ²;
-``masked window`` (each party): the opened first-factor window ⊕ ρ of candidate 0 (dg-auth/9's masked mux),
-    read as a number, against x²/σ²;
+``masked window`` (each party): the opened first-factor window ⊕ ρ (dg-auth/9's masked mux) of the candidate
+    the call released, read as a number, against x²/σ² (the window itself correlates with x²/σ² at about 0.8);
 ``pooled bit parts`` (the coalition of every data party but the last, which the threat model lists as learning
     nothing): the XOR of its members' parts ⊕ S.
 
@@ -146,7 +146,7 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     """One call's view: per pass, this party's parts of the candidates' bits and the coin, as full rows
     (:func:`assemble`: the survivors' second-stage bits at the rows the opened first-factor bits mark); the
     opened values; per pass (candidates, survivors)."""
-    from mpcdp.noise.auth_gaussian import COIN_LABELS, FIRST
+    from mpcdp.noise.auth_gaussian import COIN_LABELS
 
     plan_passes: list[list[np.ndarray]] = []  # per pass: [first-stage coin, survivors' coin]
     for label, v in ctx.draws[first_draw:]:
@@ -166,7 +166,6 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     accept = (((opened["dg-auth-accept"].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
               if "dg-auth-accept" in opened else np.zeros(1))  # bits packed 64 to a word
     masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
-    selects = [o.values for o in ctx.openings[first_opening:] if o.label == "dg-auth-select" and o.values is not None]
     hits = np.flatnonzero(accept == 1)
     coin_rows, own_rows, counts = [], [], []
     for coins, own, words in zip(plan_passes, owns, firsts):
@@ -177,9 +176,27 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
         counts.append((n, int(passed.sum())))
     return {"coin": np.concatenate(coin_rows), "own": np.concatenate(own_rows), "passes": len(plan_passes),
             "counts": counts, "first_accepted": int(hits[0]) if hits.size else int(accept.size),
-            "masked_t": int(masked[0]),
-            # candidate 0's first-factor window ⊕ ρ: the first 6 bits of the call's first masked-window opening
-            "masked_window": int(selects[0].reshape(-1)[0]) & ((1 << dg.GROUPS[FIRST][1]) - 1) if selects else 0}
+            "masked_t": int(masked[0]), "masked_window": _masked_window(ctx, first_opening, firsts)}
+
+
+def _masked_window(ctx: MpcContext, first_opening: int, firsts: list) -> int:
+    """The opened first-factor window ⊕ ρ (dg-auth/9's masked mux, 6 bits) of the candidate the call released:
+    the first pass's first accepted survivor (the opened first-factor and accept bits say which), else candidate 0."""
+    from mpcdp.noise.auth_gaussian import FIRST
+
+    def bits(words: torch.Tensor) -> np.ndarray:
+        return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
+
+    selects, accepts = ([o.values for o in ctx.openings[first_opening:] if o.label == label and o.values is not None]
+                        for label in ("dg-auth-select", "dg-auth-accept"))
+    if not selects:
+        return 0
+    survivors = np.flatnonzero(bits(firsts[0])) if firsts else np.zeros(0, dtype=int)
+    hits = np.flatnonzero(bits(accepts[0])[:survivors.size]) if accepts else np.zeros(0, dtype=int)
+    chosen = int(survivors[hits[0]]) if hits.size else 0
+    width = dg.GROUPS[FIRST][1]
+    window = bits(selects[0])[width * chosen:width * (chosen + 1)]
+    return int((window << np.arange(width)).sum())
 
 
 def assemble(plan: dg.DiscreteGaussianPlan, first: np.ndarray, second: np.ndarray | None,
