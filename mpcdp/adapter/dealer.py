@@ -14,8 +14,6 @@ import torch
 
 from mpcdp.adapter import dealer_link, objects
 from mpcdp.adapter.compat import configure, ttp_provider
-from mpcdp.adapter import auth_bits, bounded_masks, mac_material, square_masks
-from mpcdp.adapter.material import KINDS as DEALT
 from mpcdp.errors import PeerLost, ProtocolViolation
 from mpcdp.transport import losses, rendezvous
 from mpcdp.transport.credentials import LinkSecurity
@@ -43,7 +41,7 @@ class Dealer(ttp_provider.TTPServer):
         return generators[self.explicit:] + generators[:self.explicit]
 
 
-KINDS = DEALT + bounded_masks.KINDS + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS
+KINDS = dealer_link.REQUEST_KINDS
 ALLOWED = objects.CRYPTEN_KINDS + tuple(kind.request_name() for kind in KINDS)
 
 for _kind in KINDS:  # a request names its kind: serve each kind under its class's name

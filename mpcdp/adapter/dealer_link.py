@@ -85,12 +85,15 @@ class Receivers:
         return self.members[index]
 
 
+REQUEST_KINDS = material.KINDS + bounded_masks.KINDS + mac_material.KINDS + auth_bits.KINDS + square_masks.KINDS
+"""Every mpcdp kind of material a request may name: its reply's shape is the kind's ``reply_shape``."""
+
+
 def _message(func_name: str, device: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     """A request as it goes on the link, and the reply shape it asks for (checked against the allow-list's limits)."""
     message = {"function": func_name, "device": None if device is None else str(device), "args": list(args),
                "kwargs": dict(kwargs)}
-    expected = objects.reply_shape(message, material.KINDS + bounded_masks.KINDS + mac_material.KINDS + auth_bits.KINDS
-                                    + square_masks.KINDS)
+    expected = objects.reply_shape(message, REQUEST_KINDS)
     if math.prod(expected) > MAX_REPLY_ELEMENTS:
         raise ConfigError(f"a dealer request for {func_name!r} of shape {list(expected)} exceeds the "
                           f"{MAX_REPLY_ELEMENTS} elements a reply may have: use smaller batches")
@@ -196,8 +199,7 @@ def _elements(message: dict) -> int:
     try:
         if message["function"].startswith("mpcdp_") and (message["kwargs"] or not words(message["args"])):
             raise ValueError("arguments must be int64 integers, null or lists of them, and no keywords")
-        shape = objects.reply_shape(message, material.KINDS + bounded_masks.KINDS + mac_material.KINDS
-                                    + auth_bits.KINDS + square_masks.KINDS)
+        shape = objects.reply_shape(message, REQUEST_KINDS)
         if any(d < 0 for d in shape) or math.prod(shape) > MAX_REPLY_ELEMENTS:
             raise ValueError(f"a reply of shape {list(shape)[:4]} (at most {MAX_REPLY_ELEMENTS} elements)")
         return math.prod(shape)

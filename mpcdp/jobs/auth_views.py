@@ -73,6 +73,7 @@ from mpcdp.errors import ConfigError
 from mpcdp.jobs.auth_release_views import DEFAULT_DIM
 from mpcdp.jobs.permutation import MIN_ALPHA, Statistic, match_test, permutation_statistic, role_verdict_p
 from mpcdp.jobs.release_views import PLANT
+from mpcdp.mpc import bit_authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
@@ -184,8 +185,8 @@ def _masked_window(ctx: MpcContext, first_opening: int, firsts: list) -> int:
     the first pass's first accepted survivor (the opened first-factor and accept bits say which), else candidate 0."""
     from mpcdp.noise.auth_gaussian import FIRST
 
-    def bits(words: torch.Tensor) -> np.ndarray:
-        return ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1).numpy()
+    def bits(words: torch.Tensor) -> np.ndarray:  # opened bits come packed 64 to a word
+        return bit_authenticated.unpack(words.reshape(-1), 64 * words.numel()).numpy()
 
     selects, accepts = ([o.values for o in ctx.openings[first_opening:] if o.label == label and o.values is not None]
                         for label in ("dg-auth-select", "dg-auth-accept"))

@@ -101,6 +101,7 @@ from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_dealt import MASK_BITS, eda_mask, spread
 from mpcdp.noise.auth_exponent import exponent
+from mpcdp.noise.secure_gaussian import candidates_wanted
 
 CIRCUIT = ("dg-auth/9: dg-auth/8 with every mux's window masked by dealt bits (a half triple per product) and opened, so its products are half products (dg-auth/8: 256 full and 346 half per candidate, now 26 and 576); dg-auth/8: dg-auth/7 with each factor's word dealt and read only from its threshold table's lowest set bit up (v0, v1 from bit 16, v3 from 20, v4, v5 from 21, v_low from 2^-42: 105 dealt bits and half products fewer per survivor, 16 rounds fewer); dg-auth/7: dg-auth/6 with every party's bit-check σ share reduced mod 2^48 (the check's ring; dg-auth/6 sent its bits above 2^48, carries of party 0's dealt MAC shares); n as a two's complement word in the bit domain (the point's bits masked by the piece's width and s·I_0: k + 5 half products), its bits and I_1..I_8 crossed, n² the one product in Z_2^128 (dg-auth/5: 19 there); the plan of 9 pieces, the low factor on T's bits from 2^-42 (dgauss-grid/3; dg-auth/4 read all 32); bits in SPDZ2k's k = 1 domain (low bit of Z_2^48, s = 47, MAC shares dealt in 6 bytes; AND opens "
            "2 bits, 18⅛ dealt bytes, or 1 bit and 12⅛ bytes with a dealt factor's half triple; "
@@ -451,6 +452,12 @@ def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -
     return AuthPass(accept == 1, value)
 
 
+def pass_size(plan: dg.DiscreteGaussianPlan, need: float) -> int:
+    """Candidates a pass draws for ``need`` more samples: the semi-honest sampler's count
+    (:func:`~mpcdp.noise.secure_gaussian.candidates_wanted`), at most :data:`MAX_PASS`."""
+    return min(int(candidates_wanted(plan, need)), MAX_PASS)
+
+
 def sample_authenticated(ctx: MpcContext, count: int, plan: dg.DiscreteGaussianPlan, *,
                          stats: dict | None = None) -> AuthShared:
     """Authenticated shares (grid units, precision 0) of ``count`` i.i.d. draws of the sampler of ``plan``,
@@ -466,7 +473,7 @@ def sample_authenticated(ctx: MpcContext, count: int, plan: dg.DiscreteGaussianP
     have = 0
     while have < count:
         need = count - have
-        n = min(int(need / plan.acceptance + 4 * math.sqrt(need) + 8), MAX_PASS)
+        n = pass_size(plan, need)
         result = authenticated_pass(ctx, plan, n)
         stats["candidates"] += n
         stats["passes"] += 1

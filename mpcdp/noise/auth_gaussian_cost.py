@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -20,8 +19,8 @@ from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_B
 from mpcdp.mpc.auth_circuits import DealtHot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
-from mpcdp.noise.auth_gaussian import (FIRST, FIRST_FIELDS, MASK_BITS, MAX_PASS, SECOND_FIELDS, Domains, dealt_widths,
-                                       first_stage, second_stage)
+from mpcdp.noise.auth_gaussian import (FIRST, FIRST_FIELDS, MASK_BITS, SECOND_FIELDS, Domains, dealt_widths, first_stage,
+                                       pass_size, second_stage)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +156,7 @@ def passes(plan: dg.DiscreteGaussianPlan, count: int) -> list[int]:
     have = 0.0
     while count - have >= 0.5:
         need = count - have
-        n = min(int(need / plan.acceptance + 4 * math.sqrt(need) + 8), MAX_PASS)
+        n = pass_size(plan, need)
         drawn.append(n)
         have += min(need, n * plan.acceptance)
     return drawn

@@ -434,7 +434,7 @@ def declared_cost(candidates: list[int], plan: dg.DiscreteGaussianPlan, *, survi
     return cost
 
 
-def candidates_wanted(plan: dg.DiscreteGaussianPlan, need: int) -> float:
+def candidates_wanted(plan: dg.DiscreteGaussianPlan, need: float) -> float:
     """Candidates a pass draws for ``need`` more samples: the expected count plus a margin of 4√need + 8, so a
     second pass is rare (public: it depends on the plan's acceptance and on accept bits already opened)."""
     return need / plan.acceptance + 4 * math.sqrt(need) + 8
