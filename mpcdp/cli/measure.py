@@ -105,7 +105,8 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
                             "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
                             "equal to the committee's coin, which every member then holds) or 'release' (party 1 "
                             "sends its release share without its pairwise masks, to party 0); under --security "
-                            "malicious, 'dealer' (no coin: the candidates' bits are the dealer's), 'release' "
+                            "malicious, 'dealer' (no coin: the candidates' bits are the dealer's), 'window' (the "
+                            "muxes' masks 0: every party opens the windows themselves), 'release' "
                             "(party 1 sends its release input without its dealt mask, to party 0) or 'witness' "
                             "(with --bound, implied: party 1 sends its norm witness bits without its dealt bit "
                             "masks, to every other party)")

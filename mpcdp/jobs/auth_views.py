@@ -27,7 +27,8 @@ a score a role can compute from its own view of call i and a value x_j:
 ``accept bits`` (each party): the index of the first accepted candidate against x²/σ²;
 ``masked T`` (each party): the opened T − r of candidate 0, read as a signed number, against x²/σ²;
 ``masked window`` (each party): the opened first-factor window ⊕ ρ (dg-auth/9's masked mux) of the candidate
-    the call released, read as a number, against x²/σ² (the window itself correlates with x²/σ² at about 0.8);
+    the call released, read as a number, against that window itself (:func:`released_windows`: a function of
+    x; two-sided, a count);
 ``pooled bit parts`` (the coalition of every data party but the last, which the threat model lists as learning
     nothing): the XOR of its members' parts ⊕ S.
 
@@ -35,7 +36,9 @@ A sanity check ties the views to the run: every party's parts XORed with S must 
 in every call (the coalition of every data party knows the noise: :func:`mpcdp.noise.who_knows.noise_known_to`).
 
 ``plant`` ``"dealer"`` plants the leak issue 44 is about, moved to dg-auth: no coin, so W = R
-(:func:`mpcdp.noise.auth_gaussian.planted_no_coin`); the dealer's ``dealt bits`` then decode the sample itself.
+(:func:`mpcdp.noise.auth_dealt.planted_no_coin`); the dealer's ``dealt bits`` then decode the sample itself.
+``plant`` ``"window"`` plants a party leak: every mux's mask ρ is 0, so every party's ``masked window`` is the
+released candidate's first-factor window itself (:func:`mpcdp.noise.auth_dealt.planted_open_windows`).
 
 Power: for a match statistic, against a role that knows the candidates' bits in a quarter of the calls
 (q = 1/(2√π·σ), a discrete Gaussian's collision probability, the chance rate otherwise; :func:`match_power`;
@@ -77,6 +80,9 @@ from mpcdp.mpc import bit_authenticated
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
 
+WINDOW = "window"
+"""The planted party leak: every mux's mask ρ is 0, so each party opens the windows themselves
+(:func:`mpcdp.noise.auth_dealt.planted_open_windows`); the parties' ``masked window`` then reads the window."""
 POWER_FRACTION = 0.25  # the match statistics' alternative: the role knows the bits in this fraction of calls
 POWER_CORRELATION = 0.25
 
@@ -115,13 +121,15 @@ def auth_views_party(ctx: MpcContext, calls: int, sigma_units: float, plant: str
     from mpcdp.adapter import auth_bits
     from mpcdp.jobs.auth_release_views import auth_release_party
     from mpcdp.mpc import authenticated
-    from mpcdp.noise.auth_gaussian import planted_no_coin, sample_authenticated
+    from mpcdp.noise.auth_dealt import planted_no_coin, planted_open_windows
+    from mpcdp.noise.auth_gaussian import sample_authenticated
 
     plan = dg.plan_for(sigma_units)
     ctx.keep_values = True
     parts = auth_bits.record_parts()
     views, samples, requests = [], [], []
-    with planted_no_coin() if plant == "dealer" else contextlib.nullcontext():
+    plants = {"dealer": planted_no_coin, WINDOW: planted_open_windows}
+    with plants[plant]() if plant in plants else contextlib.nullcontext():
         for call in range(calls):
             first_opening, first_draw, before = len(ctx.openings), len(ctx.draws), adapter.dealer_requests_made()
             parts.clear()
@@ -236,6 +244,20 @@ def _count(values: np.ndarray, samples: np.ndarray, sigma: float) -> tuple[np.nd
     return np.outer(values - values.mean(), (samples / sigma) ** 2 - 1), True
 
 
+def _against(values: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, bool]:
+    return np.outer(values - values.mean(), targets - targets.mean()), True
+
+
+def released_windows(plan: dg.DiscreteGaussianPlan, samples: np.ndarray) -> np.ndarray:
+    """The first factor's window (T's bits at dg.GROUPS[FIRST]) of each released sample x: T = x²·G + Λ of x's
+    piece, a function of x alone, so it is what a party's ``masked window`` must not reveal."""
+    from mpcdp.noise.auth_gaussian import FIRST
+
+    x = np.asarray(samples, dtype=np.int64)
+    low, width, _ = dg.GROUPS[FIRST]
+    return (dg.exponent(plan, x, dg.piece_of(plan, x)) >> low) & ((1 << width) - 1)
+
+
 def power(statistic: str, sigma: float, calls: int, alpha: float, tests: int) -> tuple[float, str]:
     """(power, the alternative) of ``statistic`` at level α/``tests``."""
     if statistic in ("dealt bits", "coin", "own bit parts", "pooled bit parts"):
@@ -332,7 +354,8 @@ def _roles(result, plan: dg.DiscreteGaussianPlan, alpha: float, plant: str | Non
             ("own bit parts", *_match(np.array([decode(plan, v["own"] ^ v["coin"]) for v in mine]), samples)),
             ("accept bits", *_count(np.array([v["first_accepted"] for v in mine], float), samples, plan.sigma)),
             ("masked T", *_count(np.array([v["masked_t"] / 2.0 ** 63 for v in mine]), samples, plan.sigma)),
-            ("masked window", *_count(np.array([v["masked_window"] for v in mine], float), samples, plan.sigma))],
+            ("masked window", *_against(np.array([v["masked_window"] for v in mine], float),
+                                        released_windows(plan, samples)))],
             rel.party_tests(released[rank], noise, released, plan.sigma) if releases else [],
             {"release_received_from": sorted(released[rank][0]["masked"])} if releases else {}))
     coalition = views[:-1]  # every data party but the last: a coalition the threat model says learns nothing
@@ -409,9 +432,9 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     check_number(alpha, "--alpha", low=MIN_ALPHA, high=0.5, low_open=False,
                  note="each role's p is sampled from its permutation distribution down to α")
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
-    if plant not in (None, "dealer", PLANT, WITNESS):
-        raise ConfigError("--plant-leak under --security malicious must be 'dealer', 'release' or 'witness'. "
-                          f"Found {plant!r}.")
+    if plant not in (None, "dealer", WINDOW, PLANT, WITNESS):
+        raise ConfigError("--plant-leak under --security malicious must be 'dealer', 'window', 'release' or "
+                          f"'witness'. Found {plant!r}.")
     if plant in (PLANT, WITNESS) and releases < 1:
         raise ConfigError(f"--plant-leak {plant} needs --releases >= 10")
     bound = bound or plant == WITNESS

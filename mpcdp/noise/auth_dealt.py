@@ -1,5 +1,6 @@
 """The authenticated sampler's dealt material as its circuit holds it (:mod:`mpcdp.noise.auth_gaussian`, circuit
-dg-auth/9): the half triples of dealt bits spread to their columns, and the edaBits that mask T (step 4).
+dg-auth/9): the half triples of dealt bits spread to their columns, the edaBits that mask T (step 4) and the
+muxes' window masks; and the view audit's planted leaks on them (never in a run).
 
 Security model: that of :mod:`mpcdp.mpc.authenticated` (the dealer honest and colluding with nobody); nothing here
 opens or sends anything: it reshapes what :mod:`mpcdp.adapter.auth_bits` deals. Cost: the edaBit's, 6·64 + 32
@@ -7,6 +8,8 @@ bytes per candidate, and 61 half triples (12⅛ bytes each), dealt to one party.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -50,3 +53,38 @@ def eda_mask(ctx: MpcContext, n: int) -> tuple[Dealt, AuthShared]:
                                             BitShared(c.reshape(n, k), c_mac.reshape(n, k))), n, MASK_BITS, halves)
     bits = Dealt(BitShared(value, mac), torch.zeros(n, MASK_BITS, dtype=torch.int64), full.half, full.has)
     return bits.by_columns(), AuthShared(r_value, r_mac, 0)
+
+
+PLANTED: set[str] = set()
+"""The view audit's planted leaks in force in this process (never in a run): "no coin", "open windows"."""
+
+
+@contextlib.contextmanager
+def _planting(leak: str):
+    PLANTED.add(leak)
+    try:
+        yield
+    finally:
+        PLANTED.discard(leak)
+
+
+def planted_no_coin():
+    """The view audit's planted dealer leak (``mpcdp audit views --security malicious --plant-leak dealer``):
+    the coin is all zeros, so every candidate bit is the dealer's R (W = R without the coin)."""
+    return _planting("no coin")
+
+
+def planted_open_windows():
+    """The view audit's planted party leak (``--plant-leak window``): every mux's mask ρ is 0 and its half
+    triples' c = ρ·b too (every MAC still holds), so window ⊕ ρ opens the window itself to every party."""
+    return _planting("open windows")
+
+
+def window_masks(ctx: MpcContext, n: int, width: int, columns: list[int]):
+    """The muxes' dealt masks ρ ((n, width), :class:`~mpcdp.adapter.auth_bits.MaskBits`) with a half triple per
+    entry of ``columns`` (:func:`mpcdp.mpc.bit_authenticated.dealt_rows`); zeros under the planted leak."""
+    rho, half = bit_authenticated.dealt_rows(ctx, n, width, columns, masks=True)
+    if "open windows" not in PLANTED:
+        return rho, half
+    zero = lambda x: BitShared(torch.zeros_like(x.value), torch.zeros_like(x.mac))  # noqa: E731
+    return zero(rho), None if half is None else bit_authenticated.Halves(half.b, zero(half.c))

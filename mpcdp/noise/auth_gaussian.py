@@ -85,7 +85,6 @@ half product costs 12⅛ bytes against the semi-honest circuit's packed bits: is
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from typing import Any, Callable
@@ -99,7 +98,7 @@ from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_dealt import MASK_BITS, eda_mask, spread
+from mpcdp.noise.auth_dealt import MASK_BITS, PLANTED, eda_mask, spread, window_masks
 from mpcdp.noise.auth_exponent import exponent
 from mpcdp.noise.secure_gaussian import candidates_wanted
 
@@ -331,21 +330,6 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
     return value, accept
 
 
-_PLANTED = False  # the view audit's planted leak: no coin, so a candidate's bits are the dealt bits R
-
-
-@contextlib.contextmanager
-def planted_no_coin():
-    """The view audit's planted dealer leak (``mpcdp audit views --security malicious --plant-leak dealer``):
-    the coin is all zeros, so every candidate bit is the dealer's R (W = R without the coin). Never in a run."""
-    global _PLANTED
-    _PLANTED = True
-    try:
-        yield
-    finally:
-        _PLANTED = False
-
-
 class _Coin:
     """A pass's committed coin: one stream every party derives alike, read in order (the first stage's bits,
     then the survivors')."""
@@ -358,7 +342,7 @@ class _Coin:
         """(n, width) public bits of the coin, noted in this party's view of both domains (and, with
         ``ctx.keep_values``, kept under ``label`` for the view audit)."""
         words = self.stream.words(math.ceil(n * width / 64))
-        if _PLANTED:
+        if "no coin" in PLANTED:
             words = torch.zeros_like(words)
         authenticated.note_public(self.ctx, label, words)
         bit_authenticated.note_public(self.ctx, label, words)
@@ -426,7 +410,8 @@ def _domains(ctx: MpcContext) -> Domains:
     return Domains(BitArith(ctx, "dg-auth-bits"), AuthArith(ctx, "dg-auth"),
                    lambda x: bit_authenticated.to_arithmetic(ctx, x, label="dg-auth-cross"),
                    lambda x, label: _checked_decision(ctx, x, label),
-                   lambda n, width, columns: bit_authenticated.dealt_rows(ctx, n, width, columns, masks=True))
+                   lambda n, width, columns: window_masks(ctx, n, width, columns))
+
 
 
 @dataclasses.dataclass
