@@ -413,7 +413,6 @@ def _domains(ctx: MpcContext) -> Domains:
                    lambda n, width, columns: window_masks(ctx, n, width, columns))
 
 
-
 @dataclasses.dataclass
 class AuthPass:
     """One pass: the opened (MAC-checked) accept bits and the candidates' authenticated values."""
