@@ -177,12 +177,12 @@ def test_the_dealers_bits_without_the_coin_are_found_from_the_command_line(tmp_p
 def test_windows_opened_without_their_masks_are_found():
     """--plant-leak window: every mux's mask ρ is 0 (its half triples' c = ρ·b too, so every MAC holds and the run
     releases), so every party opens the windows themselves. Each party's `masked window` (the released
-    candidate's opened window against that window of x) then correlates exactly: z = √(calls − 1). Its sampled p
-    resolves α = NULL_ALPHA = 2e-6 over the party's 5 statistics unless a random permutation can tie the
-    identity (probability Π k_g!/calls! over the windows' tie groups: 73% of the windows are 0 at any σ) or every
-    window is alike: in 2,000,000 simulated runs of 80 calls that probability exceeded 1/100 of the level in
-    2.5e-6 of them (3.6e-4 at 60 calls, 0.49 at 30). The dealer and the coalition, which see no opening, are not
-    (2 roles at 2e-6)."""
+    candidate's opened window against that window of x) then correlates exactly: z = √(calls − 1). The party is
+    reported dependent at α = NULL_ALPHA = 2e-6 (5 statistics) when none of the N = 5·10⁶ permutations its p
+    samples ties the identity; one ties with probability P = Π k_g!/calls! over the windows' tie groups (73% of
+    the windows are 0 at any σ), and every window alike leaves nothing to find. Over 10⁶ simulated runs of 80
+    calls (window counts drawn from the sampler's own pmf), E[1 − e^(−N·P)] plus P(all alike) is 9.8e-7 (1.2e-4
+    at 60 calls). The dealer and the coalition, which see no opening, are not (2 roles at 2e-6)."""
     report = auth_views.run_auth_views(parties=3, calls=80, sigma=16.0, alpha=NULL_ALPHA, plant="window")
     assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "dependent",
                                  "party 2": "dependent", "parties 0 and 1": "independent"}

@@ -46,6 +46,20 @@ def test_bad_arguments_are_named(capsys):
     assert "`--dim` must be an integer >= 1. Found 0." in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("security, plant, refusal", [
+    ("semi-honest", "window", "--plant-leak must be 'dealer', 'release' or 'party J'"),
+    ("malicious", "party 1", "--plant-leak under --security malicious must be 'dealer', 'window', 'release' or 'witness'")])
+def test_an_audit_refused_before_its_parties_start_prints_its_refusal_alone(security, plant, refusal, capsys):
+    """`mpcdp audit views` with a plant its security level does not have: exit 2 and the one line naming the
+    allowed plants; no progress bar was drawn (it is drawn at the parties' first report, none started)."""
+    from mpcdp.cli import main
+
+    assert main(["audit", "views", "--security", security, "--parties", "3", "--calls", "20", "--plant-leak",
+                 plant]) == 2
+    err = capsys.readouterr().err
+    assert refusal in err and "audit views [" not in err
+
+
 def test_noise_prints_a_validated_json_line_with_costs():
     # two chunks, as before at 3,000. The command's validation is a family-wise test at --alpha on fresh
     # randomness; this test is about the command, so it asks for α = 1e-9 (a gross error still fails it) instead of

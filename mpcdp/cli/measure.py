@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from mpcdp import providers
 from mpcdp.errors import ConfigError
@@ -120,8 +121,6 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_audit_views(ns: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from mpcdp.jobs.views import run_views
 
     check_integer(ns.parties, "--parties", minimum=2)
@@ -141,19 +140,38 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
         if ns.provider != "dealer":
             raise ConfigError("`--security malicious` needs `--provider dealer` (security with abort has an honest "
                               "dealer)")
-        with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [malicious, m = {ns.parties}]",
-                  file=sys.stderr) as bar:
+        with _bar_on_progress(total=ns.calls + ns.releases, unit="call",
+                              desc=f"audit views [malicious, m = {ns.parties}]") as progress:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
                                     plant=ns.plant_leak, releases=ns.releases, dim=ns.dim, bound=ns.bound,
-                                    progress=lambda done, total: bar.update(done - bar.n))
+                                    progress=progress)
         return _print_views(report, ns.out)
-    with tqdm(total=ns.calls + ns.releases, unit="call", desc=f"audit views [{ns.provider}, m = {ns.parties}]",
-              file=sys.stderr) as bar:
+    with _bar_on_progress(total=ns.calls + ns.releases, unit="call",
+                          desc=f"audit views [{ns.provider}, m = {ns.parties}]") as progress:
         report = run_views(parties=ns.parties, provider=ns.provider, calls=ns.calls, sigma=ns.sigma,
                            alpha=ns.alpha, plant=ns.plant_leak, committee=ns.noise_committee,
-                           releases=ns.releases, dim=ns.dim,
-                           progress=lambda done, total: bar.update(done - bar.n))
+                           releases=ns.releases, dim=ns.dim, progress=progress)
     return _print_views(report, ns.out)
+
+
+@contextlib.contextmanager
+def _bar_on_progress(**bar: Any) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback whose tqdm bar (on stderr) is drawn at the first report the run's parties make: a
+    run refused before any process starts (a bad plant, a bad σ) prints its refusal alone."""
+    from tqdm import tqdm
+
+    drawn: list[Any] = []
+
+    def progress(done: int, total: int) -> None:
+        if not drawn:
+            drawn.append(tqdm(file=sys.stderr, **bar))
+        drawn[0].update(done - drawn[0].n)
+
+    try:
+        yield progress
+    finally:
+        for shown in drawn:
+            shown.close()
 
 
 def _print_views(report: dict, out: str | None) -> int:
@@ -184,7 +202,6 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
     import time
 
     import numpy as np
-    from tqdm import tqdm
 
     from mpcdp.learning.mechanisms import MECHANISMS, NoiseSpec, sample_noise
     from mpcdp.noise.validate import validate_normal
@@ -210,11 +227,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         runs = [config] + ([dataclasses.replace(config, security="semi-honest")] if config.security == "malicious" else [])
         results = []
         for run in runs:  # under security = "malicious", the semi-honest run next to it: its cost, side by side
-            with tqdm(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC ({run.security})",
-                      file=sys.stderr) as bar:
-                def progress(done: int, total: int) -> None:
-                    bar.update(done - bar.n)
-
+            with _bar_on_progress(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC ({run.security})") as progress:
                 results.append(run_job(noise_party, run, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
                                        job={"name": "noise", "samples": ns.samples, "mode": ns.mode,
                                             "sigma": ns.sigma, "chunk": chunk}, progress=progress))
