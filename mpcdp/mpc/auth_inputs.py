@@ -24,7 +24,6 @@ the dealer to party 0, 32·m bytes per word (64·m with its square) and per bit.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 import torch
@@ -35,6 +34,7 @@ from mpcdp.adapter.square_masks import AuthMaskSquares
 from mpcdp.mpc import dealt_ahead
 from mpcdp.mpc.authenticated import AuthShared, _Session, _session, _stacked, add_constant, add_public, add_public_wide
 from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.plants import planting
 
 _UNMASKED_BITS: set[int] = set()  # the view audit's planted leaks in force in this process (never in a run)
 
@@ -133,7 +133,6 @@ def _stacked_pair(pairs: list) -> Wide:
     return Wide(rows("lo"), rows("hi")).reshape(2, len(pairs), -1)
 
 
-@contextlib.contextmanager
 def planted_unmasked_bits(party: int):
     """Within the block, in this process, :func:`input_words_and_bits` leaves out ``party``'s dealt bit masks:
     that party sends its bits β themselves as d and every party sets [[β]] = d, a public constant (so the bits,
@@ -141,8 +140,4 @@ def planted_unmasked_bits(party: int):
     party's witness bits, which give its contribution away. Only the view audit (``mpcdp audit views --security
     malicious --plant-leak witness``, :mod:`mpcdp.jobs.auth_release_views`) uses it, on every party at once;
     a run never does."""
-    _UNMASKED_BITS.add(party)
-    try:
-        yield
-    finally:
-        _UNMASKED_BITS.discard(party)
+    return planting(_UNMASKED_BITS, party)

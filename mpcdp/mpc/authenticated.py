@@ -78,7 +78,6 @@ party 0; a square half of that (n elements, 64 bytes). Measured: ``benchmarks/re
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import weakref
@@ -90,6 +89,7 @@ from mpcdp.adapter.mac_material import RING, AuthMasks, AuthRandoms, AuthSquares
 from mpcdp.errors import MacCheckFailed
 from mpcdp.mpc import coin, dealt_ahead
 from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.plants import planting
 from mpcdp.randomness import secure_key
 
 S_BITS = 64
@@ -427,7 +427,6 @@ def input_sum(ctx: MpcContext, encoded: torch.Tensor, *, precision: int, label: 
     return AuthShared(value.reshape(*encoded.shape), mac.reshape(*encoded.shape), precision)
 
 
-@contextlib.contextmanager
 def planted_unmasked_input(party: int):
     """Within the block, in this process, :func:`input_sum` leaves out ``party``'s dealt mask: that party sends
     its x in the clear and every party leaves [[r_party]] out of the sum (so the sum, and its MACs, are
@@ -435,11 +434,7 @@ def planted_unmasked_input(party: int):
     chunk's) then receives that party's input. Only the view audit (``mpcdp audit views --security malicious
     --plant-leak release``, :mod:`mpcdp.jobs.auth_release_views`) uses it, on every party at once, to show
     that it detects such a contribution; a run never does."""
-    _UNMASKED_INPUTS.add(party)
-    try:
-        yield
-    finally:
-        _UNMASKED_INPUTS.discard(party)
+    return planting(_UNMASKED_INPUTS, party)
 
 
 def mac_key_share(ctx: MpcContext) -> torch.Tensor:

@@ -33,7 +33,6 @@ Declared costs per call on n words (:func:`declared_cost_table_factors`, :func:`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -49,6 +48,7 @@ from mpcdp.mpc import binary, chunk_flags
 from mpcdp.mpc.binary import lane_parity, low_mask, open_packed, rotated_one_hots
 from mpcdp.mpc.chunk_forms import ChunkForms
 from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.plants import planting
 from mpcdp.mpc.ring import ShiftedAnds, public_xor
 from mpcdp.mpc.run_streams import pack_runs, run_words, unpack_runs
 
@@ -352,15 +352,6 @@ def _super_tops(ctx: MpcContext, flags: torch.Tensor, supers: int, *, label: str
 _PLANTED: set[str] = set()  # the view audit's planted leaks in force in this process (never in a run)
 
 
-@contextlib.contextmanager
-def _planting(leak: str):
-    _PLANTED.add(leak)
-    try:
-        yield
-    finally:
-        _PLANTED.discard(leak)
-
-
 def planted_dealer_tables():
     """Within the block, in this process, the sampler reads its Bernoulli factors from the dealer's tables
     (:func:`table_factors`, circuit dg-mpc/5) where the provider has a dealer. **A planted leak**: the
@@ -368,7 +359,7 @@ def planted_dealer_tables():
     released noise (it knows, for every candidate, which window values pass). Only the view audit
     (``mpcdp audit views --plant-leak dealer``, :mod:`mpcdp.jobs.views`) uses it, to show that the audit
     detects such a dealer; a run never does."""
-    return _planting("dealer tables")
+    return planting(_PLANTED, "dealer tables")
 
 
 def planted_member_words():
@@ -376,7 +367,7 @@ def planted_member_words():
     uniform word is the committee's coin S itself. **A planted leak**: every member then knows every
     factor's word. Only the view audit (``mpcdp audit views --plant-leak party J``) uses it, on every member
     at once (the words must agree), to show that it detects such a member; a run never does."""
-    return _planting("member words")
+    return planting(_PLANTED, "member words")
 
 
 def _zero_one_hots(ctx: MpcContext, hots: torch.Tensor, windows: list[tuple[int, int]]) -> torch.Tensor:

@@ -15,13 +15,14 @@ Cost: establishing seeds — 1 round, m(m−1)/2 messages of 32 bytes; each zero
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import secrets
 from typing import Callable
 
 import numpy as np
 import torch
+
+from mpcdp.mpc.plants import planting
 
 SEED_BYTES = 32
 _UNMASKED: set[int] = set()  # the view audit's planted leak in force in this process (never in a run)
@@ -75,15 +76,10 @@ class PairwiseMasks:
         return total.reshape(shape)
 
 
-@contextlib.contextmanager
 def planted_unmasked(party: int):
     """Within the block, in this process, every zero sharing leaves out the pairs of ``party``: its share is
     no longer masked (the others' masks still cancel, so every sum is unchanged). **A planted leak**: a
     party's masked input is then its input (plus its noise share) in the clear to whoever receives it. Only
     the view audit (``mpcdp audit views --plant-leak release``, :mod:`mpcdp.jobs.views`) uses it, on every
     party at once, to show that it detects such a share; a run never does."""
-    _UNMASKED.add(party)
-    try:
-        yield
-    finally:
-        _UNMASKED.discard(party)
+    return planting(_UNMASKED, party)

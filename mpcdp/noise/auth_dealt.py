@@ -9,8 +9,6 @@ bytes per candidate, and 61 half triples (12⅛ bytes each), dealt to one party.
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
 from mpcdp.adapter.auth_bits import EdaBits
@@ -19,6 +17,7 @@ from mpcdp.mpc.auth_circuits import Dealt
 from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
+from mpcdp.mpc.plants import planting
 from mpcdp.noise import discrete_gaussian as dg
 
 MASK_BITS = 64
@@ -59,25 +58,17 @@ PLANTED: set[str] = set()
 """The view audit's planted leaks in force in this process (never in a run): "no coin", "open windows"."""
 
 
-@contextlib.contextmanager
-def _planting(leak: str):
-    PLANTED.add(leak)
-    try:
-        yield
-    finally:
-        PLANTED.discard(leak)
-
 
 def planted_no_coin():
     """The view audit's planted dealer leak (``mpcdp audit views --security malicious --plant-leak dealer``):
     the coin is all zeros, so every candidate bit is the dealer's R (W = R without the coin)."""
-    return _planting("no coin")
+    return planting(PLANTED, "no coin")
 
 
 def planted_open_windows():
     """The view audit's planted party leak (``--plant-leak window``): every mux's mask ρ is 0 and its half
     triples' c = ρ·b too (every MAC still holds), so window ⊕ ρ opens the window itself to every party."""
-    return _planting("open windows")
+    return planting(PLANTED, "open windows")
 
 
 def window_masks(ctx: MpcContext, n: int, width: int, columns: list[int]):
