@@ -4,16 +4,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mpcdp import providers
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
-from mpcdp.cli.options import _config, _provider_help, _add_mpc_options
+from mpcdp.cli.options import _config, _provider_help, _add_mpc_options, bar_on_progress
 
 
 def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
@@ -140,38 +139,18 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
         if ns.provider != "dealer":
             raise ConfigError("`--security malicious` needs `--provider dealer` (security with abort has an honest "
                               "dealer)")
-        with _bar_on_progress(total=ns.calls + ns.releases, unit="call",
+        with bar_on_progress(total=ns.calls + ns.releases, unit="call",
                               desc=f"audit views [malicious, m = {ns.parties}]") as progress:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
                                     plant=ns.plant_leak, releases=ns.releases, dim=ns.dim, bound=ns.bound,
                                     progress=progress)
         return _print_views(report, ns.out)
-    with _bar_on_progress(total=ns.calls + ns.releases, unit="call",
+    with bar_on_progress(total=ns.calls + ns.releases, unit="call",
                           desc=f"audit views [{ns.provider}, m = {ns.parties}]") as progress:
         report = run_views(parties=ns.parties, provider=ns.provider, calls=ns.calls, sigma=ns.sigma,
                            alpha=ns.alpha, plant=ns.plant_leak, committee=ns.noise_committee,
                            releases=ns.releases, dim=ns.dim, progress=progress)
     return _print_views(report, ns.out)
-
-
-@contextlib.contextmanager
-def _bar_on_progress(**bar: Any) -> Iterator[Callable[[int, int], None]]:
-    """A progress callback whose tqdm bar (on stderr) is drawn at the first report the run's parties make: a
-    run refused before any process starts (a bad plant, a bad σ) prints its refusal alone."""
-    from tqdm import tqdm
-
-    drawn: list[Any] = []
-
-    def progress(done: int, total: int) -> None:
-        if not drawn:
-            drawn.append(tqdm(file=sys.stderr, **bar))
-        drawn[0].update(done - drawn[0].n)
-
-    try:
-        yield progress
-    finally:
-        for shown in drawn:
-            shown.close()
 
 
 def _print_views(report: dict, out: str | None) -> int:
@@ -227,7 +206,7 @@ def _cmd_noise(ns: argparse.Namespace) -> int:
         runs = [config] + ([dataclasses.replace(config, security="semi-honest")] if config.security == "malicious" else [])
         results = []
         for run in runs:  # under security = "malicious", the semi-honest run next to it: its cost, side by side
-            with _bar_on_progress(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC ({run.security})") as progress:
+            with bar_on_progress(total=ns.samples, unit="sample", desc=f"{ns.mode} in MPC ({run.security})") as progress:
                 results.append(run_job(noise_party, run, args=(ns.samples, ns.mode, ns.sigma, ns.seed, chunk),
                                        job={"name": "noise", "samples": ns.samples, "mode": ns.mode,
                                             "sigma": ns.sigma, "chunk": chunk}, progress=progress))

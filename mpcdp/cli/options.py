@@ -1,10 +1,12 @@
 """Option groups that several ``mpcdp`` commands share (the MPC configuration, a run's own-data files, what a run
-writes, a protocol's variants)."""
+writes, a protocol's variants), and their progress bar drawn at a run's first report."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import contextlib
+import sys
+from typing import Any, Callable, Iterator
 
 from mpcdp import providers
 from mpcdp.config import MpcConfig, resolve_mpc
@@ -101,3 +103,23 @@ def _config(ns: argparse.Namespace, parties: int, protocol: str | None = None) -
 
         table, where = read_protocol(protocol).get("mpc", {}), f" in {protocol!r}"
     return resolve_mpc(table, where, given_mpc(ns)).for_parties(parties)
+
+
+@contextlib.contextmanager
+def bar_on_progress(**bar: Any) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback whose tqdm bar (on stderr) is drawn at the first report the run's parties make: a
+    run refused before any process starts (a bad plant, a bad σ, a bad setting) prints its refusal alone."""
+    from tqdm import tqdm
+
+    drawn: list[Any] = []
+
+    def progress(done: int, total: int) -> None:
+        if not drawn:
+            drawn.append(tqdm(file=sys.stderr, **bar))
+        drawn[0].update(done - drawn[0].n)
+
+    try:
+        yield progress
+    finally:
+        for shown in drawn:
+            shown.close()

@@ -131,17 +131,15 @@ def _audit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_audit(ns: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from mpcdp.cli.options import bar_on_progress
     from mpcdp.jobs import audit
     from mpcdp.jobs.train import plan_from
 
     check_number(ns.confidence, "--confidence", low=0, high=1)
     plan = plan_from(ns.protocol, backend=ns.backend, mpc={"timeout_s": ns.timeout})
-    with tqdm(total=ns.runs, unit="run", desc=f"audit {plan.name} [{ns.backend}, {ns.setting}]", file=sys.stderr) as bar:
+    with bar_on_progress(total=ns.runs, unit="run", desc=f"audit {plan.name} [{ns.backend}, {ns.setting}]") as progress:
         report = audit.run_audit(plan, backend=ns.backend, setting=ns.setting, canaries=ns.canaries, runs=ns.runs,
-                                 confidence=ns.confidence, seed=ns.seed,
-                                 progress=lambda done, total: bar.update(done - bar.n))
+                                 confidence=ns.confidence, seed=ns.seed, progress=progress)
     if ns.out:
         command = "mpcdp " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["audit"] else None
         written = audit.write(report, ns.out, command)
