@@ -29,12 +29,17 @@ from mpcdp.runtime.harness import run_job
 SECURITY = ("semi-honest", "malicious")
 
 
+def _sample(parties: int, security: str, samples: int, sigma: float, delay_ms: float = 0.0):
+    """``mpcdp noise``'s job at m = ``parties`` under ``security`` (an injected one-way delay of ``delay_ms``)."""
+    config = MpcConfig(parties=parties, security=security, timeout_s=600, link_delay_ms=delay_ms)
+    return run_job(noise_party, config, args=(samples, "dgauss", sigma, None, samples))
+
+
 def run(parties: int, samples: int, sigma: float) -> dict:
     row: dict = {"parties": parties, "samples": samples, "sigma": sigma}
     for security in SECURITY:
         print(f"m = {parties}, {samples} samples, {security} ...", file=sys.stderr, flush=True)
-        result = run_job(noise_party, MpcConfig(parties=parties, security=security, timeout_s=600),
-                         args=(samples, "dgauss", sigma, None, samples))
+        result = _sample(parties, security, samples, sigma)
         summary = cost_summary(result.values, result.dealer, samples)
         first = result.values[0]
         row[security] = {"bytes_per_sample": summary["bytes_per_sample"], "dealer_bytes": summary["dealer_bytes"],
@@ -54,8 +59,7 @@ def delayed(parties: int, samples: int, sigma: float, delay_ms: float) -> dict:
     row: dict = {"parties": parties, "samples": samples, "delay_ms": delay_ms}
     for security in SECURITY:
         print(f"m = {parties}, {samples} samples, {security}, {delay_ms:g} ms ...", file=sys.stderr, flush=True)
-        result = run_job(noise_party, MpcConfig(parties=parties, security=security, timeout_s=600,
-                                                link_delay_ms=delay_ms), args=(samples, "dgauss", sigma, None, samples))
+        result = _sample(parties, security, samples, sigma, delay_ms)
         row[security] = {"wall_s": max(r["wall_s"] for r in result.values),
                          "rounds": max(r["rounds"] for r in result.values)}
     row["wall_ratio"] = row["malicious"]["wall_s"] / row["semi-honest"]["wall_s"]
