@@ -5,8 +5,9 @@ counted per job, stage, kind and outcome, and the MAC check's success rate at a 
 
 The harness (tests/deviation_harness.py) simulates every data party in one process on mpcdp's own protocol code
 and alters one message of one party (or its dealt material). Jobs: ``sum`` (the authenticated sum released, 3
-values), ``bounded`` (the release with bounded inputs, 3 values) and ``full`` (1 sample of dg-auth/9, bounded
-inputs, the noise added, the release: every stage). Outcomes per honest party: ``mac`` (its MAC check failed),
+values), ``bounded`` (the release with bounded inputs, 3 values), ``full`` (1 sample of dg-auth/9, bounded
+inputs, the noise added, the release: every stage) and ``full, fewer-rounds`` (the same with dg-auth/10,
+``malicious_sampler = "fewer-rounds"``). Outcomes per honest party: ``mac`` (its MAC check failed),
 ``peer`` (stopped as another party stopped), ``same`` (released the honest output), ``no effect`` (the message
 was unchanged), and for the cheater's own masked input ``substituted``, ``bound``, ``flag``. Any other outcome
 (a different release) stops the sweep with the deviation that caused it. Then the vectorised model of the check
@@ -27,7 +28,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 
 import deviation_harness as H  # noqa: E402 - the harness lives with the tests
 from mpcdp.jobs.report import write_record  # noqa: E402
-from mpcdp.noise.auth_gaussian import CIRCUIT  # noqa: E402
+from mpcdp.noise.auth_gaussian import CIRCUIT, CIRCUITS  # noqa: E402
 
 
 def stage(label: str) -> str:
@@ -54,7 +55,8 @@ def stage(label: str) -> str:
 
 
 def sweep(m: int, name: str, trials: int, seed: int) -> tuple[dict, float]:
-    jobs = {"sum": H.sum_job(3, seed), "bounded": H.bounded_job(3, seed), "full": H.full_job(1, seed)}
+    jobs = {"sum": H.sum_job(3, seed), "bounded": H.bounded_job(3, seed), "full": H.full_job(1, seed),
+            "full, fewer-rounds": H.full_job(1, seed, sampler="fewer-rounds")}
     job, rng = jobs[name], random.Random(seed)
     honest, sends, fetches = H.events(m, job, seed)
     counts: collections.Counter = collections.Counter()
@@ -111,13 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sum", type=int, default=1000, help="deviations of the sum job per m")
     parser.add_argument("--bounded", type=int, default=500, help="deviations of the bounded release per m")
     parser.add_argument("--full", type=int, default=20, help="deviations of the full job (sampler included) per m")
+    parser.add_argument("--fewer-rounds", type=int, default=20,
+                        help="deviations of the full job under malicious_sampler 'fewer-rounds' (dg-auth/10) per m")
     parser.add_argument("--model", type=int, default=100_000, help="checks per kind, s and m in the model")
     parser.add_argument("--seed", type=int, default=48)
     parser.add_argument("--out", default="benchmarks/results/deviations")
     ns = parser.parse_args(argv)
     command = ("python -m benchmarks.deviations " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    record = run(ns.parties, {"sum": ns.sum, "bounded": ns.bounded, "full": ns.full}, ns.model, ns.seed)
-    write_record(ns.out, {"command": command, "authenticated_circuit": CIRCUIT, **record},
+    record = run(ns.parties, {"sum": ns.sum, "bounded": ns.bounded, "full": ns.full,
+                              "full, fewer-rounds": ns.fewer_rounds}, ns.model, ns.seed)
+    write_record(ns.out, {"command": command, "authenticated_circuit": CIRCUIT,
+                          "fewer_rounds_circuit": CIRCUITS["fewer-rounds"], **record},
                  markdown(record, command))
     return 0
 

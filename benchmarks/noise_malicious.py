@@ -1,12 +1,13 @@
-"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuit dg-auth/9) beside the
-semi-honest one (dg-mpc): bytes, rounds, time and CPU per sample, both in the same invocation.
+"""The authenticated in-MPC discrete Gaussian (``security = "malicious"``, circuits dg-auth/9 and, with
+``malicious_sampler = "fewer-rounds"``, dg-auth/10) beside the semi-honest one (dg-mpc): bytes, rounds, time and
+CPU per sample, all three in the same invocation.
 
     .venv/bin/python -m benchmarks.noise_malicious --parties 3 --samples 1000
 
 Each setting runs ``mpcdp noise``'s job (:func:`mpcdp.jobs.noise.noise_party`: the sampler metered on its own,
 then a validation opening, MAC-checked under ``malicious``), σ = 1 at the default precision; bytes are every
 party's plus the dealer's (:func:`mpcdp.jobs.noise.cost_summary`), over the samples. Issue 48's target is
-≤ 2.5× the semi-honest bytes per sample and ≤ 2× its time. With ``--link-delay-ms``, both modes run again at each
+≤ 2.5× the semi-honest bytes per sample and ≤ 2× its time. With ``--link-delay-ms``, every mode runs again at each
 one-way delay the transport injects per round (``MpcConfig.link_delay_ms``, dealer round trips included), as on
 separate hosts: the time ratio there tends to the rounds ratio, where on this host's loopback it is the CPU's.
 """
@@ -22,22 +23,27 @@ from mpcdp.jobs.noise import cost_summary, noise_party
 from mpcdp.jobs.report import machine_line, write_record
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.adapter.auth_bits import BIT_BYTES, BIT_TRIPLE_BYTES, DA_BYTES, EDA_BYTES, HALF_BYTES, ONE_HOT_BYTES
-from mpcdp.noise.auth_gaussian import CIRCUIT, FIRST, FIRST_FIELDS, SECOND_FIELDS, dealt_widths
-from mpcdp.noise.auth_gaussian_cost import dealt_breakdown as breakdown, products_per_candidate
+from mpcdp.noise.auth_fields import FIRST_FIELDS, SECOND_FIELDS, dealt_widths
+from mpcdp.noise.auth_gaussian import CIRCUIT, CIRCUITS
+from mpcdp.noise.auth_gaussian_cost import dealt_breakdown as breakdown, per_candidate, products_per_candidate
 from mpcdp.runtime.harness import run_job
 
-SECURITY = ("semi-honest", "malicious")
+MODES = {"semi-honest": ("semi-honest", "fewer-bytes"), "malicious": ("malicious", "fewer-bytes"),
+         "fewer-rounds": ("malicious", "fewer-rounds")}
+"""Each mode's (security, malicious_sampler): semi-honest, dg-auth/9 (the default plan), dg-auth/10."""
 
 
-def _sample(parties: int, security: str, samples: int, sigma: float, delay_ms: float = 0.0):
-    """``mpcdp noise``'s job at m = ``parties`` under ``security`` (an injected one-way delay of ``delay_ms``)."""
-    config = MpcConfig(parties=parties, security=security, timeout_s=600, link_delay_ms=delay_ms)
+def _sample(parties: int, mode: str, samples: int, sigma: float, delay_ms: float = 0.0):
+    """``mpcdp noise``'s job at m = ``parties`` in ``mode`` (an injected one-way delay of ``delay_ms``)."""
+    security, plan = MODES[mode]
+    config = MpcConfig(parties=parties, security=security, malicious_sampler=plan, timeout_s=600,
+                       link_delay_ms=delay_ms)
     return run_job(noise_party, config, args=(samples, "dgauss", sigma, None, samples))
 
 
 def run(parties: int, samples: int, sigma: float) -> dict:
     row: dict = {"parties": parties, "samples": samples, "sigma": sigma}
-    for security in SECURITY:
+    for security in MODES:
         print(f"m = {parties}, {samples} samples, {security} ...", file=sys.stderr, flush=True)
         result = _sample(parties, security, samples, sigma)
         summary = cost_summary(result.values, result.dealer, samples)
@@ -48,21 +54,28 @@ def run(parties: int, samples: int, sigma: float) -> dict:
                          "cpu_us_per_sample_by_party": summary["cpu_us_per_sample_by_party"],
                          "dealer_cpu_us_per_sample": summary["dealer_cpu_us_per_sample"],
                          "candidates": first["candidates"], "accepted": first["accepted"]}
-    mal, semi = row["malicious"], row["semi-honest"]
-    row["bytes_ratio"] = mal["bytes_per_sample"] / semi["bytes_per_sample"]
-    row["wall_ratio"] = mal["wall_s"] / semi["wall_s"]
+    _ratios(row, ("bytes_per_sample", "wall_s"))
     return row
+
+
+def _ratios(row: dict, keys: tuple[str, ...]) -> None:
+    """Each malicious mode's ratio to semi-honest, per key (``bytes_ratio``, ``wall_ratio``; dg-auth/10's
+    ``fewer_rounds_bytes_ratio``, ``fewer_rounds_wall_ratio``)."""
+    for key in keys:
+        name = key.split("_")[0] + "_ratio"
+        row[name] = row["malicious"][key] / row["semi-honest"][key]
+        row["fewer_rounds_" + name] = row["fewer-rounds"][key] / row["semi-honest"][key]
 
 
 def delayed(parties: int, samples: int, sigma: float, delay_ms: float) -> dict:
     """Both modes' sampling wall (and rounds) at an injected one-way delay of ``delay_ms`` per round."""
     row: dict = {"parties": parties, "samples": samples, "delay_ms": delay_ms}
-    for security in SECURITY:
+    for security in MODES:
         print(f"m = {parties}, {samples} samples, {security}, {delay_ms:g} ms ...", file=sys.stderr, flush=True)
         result = _sample(parties, security, samples, sigma, delay_ms)
         row[security] = {"wall_s": max(r["wall_s"] for r in result.values),
                          "rounds": max(r["rounds"] for r in result.values)}
-    row["wall_ratio"] = row["malicious"]["wall_s"] / row["semi-honest"]["wall_s"]
+    _ratios(row, ("wall_s",))
     return row
 
 
@@ -75,6 +88,8 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
         f"{ands * r['malicious']['candidates'] / r['samples'] / r['semi-honest']['bytes_per_sample']:.1f}× "
         "the semi-honest bytes per sample" for r in rows)
     widths = dealt_widths(plan)
+    one, (one_dealt, _), (per_dealt, _) = (products_per_candidate(plan, fewer_rounds=True),
+                                           per_candidate(plan, True), per_candidate(plan))
     lines = [
         "# The authenticated in-MPC discrete Gaussian beside the semi-honest one",
         "",
@@ -98,6 +113,11 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
         "and the dealer's link counters over the samples. Issue 48's target: ≤ 2.5× bytes, ≤ 2× time — not met: "
         + floor + ".",
         "",
+        f"Malicious, `malicious_sampler = \"fewer-rounds\"`: circuit `{CIRCUITS['fewer-rounds'].split(':')[0]}`, one "
+        f"decision per pass: {one.full:.0f} full and {one.half:.0f} half bit products per candidate, every field dealt "
+        f"up front ({sum(w for n, w in widths.items() if n != 'index')} dealt bits), {one_dealt:,.0f} bytes dealt "
+        f"per candidate against {per_dealt:,.0f} (both σ = 16).",
+        "",
         "| m | samples | semi-honest B/sample | malicious B/sample | ratio | wall s (sh → mal) | wall ratio | "
         "rounds (sh → mal) | dealer CPU µs/sample (sh → mal) |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -108,27 +128,44 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
                      f"{mal['bytes_per_sample']:,.0f} | {r['bytes_ratio']:.1f}× | {sh['wall_s']:.2f} → "
                      f"{mal['wall_s']:.2f} | {r['wall_ratio']:.1f}× | {sh['rounds']} → {mal['rounds']} | "
                      f"{sh['dealer_cpu_us_per_sample']} → {mal['dealer_cpu_us_per_sample']} |")
+    lines += ["", "| m | fewer-rounds B/sample | ratio | wall s | wall ratio | rounds | dealer CPU µs/sample | "
+              "parties' CPU µs/sample |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        one_row = r["fewer-rounds"]
+        lines.append(f"| {r['parties']} | {one_row['bytes_per_sample']:,.0f} | {r['fewer_rounds_bytes_ratio']:.1f}× | "
+                     f"{one_row['wall_s']:.2f} | {r['fewer_rounds_wall_ratio']:.1f}× | {one_row['rounds']} | "
+                     f"{one_row['dealer_cpu_us_per_sample']} | "
+                     f"{min(one_row['cpu_us_per_sample_by_party'])}–{max(one_row['cpu_us_per_sample_by_party'])} |")
     table = breakdown(plan)
     lines += ["", "Where the malicious bytes go, per candidate (σ = 16; `breakdown`: full products × 2 opened bits and "
               f"{BIT_TRIPLE_BYTES:g} dealt bytes, half products × 1 bit and {HALF_BYTES:g} bytes, plus each step's "
               "dealt material and openings):", "",
               "| step | full products | half products | dealt bytes (all receivers) | bits opened per party |",
               "|---|---|---|---|---|"]
-    lines += [f"| {name} | {p:,.0f} | {h:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, h, dealt, opened in table]
-    lines.append(f"| total | {sum(t[1] for t in table):,.0f} | {sum(t[2] for t in table):,.0f} | "
-                 f"{sum(t[3] for t in table):,.0f} | {sum(t[4] for t in table):,.0f} |")
+    lines += _breakdown_rows(table)
+    lines += ["", "The same for `fewer-rounds` (dg-auth/10, no survivor stage):", "",
+              "| step | full products | half products | dealt bytes (all receivers) | bits opened per party |",
+              "|---|---|---|---|---|"] + _breakdown_rows(breakdown(plan, fewer_rounds=True))
     if delays:
         lines += ["", "Under an injected one-way delay per round (`link_delay_ms`: the transport holds each round's frames "
                   "that long before they leave, and each dealer round trip; as on separate hosts, where rounds, not this "
                   "host's CPU, set the time):", "",
-                  "| m | samples | delay ms | semi-honest s | malicious s | wall ratio | rounds (sh → mal) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| m | samples | delay ms | semi-honest s | malicious s | wall ratio | fewer-rounds s | wall ratio | "
+                  "rounds (sh → mal → fewer-rounds) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {d['parties']} | {d['samples']:,} | {d['delay_ms']:g} | {d['semi-honest']['wall_s']:.2f} | "
-                  f"{d['malicious']['wall_s']:.2f} | {d['wall_ratio']:.1f}× | {d['semi-honest']['rounds']} → "
-                  f"{d['malicious']['rounds']} |" for d in delays]
+                  f"{d['malicious']['wall_s']:.2f} | {d['wall_ratio']:.1f}× | {d['fewer-rounds']['wall_s']:.2f} | "
+                  f"{d['fewer_rounds_wall_ratio']:.1f}× | {d['semi-honest']['rounds']} → {d['malicious']['rounds']} → "
+                  f"{d['fewer-rounds']['rounds']} |" for d in delays]
     lines += ["", f"Load average when recorded (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
               "(a shared 2-core host: wall times scale with it; bytes do not)."]
     return "\n".join(lines) + "\n"
+
+
+def _breakdown_rows(table: list) -> list[str]:
+    rows = [f"| {name} | {p:,.0f} | {h:,.0f} | {dealt:,.0f} | {opened:,.0f} |" for name, p, h, dealt, opened in table]
+    return rows + [f"| total | {sum(t[1] for t in table):,.0f} | {sum(t[2] for t in table):,.0f} | "
+                   f"{sum(t[3] for t in table):,.0f} | {sum(t[4] for t in table):,.0f} |"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.noise_malicious " + " ".join(argv if argv is not None else sys.argv[1:])
     rows = [run(m, ns.samples, ns.sigma) for m in ns.parties]
     delays = [delayed(m, ns.samples, ns.sigma, d) for m in ns.parties for d in ns.link_delay_ms]
-    write_record(ns.out, {"command": command.strip(), "authenticated_circuit": CIRCUIT, "rows": rows,
+    write_record(ns.out, {"command": command.strip(), "authenticated_circuit": CIRCUIT,
+                          "fewer_rounds_circuit": CIRCUITS["fewer-rounds"], "rows": rows,
                           "delays": delays, "load_average": list(os.getloadavg())},
                  markdown(rows, command.strip(), delays))
     return 0

@@ -39,7 +39,8 @@ def _run(run: dict, a: dict) -> dict:
     start = time.perf_counter()
     if run.get("security") == "malicious":
         report = run_auth_views(parties=run["parties"], calls=calls, sigma=a["sigma"], alpha=a["alpha"],
-                                plant=run.get("plant"), releases=releases, dim=dim, bound=run.get("bound", False))
+                                plant=run.get("plant"), releases=releases, dim=dim, bound=run.get("bound", False),
+                                sampler=run.get("malicious_sampler", "fewer-bytes"))
     else:
         report = run_views(parties=run["parties"], provider=run["provider"], calls=calls, sigma=a["sigma"],
                            alpha=a["alpha"], plant=run.get("plant"), releases=releases, dim=dim)
@@ -51,7 +52,8 @@ def _run(run: dict, a: dict) -> dict:
 
 def _key(run: dict, plant: str | None, calls: int, releases: int, dim: int | None) -> tuple:
     return run.get("security", "semi-honest"), run["provider"], run["parties"], plant, calls, releases, \
-        dim if releases else None, bool(run.get("bound")) or plant == "witness"
+        dim if releases else None, bool(run.get("bound")) or plant == "witness", \
+        run.get("malicious_sampler", "fewer-bytes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +62,6 @@ def main(argv: list[str] | None = None) -> int:
                          "planted leak, calls, releases and the current circuit; keep the others (each with its own "
                          "wall time, load and provenance). After a change to what a run measures, re-record "
                          "without it"})
-    from mpcdp.noise.auth_gaussian import CIRCUIT as auth_circuit
     from mpcdp.noise.secure_gaussian import CIRCUIT as mpc_circuit
 
     a = protocol["audit"]
@@ -69,9 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         before = recording.previous(ns.out) or {"runs": []}
         made = before.get("recorded", {})
         stamp = {"date": made.get("date"), "commit": (made.get("commit") or "")[:12]}
-        current = {"malicious": auth_circuit.split(":")[0], "semi-honest": mpc_circuit.split(":")[0]}
         kept = {_key(r, r["plant_leak"], r["calls"], r["releases"], r.get("dim")): {"run_recorded": stamp} | r
-                for r in before["runs"] if r["circuit"] == current[r.get("security", "semi-honest")]}
+                for r in before["runs"] if r["circuit"] == _current(r, mpc_circuit)}
     runs = []
     for run in protocol["runs"]:
         key = _key(run, run.get("plant"), *(run.get(k, a[k]) for k in ("calls", "releases", "dim")))
@@ -82,6 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(_run(run, a))
     recording.record(ns.out, markdown(command, a, runs), {"command": command, "protocol": protocol, "runs": runs})
     return 0
+
+
+def _current(run: dict, mpc_circuit: str) -> str:
+    """The short id of the circuit a run of this security (and malicious sampler plan) runs now."""
+    from mpcdp.noise.auth_gaussian import CIRCUITS
+
+    if run.get("security", "semi-honest") == "semi-honest":
+        return mpc_circuit.split(":")[0]
+    return CIRCUITS[run.get("malicious_sampler", "fewer-bytes")].split(":")[0]
 
 
 def _run_line(report: dict) -> str:

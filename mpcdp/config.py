@@ -17,6 +17,9 @@ from mpcdp.validation import check_bool, check_integer, check_number
 
 
 SECURITY_LEVELS = ("semi-honest", "malicious")
+MALICIOUS_SAMPLERS = ("fewer-bytes", "fewer-rounds")
+"""The authenticated sampler's two plans (:mod:`mpcdp.noise.auth_gaussian`): circuit dg-auth/9, which decides the
+first factor first and deals the other words for its survivors only, and dg-auth/10, one decision per pass."""
 """What ``security`` may be: the adversary the run is secure against (:class:`MpcSettings`)."""
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -61,6 +64,13 @@ class MpcSettings:
             with nobody (so ``provider`` must be ``"dealer"``): every value is authenticated by SPDZ2k-style MACs
             and MAC-checked before it is used or output (:mod:`mpcdp.mpc.authenticated`). It covers the secure
             sum and its release only; a job it does not cover is refused, never run semi-honest.
+        malicious_sampler: the authenticated sampler's plan under ``security = "malicious"``
+            (:mod:`mpcdp.noise.auth_gaussian`). ``"fewer-bytes"`` (default, circuit dg-auth/9): the first factor
+            decided first and the other words dealt for its survivors only: the fewest bytes and the least CPU,
+            for parties on one host or a fast LAN. ``"fewer-rounds"`` (dg-auth/10): every word dealt up front and
+            one decision per pass, about 178 rounds per pass instead of 300 for about 9% more bytes and a larger
+            peak of memory: for separate hosts whose one-way latency is about 0.5 ms or more
+            (benchmarks/results/noise-malicious.md). Refused under semi-honest security.
     """
 
     provider: str = providers.DEFAULT
@@ -71,6 +81,7 @@ class MpcSettings:
     reproducible: bool = False
     noise_committee: int = 3
     security: str = "semi-honest"
+    malicious_sampler: str = "fewer-bytes"
 
     def __post_init__(self) -> None:
         providers.lookup(self.provider)
@@ -82,6 +93,12 @@ class MpcSettings:
         check_integer(self.noise_committee, "noise_committee", minimum=2)
         if self.security not in SECURITY_LEVELS:
             raise ConfigError(f"`security` must be one of {list(SECURITY_LEVELS)}. Found {self.security!r}.")
+        if self.malicious_sampler not in MALICIOUS_SAMPLERS:
+            raise ConfigError(f"`malicious_sampler` must be one of {list(MALICIOUS_SAMPLERS)}. "
+                              f"Found {self.malicious_sampler!r}.")
+        if self.malicious_sampler != MALICIOUS_SAMPLERS[0] and self.security != "malicious":
+            raise ConfigError(f"`malicious_sampler` {self.malicious_sampler!r} applies under `security` 'malicious' "
+                              f"only (the semi-honest sampler has one plan)")
         if self.security == "malicious" and self.provider != "dealer":
             raise ConfigError(f"`security` 'malicious' is not available with `provider` {self.provider!r}: security "
                               f"with abort rests on the honest dealer's MAC keys (use provider 'dealer')")

@@ -134,7 +134,7 @@ class SimContext:
     def __init__(self, sim: SimParties, rank: int):
         self.sim, self.rank, self.parties = sim, rank, sim.m
         self.members = tuple(range(sim.m))
-        self.config = types.SimpleNamespace(security="malicious", precision_bits=16,
+        self.config = types.SimpleNamespace(security="malicious", precision_bits=16, malicious_sampler="fewer-bytes",
                                             refuse_uncovered=_refuse)
         self.generator = torch.Generator().manual_seed(_seed(sim.seed, "party", rank))
         self.sends = 0
@@ -421,10 +421,11 @@ def sum_job(d: int, seed: int) -> Callable[[SimContext], Any]:
     return job
 
 
-def full_job(d: int, seed: int, sigma: float = 16.0) -> Callable[[SimContext], Any]:
-    """Every stage: d samples of the authenticated sampler (dg-auth/9, σ in grid units), every party's term checked
-    against the L2 bound 1 (bounded inputs), summed, the noise added, released. Returns (the release, this party's
-    noise share's value words) so a test can rebuild the noise."""
+def full_job(d: int, seed: int, sigma: float = 16.0, sampler: str = "fewer-bytes") -> Callable[[SimContext], Any]:
+    """Every stage: d samples of the authenticated sampler (the ``sampler`` plan: dg-auth/9, or dg-auth/10 for
+    "fewer-rounds"; σ in grid units), every party's term checked against the L2 bound 1 (bounded inputs), summed,
+    the noise added, released. Returns (the release, this party's noise share's value words) so a test can
+    rebuild the noise."""
     from mpcdp.mpc.release import noisy_release
     from mpcdp.noise import discrete_gaussian as dg
     from mpcdp.noise.auth_gaussian import sample_authenticated
@@ -432,6 +433,7 @@ def full_job(d: int, seed: int, sigma: float = 16.0) -> Callable[[SimContext], A
     plan = dg.plan_for(sigma)
 
     def job(ctx: SimContext) -> tuple[torch.Tensor, torch.Tensor]:
+        ctx.config.malicious_sampler = sampler
         noise = sample_authenticated(ctx, d, plan)
         noise = dataclasses.replace(noise, precision_bits=PRECISION)
         out = noisy_release(ctx, local_vector(ctx.rank, d, seed), noise, shape=(d,), label="release", bound=1.0)

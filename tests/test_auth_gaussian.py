@@ -11,8 +11,8 @@ from mpcdp.errors import PartyFailed
 from mpcdp.mpc.auth_circuits import Dealt, DealtHot, PlainArith, PlainBits, mux_levels, one_hot
 from mpcdp.noise import discrete_gaussian as dg
 from mpcdp.noise.auth_exponent import exponent
-from mpcdp.noise.auth_gaussian import (DEALT_FIELDS, FIRST_FIELDS, MASK_BITS, READ_FROM, SECOND_FIELDS, Domains,
-                                      candidate_circuit, dealt_widths)
+from mpcdp.noise.auth_fields import DEALT_FIELDS, FIRST_FIELDS, READ_FROM, SECOND_FIELDS, dealt_widths
+from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, candidate_circuit, one_decision
 from mpcdp.runtime.harness import run_parties
 from party_jobs import tampered_noise
 
@@ -33,7 +33,8 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     and a public coin S with W = R ⊕ S (its prefix ORs half products u·R turned into u·W by the coin), and the
     index as the one-hot of its R with its coin (W's one-hot by S's permutation). Both outcomes occur (the test
     can fail either way). Given the first stage's fields only and the others by ``later`` for the survivors (as
-    the parties' run deals them), the circuit decides the same."""
+    the parties' run deals them), the circuit decides the same; so does dg-auth/10's :func:`one_decision` (every
+    field given, one decision: ``malicious_sampler = "fewer-rounds"``)."""
     plan = dg.plan_for(sigma)
     widths = dg.field_bits(plan)
     generator = torch.Generator().manual_seed(48)
@@ -66,6 +67,8 @@ def test_the_authenticated_circuit_decides_every_candidate_as_the_plaintext_rule
     first = {name: given[name] for name in FIRST_FIELDS}  # the circuit drops them once used
     later_value, later_accept = candidate_circuit(Domains.plain(PlainBits(7)), plan, first, (mask, r), later)
     assert torch.equal(later_value, value) and torch.equal(later_accept & 1, accept & 1)
+    one_value, one_accept = one_decision(Domains.plain(PlainBits(7)), plan, dict(given), (mask, r))
+    assert torch.equal(one_value, value) and torch.equal(one_accept & 1, accept & 1)
     plain = {name: _value(bits) for name, bits in fields.items()}
     n_plain, piece = dg.candidate_values(plan, plain)
     expected = dg.accept(plan, dg.exponent(plan, n_plain, piece), plain)
@@ -162,18 +165,41 @@ def test_a_party_that_flips_a_bit_inside_the_sampler_stops_every_honest_party_be
     _flipped_send_stops_every_honest_party(config_for, tmp_path, "dg-auth-bits-40 (ε, δ)")
 
 
-def _flipped_send_stops_every_honest_party(config_for, tmp_path, label: str) -> None:
+def test_the_fewer_rounds_plan_samples_and_a_flipped_bit_stops_every_honest_party(config_for, tmp_path):
+    """dg-auth/10 (``malicious_sampler = "fewer-rounds"``), m = 3, σ = 1: honest, every party finishes, party 0
+    opened 12 MAC-checked samples, the same candidates at every party, and a release adds its authenticated noise
+    exactly. Then party 1 flips bit 62 of the first word it sends to party 0 in the sampler's 40th bit product
+    (the carry chain, beside every word's prefix chain) and, in a second run, in the opening of every mux's
+    masked window: parties 0 and 2 exit non-zero with the MAC line of the check before the accept bits (the
+    pass's one decision), and nobody released anything."""
+    config = config_for(3, security="malicious", malicious_sampler="fewer-rounds")
+    honest = run_parties(tampered_noise, config, args=(-1, "", 0, 12, str(tmp_path)))
+    assert len(honest[0]["values"]) == 12 and all(np.isfinite(honest[0]["values"]))
+    assert honest[0]["accepted"] >= 12 and honest[1]["candidates"] == honest[0]["candidates"]
+    for party in honest:
+        released, noise = torch.tensor(party["released"]), torch.tensor(party["noise"])
+        assert torch.equal(released, torch.tensor([1.5, -3.0, 6.0], dtype=torch.float64) + noise), party
+    for path in tmp_path.glob("released-*"):
+        path.unlink()
+    for label in ("dg-auth-bits-40 (ε, δ)", "dg-auth-select"):
+        _flipped_send_stops_every_honest_party(config_for, tmp_path, label, sampler="fewer-rounds",
+                                               check="accept")
+
+
+def _flipped_send_stops_every_honest_party(config_for, tmp_path, label: str, *, sampler: str = "fewer-bytes",
+                                           check: str = "first-factor") -> None:
     """Party 1 flips bit 62 of the first word of its sends to party 0 tagged ``label`` (m = 3, σ = 1, 12
-    samples): parties 0 and 2 exit non-zero with the MAC line of the check before the first-factor bits, and
-    nobody released anything."""
+    samples, the ``sampler`` plan): parties 0 and 2 exit non-zero with the MAC line of the check before the
+    ``check`` bits, and nobody released anything."""
+    config = config_for(3, security="malicious", malicious_sampler=sampler)
     with pytest.raises(PartyFailed) as info:
-        run_parties(tampered_noise, config_for(3, security="malicious"), args=(1, label, 0, 12, str(tmp_path)))
+        run_parties(tampered_noise, config, args=(1, label, 0, 12, str(tmp_path)))
     reports = {r.rank: r for r in info.value.reports if r.role == "party"}
     for rank in (0, 2):
         message = reports[rank].message
         assert reports[rank].status == "error" and reports[rank].exitcode != 0, reports[rank]
         assert message.startswith(f"party {rank} stopped: the MAC check of opening 'dg-auth (before the "
-                                  f"first-factor bits)' failed: a party deviated from the protocol ("), message
+                                  f"{check} bits)' failed: a party deviated from the protocol ("), message
         assert message.endswith("nothing was released (security = 'malicious')"), message
     assert not list(tmp_path.glob("released-*"))
 

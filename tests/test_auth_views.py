@@ -15,7 +15,8 @@ import torch
 from mpcdp.errors import ConfigError
 from mpcdp.jobs import auth_views
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_gaussian import FIRST, MASK_BITS, Domains, candidate_circuit, dealt_widths
+from mpcdp.noise.auth_fields import FIRST, dealt_widths
+from mpcdp.noise.auth_gaussian import MASK_BITS, Domains, candidate_circuit
 
 
 # Fresh randomness (the dealer's bits R, the coin S): no seed fixes these runs' verdicts. The runs report at the
@@ -188,6 +189,27 @@ def test_windows_opened_without_their_masks_are_found():
                                  "party 2": "dependent", "parties 0 and 1": "independent"}
     for role in report["roles"][1:4]:
         assert role["statistic"] == "masked window" and role["z"] == pytest.approx(79 ** 0.5, abs=1e-3)
+
+
+@pytest.mark.timeout(900)  # 100 calls in two runs: generous under a loaded machine
+@pytest.mark.parametrize("plant, calls, found", [("dealer", 20, ("dealer",)),
+                                                 ("window", 80, ("party 0", "party 1", "party 2"))])
+def test_under_the_fewer_rounds_plan_each_planted_leak_is_found(plant, calls, found):
+    """dg-auth/10 (``malicious_sampler = "fewer-rounds"``: one draw of every field per pass, one opening of every
+    mux's masked window, no first-factor opening) read by the same audit: the dealer's plant (no coin: its one
+    request's bits decode the sample, as the dealer test above argues at 20 calls) and the window plant (the
+    first factor's window found in each candidate's row of the one opening: z = √79 exactly, as the window
+    test above argues at 80 calls) are found by the role they give the leak to, and by no other (α = NULL_ALPHA)."""
+    report = auth_views.run_auth_views(parties=3, calls=calls, sigma=16.0, alpha=NULL_ALPHA, plant=plant,
+                                       sampler="fewer-rounds")
+    assert report["circuit"] == "dg-auth/10" and report["malicious_sampler"] == "fewer-rounds"
+    roles = ("dealer", "party 0", "party 1", "party 2", "parties 0 and 1")
+    assert _verdicts(report) == {role: "dependent" if role in found else "independent" for role in roles}
+    for role in report["roles"]:
+        if role["role"] in found and plant == "window":
+            assert role["statistic"] == "masked window" and role["z"] == pytest.approx(79 ** 0.5, abs=1e-3)
+        if role["role"] in found and plant == "dealer":
+            assert role["statistic"] == "dealt bits" and role["z"] > 6
 
 
 def test_the_released_window_is_the_one_the_circuit_reads():

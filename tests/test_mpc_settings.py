@@ -139,3 +139,24 @@ def test_security_on_the_command_line_is_one_more_given_setting():
         assert given_mpc(build_parser().parse_args(argv))["security"] == "malicious", argv
     assert "security" not in given_mpc(build_parser().parse_args(["aggregate"]))  # not given: the protocol's
     assert build_parser().parse_args(["train", "p.toml", "--security", "malicious"]).security == "malicious"
+
+
+def test_the_malicious_samplers_plan_is_a_setting_checked_on_its_own_and_against_the_security():
+    """``malicious_sampler`` (issue 48's two circuits): one of its plans, named when wrong; "fewer-rounds" only
+    under ``security = "malicious"`` (the semi-honest sampler has one plan), from a table, from the command line
+    (``--malicious-sampler``, which wins over the table), or from the launcher's own keywords."""
+    with pytest.raises(ConfigError, match=r"`malicious_sampler` must be one of \['fewer-bytes', 'fewer-rounds'\]\. "
+                                          r"Found 'fewest'"):
+        resolve_mpc({"security": "malicious", "malicious_sampler": "fewest"}, " in x")
+    with pytest.raises(ConfigError, match=r"`malicious_sampler` 'fewer-rounds' applies under `security` "
+                                          r"'malicious' only"):
+        MpcConfig(parties=3, malicious_sampler="fewer-rounds")
+    table = {"security": "malicious", "malicious_sampler": "fewer-rounds"}
+    assert resolve_mpc(table, " in x").malicious_sampler == "fewer-rounds"
+    assert resolve_mpc(table, " in x", {"malicious_sampler": "fewer-bytes"}).malicious_sampler == "fewer-bytes"
+    assert MpcSettings().malicious_sampler == "fewer-bytes"
+    from mpcdp.cli.options import given_mpc
+    from mpcdp.cli import build_parser
+
+    ns = build_parser().parse_args(["noise", "--security", "malicious", "--malicious-sampler", "fewer-rounds"])
+    assert given_mpc(ns)["malicious_sampler"] == "fewer-rounds"

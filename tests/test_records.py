@@ -117,14 +117,19 @@ def old_ids(record: dict) -> list[str]:
 def sampler_circuits(record: dict, circuit: str) -> list[tuple[str, str, str]]:
     """(where, the id recorded, the current id) for every other in-MPC circuit id ``record`` names: its
     ``authenticated_circuit`` (the malicious sampler's) and each of its runs' ``circuit``, semi-honest or
-    authenticated (an id of the ``dg-auth`` family is compared with the authenticated circuit)."""
-    from mpcdp.noise.auth_gaussian import CIRCUIT as AUTHENTICATED
+    authenticated (an id of the ``dg-auth`` family is compared with the current circuit of its plan,
+    ``malicious_sampler``'s: dg-auth/10 for a run of "fewer-rounds" and a ``fewer_rounds_circuit``, the default
+    plan's otherwise)."""
+    from mpcdp.noise.auth_gaussian import CIRCUITS
 
-    named = [("authenticated_circuit", record["authenticated_circuit"])] if "authenticated_circuit" in record else []
+    named = [(key, record[key]) for key in ("authenticated_circuit", "fewer_rounds_circuit") if key in record]
     runs = record.get("runs") if isinstance(record.get("runs"), list) else []
     named += [(f"runs[{i}].circuit", run["circuit"]) for i, run in enumerate(runs)
               if isinstance(run, dict) and isinstance(run.get("circuit"), str)]
-    return [(where, old, AUTHENTICATED if short(old).startswith("dg-auth/") else circuit) for where, old in named]
+    fewer = {"fewer_rounds_circuit"} | {f"runs[{i}].circuit" for i, run in enumerate(runs)
+                                       if isinstance(run, dict) and run.get("malicious_sampler") == "fewer-rounds"}
+    return [(where, old, (CIRCUITS["fewer-rounds"] if where in fewer else CIRCUITS["fewer-bytes"])
+             if short(old).startswith("dg-auth/") else circuit) for where, old in named]
 
 
 def versus(old, new: str) -> str:
@@ -192,3 +197,6 @@ def test_the_stamp_check_names_the_file_and_the_old_id(tmp_path):
     path.write_text(json.dumps({**record, "accountant": accountant, "authenticated_circuit": AUTHENTICATED,
                                 "runs": [{"circuit": circuit}, {"circuit": "dg-auth/2: ..."}]}))
     assert f"runs[1].circuit dg-auth/2 is not {short(AUTHENTICATED)}" in record_problems(path, tmp_path)[0]
+    path.write_text(json.dumps({**record, "accountant": accountant, "authenticated_circuit": AUTHENTICATED,
+                                "runs": [{"circuit": AUTHENTICATED, "malicious_sampler": "fewer-rounds"}]}))
+    assert f"runs[0].circuit {short(AUTHENTICATED)} is not dg-auth/10" in record_problems(path, tmp_path)[0]

@@ -12,7 +12,7 @@ from typing import Any
 from mpcdp import providers
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
-from mpcdp.cli.options import _config, _provider_help, _add_mpc_options, bar_on_progress
+from mpcdp.cli.options import _config, _provider_help, _add_mpc_options, add_malicious_sampler, bar_on_progress
 
 
 def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
@@ -100,6 +100,7 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
     views.add_argument("--security", choices=["semi-honest", "malicious"], default="semi-honest",
                        help="'malicious': audit the authenticated sampler (dg-auth; every data party samples, "
                             "the dealer provider; --noise-committee is not used) and MAC-checked training releases")
+    add_malicious_sampler(views)
     views.add_argument("--plant-leak", default=None, metavar="ROLE",
                        help="give ROLE a known dependence, which the audit must report: 'dealer' (the dealer's "
                             "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
@@ -130,6 +131,9 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
 
         ns.releases = auth_release_views.DEFAULT_RELEASES if malicious else release_views.DEFAULT_RELEASES
     check_integer(ns.releases, "--releases", minimum=0)
+    if ns.malicious_sampler and not malicious:
+        raise ConfigError("`--malicious-sampler` chooses the authenticated sampler's plan: it needs `--security "
+                          "malicious`")
     if ns.bound and not malicious:
         raise ConfigError("`--bound` audits the bounded release of `--security malicious` (semi-honest parties clip "
                           "their own terms)")
@@ -143,7 +147,7 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
                               desc=f"audit views [malicious, m = {ns.parties}]") as progress:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
                                     plant=ns.plant_leak, releases=ns.releases, dim=ns.dim, bound=ns.bound,
-                                    progress=progress)
+                                    progress=progress, sampler=ns.malicious_sampler or "fewer-bytes")
         return _print_views(report, ns.out)
     with bar_on_progress(total=ns.calls + ns.releases, unit="call",
                           desc=f"audit views [{ns.provider}, m = {ns.parties}]") as progress:

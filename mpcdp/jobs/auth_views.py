@@ -83,6 +83,9 @@ from mpcdp.noise import discrete_gaussian as dg
 WINDOW = "window"
 """The planted party leak: every mux's mask ρ is 0, so each party opens the windows themselves
 (:func:`mpcdp.noise.auth_dealt.planted_open_windows`); the parties' ``masked window`` then reads the window."""
+ONE_DRAW = -1
+"""A pass's survivor count in a view under dg-auth/10 (``malicious_sampler = "fewer-rounds"``): no first factor
+opened, every field of every candidate in the pass's one draw."""
 POWER_FRACTION = 0.25  # the match statistics' alternative: the role knows the bits in this fraction of calls
 POWER_CORRELATION = 0.25
 
@@ -94,7 +97,7 @@ def decode(plan: dg.DiscreteGaussianPlan, bits: np.ndarray) -> int:
     :data:`~mpcdp.noise.discrete_gaussian.RANDOM_FIELDS` order, widths
     :func:`~mpcdp.noise.auth_gaussian.dealt_widths`): the first the
     plaintext rule accepts (candidate 0's value where it accepts none)."""
-    from mpcdp.noise.auth_gaussian import READ_FROM, dealt_widths
+    from mpcdp.noise.auth_fields import READ_FROM, dealt_widths
 
     fields, at = {}, 0
     for name in dg.RANDOM_FIELDS:
@@ -155,7 +158,7 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     """One call's view: per pass, this party's parts of the candidates' bits and the coin, as full rows
     (:func:`assemble`: the survivors' second-stage bits at the rows the opened first-factor bits mark); the
     opened values; per pass (candidates, survivors)."""
-    from mpcdp.noise.auth_gaussian import COIN_LABELS
+    from mpcdp.noise.auth_fields import COIN_LABELS
 
     plan_passes: list[list[np.ndarray]] = []  # per pass: [first-stage coin, survivors' coin]
     for label, v in ctx.draws[first_draw:]:
@@ -177,21 +180,29 @@ def _party_view(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, first_opening: i
     masked = opened["dg-auth-a2b"].reshape(-1, 2)[:, 0].numpy() if "dg-auth-a2b" in opened else np.zeros(1)
     hits = np.flatnonzero(accept == 1)
     coin_rows, own_rows, counts = [], [], []
-    for coins, own, words in zip(plan_passes, owns, firsts):
+    for k, (coins, own) in enumerate(zip(plan_passes, owns)):
         n = coins[0].shape[0]
-        passed = ((words.reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n].numpy().astype(bool)
+        if not firsts:  # dg-auth/10 (malicious_sampler "fewer-rounds"): every field in the pass's one draw
+            coin_rows.append(coins[0])
+            own_rows.append(own[0])
+            counts.append((n, ONE_DRAW))
+            continue
+        passed = ((firsts[k].reshape(-1, 1) >> torch.arange(64)) & 1).reshape(-1)[:n].numpy().astype(bool)
         coin_rows.append(assemble(plan, coins[0], coins[1] if len(coins) > 1 else None, passed))
         own_rows.append(assemble(plan, own[0], own[1] if len(own) > 1 else None, passed))
         counts.append((n, int(passed.sum())))
     return {"coin": np.concatenate(coin_rows), "own": np.concatenate(own_rows), "passes": len(plan_passes),
             "counts": counts, "first_accepted": int(hits[0]) if hits.size else int(accept.size),
-            "masked_t": int(masked[0]), "masked_window": _masked_window(ctx, first_opening, firsts)}
+            "masked_t": int(masked[0]), "masked_window": _masked_window(ctx, first_opening, firsts,
+                                                                             len(plan_passes[0][0]))}
 
 
-def _masked_window(ctx: MpcContext, first_opening: int, firsts: list) -> int:
-    """The opened first-factor window ⊕ ρ (dg-auth/9's masked mux, 6 bits) of the candidate the call released:
-    the first pass's first accepted survivor (the opened first-factor and accept bits say which), else candidate 0."""
-    from mpcdp.noise.auth_gaussian import FIRST
+def _masked_window(ctx: MpcContext, first_opening: int, firsts: list, n: int) -> int:
+    """The opened first-factor window ⊕ ρ (the masked mux, 6 bits) of the candidate the call released: the first
+    pass's first accepted survivor (the opened first-factor and accept bits say which), else candidate 0; under
+    dg-auth/10 (no first-factor opening) the first accepted candidate, its window among every group's in its
+    row of the one opening of masked windows."""
+    from mpcdp.noise.auth_fields import FIRST
 
     def bits(words: torch.Tensor) -> np.ndarray:  # opened bits come packed 64 to a word
         return bit_authenticated.unpack(words.reshape(-1), 64 * words.numel()).numpy()
@@ -200,11 +211,16 @@ def _masked_window(ctx: MpcContext, first_opening: int, firsts: list) -> int:
                         for label in ("dg-auth-select", "dg-auth-accept"))
     if not selects:
         return 0
-    survivors = np.flatnonzero(bits(firsts[0])) if firsts else np.zeros(0, dtype=int)
-    hits = np.flatnonzero(bits(accepts[0])[:survivors.size]) if accepts else np.zeros(0, dtype=int)
-    chosen = int(survivors[hits[0]]) if hits.size else 0
-    width = dg.GROUPS[FIRST][1]
-    window = bits(selects[0])[width * chosen:width * (chosen + 1)]
+    width, row, start = dg.GROUPS[FIRST][1], dg.GROUPS[FIRST][1], 0
+    if firsts:
+        survivors = np.flatnonzero(bits(firsts[0]))
+        hits = np.flatnonzero(bits(accepts[0])[:survivors.size]) if accepts else np.zeros(0, dtype=int)
+        chosen = int(survivors[hits[0]]) if hits.size else 0
+    else:
+        hits = np.flatnonzero(bits(accepts[0])[:n]) if accepts else np.zeros(0, dtype=int)
+        chosen = int(hits[0]) if hits.size else 0
+        row, start = sum(w for _, w, _ in dg.GROUPS), sum(w for _, w, _ in dg.GROUPS[:FIRST])
+    window = bits(selects[0])[row * chosen + start:row * chosen + start + width]
     return int((window << np.arange(width)).sum())
 
 
@@ -216,7 +232,7 @@ def assemble(plan: dg.DiscreteGaussianPlan, first: np.ndarray, second: np.ndarra
     :data:`~mpcdp.noise.auth_gaussian.SECOND_FIELDS`), placed at the first k rows ``passed`` marks (none: no survivor). A row's
     second-stage bits are 0 where none were placed: a candidate that fails the first factor is rejected whatever
     they are, so :func:`decode` reads the rows as the sampler decided them."""
-    from mpcdp.noise.auth_gaussian import FIRST_FIELDS, SECOND_FIELDS, dealt_widths
+    from mpcdp.noise.auth_fields import FIRST_FIELDS, SECOND_FIELDS, dealt_widths
 
     widths = dealt_widths(plan)
     n, columns, at = first.shape[0], {}, 0
@@ -251,7 +267,7 @@ def _against(values: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, bool]
 def released_windows(plan: dg.DiscreteGaussianPlan, samples: np.ndarray) -> np.ndarray:
     """The first factor's window (T's bits at dg.GROUPS[FIRST]) of each released sample x: T = x²·G + Λ of x's
     piece, a function of x alone, so it is what a party's ``masked window`` must not reveal."""
-    from mpcdp.noise.auth_gaussian import FIRST
+    from mpcdp.noise.auth_fields import FIRST
 
     x = np.asarray(samples, dtype=np.int64)
     low, width, _ = dg.GROUPS[FIRST]
@@ -283,10 +299,11 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
     """Per call, the dealer's R for every pass's candidates as full rows (:func:`assemble`), from its recorded
     requests (``requests``: how many party 0 made in each call; the first is the MAC key's, before the first
     call) and each pass's (candidates, survivors), which its request sizes show it: a pass's one-hot indices and
-    first dealt bits are every candidate's first stage, the next bits (with survivors) the survivors'. The dealer does not see which
+    first dealt bits are every candidate's first stage, the next bits (with survivors) the survivors' (survivors
+    :data:`ONE_DRAW`: dg-auth/10, the first bits are every field's). The dealer does not see which
     candidates survived; it places the survivors' rows where the first factor passes on its own R (where the
     bits are R, as under the planted leak, exactly the survivors)."""
-    from mpcdp.noise.auth_gaussian import FIRST_FIELDS
+    from mpcdp.noise.auth_fields import FIRST_FIELDS
 
     start = len(view) - sum(requests)
     out = []
@@ -299,6 +316,9 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
         for n, survivors in passes:
             index = (next(indices).reshape(n, 1) >> np.arange(dg.INDEX_BITS)) & 1  # the one-hot's R, as bits
             first = np.concatenate([index.astype(np.uint8), next(dealt).reshape(n, -1)], 1)
+            if survivors == ONE_DRAW:
+                rows.append(first)
+                continue
             second = next(dealt).reshape(survivors, -1) if survivors else None
             rows.append(assemble(plan, first, second, _first_passes(plan, first, FIRST_FIELDS)))
         out.append(np.concatenate(rows))
@@ -307,7 +327,7 @@ def _dealer_bits(plan: dg.DiscreteGaussianPlan, view: list, requests: list[int],
 
 def _first_passes(plan: dg.DiscreteGaussianPlan, first: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """Whether the first factor passes on these first-stage bit rows (the plaintext rule)."""
-    from mpcdp.noise.auth_gaussian import READ_FROM, dealt_widths
+    from mpcdp.noise.auth_fields import READ_FROM, dealt_widths
     from mpcdp.noise.auth_gaussian_cost import first_factor_passes
 
     widths, fields, at = dealt_widths(plan), {}, 0
@@ -407,15 +427,17 @@ def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[s
 
 
 def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plant: str | None,
-                   releases: int = 0, dim: int | None = None, bound: bool = False, progress=None) -> dict[str, Any]:
+                   releases: int = 0, dim: int | None = None, bound: bool = False, progress=None,
+                   sampler: str = "fewer-bytes") -> dict[str, Any]:
     """Run the audit under ``security = "malicious"`` (module docstring; the releases,
     :mod:`mpcdp.jobs.auth_release_views`; ``bound``, implied by ``plant`` "witness": the releases bounded, as
-    training runs them, :mod:`mpcdp.jobs.auth_bounded_views`) and return its report."""
+    training runs them, :mod:`mpcdp.jobs.auth_bounded_views`; ``sampler``: the ``malicious_sampler`` plan)
+    and return its report."""
     from mpcdp.jobs.auth_release_views import WITNESS, audit_bound
     import os
 
     from mpcdp.config import MpcConfig
-    from mpcdp.noise.auth_gaussian import CIRCUIT
+    from mpcdp.noise.auth_gaussian import CIRCUITS
     from mpcdp.noise.who_knows import EVERY_PARTY, noise_known_to
     from mpcdp.runtime.harness import run_job
     from mpcdp.runtime.party import RECORD_DEALER_VIEW
@@ -443,14 +465,15 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     if plant == PLANT and bound:
         raise ConfigError("--plant-leak release plants its leak in the unbounded release's inputs: drop --bound")
     plan = dg.plan_for(sigma)
-    config = MpcConfig(parties=parties, provider="dealer", security="malicious", timeout_s=600.0)
+    config = MpcConfig(parties=parties, provider="dealer", security="malicious", malicious_sampler=sampler,
+                       timeout_s=600.0)
     saved = os.environ.get(RECORD_DEALER_VIEW)
     os.environ[RECORD_DEALER_VIEW] = "1"
     try:
         result = run_job(auth_views_party, config, args=(calls, sigma, plant, releases, dim, bound),
                          progress=progress, job={"name": "audit views", "security": "malicious", "calls": calls,
                                                  "sigma": sigma, "plant": plant, "releases": releases, "dim": dim,
-                                                 "bound": bound})
+                                                 "bound": bound, "malicious_sampler": sampler})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
@@ -458,6 +481,6 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
             os.environ[RECORD_DEALER_VIEW] = saved
     return {"provider": "dealer", "security": "malicious", "parties": parties, "noise_committee": parties,
             "calls": calls, "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
-            "bound": audit_bound(sigma, dim) if bound and releases else None, "circuit": CIRCUIT.split(":")[0],
+            "bound": audit_bound(sigma, dim) if bound and releases else None, "circuit": CIRCUITS[sampler].split(":")[0], "malicious_sampler": sampler,
             "noise_known_to": noise_known_to(drawn_by=EVERY_PARTY, provider="dealer", parties=parties),
             "roles": _roles(result, plan, alpha, plant)}

@@ -132,12 +132,13 @@ class RunEstimate:
 
 def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
                       has_dealer: bool = True, committee: int = 3, replicated: bool = False,
-                      security: str = "semi-honest") -> RunEstimate:
+                      security: str = "semi-honest", fewer_rounds: bool = False) -> RunEstimate:
     """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
     noise ``levels``, ``parties`` data parties, ``batch`` records per party and release, a noise committee of
     ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
     by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`); ``security``: "malicious" for
-    the authenticated sampler and bound-checked releases (every data party samples; no committee)."""
+    the authenticated sampler and bound-checked releases (every data party samples; no committee);
+    ``fewer_rounds``: its plan dg-auth/10 (``malicious_sampler = "fewer-rounds"``: its bytes; the same time model)."""
     releases = steps + 1
     online = costs.DeclaredCost()
     for _ in range(releases):
@@ -145,7 +146,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
     online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
     if security == "malicious":
-        return _malicious(levels, steps, dim, parties, online_sent, online_s)
+        return _malicious(levels, steps, dim, parties, online_sent, online_s, fewer_rounds)
     candidates = _sampler_passes(levels, steps)
     noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
     members = min(parties, committee)  # the noise committee opens among itself; the others send nothing
@@ -160,7 +161,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
 
 
 def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_sent: list[int],
-               online_s: float) -> RunEstimate:
+               online_s: float, fewer_rounds: bool = False) -> RunEstimate:
     """A run under ``security = "malicious"`` (module docstring): the releases' openings as semi-honest
     (``online_sent``, ``online_s``) plus their bound checks, and the authenticated sampler's passes."""
     from mpcdp.noise import auth_gaussian_cost, discrete_gaussian
@@ -169,7 +170,7 @@ def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_s
     for release, values in _noise_blocks(levels, steps):
         plan = discrete_gaussian.plan_of(release)
         drawn = auth_gaussian_cost.passes(plan, values)
-        per_dealt, per_opened = auth_gaussian_cost.per_candidate(plan)
+        per_dealt, per_opened = auth_gaussian_cost.per_candidate(plan, fewer_rounds)
         candidates, passes = candidates + sum(drawn), passes + len(drawn)
         dealt, opened = dealt + sum(drawn) * per_dealt, opened + sum(drawn) * per_opened
     entries = (steps + 1) * dim * parties  # every party's term is bound-checked in every release
@@ -209,7 +210,8 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
     replicated = hasattr(provider, "replicated_arithmetic") and min(plan.parties, committee) == 3
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
                              parties=plan.parties, batch=batch, has_dealer=provider.has_dealer,
-                             committee=committee, replicated=replicated, security=plan.mpc.security)
+                             committee=committee, replicated=replicated, security=plan.mpc.security,
+                             fewer_rounds=plan.mpc.malicious_sampler == "fewer-rounds")
 
 
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:

@@ -1,5 +1,6 @@
 """The discrete Gaussian of :mod:`mpcdp.noise.discrete_gaussian` sampled inside the MPC with every opening
-checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/9.
+checked (``[mpc] security = "malicious"``, issue 48): circuit dg-auth/9, or dg-auth/10 under ``[mpc]
+malicious_sampler = "fewer-rounds"`` (fewer rounds for more bytes; last paragraph).
 
 Security model (:mod:`mpcdp.mpc.authenticated`): any set of data parties may deviate arbitrarily; the dealer is
 honest and colludes with nobody. Two authenticated domains: every bit lives in the k = 1 bit domain of
@@ -81,12 +82,23 @@ bits, 22 per survivor; opened), one edaBit (6·64 + 32 bytes, 61 half triples), 
 opened bit each): 10,889 bytes dealt and 1,055 bits opened per candidate (dg-auth/8: 12,120 and 1,260); measured in
 benchmarks/results/noise-malicious.md. Every bit-domain element carries a MAC share dealt to one party (6 bytes), so a
 half product costs 12⅛ bytes against the semi-honest circuit's packed bits: issue 48's 2.5× is out of reach here.
+
+dg-auth/10 (``[mpc] malicious_sampler = "fewer-rounds"``, :func:`one_decision`): the same rule and steps 1–4 with
+every field of every candidate dealt in the pass's one request, so every word's prefix chain rides in the carry
+chain's 61 AND layers; every factor's masked mux in the same 6 layers, then the low factor and the AND (9
+products, 4 layers); one decision per pass, the accept bits, with step 7's checks around it. 178 rounds a pass
+against 300 (measured; an AND layer is one opening, 2 rounds through the star: gone are the survivors' 45
+prefix layers, the first decision with its checks, and the first mux's own 6 layers); per candidate 31 full and
+640 half bit products and 328 dealt bits (no survivor stage): 12,008 bytes dealt and 1,132 bits opened per
+candidate at σ = 16 (+10% and +7%), and every word's dealt material held at once (a larger peak of memory, whose
+first touch is system CPU on the parties' host). Soundness and privacy as dg-auth/9's, with less to argue: one
+request of dealt bits per pass, its size set by n alone (no survivor count reaches the dealer), and the one
+opened decision checked as step 7's. The view audit runs it with ``--malicious-sampler fewer-rounds``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable
 
 import torch
@@ -98,7 +110,8 @@ from mpcdp.mpc.authenticated import AuthShared
 from mpcdp.mpc.bit_authenticated import BitShared
 from mpcdp.mpc.context import MpcContext
 from mpcdp.noise import discrete_gaussian as dg
-from mpcdp.noise.auth_dealt import MASK_BITS, PLANTED, eda_mask, spread, window_masks
+from mpcdp.noise.auth_dealt import MASK_BITS, eda_mask, window_masks
+from mpcdp.noise.auth_fields import COIN_LABELS, FIRST, FIRST_FIELDS, READ_FROM, SECOND_FIELDS, Coin, draw_fields
 from mpcdp.noise.auth_exponent import exponent
 from mpcdp.noise.secure_gaussian import candidates_wanted
 
@@ -108,10 +121,13 @@ CIRCUIT = ("dg-auth/9: dg-auth/8 with every mux's window masked by dealt bits (a
            "them; dealt bits XOR the committed coin, T's bits by a ripple carry on an opened mask, factors by the "
            "top set bit's one-hot and a mux; the first factor decided, checked and opened first and its failures "
            "dropped, the other factors' words dealt for its survivors only, the index's one-hot dealt; both checks before each opened decision and the bit check after")
+ONE_DECISION = ("dg-auth/10: dg-auth/9 with every field of every candidate dealt in the pass's one request, every "
+                "word's prefix chain in the carry chain's rounds and every factor's mux in the same rounds, and one "
+                "decision per pass (the accept bits, both checks before their opening and the bit check after): "
+                "about 178 rounds a pass against 300, 12,008 bytes dealt per candidate against 10,889 at sigma = 16")
+CIRCUITS = {"fewer-bytes": CIRCUIT, "fewer-rounds": ONE_DECISION}
+"""The circuit of each ``[mpc] malicious_sampler`` plan (:data:`mpcdp.config.MALICIOUS_SAMPLERS`)."""
 MAX_PASS = 1 << 14  # candidates per pass: bounds a pass's memory (≈ 870 products each at most; ≈ 1.05 GB per party)
-_COIN_DOMAIN = b"mpcdp/noise-coin-auth"
-COIN_LABELS = ("dg-auth-coin", "dg-auth-coin-survivors")
-"""The coin's bits as each party's view notes them: the first stage's (every candidate), the survivors'."""
 
 
 @dataclasses.dataclass
@@ -244,39 +260,6 @@ def _factor_entries(A: Arith, top: Any, table, low: int = 0) -> Any:
     return A.plus(A.combine(top, matrix), full.to(torch.int64))
 
 
-def _lowest_set_bit(table) -> int:
-    """The lowest bit set in any entry of a threshold table but 2^62 (always passes) and 0 (never)."""
-    entries = [int(x) for x in table if 0 < int(x) < 1 << dg.WORD]
-    return min((x & -x).bit_length() - 1 for x in entries) if entries else dg.WORD
-
-
-READ_FROM = {**{f"v{g}": _lowest_set_bit(table) for g, table in enumerate(dg.group_thresholds())}, "v_low": dg.LOW_DROP}
-"""Each word's lowest bit the circuit reads (dg-auth/8). A factor is TH's bit at W's top set bit (:func:`dg.below`)
-and TH's bits below this one are 0 in every entry (v_low: T'_low's below 2^-42), so W's lower bits decide nothing
-(neither dealt nor read): the top set bit of the bits read is W's own when W has one there, else the factor is 0
-(the low factor 1), as the rule on the whole word. v0, v1: 16, the first factor's 0, v3 20, v4, v5 21, v_low 11."""
-
-
-def dealt_widths(plan: dg.DiscreteGaussianPlan) -> dict[str, int]:
-    """Bits of each random field the circuit is dealt: :func:`dg.field_bits` less the words' bits below
-    :data:`READ_FROM` (a word's bits ``READ_FROM[name]`` and up, lowest first)."""
-    return {name: bits - READ_FROM.get(name, 0) for name, bits in dg.field_bits(plan).items()}
-
-
-FIRST = 2
-"""The first factor (group (F − 2, 6): t's bits 1/4..8): it rejects about 15% of the candidates, every other
-factor and the cut together about 8%; decided and opened first, and the candidates that fail it dropped."""
-FIRST_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name in ("index", "point", "sign", f"v{FIRST}"))
-"""The fields the first stage reads (the candidate's value and the first factor's word): dealt for every candidate."""
-SECOND_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name not in FIRST_FIELDS)
-"""The other factors' words and v_low: dealt only for the survivors of the first factor (module step 6)."""
-WORD_FIELDS = tuple(name for name in dg.RANDOM_FIELDS if name.startswith("v"))
-"""The factors' words and v_low: every bit but the top one is a prefix-OR product's dealt factor."""
-DEALT_FIELDS = WORD_FIELDS + ("point", "sign")
-"""The fields held as :class:`Dealt` (R with a half triple per multiplied bit, and the coin S): the words, and the
-point's and the sign's bits (each the dealt factor of one product of n's word: :mod:`mpcdp.noise.auth_exponent`)."""
-
-
 def first_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
                 mask: tuple[Any, Any]) -> tuple[Any, Any, Any]:
     """(n in ``D.arith``, T's bits (n, 62) and the first factor's bit (n,), both in ``D.bits``) of every
@@ -300,12 +283,7 @@ def second_stage(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, An
     selectors = _selectors(D, [_columns(A, t, dg.GROUPS[g][0], dg.GROUPS[g][0] + dg.GROUPS[g][1]) for g in others])
     jobs = [(select, _factor_entries(A, top, dg.group_thresholds()[g], READ_FROM[f"v{g}"]))
             for g, top, select in zip(others, tops, selectors)]
-    low = READ_FROM["v_low"]  # v_low's one-hot starts at its bit ``low`` = LOW_DROP, the lowest of T'_low
-    (low_terms,) = mul_batch(A, [(_columns(A, tops[-1], dg.LOW_DROP - low, dg.LOW_BITS - low),
-                                  _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
-    factors = mux_levels(A, jobs)
-    cut = [not_bit(A, _column(A, t, i)) for i in range(dg.F + 6, dg.WORD)]
-    return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
+    return _accept_of(D, jobs, tops[-1], t)
 
 
 def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any], mask: tuple[Any, Any],
@@ -330,68 +308,35 @@ def candidate_circuit(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[st
     return value, accept
 
 
-class _Coin:
-    """A pass's committed coin: one stream every party derives alike, read in order (the first stage's bits,
-    then the survivors')."""
-
-    def __init__(self, ctx: MpcContext):
-        self.ctx = ctx
-        self.stream = ctx.common_stream(label="dg-auth-coin", domain=_COIN_DOMAIN)
-
-    def bits(self, n: int, width: int, label: str) -> torch.Tensor:
-        """(n, width) public bits of the coin, noted in this party's view of both domains (and, with
-        ``ctx.keep_values``, kept under ``label`` for the view audit)."""
-        words = self.stream.words(math.ceil(n * width / 64))
-        if "no coin" in PLANTED:
-            words = torch.zeros_like(words)
-        authenticated.note_public(self.ctx, label, words)
-        bit_authenticated.note_public(self.ctx, label, words)
-        bits = (words.reshape(-1, 1) >> torch.arange(64)) & 1
-        bits = bits.reshape(-1)[: n * width].reshape(n, width)
-        self.ctx.note_draw(label, bits)
-        return bits
-
-
-def _draw_fields(ctx: MpcContext, A: Arith, plan: dg.DiscreteGaussianPlan, names: tuple[str, ...], n: int,
-                 coin: _Coin, label: str) -> dict[str, Any]:
-    """The fields ``names`` of n candidates, each R XOR the coin's next bits S: the index (when asked) as
-    :class:`DealtHot`, a dealt one-hot of R (one request, first); the others dealt bits (one request), as
-    :class:`Dealt` (:data:`DEALT_FIELDS`): a factor word with a half triple on every bit but its top (each bit's
-    one prefix-OR product), the point and the sign on every bit (each bit's one product in n's word)."""
-    widths = dealt_widths(plan)
-    dealt_names = [name for name in names if name != "index"]
-    hot = bit_authenticated.dealt_one_hots(ctx, n, widths["index"]) if "index" in names else None
-    width = sum(widths[name] for name in dealt_names)
-    halves: list[int] = []
-    at = 0
-    for name in dealt_names:
-        if name in DEALT_FIELDS:
-            halves += range(at, at + widths[name] - (name in WORD_FIELDS))
-        at += widths[name]
-    dealt, half = bit_authenticated.dealt_rows(ctx, n, width, halves)
-    s = coin.bits(n, sum(widths[name] for name in names), label)  # every field's, in ``names`` order
-    full = spread(half, n, width, halves)
-    assert full.has is not None
-    fields: dict[str, Any] = {}
-    at, at_s = 0, 0
-    for name in names:
-        coins = s[:, at_s:at_s + widths[name]]
-        at_s += widths[name]
-        if name == "index":
-            fields[name] = DealtHot(hot, coins)
-            continue
-        cols = (slice(None), slice(at, at + widths[name]))
-        if name in DEALT_FIELDS:
-            bits = Dealt(A.take(dealt, cols), coins, full.take(A, cols).half, full.has[cols])
-            fields[name] = bits.by_columns() if name in WORD_FIELDS else bits
-        else:
-            fields[name] = xor_public(A, A.take(dealt, cols), coins)
-        at += widths[name]
-    return fields
-
-
 _DECISIONS = {"dg-auth-first": "first-factor bits: a candidate that fails its first factor is dropped",
               "dg-auth-accept": "accept bits: a rejected candidate is discarded"}
+
+
+def one_decision(D: Domains, plan: dg.DiscreteGaussianPlan, fields: dict[str, Any],
+                 mask: tuple[Any, Any]) -> tuple[Any, torch.Tensor]:
+    """:func:`candidate_circuit` as dg-auth/10 computes it (``malicious_sampler = "fewer-rounds"``): every field of
+    every candidate given, every word's prefix chain in the carry chain's rounds, every factor's mux in the same
+    rounds and one decision, the accept bits (``D.decide``). Consumes ``fields`` (each field removed once read)."""
+    value, T = exponent(D, plan, {name: fields.pop(name) for name in ("index", "point", "sign")})
+    A, groups = D.bits, range(len(dg.GROUPS))
+    t, tops = _bits_and_tops(D, T, mask, [fields.pop(f"v{g}") for g in groups] + [fields.pop("v_low")])
+    del mask, T
+    selectors = _selectors(D, [_columns(A, t, low, low + width) for low, width, _ in dg.GROUPS])
+    jobs = [(select, _factor_entries(A, top, table, READ_FROM[f"v{g}"]))
+            for g, top, select, table in zip(groups, tops, selectors, dg.group_thresholds())]
+    del selectors
+    return value, D.decide(_accept_of(D, jobs, tops[-1], t), "dg-auth-accept")
+
+
+def _accept_of(D: Domains, jobs: list, low_top: Any, t: Any) -> Any:
+    """The AND of the factors the muxes of ``jobs`` select, NOT the low factor (from v_low's one-hot ``low_top``
+    and T's bits ``t``) and the cut (T's bits 59..61 all 0), in the bit domain."""
+    A, low = D.bits, READ_FROM["v_low"]  # v_low's one-hot starts at its bit ``low`` = LOW_DROP, the lowest of T'_low
+    (low_terms,) = mul_batch(A, [(_columns(A, low_top, dg.LOW_DROP - low, dg.LOW_BITS - low),
+                                  _columns(A, t, dg.LOW_DROP, dg.LOW_BITS))])
+    factors = mux_levels(A, jobs)
+    cut = [not_bit(A, _column(A, t, i)) for i in range(dg.F + 6, dg.WORD)]
+    return and_all(A, [*factors, not_bit(A, A.total(low_terms, 1)), *cut])
 
 
 def _checked_decision(ctx: MpcContext, x: BitShared, label: str) -> torch.Tensor:
@@ -426,12 +371,16 @@ def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -
     (held by the circuit alone, which frees them with the edaBits once used), the second stage's for the survivors
     of the first factor only, after its checked opening."""
     D = _domains(ctx)
-    coin = _Coin(ctx)
+    coin = Coin(ctx)
+    if ctx.config.malicious_sampler == "fewer-rounds":  # dg-auth/10: every field dealt now, one decision
+        every = draw_fields(ctx, D.bits, plan, dg.RANDOM_FIELDS, n, coin, COIN_LABELS[0])
+        value, accept = one_decision(D, plan, every, eda_mask(ctx, n))
+        return AuthPass(accept == 1, value)
 
     def later(survivors: torch.Tensor) -> dict[str, Any]:
-        return _draw_fields(ctx, D.bits, plan, SECOND_FIELDS, survivors.numel(), coin, COIN_LABELS[1])
+        return draw_fields(ctx, D.bits, plan, SECOND_FIELDS, survivors.numel(), coin, COIN_LABELS[1])
 
-    value, accept = candidate_circuit(D, plan, _draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0]),
+    value, accept = candidate_circuit(D, plan, draw_fields(ctx, D.bits, plan, FIRST_FIELDS, n, coin, COIN_LABELS[0]),
                                       eda_mask(ctx, n), later)
     return AuthPass(accept == 1, value)
 
