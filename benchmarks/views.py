@@ -93,12 +93,18 @@ def _current(run: dict, mpc_circuit: str) -> str:
     return CIRCUITS[run.get("malicious_sampler", "fewer-bytes")].split(":")[0]
 
 
+def _security(report: dict) -> str:
+    """A run's security level, with its malicious sampler's plan where not the default."""
+    plan = report.get("malicious_sampler", "fewer-bytes")
+    return report["security"] + ("" if plan == "fewer-bytes" else f" ({plan})")
+
+
 def _run_line(report: dict) -> str:
     made = report.get("run_recorded")
     when = f"{made['date']}, {made['commit']}" if made else "–"
     releases = f"{report['releases']} × d = {report.get('dim', '–')}{_bounded(report)}" if report["releases"] \
         else "0"
-    return (f"| {report['security']} | {report['provider']} | {report['parties']} | {report['noise_committee']} | "
+    return (f"| {_security(report)} | {report['provider']} | {report['parties']} | {report['noise_committee']} | "
             f"{report['calls']} | {releases} | {report['plant_leak'] or '–'} | {report['circuit']} | "
             f"{report['wall_s']} | {report.get('load', '–')} | {when} |")
 
@@ -134,7 +140,7 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for report in runs:
         for role in report["roles"]:
-            lines.append(f"| {report['security']} | {report['provider']} | {report['parties']} | {report['calls']} | "
+            lines.append(f"| {_security(report)} | {report['provider']} | {report['parties']} | {report['calls']} | "
                          f"{report['releases']}{_bounded(report)} | {report['plant_leak'] or '–'} | {role['role']} | "
                          f"{role['verdict']} | "
                          f"{role['statistic']} | {role['z']:.2f} | {role['p']:.2g} | {role['power']:.3f} |")
@@ -154,7 +160,7 @@ def markdown(command: str, a: dict, runs: list[dict]) -> str:
                 continue
             worst = min(found, key=lambda s: s["p"])
             senders = ", ".join(f"party {j}" for j in role.get("release_received_from", [])) or "–"
-            lines.append(f"| {report['security']} | {report['provider']} | {report['parties']} | "
+            lines.append(f"| {_security(report)} | {report['provider']} | {report['parties']} | "
                          f"{report['releases']} × {report.get('dim', '–')}{_bounded(report)} | "
                          f"{report['plant_leak'] or '–'} | "
                          f"{role['role']} | {senders} | "
