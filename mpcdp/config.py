@@ -17,10 +17,10 @@ from mpcdp.validation import check_bool, check_integer, check_number
 
 
 SECURITY_LEVELS = ("semi-honest", "malicious")
+"""What ``security`` may be: the adversary the run is secure against (:class:`MpcSettings`)."""
 MALICIOUS_SAMPLERS = ("fewer-bytes", "fewer-rounds")
 """The authenticated sampler's two plans (:mod:`mpcdp.noise.auth_gaussian`): circuit dg-auth/9, which decides the
 first factor first and deals the other words for its survivors only, and dg-auth/10, one decision per pass."""
-"""What ``security`` may be: the adversary the run is secure against (:class:`MpcSettings`)."""
 
 DEFAULT_TIMEOUT_S = 120.0
 """The longest any party of a run may go without progress when nothing sets ``timeout_s``."""

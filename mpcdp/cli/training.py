@@ -82,7 +82,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--security", choices=["semi-honest", "malicious"], default=None,
                        help="the adversary (overrides [mpc] security): 'malicious' trains with the authenticated in-MPC "
                             "sampler and MAC-checked releases (security with abort; dgauss noise, mpc backend, no "
-                            "checkpoints; about 25x the sampler's bytes)")
+                            "checkpoints; about 15x the semi-honest sampler's bytes per sample)")
     add_malicious_sampler(train)
     _add_variant_options(train)
     _add_own_data_options(train)

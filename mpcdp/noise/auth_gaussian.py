@@ -367,9 +367,10 @@ class AuthPass:
 
 
 def authenticated_pass(ctx: MpcContext, plan: dg.DiscreteGaussianPlan, n: int) -> AuthPass:
-    """Draw n candidates and decide them (module steps 1–7): the first stage's fields dealt for every candidate
-    (held by the circuit alone, which frees them with the edaBits once used), the second stage's for the survivors
-    of the first factor only, after its checked opening."""
+    """Draw n candidates and decide them (module steps 1–7). dg-auth/9 (``malicious_sampler = "fewer-bytes"``): the
+    first stage's fields dealt for every candidate (held by the circuit alone, which frees them with the edaBits once
+    used), the second stage's for the survivors of the first factor only, after its checked opening. dg-auth/10
+    (``"fewer-rounds"``): every field of every candidate dealt in one request, one decision (:func:`one_decision`)."""
     D = _domains(ctx)
     coin = Coin(ctx)
     if ctx.config.malicious_sampler == "fewer-rounds":  # dg-auth/10: every field dealt now, one decision
