@@ -10,6 +10,8 @@ party's plus the dealer's (:func:`mpcdp.jobs.noise.cost_summary`), over the samp
 ≤ 2.5× the semi-honest bytes per sample and ≤ 2× its time. With ``--link-delay-ms``, every mode runs again at each
 one-way delay the transport injects per round (``MpcConfig.link_delay_ms``, dealer round trips included), as on
 separate hosts: the time ratio there tends to the rounds ratio, where on this host's loopback it is the CPU's.
+Every mode also runs with ``[mpc] openings = "all-to-all"`` (1 round an opening instead of the star's 2), on
+loopback and at each delay.
 """
 
 from __future__ import annotations
@@ -33,11 +35,16 @@ MODES = {"semi-honest": ("semi-honest", "fewer-bytes"), "malicious": ("malicious
 """Each mode's (security, malicious_sampler): semi-honest, dg-auth/9 (the default plan), dg-auth/10."""
 
 
-def _sample(parties: int, mode: str, samples: int, sigma: float, delay_ms: float = 0.0):
-    """``mpcdp noise``'s job at m = ``parties`` in ``mode`` (an injected one-way delay of ``delay_ms``)."""
+OPENINGS = "all-to-all"
+"""Every mode runs again with ``[mpc] openings`` set to this (1 round an opening instead of the star's 2)."""
+
+
+def _sample(parties: int, mode: str, samples: int, sigma: float, delay_ms: float = 0.0, openings: str = "star"):
+    """``mpcdp noise``'s job at m = ``parties`` in ``mode`` (an injected one-way delay of ``delay_ms``; its small
+    openings by ``openings``)."""
     security, plan = MODES[mode]
     config = MpcConfig(parties=parties, security=security, malicious_sampler=plan, timeout_s=600,
-                       link_delay_ms=delay_ms)
+                       link_delay_ms=delay_ms, openings=openings)
     return run_job(noise_party, config, args=(samples, "dgauss", sigma, None, samples))
 
 
@@ -55,7 +62,24 @@ def run(parties: int, samples: int, sigma: float) -> dict:
                          "dealer_cpu_us_per_sample": summary["dealer_cpu_us_per_sample"],
                          "candidates": first["candidates"], "accepted": first["accepted"]}
     _ratios(row, ("bytes_per_sample", "wall_s"))
+    row[OPENINGS] = _all_to_all(parties, samples, sigma, 0.0, with_bytes=True)
     return row
+
+
+def _all_to_all(parties: int, samples: int, sigma: float, delay_ms: float, *, with_bytes: bool = False) -> dict:
+    """Every mode again with ``openings = "all-to-all"``: its wall, rounds (and bytes per sample), the malicious
+    modes' ratios to semi-honest under the same openings (``wall_ratio``, ...)."""
+    runs: dict = {}
+    for mode in MODES:
+        print(f"m = {parties}, {samples} samples, {mode}, all-to-all, {delay_ms:g} ms ...", file=sys.stderr,
+              flush=True)
+        result = _sample(parties, mode, samples, sigma, delay_ms, OPENINGS)
+        runs[mode] = {"wall_s": max(r["wall_s"] for r in result.values),
+                      "rounds": max(r["rounds"] for r in result.values)}
+        if with_bytes:
+            runs[mode]["bytes_per_sample"] = cost_summary(result.values, result.dealer, samples)["bytes_per_sample"]
+    _ratios(runs, ("bytes_per_sample", "wall_s") if with_bytes else ("wall_s",))
+    return runs
 
 
 def _ratios(row: dict, keys: tuple[str, ...]) -> None:
@@ -76,6 +100,7 @@ def delayed(parties: int, samples: int, sigma: float, delay_ms: float) -> dict:
         row[security] = {"wall_s": max(r["wall_s"] for r in result.values),
                          "rounds": max(r["rounds"] for r in result.values)}
     _ratios(row, ("wall_s",))
+    row[OPENINGS] = _all_to_all(parties, samples, sigma, delay_ms)
     return row
 
 
@@ -146,6 +171,17 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
     lines += ["", "The same for `fewer-rounds` (dg-auth/10, no survivor stage):", "",
               "| step | full products | half products | dealt bytes (all receivers) | bits opened per party |",
               "|---|---|---|---|---|"] + _breakdown_rows(breakdown(plan, fewer_rounds=True))
+    lines += ["", f"With `openings = \"{OPENINGS}\"` (every small opening in 1 round from every party to every other, "
+              "instead of the star's 2 through one party; ratios against semi-honest with the same openings):", "",
+              "| m | semi-honest B/sample | malicious B/sample | ratio | fewer-rounds B/sample | ratio | wall s (sh, mal, "
+              "fewer-rounds) | rounds (sh → mal → fewer-rounds) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        a = r[OPENINGS]
+        lines.append(f"| {r['parties']} | {a['semi-honest']['bytes_per_sample']:,.0f} | "
+                     f"{a['malicious']['bytes_per_sample']:,.0f} | {a['bytes_ratio']:.1f}× | "
+                     f"{a['fewer-rounds']['bytes_per_sample']:,.0f} | {a['fewer_rounds_bytes_ratio']:.1f}× | "
+                     f"{a['semi-honest']['wall_s']:.2f}, {a['malicious']['wall_s']:.2f}, {a['fewer-rounds']['wall_s']:.2f} | "
+                     f"{a['semi-honest']['rounds']} → {a['malicious']['rounds']} → {a['fewer-rounds']['rounds']} |")
     if delays:
         lines += ["", "Under an injected one-way delay per round (`link_delay_ms`: the transport holds each round's frames "
                   "that long before they leave, and each dealer round trip; as on separate hosts, where rounds, not this "
@@ -157,9 +193,24 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
                   f"{d['malicious']['wall_s']:.2f} | {d['wall_ratio']:.1f}× | {d['fewer-rounds']['wall_s']:.2f} | "
                   f"{d['fewer_rounds_wall_ratio']:.1f}× | {d['semi-honest']['rounds']} → {d['malicious']['rounds']} → "
                   f"{d['fewer-rounds']['rounds']} |" for d in delays]
+        lines += ["", f"The same delays with `openings = \"{OPENINGS}\"`; \"against star\": the malicious mode's time "
+                  "against semi-honest's with the default star (what a semi-honest run on those hosts takes by default):",
+                  "", "| m | delay ms | semi-honest s | malicious s | wall ratio | against star | fewer-rounds s | "
+                  "wall ratio | against star | rounds (sh → mal → fewer-rounds) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [_delayed_all_to_all(d) for d in delays]
     lines += ["", f"Load average when recorded (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
               "(a shared 2-core host: wall times scale with it; bytes do not)."]
     return "\n".join(lines) + "\n"
+
+
+def _delayed_all_to_all(d: dict) -> str:
+    """One row of the all-to-all delay table."""
+    a, star = d[OPENINGS], d["semi-honest"]["wall_s"]
+    return (f"| {d['parties']} | {d['delay_ms']:g} | {a['semi-honest']['wall_s']:.2f} | {a['malicious']['wall_s']:.2f} | "
+            f"{a['wall_ratio']:.1f}× | {a['malicious']['wall_s'] / star:.1f}× | {a['fewer-rounds']['wall_s']:.2f} | "
+            f"{a['fewer_rounds_wall_ratio']:.1f}× | {a['fewer-rounds']['wall_s'] / star:.1f}× | "
+            f"{a['semi-honest']['rounds']} → {a['malicious']['rounds']} → {a['fewer-rounds']['rounds']} |")
 
 
 def _breakdown_rows(table: list) -> list[str]:

@@ -40,10 +40,11 @@ def _run(run: dict, a: dict) -> dict:
     if run.get("security") == "malicious":
         report = run_auth_views(parties=run["parties"], calls=calls, sigma=a["sigma"], alpha=a["alpha"],
                                 plant=run.get("plant"), releases=releases, dim=dim, bound=run.get("bound", False),
-                                sampler=run.get("malicious_sampler", "fewer-bytes"))
+                                sampler=run.get("malicious_sampler", "fewer-bytes"), openings=run.get("openings", "star"))
     else:
         report = run_views(parties=run["parties"], provider=run["provider"], calls=calls, sigma=a["sigma"],
-                           alpha=a["alpha"], plant=run.get("plant"), releases=releases, dim=dim)
+                           alpha=a["alpha"], plant=run.get("plant"), releases=releases, dim=dim,
+                           openings=run.get("openings", "star"))
         report["security"] = "semi-honest"
     made = provenance()
     return report | {"wall_s": round(time.perf_counter() - start, 1), "load": round(load, 1),
@@ -53,7 +54,7 @@ def _run(run: dict, a: dict) -> dict:
 def _key(run: dict, plant: str | None, calls: int, releases: int, dim: int | None) -> tuple:
     return run.get("security", "semi-honest"), run["provider"], run["parties"], plant, calls, releases, \
         dim if releases else None, bool(run.get("bound")) or plant == "witness", \
-        run.get("malicious_sampler", "fewer-bytes")
+        run.get("malicious_sampler", "fewer-bytes"), run.get("openings", "star")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,9 +95,10 @@ def _current(run: dict, mpc_circuit: str) -> str:
 
 
 def _security(report: dict) -> str:
-    """A run's security level, with its malicious sampler's plan where not the default."""
-    plan = report.get("malicious_sampler", "fewer-bytes")
-    return report["security"] + ("" if plan == "fewer-bytes" else f" ({plan})")
+    """A run's security level, with its malicious sampler's plan and its openings where not the default."""
+    plan, openings = report.get("malicious_sampler", "fewer-bytes"), report.get("openings", "star")
+    notes = [note for note, default in ((plan, "fewer-bytes"), (openings, "star")) if note != default]
+    return report["security"] + (f" ({', '.join(notes)})" if notes else "")
 
 
 def _run_line(report: dict) -> str:

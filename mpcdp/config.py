@@ -21,6 +21,8 @@ SECURITY_LEVELS = ("semi-honest", "malicious")
 MALICIOUS_SAMPLERS = ("fewer-bytes", "fewer-rounds")
 """The authenticated sampler's two plans (:mod:`mpcdp.noise.auth_gaussian`): circuit dg-auth/9, which decides the
 first factor first and deals the other words for its survivors only, and dg-auth/10, one decision per pass."""
+OPENING_PLANS = ("star", "all-to-all")
+"""How a small opening travels among three or more parties (:meth:`mpcdp.transport.mesh.Mesh.open_shares`)."""
 
 DEFAULT_TIMEOUT_S = 120.0
 """The longest any party of a run may go without progress when nothing sets ``timeout_s``."""
@@ -71,6 +73,13 @@ class MpcSettings:
             one decision per pass, about 178 rounds per pass instead of 300 for about 9% more bytes and a larger
             peak of memory: for separate hosts whose one-way latency is about 0.5 ms or more
             (benchmarks/results/noise-malicious.md). Refused under semi-honest security.
+        openings: how an opening small enough for a relay (at most 64 KiB through one party) travels among three
+            or more parties, under either security. ``"star"`` (default): every share to one party, the king,
+            which sends the result back: 2 rounds, 2(m−1) messages. ``"all-to-all"``: every party sends its
+            share to every other and sums what it receives: 1 round, m(m−1) messages, each party (m−1)× a star
+            member's bytes: for separate hosts, where a round's latency costs more than the bytes (every party
+            then sees every share, as the star's king always does). Larger openings are reduce-scattered either
+            way; two parties always exchange directly.
     """
 
     provider: str = providers.DEFAULT
@@ -82,6 +91,7 @@ class MpcSettings:
     noise_committee: int = 3
     security: str = "semi-honest"
     malicious_sampler: str = "fewer-bytes"
+    openings: str = "star"
 
     def __post_init__(self) -> None:
         providers.lookup(self.provider)
@@ -99,6 +109,8 @@ class MpcSettings:
         if self.malicious_sampler != MALICIOUS_SAMPLERS[0] and self.security != "malicious":
             raise ConfigError(f"`malicious_sampler` {self.malicious_sampler!r} applies under `security` 'malicious' "
                               f"only (the semi-honest sampler has one plan)")
+        if self.openings not in OPENING_PLANS:
+            raise ConfigError(f"`openings` must be one of {list(OPENING_PLANS)}. Found {self.openings!r}.")
         if self.security == "malicious" and self.provider != "dealer":
             raise ConfigError(f"`security` 'malicious' is not available with `provider` {self.provider!r}: security "
                               f"with abort rests on the honest dealer's MAC keys (use provider 'dealer')")

@@ -36,6 +36,15 @@ def test_opening_plans_and_their_bytes():
     assert costs.opening_bytes([5], 3, 0) == (2 * 56, 2 * 56)
     assert costs.opening_bytes([5], 3, 1) == (56, 56)
     assert costs.opening_bytes([5], 2, 1) == (56, 56)
+    # [mpc] openings = "all-to-all": below the cap every party sends its share to every other (1 round), above
+    # it the same scatter; two parties as ever
+    assert [costs.opening_plan(e, 3, all_to_all=True) for e in (10, 4096, 4097)] == ["direct", "direct", "scatter"]
+    assert costs.opening_plan(10, 2, all_to_all=True) == "direct"
+    assert costs.opening_messages(5, 4, 2, all_to_all=True) == ([40] * 3, [40] * 3, 1)
+    everyone = costs.DeclaredCost(openings=[5, 9001], all_to_all=True)
+    assert everyone.bytes(3, 1) == (2 * 56 + 8 * (3001 + 3000 + 2 * 3000) + 4 * 16,
+                                    2 * 56 + 8 * (2 * 3000 + 3001 + 3000) + 4 * 16)
+    assert everyone.rounds(3) == 1 + 2 and costs.DeclaredCost(openings=[5, 9001]).rounds(3) == 2 + 2
     # scatter, 3 parties, 9001 elements (chunks 3001, 3000, 3000), party 1: sends chunks 0 and 2, then its
     # combined chunk to both; receives the two shares of its chunk, then chunks 0 and 2 combined
     sent, received = costs.opening_bytes([9001], 3, 1)
@@ -45,8 +54,8 @@ def test_opening_plans_and_their_bytes():
     assert costs.WAN.time_s(hops=2, bytes_max_party=0, compute_s=1.0) == pytest.approx(1.04)
 
 
-def _rounds(elements: list[int], parties: int) -> int:
-    return sum(costs.opening_messages(e, parties, 0)[2] for e in elements)
+def _rounds(elements: list[int], parties: int, all_to_all: bool = False) -> int:
+    return sum(costs.opening_messages(e, parties, 0, all_to_all)[2] for e in elements)
 
 
 def _assert_bytes(case: dict, declared: costs.DeclaredCost, parties: int, rank: int, ledger: dict) -> None:
@@ -58,12 +67,15 @@ def _assert_bytes(case: dict, declared: costs.DeclaredCost, parties: int, rank: 
     assert ledger["bytes_sent"] - ledger["dealer_request_bytes"] == sent, (case, rank)
 
 
-@pytest.mark.parametrize("parties", [2, 3, 5])
-def test_measured_equals_declared(parties, config_for, monkeypatch):
+@pytest.mark.parametrize("parties, openings", [(2, "star"), (3, "star"), (5, "star"), (3, "all-to-all")])
+def test_measured_equals_declared(parties, openings, config_for, monkeypatch):
+    """Every case's operations, rounds, critical path and bytes as declared; ``openings = "all-to-all"``: its
+    small openings in 1 round from every party to every other (:func:`costs.opening_plan`)."""
     # plain links, knowingly: what the kernel sent is compared with the frames themselves (TLS adds records)
     monkeypatch.setenv("MPCDP_INSECURE_LINKS", "1")
+    a2a = openings == "all-to-all"
     with pytest.warns(InsecureSettingWarning, match="plain TCP"):
-        result = run_job(metered_cases, config_for(parties), args=(BIG,))
+        result = run_job(metered_cases, config_for(parties, openings=openings), args=(BIG,))
     per_party = result.values
     zero = per_party[0]
     for case in zero:  # every party counts the same operations and rounds
@@ -74,17 +86,17 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     c = zero["opening"]
     assert c["ops"]["openings"] == 1 and c["ops"]["opened_elements"] == 5
     assert sum(v for k, v in c["ops"].items() if k not in ("openings", "opened_elements")) == 0
-    assert c["rounds"] == (1 if parties == 2 else 2) and c["dealer_requests"] == 0
+    assert c["rounds"] == (1 if parties == 2 or a2a else 2) and c["dealer_requests"] == 0
     assert c["hops"] == c["emulated_hops"] == c["rounds"]  # the critical path (mpcdp.transport.hop_clock)
     for name, size in (("opening", 5), ("opening_big", BIG)):
         for rank, p in enumerate(per_party):
-            _assert_bytes(name, costs.DeclaredCost(openings=[size]), parties, rank, p[name])
+            _assert_bytes(name, costs.DeclaredCost(openings=[size], all_to_all=a2a), parties, rank, p[name])
 
     # one multiplication of 4 elements: 4 Beaver products, both factors opened once (8 elements), 1 request
     c = zero["mul"]
     assert c["ops"]["mul"] == 4 and c["ops"]["square"] == 0 and c["ops"]["openings"] == 1
     assert c["ops"]["opened_elements"] == 8 and c["dealer_requests"] == 1
-    assert c["rounds"] == _rounds([8], parties)
+    assert c["rounds"] == _rounds([8], parties, a2a)
     # its critical path: party 0 waits two delays for the dealer's reply; then at 2 parties party 1 has party
     # 0's share a delay later, at more the star through party 0 had the others' shares meanwhile: 3 either way
     assert c["hops"] == 3
@@ -94,7 +106,7 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     c = zero["comparison"]
     assert c["ops"]["comparison"] == 4 and c["ops"]["and_words"] == 11 * 4
     assert c["openings_list"] == [4] + [8] * 6 + [4] and c["dealer_requests"] == 7
-    assert c["rounds"] == _rounds([4] + [8] * 6 + [4], parties)
+    assert c["rounds"] == _rounds([4] + [8] * 6 + [4], parties, a2a)
     if parties == 2:  # each request before a direct opening costs two more delays
         assert c["hops"] == c["rounds"] + 2 * c["dealer_requests"]
 
@@ -111,11 +123,12 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     # elements), the wraps gathered at party 0 (1 round; 2 parties truncate locally)
     c = zero["crypten_mul"]
     assert c["ops"]["mul"] == 4 and c["ops"]["trunc"] == (0 if parties == 2 else 4)
-    assert c["rounds"] == _rounds([8], parties) + (0 if parties == 2 else 1)
+    assert c["rounds"] == _rounds([8], parties, a2a) + (0 if parties == 2 else 1)
 
     # the sampler: operations, openings (in order), rounds, dealer requests and bytes as declared
     c, stats = zero["rou"], zero["rou"]["stats"]
     declared = rou.declared_cost(stats["pass_candidates"], stats["samples"])
+    declared.all_to_all = a2a
     redone = [e for e, label in zip(c["openings_list"], c["labels"]) if label.endswith("-redo")]
     assert [e for e, label in zip(c["openings_list"], c["labels"]) if not label.endswith("-redo")] \
         == declared.openings
@@ -126,9 +139,9 @@ def test_measured_equals_declared(parties, config_for, monkeypatch):
     expected["opened_elements"] += sum(redone)
     assert {k: v for k, v in c["ops"].items() if k != "trunc_redo"} == \
         {k: v for k, v in expected.items() if k != "trunc_redo"}
-    assert c["rounds"] == declared.rounds(parties) + _rounds(redone, parties)
+    assert c["rounds"] == declared.rounds(parties) + _rounds(redone, parties, a2a)
     assert c["dealer_requests"] == declared.dealer_requests + len(redone)
-    full = costs.DeclaredCost(openings=c["openings_list"])
+    full = costs.DeclaredCost(openings=c["openings_list"], all_to_all=a2a)
     for rank, p in enumerate(per_party):
         _assert_bytes("rou", full, parties, rank, p["rou"])
     assert c["ops"]["random_bits"] == 2 * 16 * stats["candidates"]

@@ -32,10 +32,16 @@ zeta = 0.5
 seed = 0
 """
 
-FLIPS = {  # where party 1 flips bit 62 of the first word it sends to party 0: (its message's tag, the check that fails)
-    "sampler": ("dg-auth-bits-40 (ε, δ)", "dg-auth (before the first-factor bits)"),  # ε/δ of a product in T's carry chain
-    "release": ("v_p[0]", "v_p[0]"),  # its share of the first release's opening (masked input + noise share)
+FLIPS = {  # where party 1 flips bit 62 of the first word it sends to party 0: (its message's tag, the check that fails,
+    # [mpc] openings)
+    "sampler": ("dg-auth-bits-40 (ε, δ)", "dg-auth (before the first-factor bits)", "star"),  # ε/δ of a product in T's carry chain
+    "release": ("v_p[0]", "v_p[0]", "star"),  # its share of the first release's opening (masked input + noise share)
+    # all-to-all: party 1 sends its share to parties 0 and 2 itself, and only party 0's copy is flipped (party 1 tells
+    # them different things: party 2's opened value is the honest one, and its check fails on the views' digests)
+    "release, all-to-all": ("v_p[0]", "v_p[0]", "all-to-all"),
 }
+WHY = {"star": "a share or an opened value was altered",  # the king's sum is wrong, the same at every party
+       "all-to-all": "parties received different opened or input values"}  # the views' digests differ
 
 
 @pytest.mark.parametrize("where", sorted(FLIPS))
@@ -43,21 +49,23 @@ def test_a_party_flipping_one_bit_of_one_share_stops_every_honest_process_before
                                                                                             deployment):
     """Nothing on stdout from any process but the rogue's; parties 0 and 2 and the dealer exit non-zero with the
     MAC line (its own check's, or the line citing the parties that found it)."""
-    label, check = FLIPS[where]
+    label, check, openings = FLIPS[where]
     protocol = tmp_path / "malicious.toml"
     protocol.write_text(PROTOCOL)
     env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                MPCDP_CREDENTIALS=str(deployment))
-    arguments = [["--job", "train", "--protocol", str(protocol), "--security", "malicious", "--timeout", "120"]] * 4
+    arguments = [["--job", "train", "--protocol", str(protocol), "--security", "malicious", "--timeout", "120",
+                  "--openings", openings]] * 4
     rogue = [sys.executable, str(ROOT / "tests" / "rogue_party.py"), "--once", label, "0", "--"]
     done = run_party_commands(arguments, env, 600, commands={1: rogue})
-    own = (f"the MAC check of opening '{check}' failed: a party deviated from the protocol (a share or an opened "
-           f"value was altered); nothing was released (security = 'malicious')")
+    why = WHY[openings]
+    own = [f"the MAC check of opening '{check}' failed: a party deviated from the protocol ({why}); nothing was "
+           f"released (security = 'malicious')"]
     for rank in (0, 2):  # its own check's line, or (had another party's report come first) the line citing it
         code, out, err = done[rank]
         assert code != 0 and out == "", (rank, code, out[-2000:])
         last = err.splitlines()[-1]
-        assert last.endswith(f"party {rank} stopped: {own}") or re.fullmatch(
+        assert any(last.endswith(f"party {rank} stopped: {line}") for line in own) or re.fullmatch(
             rf"mpcdp: party {rank} stopped: a MAC check failed \(party \d( and party \d)* found it\): a party "
             r"deviated from the protocol; nothing was released \(security = 'malicious'\)", last), (rank, err[-2000:])
     code, out, err = done[3]  # the dealer

@@ -112,13 +112,18 @@ def _linked_meshes(parties: int) -> dict[int, Mesh]:
 
 
 @pytest.mark.filterwarnings("ignore::mpcdp.errors.InsecureSettingWarning")
-@pytest.mark.parametrize("parties, elements, plan", [(2, 5, "direct"), (3, 5, "star"), (3, 5000, "scatter")])
-def test_an_opening_records_every_share_a_party_receives(parties, elements, plan):
-    """Mesh.received_shares after open_shares: direct, each party the other's share; star, the first member
-    every other member's share and the others none (they receive only the sum); scatter, each party its
-    chunk of every other share, at its offset."""
-    assert costs.opening_plan(elements, parties) == plan
+@pytest.mark.parametrize("parties, elements, plan, all_to_all", [
+    (2, 5, "direct", False), (3, 5, "star", False), (3, 5000, "scatter", False),
+    (3, 5, "direct", True), (4, 5, "direct", True), (3, 5000, "scatter", True)])
+def test_an_opening_records_every_share_a_party_receives(parties, elements, plan, all_to_all):
+    """Mesh.received_shares after open_shares: direct (2 parties, or ``[mpc] openings = "all-to-all"`` below the
+    relay cap), each party every other's share; star, the first member every other member's share and the others
+    none (they receive only the sum); scatter (either setting above the cap), each party its chunk of every other
+    share, at its offset."""
+    assert costs.opening_plan(elements, parties, all_to_all) == plan
     meshes = _linked_meshes(parties)
+    for mesh in meshes.values():
+        mesh.all_to_all = all_to_all
     shares = {rank: torch.randint(-2**62, 2**62, (elements,), dtype=torch.int64) for rank in range(parties)}
     opened = {}
     threads = [threading.Thread(target=lambda r=rank: opened.setdefault(r, meshes[r].open_shares(

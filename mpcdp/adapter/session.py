@@ -93,7 +93,7 @@ def start_party(*, rank: int, config: MpcConfig, rendezvous_url: str, links: Any
     links = Mesh.establish(rank, processes, address=local_address(rendezvous_url, iface), timeout_s=timeout_s,
                            security=security, insecure=insecure, dealer=dealer)
     mesh = Mesh(rank, parties, {j: link for j, link in links.items() if j != dealer}, timeout_s=timeout_s,
-                delay_s=link_delay_ms / 1000.0, dealer=dealer)
+                delay_s=link_delay_ms / 1000.0, dealer=dealer, all_to_all=config.openings == "all-to-all")
     communicator.install(communicator.MeshCommunicator(mesh))
     keyed.key_party_generators(mesh)
     group.use_provider(record)

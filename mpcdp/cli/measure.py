@@ -12,7 +12,8 @@ from typing import Any
 from mpcdp import providers
 from mpcdp.errors import ConfigError
 from mpcdp.validation import check_integer, check_number
-from mpcdp.cli.options import _config, _provider_help, _add_mpc_options, add_malicious_sampler, bar_on_progress
+from mpcdp.cli.options import (_config, _provider_help, _add_mpc_options, add_malicious_sampler, add_openings,
+                               bar_on_progress)
 
 
 def _aggregate_parser(sub: argparse._SubParsersAction) -> None:
@@ -101,6 +102,7 @@ def _audit_views_parser(sub: argparse._SubParsersAction) -> None:
                        help="'malicious': audit the authenticated sampler (dg-auth; every data party samples, "
                             "the dealer provider; --noise-committee is not used) and MAC-checked training releases")
     add_malicious_sampler(views)
+    add_openings(views)
     views.add_argument("--plant-leak", default=None, metavar="ROLE",
                        help="give ROLE a known dependence, which the audit must report: 'dealer' (the dealer's "
                             "own-word factor tables of circuit dg-mpc/5), 'party J' for a member J (factor words "
@@ -147,13 +149,14 @@ def _cmd_audit_views(ns: argparse.Namespace) -> int:
                               desc=f"audit views [malicious, m = {ns.parties}]") as progress:
             report = run_auth_views(parties=ns.parties, calls=ns.calls, sigma=ns.sigma, alpha=ns.alpha,
                                     plant=ns.plant_leak, releases=ns.releases, dim=ns.dim, bound=ns.bound,
-                                    progress=progress, sampler=ns.malicious_sampler or "fewer-bytes")
+                                    progress=progress, sampler=ns.malicious_sampler or "fewer-bytes",
+                                    openings=ns.openings or "star")
         return _print_views(report, ns.out)
     with bar_on_progress(total=ns.calls + ns.releases, unit="call",
                           desc=f"audit views [{ns.provider}, m = {ns.parties}]") as progress:
         report = run_views(parties=ns.parties, provider=ns.provider, calls=ns.calls, sigma=ns.sigma,
                            alpha=ns.alpha, plant=ns.plant_leak, committee=ns.noise_committee,
-                           releases=ns.releases, dim=ns.dim, progress=progress)
+                           releases=ns.releases, dim=ns.dim, progress=progress, openings=ns.openings or "star")
     return _print_views(report, ns.out)
 
 

@@ -9,7 +9,7 @@ import sys
 from typing import Any, Callable, Iterator
 
 from mpcdp import providers
-from mpcdp.config import MALICIOUS_SAMPLERS, MpcConfig, resolve_mpc
+from mpcdp.config import MALICIOUS_SAMPLERS, OPENING_PLANS, MpcConfig, resolve_mpc
 
 
 def _provider_help(names: list[str]) -> str:
@@ -46,6 +46,7 @@ def _add_mpc_options(parser: argparse.ArgumentParser, *, parties_required: bool)
                              "MACs, needs the dealer; covers the secure sum, its release and `mpcdp noise --mode dgauss`, "
                              "refuses the rest)")
     add_malicious_sampler(parser)
+    add_openings(parser)
     parser.add_argument("--reproducible", action="store_true",
                         help="secure training draws its mini-batches from the protocol's seed instead of the OS "
                              "CSPRNG (predictable; prints a warning): to compare runs batch for batch")
@@ -91,6 +92,14 @@ def add_malicious_sampler(parser: argparse.ArgumentParser) -> None:
                              "about 9%% more bytes; separate hosts at 0.5 ms one-way or more)")
 
 
+def add_openings(parser: argparse.ArgumentParser) -> None:
+    """``--openings``: how small openings travel among three or more parties (``[mpc] openings``)."""
+    parser.add_argument("--openings", choices=list(OPENING_PLANS), default=None,
+                        help="'star' (default: through one party, 2 rounds, the fewest messages) or 'all-to-all' "
+                             "(1 round, (m-1)x the bytes of a star's member: for separate hosts, where a round's "
+                             "latency costs more than the bytes)")
+
+
 def given_mpc(ns: argparse.Namespace) -> dict:
     """The [mpc] settings this command line gives explicitly (they win over the protocol's, which win over the
     defaults: one precedence for every launcher)."""
@@ -99,7 +108,8 @@ def given_mpc(ns: argparse.Namespace) -> dict:
              "link_delay_ms": getattr(ns, "link_delay_ms", 0.0) or None,
              "insecure_dev": ns.insecure_dev or None, "reproducible": ns.reproducible or None,
              "security": getattr(ns, "security", None),
-             "malicious_sampler": getattr(ns, "malicious_sampler", None)}
+             "malicious_sampler": getattr(ns, "malicious_sampler", None),
+             "openings": getattr(ns, "openings", None)}
     return {key: value for key, value in given.items() if value is not None}
 
 

@@ -99,7 +99,8 @@ def _cmd_train_own_data(ns: argparse.Namespace) -> int:
     sources = _own_sources(ns)
     plan = plan_from(ns.protocol, backend=ns.backend, parties=len(sources), epsilon=ns.epsilon, seed=ns.seed,
                      algorithm=ns.algorithm, mpc={"reproducible": ns.reproducible or None, "provider": ns.provider,
-                          "security": ns.security, "malicious_sampler": ns.malicious_sampler})
+                          "security": ns.security, "malicious_sampler": ns.malicious_sampler,
+                          "openings": ns.openings})
     if plan.dataset != OWN_FILES:
         raise ConfigError(f"`--data` is for a protocol without `dataset`; {ns.protocol!r} trains on "
                           f"`dataset` {plan.dataset!r}.")

@@ -10,7 +10,7 @@ import sys
 from mpcdp import providers
 from mpcdp.validation import check_integer, check_number
 from mpcdp.cli.options import (_provider_help, _add_own_data_options, _add_model_outputs, _add_variant_options,
-                               add_malicious_sampler)
+                               add_malicious_sampler, add_openings)
 from mpcdp.cli.own_data_commands import _check_own_data_options, _cmd_train_own_data, _own_sources, keeping_of, own_model
 from mpcdp.cli.user_module import add_module_options
 
@@ -84,6 +84,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
                             "sampler and MAC-checked releases (security with abort; dgauss noise, mpc backend, no "
                             "checkpoints; about 15x the semi-honest sampler's bytes per sample)")
     add_malicious_sampler(train)
+    add_openings(train)
     _add_variant_options(train)
     _add_own_data_options(train)
     add_module_options(train)
@@ -101,7 +102,8 @@ def _cmd_train(ns: argparse.Namespace) -> int:
     plan = plan_from(ns.protocol, backend=ns.backend, parties=ns.parties, epsilon=ns.epsilon, seed=ns.seed,
                      algorithm=ns.algorithm, size_ratio=ns.size_ratio,
                      mpc={"reproducible": ns.reproducible or None, "provider": ns.provider,
-                          "security": ns.security, "malicious_sampler": ns.malicious_sampler})
+                          "security": ns.security, "malicious_sampler": ns.malicious_sampler,
+                          "openings": ns.openings})
     keeping = keeping_of(ns)
     print(f"mpcdp: {plan.name} [{plan.backend}, {plan.parties} parties]", file=sys.stderr, flush=True)
     with progress.lines_to(sys.stderr):  # the estimate, then every party's progress in words

@@ -428,11 +428,11 @@ def _entry(role: str, kind: str, tests: list, release_tests: list, extra: dict[s
 
 def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plant: str | None,
                    releases: int = 0, dim: int | None = None, bound: bool = False, progress=None,
-                   sampler: str = "fewer-bytes") -> dict[str, Any]:
+                   sampler: str = "fewer-bytes", openings: str = "star") -> dict[str, Any]:
     """Run the audit under ``security = "malicious"`` (module docstring; the releases,
     :mod:`mpcdp.jobs.auth_release_views`; ``bound``, implied by ``plant`` "witness": the releases bounded, as
-    training runs them, :mod:`mpcdp.jobs.auth_bounded_views`; ``sampler``: the ``malicious_sampler`` plan)
-    and return its report."""
+    training runs them, :mod:`mpcdp.jobs.auth_bounded_views`; ``sampler``: the ``malicious_sampler`` plan;
+    ``openings``: ``[mpc] openings``) and return its report."""
     from mpcdp.jobs.auth_release_views import WITNESS, audit_bound
     import os
 
@@ -466,14 +466,14 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
         raise ConfigError("--plant-leak release plants its leak in the unbounded release's inputs: drop --bound")
     plan = dg.plan_for(sigma)
     config = MpcConfig(parties=parties, provider="dealer", security="malicious", malicious_sampler=sampler,
-                       timeout_s=600.0)
+                       timeout_s=600.0, openings=openings)
     saved = os.environ.get(RECORD_DEALER_VIEW)
     os.environ[RECORD_DEALER_VIEW] = "1"
     try:
         result = run_job(auth_views_party, config, args=(calls, sigma, plant, releases, dim, bound),
                          progress=progress, job={"name": "audit views", "security": "malicious", "calls": calls,
                                                  "sigma": sigma, "plant": plant, "releases": releases, "dim": dim,
-                                                 "bound": bound, "malicious_sampler": sampler})
+                                                 "bound": bound, "malicious_sampler": sampler, "openings": openings})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
@@ -482,5 +482,6 @@ def run_auth_views(*, parties: int, calls: int, sigma: float, alpha: float, plan
     return {"provider": "dealer", "security": "malicious", "parties": parties, "noise_committee": parties,
             "calls": calls, "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
             "bound": audit_bound(sigma, dim) if bound and releases else None, "circuit": CIRCUITS[sampler].split(":")[0], "malicious_sampler": sampler,
+            "openings": openings,
             "noise_known_to": noise_known_to(drawn_by=EVERY_PARTY, provider="dealer", parties=parties),
             "roles": _roles(result, plan, alpha, plant)}

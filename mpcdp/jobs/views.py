@@ -365,9 +365,10 @@ def check_plant(plant: str | None, provider_has_dealer: bool, members: int, rele
 
 def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma: float = DEFAULT_SIGMA,
               alpha: float = DEFAULT_ALPHA, plant: str | None = None, committee: int = 3,
-              releases: int | None = None, dim: int | None = None, progress=None) -> dict[str, Any]:
-    """Run the audit (module docstring; the releases, :mod:`mpcdp.jobs.release_views`) and return its report:
-    one entry per role."""
+              releases: int | None = None, dim: int | None = None, progress=None,
+              openings: str = "star") -> dict[str, Any]:
+    """Run the audit (module docstring; the releases, :mod:`mpcdp.jobs.release_views`; ``openings``: ``[mpc]
+    openings``, what each member receives of an opening) and return its report: one entry per role."""
     from mpcdp import providers
     from mpcdp.config import MpcConfig
     from mpcdp.jobs import release_views
@@ -388,7 +389,8 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
                  note="each role's p is sampled from its permutation distribution down to α")
     check_number(sigma, "--sigma", low=dg.SIGMA_MIN, high=dg.SIGMA_MAX, low_open=False)
     record = providers.lookup(provider)
-    config = MpcConfig(parties=parties, provider=provider, noise_committee=committee, timeout_s=600.0)
+    config = MpcConfig(parties=parties, provider=provider, noise_committee=committee, timeout_s=600.0,
+                       openings=openings)
     members = min(parties, committee)
     check_plant(plant, record.has_dealer, members, releases)
     plan = dg.plan_for(sigma)
@@ -397,7 +399,7 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
     try:
         result = run_job(views_party, config, args=(calls, sigma, plant, releases, dim), progress=progress,
                          job={"name": "audit views", "calls": calls, "sigma": sigma, "plant": plant,
-                              "releases": releases, "dim": dim})
+                              "releases": releases, "dim": dim, "openings": openings})
     finally:
         if saved is None:
             os.environ.pop(RECORD_DEALER_VIEW, None)
@@ -407,7 +409,7 @@ def run_views(*, parties: int, provider: str, calls: int = DEFAULT_CALLS, sigma:
               for role in _roles(result, record.has_dealer, plan, releases)]
     return {"provider": provider, "parties": parties, "noise_committee": members, "calls": calls,
             "releases": releases, "dim": dim, "sigma_units": plan.sigma, "alpha": alpha, "plant_leak": plant,
-            "circuit": CIRCUIT.split(":")[0],
+            "circuit": CIRCUIT.split(":")[0], "openings": openings,
             "noise_known_to": noise_known_to(drawn_by=COMMITTEE, provider=provider, parties=parties,
                                              committee=committee),
             "roles": report}

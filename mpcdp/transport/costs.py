@@ -244,16 +244,20 @@ def section(interface: str | None = None) -> Iterator[Ledger]:
 RELAY_CAP_BYTES = 1 << 16
 
 
-def opening_plan(elements: int, parties: int) -> str:
+def opening_plan(elements: int, parties: int, all_to_all: bool = False) -> str:
     """How an opening of ``elements`` 8-byte values travels over :class:`~mpcdp.transport.mesh.Mesh`:
-    ``direct`` (2 parties exchange shares, 1 round), ``star`` (shares to party 0, sum back: 2 rounds; while
-    what party 0 relays, (m−1)·8d bytes each way, is at most :data:`RELAY_CAP_BYTES`), or ``scatter``
-    (reduce-scatter then all-gather over point-to-point links, 2 rounds, every party ≈ 2(m−1)/m·8d bytes)
-    above that cap. The star saves messages on small openings (2(m−1) in all instead of 2m(m−1)); above the
-    cap its busiest party would carry m/2 times the mean."""
+    ``direct`` (every party sends its share to every other: 1 round, (m−1)·8d bytes each way; always for 2
+    parties), ``star`` (shares to party 0, sum back: 2 rounds) while what party 0 relays, (m−1)·8d bytes each
+    way, is at most :data:`RELAY_CAP_BYTES`, or ``direct`` there instead with ``all_to_all`` (``[mpc] openings
+    = "all-to-all"``), or ``scatter`` (reduce-scatter then all-gather over point-to-point links, 2 rounds,
+    every party ≈ 2(m−1)/m·8d bytes) above that cap. The star saves messages on small openings (2(m−1) in all
+    instead of m(m−1)), all-to-all a round; above the cap either's busiest party would carry m/2 times the
+    scatter's mean."""
     if parties == 2:
         return "direct"
-    return "star" if (parties - 1) * 8 * elements <= RELAY_CAP_BYTES else "scatter"
+    if (parties - 1) * 8 * elements > RELAY_CAP_BYTES:
+        return "scatter"
+    return "direct" if all_to_all else "star"
 
 
 def chunk_sizes(elements: int, parties: int) -> list[int]:
@@ -262,12 +266,13 @@ def chunk_sizes(elements: int, parties: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parties)]
 
 
-def opening_messages(elements: int, parties: int, rank: int) -> tuple[list[int], list[int], int]:
+def opening_messages(elements: int, parties: int, rank: int,
+                     all_to_all: bool = False) -> tuple[list[int], list[int], int]:
     """(payload bytes of each message ``rank`` sends, of each it receives, rounds) for one opening."""
-    plan = opening_plan(elements, parties)
+    plan = opening_plan(elements, parties, all_to_all)
     size = 8 * elements
     if plan == "direct":
-        return [size], [size], 1
+        return [size] * (parties - 1), [size] * (parties - 1), 1
     if plan == "star":
         if rank == 0:
             return [size] * (parties - 1), [size] * (parties - 1), 2
@@ -327,7 +332,8 @@ class DeclaredCost:
     order, its public all-to-all exchanges (bytes each), its resharings (elements each member sends, in
     order; :func:`reshare_messages`) and its requests for material (to the dealer, or made by the generators
     without one). ``kings_rotate``: the i-th star opening has member i mod k as king (the noise committee's,
-    :meth:`~mpcdp.transport.mesh.Mesh.open_shares`), else the first member is every star's king."""
+    :meth:`~mpcdp.transport.mesh.Mesh.open_shares`), else the first member is every star's king.
+    ``all_to_all``: the openings a star would carry go all-to-all (``[mpc] openings``, :func:`opening_plan`)."""
 
     ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     openings: list[int] = dataclasses.field(default_factory=list)
@@ -335,11 +341,13 @@ class DeclaredCost:
     dealer_requests: int = 0
     reshares: list[int] = dataclasses.field(default_factory=list)
     kings_rotate: bool = False
+    all_to_all: bool = False
 
     def __add__(self, other: "DeclaredCost") -> "DeclaredCost":
         return DeclaredCost(self.ops + other.ops, self.openings + other.openings, self.exchanges + other.exchanges,
                             self.dealer_requests + other.dealer_requests, self.reshares + other.reshares,
-                            self.kings_rotate or other.kings_rotate)  # (only sampler costs are added to rotating ones)
+                            self.kings_rotate or other.kings_rotate,  # (only sampler costs are added to rotating ones)
+                            self.all_to_all or other.all_to_all)  # (one run's costs: one setting)
 
     def open(self, *sizes: int) -> None:
         self.openings.extend(int(s) for s in sizes)
@@ -348,7 +356,7 @@ class DeclaredCost:
         self.reshares.extend(int(s) for s in sizes)
 
     def rounds(self, parties: int) -> int:
-        return (sum(opening_messages(e, parties, 0)[2] for e in self.openings)
+        return (sum(opening_messages(e, parties, 0, self.all_to_all)[2] for e in self.openings)
                 + sum(exchange_messages(b, parties)[2] for b in self.exchanges)
                 + sum(reshare_messages(e)[2] for e in self.reshares))
 
@@ -357,9 +365,9 @@ class DeclaredCost:
         sent, received, stars = [], [], 0
         for elements in self.openings:
             role = rank  # in a star, 0 is the king: the (stars mod k)-th member while kings rotate
-            if self.kings_rotate and opening_plan(elements, parties) == "star":
+            if self.kings_rotate and opening_plan(elements, parties, self.all_to_all) == "star":
                 role, stars = (rank - stars) % parties, stars + 1
-            s, r, _ = opening_messages(elements, parties, role)
+            s, r, _ = opening_messages(elements, parties, role, self.all_to_all)
             sent += s
             received += r
         for size in self.exchanges:

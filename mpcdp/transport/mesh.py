@@ -61,8 +61,9 @@ class Mesh:
     """This party's links to every other data party (rank → connected socket)."""
 
     def __init__(self, rank: int, parties: int, links: dict[int, socket.socket], *, timeout_s: float,
-                 delay_s: float = 0.0, counted: bool = True, dealer: int | None = None):
+                 delay_s: float = 0.0, counted: bool = True, dealer: int | None = None, all_to_all: bool = False):
         self.rank, self.parties, self.links = rank, parties, links
+        self.all_to_all = all_to_all  # [mpc] openings = "all-to-all": no star (:meth:`open_shares`)
         self.timeout_s, self.delay_s = timeout_s, delay_s
         self.counted = counted  # bytes go to the cost ledgers as link bytes (the dealer's link is metered apart)
         self.dealer = dealer  # the dealer's rank, for naming it in errors
@@ -367,7 +368,8 @@ class Mesh:
         authenticated openings of :mod:`mpcdp.mpc.authenticated`); chunks are cut between rows. Plans
         (:func:`mpcdp.transport.costs.opening_plan`, on the members' count k and the words sent):
 
-        * ``direct`` (2 members): each sends its share to the other. 1 round, 8d bytes each way.
+        * ``direct`` (2 members, or where a star would go with :attr:`all_to_all`): each sends its share to every
+          other member. 1 round, (k−1)·8d bytes each way; every member sees every share, as a star's king does.
         * ``star`` (while the king relays at most 64 KiB, (k−1)·8d): shares to one member, the king, which
           combines them and sends the result back. 2 rounds; it sends and receives (k−1)·8d bytes, the others
           8d. It sees each member's share — one additive share, uniformly masked, like any partial sum. The
@@ -385,7 +387,7 @@ class Mesh:
                              f"{tuple(share.shape)}, xor={xor}.")
         flat = share.contiguous() if wide else share.reshape(-1).contiguous()
         ranks = list(range(self.parties)) if members is None else list(members)
-        plan = costs.opening_plan(flat.numel(), len(ranks))
+        plan = costs.opening_plan(flat.numel(), len(ranks), self.all_to_all)
         me, k = ranks.index(self.rank), len(ranks)
         king = self._star_king(ranks) if plan == "star" else None
         if self.counted:
@@ -401,11 +403,12 @@ class Mesh:
 
         if plan == "direct":
             result = flat.clone()
-            peer = ranks[1 - me]
-            other = torch.empty_like(flat)
-            self.exchange({peer: flat}, {peer: other}, label=label)
-            self.received_shares = {peer: (0, other)}
-            combine(result, other)
+            peers = [j for j in ranks if j != self.rank]
+            incoming = {j: torch.empty_like(flat) for j in peers}
+            self.exchange({j: flat for j in peers}, incoming, label=label)
+            self.received_shares = {j: (0, buf) for j, buf in incoming.items()}
+            for buf in incoming.values():  # in rank order: every member combines alike
+                combine(result, buf)
             return result.reshape(share.shape), 1
         if king is not None:
             result = flat.clone() if self.rank == king else torch.empty_like(flat)  # the sum, or where it arrives
