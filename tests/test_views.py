@@ -180,9 +180,9 @@ def test_star_kings_rotate_while_the_noise_committee_samples():
     assert kings == [[0], [1], [2], [0], [0]]
 
 
-def _run(parties, provider, calls, plant=None, alpha=ALPHA, releases=0, dim=4):
+def _run(parties, provider, calls, plant=None, alpha=ALPHA, releases=0, dim=4, openings="star"):
     return views.run_views(parties=parties, provider=provider, calls=calls, alpha=alpha, plant=plant,
-                           releases=releases, dim=dim)
+                           releases=releases, dim=dim, openings=openings)
 
 
 def _verdicts(report):
@@ -239,19 +239,24 @@ def test_the_dealers_own_word_tables_are_found_and_a_clean_release_is_independen
         "release: party 2's share vs its contribution", "release: party 2's share vs the noise"]
 
 
-def test_a_release_share_sent_without_its_pairwise_masks_is_found():
+@pytest.mark.parametrize("openings, receivers", [("star", (0,)), ("all-to-all", (0, 2))])
+def test_a_release_share_sent_without_its_pairwise_masks_is_found(openings, receivers):
     """--plant-leak release at m = 3 with the dealer: party 1 sends its release share without its pairwise
-    masks, so party 0, the star's first member, receives its contribution (input + noise share) in the clear;
-    party 0 is dependent on that statistic (24 releases of d = 4: with the received share the contribution, a
-    uniform ring word, z ≈ √(24·4): mean 8.93 and standard deviation 0.28 in 100,000 simulated runs, the least
-    7.2, where α = NULL_ALPHA = 2e-6 shared by party 0's 8 statistics needs z > 5.2: power > 1 − 1e-5), the
-    other roles are not (3 roles at 2e-6)."""
-    report = _run(3, "dealer", 20, plant="release", alpha=NULL_ALPHA, releases=24)  # p sampled to resolve it
-    assert _verdicts(report) == {"dealer": "independent", "party 0": "dependent", "party 1": "independent",
-                                 "party 2": "independent"}
-    zero = next(role for role in report["roles"] if role["role"] == "party 0")
-    assert zero["statistic"] == "release: party 1's share vs its contribution" and zero["z"] > 6
+    masks, so every party that receives it — party 0, the star's first member, or with ``[mpc] openings =
+    "all-to-all"`` parties 0 and 2 — receives its contribution (input + noise share) in the clear and is
+    dependent on that statistic (24 releases of d = 4: with the received share the contribution, a uniform ring
+    word, z ≈ √(24·4): mean 8.93 and standard deviation 0.28 in 100,000 simulated runs, the least 7.2, where
+    α = NULL_ALPHA = 2e-6 shared by a party's 8 statistics needs z > 5.2: power > 1 − 1e-5), the other roles are
+    not (at most 3 roles at 2e-6)."""
+    report = _run(3, "dealer", 20, plant="release", alpha=NULL_ALPHA, releases=24,  # p sampled to resolve it
+                  openings=openings)
+    assert _verdicts(report) == {"dealer": "independent", **{
+        f"party {j}": "dependent" if j in receivers else "independent" for j in range(3)}}
+    for j in receivers:
+        role = next(role for role in report["roles"] if role["role"] == f"party {j}")
+        assert role["statistic"] == "release: party 1's share vs its contribution" and role["z"] > 6
     assert report["plant_leak"] == "release" and report["releases"] == 24 and report["dim"] == 4
+    assert report["openings"] == openings
 
 
 def test_under_honest_majority_at_three_parties_every_view_is_independent():

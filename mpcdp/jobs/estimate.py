@@ -132,23 +132,27 @@ class RunEstimate:
 
 def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int, batch: int,
                       has_dealer: bool = True, committee: int = 3, replicated: bool = False,
-                      security: str = "semi-honest", fewer_rounds: bool = False) -> RunEstimate:
+                      security: str = "semi-honest", fewer_rounds: bool = False,
+                      all_to_all: bool = False) -> RunEstimate:
     """The estimate of a secure training run: ``steps`` releases after release 0 of a ``dim``-parameter model,
     noise ``levels``, ``parties`` data parties, ``batch`` records per party and release, a noise committee of
     ``committee`` parties (see the module docstring for the model); ``replicated``: the committee multiplies
     by replicated resharing (:func:`mpcdp.noise.secure_gaussian.declared_cost`); ``security``: "malicious" for
     the authenticated sampler and bound-checked releases (every data party samples; no committee);
-    ``fewer_rounds``: its plan dg-auth/10 (``malicious_sampler = "fewer-rounds"``: its bytes; the same time model)."""
+    ``fewer_rounds``: its plan dg-auth/10 (``malicious_sampler = "fewer-rounds"``: its bytes; the same time model);
+    ``all_to_all``: ``[mpc] openings = "all-to-all"`` (every party sends every small opening to every other)."""
     releases = steps + 1
-    online = costs.DeclaredCost()
+    online = costs.DeclaredCost(all_to_all=all_to_all)
     for _ in range(releases):
         online = online + release_protocol.declared_cost(dim)
     online_sent = [online.bytes(parties, rank)[0] for rank in range(parties)]
     online_s = releases * (RELEASE_S + batch * dim * GRADIENT_S_PER_ENTRY) + max(online_sent) * NOISE_S_PER_BYTE
     if security == "malicious":
-        return _malicious(levels, steps, dim, parties, online_sent, online_s, fewer_rounds)
+        return _malicious(levels, steps, dim, parties, online_sent, online_s, fewer_rounds, all_to_all)
     candidates = _sampler_passes(levels, steps)
     noise_cost = _sampler_cost(levels, candidates, replicated=replicated)
+    if noise_cost is not None:
+        noise_cost.all_to_all = all_to_all
     members = min(parties, committee)  # the noise committee opens among itself; the others send nothing
     noise_sent = [noise_cost.bytes(members, rank)[0] if noise_cost and rank < members else 0
                   for rank in range(parties)]
@@ -161,9 +165,10 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
 
 
 def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_sent: list[int],
-               online_s: float, fewer_rounds: bool = False) -> RunEstimate:
+               online_s: float, fewer_rounds: bool = False, all_to_all: bool = False) -> RunEstimate:
     """A run under ``security = "malicious"`` (module docstring): the releases' openings as semi-honest
-    (``online_sent``, ``online_s``) plus their bound checks, and the authenticated sampler's passes."""
+    (``online_sent``, ``online_s``) plus their bound checks, and the authenticated sampler's passes (its openings
+    through party 0's star, or ``all_to_all`` from every party to every other)."""
     from mpcdp.noise import auth_gaussian_cost, discrete_gaussian
 
     candidates, passes, dealt, opened = 0, 0, 0.0, 0.0
@@ -174,7 +179,7 @@ def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_s
         candidates, passes = candidates + sum(drawn), passes + len(drawn)
         dealt, opened = dealt + sum(drawn) * per_dealt, opened + sum(drawn) * per_opened
     entries = (steps + 1) * dim * parties  # every party's term is bound-checked in every release
-    sampled = [AUTH_OVERHEAD * opened / 8 * (parties - 1 if rank == 0 else 1) for rank in range(parties)]
+    sampled = [AUTH_OVERHEAD * opened / 8 * (parties - 1 if rank == 0 or all_to_all else 1) for rank in range(parties)]
     return RunEstimate(
         noise_samples=noise_samples(levels, steps), releases=steps + 1,
         party_bytes=tuple(int(o + s + AUTH_RELEASE_BYTES * entries / parties) for o, s in zip(online_sent, sampled)),
@@ -211,7 +216,8 @@ def estimate_plan(plan, noise, dim: int, levels: NoiseLevels | None = None) -> R
     return estimate_training(noise.levels if levels is None else levels, steps=noise.steps, dim=dim,
                              parties=plan.parties, batch=batch, has_dealer=provider.has_dealer,
                              committee=committee, replicated=replicated, security=plan.mpc.security,
-                             fewer_rounds=plan.mpc.malicious_sampler == "fewer-rounds")
+                             fewer_rounds=plan.mpc.malicious_sampler == "fewer-rounds",
+                             all_to_all=plan.mpc.openings == "all-to-all")
 
 
 def estimate_own_data(plan, noise, dim: int, levels: NoiseLevels) -> RunEstimate:
