@@ -160,3 +160,36 @@ def test_the_malicious_samplers_plan_is_a_setting_checked_on_its_own_and_against
 
     ns = build_parser().parse_args(["noise", "--security", "malicious", "--malicious-sampler", "fewer-rounds"])
     assert given_mpc(ns)["malicious_sampler"] == "fewer-rounds"
+
+
+def test_parties_that_disagree_on_the_openings_are_refused_naming_the_setting(deployment):
+    """`mpcdp party --job aggregate` as 3 data parties and the dealer, party 2 given `--openings all-to-all` and
+    the others the default star: an opening would deadlock (party 2 waits for shares the others send the king
+    only), so the handshake refuses the run before any share moves, naming the setting and each party's value;
+    every process exits non-zero and prints nothing on stdout."""
+    env = dict(os.environ, WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               MPCDP_CREDENTIALS=str(deployment))
+    plain = ["--job", "aggregate", "--dim", "8", "--timeout", "60"]
+    done = run_party_commands([plain, plain, plain + ["--openings", "all-to-all"], plain], env, 300)
+    for rank, (code, out, err) in enumerate(done):
+        assert code != 0 and out == "", (rank, code, out[-2000:])
+    said = "\n".join(err for _, _, err in done[:3])
+    assert ("parties run different configurations (checked before any share was sent): `mpc.openings`: party 0 = "
+            "'star', party 1 = 'star', party 2 = 'all-to-all'") in said, said[-3000:]
+
+
+def test_the_openings_plan_is_a_setting_named_when_wrong_and_given_on_the_command_line():
+    """``[mpc] openings``: "star" (default) or "all-to-all", under either security; a wrong value is one line
+    naming the setting and where it came from; ``--openings`` wins over the protocol's table."""
+    with pytest.raises(ConfigError, match=r"^\[mpc\] in x: `openings` must be one of \['star', 'all-to-all'\]\. "
+                                          r"Found 'ring'\.$"):
+        resolve_mpc({"openings": "ring"}, " in x")
+    assert MpcSettings().openings == "star"
+    assert resolve_mpc({"openings": "all-to-all", "security": "malicious"}, " in x").openings == "all-to-all"
+    assert resolve_mpc({"openings": "all-to-all"}, " in x", {"openings": "star"}).openings == "star"
+    from mpcdp.cli import build_parser
+    from mpcdp.cli.options import given_mpc
+
+    for argv in (["noise", "--parties", "3", "--openings", "all-to-all"], ["party", "--openings", "all-to-all"]):
+        assert given_mpc(build_parser().parse_args(argv))["openings"] == "all-to-all", argv
+    assert build_parser().parse_args(["train", "p.toml", "--openings", "all-to-all"]).openings == "all-to-all"
