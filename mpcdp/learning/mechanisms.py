@@ -250,7 +250,10 @@ def _dgauss_passes(release: Any, values: int) -> list[int]:
 
 
 def _dgauss_cost(release: Any, passes: list[int], *, replicated: bool) -> costs.DeclaredCost:
-    return secure_gaussian.declared_cost(passes, discrete_gaussian.plan_of(release), replicated=replicated)
+    """Each pass of :func:`_dgauss_passes` is one sampler call (a chunk of ``secure_rows``), its own committee
+    scope: their costs are added, so the star kings' count restarts at each (``DeclaredCost.king_resets``)."""
+    plan = discrete_gaussian.plan_of(release)
+    return sum((secure_gaussian.declared_cost([n], plan, replicated=replicated) for n in passes), costs.DeclaredCost())
 
 
 register(MechanismRecord(

@@ -333,7 +333,10 @@ class DeclaredCost:
     order; :func:`reshare_messages`) and its requests for material (to the dealer, or made by the generators
     without one). ``kings_rotate``: the i-th star opening has member i mod k as king (the noise committee's,
     :meth:`~mpcdp.transport.mesh.Mesh.open_shares`), else the first member is every star's king.
-    ``all_to_all``: the openings a star would carry go all-to-all (``[mpc] openings``, :func:`opening_plan`)."""
+    ``all_to_all``: the openings a star would carry go all-to-all (``[mpc] openings``, :func:`opening_plan`).
+    ``king_resets``: the openings (indices) at which the count of star openings restarts from 0, as the mesh's
+    does at each committee scope (each :func:`~mpcdp.noise.secure_gaussian.sample_discrete_gaussian` call): a
+    rotating cost added to another (:meth:`__add__`) starts one, so a run's calls summed count as the run does."""
 
     ops: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     openings: list[int] = dataclasses.field(default_factory=list)
@@ -342,12 +345,16 @@ class DeclaredCost:
     reshares: list[int] = dataclasses.field(default_factory=list)
     kings_rotate: bool = False
     all_to_all: bool = False
+    king_resets: tuple[int, ...] = ()
 
     def __add__(self, other: "DeclaredCost") -> "DeclaredCost":
+        at = len(self.openings)
+        resets = self.king_resets + ((at,) if other.kings_rotate else ()) + tuple(at + i for i in other.king_resets)
         return DeclaredCost(self.ops + other.ops, self.openings + other.openings, self.exchanges + other.exchanges,
                             self.dealer_requests + other.dealer_requests, self.reshares + other.reshares,
                             self.kings_rotate or other.kings_rotate,  # (only sampler costs are added to rotating ones)
-                            self.all_to_all or other.all_to_all)  # (one run's costs: one setting)
+                            self.all_to_all or other.all_to_all,  # (one run's costs: one setting)
+                            resets)
 
     def open(self, *sizes: int) -> None:
         self.openings.extend(int(s) for s in sizes)
@@ -363,7 +370,9 @@ class DeclaredCost:
     def bytes(self, parties: int, rank: int) -> tuple[int, int]:
         """(bytes sent, bytes received) by ``rank`` to and from the other data parties."""
         sent, received, stars = [], [], 0
-        for elements in self.openings:
+        resets = set(self.king_resets)
+        for index, elements in enumerate(self.openings):
+            stars = 0 if index in resets else stars  # a new committee scope counts from 0
             role = rank  # in a star, 0 is the king: the (stars mod k)-th member while kings rotate
             if self.kings_rotate and opening_plan(elements, parties, self.all_to_all) == "star":
                 role, stars = (rank - stars) % parties, stars + 1
