@@ -11,7 +11,9 @@ party's plus the dealer's (:func:`mpcdp.jobs.noise.cost_summary`), over the samp
 one-way delay the transport injects per round (``MpcConfig.link_delay_ms``, dealer round trips included), as on
 separate hosts: the time ratio there tends to the rounds ratio, where on this host's loopback it is the CPU's.
 Every mode also runs with ``[mpc] openings = "all-to-all"`` (1 round an opening instead of the star's 2), on
-loopback and at each delay.
+loopback and at each delay. At m above the default noise committee (3 parties) the semi-honest sampler also runs
+with every party in its committee, as the malicious sampler must: the ratios against that run, and each run's bytes
+split into the parties' own and the dealer's, say how much of the gap any cheaper dealt material could close.
 """
 
 from __future__ import annotations
@@ -39,12 +41,20 @@ OPENINGS = "all-to-all"
 """Every mode runs again with ``[mpc] openings`` set to this (1 round an opening instead of the star's 2)."""
 
 
-def _sample(parties: int, mode: str, samples: int, sigma: float, delay_ms: float = 0.0, openings: str = "star"):
+EVERY_PARTY = "semi-honest, every party"
+"""The semi-honest sampler with every party in its noise committee (``noise_committee = m``), as the malicious
+sampler always runs: a committee whose members could all deviate together would know the noise, so under
+``malicious`` no committee smaller than m is offered. The default committee is 3 parties."""
+
+
+def _sample(parties: int, mode: str, samples: int, sigma: float, delay_ms: float = 0.0, openings: str = "star",
+            committee: int | None = None):
     """``mpcdp noise``'s job at m = ``parties`` in ``mode`` (an injected one-way delay of ``delay_ms``; its small
-    openings by ``openings``)."""
+    openings by ``openings``; the semi-honest noise committee ``committee`` parties, the default if None)."""
     security, plan = MODES[mode]
     config = MpcConfig(parties=parties, security=security, malicious_sampler=plan, timeout_s=600,
-                       link_delay_ms=delay_ms, openings=openings)
+                       link_delay_ms=delay_ms, openings=openings,
+                       noise_committee=MpcConfig.noise_committee if committee is None else committee)
     return run_job(noise_party, config, args=(samples, "dgauss", sigma, None, samples))
 
 
@@ -62,8 +72,30 @@ def run(parties: int, samples: int, sigma: float) -> dict:
                          "dealer_cpu_us_per_sample": summary["dealer_cpu_us_per_sample"],
                          "candidates": first["candidates"], "accepted": first["accepted"]}
     _ratios(row, ("bytes_per_sample", "wall_s"))
+    row[EVERY_PARTY] = _every_party(parties, samples, sigma, row["semi-honest"])
     row[OPENINGS] = _all_to_all(parties, samples, sigma, 0.0, with_bytes=True)
     return row
+
+
+def _every_party(parties: int, samples: int, sigma: float, default: dict) -> dict:
+    """The semi-honest sampler with every party in its committee: bytes per sample (the parties' and the
+    dealer's), wall and rounds; at m <= the default committee the default run already is that one."""
+    if parties <= MpcConfig.noise_committee:
+        run_row = dict(default)
+    else:
+        print(f"m = {parties}, {samples} samples, semi-honest, committee of {parties} ...", file=sys.stderr, flush=True)
+        result = _sample(parties, "semi-honest", samples, sigma, committee=parties)
+        summary = cost_summary(result.values, result.dealer, samples)
+        run_row = {"bytes_per_sample": summary["bytes_per_sample"], "dealer_bytes": summary["dealer_bytes"],
+                   "bytes_by_party": summary["bytes_by_party"], "rounds": summary["rounds"],
+                   "wall_s": max(r["wall_s"] for r in result.values)}
+    return {"committee": parties, **{k: run_row[k] for k in
+                                     ("bytes_per_sample", "dealer_bytes", "bytes_by_party", "rounds", "wall_s")}}
+
+
+def byte_split(mode: dict, samples: int) -> tuple[float, float]:
+    """(the parties' bytes, the dealer's bytes) per sample of one mode's run."""
+    return sum(mode["bytes_by_party"]) / samples, mode["dealer_bytes"] / samples
 
 
 def _all_to_all(parties: int, samples: int, sigma: float, delay_ms: float, *, with_bytes: bool = False) -> dict:
@@ -153,6 +185,14 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
                      f"{mal['bytes_per_sample']:,.0f} | {r['bytes_ratio']:.1f}× | {sh['wall_s']:.2f} → "
                      f"{mal['wall_s']:.2f} | {r['wall_ratio']:.1f}× | {sh['rounds']} → {mal['rounds']} | "
                      f"{sh['dealer_cpu_us_per_sample']} → {mal['dealer_cpu_us_per_sample']} |")
+    lines += ["", "Every party samples under `malicious` (a committee whose members could all deviate together would "
+              "know the noise), where the semi-honest default samples in a committee of 3 (`noise_committee`; "
+              f"`{EVERY_PARTY}`: `noise_committee = m`). Bytes per sample, the parties' own + the dealer's:", "",
+              "| m | semi-honest (committee of 3) | semi-honest, every party | malicious | malicious ÷ semi-honest, "
+              "every party | the malicious parties' own bytes ÷ semi-honest (committee of 3) | wall s, every party "
+              "(sh → mal) | wall ratio |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [_split_row(r) for r in rows]
     lines += ["", "| m | fewer-rounds B/sample | ratio | wall s | wall ratio | rounds | dealer CPU µs/sample | "
               "parties' CPU µs/sample |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -202,6 +242,16 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
     lines += ["", f"Load average when recorded (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
               "(a shared 2-core host: wall times scale with it; bytes do not)."]
     return "\n".join(lines) + "\n"
+
+
+def _split_row(r: dict) -> str:
+    """One row of the every-party table: each run's bytes per sample as the parties' + the dealer's."""
+    n, runs = r["samples"], (r["semi-honest"], r[EVERY_PARTY], r["malicious"])
+    mal_parties = byte_split(r["malicious"], n)[0]
+    cells = " | ".join("{:,.0f} + {:,.0f}".format(*byte_split(x, n)) for x in runs)
+    return (f"| {r['parties']} | {cells} | {r['malicious']['bytes_per_sample'] / r[EVERY_PARTY]['bytes_per_sample']:.1f}× "
+            f"| {mal_parties / r['semi-honest']['bytes_per_sample']:.2f}× | {r[EVERY_PARTY]['wall_s']:.2f} → "
+            f"{r['malicious']['wall_s']:.2f} | {r['malicious']['wall_s'] / r[EVERY_PARTY]['wall_s']:.1f}× |")
 
 
 def _delayed_all_to_all(d: dict) -> str:
