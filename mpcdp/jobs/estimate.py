@@ -12,7 +12,7 @@ packed below a word per element (the sampler's B2A: :func:`dealt_elements`). Wit
 (``distributed``) moves nothing and costs no sampling time worth counting.
 
 Time is the declared bytes at rates calibrated from this project's recorded runs on its reference machine
-(2 shared cores, loopback, TLS links; benchmarks/results/noise-exact.md, startup.md and estimate.md):
+(2 shared cores, loopback, TLS links; benchmarks/results/noise-exact.md, startup.md and estimate.md's runs):
 
 * sampling: :data:`NOISE_S_PER_CANDIDATE` seconds per candidate the noise committee draws (its parties 0..c−1
   compute and move every opening of a pass; the others wait), plus :data:`NOISE_S_PER_ROUND` per round of its
@@ -48,10 +48,12 @@ from mpcdp.mpc import release as release_protocol
 from mpcdp.transport import costs
 
 NOISE_S_PER_BYTE = 13.8e-9  # moving a release's bytes: 50.4 µs per sample / 3,650 B per sample (noise-exact.md, dg-mpc/1)
-NOISE_S_PER_CANDIDATE = 2.6e-5  # the in-MPC sampler, dg-mpc/6, per candidate on the committee (noise-exact.md:
-# 10^5 samples, 1.55·10^5 candidates and 116 rounds in 4.1–4.5 s, less the rounds below; that run's host was
-# slower than the one the other constants were measured on: ratio-of-uniforms took 1.6× its earlier time)
-NOISE_S_PER_ROUND = 1.55e-3  # and per round of its passes (dg-mpc/4: 10^5 samples, 116 rounds in 2.0 s; the quick start 0.33 s)
+NOISE_S_PER_CANDIDATE = 1.15e-5  # the in-MPC sampler (dg-mpc/12) in a training run, per candidate on the committee,
+NOISE_S_PER_ROUND = 4.1e-4  # and per round of its passes: fitted on benchmarks.estimate's two runs on an idle host
+# (load 0.5-1.2, four runs each: the quick start's 9,398 candidates and 214 rounds in 0.18-0.27 s, median 0.195 s;
+# the own-data MLP's 115,539 candidates and 214 rounds in 1.29-1.53 s, median 1.41 s); dg-mpc/6's rates (2.6e-5 and
+# 1.55e-3, from noise-exact.md) put both at 2.4-2.9x. `mpcdp noise` at sigma = 1 costs less per candidate than
+# these runs (10^5 samples: 128,897 candidates and 216 rounds in 0.73 s), so these rates are for training runs
 RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameters (startup.md), less its gradients
 # per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of
 # training steps where 2e-7 predicted 1.88 s)
