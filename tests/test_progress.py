@@ -106,3 +106,19 @@ def test_a_malicious_runs_estimate_prices_the_authenticated_sampler_and_the_boun
     assert 0.88 <= report["dealer_bytes"] / estimate["dealer_bytes"] <= 1.12, (report["dealer_bytes"], estimate)
     assert 0.75 <= report["bytes_per_party"] / estimate["bytes_per_party"] <= 1.25, (report["party_bytes"], estimate)
     assert report["security"] == "malicious" and estimate["releases"] == report["releases"]
+
+
+def test_the_estimates_set_up_waits_for_a_fork_server_this_process_has_just_started(monkeypatch):
+    """A process's first secure run forks from a server whose imports may still run: the estimate's set-up adds
+    FIRST_RUN_S where this process started the server and has forked no run from it, nothing otherwise; a run's
+    forking context marks the server as having served one."""
+    from mpcdp.jobs import estimate
+    from mpcdp.runtime import process_server
+
+    monkeypatch.setattr(process_server, "_started", False)
+    monkeypatch.setattr(process_server, "_forked", False)
+    assert estimate.setup_s() == estimate.SETUP_S
+    monkeypatch.setattr(process_server, "_started", True)
+    assert estimate.setup_s() == estimate.SETUP_S + estimate.FIRST_RUN_S > estimate.SETUP_S
+    process_server.run_context()
+    assert estimate.setup_s() == estimate.SETUP_S and not process_server.first_run_pending()

@@ -20,7 +20,9 @@ Time is the declared bytes at rates calibrated from this project's recorded runs
 * training: per release, :data:`RELEASE_S` (one opening, the step's bookkeeping) plus
   :data:`GRADIENT_S_PER_ENTRY` per record of the party's batch per model parameter (clipped per-record
   gradients) plus the release's bytes at :data:`NOISE_S_PER_BYTE`;
-* set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement).
+* set-up: :data:`SETUP_S` (the processes' start, the links, the handshake, the data agreement), plus
+  :data:`FIRST_RUN_S` for the first run forked from a fork server this process started (its processes wait for
+  the server's imports).
 
 Under ``security = "malicious"`` (issue 48) every data party samples, with the authenticated sampler (dg-auth/9):
 its candidates in the passes :func:`mpcdp.noise.auth_gaussian_cost.passes` makes, each dealing and opening what
@@ -58,7 +60,11 @@ RELEASE_S = 2.0e-3  # quickstart: 0.12 s online for 55 releases of 123 parameter
 # per record and parameter of a clipped per-record gradient: estimate.md, own-data MLP on an idle host (0.42 s of
 # training steps where 2e-7 predicted 1.88 s)
 GRADIENT_S_PER_ENTRY = 5.0e-8
-SETUP_S = 1.5  # estimate.md on an idle host: 0.6 s (own data) to 2.4 s (quick start, its first fork server)
+SETUP_S = 0.5  # a run forked from a ready fork server: estimate.md's own-data MLP (the second run of its process)
+# 0.55-0.69 s, a second quick start in one process 0.30-0.33 s, on an idle host
+FIRST_RUN_S = 2.5  # more for a process's first run, whose processes wait for the rest of the server's imports
+# (mpcdp.runtime.process_server.PRELOAD): the quick start's set-up was 2.27-2.84 s under `mpcdp train` (which
+# starts the server before its own imports), 3.73-3.79 s under mpcdp.train and 4.29 s under benchmarks.estimate
 DEALER_ELEMENT_BYTES = 8  # one ring element or word to party 0 per element of material
 # security = "malicious", fitted on this machine (noise-malicious.md at m = 3 and 8; quickstart-malicious.md):
 AUTH_OVERHEAD = 1.094  # measured / declared bytes: the dealer's 17.1 and 16.8 MB (m = 3, 8) for 1,425 candidates
@@ -163,7 +169,7 @@ def estimate_training(levels: NoiseLevels, *, steps: int, dim: int, parties: int
     return RunEstimate(noise_samples=noise_samples(levels, steps), releases=releases,
                        party_bytes=tuple(a + b for a, b in zip(noise_sent, online_sent)),
                        dealer_bytes=DEALER_ELEMENT_BYTES * material if has_dealer else 0,
-                       setup_s=SETUP_S, presample_s=_sampling_s(drawn, noise_cost, members), online_s=online_s)
+                       setup_s=setup_s(), presample_s=_sampling_s(drawn, noise_cost, members), online_s=online_s)
 
 
 def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_sent: list[int],
@@ -185,7 +191,7 @@ def _malicious(levels: NoiseLevels, steps: int, dim: int, parties: int, online_s
     return RunEstimate(
         noise_samples=noise_samples(levels, steps), releases=steps + 1,
         party_bytes=tuple(int(o + s + AUTH_RELEASE_BYTES * entries / parties) for o, s in zip(online_sent, sampled)),
-        dealer_bytes=int(AUTH_OVERHEAD * dealt + AUTH_RELEASE_DEALER_BYTES * entries), setup_s=SETUP_S,
+        dealer_bytes=int(AUTH_OVERHEAD * dealt + AUTH_RELEASE_DEALER_BYTES * entries), setup_s=setup_s(),
         presample_s=(passes * AUTH_S_PER_PASS + candidates * AUTH_S_PER_CANDIDATE) * (parties / 3) ** AUTH_SCALING,
         online_s=online_s + AUTH_RELEASE_S * (steps + 1) * (parties / 3) ** AUTH_SCALING)
 
@@ -197,6 +203,14 @@ def _noise_blocks(levels: NoiseLevels, steps: int) -> list[tuple[Any, int]]:
     mechanism = levels.choice.record
     return [(release, rows * release.dim) for release, rows, _ in levels.blocks(steps)
             if mechanism.sampler_passes(release, rows * release.dim)]
+
+
+def setup_s() -> float:
+    """The set-up's time: :data:`SETUP_S`, plus :data:`FIRST_RUN_S` where this run is the first this process forks
+    from the fork server it started (:func:`mpcdp.runtime.process_server.first_run_pending`)."""
+    from mpcdp.runtime.process_server import first_run_pending
+
+    return SETUP_S + (FIRST_RUN_S if first_run_pending() else 0.0)
 
 
 def _sampling_s(candidates: int, cost: costs.DeclaredCost | None, members: int) -> float:

@@ -51,7 +51,7 @@ from mpcdp.runtime.board import StatusBoard
 from mpcdp.runtime.endpoint import RunSettings, read_settings
 from mpcdp.runtime.ports import free_port
 from mpcdp.runtime.party import run_dealer_process, run_party_process
-from mpcdp.runtime.process_server import process_context, threads_per_process
+from mpcdp.runtime.process_server import run_context, threads_per_process
 from mpcdp.transport.joining import INSECURE_LINKS_WARNING
 
 _POLL_S = 0.05
@@ -243,7 +243,7 @@ def _launch(fn: Callable[..., Any], config: MpcConfig, settings: RunSettings, la
     """Start every process of the run with ``launcher``'s environment and working directory, watch them,
     and collect the results (:func:`run_job`)."""
     m = config.parties
-    ctx = process_context()
+    ctx = run_context()
     inbox = _Inbox(ctx, config.processes)
     board = StatusBoard(ctx, config.processes)
     rendezvous = f"tcp://127.0.0.1:{free_port()}"

@@ -29,12 +29,32 @@ def process_context():
     return ctx
 
 
+_started = False  # this process started the server (start_process_server)
+_forked = False  # a run has forked its processes from it (run_context)
+
+
 def start_process_server() -> None:
     """Start the fork server now (idempotent); the first run then forks at once."""
     from multiprocessing import forkserver
 
+    global _started
     process_context()
+    _started = True
     forkserver.ensure_running()
+
+
+def run_context():
+    """:func:`process_context` for a run about to fork its processes: after it, :func:`first_run_pending` is
+    False."""
+    global _forked
+    _forked = True
+    return process_context()
+
+
+def first_run_pending() -> bool:
+    """Whether this process started the fork server and has forked no run from it yet: that run's processes wait
+    for what is left of the server's imports."""
+    return _started and not _forked
 
 
 def threads_per_process(processes: int) -> int:
