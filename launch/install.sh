@@ -106,6 +106,20 @@ if ! {
     echo "mpcdp: installation failed (full log: $log)" >&2
     exit 1
 fi
+# CrypTen 0.4.1's wheel also installs its own benchmark scripts as a top-level package named `benchmarks`, which
+# shadows this repository's benchmarks/ (and a user's package of that name) wherever it comes first on sys.path;
+# CrypTen never imports it
+.venv/bin/python - >>"$log" 2>&1 <<'PY'
+import importlib.metadata
+import pathlib
+import shutil
+
+stray = [f for f in importlib.metadata.files("crypten") or [] if str(f) == "benchmarks/__init__.py"]
+folder = pathlib.Path(stray[0].locate()).parent if stray else None
+if folder is not None and folder.is_dir():
+    shutil.rmtree(folder)
+    print(f"mpcdp: removed CrypTen's top-level package {folder}")
+PY
 # Fashion-MNIST ships as a Debian data package; unpack it into .venv/share/datasets (no root needed) unless the
 # system already has it. Optional: without apt (a non-Debian host), dataset 'fashion-mnist' is unavailable.
 fashion="share/datasets/fashion-mnist"

@@ -187,3 +187,14 @@ def test_crypten_from_pytorch_converts_without_onnxscript():
     assert [str(w.message)[:80] for w in seen] == []
     assert len(list(converted.parameters())) == len(list(model.parameters())) == 4
     assert torch.allclose(converted(x), model(x), atol=1e-5)
+
+
+def test_crypten_leaves_no_top_level_benchmarks_package_to_shadow_this_repositorys(tmp_path):
+    """CrypTen 0.4.1's wheel installs its own benchmark scripts as a top-level package `benchmarks`;
+    launch/install.sh removes it, so outside this repository's root `import benchmarks` finds nothing, not CrypTen's
+    scripts in place of benchmarks/ (or of a user's package of that name)."""
+    probe = "import importlib.util as u; s = u.find_spec('benchmarks'); print(s.origin if s else None)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    found = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert found == "None", found
