@@ -62,38 +62,35 @@ def run(parties: int, samples: int, sigma: float) -> dict:
     row: dict = {"parties": parties, "samples": samples, "sigma": sigma}
     for security in MODES:
         print(f"m = {parties}, {samples} samples, {security} ...", file=sys.stderr, flush=True)
-        result = _sample(parties, security, samples, sigma)
-        summary = cost_summary(result.values, result.dealer, samples)
-        first = result.values[0]
-        row[security] = {"bytes_per_sample": summary["bytes_per_sample"], "dealer_bytes": summary["dealer_bytes"],
-                         "bytes_by_party": summary["bytes_by_party"], "rounds": summary["rounds"],
-                         "wall_s": max(r["wall_s"] for r in result.values),
-                         "cpu_us_per_sample_by_party": summary["cpu_us_per_sample_by_party"],
-                         "dealer_cpu_us_per_sample": summary["dealer_cpu_us_per_sample"],
-                         "candidates": first["candidates"], "accepted": first["accepted"]}
+        row[security] = _measured(_sample(parties, security, samples, sigma), samples)
     _ratios(row, ("bytes_per_sample", "wall_s"))
     row[EVERY_PARTY] = _every_party(parties, samples, sigma, row["semi-honest"])
     row[OPENINGS] = _all_to_all(parties, samples, sigma, 0.0, with_bytes=True)
     return row
 
 
+def _measured(result, samples: int) -> dict:
+    """One run's bytes per sample, the dealer's and each party's bytes, rounds, wall, CPU and candidates."""
+    summary, first = cost_summary(result.values, result.dealer, samples), result.values[0]
+    return {"bytes_per_sample": summary["bytes_per_sample"], "dealer_bytes": summary["dealer_bytes"],
+            "bytes_by_party": summary["bytes_by_party"], "rounds": summary["rounds"],
+            "wall_s": max(r["wall_s"] for r in result.values),
+            "cpu_us_per_sample_by_party": summary["cpu_us_per_sample_by_party"],
+            "dealer_cpu_us_per_sample": summary["dealer_cpu_us_per_sample"],
+            "candidates": first["candidates"], "accepted": first["accepted"]}
+
+
 def _every_party(parties: int, samples: int, sigma: float, default: dict) -> dict:
-    """The semi-honest sampler with every party in its committee: bytes per sample (the parties' and the
-    dealer's), wall and rounds; at m <= the default committee the default run already is that one."""
+    """The semi-honest sampler with every party in its committee (:func:`_measured`'s fields); at m <= the
+    default committee the default run already is that one."""
     if parties <= MpcConfig.noise_committee:
-        run_row = dict(default)
-    else:
-        print(f"m = {parties}, {samples} samples, semi-honest, committee of {parties} ...", file=sys.stderr, flush=True)
-        result = _sample(parties, "semi-honest", samples, sigma, committee=parties)
-        summary = cost_summary(result.values, result.dealer, samples)
-        run_row = {"bytes_per_sample": summary["bytes_per_sample"], "dealer_bytes": summary["dealer_bytes"],
-                   "bytes_by_party": summary["bytes_by_party"], "rounds": summary["rounds"],
-                   "wall_s": max(r["wall_s"] for r in result.values)}
-    return {"committee": parties, **{k: run_row[k] for k in
-                                     ("bytes_per_sample", "dealer_bytes", "bytes_by_party", "rounds", "wall_s")}}
+        return {"committee": parties, **default}
+    print(f"m = {parties}, {samples} samples, semi-honest, committee of {parties} ...", file=sys.stderr, flush=True)
+    return {"committee": parties, **_measured(_sample(parties, "semi-honest", samples, sigma, committee=parties),
+                                              samples)}
 
 
-def byte_split(mode: dict, samples: int) -> tuple[float, float]:
+def _byte_split(mode: dict, samples: int) -> tuple[float, float]:
     """(the parties' bytes, the dealer's bytes) per sample of one mode's run."""
     return sum(mode["bytes_by_party"]) / samples, mode["dealer_bytes"] / samples
 
@@ -246,11 +243,10 @@ def markdown(rows: list[dict], command: str, delays: list[dict] | None = None) -
 
 def _split_row(r: dict) -> str:
     """One row of the every-party table: each run's bytes per sample as the parties' + the dealer's."""
-    n, runs = r["samples"], (r["semi-honest"], r[EVERY_PARTY], r["malicious"])
-    mal_parties = byte_split(r["malicious"], n)[0]
-    cells = " | ".join("{:,.0f} + {:,.0f}".format(*byte_split(x, n)) for x in runs)
+    splits = [_byte_split(x, r["samples"]) for x in (r["semi-honest"], r[EVERY_PARTY], r["malicious"])]
+    cells = " | ".join(f"{parties:,.0f} + {dealer:,.0f}" for parties, dealer in splits)
     return (f"| {r['parties']} | {cells} | {r['malicious']['bytes_per_sample'] / r[EVERY_PARTY]['bytes_per_sample']:.1f}× "
-            f"| {mal_parties / r['semi-honest']['bytes_per_sample']:.2f}× | {r[EVERY_PARTY]['wall_s']:.2f} → "
+            f"| {splits[2][0] / r['semi-honest']['bytes_per_sample']:.2f}× | {r[EVERY_PARTY]['wall_s']:.2f} → "
             f"{r['malicious']['wall_s']:.2f} | {r['malicious']['wall_s'] / r[EVERY_PARTY]['wall_s']:.1f}× |")
 
 
